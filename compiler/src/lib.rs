@@ -1,0 +1,8 @@
+//! utap's compiler: SystemTap script → checked program.
+//!
+//! Passes, each in its own module, data flowing one way:
+//! `lexer` → `preprocess` → `parser` (lalrpop) → [`ast`] → `check` → [`program`].
+//! Diagnostics from every pass go through `diag`.
+
+pub mod ast;
+pub mod program;

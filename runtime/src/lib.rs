@@ -1,0 +1,2 @@
+//! utap's runtime: the utrace engine core over ptrace, the value runtime the
+//! native handlers call, the output transport and tracing sessions.
