@@ -6,6 +6,9 @@
 //! are [`PointKind`]s from the catalogue, aliases are expanded into the probe
 //! bodies, `@defined` is folded, and every expression has a [`Type`].
 //!
+//! printf formats are parsed by the checker into `utap_runtime::format`
+//! types, shared with the runtime that executes them.
+//!
 //! Value representation the codegen and runtime agree on: a long is an
 //! `i64`; a string is a handle (an `i64`) into the running handler's string
 //! arena; statistics and arrays live in the runtime and are named by their
@@ -332,53 +335,4 @@ pub enum PrintKind {
     Sprintdln,
 }
 
-/// A parsed printf format: literal text and conversions.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FormatPiece {
-    Text(String),
-    Conv(Conversion),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Conversion {
-    pub flags: FormatFlags,
-    pub width: FormatNum,
-    pub precision: FormatNum,
-    pub kind: ConvKind,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FormatFlags {
-    pub left: bool,
-    pub plus: bool,
-    pub space: bool,
-    pub alt: bool,
-    pub zero: bool,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FormatNum {
-    None,
-    Fixed(u32),
-    /// `*`: taken from the next argument.
-    Star,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ConvKind {
-    /// `%d` / `%i`
-    Signed,
-    Unsigned,
-    Octal,
-    HexLower,
-    HexUpper,
-    Str,
-    Char,
-    Pointer,
-    /// `%b`: binary write of a long, width selects 1/2/4/8 bytes.
-    Binary,
-    /// `%m`: string, width chars of memory; `%M` hex of it.
-    Memory,
-    MemoryHex,
-    Percent,
-}
+pub use utap_runtime::format::{ConvKind, Conversion, FormatFlags, FormatNum, FormatPiece};

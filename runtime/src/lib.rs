@@ -1,2 +1,5 @@
 //! utap's runtime: the utrace engine core over ptrace, the value runtime the
 //! native handlers call, the output transport and tracing sessions.
+
+pub mod format;
+pub mod memory;
