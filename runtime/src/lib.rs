@@ -4,3 +4,4 @@
 pub mod format;
 pub mod memory;
 pub mod syscalls;
+pub mod transport;
