@@ -3,4 +3,5 @@
 
 pub mod format;
 pub mod memory;
+pub mod seccomp;
 pub mod transport;
