@@ -5,4 +5,6 @@
 //! Diagnostics from every pass go through `diag`.
 
 pub mod ast;
+pub mod builtins;
+pub mod check;
 pub mod program;

@@ -3,4 +3,6 @@
 
 pub mod format;
 pub mod memory;
+pub mod syscalls;
+pub mod transport;
 pub mod values;
