@@ -4,4 +4,6 @@
 pub mod format;
 pub mod memory;
 pub mod seccomp;
+pub mod syscalls;
 pub mod transport;
+pub mod values;

@@ -1,0 +1,283 @@
+//! File-family arguments: descriptors, AT_FDCWD, open flags, modes,
+//! access modes, `AT_*` flags, lseek whence, fcntl commands, `struct stat`.
+
+use super::flags::{Xlat, as_int, flags_str, xlat_str};
+use crate::memory::ReadMemory;
+
+pub const AT_FDCWD: i32 = -100;
+
+/// A directory descriptor of the `*at` calls.
+pub fn dirfd_str(fd: u64) -> String {
+    match as_int(fd) {
+        AT_FDCWD => "AT_FDCWD".to_string(),
+        fd => fd.to_string(),
+    }
+}
+
+const O_ACCMODE: u64 = 0o3;
+const O_TMPFILE_BIT: u64 = 0o20000000;
+pub const O_CREAT: u64 = 0o100;
+
+/// Open flags other than the access mode, in strace's order.
+const OPEN_FLAGS: &[Xlat] = &[
+    (0o100, "O_CREAT"),
+    (0o200, "O_EXCL"),
+    (0o400, "O_NOCTTY"),
+    (0o1000, "O_TRUNC"),
+    (0o2000, "O_APPEND"),
+    (0o4000, "O_NONBLOCK"),
+    (0o4010000, "O_SYNC"),
+    (0o4000000, "__O_SYNC"),
+    (0o10000, "O_DSYNC"),
+    (0o40000, "O_DIRECT"),
+    (0o100000, "O_LARGEFILE"),
+    (0o400000, "O_NOFOLLOW"),
+    (0o1000000, "O_NOATIME"),
+    (0o2000000, "O_CLOEXEC"),
+    (0o10000000, "O_PATH"),
+    (0o20200000, "O_TMPFILE"),
+    (0o20000000, "__O_TMPFILE"),
+    (0o200000, "O_DIRECTORY"),
+    (0o20000, "FASYNC"),
+];
+
+const ACCESS_MODES: [&str; 4] = ["O_RDONLY", "O_WRONLY", "O_RDWR", "O_ACCMODE"];
+
+/// open/openat flags: `O_RDONLY`, `O_WRONLY|O_CREAT|O_TRUNC`, ...
+pub fn open_flags_str(flags: u64) -> String {
+    let flags = flags & 0xffff_ffff;
+    let mode = ACCESS_MODES[(flags & O_ACCMODE) as usize];
+    let rest = flags & !O_ACCMODE;
+    if rest == 0 {
+        mode.to_string()
+    } else {
+        format!("{mode}|{}", flags_str(rest, OPEN_FLAGS, "0"))
+    }
+}
+
+/// Whether open flags take a mode argument (O_CREAT or O_TMPFILE).
+pub fn open_needs_mode(flags: u64) -> bool {
+    flags & (O_CREAT | O_TMPFILE_BIT) != 0
+}
+
+/// A numeric file mode as strace prints it: `0644`, `000`, `04755`.
+pub fn mode_str(mode: u64) -> String {
+    format!("0{:02o}", mode & 0xffff_ffff)
+}
+
+const FILE_TYPES: &[Xlat] = &[
+    (0o140000, "S_IFSOCK"),
+    (0o120000, "S_IFLNK"),
+    (0o100000, "S_IFREG"),
+    (0o60000, "S_IFBLK"),
+    (0o40000, "S_IFDIR"),
+    (0o20000, "S_IFCHR"),
+    (0o10000, "S_IFIFO"),
+];
+const S_IFMT: u64 = 0o170000;
+
+/// A mode with its file type: `S_IFREG|0644`.
+pub fn symbolic_mode_str(mode: u64) -> String {
+    let perms = mode_str(mode & 0o7777);
+    match super::flags::xlat_lookup(mode & S_IFMT, FILE_TYPES) {
+        Some(kind) => format!("{kind}|{perms}"),
+        None if mode & S_IFMT == 0 => perms,
+        None => format!("{:#o}|{perms}", mode & S_IFMT),
+    }
+}
+
+const ACCESS_BITS: &[Xlat] = &[(4, "R_OK"), (2, "W_OK"), (1, "X_OK")];
+
+/// access/faccessat modes: `F_OK`, `R_OK|W_OK`.
+pub fn access_mode_str(mode: u64) -> String {
+    flags_str(mode & 0xffff_ffff, ACCESS_BITS, "F_OK")
+}
+
+const AT_FLAGS: &[Xlat] = &[
+    (0x100, "AT_SYMLINK_NOFOLLOW"),
+    (0x200, "AT_REMOVEDIR"),
+    (0x400, "AT_SYMLINK_FOLLOW"),
+    (0x800, "AT_NO_AUTOMOUNT"),
+    (0x1000, "AT_EMPTY_PATH"),
+    (0x8000, "AT_RECURSIVE"),
+];
+
+/// `AT_*` flags of the `*at` calls: `0`, `AT_SYMLINK_NOFOLLOW`.
+pub fn at_flags_str(flags: u64) -> String {
+    flags_str(flags & 0xffff_ffff, AT_FLAGS, "0")
+}
+
+const WHENCE: &[Xlat] = &[
+    (0, "SEEK_SET"),
+    (1, "SEEK_CUR"),
+    (2, "SEEK_END"),
+    (3, "SEEK_DATA"),
+    (4, "SEEK_HOLE"),
+];
+
+/// lseek's whence: `SEEK_SET` ...
+pub fn whence_str(whence: u64) -> String {
+    xlat_str(whence & 0xffff_ffff, WHENCE)
+}
+
+const FCNTL_CMDS: &[Xlat] = &[
+    (0, "F_DUPFD"),
+    (1, "F_GETFD"),
+    (2, "F_SETFD"),
+    (3, "F_GETFL"),
+    (4, "F_SETFL"),
+    (5, "F_GETLK"),
+    (6, "F_SETLK"),
+    (7, "F_SETLKW"),
+    (8, "F_SETOWN"),
+    (9, "F_GETOWN"),
+    (10, "F_SETSIG"),
+    (11, "F_GETSIG"),
+    (15, "F_SETOWN_EX"),
+    (16, "F_GETOWN_EX"),
+    (36, "F_OFD_GETLK"),
+    (37, "F_OFD_SETLK"),
+    (38, "F_OFD_SETLKW"),
+    (1024, "F_SETLEASE"),
+    (1025, "F_GETLEASE"),
+    (1026, "F_NOTIFY"),
+    (1030, "F_DUPFD_CLOEXEC"),
+    (1031, "F_SETPIPE_SZ"),
+    (1032, "F_GETPIPE_SZ"),
+    (1033, "F_ADD_SEALS"),
+    (1034, "F_GET_SEALS"),
+];
+
+/// fcntl's command: `F_GETFL` ...
+pub fn fcntl_cmd_str(cmd: u64) -> String {
+    xlat_str(cmd & 0xffff_ffff, FCNTL_CMDS)
+}
+
+/// The third argument of fcntl as strace shows it for `cmd`, or None when
+/// the command takes no argument.
+pub fn fcntl_arg_str(cmd: u64, arg: u64) -> Option<String> {
+    match cmd & 0xffff_ffff {
+        1 | 3 | 9 | 11 | 1025 | 1032 | 1034 => None,
+        2 => Some(if arg & 1 != 0 {
+            "FD_CLOEXEC".to_string()
+        } else {
+            "0".to_string()
+        }),
+        4 => Some(open_flags_str(arg).replacen("O_RDONLY|", "", 1)),
+        0 | 1030 | 8 | 10 | 1031 => Some(as_int(arg).to_string()),
+        _ => Some(format!("{arg:#x}")),
+    }
+}
+
+/// `struct stat` as strace abbreviates it, or the address when unreadable.
+pub fn stat_str(mem: &dyn ReadMemory, addr: u64) -> String {
+    const SIZE: usize = 144;
+    let Some(buf) = super::strings::read_bytes(mem, addr, SIZE).filter(|b| b.len() == SIZE) else {
+        return super::strings::addr_str(addr);
+    };
+    let u64_at = |off: usize| u64::from_ne_bytes(buf[off..off + 8].try_into().unwrap());
+    let mode = u64::from(u32::from_ne_bytes(buf[24..28].try_into().unwrap()));
+    let tail = match mode & S_IFMT {
+        0o20000 | 0o60000 => format!("st_rdev={}", makedev_str(u64_at(40))),
+        _ => format!("st_size={}", u64_at(48) as i64),
+    };
+    format!("{{st_mode={}, {tail}, ...}}", symbolic_mode_str(mode))
+}
+
+/// A device number: `makedev(0x88, 0x1)`.
+pub fn makedev_str(dev: u64) -> String {
+    let major = ((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0xfff);
+    let minor = ((dev >> 12) & 0xffff_ff00) | (dev & 0xff);
+    format!("makedev({major:#x}, {minor:#x})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syscalls::testmem::Mem;
+
+    #[test]
+    fn open_flags() {
+        assert_eq!(open_flags_str(0), "O_RDONLY");
+        assert_eq!(
+            open_flags_str(libc::O_RDONLY as u64 | libc::O_CLOEXEC as u64),
+            "O_RDONLY|O_CLOEXEC"
+        );
+        let f = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC;
+        assert_eq!(open_flags_str(f as u64), "O_WRONLY|O_CREAT|O_TRUNC");
+        let f = libc::O_RDWR | libc::O_APPEND | libc::O_NONBLOCK | libc::O_EXCL;
+        assert_eq!(
+            open_flags_str(f as u64),
+            "O_RDWR|O_EXCL|O_APPEND|O_NONBLOCK"
+        );
+        assert_eq!(open_flags_str(libc::O_SYNC as u64), "O_RDONLY|O_SYNC");
+        assert_eq!(open_flags_str(libc::O_DSYNC as u64), "O_RDONLY|O_DSYNC");
+        let f = libc::O_RDWR | libc::O_TMPFILE;
+        assert_eq!(open_flags_str(f as u64), "O_RDWR|O_TMPFILE");
+        let f = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+        assert_eq!(open_flags_str(f as u64), "O_RDONLY|O_NOFOLLOW|O_DIRECTORY");
+        assert_eq!(open_flags_str(0x8000_0001), "O_WRONLY|0x80000000");
+        assert_eq!(open_flags_str(3), "O_ACCMODE");
+        assert!(open_needs_mode(libc::O_CREAT as u64));
+        assert!(open_needs_mode(libc::O_TMPFILE as u64));
+        assert!(!open_needs_mode(libc::O_TRUNC as u64));
+    }
+
+    #[test]
+    fn modes() {
+        assert_eq!(mode_str(0o644), "0644");
+        assert_eq!(mode_str(0), "000");
+        assert_eq!(mode_str(0o4755), "04755");
+        assert_eq!(mode_str(7), "007");
+        assert_eq!(symbolic_mode_str(0o100644), "S_IFREG|0644");
+        assert_eq!(symbolic_mode_str(0o40755), "S_IFDIR|0755");
+        assert_eq!(symbolic_mode_str(0o20620), "S_IFCHR|0620");
+    }
+
+    #[test]
+    fn fds_access_at_whence() {
+        assert_eq!(dirfd_str(libc::AT_FDCWD as u64), "AT_FDCWD");
+        assert_eq!(dirfd_str(0xffff_ff9c), "AT_FDCWD");
+        assert_eq!(dirfd_str(3), "3");
+        assert_eq!(access_mode_str(0), "F_OK");
+        assert_eq!(access_mode_str(6), "R_OK|W_OK");
+        assert_eq!(access_mode_str(0x11), "X_OK|0x10");
+        assert_eq!(at_flags_str(0), "0");
+        assert_eq!(at_flags_str(0x100), "AT_SYMLINK_NOFOLLOW");
+        assert_eq!(at_flags_str(0x1100), "AT_SYMLINK_NOFOLLOW|AT_EMPTY_PATH");
+        assert_eq!(whence_str(0), "SEEK_SET");
+        assert_eq!(whence_str(2), "SEEK_END");
+        assert_eq!(whence_str(7), "0x7");
+    }
+
+    #[test]
+    fn fcntl() {
+        assert_eq!(fcntl_cmd_str(3), "F_GETFL");
+        assert_eq!(fcntl_cmd_str(1030), "F_DUPFD_CLOEXEC");
+        assert_eq!(fcntl_arg_str(3, 0), None);
+        assert_eq!(fcntl_arg_str(2, 1).as_deref(), Some("FD_CLOEXEC"));
+        assert_eq!(fcntl_arg_str(4, 0o4000).as_deref(), Some("O_NONBLOCK"));
+        assert_eq!(fcntl_arg_str(1030, 10).as_deref(), Some("10"));
+    }
+
+    #[test]
+    fn stat_struct() {
+        let mut st = [0u8; 144];
+        st[24..28].copy_from_slice(&0o100644u32.to_ne_bytes());
+        st[48..56].copy_from_slice(&1234i64.to_ne_bytes());
+        let mem = Mem::new(0x2000, &st);
+        assert_eq!(
+            stat_str(&mem, 0x2000),
+            "{st_mode=S_IFREG|0644, st_size=1234, ...}"
+        );
+        st[24..28].copy_from_slice(&0o20620u32.to_ne_bytes());
+        st[40..48].copy_from_slice(&libc::makedev(136, 3).to_ne_bytes());
+        let mem = Mem::new(0x2000, &st);
+        assert_eq!(
+            stat_str(&mem, 0x2000),
+            "{st_mode=S_IFCHR|0620, st_rdev=makedev(0x88, 0x3), ...}"
+        );
+        assert_eq!(stat_str(&mem, 0x3000), "0x3000");
+        assert_eq!(stat_str(&mem, 0), "NULL");
+    }
+}
