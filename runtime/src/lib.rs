@@ -3,5 +3,7 @@
 
 pub mod format;
 pub mod memory;
+pub mod seccomp;
 pub mod syscalls;
 pub mod transport;
+pub mod values;
