@@ -66,7 +66,7 @@ macro_rules! long_decoder {
 
 long_decoder!(/// `_dfd_str(fd)`: "AT_FDCWD" or the number.
     dfd_str => file::dirfd_str);
-long_decoder!(/// `_sys_open_flag_str(flags)`: "O_WRONLY|O_CREAT".
+long_decoder!(/// `_open_flags_str(flags)` (SystemTap: `_sys_open_flag_str`): "O_WRONLY|O_CREAT".
     open_flag_str => file::open_flags_str);
 long_decoder!(/// `_mode_str(mode)`: "0644".
     mode_str => file::mode_str);
@@ -105,8 +105,8 @@ long_decoder!(/// `_get_wc_str(clock)`: "CLOCK_MONOTONIC".
 long_decoder!(/// `_futex_op_str(op)`: "FUTEX_WAIT_PRIVATE".
     futex_op_str => misc::futex_op_str);
 
-/// `_wait_status_str(status)`: "WEXITSTATUS=3"-style text as strace shows
-/// it inside wait4: "[{WIFEXITED(s) && WEXITSTATUS(s) == 3}]".
+/// `_wait_status_str(status)`: a wait status as strace shows it inside
+/// wait4: "[{WIFEXITED(s) && WEXITSTATUS(s) == 3}]".
 pub fn wait_status_str(status: i64) -> String {
     process::wait_status_str(status as i32)
 }
@@ -119,6 +119,7 @@ pub static LONG_TO_STRING: &[(&str, fn(i64) -> String)] = &[
     ("_signal_name", signal_name),
     ("signal_str", signal_str),
     ("_dfd_str", dfd_str),
+    ("_open_flags_str", open_flag_str),
     ("_sys_open_flag_str", open_flag_str),
     ("_mode_str", mode_str),
     ("_access_mode_str", access_mode_str),

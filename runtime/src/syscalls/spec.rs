@@ -40,6 +40,12 @@ pub enum Kind {
     /// Data the call writes; its length is the return value.
     OutBuf,
     OpenFlags,
+    /// Descriptor flags (`O_CLOEXEC|O_NONBLOCK`) without an access mode.
+    PipeFlags,
+    /// epoll_create1's `EPOLL_CLOEXEC`.
+    EpollFlags,
+    /// eventfd2's `EFD_CLOEXEC|EFD_NONBLOCK|EFD_SEMAPHORE`.
+    EfdFlags,
     AtFlags,
     AccessMode,
     Whence,
@@ -183,12 +189,12 @@ pub static SIGNATURES: &[Signature] = &[
     d("dup2", &[a("oldfd", Fd), a("newfd", Fd)]),
     d(
         "dup3",
-        &[a("oldfd", Fd), a("newfd", Fd), a("flags", OpenFlags)],
+        &[a("oldfd", Fd), a("newfd", Fd), a("flags", PipeFlags)],
     ),
     d("pipe", &[a("fildes_uaddr", OutFdPair)]),
     d(
         "pipe2",
-        &[a("fildes_uaddr", OutFdPair), a("flags", OpenFlags)],
+        &[a("fildes_uaddr", OutFdPair), a("flags", PipeFlags)],
     ),
     d("fcntl", &[a("fd", Fd), a("cmd", FcntlCmd), a("arg", Long)]),
     d("ioctl", &[a("fd", Fd), a("request", Hex), a("argp", Hex)]),
@@ -599,7 +605,7 @@ pub static SIGNATURES: &[Signature] = &[
         ],
     ),
     d("epoll_create", &[a("size", Int)]),
-    d("epoll_create1", &[a("flags", OpenFlags)]),
+    d("epoll_create1", &[a("flags", EpollFlags)]),
     d(
         "epoll_ctl",
         &[
@@ -640,7 +646,7 @@ pub static SIGNATURES: &[Signature] = &[
             a("val3", UInt),
         ],
     ),
-    d("eventfd2", &[a("count", UInt), a("flags", OpenFlags)]),
+    d("eventfd2", &[a("count", UInt), a("flags", EfdFlags)]),
     // --- time
     d(
         "nanosleep",

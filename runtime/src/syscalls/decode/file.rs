@@ -55,6 +55,38 @@ pub fn open_flags_str(flags: u64) -> String {
     }
 }
 
+/// The descriptor flags of pipe2/dup3/epoll_create1/eventfd2..., which
+/// strace shows without an access mode and with the call's own prefix:
+/// `O_CLOEXEC`, `EPOLL_CLOEXEC`, `EFD_CLOEXEC|EFD_NONBLOCK`, `0`.
+pub fn fd_flags_str(flags: u64, prefix: &str) -> String {
+    let flags = flags & 0xffff_ffff;
+    let mut extra: Vec<(u64, String)> = Vec::new();
+    if prefix == "EFD_" {
+        extra.push((1, "EFD_SEMAPHORE".to_string()));
+    }
+    extra.push((0o2000000, format!("{prefix}CLOEXEC")));
+    extra.push((0o4000, format!("{prefix}NONBLOCK")));
+    if prefix == "O_" {
+        extra.push((0o40000, "O_DIRECT".to_string()));
+        extra.push((0o200000, "O_NOTIFICATION_PIPE".to_string()));
+    }
+    if flags == 0 {
+        return "0".to_string();
+    }
+    let mut rest = flags;
+    let mut parts = Vec::new();
+    for (bit, name) in extra {
+        if rest & bit != 0 {
+            parts.push(name);
+            rest &= !bit;
+        }
+    }
+    if rest != 0 {
+        parts.push(format!("{rest:#x}"));
+    }
+    parts.join("|")
+}
+
 /// Whether open flags take a mode argument (O_CREAT or O_TMPFILE).
 pub fn open_needs_mode(flags: u64) -> bool {
     flags & (O_CREAT | O_TMPFILE_BIT) != 0
@@ -221,6 +253,21 @@ mod tests {
         assert!(open_needs_mode(libc::O_CREAT as u64));
         assert!(open_needs_mode(libc::O_TMPFILE as u64));
         assert!(!open_needs_mode(libc::O_TRUNC as u64));
+    }
+
+    #[test]
+    fn descriptor_flags() {
+        assert_eq!(fd_flags_str(0, "O_"), "0");
+        assert_eq!(fd_flags_str(libc::O_CLOEXEC as u64, "O_"), "O_CLOEXEC");
+        let f = (libc::O_CLOEXEC | libc::O_NONBLOCK) as u64;
+        assert_eq!(fd_flags_str(f, "O_"), "O_CLOEXEC|O_NONBLOCK");
+        assert_eq!(
+            fd_flags_str(libc::EPOLL_CLOEXEC as u64, "EPOLL_"),
+            "EPOLL_CLOEXEC"
+        );
+        let f = (libc::EFD_SEMAPHORE | libc::EFD_NONBLOCK) as u64;
+        assert_eq!(fd_flags_str(f, "EFD_"), "EFD_SEMAPHORE|EFD_NONBLOCK");
+        assert_eq!(fd_flags_str(0x1_0000_0001, "O_"), "0x1");
     }
 
     #[test]
