@@ -3,6 +3,7 @@
 
 pub mod format;
 pub mod memory;
+pub mod procinfo;
 pub mod seccomp;
 pub mod syscalls;
 pub mod transport;
