@@ -12,6 +12,8 @@
 //! 1. A failure is `= -2 (ENOENT)` (SystemTap's return_str), where strace
 //!    prints `= -1 ENOENT (No such file or directory)`.
 //! 2. brk's return value is decimal in SystemTap, hex in strace.
+//! 3. strace decodes some return values (`fcntl(3, F_GETFD) = 0x1 (flags
+//!    FD_CLOEXEC)`); SystemTap's retstr is the number (`1`).
 //! The fixture's pid differs between the two runs: getpid's result and
 //! kill's first argument read `PID` in both.
 //! Formatting only: strace's `PID ` prefix (from -f with -o) and the spaces
@@ -50,6 +52,49 @@ const TRACED: &[&str] = &[
     "munmap",
     "mprotect",
     "brk",
+    "clock_nanosleep",
+    "clock_getres",
+    "rename",
+    "mkdir",
+    "rmdir",
+    "mkdirat",
+    "unlinkat",
+    "symlink",
+    "readlink",
+    "lstat",
+    "stat",
+    "unlink",
+    "chmod",
+    "truncate",
+    "faccessat",
+    "umask",
+    "dup",
+    "dup2",
+    "dup3",
+    "fcntl",
+    "ftruncate",
+    "fchmod",
+    "pwrite64",
+    "writev",
+    "readv",
+    "fsync",
+    "fdatasync",
+    "ioctl",
+    "socket",
+    "bind",
+    "listen",
+    "connect",
+    "accept4",
+    "sendto",
+    "recvfrom",
+    "shutdown",
+    "socketpair",
+    "madvise",
+    "mremap",
+    "wait4",
+    "getuid",
+    "getgid",
+    "sched_yield",
 ];
 
 const ADDR_NO_RANDOMIZE: libc::c_ulong = 0x0040000;
@@ -132,6 +177,12 @@ fn adapt_strace_line(line: &str) -> Option<String> {
             let name = rest.split(' ').next().unwrap();
             let n = errno_number(name).unwrap_or_else(|| panic!("unknown errno {name}"));
             format!("{} ({})", -n, errno_str(n))
+        }
+        // "0x1 (flags FD_CLOEXEC)" -> "1"
+        Some((hex, rest)) if rest.starts_with("(flags ") => {
+            i64::from_str_radix(hex.trim_start_matches("0x"), 16)
+                .expect("hex flags")
+                .to_string()
         }
         _ if call.starts_with("brk(") => {
             let hex = ret.trim_start_matches("0x");

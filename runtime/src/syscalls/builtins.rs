@@ -96,6 +96,8 @@ long_decoder!(/// `_sock_family_str(family)`: "AF_INET".
     sock_family_str => network::family_str);
 long_decoder!(/// `_sock_type_str(type)`: "SOCK_STREAM|SOCK_CLOEXEC".
     sock_type_str => network::socktype_str);
+long_decoder!(/// `_sock_flags_str(flags)`: "SOCK_CLOEXEC|SOCK_NONBLOCK".
+    sock_flags_str => network::sock_flags_str);
 long_decoder!(/// `_msg_flags_str(flags)`: "MSG_DONTWAIT".
     msg_flags_str => network::msg_flags_str);
 long_decoder!(/// `_shutdown_how_str(how)`: "SHUT_WR".
@@ -136,6 +138,7 @@ pub static LONG_TO_STRING: &[(&str, fn(i64) -> String)] = &[
     ("_sigprocmask_how_str", sigprocmask_how_str),
     ("_sock_family_str", sock_family_str),
     ("_sock_type_str", sock_type_str),
+    ("_sock_flags_str", sock_flags_str),
     ("_msg_flags_str", msg_flags_str),
     ("_shutdown_how_str", shutdown_how_str),
     ("_get_wc_str", get_wc_str),

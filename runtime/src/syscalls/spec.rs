@@ -39,6 +39,10 @@ pub enum Kind {
     InBuf(u8),
     /// Data the call writes; its length is the return value.
     OutBuf,
+    /// An iovec array the call reads; its count is argument N.
+    InIovec(u8),
+    /// An iovec array the call fills; its count is argument N.
+    OutIovec(u8),
     OpenFlags,
     /// Descriptor flags (`O_CLOEXEC|O_NONBLOCK`) without an access mode.
     PipeFlags,
@@ -68,6 +72,8 @@ pub enum Kind {
     OutSigaction,
     Family,
     SockType,
+    /// accept4's `SOCK_CLOEXEC|SOCK_NONBLOCK`.
+    SockFlags,
     /// A protocol number of the family in argument N.
     Protocol(u8),
     /// A socket address whose length is argument N.
@@ -174,11 +180,11 @@ pub static SIGNATURES: &[Signature] = &[
     ),
     d(
         "readv",
-        &[a("fd", Fd), a("vector_uaddr", Ptr), a("count", Int)],
+        &[a("fd", Fd), a("vector_uaddr", OutIovec(3)), a("count", Int)],
     ),
     d(
         "writev",
-        &[a("fd", Fd), a("vector_uaddr", Ptr), a("count", Int)],
+        &[a("fd", Fd), a("vector_uaddr", InIovec(3)), a("count", Int)],
     ),
     d("close", &[a("fd", Fd)]),
     d(
@@ -324,7 +330,11 @@ pub static SIGNATURES: &[Signature] = &[
         &[a("path", Path), a("owner", Int), a("group", Int)],
     ),
     d("truncate", &[a("path", Path), a("length", Long)]),
-    d("umask", &[a("mask", Mode)]),
+    Signature {
+        name: "umask",
+        args: &[a("mask", Mode)],
+        ret: RetFormat::Oct,
+    },
     d("chroot", &[a("path", Path)]),
     d("statfs", &[a("path", Path), a("buf_uaddr", Ptr)]),
     d("fstatfs", &[a("fd", Fd), a("buf_uaddr", Ptr)]),
@@ -506,7 +516,7 @@ pub static SIGNATURES: &[Signature] = &[
             a("sockfd", Fd),
             a("addr_uaddr", Ptr),
             a("addrlen_uaddr", Ptr),
-            a("flags", SockType),
+            a("flags", SockFlags),
         ],
     ),
     d(
@@ -721,7 +731,8 @@ mod tests {
             assert!(entry(nr as i64).is_some());
             for arg in s.args {
                 let refs = match arg.kind {
-                    InBuf(n) | Sigset(n) | OutSigset(n) | Protocol(n) | Sockaddr(n) => Some(n),
+                    InBuf(n) | InIovec(n) | OutIovec(n) | Sigset(n) | OutSigset(n)
+                    | Protocol(n) | Sockaddr(n) => Some(n),
                     _ => None,
                 };
                 if let Some(n) = refs {

@@ -82,6 +82,7 @@ fn named_arg(out: &mut String, n: usize, arg: &Arg) {
         | Kind::SigHow
         | Kind::Family
         | Kind::SockType
+        | Kind::SockFlags
         | Kind::Protocol(_)
         | Kind::MsgFlags
         | Kind::ShutdownHow
@@ -126,6 +127,7 @@ fn decoder_builtin(kind: Kind) -> Option<&'static str> {
         Kind::SigHow => "_sigprocmask_how_str",
         Kind::Family => "_sock_family_str",
         Kind::SockType => "_sock_type_str",
+        Kind::SockFlags => "_sock_flags_str",
         Kind::MsgFlags => "_msg_flags_str",
         Kind::ShutdownHow => "_shutdown_how_str",
         Kind::ClockId => "_get_wc_str",
