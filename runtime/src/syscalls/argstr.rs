@@ -13,7 +13,9 @@
 //! else decimal — also brk, which strace shows in hex.
 
 use super::decode::strings::{addr_str, buffer_str, cstring_str, iovec_str, path_str, read_bytes};
-use super::decode::{file, flags::as_int, memory, misc, network, process, signal, time};
+use super::decode::{
+    file, flags::as_int, memory, misc, network, poll, process, resource, signal, time,
+};
 use super::errno;
 use super::spec::{Arg, Kind, RetFormat, Signature, signature};
 use super::table::syscall_nargs;
@@ -112,6 +114,8 @@ impl Decoder<'_> {
             "ioctl" => self.ioctl(),
             "futex" => self.futex(),
             "mremap" => self.mremap(),
+            "arch_prctl" => self.arch_prctl(),
+            "setsockopt" | "getsockopt" => self.sockopt(),
             _ => self
                 .sig
                 .args
@@ -240,6 +244,48 @@ impl Decoder<'_> {
         parts
     }
 
+    /// arch_prctl's GET codes write the value through the address.
+    fn arch_prctl(&self) -> Vec<String> {
+        let (code, addr) = (self.arg(0), self.arg(1));
+        let value = if resource::arch_prctl_is_get(code) && self.succeeded() {
+            resource::out_word_str(self.mem, addr)
+        } else {
+            addr_str(addr)
+        };
+        vec![resource::arch_prctl_code_str(code), value]
+    }
+
+    /// Socket options: the name depends on the level; an int-sized value
+    /// shows as `[1]` (getsockopt's after the call, with its length).
+    fn sockopt(&self) -> Vec<String> {
+        let (level, name, val, len) = (self.arg(1), self.arg(2), self.arg(3), self.arg(4));
+        let mut parts = vec![
+            as_int(self.arg(0)).to_string(),
+            network::sockopt_level_str(level),
+            network::sockopt_name_str(level, name),
+        ];
+        if self.sig.name == "setsockopt" {
+            parts.push(if len == 4 {
+                resource::int_ref_str(self.mem, val)
+            } else {
+                addr_str(val)
+            });
+            parts.push((len as u32).to_string());
+        } else if self.succeeded() {
+            let len_str = resource::int_ref_str(self.mem, len);
+            parts.push(if len_str == "[4]" {
+                resource::int_ref_str(self.mem, val)
+            } else {
+                addr_str(val)
+            });
+            parts.push(len_str);
+        } else {
+            parts.push(addr_str(val));
+            parts.push(addr_str(len));
+        }
+        parts
+    }
+
     /// mremap's fifth argument only matters with MREMAP_FIXED.
     fn mremap(&self) -> Vec<String> {
         let mut parts = self.all();
@@ -364,6 +410,34 @@ impl Decoder<'_> {
                 }
             }
             Kind::OutFdPair => addr_str(v),
+            Kind::PollFds(n) => poll::pollfds_str(self.mem, v, by_index(n)),
+            Kind::EpollOp => poll::epoll_op_str(v),
+            Kind::EpollEvent => poll::epoll_event_str(self.mem, v),
+            Kind::OutEpollEvents if out_ok => {
+                poll::epoll_events_str(self.mem, v, self.ret.unwrap_or(0) as u64)
+            }
+            Kind::OutEpollEvents => addr_str(v),
+            Kind::OutDirents if out_ok => {
+                resource::dirents_str(self.mem, v, self.ret.unwrap_or(0) as u64)
+            }
+            Kind::OutDirents => addr_str(v),
+            Kind::OutUtsname if out_ok => resource::utsname_str(self.mem, v),
+            Kind::OutUtsname => addr_str(v),
+            Kind::RlimitResource => resource::rlimit_resource_str(v),
+            Kind::Rlimit => resource::rlimit_str(self.mem, v),
+            Kind::OutRlimit if out_ok => resource::rlimit_str(self.mem, v),
+            Kind::OutRlimit => addr_str(v),
+            Kind::OutRandom if out_ok => {
+                resource::hex_buffer_str(self.mem, v, self.ret.unwrap_or(0) as u64)
+            }
+            Kind::OutRandom => addr_str(v),
+            Kind::GrndFlags => resource::getrandom_flags_str(v),
+            Kind::SockLevel => network::sockopt_level_str(v),
+            Kind::CpuSet(n) => resource::cpuset_str(self.mem, v, by_index(n)),
+            Kind::OutCpuSet if out_ok => {
+                resource::cpuset_str(self.mem, v, self.ret.unwrap_or(0) as u64)
+            }
+            Kind::OutCpuSet => addr_str(v),
         }
     }
 }
