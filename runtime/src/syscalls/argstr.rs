@@ -12,7 +12,7 @@
 //! directory)`; mmap/mremap return hex (`0x7f...`), umask octal, everything
 //! else decimal — also brk, which strace shows in hex.
 
-use super::decode::strings::{addr_str, buffer_str, cstring_str, path_str, read_bytes};
+use super::decode::strings::{addr_str, buffer_str, cstring_str, iovec_str, path_str, read_bytes};
 use super::decode::{file, flags::as_int, memory, misc, network, process, signal, time};
 use super::errno;
 use super::spec::{Arg, Kind, RetFormat, Signature, signature};
@@ -64,7 +64,9 @@ pub fn return_str(format: RetFormat, ret: i64) -> String {
     match format {
         RetFormat::Dec => ret.to_string(),
         RetFormat::Hex => format!("0x{ret:x}"),
-        RetFormat::Oct => format!("{ret:#o}").replace("0o", "0"),
+        // C's "%#o": "022", and "0" for zero.
+        RetFormat::Oct if ret == 0 => "0".to_string(),
+        RetFormat::Oct => format!("0{ret:o}"),
     }
 }
 
@@ -109,6 +111,7 @@ impl Decoder<'_> {
             "execve" => self.execve(),
             "ioctl" => self.ioctl(),
             "futex" => self.futex(),
+            "mremap" => self.mremap(),
             _ => self
                 .sig
                 .args
@@ -237,6 +240,15 @@ impl Decoder<'_> {
         parts
     }
 
+    /// mremap's fifth argument only matters with MREMAP_FIXED.
+    fn mremap(&self) -> Vec<String> {
+        let mut parts = self.all();
+        if self.arg(3) & 2 == 0 {
+            parts.pop();
+        }
+        parts
+    }
+
     /// futex shows as many arguments as the operation uses.
     fn futex(&self) -> Vec<String> {
         let op = self.arg(1);
@@ -285,7 +297,15 @@ impl Decoder<'_> {
             Kind::OutBuf if out_ok && self.sig.name == "getcwd" => path_str(self.mem, v),
             Kind::OutBuf if out_ok => buffer_str(self.mem, v, self.ret.unwrap_or(0) as u64),
             Kind::OutBuf => addr_str(v),
+            Kind::InIovec(n) => iovec_str(self.mem, v, by_index(n), None),
+            Kind::OutIovec(n) if out_ok => {
+                iovec_str(self.mem, v, by_index(n), self.ret.map(|r| r as u64))
+            }
+            Kind::OutIovec(_) => addr_str(v),
             Kind::OpenFlags => file::open_flags_str(v),
+            Kind::PipeFlags => file::fd_flags_str(v, "O_"),
+            Kind::EpollFlags => file::fd_flags_str(v, "EPOLL_"),
+            Kind::EfdFlags => file::fd_flags_str(v, "EFD_"),
             Kind::AtFlags => file::at_flags_str(v),
             Kind::AccessMode => file::access_mode_str(v),
             Kind::Whence => file::whence_str(v),
@@ -313,6 +333,7 @@ impl Decoder<'_> {
             Kind::OutSigaction => addr_str(v),
             Kind::Family => network::family_str(v),
             Kind::SockType => network::socktype_str(v),
+            Kind::SockFlags => network::sock_flags_str(v),
             Kind::Protocol(n) => network::protocol_str(by_index(n), v),
             Kind::Sockaddr(n) => network::sockaddr_str(self.mem, v, by_index(n)),
             Kind::MsgFlags => network::msg_flags_str(v),

@@ -66,7 +66,7 @@ macro_rules! long_decoder {
 
 long_decoder!(/// `_dfd_str(fd)`: "AT_FDCWD" or the number.
     dfd_str => file::dirfd_str);
-long_decoder!(/// `_sys_open_flag_str(flags)`: "O_WRONLY|O_CREAT".
+long_decoder!(/// `_open_flags_str(flags)` (SystemTap: `_sys_open_flag_str`): "O_WRONLY|O_CREAT".
     open_flag_str => file::open_flags_str);
 long_decoder!(/// `_mode_str(mode)`: "0644".
     mode_str => file::mode_str);
@@ -96,6 +96,8 @@ long_decoder!(/// `_sock_family_str(family)`: "AF_INET".
     sock_family_str => network::family_str);
 long_decoder!(/// `_sock_type_str(type)`: "SOCK_STREAM|SOCK_CLOEXEC".
     sock_type_str => network::socktype_str);
+long_decoder!(/// `_sock_flags_str(flags)`: "SOCK_CLOEXEC|SOCK_NONBLOCK".
+    sock_flags_str => network::sock_flags_str);
 long_decoder!(/// `_msg_flags_str(flags)`: "MSG_DONTWAIT".
     msg_flags_str => network::msg_flags_str);
 long_decoder!(/// `_shutdown_how_str(how)`: "SHUT_WR".
@@ -105,8 +107,8 @@ long_decoder!(/// `_get_wc_str(clock)`: "CLOCK_MONOTONIC".
 long_decoder!(/// `_futex_op_str(op)`: "FUTEX_WAIT_PRIVATE".
     futex_op_str => misc::futex_op_str);
 
-/// `_wait_status_str(status)`: "WEXITSTATUS=3"-style text as strace shows
-/// it inside wait4: "[{WIFEXITED(s) && WEXITSTATUS(s) == 3}]".
+/// `_wait_status_str(status)`: a wait status as strace shows it inside
+/// wait4: "[{WIFEXITED(s) && WEXITSTATUS(s) == 3}]".
 pub fn wait_status_str(status: i64) -> String {
     process::wait_status_str(status as i32)
 }
@@ -119,6 +121,7 @@ pub static LONG_TO_STRING: &[(&str, fn(i64) -> String)] = &[
     ("_signal_name", signal_name),
     ("signal_str", signal_str),
     ("_dfd_str", dfd_str),
+    ("_open_flags_str", open_flag_str),
     ("_sys_open_flag_str", open_flag_str),
     ("_mode_str", mode_str),
     ("_access_mode_str", access_mode_str),
@@ -135,6 +138,7 @@ pub static LONG_TO_STRING: &[(&str, fn(i64) -> String)] = &[
     ("_sigprocmask_how_str", sigprocmask_how_str),
     ("_sock_family_str", sock_family_str),
     ("_sock_type_str", sock_type_str),
+    ("_sock_flags_str", sock_flags_str),
     ("_msg_flags_str", msg_flags_str),
     ("_shutdown_how_str", shutdown_how_str),
     ("_get_wc_str", get_wc_str),

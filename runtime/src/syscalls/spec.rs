@@ -39,7 +39,17 @@ pub enum Kind {
     InBuf(u8),
     /// Data the call writes; its length is the return value.
     OutBuf,
+    /// An iovec array the call reads; its count is argument N.
+    InIovec(u8),
+    /// An iovec array the call fills; its count is argument N.
+    OutIovec(u8),
     OpenFlags,
+    /// Descriptor flags (`O_CLOEXEC|O_NONBLOCK`) without an access mode.
+    PipeFlags,
+    /// epoll_create1's `EPOLL_CLOEXEC`.
+    EpollFlags,
+    /// eventfd2's `EFD_CLOEXEC|EFD_NONBLOCK|EFD_SEMAPHORE`.
+    EfdFlags,
     AtFlags,
     AccessMode,
     Whence,
@@ -62,6 +72,8 @@ pub enum Kind {
     OutSigaction,
     Family,
     SockType,
+    /// accept4's `SOCK_CLOEXEC|SOCK_NONBLOCK`.
+    SockFlags,
     /// A protocol number of the family in argument N.
     Protocol(u8),
     /// A socket address whose length is argument N.
@@ -168,11 +180,11 @@ pub static SIGNATURES: &[Signature] = &[
     ),
     d(
         "readv",
-        &[a("fd", Fd), a("vector_uaddr", Ptr), a("count", Int)],
+        &[a("fd", Fd), a("vector_uaddr", OutIovec(3)), a("count", Int)],
     ),
     d(
         "writev",
-        &[a("fd", Fd), a("vector_uaddr", Ptr), a("count", Int)],
+        &[a("fd", Fd), a("vector_uaddr", InIovec(3)), a("count", Int)],
     ),
     d("close", &[a("fd", Fd)]),
     d(
@@ -183,12 +195,12 @@ pub static SIGNATURES: &[Signature] = &[
     d("dup2", &[a("oldfd", Fd), a("newfd", Fd)]),
     d(
         "dup3",
-        &[a("oldfd", Fd), a("newfd", Fd), a("flags", OpenFlags)],
+        &[a("oldfd", Fd), a("newfd", Fd), a("flags", PipeFlags)],
     ),
     d("pipe", &[a("fildes_uaddr", OutFdPair)]),
     d(
         "pipe2",
-        &[a("fildes_uaddr", OutFdPair), a("flags", OpenFlags)],
+        &[a("fildes_uaddr", OutFdPair), a("flags", PipeFlags)],
     ),
     d("fcntl", &[a("fd", Fd), a("cmd", FcntlCmd), a("arg", Long)]),
     d("ioctl", &[a("fd", Fd), a("request", Hex), a("argp", Hex)]),
@@ -318,7 +330,11 @@ pub static SIGNATURES: &[Signature] = &[
         &[a("path", Path), a("owner", Int), a("group", Int)],
     ),
     d("truncate", &[a("path", Path), a("length", Long)]),
-    d("umask", &[a("mask", Mode)]),
+    Signature {
+        name: "umask",
+        args: &[a("mask", Mode)],
+        ret: RetFormat::Oct,
+    },
     d("chroot", &[a("path", Path)]),
     d("statfs", &[a("path", Path), a("buf_uaddr", Ptr)]),
     d("fstatfs", &[a("fd", Fd), a("buf_uaddr", Ptr)]),
@@ -500,7 +516,7 @@ pub static SIGNATURES: &[Signature] = &[
             a("sockfd", Fd),
             a("addr_uaddr", Ptr),
             a("addrlen_uaddr", Ptr),
-            a("flags", SockType),
+            a("flags", SockFlags),
         ],
     ),
     d(
@@ -599,7 +615,7 @@ pub static SIGNATURES: &[Signature] = &[
         ],
     ),
     d("epoll_create", &[a("size", Int)]),
-    d("epoll_create1", &[a("flags", OpenFlags)]),
+    d("epoll_create1", &[a("flags", EpollFlags)]),
     d(
         "epoll_ctl",
         &[
@@ -640,7 +656,7 @@ pub static SIGNATURES: &[Signature] = &[
             a("val3", UInt),
         ],
     ),
-    d("eventfd2", &[a("count", UInt), a("flags", OpenFlags)]),
+    d("eventfd2", &[a("count", UInt), a("flags", EfdFlags)]),
     // --- time
     d(
         "nanosleep",
@@ -715,7 +731,8 @@ mod tests {
             assert!(entry(nr as i64).is_some());
             for arg in s.args {
                 let refs = match arg.kind {
-                    InBuf(n) | Sigset(n) | OutSigset(n) | Protocol(n) | Sockaddr(n) => Some(n),
+                    InBuf(n) | InIovec(n) | OutIovec(n) | Sigset(n) | OutSigset(n)
+                    | Protocol(n) | Sockaddr(n) => Some(n),
                     _ => None,
                 };
                 if let Some(n) = refs {

@@ -82,12 +82,16 @@ fn named_arg(out: &mut String, n: usize, arg: &Arg) {
         | Kind::SigHow
         | Kind::Family
         | Kind::SockType
+        | Kind::SockFlags
         | Kind::Protocol(_)
         | Kind::MsgFlags
         | Kind::ShutdownHow
         | Kind::ClockId
         | Kind::TimerFlags
         | Kind::FcntlCmd
+        | Kind::PipeFlags
+        | Kind::EpollFlags
+        | Kind::EfdFlags
         | Kind::Madvise
         | Kind::MremapFlags
         | Kind::Prot
@@ -108,7 +112,7 @@ fn named_arg(out: &mut String, n: usize, arg: &Arg) {
 fn decoder_builtin(kind: Kind) -> Option<&'static str> {
     Some(match kind {
         Kind::DirFd => "_dfd_str",
-        Kind::OpenFlags => "_sys_open_flag_str",
+        Kind::OpenFlags => "_open_flags_str",
         Kind::AccessMode => "_access_mode_str",
         Kind::AtFlags => "_at_flag_str",
         Kind::Whence => "_seek_whence_str",
@@ -123,6 +127,7 @@ fn decoder_builtin(kind: Kind) -> Option<&'static str> {
         Kind::SigHow => "_sigprocmask_how_str",
         Kind::Family => "_sock_family_str",
         Kind::SockType => "_sock_type_str",
+        Kind::SockFlags => "_sock_flags_str",
         Kind::MsgFlags => "_msg_flags_str",
         Kind::ShutdownHow => "_shutdown_how_str",
         Kind::ClockId => "_get_wc_str",
@@ -170,7 +175,7 @@ mod tests {
              \tdfd_str = _dfd_str(dfd)\n\
              \tfilename = user_string_quoted($arg2)\n\
              \tflags = __sc_int32($arg3)\n\
-             \tflags_str = _sys_open_flag_str(flags)\n\
+             \tflags_str = _open_flags_str(flags)\n\
              \tmode = __sc_uint32($arg4)\n"
         );
         assert!(text.contains("\tsig = __sc_int32($arg2)\n\tsig_name = _signal_name(sig)\n"));

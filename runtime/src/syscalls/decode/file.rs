@@ -51,8 +51,40 @@ pub fn open_flags_str(flags: u64) -> String {
     if rest == 0 {
         mode.to_string()
     } else {
-        format!("{mode}|{}", flags_str(rest, OPEN_FLAGS, "0"))
+        format!("{mode}|{}", flags_str(rest, OPEN_FLAGS, "0", ""))
     }
+}
+
+/// The descriptor flags of pipe2/dup3/epoll_create1/eventfd2..., which
+/// strace shows without an access mode and with the call's own prefix:
+/// `O_CLOEXEC`, `EPOLL_CLOEXEC`, `EFD_CLOEXEC|EFD_NONBLOCK`, `0`.
+pub fn fd_flags_str(flags: u64, prefix: &str) -> String {
+    let flags = flags & 0xffff_ffff;
+    let mut extra: Vec<(u64, String)> = Vec::new();
+    if prefix == "EFD_" {
+        extra.push((1, "EFD_SEMAPHORE".to_string()));
+    }
+    extra.push((0o2000000, format!("{prefix}CLOEXEC")));
+    extra.push((0o4000, format!("{prefix}NONBLOCK")));
+    if prefix == "O_" {
+        extra.push((0o40000, "O_DIRECT".to_string()));
+        extra.push((0o200000, "O_NOTIFICATION_PIPE".to_string()));
+    }
+    if flags == 0 {
+        return "0".to_string();
+    }
+    let mut rest = flags;
+    let mut parts = Vec::new();
+    for (bit, name) in extra {
+        if rest & bit != 0 {
+            parts.push(name);
+            rest &= !bit;
+        }
+    }
+    if rest != 0 {
+        parts.push(format!("{rest:#x}"));
+    }
+    parts.join("|")
 }
 
 /// Whether open flags take a mode argument (O_CREAT or O_TMPFILE).
@@ -90,7 +122,7 @@ const ACCESS_BITS: &[Xlat] = &[(4, "R_OK"), (2, "W_OK"), (1, "X_OK")];
 
 /// access/faccessat modes: `F_OK`, `R_OK|W_OK`.
 pub fn access_mode_str(mode: u64) -> String {
-    flags_str(mode & 0xffff_ffff, ACCESS_BITS, "F_OK")
+    flags_str(mode & 0xffff_ffff, ACCESS_BITS, "F_OK", "?_OK")
 }
 
 const AT_FLAGS: &[Xlat] = &[
@@ -104,7 +136,7 @@ const AT_FLAGS: &[Xlat] = &[
 
 /// `AT_*` flags of the `*at` calls: `0`, `AT_SYMLINK_NOFOLLOW`.
 pub fn at_flags_str(flags: u64) -> String {
-    flags_str(flags & 0xffff_ffff, AT_FLAGS, "0")
+    flags_str(flags & 0xffff_ffff, AT_FLAGS, "0", "AT_???")
 }
 
 const WHENCE: &[Xlat] = &[
@@ -117,7 +149,7 @@ const WHENCE: &[Xlat] = &[
 
 /// lseek's whence: `SEEK_SET` ...
 pub fn whence_str(whence: u64) -> String {
-    xlat_str(whence & 0xffff_ffff, WHENCE)
+    xlat_str(whence & 0xffff_ffff, WHENCE, "SEEK_???")
 }
 
 const FCNTL_CMDS: &[Xlat] = &[
@@ -150,7 +182,7 @@ const FCNTL_CMDS: &[Xlat] = &[
 
 /// fcntl's command: `F_GETFL` ...
 pub fn fcntl_cmd_str(cmd: u64) -> String {
-    xlat_str(cmd & 0xffff_ffff, FCNTL_CMDS)
+    xlat_str(cmd & 0xffff_ffff, FCNTL_CMDS, "F_???")
 }
 
 /// The third argument of fcntl as strace shows it for `cmd`, or None when
@@ -163,7 +195,7 @@ pub fn fcntl_arg_str(cmd: u64, arg: u64) -> Option<String> {
         } else {
             "0".to_string()
         }),
-        4 => Some(open_flags_str(arg).replacen("O_RDONLY|", "", 1)),
+        4 => Some(open_flags_str(arg)),
         0 | 1030 | 8 | 10 | 1031 => Some(as_int(arg).to_string()),
         _ => Some(format!("{arg:#x}")),
     }
@@ -224,6 +256,21 @@ mod tests {
     }
 
     #[test]
+    fn descriptor_flags() {
+        assert_eq!(fd_flags_str(0, "O_"), "0");
+        assert_eq!(fd_flags_str(libc::O_CLOEXEC as u64, "O_"), "O_CLOEXEC");
+        let f = (libc::O_CLOEXEC | libc::O_NONBLOCK) as u64;
+        assert_eq!(fd_flags_str(f, "O_"), "O_CLOEXEC|O_NONBLOCK");
+        assert_eq!(
+            fd_flags_str(libc::EPOLL_CLOEXEC as u64, "EPOLL_"),
+            "EPOLL_CLOEXEC"
+        );
+        let f = (libc::EFD_SEMAPHORE | libc::EFD_NONBLOCK) as u64;
+        assert_eq!(fd_flags_str(f, "EFD_"), "EFD_SEMAPHORE|EFD_NONBLOCK");
+        assert_eq!(fd_flags_str(0x1_0000_0001, "O_"), "0x1");
+    }
+
+    #[test]
     fn modes() {
         assert_eq!(mode_str(0o644), "0644");
         assert_eq!(mode_str(0), "000");
@@ -247,7 +294,7 @@ mod tests {
         assert_eq!(at_flags_str(0x1100), "AT_SYMLINK_NOFOLLOW|AT_EMPTY_PATH");
         assert_eq!(whence_str(0), "SEEK_SET");
         assert_eq!(whence_str(2), "SEEK_END");
-        assert_eq!(whence_str(7), "0x7");
+        assert_eq!(whence_str(7), "0x7 /* SEEK_??? */");
     }
 
     #[test]
@@ -256,7 +303,10 @@ mod tests {
         assert_eq!(fcntl_cmd_str(1030), "F_DUPFD_CLOEXEC");
         assert_eq!(fcntl_arg_str(3, 0), None);
         assert_eq!(fcntl_arg_str(2, 1).as_deref(), Some("FD_CLOEXEC"));
-        assert_eq!(fcntl_arg_str(4, 0o4000).as_deref(), Some("O_NONBLOCK"));
+        assert_eq!(
+            fcntl_arg_str(4, 0o4000).as_deref(),
+            Some("O_RDONLY|O_NONBLOCK")
+        );
         assert_eq!(fcntl_arg_str(1030, 10).as_deref(), Some("10"));
     }
 

@@ -1,7 +1,7 @@
 //! Network-family arguments: address families, socket types, protocols,
 //! `struct sockaddr`, message flags, shutdown's how.
 
-use super::flags::{Xlat, as_int, flags_str, xlat_lookup, xlat_str};
+use super::flags::{Xlat, as_int, flags_str, xlat_str};
 use super::strings::{addr_str, quote, read_bytes};
 use crate::memory::ReadMemory;
 
@@ -16,10 +16,9 @@ const FAMILIES: &[Xlat] = &[
     (40, "AF_VSOCK"),
 ];
 
-/// A socket domain / address family: `AF_INET`; unknown as decimal.
+/// A socket domain / address family: `AF_INET`, `0x3039 /* AF_??? */`.
 pub fn family_str(family: u64) -> String {
-    let f = family & 0xffff_ffff;
-    xlat_lookup(f, FAMILIES).map_or_else(|| f.to_string(), str::to_string)
+    xlat_str(family & 0xffff_ffff, FAMILIES, "AF_???")
 }
 
 const SOCK_TYPES: &[Xlat] = &[
@@ -33,15 +32,20 @@ const SOCK_TYPES: &[Xlat] = &[
 ];
 const SOCK_FLAGS: &[Xlat] = &[(0o2000000, "SOCK_CLOEXEC"), (0o4000, "SOCK_NONBLOCK")];
 
+/// accept4's flags: `SOCK_CLOEXEC|SOCK_NONBLOCK`, `0`.
+pub fn sock_flags_str(flags: u64) -> String {
+    flags_str(flags & 0xffff_ffff, SOCK_FLAGS, "0", "SOCK_???")
+}
+
 /// A socket type with its flags: `SOCK_STREAM|SOCK_CLOEXEC`.
 pub fn socktype_str(ty: u64) -> String {
     let ty = ty & 0xffff_ffff;
-    let base = xlat_str(ty & 0xf, SOCK_TYPES);
+    let base = xlat_str(ty & 0xf, SOCK_TYPES, "SOCK_???");
     let rest = ty & !0xf;
     if rest == 0 {
         base
     } else {
-        format!("{base}|{}", flags_str(rest, SOCK_FLAGS, "0"))
+        format!("{base}|{}", flags_str(rest, SOCK_FLAGS, "0", "SOCK_???"))
     }
 }
 
@@ -59,7 +63,7 @@ const IP_PROTOCOLS: &[Xlat] = &[
 pub fn protocol_str(family: u64, protocol: u64) -> String {
     let p = protocol & 0xffff_ffff;
     match family & 0xffff_ffff {
-        2 | 10 => xlat_lookup(p, IP_PROTOCOLS).map_or_else(|| p.to_string(), str::to_string),
+        2 | 10 => xlat_str(p, IP_PROTOCOLS, "IPPROTO_???"),
         _ => as_int(p).to_string(),
     }
 }
@@ -134,14 +138,14 @@ const MSG_FLAGS: &[Xlat] = &[
 
 /// send/recv flags: `0`, `MSG_DONTWAIT|MSG_NOSIGNAL`.
 pub fn msg_flags_str(flags: u64) -> String {
-    flags_str(flags & 0xffff_ffff, MSG_FLAGS, "0")
+    flags_str(flags & 0xffff_ffff, MSG_FLAGS, "0", "MSG_???")
 }
 
 const SHUT: &[Xlat] = &[(0, "SHUT_RD"), (1, "SHUT_WR"), (2, "SHUT_RDWR")];
 
 /// shutdown's how.
 pub fn shutdown_how_str(how: u64) -> String {
-    xlat_str(how & 0xffff_ffff, SHUT)
+    xlat_str(how & 0xffff_ffff, SHUT, "SHUT_???")
 }
 
 #[cfg(test)]
@@ -153,7 +157,9 @@ mod tests {
     fn socket_arguments() {
         assert_eq!(family_str(2), "AF_INET");
         assert_eq!(family_str(1), "AF_UNIX");
-        assert_eq!(family_str(99), "99");
+        assert_eq!(family_str(99), "0x63 /* AF_??? */");
+        assert_eq!(sock_flags_str(0o2004000), "SOCK_CLOEXEC|SOCK_NONBLOCK");
+        assert_eq!(sock_flags_str(0), "0");
         assert_eq!(socktype_str(1), "SOCK_STREAM");
         assert_eq!(
             socktype_str(2 | 0o2000000 | 0o4000),
