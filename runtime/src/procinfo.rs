@@ -127,10 +127,10 @@ impl ProcCache {
         if let Rseq::At(addr) = rseq {
             let mem = ProcessMemory::new(tid);
             // Negative values mean "not initialised" / "registration failed".
-            if let Ok(cpu) = read_u32(&mem, addr) {
-                if (cpu as i32) >= 0 {
-                    return (cpu as i64, CpuSource::Rseq);
-                }
+            if let Ok(cpu) = read_u32(&mem, addr)
+                && (cpu as i32) >= 0
+            {
+                return (cpu as i64, CpuSource::Rseq);
             }
         }
         match stat_cpu(tid) {

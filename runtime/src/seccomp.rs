@@ -34,7 +34,9 @@ const OFF_ARCH: u32 = 4;
 const BPF_MAXINSNS: usize = 4096;
 
 // Classic BPF opcodes (linux/bpf_common.h, linux/filter.h).
-const LD_W_ABS: u16 = 0x00 | 0x00 | 0x20;
+// BPF_LD | BPF_W | BPF_ABS (BPF_LD and BPF_W are 0).
+const LD_W_ABS: u16 = 0x20;
+// BPF_LD | BPF_W | BPF_IMM: all three are 0.
 const LD_IMM: u16 = 0x00;
 const ALU_AND_K: u16 = 0x04 | 0x50;
 const ALU_RSH_K: u16 = 0x04 | 0x70;

@@ -146,10 +146,10 @@ fn trace(filter: Option<&Filter>, mode: &str, n: u32, m: u32) -> Run {
         // Only async-signal-safe calls from here on.
         unsafe {
             libc::raise(libc::SIGSTOP);
-            if let Some(filter) = filter {
-                if install(filter).is_err() {
-                    libc::_exit(99);
-                }
+            if let Some(filter) = filter
+                && install(filter).is_err()
+            {
+                libc::_exit(99);
             }
             libc::execve(exe.as_ptr(), argv.as_ptr(), envp.as_ptr());
             libc::_exit(98);
