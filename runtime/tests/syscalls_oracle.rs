@@ -14,8 +14,9 @@
 //! 2. brk's return value is decimal in SystemTap, hex in strace.
 //! 3. strace decodes some return values (`fcntl(3, F_GETFD) = 0x1 (flags
 //!    FD_CLOEXEC)`); SystemTap's retstr is the number (`1`).
-//! The fixture's pid differs between the two runs: getpid's result and
-//! kill's first argument read `PID` in both.
+//! The pids differ between the two runs: getpid's result and kill's first
+//! argument read `PID`, the child's pid (clone's result, wait4's argument
+//! and result) `CHILD` in both.
 //! Formatting only: strace's `PID ` prefix (from -f with -o) and the spaces
 //! that align ` = ` are dropped; strace's `--- SIGNAL {...} ---` lines are
 //! signal deliveries, which utap reports through process.signal, not here.
@@ -95,6 +96,14 @@ const TRACED: &[&str] = &[
     "getuid",
     "getgid",
     "sched_yield",
+    "clone",
+    "execve",
+    "futex",
+    "getcwd",
+    "alarm",
+    "epoll_create1",
+    "eventfd2",
+    "pipe",
 ];
 
 const ADDR_NO_RANDOMIZE: libc::c_ulong = 0x0040000;
@@ -119,15 +128,33 @@ fn build_fixture(dir: &Path) -> PathBuf {
 }
 
 /// strace's lines for the fixture, adapted to utap's conventions.
-/// `getpid() = 123` and `kill(123, ...)` with the pid replaced by `PID`.
-fn hide_pid(line: String, pid: &str) -> String {
-    if line.starts_with("getpid() = ") {
-        return line.replacen(&format!("= {pid}"), "= PID", 1);
-    }
-    if let Some(rest) = line.strip_prefix(&format!("kill({pid}, ")) {
-        return format!("kill(PID, {rest}");
-    }
-    line
+/// The lines with the fixture's pid replaced by `PID` (in getpid's result
+/// and kill's first argument) and its child's by `CHILD` (clone's result,
+/// wait4's first argument and result).
+fn hide_pids(lines: Vec<String>, pid: &str) -> Vec<String> {
+    let mut child = None;
+    lines
+        .into_iter()
+        .map(|line| {
+            if line.starts_with("getpid() = ") {
+                return line.replacen(&format!("= {pid}"), "= PID", 1);
+            }
+            if let Some(rest) = line.strip_prefix(&format!("kill({pid}, ")) {
+                return format!("kill(PID, {rest}");
+            }
+            if line.starts_with("clone(") {
+                let (call, ret) = line.rsplit_once(" = ").unwrap();
+                child = Some(ret.to_string());
+                return format!("{call} = CHILD");
+            }
+            match &child {
+                Some(c) if line.starts_with(&format!("wait4({c}, ")) => line
+                    .replacen(&format!("wait4({c}, "), "wait4(CHILD, ", 1)
+                    .replace(&format!(" = {c}"), " = CHILD"),
+                _ => line,
+            }
+        })
+        .collect()
 }
 
 fn strace_lines(bin: &Path, data: &Path, out: &Path) -> Vec<String> {
@@ -150,10 +177,15 @@ fn strace_lines(bin: &Path, data: &Path, out: &Path) -> Vec<String> {
     assert!(status.success(), "strace failed");
     let text = std::fs::read_to_string(out).expect("strace output");
     let pid = text.split_whitespace().next().unwrap_or("").to_string();
-    text.lines()
+    // strace also shows the exec that starts the fixture; the tracer here
+    // starts tracing after it.
+    let own_exec = format!("execve(\"{}\", ", bin.display());
+    let lines = text
+        .lines()
         .filter_map(adapt_strace_line)
-        .map(|l| hide_pid(l, &pid))
-        .collect()
+        .skip_while(|l| l.starts_with(&own_exec))
+        .collect();
+    hide_pids(lines, &pid)
 }
 
 /// One strace line in utap's form, or None for lines that are not calls.
@@ -306,8 +338,7 @@ fn utap_lines(bin: &Path, data: &Path) -> Vec<String> {
                 if traced.contains(&nr) {
                     let name = syscall_name(nr).unwrap();
                     let args_text = argstr(nr, &args, Some(ret), &mem);
-                    let line = format!("{name}({args_text}) = {}", retstr(nr, ret));
-                    lines.push(hide_pid(line, &pid.to_string()));
+                    lines.push(format!("{name}({args_text}) = {}", retstr(nr, ret)));
                 }
             }
             Stop::Other => {}
@@ -317,7 +348,7 @@ fn utap_lines(bin: &Path, data: &Path) -> Vec<String> {
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "fixture failed: status {status:#x}"
     );
-    lines
+    hide_pids(lines, &pid.to_string())
 }
 
 #[test]

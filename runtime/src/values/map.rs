@@ -113,6 +113,31 @@ fn fold(h: u64, v: u64) -> u64 {
     (m as u64) ^ ((m >> 64) as u64)
 }
 
+/// Folds a byte string into `h`, 8 bytes at a time; the last word is read
+/// overlapping (or from two overlapping halves) so short strings cost no
+/// copy.
+#[inline]
+fn hash_bytes(mut h: u64, s: &[u8]) -> u64 {
+    let n = s.len();
+    let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
+    let half = |b: &[u8]| u64::from(u32::from_le_bytes(b.try_into().expect("4 bytes")));
+    let last = if n >= 8 {
+        let mut rest = s;
+        while rest.len() > 8 {
+            h = fold(h, word(&rest[..8]));
+            rest = &rest[8..];
+        }
+        word(&s[n - 8..])
+    } else if n >= 4 {
+        (half(&s[n - 4..]) << 32) | half(&s[..4])
+    } else if n > 0 {
+        (u64::from(s[0]) << 16) | (u64::from(s[n / 2]) << 8) | u64::from(s[n - 1])
+    } else {
+        0
+    };
+    fold(h ^ n as u64, last)
+}
+
 /// Hash of a key tuple (the same for borrowed and stored keys).
 #[inline]
 fn hash_keys<'k>(keys: impl Iterator<Item = Key<'k>>) -> u64 {
@@ -120,16 +145,7 @@ fn hash_keys<'k>(keys: impl Iterator<Item = Key<'k>>) -> u64 {
     for k in keys {
         match k {
             Key::Long(v) => h = fold(h, v as u64),
-            Key::Str(s) => {
-                let mut chunks = s.chunks_exact(8);
-                for c in &mut chunks {
-                    h = fold(h, u64::from_le_bytes(c.try_into().unwrap()));
-                }
-                let mut tail = [0u8; 8];
-                tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-                h = fold(h, u64::from_le_bytes(tail) ^ ((s.len() as u64) << 56));
-                h = fold(h, s.len() as u64);
-            }
+            Key::Str(s) => h = hash_bytes(h, s),
         }
     }
     h
@@ -570,6 +586,23 @@ mod tests {
         let nine: Vec<Key> = (0..9).map(Key::Long).collect();
         m.set(&nine, b"9".to_vec()).unwrap();
         assert_eq!(m.get(&nine).unwrap(), b"9");
+    }
+
+    #[test]
+    fn string_keys_of_every_length() {
+        let mut m = LongMap::default();
+        let text = b"abcdefghijklmnopqrstuvwxyz0123456789";
+        for n in 0..text.len() {
+            m.set(&[Key::Str(&text[..n])], n as i64).unwrap();
+        }
+        // Same bytes at other offsets are other keys.
+        for n in 1..text.len() {
+            assert_eq!(m.get(&[Key::Str(&text[1..=n])]), None);
+        }
+        for n in 0..text.len() {
+            assert_eq!(m.get(&[Key::Str(&text[..n])]), Some(&(n as i64)));
+        }
+        assert_eq!(m.len(), text.len());
     }
 
     #[test]
