@@ -526,6 +526,60 @@ impl<V> Map<V> {
     }
 }
 
+impl Map<i64> {
+    /// `map[keys]` of a long array: 0 when missing.
+    #[inline]
+    pub fn get_long(&self, keys: &[Key<'_>]) -> i64 {
+        self.get(keys).copied().unwrap_or(0)
+    }
+
+    /// `map[keys] += delta` (and `++`, `--`): creates a missing entry,
+    /// wraps on overflow, returns the new value.
+    #[inline]
+    pub fn add(&mut self, keys: &[Key<'_>], delta: i64) -> Result<i64, MapOverflow> {
+        let v = self.get_or_insert_with(keys, || 0)?;
+        *v = v.wrapping_add(delta);
+        Ok(*v)
+    }
+}
+
+impl Map<Vec<u8>> {
+    /// `map[keys]` of a string array: "" when missing.
+    #[inline]
+    pub fn get_str(&self, keys: &[Key<'_>]) -> &[u8] {
+        self.get(keys).map_or(&[], Vec::as_slice)
+    }
+
+    /// `map[keys] = value`, reusing the entry's buffer; `value` is a
+    /// script string, cut at MAXSTRINGLEN - 1.
+    #[inline]
+    pub fn set_str(
+        &mut self,
+        keys: &[Key<'_>],
+        value: &[u8],
+        maxstringlen: usize,
+    ) -> Result<(), MapOverflow> {
+        let v = self.get_or_insert_with(keys, Vec::new)?;
+        super::strings::assign(v, value, maxstringlen);
+        Ok(())
+    }
+}
+
+impl Map<Stat> {
+    /// `map[keys] <<< value`; a new entry gets a statistic made from `spec`.
+    #[inline]
+    pub fn stat_add(
+        &mut self,
+        keys: &[Key<'_>],
+        spec: super::stats::StatSpec,
+        value: i64,
+    ) -> Result<(), MapOverflow> {
+        self.get_or_insert_with(keys, || Stat::new(spec))?
+            .add(value);
+        Ok(())
+    }
+}
+
 impl<V> Default for Map<V> {
     fn default() -> Self {
         Map::new(MapLimit::default())
@@ -603,6 +657,27 @@ mod tests {
             assert_eq!(m.get(&[Key::Str(&text[..n])]), Some(&(n as i64)));
         }
         assert_eq!(m.len(), text.len());
+    }
+
+    #[test]
+    fn typed_helpers() {
+        let mut m = LongMap::default();
+        assert_eq!(m.get_long(&l(1)), 0);
+        assert!(m.is_empty());
+        assert_eq!(m.add(&l(1), 1), Ok(1));
+        assert_eq!(m.add(&l(1), i64::MAX), Ok(i64::MIN));
+        let mut s = StrMap::default();
+        assert_eq!(s.get_str(&l(1)), b"");
+        s.set_str(&l(1), b"abcdef", 4).unwrap();
+        assert_eq!(s.get_str(&l(1)), b"abc");
+        let mut st = StatMap::default();
+        st.stat_add(&l(2), StatSpec::PLAIN, 5).unwrap();
+        st.stat_add(&l(2), StatSpec::PLAIN, 7).unwrap();
+        assert_eq!(st.get(&l(2)).unwrap().sum(), 12);
+        let mut full = LongMap::new(MapLimit::new(Some(1), false, 10));
+        full.add(&l(1), 1).unwrap();
+        assert!(full.add(&l(2), 1).is_err());
+        assert_eq!(full.get_long(&l(2)), 0);
     }
 
     #[test]
