@@ -237,13 +237,24 @@ impl Stat {
         }
     }
 
-    /// Forgets every value (`delete s`).
+    /// Forgets every value (`delete s`), keeping the spec and buffers.
     pub fn clear(&mut self) {
-        let spec = StatSpec {
+        self.count = 0;
+        self.sum = 0;
+        self.min = 0;
+        self.max = 0;
+        self.avg_s = 0;
+        self.m2 = 0;
+        self.variance_s = 0;
+        self.buckets.fill(0);
+    }
+
+    /// The spec this statistic was made with.
+    pub fn spec(&self) -> StatSpec {
+        StatSpec {
             hist: self.hist,
             variance_shift: self.shift,
-        };
-        *self = Stat::new(spec);
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -320,6 +331,20 @@ impl Stat {
     pub fn print_histogram(&self, out: &mut Vec<u8>, elision: i64) -> Result<(), StatError> {
         self.nonempty()?;
         write_histogram(out, self.hist, &self.buckets, elision);
+        Ok(())
+    }
+
+    /// `sprint(@hist_*(s))`: the histogram as a string, cut at
+    /// MAXSTRINGLEN - 1 bytes.
+    pub fn sprint_histogram(
+        &self,
+        out: &mut Vec<u8>,
+        elision: i64,
+        maxstringlen: usize,
+    ) -> Result<(), StatError> {
+        let start = out.len();
+        self.print_histogram(out, elision)?;
+        out.truncate(start + (out.len() - start).min(maxstringlen.saturating_sub(1)));
         Ok(())
     }
 
@@ -578,6 +603,28 @@ mod tests {
         }
         // Sample variance 166.67.
         assert_eq!(spread.variance(), Ok(166));
+    }
+
+    #[test]
+    fn clear_and_sprint() {
+        let spec = StatSpec {
+            hist: HistSpec::Log,
+            variance_shift: 3,
+        };
+        let mut s = Stat::new(spec);
+        for v in [1, 2, 300] {
+            s.add(v);
+        }
+        s.clear();
+        assert_eq!(s, Stat::new(spec));
+        assert_eq!(s.spec(), spec);
+        s.add(1);
+        let mut out = b"x".to_vec();
+        s.sprint_histogram(&mut out, 2, 16).unwrap();
+        assert_eq!(out, b"xvalue |--------");
+        let mut full = Vec::new();
+        s.print_histogram(&mut full, 2).unwrap();
+        assert!(full.ends_with(b"    4 |                                                   0\n\n"));
     }
 
     #[test]

@@ -37,18 +37,21 @@ pub fn until_nul(s: &[u8]) -> &[u8] {
     }
 }
 
-/// `dst = src`.
+/// `dst = src`. Like every producer here, `src` is a script string: it
+/// holds no NUL (stored strings never do; cut literals with
+/// [`until_nul`] when compiling them), so nothing scans it.
 #[inline]
 pub fn assign(dst: &mut Vec<u8>, src: &[u8], maxstringlen: usize) {
+    debug_assert!(!src.contains(&0), "script strings hold no NUL");
     dst.clear();
-    dst.extend_from_slice(stored(src, maxstringlen));
+    dst.extend_from_slice(&src[..src.len().min(capacity(maxstringlen))]);
 }
 
 /// `dst .= src` (and the second half of `a . b`): what does not fit is cut.
 #[inline]
 pub fn append(dst: &mut Vec<u8>, src: &[u8], maxstringlen: usize) {
+    debug_assert!(!src.contains(&0), "script strings hold no NUL");
     let room = capacity(maxstringlen).saturating_sub(dst.len());
-    let src = until_nul(src);
     dst.extend_from_slice(&src[..src.len().min(room)]);
 }
 
@@ -129,10 +132,7 @@ pub fn strpos(s1: &[u8], s2: &[u8]) -> i64 {
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() {
-        return Some(0);
-    }
-    hay.windows(needle.len()).position(|w| w == needle)
+    memchr::memmem::find(hay, needle)
 }
 
 /// `strtol(str, base)`, as the kernel's `simple_strtol` that SystemTap
@@ -363,7 +363,7 @@ mod tests {
         assert_eq!(d, b"abcxyz");
         append(&mut d, b"123", 8);
         assert_eq!(d, b"abcxyz1");
-        concat(&mut d, b"he\0llo", b"world", 512);
+        concat(&mut d, until_nul(b"he\0llo"), b"world", 512);
         assert_eq!(d, b"heworld");
         assert_eq!(stored(b"x\0y", 512), b"x");
         assert_eq!(compare(b"fooban", b"foobar"), Ordering::Less);
