@@ -101,6 +101,34 @@ impl Filter {
     }
 }
 
+/// One instruction per line, numbered, in the usual BPF assembler notation
+/// (for `-v` output and debugging), e.g. `3: jge #0x40000000 jt 22 jf 0`.
+impl std::fmt::Display for Filter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, insn) in self.program.iter().enumerate() {
+            let jumps = format!("jt {} jf {}", insn.jt, insn.jf);
+            let k = insn.k;
+            match insn.code {
+                LD_W_ABS if k == OFF_ARCH => writeln!(f, "{i}: ld [arch]")?,
+                LD_W_ABS if k == OFF_NR => writeln!(f, "{i}: ld [nr]")?,
+                LD_IMM => writeln!(f, "{i}: ld #{k}")?,
+                ALU_AND_K => writeln!(f, "{i}: and #{k:#x}")?,
+                ALU_RSH_K => writeln!(f, "{i}: rsh #{k}")?,
+                ALU_LSH_X => writeln!(f, "{i}: lsh x")?,
+                TAX => writeln!(f, "{i}: tax")?,
+                TXA => writeln!(f, "{i}: txa")?,
+                JEQ_K => writeln!(f, "{i}: jeq #{k:#x} {jumps}")?,
+                JGE_K => writeln!(f, "{i}: jge #{k:#x} {jumps}")?,
+                JSET_K => writeln!(f, "{i}: jset #{k:#x} {jumps}")?,
+                RET_K if k == libc::SECCOMP_RET_ALLOW => writeln!(f, "{i}: ret ALLOW")?,
+                RET_K if k == libc::SECCOMP_RET_TRACE => writeln!(f, "{i}: ret TRACE")?,
+                code => writeln!(f, "{i}: {code:#x} {jumps} k {k:#x}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Maximal runs of consecutive numbers, as half-open ranges.
 fn to_ranges(sorted: &[u32]) -> Vec<(u32, u32)> {
     let mut ranges: Vec<(u32, u32)> = Vec::new();

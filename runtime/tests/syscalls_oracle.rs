@@ -12,10 +12,12 @@
 //! 1. A failure is `= -2 (ENOENT)` (SystemTap's return_str), where strace
 //!    prints `= -1 ENOENT (No such file or directory)`.
 //! 2. brk's return value is decimal in SystemTap, hex in strace.
-//! 3. strace decodes some return values (`fcntl(3, F_GETFD) = 0x1 (flags
-//!    FD_CLOEXEC)`); SystemTap's retstr is the number (`1`).
-//! The pids differ between the two runs: getpid's result and kill's first
-//! argument read `PID`, the child's pid (clone's result, wait4's argument
+//! 3. strace appends decoded details to some return values (`fcntl(3,
+//!    F_GETFD) = 0x1 (flags FD_CLOEXEC)`, `poll(...) = 1 ([{fd=3,
+//!    revents=POLLIN}])`, `= 0 (Timeout)`); SystemTap's retstr is the bare
+//!    number (`1`, `0`).
+//! The pids differ between the two runs: getpid's and set_tid_address's
+//! results and kill's first argument read `PID`, the child's pid (clone's result, wait4's argument
 //! and result) `CHILD` in both.
 //! Formatting only: strace's `PID ` prefix (from -f with -o) and the spaces
 //! that align ` = ` are dropped; strace's `--- SIGNAL {...} ---` lines are
@@ -104,6 +106,22 @@ const TRACED: &[&str] = &[
     "epoll_create1",
     "eventfd2",
     "pipe",
+    "poll",
+    "epoll_ctl",
+    "epoll_wait",
+    "epoll_pwait",
+    "getdents64",
+    "uname",
+    "getrlimit",
+    "setrlimit",
+    "prlimit64",
+    "arch_prctl",
+    "sched_getaffinity",
+    "setsockopt",
+    "getsockopt",
+    "set_tid_address",
+    "set_robust_list",
+    "rseq",
 ];
 
 const ADDR_NO_RANDOMIZE: libc::c_ulong = 0x0040000;
@@ -136,8 +154,8 @@ fn hide_pids(lines: Vec<String>, pid: &str) -> Vec<String> {
     lines
         .into_iter()
         .map(|line| {
-            if line.starts_with("getpid() = ") {
-                return line.replacen(&format!("= {pid}"), "= PID", 1);
+            if line.starts_with("getpid() = ") || line.starts_with("set_tid_address(") {
+                return line.replacen(&format!(" = {pid}"), " = PID", 1);
             }
             if let Some(rest) = line.strip_prefix(&format!("kill({pid}, ")) {
                 return format!("kill(PID, {rest}");
@@ -210,12 +228,13 @@ fn adapt_strace_line(line: &str) -> Option<String> {
             let n = errno_number(name).unwrap_or_else(|| panic!("unknown errno {name}"));
             format!("{} ({})", -n, errno_str(n))
         }
-        // "0x1 (flags FD_CLOEXEC)" -> "1"
-        Some((hex, rest)) if rest.starts_with("(flags ") => {
-            i64::from_str_radix(hex.trim_start_matches("0x"), 16)
-                .expect("hex flags")
-                .to_string()
-        }
+        // "0x1 (flags FD_CLOEXEC)" -> "1", "0 (Timeout)" -> "0"
+        Some((num, rest)) if rest.starts_with('(') => match num.strip_prefix("0x") {
+            Some(hex) => i64::from_str_radix(hex, 16)
+                .expect("hex return")
+                .to_string(),
+            None => num.to_string(),
+        },
         _ if call.starts_with("brk(") => {
             let hex = ret.trim_start_matches("0x");
             i64::from_str_radix(hex, 16)
@@ -402,6 +421,14 @@ fn strace_lines_are_adapted_as_documented() {
     assert_eq!(
         adapt_strace_line("brk(NULL)                         = 0x55555555a000"),
         Some("brk(NULL) = 93824992256000".to_string())
+    );
+    assert_eq!(
+        adapt_strace_line("poll([{fd=3, events=POLLIN}], 1, 0) = 1 ([{fd=3, revents=POLLIN}])"),
+        Some("poll([{fd=3, events=POLLIN}], 1, 0) = 1".to_string())
+    );
+    assert_eq!(
+        adapt_strace_line("poll([], 0, 0)                          = 0 (Timeout)"),
+        Some("poll([], 0, 0) = 0".to_string())
     );
     assert_eq!(
         adapt_strace_line("123 --- SIGUSR1 {si_signo=SIGUSR1} ---"),

@@ -6,7 +6,7 @@
 //! they can be bound in one loop. Names follow SystemTap's tapsets
 //! (tapset/linux/aux_syscalls.stp) where SystemTap has the function.
 
-use super::decode::{file, memory, misc, network, process, signal, time};
+use super::decode::{file, memory, misc, network, poll, process, resource, signal, time};
 use crate::memory::ReadMemory;
 
 /// `syscall_name(nr)`: "openat", or "" for an unknown number (SystemTap's
@@ -107,6 +107,15 @@ long_decoder!(/// `_get_wc_str(clock)`: "CLOCK_MONOTONIC".
 long_decoder!(/// `_futex_op_str(op)`: "FUTEX_WAIT_PRIVATE".
     futex_op_str => misc::futex_op_str);
 
+long_decoder!(/// `_opoll_op_str(op)`: epoll_ctl's "EPOLL_CTL_ADD".
+    opoll_op_str => poll::epoll_op_str);
+long_decoder!(/// `_rlimit_resource_str(resource)`: "RLIMIT_NOFILE".
+    rlimit_resource_str => resource::rlimit_resource_str);
+long_decoder!(/// `_getrandom_flags_str(flags)`: "GRND_NONBLOCK".
+    getrandom_flags_str => resource::getrandom_flags_str);
+long_decoder!(/// `_sockopt_level_str(level)`: "SOL_SOCKET".
+    sockopt_level_str => network::sockopt_level_str);
+
 /// `_wait_status_str(status)`: a wait status as strace shows it inside
 /// wait4: "[{WIFEXITED(s) && WEXITSTATUS(s) == 3}]".
 pub fn wait_status_str(status: i64) -> String {
@@ -143,6 +152,10 @@ pub static LONG_TO_STRING: &[(&str, fn(i64) -> String)] = &[
     ("_shutdown_how_str", shutdown_how_str),
     ("_get_wc_str", get_wc_str),
     ("_futex_op_str", futex_op_str),
+    ("_opoll_op_str", opoll_op_str),
+    ("_rlimit_resource_str", rlimit_resource_str),
+    ("_getrandom_flags_str", getrandom_flags_str),
+    ("_sockopt_level_str", sockopt_level_str),
 ];
 
 /// The `(long) -> string` builtin called `name`.

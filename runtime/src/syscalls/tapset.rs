@@ -89,6 +89,10 @@ fn named_arg(out: &mut String, n: usize, arg: &Arg) {
         | Kind::ClockId
         | Kind::TimerFlags
         | Kind::FcntlCmd
+        | Kind::EpollOp
+        | Kind::RlimitResource
+        | Kind::GrndFlags
+        | Kind::SockLevel
         | Kind::PipeFlags
         | Kind::EpollFlags
         | Kind::EfdFlags
@@ -131,6 +135,10 @@ fn decoder_builtin(kind: Kind) -> Option<&'static str> {
         Kind::MsgFlags => "_msg_flags_str",
         Kind::ShutdownHow => "_shutdown_how_str",
         Kind::ClockId => "_get_wc_str",
+        Kind::EpollOp => "_opoll_op_str",
+        Kind::RlimitResource => "_rlimit_resource_str",
+        Kind::GrndFlags => "_getrandom_flags_str",
+        Kind::SockLevel => "_sockopt_level_str",
         _ => return None,
     })
 }

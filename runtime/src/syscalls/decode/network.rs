@@ -141,6 +141,79 @@ pub fn msg_flags_str(flags: u64) -> String {
     flags_str(flags & 0xffff_ffff, MSG_FLAGS, "0", "MSG_???")
 }
 
+const SOCKOPT_LEVELS: &[Xlat] = &[
+    (0, "SOL_IP"),
+    (1, "SOL_SOCKET"),
+    (6, "SOL_TCP"),
+    (17, "SOL_UDP"),
+    (41, "SOL_IPV6"),
+];
+
+/// A socket option level: `SOL_SOCKET`, `SOL_TCP`.
+pub fn sockopt_level_str(level: u64) -> String {
+    xlat_str(level & 0xffff_ffff, SOCKOPT_LEVELS, "SOL_???")
+}
+
+const SOL_SOCKET_OPTS: &[Xlat] = &[
+    (1, "SO_DEBUG"),
+    (2, "SO_REUSEADDR"),
+    (3, "SO_TYPE"),
+    (4, "SO_ERROR"),
+    (5, "SO_DONTROUTE"),
+    (6, "SO_BROADCAST"),
+    (7, "SO_SNDBUF"),
+    (8, "SO_RCVBUF"),
+    (9, "SO_KEEPALIVE"),
+    (10, "SO_OOBINLINE"),
+    (11, "SO_NO_CHECK"),
+    (12, "SO_PRIORITY"),
+    (13, "SO_LINGER"),
+    (14, "SO_BSDCOMPAT"),
+    (15, "SO_REUSEPORT"),
+    (16, "SO_PASSCRED"),
+    (17, "SO_PEERCRED"),
+    (18, "SO_RCVLOWAT"),
+    (19, "SO_SNDLOWAT"),
+    (20, "SO_RCVTIMEO_OLD"),
+    (21, "SO_SNDTIMEO_OLD"),
+    (32, "SO_SNDBUFFORCE"),
+    (33, "SO_RCVBUFFORCE"),
+    (38, "SO_PROTOCOL"),
+    (39, "SO_DOMAIN"),
+];
+
+const SOL_TCP_OPTS: &[Xlat] = &[
+    (1, "TCP_NODELAY"),
+    (2, "TCP_MAXSEG"),
+    (3, "TCP_CORK"),
+    (4, "TCP_KEEPIDLE"),
+    (5, "TCP_KEEPINTVL"),
+    (6, "TCP_KEEPCNT"),
+    (7, "TCP_SYNCNT"),
+    (8, "TCP_LINGER2"),
+    (9, "TCP_DEFER_ACCEPT"),
+    (10, "TCP_WINDOW_CLAMP"),
+    (11, "TCP_INFO"),
+    (12, "TCP_QUICKACK"),
+    (13, "TCP_CONGESTION"),
+];
+
+/// A socket option name at `level`: `SO_REUSEADDR`, `TCP_NODELAY`, else decimal.
+pub fn sockopt_name_str(level: u64, name: u64) -> String {
+    let name = name & 0xffff_ffff;
+    let table = match level & 0xffff_ffff {
+        1 => SOL_SOCKET_OPTS,
+        6 => SOL_TCP_OPTS,
+        _ => return name.to_string(),
+    };
+    let dflt = if level & 0xffff_ffff == 1 {
+        "SO_???"
+    } else {
+        "TCP_???"
+    };
+    xlat_str(name, table, dflt)
+}
+
 const SHUT: &[Xlat] = &[(0, "SHUT_RD"), (1, "SHUT_WR"), (2, "SHUT_RDWR")];
 
 /// shutdown's how.
@@ -171,6 +244,11 @@ mod tests {
         assert_eq!(msg_flags_str(0), "0");
         assert_eq!(msg_flags_str(0x4040), "MSG_DONTWAIT|MSG_NOSIGNAL");
         assert_eq!(shutdown_how_str(1), "SHUT_WR");
+        assert_eq!(sockopt_level_str(1), "SOL_SOCKET");
+        assert_eq!(sockopt_level_str(6), "SOL_TCP");
+        assert_eq!(sockopt_name_str(1, 2), "SO_REUSEADDR");
+        assert_eq!(sockopt_name_str(6, 1), "TCP_NODELAY");
+        assert_eq!(sockopt_name_str(0, 1), "1");
     }
 
     #[test]
