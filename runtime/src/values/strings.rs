@@ -412,7 +412,7 @@ impl LastMatch {
 mod tests {
     use super::*;
 
-    fn s(v: &Vec<u8>) -> &str {
+    fn s(v: &[u8]) -> &str {
         std::str::from_utf8(v).unwrap()
     }
 
