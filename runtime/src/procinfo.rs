@@ -28,6 +28,12 @@ pub struct ProcInfo {
     /// The thread's command name (`comm`, at most 15 bytes): `execname()`.
     pub execname: String,
     pub ppid: i32,
+    /// The parent's command name when the thread was refreshed:
+    /// `pexecname()` (empty if the parent was already gone).
+    pub pexecname: String,
+    /// Process group and session ids: `pgrp()`, `sid()`.
+    pub pgrp: i32,
+    pub sid: i32,
     pub uid: u32,
     pub gid: u32,
     pub euid: u32,
@@ -127,10 +133,10 @@ impl ProcCache {
         if let Rseq::At(addr) = rseq {
             let mem = ProcessMemory::new(tid);
             // Negative values mean "not initialised" / "registration failed".
-            if let Ok(cpu) = read_u32(&mem, addr) {
-                if (cpu as i32) >= 0 {
-                    return (cpu as i64, CpuSource::Rseq);
-                }
+            if let Ok(cpu) = read_u32(&mem, addr)
+                && (cpu as i32) >= 0
+            {
+                return (cpu as i64, CpuSource::Rseq);
             }
         }
         match stat_cpu(tid) {
@@ -140,7 +146,8 @@ impl ProcCache {
     }
 }
 
-/// Reads comm, tgid, ppid and the ids of a thread.
+/// Reads comm, tgid, ppid, the parent's comm, pgrp, sid and the uids and
+/// gids of a thread.
 fn read_proc(tid: i32) -> Option<ProcInfo> {
     let comm = std::fs::read(format!("/proc/{tid}/comm")).ok()?;
     let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
@@ -153,16 +160,28 @@ fn read_proc(tid: i32) -> Option<ProcInfo> {
     };
     let uids = field("Uid:")?;
     let gids = field("Gid:")?;
-    let comm = comm.strip_suffix(b"\n").unwrap_or(&comm);
+    let ppid = *field("PPid:")?.first()? as i32;
     Some(ProcInfo {
         tgid: *field("Tgid:")?.first()? as i32,
-        execname: String::from_utf8_lossy(comm).into_owned(),
-        ppid: *field("PPid:")?.first()? as i32,
+        execname: comm_string(&comm),
+        ppid,
+        pexecname: std::fs::read(format!("/proc/{ppid}/comm"))
+            .map(|c| comm_string(&c))
+            .unwrap_or_default(),
+        // As seen from our pid namespace, like Tgid and PPid.
+        pgrp: *field("NSpgid:")?.first()? as i32,
+        sid: *field("NSsid:")?.first()? as i32,
         uid: *uids.first()?,
         euid: *uids.get(1)?,
         gid: *gids.first()?,
         egid: *gids.get(1)?,
     })
+}
+
+/// The contents of a `comm` file without its newline.
+fn comm_string(comm: &[u8]) -> String {
+    let comm = comm.strip_suffix(b"\n").unwrap_or(comm);
+    String::from_utf8_lossy(comm).into_owned()
 }
 
 /// `struct ptrace_rseq_configuration` (linux/ptrace.h).

@@ -54,11 +54,16 @@ fn ncpus() -> usize {
 fn refresh_reads_names_parent_and_ids() {
     let child = Child::stopped(|| unsafe {
         libc::prctl(libc::PR_SET_NAME, c"utap (child) x".as_ptr());
+        libc::setsid();
         // Distinct real and effective ids (gid first, while still root).
         if libc::setresgid(100, 200, 200) != 0 || libc::setresuid(1000, 2000, 2000) != 0 {
             libc::_exit(9);
         }
     });
+    let our_comm = std::fs::read_to_string("/proc/self/comm")
+        .unwrap()
+        .trim_end()
+        .to_string();
     let mut cache = ProcCache::new();
     assert_eq!(cache.get(child.pid), None);
     assert!(cache.refresh(child.pid));
@@ -68,6 +73,9 @@ fn refresh_reads_names_parent_and_ids() {
             tgid: child.pid,
             execname: "utap (child) x".to_string(),
             ppid: std::process::id() as i32,
+            pexecname: our_comm,
+            pgrp: child.pid,
+            sid: child.pid,
             uid: 1000,
             gid: 100,
             euid: 2000,
@@ -102,6 +110,8 @@ fn exec_changes_execname_and_exit_forgets() {
     assert_eq!(info.tgid, pid);
     assert_eq!(info.uid, unsafe { libc::getuid() });
     assert_eq!(info.egid, unsafe { libc::getegid() });
+    assert_eq!(info.pgrp, unsafe { libc::getpgrp() });
+    assert_eq!(info.sid, unsafe { libc::getsid(0) });
 
     sleeper.kill().unwrap();
     sleeper.wait().unwrap();

@@ -12,8 +12,13 @@
 //! 1. A failure is `= -2 (ENOENT)` (SystemTap's return_str), where strace
 //!    prints `= -1 ENOENT (No such file or directory)`.
 //! 2. brk's return value is decimal in SystemTap, hex in strace.
-//! The fixture's pid differs between the two runs: getpid's result and
-//! kill's first argument read `PID` in both.
+//! 3. strace appends decoded details to some return values (`fcntl(3,
+//!    F_GETFD) = 0x1 (flags FD_CLOEXEC)`, `poll(...) = 1 ([{fd=3,
+//!    revents=POLLIN}])`, `= 0 (Timeout)`); SystemTap's retstr is the bare
+//!    number (`1`, `0`).
+//! The pids differ between the two runs: getpid's and set_tid_address's
+//! results and kill's first argument read `PID`, the child's pid (clone's result, wait4's argument
+//! and result) `CHILD` in both.
 //! Formatting only: strace's `PID ` prefix (from -f with -o) and the spaces
 //! that align ` = ` are dropped; strace's `--- SIGNAL {...} ---` lines are
 //! signal deliveries, which utap reports through process.signal, not here.
@@ -50,6 +55,73 @@ const TRACED: &[&str] = &[
     "munmap",
     "mprotect",
     "brk",
+    "clock_nanosleep",
+    "clock_getres",
+    "rename",
+    "mkdir",
+    "rmdir",
+    "mkdirat",
+    "unlinkat",
+    "symlink",
+    "readlink",
+    "lstat",
+    "stat",
+    "unlink",
+    "chmod",
+    "truncate",
+    "faccessat",
+    "umask",
+    "dup",
+    "dup2",
+    "dup3",
+    "fcntl",
+    "ftruncate",
+    "fchmod",
+    "pwrite64",
+    "writev",
+    "readv",
+    "fsync",
+    "fdatasync",
+    "ioctl",
+    "socket",
+    "bind",
+    "listen",
+    "connect",
+    "accept4",
+    "sendto",
+    "recvfrom",
+    "shutdown",
+    "socketpair",
+    "madvise",
+    "mremap",
+    "wait4",
+    "getuid",
+    "getgid",
+    "sched_yield",
+    "clone",
+    "execve",
+    "futex",
+    "getcwd",
+    "alarm",
+    "epoll_create1",
+    "eventfd2",
+    "pipe",
+    "poll",
+    "epoll_ctl",
+    "epoll_wait",
+    "epoll_pwait",
+    "getdents64",
+    "uname",
+    "getrlimit",
+    "setrlimit",
+    "prlimit64",
+    "arch_prctl",
+    "sched_getaffinity",
+    "setsockopt",
+    "getsockopt",
+    "set_tid_address",
+    "set_robust_list",
+    "rseq",
 ];
 
 const ADDR_NO_RANDOMIZE: libc::c_ulong = 0x0040000;
@@ -74,15 +146,33 @@ fn build_fixture(dir: &Path) -> PathBuf {
 }
 
 /// strace's lines for the fixture, adapted to utap's conventions.
-/// `getpid() = 123` and `kill(123, ...)` with the pid replaced by `PID`.
-fn hide_pid(line: String, pid: &str) -> String {
-    if line.starts_with("getpid() = ") {
-        return line.replacen(&format!("= {pid}"), "= PID", 1);
-    }
-    if let Some(rest) = line.strip_prefix(&format!("kill({pid}, ")) {
-        return format!("kill(PID, {rest}");
-    }
-    line
+/// The lines with the fixture's pid replaced by `PID` (in getpid's result
+/// and kill's first argument) and its child's by `CHILD` (clone's result,
+/// wait4's first argument and result).
+fn hide_pids(lines: Vec<String>, pid: &str) -> Vec<String> {
+    let mut child = None;
+    lines
+        .into_iter()
+        .map(|line| {
+            if line.starts_with("getpid() = ") || line.starts_with("set_tid_address(") {
+                return line.replacen(&format!(" = {pid}"), " = PID", 1);
+            }
+            if let Some(rest) = line.strip_prefix(&format!("kill({pid}, ")) {
+                return format!("kill(PID, {rest}");
+            }
+            if line.starts_with("clone(") {
+                let (call, ret) = line.rsplit_once(" = ").unwrap();
+                child = Some(ret.to_string());
+                return format!("{call} = CHILD");
+            }
+            match &child {
+                Some(c) if line.starts_with(&format!("wait4({c}, ")) => line
+                    .replacen(&format!("wait4({c}, "), "wait4(CHILD, ", 1)
+                    .replace(&format!(" = {c}"), " = CHILD"),
+                _ => line,
+            }
+        })
+        .collect()
 }
 
 fn strace_lines(bin: &Path, data: &Path, out: &Path) -> Vec<String> {
@@ -105,10 +195,15 @@ fn strace_lines(bin: &Path, data: &Path, out: &Path) -> Vec<String> {
     assert!(status.success(), "strace failed");
     let text = std::fs::read_to_string(out).expect("strace output");
     let pid = text.split_whitespace().next().unwrap_or("").to_string();
-    text.lines()
+    // strace also shows the exec that starts the fixture; the tracer here
+    // starts tracing after it.
+    let own_exec = format!("execve(\"{}\", ", bin.display());
+    let lines = text
+        .lines()
         .filter_map(adapt_strace_line)
-        .map(|l| hide_pid(l, &pid))
-        .collect()
+        .skip_while(|l| l.starts_with(&own_exec))
+        .collect();
+    hide_pids(lines, &pid)
 }
 
 /// One strace line in utap's form, or None for lines that are not calls.
@@ -133,6 +228,13 @@ fn adapt_strace_line(line: &str) -> Option<String> {
             let n = errno_number(name).unwrap_or_else(|| panic!("unknown errno {name}"));
             format!("{} ({})", -n, errno_str(n))
         }
+        // "0x1 (flags FD_CLOEXEC)" -> "1", "0 (Timeout)" -> "0"
+        Some((num, rest)) if rest.starts_with('(') => match num.strip_prefix("0x") {
+            Some(hex) => i64::from_str_radix(hex, 16)
+                .expect("hex return")
+                .to_string(),
+            None => num.to_string(),
+        },
         _ if call.starts_with("brk(") => {
             let hex = ret.trim_start_matches("0x");
             i64::from_str_radix(hex, 16)
@@ -255,8 +357,7 @@ fn utap_lines(bin: &Path, data: &Path) -> Vec<String> {
                 if traced.contains(&nr) {
                     let name = syscall_name(nr).unwrap();
                     let args_text = argstr(nr, &args, Some(ret), &mem);
-                    let line = format!("{name}({args_text}) = {}", retstr(nr, ret));
-                    lines.push(hide_pid(line, &pid.to_string()));
+                    lines.push(format!("{name}({args_text}) = {}", retstr(nr, ret)));
                 }
             }
             Stop::Other => {}
@@ -266,7 +367,7 @@ fn utap_lines(bin: &Path, data: &Path) -> Vec<String> {
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "fixture failed: status {status:#x}"
     );
-    lines
+    hide_pids(lines, &pid.to_string())
 }
 
 #[test]
@@ -320,6 +421,14 @@ fn strace_lines_are_adapted_as_documented() {
     assert_eq!(
         adapt_strace_line("brk(NULL)                         = 0x55555555a000"),
         Some("brk(NULL) = 93824992256000".to_string())
+    );
+    assert_eq!(
+        adapt_strace_line("poll([{fd=3, events=POLLIN}], 1, 0) = 1 ([{fd=3, revents=POLLIN}])"),
+        Some("poll([{fd=3, events=POLLIN}], 1, 0) = 1".to_string())
+    );
+    assert_eq!(
+        adapt_strace_line("poll([], 0, 0)                          = 0 (Timeout)"),
+        Some("poll([], 0, 0) = 0".to_string())
     );
     assert_eq!(
         adapt_strace_line("123 --- SIGUSR1 {si_signo=SIGUSR1} ---"),

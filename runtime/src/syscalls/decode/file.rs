@@ -51,7 +51,7 @@ pub fn open_flags_str(flags: u64) -> String {
     if rest == 0 {
         mode.to_string()
     } else {
-        format!("{mode}|{}", flags_str(rest, OPEN_FLAGS, "0"))
+        format!("{mode}|{}", flags_str(rest, OPEN_FLAGS, "0", ""))
     }
 }
 
@@ -122,7 +122,7 @@ const ACCESS_BITS: &[Xlat] = &[(4, "R_OK"), (2, "W_OK"), (1, "X_OK")];
 
 /// access/faccessat modes: `F_OK`, `R_OK|W_OK`.
 pub fn access_mode_str(mode: u64) -> String {
-    flags_str(mode & 0xffff_ffff, ACCESS_BITS, "F_OK")
+    flags_str(mode & 0xffff_ffff, ACCESS_BITS, "F_OK", "?_OK")
 }
 
 const AT_FLAGS: &[Xlat] = &[
@@ -136,7 +136,7 @@ const AT_FLAGS: &[Xlat] = &[
 
 /// `AT_*` flags of the `*at` calls: `0`, `AT_SYMLINK_NOFOLLOW`.
 pub fn at_flags_str(flags: u64) -> String {
-    flags_str(flags & 0xffff_ffff, AT_FLAGS, "0")
+    flags_str(flags & 0xffff_ffff, AT_FLAGS, "0", "AT_???")
 }
 
 const WHENCE: &[Xlat] = &[
@@ -149,7 +149,7 @@ const WHENCE: &[Xlat] = &[
 
 /// lseek's whence: `SEEK_SET` ...
 pub fn whence_str(whence: u64) -> String {
-    xlat_str(whence & 0xffff_ffff, WHENCE)
+    xlat_str(whence & 0xffff_ffff, WHENCE, "SEEK_???")
 }
 
 const FCNTL_CMDS: &[Xlat] = &[
@@ -182,7 +182,7 @@ const FCNTL_CMDS: &[Xlat] = &[
 
 /// fcntl's command: `F_GETFL` ...
 pub fn fcntl_cmd_str(cmd: u64) -> String {
-    xlat_str(cmd & 0xffff_ffff, FCNTL_CMDS)
+    xlat_str(cmd & 0xffff_ffff, FCNTL_CMDS, "F_???")
 }
 
 /// The third argument of fcntl as strace shows it for `cmd`, or None when
@@ -195,7 +195,7 @@ pub fn fcntl_arg_str(cmd: u64, arg: u64) -> Option<String> {
         } else {
             "0".to_string()
         }),
-        4 => Some(open_flags_str(arg).replacen("O_RDONLY|", "", 1)),
+        4 => Some(open_flags_str(arg)),
         0 | 1030 | 8 | 10 | 1031 => Some(as_int(arg).to_string()),
         _ => Some(format!("{arg:#x}")),
     }
@@ -294,7 +294,7 @@ mod tests {
         assert_eq!(at_flags_str(0x1100), "AT_SYMLINK_NOFOLLOW|AT_EMPTY_PATH");
         assert_eq!(whence_str(0), "SEEK_SET");
         assert_eq!(whence_str(2), "SEEK_END");
-        assert_eq!(whence_str(7), "0x7");
+        assert_eq!(whence_str(7), "0x7 /* SEEK_??? */");
     }
 
     #[test]
@@ -303,7 +303,10 @@ mod tests {
         assert_eq!(fcntl_cmd_str(1030), "F_DUPFD_CLOEXEC");
         assert_eq!(fcntl_arg_str(3, 0), None);
         assert_eq!(fcntl_arg_str(2, 1).as_deref(), Some("FD_CLOEXEC"));
-        assert_eq!(fcntl_arg_str(4, 0o4000).as_deref(), Some("O_NONBLOCK"));
+        assert_eq!(
+            fcntl_arg_str(4, 0o4000).as_deref(),
+            Some("O_RDONLY|O_NONBLOCK")
+        );
         assert_eq!(fcntl_arg_str(1030, 10).as_deref(), Some("10"));
     }
 
