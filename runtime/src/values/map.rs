@@ -262,6 +262,23 @@ impl SortValue for Stat {
     }
 }
 
+/// Values an array holds. Inserting tells a statistic it is an array
+/// element, whose `@variance` SystemTap computes without the scalar's
+/// aggregation step.
+pub trait MapValue {
+    fn mark_element(&mut self) {}
+}
+
+impl MapValue for i64 {}
+
+impl MapValue for Vec<u8> {}
+
+impl MapValue for Stat {
+    fn mark_element(&mut self) {
+        Stat::mark_element(self);
+    }
+}
+
 /// An associative array with values of type `V` (`i64`, `Vec<u8>` or
 /// [`Stat`]).
 pub struct Map<V> {
@@ -346,17 +363,27 @@ impl<V> Map<V> {
         &mut self,
         keys: &[Key<'_>],
         init: impl FnOnce() -> V,
-    ) -> Result<&mut V, MapOverflow> {
+    ) -> Result<&mut V, MapOverflow>
+    where
+        V: MapValue,
+    {
         let hash = hash_keys(keys.iter().copied());
         let i = match self.find(hash, keys) {
             Some(i) => i,
-            None => self.insert_new(hash, keys, init())?,
+            None => {
+                let mut value = init();
+                value.mark_element();
+                self.insert_new(hash, keys, value)?
+            }
         };
         Ok(&mut self.slots[i].as_mut().expect("live entry").value)
     }
 
     /// `map[keys] = value`.
-    pub fn set(&mut self, keys: &[Key<'_>], value: V) -> Result<(), MapOverflow> {
+    pub fn set(&mut self, keys: &[Key<'_>], value: V) -> Result<(), MapOverflow>
+    where
+        V: MapValue,
+    {
         let mut value = Some(value);
         let slot = self.get_or_insert_with(keys, || value.take().expect("value"))?;
         if let Some(v) = value {

@@ -191,6 +191,8 @@ pub struct Stat {
     shift: u32,
     hist: HistSpec,
     buckets: Box<[i64]>,
+    /// An element of a statistics array (see [`Stat::variance`]).
+    element: bool,
 }
 
 impl Stat {
@@ -206,7 +208,14 @@ impl Stat {
             shift: spec.variance_shift,
             hist: spec.hist,
             buckets: vec![0; spec.hist.buckets()].into_boxed_slice(),
+            element: false,
         }
+    }
+
+    /// Marks this statistic as an element of a statistics array (the map
+    /// does so when it inserts one).
+    pub fn mark_element(&mut self) {
+        self.element = true;
     }
 
     /// `s <<< val`.
@@ -279,10 +288,15 @@ impl Stat {
         self.nonempty().map(|s| s.sum.wrapping_div(s.count))
     }
 
-    /// `@variance`, as SystemTap aggregates it (its "total variance" over
-    /// CPUs, here one), then scaled back by the bit shift.
+    /// `@variance`: SystemTap's integer Welford estimate, scaled back by
+    /// the bit shift. For a scalar statistic SystemTap then applies its
+    /// cross-CPU "total variance" step (here over one CPU, which still
+    /// moves the result); an array element is copied without it.
     pub fn variance(&self) -> Result<i64, StatError> {
         let s = self.nonempty()?;
+        if s.element {
+            return Ok(s.variance_s >> (2 * s.shift).min(63));
+        }
         let agg_avg_s = s.sum.wrapping_shl(s.shift) / s.count;
         let d = s.avg_s.wrapping_sub(agg_avg_s);
         let s1 = s.count.wrapping_mul(d).wrapping_mul(d);
