@@ -5,6 +5,8 @@
 //! Diagnostics from every pass go through `diag`.
 
 pub mod ast;
+pub mod builtins;
+pub mod check;
 pub mod diag;
 pub mod lexer;
 pub mod parser;

@@ -1,0 +1,441 @@
+//! File-family arguments: descriptors, AT_FDCWD, open flags, modes,
+//! access modes, `AT_*` flags, lseek whence, fcntl commands, `struct stat`.
+
+use super::flags::{Xlat, as_int, flags_str, xlat_str};
+use crate::memory::ReadMemory;
+
+pub const AT_FDCWD: i32 = -100;
+
+/// A directory descriptor of the `*at` calls.
+pub fn dirfd_str(fd: u64) -> String {
+    match as_int(fd) {
+        AT_FDCWD => "AT_FDCWD".to_string(),
+        fd => fd.to_string(),
+    }
+}
+
+const O_ACCMODE: u64 = 0o3;
+const O_TMPFILE_BIT: u64 = 0o20000000;
+pub const O_CREAT: u64 = 0o100;
+
+/// Open flags other than the access mode, in strace's order.
+const OPEN_FLAGS: &[Xlat] = &[
+    (0o100, "O_CREAT"),
+    (0o200, "O_EXCL"),
+    (0o400, "O_NOCTTY"),
+    (0o1000, "O_TRUNC"),
+    (0o2000, "O_APPEND"),
+    (0o4000, "O_NONBLOCK"),
+    (0o4010000, "O_SYNC"),
+    (0o4000000, "__O_SYNC"),
+    (0o10000, "O_DSYNC"),
+    (0o40000, "O_DIRECT"),
+    (0o100000, "O_LARGEFILE"),
+    (0o400000, "O_NOFOLLOW"),
+    (0o1000000, "O_NOATIME"),
+    (0o2000000, "O_CLOEXEC"),
+    (0o10000000, "O_PATH"),
+    (0o20200000, "O_TMPFILE"),
+    (0o20000000, "__O_TMPFILE"),
+    (0o200000, "O_DIRECTORY"),
+    (0o20000, "FASYNC"),
+];
+
+const ACCESS_MODES: [&str; 4] = ["O_RDONLY", "O_WRONLY", "O_RDWR", "O_ACCMODE"];
+
+/// open/openat flags: `O_RDONLY`, `O_WRONLY|O_CREAT|O_TRUNC`, ...
+pub fn open_flags_str(flags: u64) -> String {
+    let flags = flags & 0xffff_ffff;
+    let mode = ACCESS_MODES[(flags & O_ACCMODE) as usize];
+    let rest = flags & !O_ACCMODE;
+    if rest == 0 {
+        mode.to_string()
+    } else {
+        format!("{mode}|{}", flags_str(rest, OPEN_FLAGS, "0", ""))
+    }
+}
+
+/// The descriptor flags of pipe2/dup3/epoll_create1/eventfd2..., which
+/// strace shows without an access mode and with the call's own prefix:
+/// `O_CLOEXEC`, `EPOLL_CLOEXEC`, `EFD_CLOEXEC|EFD_NONBLOCK`, `0`.
+pub fn fd_flags_str(flags: u64, prefix: &str) -> String {
+    let flags = flags & 0xffff_ffff;
+    let mut extra: Vec<(u64, String)> = Vec::new();
+    if prefix == "EFD_" {
+        extra.push((1, "EFD_SEMAPHORE".to_string()));
+    }
+    extra.push((0o2000000, format!("{prefix}CLOEXEC")));
+    extra.push((0o4000, format!("{prefix}NONBLOCK")));
+    if prefix == "O_" {
+        extra.push((0o40000, "O_DIRECT".to_string()));
+        extra.push((0o200000, "O_NOTIFICATION_PIPE".to_string()));
+    }
+    if flags == 0 {
+        return "0".to_string();
+    }
+    let mut rest = flags;
+    let mut parts = Vec::new();
+    for (bit, name) in extra {
+        if rest & bit != 0 {
+            parts.push(name);
+            rest &= !bit;
+        }
+    }
+    if rest != 0 {
+        parts.push(format!("{rest:#x}"));
+    }
+    parts.join("|")
+}
+
+/// Whether open flags take a mode argument (O_CREAT or O_TMPFILE).
+pub fn open_needs_mode(flags: u64) -> bool {
+    flags & (O_CREAT | O_TMPFILE_BIT) != 0
+}
+
+/// A numeric file mode as strace prints it: `0644`, `000`, `04755`.
+pub fn mode_str(mode: u64) -> String {
+    format!("0{:02o}", mode & 0xffff_ffff)
+}
+
+const FILE_TYPES: &[Xlat] = &[
+    (0o140000, "S_IFSOCK"),
+    (0o120000, "S_IFLNK"),
+    (0o100000, "S_IFREG"),
+    (0o60000, "S_IFBLK"),
+    (0o40000, "S_IFDIR"),
+    (0o20000, "S_IFCHR"),
+    (0o10000, "S_IFIFO"),
+];
+const S_IFMT: u64 = 0o170000;
+
+/// A mode with its file type: `S_IFREG|0644`.
+pub fn symbolic_mode_str(mode: u64) -> String {
+    let perms = mode_str(mode & 0o7777);
+    match super::flags::xlat_lookup(mode & S_IFMT, FILE_TYPES) {
+        Some(kind) => format!("{kind}|{perms}"),
+        None if mode & S_IFMT == 0 => perms,
+        None => format!("{:#o}|{perms}", mode & S_IFMT),
+    }
+}
+
+const ACCESS_BITS: &[Xlat] = &[(4, "R_OK"), (2, "W_OK"), (1, "X_OK")];
+
+/// access/faccessat modes: `F_OK`, `R_OK|W_OK`.
+pub fn access_mode_str(mode: u64) -> String {
+    flags_str(mode & 0xffff_ffff, ACCESS_BITS, "F_OK", "?_OK")
+}
+
+const AT_FLAGS: &[Xlat] = &[
+    (0x100, "AT_SYMLINK_NOFOLLOW"),
+    (0x200, "AT_REMOVEDIR"),
+    (0x400, "AT_SYMLINK_FOLLOW"),
+    (0x800, "AT_NO_AUTOMOUNT"),
+    (0x1000, "AT_EMPTY_PATH"),
+    (0x8000, "AT_RECURSIVE"),
+];
+
+/// `AT_*` flags of the `*at` calls: `0`, `AT_SYMLINK_NOFOLLOW`.
+pub fn at_flags_str(flags: u64) -> String {
+    flags_str(flags & 0xffff_ffff, AT_FLAGS, "0", "AT_???")
+}
+
+const RENAME_FLAGS: &[Xlat] = &[
+    (1, "RENAME_NOREPLACE"),
+    (2, "RENAME_EXCHANGE"),
+    (4, "RENAME_WHITEOUT"),
+];
+
+/// renameat2's flags: `RENAME_NOREPLACE`.
+pub fn rename_flags_str(flags: u64) -> String {
+    flags_str(flags & 0xffff_ffff, RENAME_FLAGS, "0", "RENAME_???")
+}
+
+const WHENCE: &[Xlat] = &[
+    (0, "SEEK_SET"),
+    (1, "SEEK_CUR"),
+    (2, "SEEK_END"),
+    (3, "SEEK_DATA"),
+    (4, "SEEK_HOLE"),
+];
+
+/// lseek's whence: `SEEK_SET` ...
+pub fn whence_str(whence: u64) -> String {
+    xlat_str(whence & 0xffff_ffff, WHENCE, "SEEK_???")
+}
+
+const FCNTL_CMDS: &[Xlat] = &[
+    (0, "F_DUPFD"),
+    (1, "F_GETFD"),
+    (2, "F_SETFD"),
+    (3, "F_GETFL"),
+    (4, "F_SETFL"),
+    (5, "F_GETLK"),
+    (6, "F_SETLK"),
+    (7, "F_SETLKW"),
+    (8, "F_SETOWN"),
+    (9, "F_GETOWN"),
+    (10, "F_SETSIG"),
+    (11, "F_GETSIG"),
+    (15, "F_SETOWN_EX"),
+    (16, "F_GETOWN_EX"),
+    (36, "F_OFD_GETLK"),
+    (37, "F_OFD_SETLK"),
+    (38, "F_OFD_SETLKW"),
+    (1024, "F_SETLEASE"),
+    (1025, "F_GETLEASE"),
+    (1026, "F_NOTIFY"),
+    (1030, "F_DUPFD_CLOEXEC"),
+    (1031, "F_SETPIPE_SZ"),
+    (1032, "F_GETPIPE_SZ"),
+    (1033, "F_ADD_SEALS"),
+    (1034, "F_GET_SEALS"),
+];
+
+/// fcntl's command: `F_GETFL` ...
+pub fn fcntl_cmd_str(cmd: u64) -> String {
+    xlat_str(cmd & 0xffff_ffff, FCNTL_CMDS, "F_???")
+}
+
+/// The third argument of fcntl as strace shows it for `cmd`, or None when
+/// the command takes no argument.
+pub fn fcntl_arg_str(cmd: u64, arg: u64) -> Option<String> {
+    match cmd & 0xffff_ffff {
+        1 | 3 | 9 | 11 | 1025 | 1032 | 1034 => None,
+        2 => Some(if arg & 1 != 0 {
+            "FD_CLOEXEC".to_string()
+        } else {
+            "0".to_string()
+        }),
+        4 => Some(open_flags_str(arg)),
+        0 | 1030 | 8 | 10 | 1031 => Some(as_int(arg).to_string()),
+        _ => Some(format!("{arg:#x}")),
+    }
+}
+
+/// `struct stat` as strace abbreviates it, or the address when unreadable.
+pub fn stat_str(mem: &dyn ReadMemory, addr: u64) -> String {
+    const SIZE: usize = 144;
+    let Some(buf) = super::strings::read_bytes(mem, addr, SIZE).filter(|b| b.len() == SIZE) else {
+        return super::strings::addr_str(addr);
+    };
+    let u64_at = |off: usize| u64::from_ne_bytes(buf[off..off + 8].try_into().unwrap());
+    let mode = u64::from(u32::from_ne_bytes(buf[24..28].try_into().unwrap()));
+    let tail = match mode & S_IFMT {
+        0o20000 | 0o60000 => format!("st_rdev={}", makedev_str(u64_at(40))),
+        _ => format!("st_size={}", u64_at(48) as i64),
+    };
+    format!("{{st_mode={}, {tail}, ...}}", symbolic_mode_str(mode))
+}
+
+const FS_MAGIC: &[Xlat] = &[
+    (0x1cd1, "DEVPTS_SUPER_MAGIC"),
+    (0x6969, "NFS_SUPER_MAGIC"),
+    (0x9660, "ISOFS_SUPER_MAGIC"),
+    (0x9fa0, "PROC_SUPER_MAGIC"),
+    (0xef53, "EXT2_SUPER_MAGIC"),
+    (0x4d44, "MSDOS_SUPER_MAGIC"),
+    (0x0027e0eb, "CGROUP_SUPER_MAGIC"),
+    (0x63677270, "CGROUP2_SUPER_MAGIC"),
+    (0x01021994, "TMPFS_MAGIC"),
+    (0x01021997, "V9FS_MAGIC"),
+    (0x09041934, "ANON_INODE_FS_MAGIC"),
+    (0x2011bab0, "EXFAT_SUPER_MAGIC"),
+    (0x2fc12fc1, "ZFS_SUPER_MAGIC"),
+    (0x42494e4d, "BINFMTFS_MAGIC"),
+    (0x50495045, "PIPEFS_MAGIC"),
+    (0x534f434b, "SOCKFS_MAGIC"),
+    (0x58465342, "XFS_SUPER_MAGIC"),
+    (0x62656572, "SYSFS_MAGIC"),
+    (0x64626720, "DEBUGFS_MAGIC"),
+    (0x65735546, "FUSE_SUPER_MAGIC"),
+    (0x73717368, "SQUASHFS_MAGIC"),
+    (0x74726163, "TRACEFS_MAGIC"),
+    (0x794c7630, "OVERLAYFS_SUPER_MAGIC"),
+    (0x9123683e, "BTRFS_SUPER_MAGIC"),
+    (0xf2f52010, "F2FS_SUPER_MAGIC"),
+    (0xcafe4a11, "BPF_FS_MAGIC"),
+];
+
+const STATFS_FLAGS: &[Xlat] = &[
+    (0x20, "ST_VALID"),
+    (0x1, "ST_RDONLY"),
+    (0x2, "ST_NOSUID"),
+    (0x4, "ST_NODEV"),
+    (0x8, "ST_NOEXEC"),
+    (0x10, "ST_SYNCHRONOUS"),
+    (0x40, "ST_MANDLOCK"),
+    (0x400, "ST_NOATIME"),
+    (0x800, "ST_NODIRATIME"),
+    (0x1000, "ST_RELATIME"),
+    (0x2000, "ST_NOSYMFOLLOW"),
+];
+
+/// `struct statfs` (x86_64) as strace shows it.
+pub fn statfs_str(mem: &dyn ReadMemory, addr: u64) -> String {
+    const SIZE: usize = 120;
+    let Some(b) = super::strings::read_bytes(mem, addr, SIZE).filter(|b| b.len() == SIZE) else {
+        return super::strings::addr_str(addr);
+    };
+    let w = |i: usize| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
+    let fsid0 = u32::from_ne_bytes(b[56..60].try_into().unwrap());
+    let fsid1 = u32::from_ne_bytes(b[60..64].try_into().unwrap());
+    format!(
+        "{{f_type={}, f_bsize={}, f_blocks={}, f_bfree={}, f_bavail={}, f_files={}, f_ffree={}, f_fsid={{val=[{fsid0:#x}, {fsid1:#x}]}}, f_namelen={}, f_frsize={}, f_flags={}}}",
+        xlat_str(w(0), FS_MAGIC, "???_MAGIC"),
+        w(1),
+        w(2),
+        w(3),
+        w(4),
+        w(5),
+        w(6),
+        w(8),
+        w(9),
+        flags_str(w(10), STATFS_FLAGS, "0", "ST_???"),
+    )
+}
+
+/// A device number: `makedev(0x88, 0x1)`.
+pub fn makedev_str(dev: u64) -> String {
+    let major = ((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0xfff);
+    let minor = ((dev >> 12) & 0xffff_ff00) | (dev & 0xff);
+    format!("makedev({major:#x}, {minor:#x})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syscalls::testmem::Mem;
+
+    #[test]
+    fn open_flags() {
+        assert_eq!(open_flags_str(0), "O_RDONLY");
+        assert_eq!(
+            open_flags_str(libc::O_RDONLY as u64 | libc::O_CLOEXEC as u64),
+            "O_RDONLY|O_CLOEXEC"
+        );
+        let f = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC;
+        assert_eq!(open_flags_str(f as u64), "O_WRONLY|O_CREAT|O_TRUNC");
+        let f = libc::O_RDWR | libc::O_APPEND | libc::O_NONBLOCK | libc::O_EXCL;
+        assert_eq!(
+            open_flags_str(f as u64),
+            "O_RDWR|O_EXCL|O_APPEND|O_NONBLOCK"
+        );
+        assert_eq!(open_flags_str(libc::O_SYNC as u64), "O_RDONLY|O_SYNC");
+        assert_eq!(open_flags_str(libc::O_DSYNC as u64), "O_RDONLY|O_DSYNC");
+        let f = libc::O_RDWR | libc::O_TMPFILE;
+        assert_eq!(open_flags_str(f as u64), "O_RDWR|O_TMPFILE");
+        let f = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+        assert_eq!(open_flags_str(f as u64), "O_RDONLY|O_NOFOLLOW|O_DIRECTORY");
+        assert_eq!(open_flags_str(0x8000_0001), "O_WRONLY|0x80000000");
+        assert_eq!(open_flags_str(3), "O_ACCMODE");
+        assert!(open_needs_mode(libc::O_CREAT as u64));
+        assert!(open_needs_mode(libc::O_TMPFILE as u64));
+        assert!(!open_needs_mode(libc::O_TRUNC as u64));
+    }
+
+    #[test]
+    fn descriptor_flags() {
+        assert_eq!(fd_flags_str(0, "O_"), "0");
+        assert_eq!(fd_flags_str(libc::O_CLOEXEC as u64, "O_"), "O_CLOEXEC");
+        let f = (libc::O_CLOEXEC | libc::O_NONBLOCK) as u64;
+        assert_eq!(fd_flags_str(f, "O_"), "O_CLOEXEC|O_NONBLOCK");
+        assert_eq!(
+            fd_flags_str(libc::EPOLL_CLOEXEC as u64, "EPOLL_"),
+            "EPOLL_CLOEXEC"
+        );
+        let f = (libc::EFD_SEMAPHORE | libc::EFD_NONBLOCK) as u64;
+        assert_eq!(fd_flags_str(f, "EFD_"), "EFD_SEMAPHORE|EFD_NONBLOCK");
+        assert_eq!(fd_flags_str(0x1_0000_0001, "O_"), "0x1");
+    }
+
+    #[test]
+    fn modes() {
+        assert_eq!(mode_str(0o644), "0644");
+        assert_eq!(mode_str(0), "000");
+        assert_eq!(mode_str(0o4755), "04755");
+        assert_eq!(mode_str(7), "007");
+        assert_eq!(symbolic_mode_str(0o100644), "S_IFREG|0644");
+        assert_eq!(symbolic_mode_str(0o40755), "S_IFDIR|0755");
+        assert_eq!(symbolic_mode_str(0o20620), "S_IFCHR|0620");
+    }
+
+    #[test]
+    fn fds_access_at_whence() {
+        assert_eq!(dirfd_str(libc::AT_FDCWD as u64), "AT_FDCWD");
+        assert_eq!(dirfd_str(0xffff_ff9c), "AT_FDCWD");
+        assert_eq!(dirfd_str(3), "3");
+        assert_eq!(access_mode_str(0), "F_OK");
+        assert_eq!(access_mode_str(6), "R_OK|W_OK");
+        assert_eq!(access_mode_str(0x11), "X_OK|0x10");
+        assert_eq!(at_flags_str(0), "0");
+        assert_eq!(at_flags_str(0x100), "AT_SYMLINK_NOFOLLOW");
+        assert_eq!(at_flags_str(0x1100), "AT_SYMLINK_NOFOLLOW|AT_EMPTY_PATH");
+        assert_eq!(rename_flags_str(1), "RENAME_NOREPLACE");
+        assert_eq!(rename_flags_str(0), "0");
+        assert_eq!(whence_str(0), "SEEK_SET");
+        assert_eq!(whence_str(2), "SEEK_END");
+        assert_eq!(whence_str(7), "0x7 /* SEEK_??? */");
+    }
+
+    #[test]
+    fn fcntl() {
+        assert_eq!(fcntl_cmd_str(3), "F_GETFL");
+        assert_eq!(fcntl_cmd_str(1030), "F_DUPFD_CLOEXEC");
+        assert_eq!(fcntl_arg_str(3, 0), None);
+        assert_eq!(fcntl_arg_str(2, 1).as_deref(), Some("FD_CLOEXEC"));
+        assert_eq!(
+            fcntl_arg_str(4, 0o4000).as_deref(),
+            Some("O_RDONLY|O_NONBLOCK")
+        );
+        assert_eq!(fcntl_arg_str(1030, 10).as_deref(), Some("10"));
+    }
+
+    #[test]
+    fn statfs_struct() {
+        let mut b = [0u8; 120];
+        let words: [(usize, u64); 10] = [
+            (0, 0xef53),
+            (1, 4096),
+            (2, 100),
+            (3, 50),
+            (4, 40),
+            (5, 1000),
+            (6, 900),
+            (8, 255),
+            (9, 4096),
+            (10, 0x1020),
+        ];
+        for (i, v) in words {
+            b[i * 8..i * 8 + 8].copy_from_slice(&v.to_ne_bytes());
+        }
+        b[56..60].copy_from_slice(&0xe501_6237u32.to_ne_bytes());
+        b[60..64].copy_from_slice(&0x3976_3444u32.to_ne_bytes());
+        let mem = Mem::new(0x1000, &b);
+        assert_eq!(
+            statfs_str(&mem, 0x1000),
+            "{f_type=EXT2_SUPER_MAGIC, f_bsize=4096, f_blocks=100, f_bfree=50, f_bavail=40, f_files=1000, f_ffree=900, f_fsid={val=[0xe5016237, 0x39763444]}, f_namelen=255, f_frsize=4096, f_flags=ST_VALID|ST_RELATIME}"
+        );
+        assert_eq!(statfs_str(&mem, 0x1008), "0x1008");
+    }
+
+    #[test]
+    fn stat_struct() {
+        let mut st = [0u8; 144];
+        st[24..28].copy_from_slice(&0o100644u32.to_ne_bytes());
+        st[48..56].copy_from_slice(&1234i64.to_ne_bytes());
+        let mem = Mem::new(0x2000, &st);
+        assert_eq!(
+            stat_str(&mem, 0x2000),
+            "{st_mode=S_IFREG|0644, st_size=1234, ...}"
+        );
+        st[24..28].copy_from_slice(&0o20620u32.to_ne_bytes());
+        st[40..48].copy_from_slice(&libc::makedev(136, 3).to_ne_bytes());
+        let mem = Mem::new(0x2000, &st);
+        assert_eq!(
+            stat_str(&mem, 0x2000),
+            "{st_mode=S_IFCHR|0620, st_rdev=makedev(0x88, 0x3), ...}"
+        );
+        assert_eq!(stat_str(&mem, 0x3000), "0x3000");
+        assert_eq!(stat_str(&mem, 0), "NULL");
+    }
+}
