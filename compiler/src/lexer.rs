@@ -573,7 +573,8 @@ impl fmt::Display for Tok {
             return write!(f, "'{op}'");
         }
         match self {
-            Tok::Ident(s) | Tok::Component(s) => write!(f, "identifier '{s}'"),
+            Tok::Ident(s) => write!(f, "identifier '{s}'"),
+            Tok::Component(s) => write!(f, "probe point component '{s}'"),
             Tok::Target(s) => write!(f, "target variable '${s}'"),
             Tok::AtWord(s) => write!(f, "'@{s}'"),
             Tok::Num(n) => write!(f, "number '{n}'"),
