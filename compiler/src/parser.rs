@@ -92,8 +92,8 @@ pub fn parse_file(
     };
     let stream = tokens.into_iter().map(|t| match t.tok {
         Tok::Error(e) => Err(Fail {
-            message: e.message,
-            help: e.help,
+            message: e.message.clone(),
+            help: e.help.clone(),
             start: t.start,
             end: t.end,
         }),
@@ -128,8 +128,8 @@ pub fn parse_expr(
     };
     let stream = tokens.into_iter().map(|t| match t.tok {
         Tok::Error(e) => Err(Fail {
-            message: e.message,
-            help: e.help,
+            message: e.message.clone(),
+            help: e.help.clone(),
             start: t.start,
             end: t.end,
         }),
