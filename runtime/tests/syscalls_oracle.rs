@@ -555,6 +555,17 @@ fn system_tools_decode_as_strace() {
         ),
         (vec!["/usr/bin/mkdir", "-p", &format!("{s}/a/b")], true),
         (vec!["/usr/bin/rm", "-r", &format!("{s}/file.txt")], true),
+        (vec!["/usr/bin/stat", &f], false),
+        (vec!["/bin/ls", "-l", &f], false),
+        (vec!["/usr/bin/touch", &format!("{s}/file.txt")], true),
+        (
+            vec!["/usr/bin/touch", "-d", "@5", &format!("{s}/file.txt")],
+            true,
+        ),
+        (
+            vec!["/usr/bin/touch", "-d", "@1234567890.5", &format!("{s}/new")],
+            true,
+        ),
     ]
     .into_iter()
     .map(|(argv, mutates)| (argv.into_iter().map(String::from).collect(), mutates))

@@ -410,6 +410,18 @@ impl Decoder<'_> {
             Kind::OutStat => addr_str(v),
             Kind::OutStatfs if out_ok => file::statfs_str(self.mem, v),
             Kind::OutStatfs => addr_str(v),
+            Kind::StatxFlags => file::statx_flags_str(v),
+            Kind::StatxMask => file::statx_mask_str(v),
+            Kind::OutStatx if out_ok => file::statx_str(self.mem, v),
+            Kind::OutStatx => addr_str(v),
+            Kind::Fadvise => file::fadvise_str(v),
+            Kind::UtimensTimes => time::utimens_str(self.mem, v),
+            Kind::XattrFlags => file::xattr_flags_str(v),
+            Kind::OffPtr if v == 0 => "NULL".to_string(),
+            Kind::OffPtr => match read_bytes(self.mem, v, 8).filter(|b| b.len() == 8) {
+                Some(b) => format!("[{}]", i64::from_ne_bytes(b.try_into().unwrap())),
+                None => addr_str(v),
+            },
             Kind::OutFdPair if out_ok => {
                 match read_bytes(self.mem, v, 8).filter(|b| b.len() == 8) {
                     Some(b) => {

@@ -76,6 +76,10 @@ long_decoder!(/// `_at_flag_str(flags)`: "AT_SYMLINK_NOFOLLOW".
     at_flag_str => file::at_flags_str);
 long_decoder!(/// `_renameat2_flags_str(flags)`: "RENAME_NOREPLACE".
     renameat2_flags_str => file::rename_flags_str);
+long_decoder!(/// `_statx_mask_str(mask)`: "STATX_BASIC_STATS".
+    statx_mask_str => file::statx_mask_str);
+long_decoder!(/// `_fadvice_advice_str(advice)`: "POSIX_FADV_SEQUENTIAL".
+    fadvice_advice_str => file::fadvise_str);
 long_decoder!(/// `_seek_whence_str(whence)`: "SEEK_SET".
     seek_whence_str => file::whence_str);
 long_decoder!(/// `_fcntl_cmd_str(cmd)`: "F_GETFL".
@@ -139,6 +143,8 @@ pub static LONG_TO_STRING: &[(&str, fn(i64) -> String)] = &[
     ("_at_flag_str", at_flag_str),
     ("_renameat2_flags_str", renameat2_flags_str),
     ("_seek_whence_str", seek_whence_str),
+    ("_statx_mask_str", statx_mask_str),
+    ("_fadvice_advice_str", fadvice_advice_str),
     ("_fcntl_cmd_str", fcntl_cmd_str),
     ("_mprotect_prot_str", mprotect_prot_str),
     ("_mmap_flags", mmap_flags),

@@ -87,6 +87,15 @@ pub enum Kind {
     TimerFlags,
     OutStat,
     OutStatfs,
+    StatxFlags,
+    StatxMask,
+    OutStatx,
+    Fadvise,
+    /// utimensat's pair of timespecs.
+    UtimensTimes,
+    XattrFlags,
+    /// A `loff_t *` in/out offset: `NULL` or `[4096]`.
+    OffPtr,
     /// `int[2]` filled by pipe/pipe2/socketpair.
     OutFdPair,
     FcntlCmd,
@@ -364,6 +373,105 @@ pub static SIGNATURES: &[Signature] = &[
         "inotify_add_watch",
         &[a("fd", Fd), a("path", Path), a("mask", Hex)],
     ),
+    d(
+        "statx",
+        &[
+            a("dfd", DirFd),
+            a("filename", Path),
+            a("flags", StatxFlags),
+            a("mask", StatxMask),
+            a("buf_uaddr", OutStatx),
+        ],
+    ),
+    d(
+        "fadvise64",
+        &[
+            a("fd", Fd),
+            a("offset", Long),
+            a("len", Long),
+            a("advice", Fadvise),
+        ],
+    ),
+    d(
+        "copy_file_range",
+        &[
+            a("fd_in", Fd),
+            a("off_in", OffPtr),
+            a("fd_out", Fd),
+            a("off_out", OffPtr),
+            a("len", ULong),
+            a("flags", UInt),
+        ],
+    ),
+    d(
+        "utimensat",
+        &[
+            a("dfd", DirFd),
+            a("filename", Path),
+            a("tsp", UtimensTimes),
+            a("flags", AtFlags),
+        ],
+    ),
+    d(
+        "getxattr",
+        &[
+            a("path", Path),
+            a("name_str", Str),
+            a("value_uaddr", OutBuf),
+            a("size", ULong),
+        ],
+    ),
+    d(
+        "lgetxattr",
+        &[
+            a("path", Path),
+            a("name_str", Str),
+            a("value_uaddr", OutBuf),
+            a("size", ULong),
+        ],
+    ),
+    d(
+        "fgetxattr",
+        &[
+            a("filedes", Fd),
+            a("name_str", Str),
+            a("value_uaddr", OutBuf),
+            a("size", ULong),
+        ],
+    ),
+    d(
+        "setxattr",
+        &[
+            a("path", Path),
+            a("name_str", Str),
+            a("value_uaddr", InBuf(4)),
+            a("size", ULong),
+            a("flags", XattrFlags),
+        ],
+    ),
+    d(
+        "lsetxattr",
+        &[
+            a("path", Path),
+            a("name_str", Str),
+            a("value_uaddr", InBuf(4)),
+            a("size", ULong),
+            a("flags", XattrFlags),
+        ],
+    ),
+    d(
+        "fsetxattr",
+        &[
+            a("filedes", Fd),
+            a("name_str", Str),
+            a("value_uaddr", InBuf(4)),
+            a("size", ULong),
+            a("flags", XattrFlags),
+        ],
+    ),
+    d("removexattr", &[a("path", Path), a("name_str", Str)]),
+    d("lremovexattr", &[a("path", Path), a("name_str", Str)]),
+    d("fremovexattr", &[a("filedes", Fd), a("name_str", Str)]),
     // --- memory
     x(
         "mmap",

@@ -76,6 +76,10 @@ fn named_arg(out: &mut String, n: usize, arg: &Arg) {
         Kind::UInt
         | Kind::Mode
         | Kind::AtFlags
+        | Kind::StatxFlags
+        | Kind::StatxMask
+        | Kind::Fadvise
+        | Kind::XattrFlags
         | Kind::RenameFlags
         | Kind::AccessMode
         | Kind::Whence
@@ -120,6 +124,8 @@ fn decoder_builtin(kind: Kind) -> Option<&'static str> {
         Kind::OpenFlags => "_open_flags_str",
         Kind::AccessMode => "_access_mode_str",
         Kind::AtFlags => "_at_flag_str",
+        Kind::StatxMask => "_statx_mask_str",
+        Kind::Fadvise => "_fadvice_advice_str",
         Kind::RenameFlags => "_renameat2_flags_str",
         Kind::Whence => "_seek_whence_str",
         Kind::FcntlCmd => "_fcntl_cmd_str",
