@@ -397,6 +397,49 @@ pub fn fadvise_str(advice: u64) -> String {
     xlat_str(advice & 0xffff_ffff, FADVISE, "POSIX_FADV_???")
 }
 
+const INOTIFY_MASK: &[Xlat] = &[
+    (0x1, "IN_ACCESS"),
+    (0x2, "IN_MODIFY"),
+    (0x4, "IN_ATTRIB"),
+    (0x8, "IN_CLOSE_WRITE"),
+    (0x10, "IN_CLOSE_NOWRITE"),
+    (0x20, "IN_OPEN"),
+    (0x40, "IN_MOVED_FROM"),
+    (0x80, "IN_MOVED_TO"),
+    (0x100, "IN_CREATE"),
+    (0x200, "IN_DELETE"),
+    (0x400, "IN_DELETE_SELF"),
+    (0x800, "IN_MOVE_SELF"),
+    (0x2000, "IN_UNMOUNT"),
+    (0x4000, "IN_Q_OVERFLOW"),
+    (0x8000, "IN_IGNORED"),
+    (0x0100_0000, "IN_ONLYDIR"),
+    (0x0200_0000, "IN_DONT_FOLLOW"),
+    (0x0400_0000, "IN_EXCL_UNLINK"),
+    (0x1000_0000, "IN_MASK_CREATE"),
+    (0x2000_0000, "IN_MASK_ADD"),
+    (0x4000_0000, "IN_ISDIR"),
+    (0x8000_0000, "IN_ONESHOT"),
+];
+
+/// inotify_add_watch's mask: `IN_MODIFY|IN_CREATE`.
+pub fn inotify_mask_str(mask: u64) -> String {
+    flags_str(mask & 0xffff_ffff, INOTIFY_MASK, "0", "IN_???")
+}
+
+const MFD_FLAGS: &[Xlat] = &[
+    (1, "MFD_CLOEXEC"),
+    (2, "MFD_ALLOW_SEALING"),
+    (4, "MFD_HUGETLB"),
+    (8, "MFD_NOEXEC_SEAL"),
+    (0x10, "MFD_EXEC"),
+];
+
+/// memfd_create's flags: `MFD_CLOEXEC|MFD_ALLOW_SEALING`.
+pub fn memfd_flags_str(flags: u64) -> String {
+    flags_str(flags & 0xffff_ffff, MFD_FLAGS, "0", "MFD_???")
+}
+
 const XATTR_FLAGS: &[Xlat] = &[(1, "XATTR_CREATE"), (2, "XATTR_REPLACE")];
 
 /// setxattr's flags: `0`, `XATTR_CREATE`.
@@ -552,6 +595,8 @@ mod tests {
         );
         assert_eq!(fadvise_str(2), "POSIX_FADV_SEQUENTIAL");
         assert_eq!(xattr_flags_str(1), "XATTR_CREATE");
+        assert_eq!(inotify_mask_str(0x102), "IN_MODIFY|IN_CREATE");
+        assert_eq!(memfd_flags_str(3), "MFD_CLOEXEC|MFD_ALLOW_SEALING");
     }
 
     #[test]

@@ -78,6 +78,59 @@ pub fn utimens_str(mem: &dyn ReadMemory, addr: u64) -> String {
     format!("[{}, {}]", one(0), one(1))
 }
 
+fn pair_at(b: &[u8], i: usize) -> (i64, i64) {
+    (
+        i64::from_ne_bytes(b[i * 16..i * 16 + 8].try_into().unwrap()),
+        i64::from_ne_bytes(b[i * 16 + 8..i * 16 + 16].try_into().unwrap()),
+    )
+}
+
+/// `struct itimerspec`: `{it_interval={tv_sec=0, tv_nsec=0}, it_value={...}}`.
+pub fn itimerspec_str(mem: &dyn ReadMemory, addr: u64) -> String {
+    itimer_str(mem, addr, "tv_nsec")
+}
+
+/// `struct itimerval`: `{it_interval={tv_sec=0, tv_usec=0}, it_value={...}}`.
+pub fn itimerval_str(mem: &dyn ReadMemory, addr: u64) -> String {
+    itimer_str(mem, addr, "tv_usec")
+}
+
+fn itimer_str(mem: &dyn ReadMemory, addr: u64, sub: &str) -> String {
+    if addr == 0 {
+        return "NULL".to_string();
+    }
+    match read_bytes(mem, addr, 32).filter(|b| b.len() == 32) {
+        Some(b) => {
+            let ((is, isub), (vs, vsub)) = (pair_at(&b, 0), pair_at(&b, 1));
+            format!(
+                "{{it_interval={{tv_sec={is}, {sub}={isub}}}, it_value={{tv_sec={vs}, {sub}={vsub}}}}}"
+            )
+        }
+        None => addr_str(addr),
+    }
+}
+
+const ITIMERS: &[Xlat] = &[
+    (0, "ITIMER_REAL"),
+    (1, "ITIMER_VIRTUAL"),
+    (2, "ITIMER_PROF"),
+];
+
+/// setitimer/getitimer's which: `ITIMER_REAL`.
+pub fn itimer_which_str(which: u64) -> String {
+    xlat_str(which & 0xffff_ffff, ITIMERS, "ITIMER_???")
+}
+
+/// timerfd_settime's flags.
+pub fn timerfd_flags_str(flags: u64) -> String {
+    flags_str(
+        flags & 0xffff_ffff,
+        &[(1, "TFD_TIMER_ABSTIME"), (2, "TFD_TIMER_CANCEL_ON_SET")],
+        "0",
+        "TFD_???",
+    )
+}
+
 const CLOCKS: &[Xlat] = &[
     (0, "CLOCK_REALTIME"),
     (1, "CLOCK_MONOTONIC"),
@@ -123,6 +176,26 @@ mod tests {
         assert_eq!(clockid_str(1), "CLOCK_MONOTONIC");
         assert_eq!(clockid_str(42), "0x2a /* CLOCK_??? */");
         assert_eq!(timer_flags_str(1), "TIMER_ABSTIME");
+    }
+
+    #[test]
+    fn itimers() {
+        let mut b = Vec::new();
+        for v in [0i64, 0, 1, 500] {
+            b.extend_from_slice(&v.to_ne_bytes());
+        }
+        let mem = Mem::new(0x1000, &b);
+        assert_eq!(
+            itimerspec_str(&mem, 0x1000),
+            "{it_interval={tv_sec=0, tv_nsec=0}, it_value={tv_sec=1, tv_nsec=500}}"
+        );
+        assert_eq!(
+            itimerval_str(&mem, 0x1000),
+            "{it_interval={tv_sec=0, tv_usec=0}, it_value={tv_sec=1, tv_usec=500}}"
+        );
+        assert_eq!(itimerval_str(&mem, 0), "NULL");
+        assert_eq!(itimer_which_str(0), "ITIMER_REAL");
+        assert_eq!(timerfd_flags_str(1), "TFD_TIMER_ABSTIME");
     }
 
     #[test]
