@@ -238,8 +238,16 @@ impl Decoder<'_> {
             as_int(self.arg(0)).to_string(),
             misc::ioctl_request_str(self.arg(1)),
         ];
-        if !misc::ioctl_without_arg(self.arg(1)) {
-            parts.push(addr_str(self.arg(2)));
+        let arg = self.arg(2);
+        let out_ok = self.succeeded();
+        match misc::ioctl_arg(self.arg(1)) {
+            misc::IoctlArg::None => {}
+            misc::IoctlArg::Int => parts.push(as_int(arg).to_string()),
+            misc::IoctlArg::InInt => parts.push(resource::int_ref_str(self.mem, arg)),
+            misc::IoctlArg::OutInt if out_ok => parts.push(resource::int_ref_str(self.mem, arg)),
+            misc::IoctlArg::InWinsize => parts.push(misc::winsize_str(self.mem, arg)),
+            misc::IoctlArg::OutWinsize if out_ok => parts.push(misc::winsize_str(self.mem, arg)),
+            _ => parts.push(addr_str(arg)),
         }
         parts
     }
@@ -353,6 +361,7 @@ impl Decoder<'_> {
             Kind::EpollFlags => file::fd_flags_str(v, "EPOLL_"),
             Kind::EfdFlags => file::fd_flags_str(v, "EFD_"),
             Kind::AtFlags => file::at_flags_str(v),
+            Kind::RenameFlags => file::rename_flags_str(v),
             Kind::AccessMode => file::access_mode_str(v),
             Kind::Whence => file::whence_str(v),
             Kind::FcntlCmd => file::fcntl_cmd_str(v),
@@ -399,6 +408,8 @@ impl Decoder<'_> {
             Kind::TimerFlags => time::timer_flags_str(v),
             Kind::OutStat if out_ok => file::stat_str(self.mem, v),
             Kind::OutStat => addr_str(v),
+            Kind::OutStatfs if out_ok => file::statfs_str(self.mem, v),
+            Kind::OutStatfs => addr_str(v),
             Kind::OutFdPair if out_ok => {
                 match read_bytes(self.mem, v, 8).filter(|b| b.len() == 8) {
                     Some(b) => {

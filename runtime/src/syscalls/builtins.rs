@@ -74,6 +74,8 @@ long_decoder!(/// `_access_mode_str(mode)`: "R_OK|W_OK".
     access_mode_str => file::access_mode_str);
 long_decoder!(/// `_at_flag_str(flags)`: "AT_SYMLINK_NOFOLLOW".
     at_flag_str => file::at_flags_str);
+long_decoder!(/// `_renameat2_flags_str(flags)`: "RENAME_NOREPLACE".
+    renameat2_flags_str => file::rename_flags_str);
 long_decoder!(/// `_seek_whence_str(whence)`: "SEEK_SET".
     seek_whence_str => file::whence_str);
 long_decoder!(/// `_fcntl_cmd_str(cmd)`: "F_GETFL".
@@ -135,6 +137,7 @@ pub static LONG_TO_STRING: &[(&str, fn(i64) -> String)] = &[
     ("_mode_str", mode_str),
     ("_access_mode_str", access_mode_str),
     ("_at_flag_str", at_flag_str),
+    ("_renameat2_flags_str", renameat2_flags_str),
     ("_seek_whence_str", seek_whence_str),
     ("_fcntl_cmd_str", fcntl_cmd_str),
     ("_mprotect_prot_str", mprotect_prot_str),

@@ -51,6 +51,7 @@ pub enum Kind {
     /// eventfd2's `EFD_CLOEXEC|EFD_NONBLOCK|EFD_SEMAPHORE`.
     EfdFlags,
     AtFlags,
+    RenameFlags,
     AccessMode,
     Whence,
     Prot,
@@ -85,6 +86,7 @@ pub enum Kind {
     ClockId,
     TimerFlags,
     OutStat,
+    OutStatfs,
     /// `int[2]` filled by pipe/pipe2/socketpair.
     OutFdPair,
     FcntlCmd,
@@ -326,7 +328,7 @@ pub static SIGNATURES: &[Signature] = &[
             a("oldname", Path),
             a("newdfd", DirFd),
             a("newname", Path),
-            a("flags", UInt),
+            a("flags", RenameFlags),
         ],
     ),
     d("link", &[a("oldpath", Path), a("newpath", Path)]),
@@ -356,8 +358,8 @@ pub static SIGNATURES: &[Signature] = &[
         ret: RetFormat::Oct,
     },
     d("chroot", &[a("path", Path)]),
-    d("statfs", &[a("path", Path), a("buf_uaddr", Ptr)]),
-    d("fstatfs", &[a("fd", Fd), a("buf_uaddr", Ptr)]),
+    d("statfs", &[a("path", Path), a("buf_uaddr", OutStatfs)]),
+    d("fstatfs", &[a("fd", Fd), a("buf_uaddr", OutStatfs)]),
     d(
         "inotify_add_watch",
         &[a("fd", Fd), a("path", Path), a("mask", Hex)],

@@ -76,6 +76,7 @@ fn named_arg(out: &mut String, n: usize, arg: &Arg) {
         Kind::UInt
         | Kind::Mode
         | Kind::AtFlags
+        | Kind::RenameFlags
         | Kind::AccessMode
         | Kind::Whence
         | Kind::WaitOptions
@@ -119,6 +120,7 @@ fn decoder_builtin(kind: Kind) -> Option<&'static str> {
         Kind::OpenFlags => "_open_flags_str",
         Kind::AccessMode => "_access_mode_str",
         Kind::AtFlags => "_at_flag_str",
+        Kind::RenameFlags => "_renameat2_flags_str",
         Kind::Whence => "_seek_whence_str",
         Kind::FcntlCmd => "_fcntl_cmd_str",
         Kind::Prot => "_mprotect_prot_str",

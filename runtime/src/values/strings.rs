@@ -335,6 +335,11 @@ impl Regex {
     pub fn new(pattern: &str) -> Result<Regex, StringError> {
         regex::bytes::RegexBuilder::new(pattern)
             .unicode(false)
+            // POSIX: `.` matches any character, newline included; `^`/`$`
+            // anchor at the ends of the string only.
+            .dot_matches_new_line(true)
+            // SystemTap's regex escapes include octal ones (`\012`).
+            .octal(true)
             .build()
             .map(Regex)
             .map_err(|e| StringError::BadRegex(e.to_string()))
@@ -580,6 +585,9 @@ mod tests {
         assert!(r.is_match(b"123cd"));
         assert!(!r.is_match(b"x123"));
         assert!(Regex::new("a(").is_err());
+        assert!(Regex::new("a.b").unwrap().is_match(b"a\nb"));
+        assert!(!Regex::new("^b").unwrap().is_match(b"a\nb"));
+        assert!(Regex::new("a\\012b").unwrap().is_match(b"a\nb"));
         assert!(Regex::new("\\xff").unwrap().is_match(b"\xff"));
     }
 

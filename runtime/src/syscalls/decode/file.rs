@@ -139,6 +139,17 @@ pub fn at_flags_str(flags: u64) -> String {
     flags_str(flags & 0xffff_ffff, AT_FLAGS, "0", "AT_???")
 }
 
+const RENAME_FLAGS: &[Xlat] = &[
+    (1, "RENAME_NOREPLACE"),
+    (2, "RENAME_EXCHANGE"),
+    (4, "RENAME_WHITEOUT"),
+];
+
+/// renameat2's flags: `RENAME_NOREPLACE`.
+pub fn rename_flags_str(flags: u64) -> String {
+    flags_str(flags & 0xffff_ffff, RENAME_FLAGS, "0", "RENAME_???")
+}
+
 const WHENCE: &[Xlat] = &[
     (0, "SEEK_SET"),
     (1, "SEEK_CUR"),
@@ -214,6 +225,73 @@ pub fn stat_str(mem: &dyn ReadMemory, addr: u64) -> String {
         _ => format!("st_size={}", u64_at(48) as i64),
     };
     format!("{{st_mode={}, {tail}, ...}}", symbolic_mode_str(mode))
+}
+
+const FS_MAGIC: &[Xlat] = &[
+    (0x1cd1, "DEVPTS_SUPER_MAGIC"),
+    (0x6969, "NFS_SUPER_MAGIC"),
+    (0x9660, "ISOFS_SUPER_MAGIC"),
+    (0x9fa0, "PROC_SUPER_MAGIC"),
+    (0xef53, "EXT2_SUPER_MAGIC"),
+    (0x4d44, "MSDOS_SUPER_MAGIC"),
+    (0x0027e0eb, "CGROUP_SUPER_MAGIC"),
+    (0x63677270, "CGROUP2_SUPER_MAGIC"),
+    (0x01021994, "TMPFS_MAGIC"),
+    (0x01021997, "V9FS_MAGIC"),
+    (0x09041934, "ANON_INODE_FS_MAGIC"),
+    (0x2011bab0, "EXFAT_SUPER_MAGIC"),
+    (0x2fc12fc1, "ZFS_SUPER_MAGIC"),
+    (0x42494e4d, "BINFMTFS_MAGIC"),
+    (0x50495045, "PIPEFS_MAGIC"),
+    (0x534f434b, "SOCKFS_MAGIC"),
+    (0x58465342, "XFS_SUPER_MAGIC"),
+    (0x62656572, "SYSFS_MAGIC"),
+    (0x64626720, "DEBUGFS_MAGIC"),
+    (0x65735546, "FUSE_SUPER_MAGIC"),
+    (0x73717368, "SQUASHFS_MAGIC"),
+    (0x74726163, "TRACEFS_MAGIC"),
+    (0x794c7630, "OVERLAYFS_SUPER_MAGIC"),
+    (0x9123683e, "BTRFS_SUPER_MAGIC"),
+    (0xf2f52010, "F2FS_SUPER_MAGIC"),
+    (0xcafe4a11, "BPF_FS_MAGIC"),
+];
+
+const STATFS_FLAGS: &[Xlat] = &[
+    (0x20, "ST_VALID"),
+    (0x1, "ST_RDONLY"),
+    (0x2, "ST_NOSUID"),
+    (0x4, "ST_NODEV"),
+    (0x8, "ST_NOEXEC"),
+    (0x10, "ST_SYNCHRONOUS"),
+    (0x40, "ST_MANDLOCK"),
+    (0x400, "ST_NOATIME"),
+    (0x800, "ST_NODIRATIME"),
+    (0x1000, "ST_RELATIME"),
+    (0x2000, "ST_NOSYMFOLLOW"),
+];
+
+/// `struct statfs` (x86_64) as strace shows it.
+pub fn statfs_str(mem: &dyn ReadMemory, addr: u64) -> String {
+    const SIZE: usize = 120;
+    let Some(b) = super::strings::read_bytes(mem, addr, SIZE).filter(|b| b.len() == SIZE) else {
+        return super::strings::addr_str(addr);
+    };
+    let w = |i: usize| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
+    let fsid0 = u32::from_ne_bytes(b[56..60].try_into().unwrap());
+    let fsid1 = u32::from_ne_bytes(b[60..64].try_into().unwrap());
+    format!(
+        "{{f_type={}, f_bsize={}, f_blocks={}, f_bfree={}, f_bavail={}, f_files={}, f_ffree={}, f_fsid={{val=[{fsid0:#x}, {fsid1:#x}]}}, f_namelen={}, f_frsize={}, f_flags={}}}",
+        xlat_str(w(0), FS_MAGIC, "???_MAGIC"),
+        w(1),
+        w(2),
+        w(3),
+        w(4),
+        w(5),
+        w(6),
+        w(8),
+        w(9),
+        flags_str(w(10), STATFS_FLAGS, "0", "ST_???"),
+    )
 }
 
 /// A device number: `makedev(0x88, 0x1)`.
@@ -292,6 +370,8 @@ mod tests {
         assert_eq!(at_flags_str(0), "0");
         assert_eq!(at_flags_str(0x100), "AT_SYMLINK_NOFOLLOW");
         assert_eq!(at_flags_str(0x1100), "AT_SYMLINK_NOFOLLOW|AT_EMPTY_PATH");
+        assert_eq!(rename_flags_str(1), "RENAME_NOREPLACE");
+        assert_eq!(rename_flags_str(0), "0");
         assert_eq!(whence_str(0), "SEEK_SET");
         assert_eq!(whence_str(2), "SEEK_END");
         assert_eq!(whence_str(7), "0x7 /* SEEK_??? */");
@@ -308,6 +388,34 @@ mod tests {
             Some("O_RDONLY|O_NONBLOCK")
         );
         assert_eq!(fcntl_arg_str(1030, 10).as_deref(), Some("10"));
+    }
+
+    #[test]
+    fn statfs_struct() {
+        let mut b = [0u8; 120];
+        let words: [(usize, u64); 10] = [
+            (0, 0xef53),
+            (1, 4096),
+            (2, 100),
+            (3, 50),
+            (4, 40),
+            (5, 1000),
+            (6, 900),
+            (8, 255),
+            (9, 4096),
+            (10, 0x1020),
+        ];
+        for (i, v) in words {
+            b[i * 8..i * 8 + 8].copy_from_slice(&v.to_ne_bytes());
+        }
+        b[56..60].copy_from_slice(&0xe501_6237u32.to_ne_bytes());
+        b[60..64].copy_from_slice(&0x3976_3444u32.to_ne_bytes());
+        let mem = Mem::new(0x1000, &b);
+        assert_eq!(
+            statfs_str(&mem, 0x1000),
+            "{f_type=EXT2_SUPER_MAGIC, f_bsize=4096, f_blocks=100, f_bfree=50, f_bavail=40, f_files=1000, f_ffree=900, f_fsid={val=[0xe5016237, 0x39763444]}, f_namelen=255, f_frsize=4096, f_flags=ST_VALID|ST_RELATIME}"
+        );
+        assert_eq!(statfs_str(&mem, 0x1008), "0x1008");
     }
 
     #[test]

@@ -198,18 +198,49 @@ const SOL_TCP_OPTS: &[Xlat] = &[
     (13, "TCP_CONGESTION"),
 ];
 
+const SOL_IP_OPTS: &[Xlat] = &[
+    (1, "IP_TOS"),
+    (2, "IP_TTL"),
+    (3, "IP_HDRINCL"),
+    (4, "IP_OPTIONS"),
+    (8, "IP_PKTINFO"),
+    (10, "IP_MTU_DISCOVER"),
+    (11, "IP_RECVERR"),
+    (12, "IP_RECVTTL"),
+    (13, "IP_RECVTOS"),
+    (14, "IP_MTU"),
+    (15, "IP_FREEBIND"),
+    (19, "IP_TRANSPARENT"),
+    (24, "IP_BIND_ADDRESS_NO_PORT"),
+    (32, "IP_MULTICAST_IF"),
+    (33, "IP_MULTICAST_TTL"),
+    (34, "IP_MULTICAST_LOOP"),
+    (35, "IP_ADD_MEMBERSHIP"),
+    (36, "IP_DROP_MEMBERSHIP"),
+];
+
+const SOL_IPV6_OPTS: &[Xlat] = &[
+    (16, "IPV6_UNICAST_HOPS"),
+    (17, "IPV6_MULTICAST_IF"),
+    (18, "IPV6_MULTICAST_HOPS"),
+    (19, "IPV6_MULTICAST_LOOP"),
+    (23, "IPV6_MTU_DISCOVER"),
+    (24, "IPV6_MTU"),
+    (25, "IPV6_RECVERR"),
+    (26, "IPV6_V6ONLY"),
+    (49, "IPV6_RECVPKTINFO"),
+    (67, "IPV6_TCLASS"),
+];
+
 /// A socket option name at `level`: `SO_REUSEADDR`, `TCP_NODELAY`, else decimal.
 pub fn sockopt_name_str(level: u64, name: u64) -> String {
     let name = name & 0xffff_ffff;
-    let table = match level & 0xffff_ffff {
-        1 => SOL_SOCKET_OPTS,
-        6 => SOL_TCP_OPTS,
+    let (table, dflt) = match level & 0xffff_ffff {
+        0 => (SOL_IP_OPTS, "IP_???"),
+        1 => (SOL_SOCKET_OPTS, "SO_???"),
+        6 => (SOL_TCP_OPTS, "TCP_???"),
+        41 => (SOL_IPV6_OPTS, "IPV6_???"),
         _ => return name.to_string(),
-    };
-    let dflt = if level & 0xffff_ffff == 1 {
-        "SO_???"
-    } else {
-        "TCP_???"
     };
     xlat_str(name, table, dflt)
 }
@@ -248,7 +279,9 @@ mod tests {
         assert_eq!(sockopt_level_str(6), "SOL_TCP");
         assert_eq!(sockopt_name_str(1, 2), "SO_REUSEADDR");
         assert_eq!(sockopt_name_str(6, 1), "TCP_NODELAY");
-        assert_eq!(sockopt_name_str(0, 1), "1");
+        assert_eq!(sockopt_name_str(0, 11), "IP_RECVERR");
+        assert_eq!(sockopt_name_str(41, 26), "IPV6_V6ONLY");
+        assert_eq!(sockopt_name_str(17, 1), "1");
     }
 
     #[test]
