@@ -124,6 +124,26 @@ const TRACED: &[&str] = &[
     "set_tid_address",
     "set_robust_list",
     "rseq",
+    "sigaltstack",
+    "getresuid",
+    "getgroups",
+    "fchownat",
+    "linkat",
+    "symlinkat",
+    "memfd_create",
+    "timerfd_create",
+    "timerfd_settime",
+    "signalfd4",
+    "inotify_init1",
+    "inotify_add_watch",
+    "inotify_rm_watch",
+    "getpriority",
+    "setpriority",
+    "setitimer",
+    "getitimer",
+    "sendmsg",
+    "recvmsg",
+    "prctl",
 ];
 
 const ADDR_NO_RANDOMIZE: libc::c_ulong = 0x0040000;
@@ -555,6 +575,17 @@ fn system_tools_decode_as_strace() {
         ),
         (vec!["/usr/bin/mkdir", "-p", &format!("{s}/a/b")], true),
         (vec!["/usr/bin/rm", "-r", &format!("{s}/file.txt")], true),
+        (vec!["/usr/bin/stat", &f], false),
+        (vec!["/bin/ls", "-l", &f], false),
+        (vec!["/usr/bin/touch", &format!("{s}/file.txt")], true),
+        (
+            vec!["/usr/bin/touch", "-d", "@5", &format!("{s}/file.txt")],
+            true,
+        ),
+        (
+            vec!["/usr/bin/touch", "-d", "@1234567890.5", &format!("{s}/new")],
+            true,
+        ),
     ]
     .into_iter()
     .map(|(argv, mutates)| (argv.into_iter().map(String::from).collect(), mutates))

@@ -116,6 +116,7 @@ impl Decoder<'_> {
             "mremap" => self.mremap(),
             "arch_prctl" => self.arch_prctl(),
             "setsockopt" | "getsockopt" => self.sockopt(),
+            "prctl" => self.prctl(),
             _ => self
                 .sig
                 .args
@@ -294,6 +295,30 @@ impl Decoder<'_> {
         parts
     }
 
+    /// prctl shows the arguments each option uses; others as strace's
+    /// generic hex.
+    fn prctl(&self) -> Vec<String> {
+        let option = self.arg(0) & 0xffff_ffff;
+        let mut parts = vec![process::prctl_option_str(option)];
+        let rest_hex = |from: usize| (from..5).map(|i| hex(self.arg(i))).collect::<Vec<_>>();
+        match option {
+            // Options without arguments.
+            3 | 7 | 13 | 21 | 27 | 30 | 31 | 32 | 37 => {}
+            1 => parts.push(signal::signal_arg_str(self.arg(1))),
+            4 => parts.push(process::dumpable_str(self.arg(1))),
+            15 => parts.push(cstring_str(self.mem, self.arg(1))),
+            16 if self.succeeded() => parts.push(cstring_str(self.mem, self.arg(1))),
+            16 => parts.push(addr_str(self.arg(1))),
+            23 | 24 => parts.push(process::capability_str(self.arg(1))),
+            38 => {
+                parts.push(self.arg(1).to_string());
+                parts.extend(rest_hex(2));
+            }
+            _ => parts.extend(rest_hex(1)),
+        }
+        parts
+    }
+
     /// mremap's fifth argument only matters with MREMAP_FIXED.
     fn mremap(&self) -> Vec<String> {
         let mut parts = self.all();
@@ -357,9 +382,7 @@ impl Decoder<'_> {
             }
             Kind::OutIovec(_) => addr_str(v),
             Kind::OpenFlags => file::open_flags_str(v),
-            Kind::PipeFlags => file::fd_flags_str(v, "O_"),
-            Kind::EpollFlags => file::fd_flags_str(v, "EPOLL_"),
-            Kind::EfdFlags => file::fd_flags_str(v, "EFD_"),
+            Kind::FdFlags(prefix) => file::fd_flags_str(v, prefix),
             Kind::AtFlags => file::at_flags_str(v),
             Kind::RenameFlags => file::rename_flags_str(v),
             Kind::AccessMode => file::access_mode_str(v),
@@ -410,6 +433,44 @@ impl Decoder<'_> {
             Kind::OutStat => addr_str(v),
             Kind::OutStatfs if out_ok => file::statfs_str(self.mem, v),
             Kind::OutStatfs => addr_str(v),
+            Kind::StackT => signal::stack_t_str(self.mem, v),
+            Kind::OutStackT if out_ok => signal::stack_t_str(self.mem, v),
+            Kind::OutStackT => addr_str(v),
+            Kind::OutIntRef if out_ok => resource::int_ref_str(self.mem, v),
+            Kind::OutIntRef => addr_str(v),
+            Kind::GidList(n) => resource::id_list_str(self.mem, v, by_index(n)),
+            Kind::OutGidList if out_ok => {
+                resource::id_list_str(self.mem, v, self.ret.unwrap_or(0) as u64)
+            }
+            Kind::OutGidList => addr_str(v),
+            Kind::MfdFlags => file::memfd_flags_str(v),
+            Kind::Itimerspec => time::itimerspec_str(self.mem, v),
+            Kind::OutItimerspec if out_ok => time::itimerspec_str(self.mem, v),
+            Kind::OutItimerspec => addr_str(v),
+            Kind::Itimerval => time::itimerval_str(self.mem, v),
+            Kind::OutItimerval if out_ok => time::itimerval_str(self.mem, v),
+            Kind::OutItimerval => addr_str(v),
+            Kind::ItimerWhich => time::itimer_which_str(v),
+            Kind::TimerfdFlags => time::timerfd_flags_str(v),
+            Kind::InotifyMask => file::inotify_mask_str(v),
+            Kind::PrioWhich => process::prio_which_str(v),
+            Kind::Msghdr => network::msghdr_str(self.mem, v, None),
+            Kind::OutMsghdr if out_ok => {
+                network::msghdr_str(self.mem, v, self.ret.map(|r| r as u64))
+            }
+            Kind::OutMsghdr => addr_str(v),
+            Kind::StatxFlags => file::statx_flags_str(v),
+            Kind::StatxMask => file::statx_mask_str(v),
+            Kind::OutStatx if out_ok => file::statx_str(self.mem, v),
+            Kind::OutStatx => addr_str(v),
+            Kind::Fadvise => file::fadvise_str(v),
+            Kind::UtimensTimes => time::utimens_str(self.mem, v),
+            Kind::XattrFlags => file::xattr_flags_str(v),
+            Kind::OffPtr if v == 0 => "NULL".to_string(),
+            Kind::OffPtr => match read_bytes(self.mem, v, 8).filter(|b| b.len() == 8) {
+                Some(b) => format!("[{}]", i64::from_ne_bytes(b.try_into().unwrap())),
+                None => addr_str(v),
+            },
             Kind::OutFdPair if out_ok => {
                 match read_bytes(self.mem, v, 8).filter(|b| b.len() == 8) {
                     Some(b) => {

@@ -44,12 +44,9 @@ pub enum Kind {
     /// An iovec array the call fills; its count is argument N.
     OutIovec(u8),
     OpenFlags,
-    /// Descriptor flags (`O_CLOEXEC|O_NONBLOCK`) without an access mode.
-    PipeFlags,
-    /// epoll_create1's `EPOLL_CLOEXEC`.
-    EpollFlags,
-    /// eventfd2's `EFD_CLOEXEC|EFD_NONBLOCK|EFD_SEMAPHORE`.
-    EfdFlags,
+    /// Descriptor-creation flags with the call's prefix, without an access
+    /// mode: `O_CLOEXEC`, `EPOLL_CLOEXEC`, `EFD_CLOEXEC|EFD_NONBLOCK`.
+    FdFlags(&'static str),
     AtFlags,
     RenameFlags,
     AccessMode,
@@ -87,9 +84,37 @@ pub enum Kind {
     TimerFlags,
     OutStat,
     OutStatfs,
+    StatxFlags,
+    StatxMask,
+    OutStatx,
+    Fadvise,
+    /// utimensat's pair of timespecs.
+    UtimensTimes,
+    XattrFlags,
+    /// A `loff_t *` in/out offset: `NULL` or `[4096]`.
+    OffPtr,
     /// `int[2]` filled by pipe/pipe2/socketpair.
     OutFdPair,
     FcntlCmd,
+    StackT,
+    OutStackT,
+    /// An `int` (or uid/gid) the call writes: `[0]`.
+    OutIntRef,
+    /// A gid array of argument N entries.
+    GidList(u8),
+    /// getgroups' list: as many gids as the return value.
+    OutGidList,
+    MfdFlags,
+    Itimerspec,
+    OutItimerspec,
+    Itimerval,
+    OutItimerval,
+    ItimerWhich,
+    TimerfdFlags,
+    InotifyMask,
+    PrioWhich,
+    Msghdr,
+    OutMsghdr,
     /// poll's `struct pollfd` array; its length is argument N.
     PollFds(u8),
     EpollOp,
@@ -217,12 +242,12 @@ pub static SIGNATURES: &[Signature] = &[
     d("dup2", &[a("oldfd", Fd), a("newfd", Fd)]),
     d(
         "dup3",
-        &[a("oldfd", Fd), a("newfd", Fd), a("flags", PipeFlags)],
+        &[a("oldfd", Fd), a("newfd", Fd), a("flags", FdFlags("O_"))],
     ),
     d("pipe", &[a("fildes_uaddr", OutFdPair)]),
     d(
         "pipe2",
-        &[a("fildes_uaddr", OutFdPair), a("flags", PipeFlags)],
+        &[a("fildes_uaddr", OutFdPair), a("flags", FdFlags("O_"))],
     ),
     d("fcntl", &[a("fd", Fd), a("cmd", FcntlCmd), a("arg", Long)]),
     d("ioctl", &[a("fd", Fd), a("request", Hex), a("argp", Hex)]),
@@ -362,8 +387,107 @@ pub static SIGNATURES: &[Signature] = &[
     d("fstatfs", &[a("fd", Fd), a("buf_uaddr", OutStatfs)]),
     d(
         "inotify_add_watch",
-        &[a("fd", Fd), a("path", Path), a("mask", Hex)],
+        &[a("fd", Fd), a("path", Path), a("mask", InotifyMask)],
     ),
+    d(
+        "statx",
+        &[
+            a("dfd", DirFd),
+            a("filename", Path),
+            a("flags", StatxFlags),
+            a("mask", StatxMask),
+            a("buf_uaddr", OutStatx),
+        ],
+    ),
+    d(
+        "fadvise64",
+        &[
+            a("fd", Fd),
+            a("offset", Long),
+            a("len", Long),
+            a("advice", Fadvise),
+        ],
+    ),
+    d(
+        "copy_file_range",
+        &[
+            a("fd_in", Fd),
+            a("off_in", OffPtr),
+            a("fd_out", Fd),
+            a("off_out", OffPtr),
+            a("len", ULong),
+            a("flags", UInt),
+        ],
+    ),
+    d(
+        "utimensat",
+        &[
+            a("dfd", DirFd),
+            a("filename", Path),
+            a("tsp", UtimensTimes),
+            a("flags", AtFlags),
+        ],
+    ),
+    d(
+        "getxattr",
+        &[
+            a("path", Path),
+            a("name_str", Str),
+            a("value_uaddr", OutBuf),
+            a("size", ULong),
+        ],
+    ),
+    d(
+        "lgetxattr",
+        &[
+            a("path", Path),
+            a("name_str", Str),
+            a("value_uaddr", OutBuf),
+            a("size", ULong),
+        ],
+    ),
+    d(
+        "fgetxattr",
+        &[
+            a("filedes", Fd),
+            a("name_str", Str),
+            a("value_uaddr", OutBuf),
+            a("size", ULong),
+        ],
+    ),
+    d(
+        "setxattr",
+        &[
+            a("path", Path),
+            a("name_str", Str),
+            a("value_uaddr", InBuf(4)),
+            a("size", ULong),
+            a("flags", XattrFlags),
+        ],
+    ),
+    d(
+        "lsetxattr",
+        &[
+            a("path", Path),
+            a("name_str", Str),
+            a("value_uaddr", InBuf(4)),
+            a("size", ULong),
+            a("flags", XattrFlags),
+        ],
+    ),
+    d(
+        "fsetxattr",
+        &[
+            a("filedes", Fd),
+            a("name_str", Str),
+            a("value_uaddr", InBuf(4)),
+            a("size", ULong),
+            a("flags", XattrFlags),
+        ],
+    ),
+    d("removexattr", &[a("path", Path), a("name_str", Str)]),
+    d("lremovexattr", &[a("path", Path), a("name_str", Str)]),
+    d("fremovexattr", &[a("filedes", Fd), a("name_str", Str)]),
     // --- memory
     x(
         "mmap",
@@ -565,11 +689,11 @@ pub static SIGNATURES: &[Signature] = &[
     ),
     d(
         "sendmsg",
-        &[a("s", Fd), a("msg_uaddr", Ptr), a("flags", MsgFlags)],
+        &[a("s", Fd), a("msg_uaddr", Msghdr), a("flags", MsgFlags)],
     ),
     d(
         "recvmsg",
-        &[a("s", Fd), a("msg_uaddr", Ptr), a("flags", MsgFlags)],
+        &[a("s", Fd), a("msg_uaddr", OutMsghdr), a("flags", MsgFlags)],
     ),
     d("shutdown", &[a("s", Fd), a("how", ShutdownHow)]),
     d(
@@ -641,7 +765,7 @@ pub static SIGNATURES: &[Signature] = &[
         ],
     ),
     d("epoll_create", &[a("size", Int)]),
-    d("epoll_create1", &[a("flags", EpollFlags)]),
+    d("epoll_create1", &[a("flags", FdFlags("EPOLL_"))]),
     d(
         "epoll_ctl",
         &[
@@ -682,7 +806,7 @@ pub static SIGNATURES: &[Signature] = &[
             a("val3", UInt),
         ],
     ),
-    d("eventfd2", &[a("count", UInt), a("flags", EfdFlags)]),
+    d("eventfd2", &[a("count", UInt), a("flags", FdFlags("EFD_"))]),
     // --- time
     d(
         "nanosleep",
@@ -737,6 +861,112 @@ pub static SIGNATURES: &[Signature] = &[
     ),
     d("sysinfo", &[a("info_uaddr", Ptr)]),
     d(
+        "sigaltstack",
+        &[a("uss_uaddr", StackT), a("uoss_uaddr", OutStackT)],
+    ),
+    d(
+        "getresuid",
+        &[
+            a("ruid_uaddr", OutIntRef),
+            a("euid_uaddr", OutIntRef),
+            a("suid_uaddr", OutIntRef),
+        ],
+    ),
+    d(
+        "getresgid",
+        &[
+            a("rgid_uaddr", OutIntRef),
+            a("egid_uaddr", OutIntRef),
+            a("sgid_uaddr", OutIntRef),
+        ],
+    ),
+    d(
+        "setresuid",
+        &[a("ruid", Int), a("euid", Int), a("suid", Int)],
+    ),
+    d(
+        "setresgid",
+        &[a("rgid", Int), a("egid", Int), a("sgid", Int)],
+    ),
+    d("setreuid", &[a("ruid", Int), a("euid", Int)]),
+    d("setregid", &[a("rgid", Int), a("egid", Int)]),
+    d("getgroups", &[a("size", Int), a("list_uaddr", OutGidList)]),
+    d("setgroups", &[a("size", Int), a("list_uaddr", GidList(1))]),
+    d(
+        "fchownat",
+        &[
+            a("dirfd", DirFd),
+            a("pathname", Path),
+            a("owner", Int),
+            a("group", Int),
+            a("flags", AtFlags),
+        ],
+    ),
+    d(
+        "linkat",
+        &[
+            a("olddirfd", DirFd),
+            a("oldpath", Path),
+            a("newdirfd", DirFd),
+            a("newpath", Path),
+            a("flags", AtFlags),
+        ],
+    ),
+    d(
+        "symlinkat",
+        &[a("oldname", Path), a("newdfd", DirFd), a("newname", Path)],
+    ),
+    d("memfd_create", &[a("uname", Path), a("flags", MfdFlags)]),
+    d(
+        "timerfd_create",
+        &[a("clockid", ClockId), a("flags", FdFlags("TFD_"))],
+    ),
+    d(
+        "timerfd_settime",
+        &[
+            a("fd", Fd),
+            a("flags", TimerfdFlags),
+            a("value_uaddr", Itimerspec),
+            a("ovalue_uaddr", OutItimerspec),
+        ],
+    ),
+    d(
+        "timerfd_gettime",
+        &[a("fd", Fd), a("value_uaddr", OutItimerspec)],
+    ),
+    d(
+        "signalfd4",
+        &[
+            a("ufd", Fd),
+            a("sigmask", Sigset(3)),
+            a("sizemask", ULong),
+            a("flags", FdFlags("SFD_")),
+        ],
+    ),
+    d(
+        "signalfd",
+        &[a("ufd", Fd), a("sigmask", Sigset(3)), a("sizemask", ULong)],
+    ),
+    d("inotify_init1", &[a("flags", FdFlags("IN_"))]),
+    d("inotify_rm_watch", &[a("fd", Fd), a("wd", Int)]),
+    d("getpriority", &[a("which", PrioWhich), a("who", Int)]),
+    d(
+        "setpriority",
+        &[a("which", PrioWhich), a("who", Int), a("prio", Int)],
+    ),
+    d(
+        "setitimer",
+        &[
+            a("which", ItimerWhich),
+            a("value_uaddr", Itimerval),
+            a("ovalue_uaddr", OutItimerval),
+        ],
+    ),
+    d(
+        "getitimer",
+        &[a("which", ItimerWhich), a("value_uaddr", OutItimerval)],
+    ),
+    d(
         "sched_getaffinity",
         &[a("pid", Pid), a("len", UInt), a("mask_uaddr", OutCpuSet)],
     ),
@@ -777,7 +1007,7 @@ mod tests {
             for arg in s.args {
                 let refs = match arg.kind {
                     InBuf(n) | InIovec(n) | OutIovec(n) | Sigset(n) | OutSigset(n) | PollFds(n)
-                    | CpuSet(n) | Protocol(n) | Sockaddr(n) => Some(n),
+                    | CpuSet(n) | GidList(n) | Protocol(n) | Sockaddr(n) => Some(n),
                     _ => None,
                 };
                 if let Some(n) = refs {

@@ -101,6 +101,118 @@ pub fn wait_status_str(status: i32) -> String {
     format!("[{{{inner}}}]")
 }
 
+const PRIO_WHICH: &[Xlat] = &[(0, "PRIO_PROCESS"), (1, "PRIO_PGRP"), (2, "PRIO_USER")];
+
+/// getpriority/setpriority's which: `PRIO_PROCESS`.
+pub fn prio_which_str(which: u64) -> String {
+    super::flags::xlat_str(which & 0xffff_ffff, PRIO_WHICH, "PRIO_???")
+}
+
+const PRCTL_OPTIONS: &[Xlat] = &[
+    (1, "PR_SET_PDEATHSIG"),
+    (2, "PR_GET_PDEATHSIG"),
+    (3, "PR_GET_DUMPABLE"),
+    (4, "PR_SET_DUMPABLE"),
+    (7, "PR_GET_KEEPCAPS"),
+    (8, "PR_SET_KEEPCAPS"),
+    (13, "PR_GET_TIMING"),
+    (14, "PR_SET_TIMING"),
+    (15, "PR_SET_NAME"),
+    (16, "PR_GET_NAME"),
+    (21, "PR_GET_SECCOMP"),
+    (22, "PR_SET_SECCOMP"),
+    (23, "PR_CAPBSET_READ"),
+    (24, "PR_CAPBSET_DROP"),
+    (27, "PR_GET_SECUREBITS"),
+    (28, "PR_SET_SECUREBITS"),
+    (29, "PR_SET_TIMERSLACK"),
+    (30, "PR_GET_TIMERSLACK"),
+    (31, "PR_TASK_PERF_EVENTS_DISABLE"),
+    (32, "PR_TASK_PERF_EVENTS_ENABLE"),
+    (35, "PR_SET_MM"),
+    (36, "PR_SET_CHILD_SUBREAPER"),
+    (37, "PR_GET_CHILD_SUBREAPER"),
+    (38, "PR_SET_NO_NEW_PRIVS"),
+    (39, "PR_GET_NO_NEW_PRIVS"),
+    (40, "PR_GET_TID_ADDRESS"),
+    (41, "PR_SET_THP_DISABLE"),
+    (42, "PR_GET_THP_DISABLE"),
+    (47, "PR_CAP_AMBIENT"),
+    (52, "PR_GET_SPECULATION_CTRL"),
+    (53, "PR_SET_SPECULATION_CTRL"),
+    (0x53564d41, "PR_SET_VMA"),
+    (0x59616d61, "PR_SET_PTRACER"),
+];
+
+/// prctl's option: `PR_SET_NAME`, `0x270f /* PR_??? */`.
+pub fn prctl_option_str(option: u64) -> String {
+    super::flags::xlat_str(option & 0xffff_ffff, PRCTL_OPTIONS, "PR_???")
+}
+
+const CAPS: [&str; 41] = [
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_DAC_READ_SEARCH",
+    "CAP_FOWNER",
+    "CAP_FSETID",
+    "CAP_KILL",
+    "CAP_SETGID",
+    "CAP_SETUID",
+    "CAP_SETPCAP",
+    "CAP_LINUX_IMMUTABLE",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_NET_BROADCAST",
+    "CAP_NET_ADMIN",
+    "CAP_NET_RAW",
+    "CAP_IPC_LOCK",
+    "CAP_IPC_OWNER",
+    "CAP_SYS_MODULE",
+    "CAP_SYS_RAWIO",
+    "CAP_SYS_CHROOT",
+    "CAP_SYS_PTRACE",
+    "CAP_SYS_PACCT",
+    "CAP_SYS_ADMIN",
+    "CAP_SYS_BOOT",
+    "CAP_SYS_NICE",
+    "CAP_SYS_RESOURCE",
+    "CAP_SYS_TIME",
+    "CAP_SYS_TTY_CONFIG",
+    "CAP_MKNOD",
+    "CAP_LEASE",
+    "CAP_AUDIT_WRITE",
+    "CAP_AUDIT_CONTROL",
+    "CAP_SETFCAP",
+    "CAP_MAC_OVERRIDE",
+    "CAP_MAC_ADMIN",
+    "CAP_SYSLOG",
+    "CAP_WAKE_ALARM",
+    "CAP_BLOCK_SUSPEND",
+    "CAP_AUDIT_READ",
+    "CAP_PERFMON",
+    "CAP_BPF",
+    "CAP_CHECKPOINT_RESTORE",
+];
+
+/// A capability number: `CAP_SYS_ADMIN`.
+pub fn capability_str(cap: u64) -> String {
+    let c = cap & 0xffff_ffff;
+    CAPS.get(c as usize).map_or_else(
+        || super::flags::unknown_str(c, "CAP_???"),
+        |s| s.to_string(),
+    )
+}
+
+const DUMPABLE: &[Xlat] = &[
+    (0, "SUID_DUMP_DISABLE"),
+    (1, "SUID_DUMP_USER"),
+    (2, "SUID_DUMP_ROOT"),
+];
+
+/// PR_SET_DUMPABLE's value.
+pub fn dumpable_str(v: u64) -> String {
+    super::flags::xlat_str(v, DUMPABLE, "SUID_DUMP_???")
+}
+
 /// A pid argument (an `int`, negative for process groups).
 pub fn pid_str(pid: u64) -> String {
     as_int(pid).to_string()
@@ -157,5 +269,15 @@ mod tests {
         );
         assert_eq!(wait_status_str(0xffff), "[{WIFCONTINUED(s)}]");
         assert_eq!(pid_str(0xffff_ffff), "-1");
+    }
+
+    #[test]
+    fn prctl_and_priorities() {
+        assert_eq!(prio_which_str(0), "PRIO_PROCESS");
+        assert_eq!(prctl_option_str(15), "PR_SET_NAME");
+        assert_eq!(prctl_option_str(9999), "0x270f /* PR_??? */");
+        assert_eq!(capability_str(21), "CAP_SYS_ADMIN");
+        assert_eq!(capability_str(99), "0x63 /* CAP_??? */");
+        assert_eq!(dumpable_str(1), "SUID_DUMP_USER");
     }
 }
