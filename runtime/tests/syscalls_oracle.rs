@@ -144,6 +144,8 @@ const TRACED: &[&str] = &[
     "sendmsg",
     "recvmsg",
     "prctl",
+    "getsockname",
+    "getpeername",
 ];
 
 const ADDR_NO_RANDOMIZE: libc::c_ulong = 0x0040000;

@@ -11,6 +11,17 @@
 //! `-2 (ENOENT)` where strace prints `-1 ENOENT (No such file or
 //! directory)`; mmap/mremap return hex (`0x7f...`), umask octal, everything
 //! else decimal — also brk, which strace shows in hex.
+//!
+//! Known differences from strace's argument text, all from decoding at one
+//! moment instead of at both entry and exit:
+//! - arguments the kernel reads and then updates (socket address lengths,
+//!   copy_file_range offsets, select's fd sets) show the value current when
+//!   the text is made; strace shows `[110 => 2]` when a length changed;
+//! - after a successful execve the old memory is gone: make its text at
+//!   entry;
+//! - strace's decorations of return values (`= 1 ([{fd=3,
+//!   revents=POLLIN}])`, `= 0x1 (flags FD_CLOEXEC)`) are not part of
+//!   argstr, and retstr is SystemTap's bare number.
 
 use super::decode::strings::{addr_str, buffer_str, cstring_str, iovec_str, path_str, read_bytes};
 use super::decode::{
@@ -294,7 +305,7 @@ impl Decoder<'_> {
             parts.push(len_str);
         } else {
             parts.push(addr_str(val));
-            parts.push(addr_str(len));
+            parts.push(resource::int_ref_str(self.mem, len));
         }
         parts
     }
@@ -418,6 +429,16 @@ impl Decoder<'_> {
             Kind::SockFlags => network::sock_flags_str(v),
             Kind::Protocol(n) => network::protocol_str(by_index(n), v),
             Kind::Sockaddr(n) => network::sockaddr_str(self.mem, v, by_index(n)),
+            Kind::OutSockaddr(n) if out_ok => {
+                match read_bytes(self.mem, by_index(n), 4).filter(|b| b.len() == 4) {
+                    Some(b) => {
+                        let len = u32::from_ne_bytes(b.try_into().unwrap());
+                        network::sockaddr_str(self.mem, v, u64::from(len))
+                    }
+                    None => addr_str(v),
+                }
+            }
+            Kind::OutSockaddr(_) => addr_str(v),
             Kind::MsgFlags => network::msg_flags_str(v),
             Kind::ShutdownHow => network::shutdown_how_str(v),
             Kind::Timespec => time::timespec_str(self.mem, v),
@@ -442,6 +463,7 @@ impl Decoder<'_> {
             Kind::OutStackT => addr_str(v),
             Kind::OutIntRef if out_ok => resource::int_ref_str(self.mem, v),
             Kind::OutIntRef => addr_str(v),
+            Kind::IntRef => resource::int_ref_str(self.mem, v),
             Kind::GidList(n) => resource::id_list_str(self.mem, v, by_index(n)),
             Kind::OutGidList if out_ok => {
                 resource::id_list_str(self.mem, v, self.ret.unwrap_or(0) as u64)

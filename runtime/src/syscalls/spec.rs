@@ -76,6 +76,9 @@ pub enum Kind {
     Protocol(u8),
     /// A socket address whose length is argument N.
     Sockaddr(u8),
+    /// A socket address the call fills; its length is in the int that
+    /// argument N points to (after the call).
+    OutSockaddr(u8),
     MsgFlags,
     ShutdownHow,
     Timespec,
@@ -100,6 +103,9 @@ pub enum Kind {
     OutStackT,
     /// An `int` (or uid/gid) the call writes: `[0]`.
     OutIntRef,
+    /// An `int` the call reads and may update (socket address lengths):
+    /// `[16]`, read when the text is made.
+    IntRef,
     /// A gid array of argument N entries.
     GidList(u8),
     /// getgroups' list: as many gids as the return value.
@@ -655,16 +661,16 @@ pub static SIGNATURES: &[Signature] = &[
         "accept",
         &[
             a("sockfd", Fd),
-            a("addr_uaddr", Ptr),
-            a("addrlen_uaddr", Ptr),
+            a("addr_uaddr", OutSockaddr(3)),
+            a("addrlen_uaddr", IntRef),
         ],
     ),
     d(
         "accept4",
         &[
             a("sockfd", Fd),
-            a("addr_uaddr", Ptr),
-            a("addrlen_uaddr", Ptr),
+            a("addr_uaddr", OutSockaddr(3)),
+            a("addrlen_uaddr", IntRef),
             a("flags", SockFlags),
         ],
     ),
@@ -686,8 +692,8 @@ pub static SIGNATURES: &[Signature] = &[
             a("buf_uaddr", OutBuf),
             a("len", ULong),
             a("flags", MsgFlags),
-            a("addr_uaddr", Ptr),
-            a("addrlen_uaddr", Ptr),
+            a("addr_uaddr", OutSockaddr(6)),
+            a("addrlen_uaddr", IntRef),
         ],
     ),
     d(
@@ -701,11 +707,19 @@ pub static SIGNATURES: &[Signature] = &[
     d("shutdown", &[a("s", Fd), a("how", ShutdownHow)]),
     d(
         "getsockname",
-        &[a("s", Fd), a("name_uaddr", Ptr), a("namelen_uaddr", Ptr)],
+        &[
+            a("s", Fd),
+            a("name_uaddr", OutSockaddr(3)),
+            a("namelen_uaddr", IntRef),
+        ],
     ),
     d(
         "getpeername",
-        &[a("s", Fd), a("name_uaddr", Ptr), a("namelen_uaddr", Ptr)],
+        &[
+            a("s", Fd),
+            a("name_uaddr", OutSockaddr(3)),
+            a("namelen_uaddr", IntRef),
+        ],
     ),
     d(
         "setsockopt",
