@@ -11,6 +11,17 @@
 //! `-2 (ENOENT)` where strace prints `-1 ENOENT (No such file or
 //! directory)`; mmap/mremap return hex (`0x7f...`), umask octal, everything
 //! else decimal — also brk, which strace shows in hex.
+//!
+//! Known differences from strace's argument text, all from decoding at one
+//! moment instead of at both entry and exit:
+//! - arguments the kernel reads and then updates (socket address lengths,
+//!   copy_file_range offsets, select's fd sets) show the value current when
+//!   the text is made; strace shows `[110 => 2]` when a length changed;
+//! - after a successful execve the old memory is gone: make its text at
+//!   entry;
+//! - strace's decorations of return values (`= 1 ([{fd=3,
+//!   revents=POLLIN}])`, `= 0x1 (flags FD_CLOEXEC)`) are not part of
+//!   argstr, and retstr is SystemTap's bare number.
 
 use super::decode::strings::{addr_str, buffer_str, cstring_str, iovec_str, path_str, read_bytes};
 use super::decode::{
@@ -110,6 +121,10 @@ impl Decoder<'_> {
             "open" | "openat" => self.open_like(),
             "fcntl" => self.fcntl(),
             "clone" => self.clone(),
+            "clone3" => vec![
+                process::clone_args_str(self.mem, self.arg(0), self.arg(1), self.succeeded()),
+                self.arg(1).to_string(),
+            ],
             "execve" => self.execve(),
             "ioctl" => self.ioctl(),
             "futex" => self.futex(),
@@ -204,7 +219,7 @@ impl Decoder<'_> {
         }
         let mut items = Vec::new();
         for i in 0.. {
-            let Some(p) = self.pointer_at(addr + 8 * i) else {
+            let Some(p) = self.pointer_at(addr.wrapping_add(8 * i)) else {
                 return if i == 0 {
                     addr_str(addr)
                 } else {
@@ -227,7 +242,7 @@ impl Decoder<'_> {
         if addr == 0 {
             return None;
         }
-        (0..4096).find_map(|i| match self.pointer_at(addr + 8 * i as u64) {
+        (0..4096).find_map(|i| match self.pointer_at(addr.wrapping_add(8 * i as u64)) {
             Some(0) => Some(Some(i)),
             Some(_) => None,
             None => Some(None),
@@ -290,7 +305,7 @@ impl Decoder<'_> {
             parts.push(len_str);
         } else {
             parts.push(addr_str(val));
-            parts.push(addr_str(len));
+            parts.push(resource::int_ref_str(self.mem, len));
         }
         parts
     }
@@ -414,6 +429,16 @@ impl Decoder<'_> {
             Kind::SockFlags => network::sock_flags_str(v),
             Kind::Protocol(n) => network::protocol_str(by_index(n), v),
             Kind::Sockaddr(n) => network::sockaddr_str(self.mem, v, by_index(n)),
+            Kind::OutSockaddr(n) if out_ok => {
+                match read_bytes(self.mem, by_index(n), 4).filter(|b| b.len() == 4) {
+                    Some(b) => {
+                        let len = u32::from_ne_bytes(b.try_into().unwrap());
+                        network::sockaddr_str(self.mem, v, u64::from(len))
+                    }
+                    None => addr_str(v),
+                }
+            }
+            Kind::OutSockaddr(_) => addr_str(v),
             Kind::MsgFlags => network::msg_flags_str(v),
             Kind::ShutdownHow => network::shutdown_how_str(v),
             Kind::Timespec => time::timespec_str(self.mem, v),
@@ -438,6 +463,7 @@ impl Decoder<'_> {
             Kind::OutStackT => addr_str(v),
             Kind::OutIntRef if out_ok => resource::int_ref_str(self.mem, v),
             Kind::OutIntRef => addr_str(v),
+            Kind::IntRef => resource::int_ref_str(self.mem, v),
             Kind::GidList(n) => resource::id_list_str(self.mem, v, by_index(n)),
             Kind::OutGidList if out_ok => {
                 resource::id_list_str(self.mem, v, self.ret.unwrap_or(0) as u64)
@@ -690,5 +716,50 @@ mod tests {
         assert_eq!(retstr(9999, -1), "-1 (EPERM)");
         assert_eq!(retstr(nr("lseek"), i64::MIN), i64::MIN.to_string());
         assert!(is_error(-4095) && !is_error(-4096) && !is_error(0));
+    }
+}
+
+#[cfg(test)]
+mod robustness {
+    use super::*;
+    use crate::syscalls::table::SYSCALLS;
+    use crate::syscalls::testmem::Mem;
+
+    /// Hostile inputs never panic: every call, with extreme argument values,
+    /// unreadable or garbage memory, at entry and at exit.
+    #[test]
+    fn every_syscall_with_extreme_arguments() {
+        let garbage = Mem::new(0x1000, &[0xff; 4096]);
+        let zeros = Mem::new(0x1000, &[0; 4096]);
+        let none = Mem::none();
+        let patterns: [[u64; 6]; 5] = [
+            [0; 6],
+            [u64::MAX; 6],
+            [0x1000; 6],
+            [0x1ff8, 0x1000, 0x7fff_ffff, u64::MAX - 7, 0x1001, 3],
+            [i64::MIN as u64, 0x1000, 1 << 40, 0x1000, 0, u32::MAX as u64],
+        ];
+        let rets = [
+            None,
+            Some(0),
+            Some(-14),
+            Some(4096),
+            Some(i64::MAX),
+            Some(i64::MIN),
+        ];
+        let mut nrs: Vec<i64> = SYSCALLS.iter().map(|e| i64::from(e.nr)).collect();
+        nrs.extend([-1, 400, 472, 100_000, i64::MIN, i64::MAX]);
+        for nr in nrs {
+            for args in &patterns {
+                for ret in rets {
+                    for mem in [&garbage as &dyn ReadMemory, &zeros, &none] {
+                        let _ = argstr(nr, args, ret, mem);
+                    }
+                }
+            }
+            for ret in rets.iter().flatten() {
+                let _ = retstr(nr, *ret);
+            }
+        }
     }
 }

@@ -76,6 +76,9 @@ pub enum Kind {
     Protocol(u8),
     /// A socket address whose length is argument N.
     Sockaddr(u8),
+    /// A socket address the call fills; its length is in the int that
+    /// argument N points to (after the call).
+    OutSockaddr(u8),
     MsgFlags,
     ShutdownHow,
     Timespec,
@@ -100,6 +103,9 @@ pub enum Kind {
     OutStackT,
     /// An `int` (or uid/gid) the call writes: `[0]`.
     OutIntRef,
+    /// An `int` the call reads and may update (socket address lengths):
+    /// `[16]`, read when the text is made.
+    IntRef,
     /// A gid array of argument N entries.
     GidList(u8),
     /// getgroups' list: as many gids as the return value.
@@ -283,7 +289,7 @@ pub static SIGNATURES: &[Signature] = &[
     ),
     d("creat", &[a("pathname", Path), a("mode", Mode)]),
     d("stat", &[a("filename", Path), a("buf_uaddr", OutStat)]),
-    d("lstat", &[a("filename", Path), a("buf_uaddr", OutStat)]),
+    d("lstat", &[a("path", Path), a("buf_uaddr", OutStat)]),
     d("fstat", &[a("filedes", Fd), a("buf_uaddr", OutStat)]),
     d(
         "newfstatat",
@@ -518,11 +524,11 @@ pub static SIGNATURES: &[Signature] = &[
     ),
     d(
         "madvise",
-        &[a("start", Ptr), a("len", ULong), a("advice", Madvise)],
+        &[a("start", Ptr), a("length", ULong), a("advice", Madvise)],
     ),
     d(
         "msync",
-        &[a("start", Ptr), a("len", ULong), a("flags", Hex)],
+        &[a("start", Ptr), a("length", ULong), a("flags", Hex)],
     ),
     d("mlock", &[a("addr", Ptr), a("len", ULong)]),
     d("munlock", &[a("addr", Ptr), a("len", ULong)]),
@@ -571,7 +577,10 @@ pub static SIGNATURES: &[Signature] = &[
         ],
     ),
     d("set_tid_address", &[a("tidptr_uaddr", Ptr)]),
-    d("set_robust_list", &[a("list_head", Ptr), a("len", ULong)]),
+    d(
+        "set_robust_list",
+        &[a("list_head_uaddr", Ptr), a("len", ULong)],
+    ),
     d(
         "prctl",
         &[
@@ -652,16 +661,16 @@ pub static SIGNATURES: &[Signature] = &[
         "accept",
         &[
             a("sockfd", Fd),
-            a("addr_uaddr", Ptr),
-            a("addrlen_uaddr", Ptr),
+            a("addr_uaddr", OutSockaddr(3)),
+            a("addrlen_uaddr", IntRef),
         ],
     ),
     d(
         "accept4",
         &[
             a("sockfd", Fd),
-            a("addr_uaddr", Ptr),
-            a("addrlen_uaddr", Ptr),
+            a("addr_uaddr", OutSockaddr(3)),
+            a("addrlen_uaddr", IntRef),
             a("flags", SockFlags),
         ],
     ),
@@ -683,8 +692,8 @@ pub static SIGNATURES: &[Signature] = &[
             a("buf_uaddr", OutBuf),
             a("len", ULong),
             a("flags", MsgFlags),
-            a("addr_uaddr", Ptr),
-            a("addrlen_uaddr", Ptr),
+            a("addr_uaddr", OutSockaddr(6)),
+            a("addrlen_uaddr", IntRef),
         ],
     ),
     d(
@@ -698,11 +707,19 @@ pub static SIGNATURES: &[Signature] = &[
     d("shutdown", &[a("s", Fd), a("how", ShutdownHow)]),
     d(
         "getsockname",
-        &[a("s", Fd), a("name_uaddr", Ptr), a("namelen_uaddr", Ptr)],
+        &[
+            a("s", Fd),
+            a("name_uaddr", OutSockaddr(3)),
+            a("namelen_uaddr", IntRef),
+        ],
     ),
     d(
         "getpeername",
-        &[a("s", Fd), a("name_uaddr", Ptr), a("namelen_uaddr", Ptr)],
+        &[
+            a("s", Fd),
+            a("name_uaddr", OutSockaddr(3)),
+            a("namelen_uaddr", IntRef),
+        ],
     ),
     d(
         "setsockopt",
@@ -756,12 +773,12 @@ pub static SIGNATURES: &[Signature] = &[
     d(
         "pselect6",
         &[
-            a("n", Int),
-            a("readfds_uaddr", Ptr),
-            a("writefds_uaddr", Ptr),
-            a("exceptfds_uaddr", Ptr),
-            a("timeout_uaddr", Timespec),
-            a("sigmask_uaddr", Ptr),
+            a("nfds", Int),
+            a("readfds", Ptr),
+            a("writefds", Ptr),
+            a("exceptfds", Ptr),
+            a("timeout", Timespec),
+            a("sigmask", Ptr),
         ],
     ),
     d("epoll_create", &[a("size", Int)]),
@@ -860,6 +877,7 @@ pub static SIGNATURES: &[Signature] = &[
         &[a("resource", RlimitResource), a("rlim_uaddr", Rlimit)],
     ),
     d("sysinfo", &[a("info_uaddr", Ptr)]),
+    d("clone3", &[a("uargs", Ptr), a("size", ULong)]),
     d(
         "sigaltstack",
         &[a("uss_uaddr", StackT), a("uoss_uaddr", OutStackT)],

@@ -81,6 +81,7 @@ pub fn sockaddr_str(mem: &dyn ReadMemory, addr: u64, len: u64) -> String {
     let fam = family_str(u64::from(family));
     let body = &b[2..];
     match family {
+        1 if body.is_empty() => format!("{{sa_family={fam}}}"),
         1 => {
             let path = if body.first() == Some(&0) && body.len() > 1 {
                 format!("@{}", quote(trim_nul(&body[1..])))
@@ -363,6 +364,7 @@ mod tests {
             sockaddr_str(&mem, 0x1000, b.len() as u64),
             "{sa_family=AF_UNIX, sun_path=@\"abstract\"}"
         );
+        assert_eq!(sockaddr_str(&mem, 0x1000, 2), "{sa_family=AF_UNIX}");
         assert_eq!(sockaddr_str(&mem, 0, 16), "NULL");
         assert_eq!(sockaddr_str(&mem, 0x9000, 16), "0x9000");
     }
