@@ -310,6 +310,21 @@ impl Family {
         })
     }
 
+    /// Whether a built point belongs to this family.
+    pub fn has_kind(&self, kind: &PointKind) -> bool {
+        match (self.kind, kind) {
+            (FamilyKind::Begin, PointKind::Begin(_))
+            | (FamilyKind::End, PointKind::End(_))
+            | (FamilyKind::Error, PointKind::Error(_))
+            | (FamilyKind::Never, PointKind::Never)
+            | (FamilyKind::Timer { .. } | FamilyKind::TimerHz, PointKind::Timer { .. }) => true,
+            (FamilyKind::Process(k), PointKind::Process { event, .. }) => {
+                std::mem::discriminant(&k.event()) == std::mem::discriminant(event)
+            }
+            _ => false,
+        }
+    }
+
     /// The pattern as `-l` shows a family, e.g. `process("PATH").syscall`.
     pub fn pattern_text(&self, qualifier: &str) -> String {
         let mut out = String::new();
