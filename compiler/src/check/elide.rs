@@ -9,28 +9,29 @@ use crate::builtins;
 use crate::program::*;
 
 /// Drops dead local assignments from a body (repeatedly, since dropping
-/// one can make another dead). Returns the names of the locals elided.
-pub fn dead_locals(body: &mut Block, locals: &[LocalVar]) -> Vec<String> {
+/// one can make another dead). Returns the locals elided.
+pub fn dead_locals(body: &mut Block, pure_fns: &[bool]) -> Vec<LocalId> {
     let mut elided = Vec::new();
     loop {
         let mut read = HashSet::new();
         reads_block(body, &mut read);
         let mut dropped = HashSet::new();
-        drop_block(body, &read, &mut dropped);
+        drop_block(body, &read, &mut dropped, pure_fns);
         if dropped.is_empty() {
             break;
         }
+        let mut dropped: Vec<u32> = dropped.into_iter().collect();
+        dropped.sort_unstable();
         for l in dropped {
-            let name = &locals[l as usize].name;
-            if !elided.contains(name) {
-                elided.push(name.clone());
+            if !elided.contains(&LocalId(l)) {
+                elided.push(LocalId(l));
             }
         }
     }
     elided
 }
 
-fn drop_block(b: &mut Block, read: &HashSet<u32>, dropped: &mut HashSet<u32>) {
+fn drop_block(b: &mut Block, read: &HashSet<u32>, dropped: &mut HashSet<u32>, pf: &[bool]) {
     b.stmts.retain_mut(|s| {
         match &mut s.kind {
             StmtKind::Expr(Expr {
@@ -41,15 +42,15 @@ fn drop_block(b: &mut Block, read: &HashSet<u32>, dropped: &mut HashSet<u32>) {
                         ..
                     },
                 ..
-            }) if !read.contains(&l.0) && pure(value) => {
+            }) if !read.contains(&l.0) && pure(value, pf) => {
                 dropped.insert(l.0);
                 return false;
             }
-            StmtKind::Block(inner) => drop_block(inner, read, dropped),
+            StmtKind::Block(inner) => drop_block(inner, read, dropped, pf),
             StmtKind::If { then, else_, .. } => {
-                drop_stmt(then, read, dropped);
+                drop_stmt(then, read, dropped, pf);
                 if let Some(e) = else_ {
-                    drop_stmt(e, read, dropped);
+                    drop_stmt(e, read, dropped, pf);
                 }
             }
             _ => {}
@@ -58,25 +59,93 @@ fn drop_block(b: &mut Block, read: &HashSet<u32>, dropped: &mut HashSet<u32>) {
     });
 }
 
-fn drop_stmt(s: &mut Stmt, read: &HashSet<u32>, dropped: &mut HashSet<u32>) {
+fn drop_stmt(s: &mut Stmt, read: &HashSet<u32>, dropped: &mut HashSet<u32>, pf: &[bool]) {
     if let StmtKind::Block(b) = &mut s.kind {
-        drop_block(b, read, dropped);
+        drop_block(b, read, dropped, pf);
     }
 }
 
-/// No side effect: literals, loads, operators and pure builtins.
-pub fn pure(e: &Expr) -> bool {
+/// Which functions have no side effect (they write no global, print
+/// nothing and call only such functions and pure builtins); a fixed point
+/// over the call graph, starting from "all pure".
+pub fn pure_functions(functions: &[FunctionDef]) -> Vec<bool> {
+    let mut pf = vec![true; functions.len()];
+    loop {
+        let next: Vec<bool> = functions.iter().map(|f| block_pure(&f.body, &pf)).collect();
+        if next == pf {
+            return pf;
+        }
+        pf = next;
+    }
+}
+
+fn block_pure(b: &Block, pf: &[bool]) -> bool {
+    b.stmts.iter().all(|s| stmt_pure(s, pf))
+}
+
+fn stmt_pure(s: &Stmt, pf: &[bool]) -> bool {
+    match &s.kind {
+        StmtKind::Expr(e) => local_effects_only(e, pf),
+        StmtKind::Block(b) => block_pure(b, pf),
+        StmtKind::If { cond, then, else_ } => {
+            local_effects_only(cond, pf)
+                && stmt_pure(then, pf)
+                && else_.as_ref().is_none_or(|e| stmt_pure(e, pf))
+        }
+        StmtKind::While { cond, body } => local_effects_only(cond, pf) && stmt_pure(body, pf),
+        StmtKind::For {
+            init,
+            cond,
+            step,
+            body,
+        } => {
+            [init, cond, step]
+                .into_iter()
+                .flatten()
+                .all(|e| local_effects_only(e, pf))
+                && stmt_pure(body, pf)
+        }
+        StmtKind::Return(e) => e.as_ref().is_none_or(|e| local_effects_only(e, pf)),
+        StmtKind::Next | StmtKind::Break | StmtKind::Continue => true,
+        // Loops over globals are reads, but keep it simple: not pure.
+        _ => false,
+    }
+}
+
+/// Pure, or an assignment to a local of a pure value (inside functions).
+fn local_effects_only(e: &Expr, pf: &[bool]) -> bool {
+    match &e.kind {
+        ExprKind::Assign {
+            target: LValue::Local(_),
+            value,
+            ..
+        } => local_effects_only(value, pf),
+        ExprKind::IncDec {
+            target: LValue::Local(_),
+            ..
+        } => true,
+        _ => pure(e, pf),
+    }
+}
+
+/// No side effect: literals, loads, operators, pure builtins and pure
+/// script functions (`pf`, by FuncId).
+pub fn pure(e: &Expr, pf: &[bool]) -> bool {
+    let all = |args: &[Expr]| args.iter().all(|a| pure(a, pf));
     match &e.kind {
         ExprKind::Long(_) | ExprKind::Str(_) | ExprKind::Context(_) => true,
-        ExprKind::Load(lv) => lvalue_pure(lv),
-        ExprKind::Unary { expr, .. } => pure(expr),
-        ExprKind::Binary { lhs, rhs, .. } => pure(lhs) && pure(rhs),
-        ExprKind::Ternary { cond, then, else_ } => pure(cond) && pure(then) && pure(else_),
-        ExprKind::In { keys, .. } => keys.iter().all(pure),
-        ExprKind::StatGet { target, .. } => lvalue_pure(target),
-        ExprKind::Builtin { name, args } => {
-            builtins::lookup(name).is_some_and(|b| b.pure_) && args.iter().all(pure)
+        ExprKind::Load(lv) => lvalue_pure(lv, pf),
+        ExprKind::Unary { expr, .. } => pure(expr, pf),
+        ExprKind::Binary { lhs, rhs, .. } => pure(lhs, pf) && pure(rhs, pf),
+        ExprKind::Ternary { cond, then, else_ } => {
+            pure(cond, pf) && pure(then, pf) && pure(else_, pf)
         }
+        ExprKind::In { keys, .. } => all(keys),
+        ExprKind::StatGet { target, .. } => lvalue_pure(target, pf),
+        ExprKind::Builtin { name, args } => {
+            builtins::lookup(name).is_some_and(|b| b.pure_) && all(args)
+        }
+        ExprKind::Call { func, args } => pf.get(func.0 as usize) == Some(&true) && all(args),
         ExprKind::Print { kind, args, .. } => {
             matches!(
                 kind,
@@ -85,16 +154,190 @@ pub fn pure(e: &Expr) -> bool {
                     | PrintKind::Sprintf
                     | PrintKind::Sprintd
                     | PrintKind::Sprintdln
-            ) && args.iter().all(pure)
+            ) && all(args)
         }
         _ => false,
     }
 }
 
-fn lvalue_pure(lv: &LValue) -> bool {
+fn lvalue_pure(lv: &LValue, pf: &[bool]) -> bool {
     match lv {
-        LValue::Elem { keys, .. } => keys.iter().all(pure),
+        LValue::Elem { keys, .. } => keys.iter().all(|k| pure(k, pf)),
         _ => true,
+    }
+}
+
+/// Drops functions no probe calls any more (after elision), renumbering
+/// the calls.
+pub fn prune_functions(program: &mut Program) {
+    let n = program.functions.len();
+    let mut used = vec![false; n];
+    let mut work: Vec<FuncId> = Vec::new();
+    for p in &program.probes {
+        calls_block(&p.body, &mut work);
+        for pt in &p.points {
+            if let Some(c) = &pt.condition {
+                calls_expr(c, &mut work);
+            }
+        }
+    }
+    while let Some(f) = work.pop() {
+        if std::mem::replace(&mut used[f.0 as usize], true) {
+            continue;
+        }
+        calls_block(&program.functions[f.0 as usize].body, &mut work);
+    }
+    if used.iter().all(|u| *u) {
+        return;
+    }
+    let mut map = vec![None; n];
+    let mut next = 0;
+    for (i, u) in used.iter().enumerate() {
+        if *u {
+            map[i] = Some(FuncId(next));
+            next += 1;
+        }
+    }
+    let functions = std::mem::take(&mut program.functions);
+    program.functions = functions
+        .into_iter()
+        .zip(&used)
+        .filter(|(_, u)| **u)
+        .map(|(f, _)| f)
+        .collect();
+    let mut renumber = |b: &mut Block| {
+        walk_calls_block(b, &mut |id: &mut FuncId| {
+            *id = map[id.0 as usize].unwrap_or(*id);
+        })
+    };
+    for f in &mut program.functions {
+        renumber(&mut f.body);
+    }
+    for p in &mut program.probes {
+        renumber(&mut p.body);
+        for pt in &mut p.points {
+            if let Some(c) = &mut pt.condition {
+                walk_calls_expr(c, &mut |id: &mut FuncId| {
+                    *id = map[id.0 as usize].unwrap_or(*id);
+                });
+            }
+        }
+    }
+}
+
+fn calls_block(b: &Block, out: &mut Vec<FuncId>) {
+    let mut b = b.clone();
+    walk_calls_block(&mut b, &mut |id: &mut FuncId| out.push(*id));
+}
+
+fn calls_expr(e: &Expr, out: &mut Vec<FuncId>) {
+    let mut e = e.clone();
+    walk_calls_expr(&mut e, &mut |id: &mut FuncId| out.push(*id));
+}
+
+fn walk_calls_block(b: &mut Block, f: &mut dyn FnMut(&mut FuncId)) {
+    for s in &mut b.stmts {
+        walk_calls_stmt(s, f);
+    }
+}
+
+fn walk_calls_stmt(s: &mut Stmt, f: &mut dyn FnMut(&mut FuncId)) {
+    match &mut s.kind {
+        StmtKind::Expr(e) => walk_calls_expr(e, f),
+        StmtKind::Block(b) => walk_calls_block(b, f),
+        StmtKind::If { cond, then, else_ } => {
+            walk_calls_expr(cond, f);
+            walk_calls_stmt(then, f);
+            if let Some(e) = else_ {
+                walk_calls_stmt(e, f);
+            }
+        }
+        StmtKind::While { cond, body } => {
+            walk_calls_expr(cond, f);
+            walk_calls_stmt(body, f);
+        }
+        StmtKind::For {
+            init,
+            cond,
+            step,
+            body,
+        } => {
+            for e in [init, cond, step].into_iter().flatten() {
+                walk_calls_expr(e, f);
+            }
+            walk_calls_stmt(body, f);
+        }
+        StmtKind::Foreach(fe) => {
+            if let ForeachSource::Hist(h) = &mut fe.source {
+                walk_calls_expr(h, f);
+            }
+            for e in fe.slice.iter_mut().flatten().flatten() {
+                walk_calls_expr(e, f);
+            }
+            if let Some(l) = &mut fe.limit {
+                walk_calls_expr(l, f);
+            }
+            walk_calls_stmt(&mut fe.body, f);
+        }
+        StmtKind::Return(Some(e)) => walk_calls_expr(e, f),
+        StmtKind::Delete(lv) => walk_calls_lvalue(lv, f),
+        StmtKind::Try { body, catch, .. } => {
+            walk_calls_block(body, f);
+            walk_calls_block(catch, f);
+        }
+        _ => {}
+    }
+}
+
+fn walk_calls_lvalue(lv: &mut LValue, f: &mut dyn FnMut(&mut FuncId)) {
+    if let LValue::Elem { keys, .. } = lv {
+        for k in keys {
+            walk_calls_expr(k, f);
+        }
+    }
+}
+
+fn walk_calls_expr(e: &mut Expr, f: &mut dyn FnMut(&mut FuncId)) {
+    match &mut e.kind {
+        ExprKind::Call { func, args } => {
+            f(func);
+            for a in args {
+                walk_calls_expr(a, f);
+            }
+        }
+        ExprKind::Builtin { args, .. } | ExprKind::Print { args, .. } => {
+            for a in args {
+                walk_calls_expr(a, f);
+            }
+        }
+        ExprKind::Load(lv)
+        | ExprKind::IncDec { target: lv, .. }
+        | ExprKind::StatGet { target: lv, .. }
+        | ExprKind::Hist { target: lv, .. } => walk_calls_lvalue(lv, f),
+        ExprKind::Assign { target, value, .. } | ExprKind::StatAdd { target, value } => {
+            walk_calls_lvalue(target, f);
+            walk_calls_expr(value, f);
+        }
+        ExprKind::Unary { expr, .. } => walk_calls_expr(expr, f),
+        ExprKind::Binary { lhs, rhs, .. } => {
+            walk_calls_expr(lhs, f);
+            walk_calls_expr(rhs, f);
+        }
+        ExprKind::Ternary { cond, then, else_ } => {
+            walk_calls_expr(cond, f);
+            walk_calls_expr(then, f);
+            walk_calls_expr(else_, f);
+        }
+        ExprKind::HistBucket { hist, index } => {
+            walk_calls_expr(hist, f);
+            walk_calls_expr(index, f);
+        }
+        ExprKind::In { keys, .. } => {
+            for k in keys {
+                walk_calls_expr(k, f);
+            }
+        }
+        ExprKind::Long(_) | ExprKind::Str(_) | ExprKind::Context(_) => {}
     }
 }
 

@@ -99,6 +99,7 @@ pub fn check_with_library(
     let mut errors = Vec::new();
     let mut aliases = Vec::new();
     let mut probes = Vec::new();
+    let user_file = script.file;
     add_items(script, &mut syms, &mut aliases, &mut probes, &mut errors);
     let mut session = Session {
         aliases,
@@ -108,7 +109,7 @@ pub fn check_with_library(
         verbose: opts.verbose,
         separate: opts.separate_points,
         heads: Vec::new(),
-        user_file: probes.first().map(|p: &Rc<ast::Probe>| p.span.file),
+        user_file,
     };
     let mut low = Lowerer::new(syms, &mut loader, opts.guru);
     low.errors.extend(errors);
@@ -126,14 +127,12 @@ pub fn check_with_library(
         session.aliases.extend(new_aliases);
         queue.extend(new_probes);
     }
-    let user_file = session.user_file;
-    finish(low, session, user_file)
+    finish(low, session)
 }
 
 fn finish(
     mut low: Lowerer,
     mut session: Session,
-    _user_file: Option<FileId>,
 ) -> Result<(CheckOutput, Vec<String>), Vec<Diagnostic>> {
     if session.probes_out.is_empty() && low.errors.is_empty() {
         low.errors
@@ -167,26 +166,32 @@ fn finish(
     for f in &mut functions {
         env.block(&mut f.body, &f.locals);
     }
+    let pure_fns = elide::pure_functions(&functions);
     let mut probes = std::mem::take(&mut program.probes);
-    for p in &mut probes {
+    for (p, (_, spans)) in probes.iter_mut().zip(&session.probe_local_tvs) {
         env.block(&mut p.body, &p.locals);
         for pt in &mut p.points {
             if let Some(c) = &mut pt.condition {
                 env.expr(c, &p.locals);
             }
         }
-        let elided = elide::dead_locals(&mut p.body, &p.locals);
+        let elided = elide::dead_locals(&mut p.body, &pure_fns);
         if session.verbose > 0 {
-            for name in elided {
-                session.warnings.push(
-                    SemError::new(p.span, format!("Eliding unused variable '{name}'"))
-                        .into_warning(),
-                );
+            for l in elided {
+                let span = spans[l.0 as usize];
+                if span.file == session.user_file {
+                    let name = &p.locals[l.0 as usize].name;
+                    session.warnings.push(
+                        SemError::new(span, format!("Eliding unused variable '{name}'"))
+                            .into_warning(),
+                    );
+                }
             }
         }
     }
     program.functions = functions;
     program.probes = probes;
+    elide::prune_functions(&mut program);
     Ok((
         CheckOutput {
             program,
@@ -360,7 +365,8 @@ struct Session {
     verbose: u32,
     separate: bool,
     heads: Vec<String>,
-    user_file: Option<FileId>,
+    /// The user's script (warnings are about its code only).
+    user_file: FileId,
 }
 
 impl Session {
