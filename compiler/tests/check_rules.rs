@@ -43,3 +43,308 @@ fn whole_stdlib_checks() {
     );
     assert!(p.probes.len() > 600, "{}", p.probes.len());
 }
+
+/// The first diagnostic as `headline` then `line:col label` per label.
+fn first_diag(src: &str, guru: bool) -> Vec<String> {
+    let mut map = SourceMap::new();
+    let file = map.add("t.stp", src);
+    let mut ids = NodeIds::default();
+    let popts = ParseOptions {
+        guru,
+        ..Default::default()
+    };
+    let script = parse_file(&map, file, &popts, &mut ids)
+        .unwrap_or_else(|d| panic!("{}", utap_compiler::diag::render_all(&d, &map, false)));
+    let diags = match check::check(&mut map, script, &opts(guru), &mut ids) {
+        Ok(_) => panic!("accepted: {src}"),
+        Err(d) => d,
+    };
+    let d = &diags[0];
+    let mut out = vec![d.to_string()];
+    for (span, label) in &d.labels {
+        let (l, c) = map.get(span.file).line_col(span.start as usize);
+        out.push(format!("{l}:{c} {label}"));
+    }
+    if let Some(h) = &d.help {
+        out.push(format!("help: {h}"));
+    }
+    out
+}
+
+macro_rules! diag_test {
+    ($name:ident, $guru:expr, $src:expr, [$($line:expr),* $(,)?]) => {
+        #[test]
+        fn $name() {
+            assert_eq!(first_diag($src, $guru), vec![$($line.to_string()),*]);
+        }
+    };
+}
+
+diag_test!(
+    unknown_function_suggests_a_name,
+    false,
+    "probe begin { eexit() }",
+    [
+        "semantic error: unresolved function (similar: exit)",
+        "1:15 no function 'eexit'",
+        "help: did you mean 'exit'?"
+    ]
+);
+
+diag_test!(
+    wrong_arity,
+    false,
+    "function f(a) { return a }\nprobe begin { f(1, 2) }",
+    [
+        "semantic error: unresolved arity-2 function",
+        "2:15 'f' takes 1 argument(s), given 2",
+        "1:10 defined here"
+    ]
+);
+
+diag_test!(
+    builtin_wrong_arity,
+    false,
+    "probe begin { println(strlen()) }",
+    [
+        "semantic error: unresolved arity-0 function",
+        "1:23 'strlen' takes 1 argument(s), given 0"
+    ]
+);
+
+diag_test!(
+    type_conflict_labels_both_sites,
+    false,
+    "global x\nprobe begin { x = 1 }\nprobe end { x = \"s\" }",
+    [
+        "semantic error: type mismatch (string vs. long)",
+        "3:17 used as string here",
+        "2:19 type was first inferred here (long)"
+    ]
+);
+
+diag_test!(
+    unknown_probe_point_did_you_mean,
+    false,
+    "probe process.syscal { }",
+    [
+        "semantic error: probe point mismatch at position 2 (alternatives: begin end quiesce signal syscall thread)",
+        "1:15 no probe point matches 'process.syscal'",
+        "help: did you mean 'process.syscall'?"
+    ]
+);
+
+diag_test!(
+    context_variable_in_the_wrong_probe,
+    false,
+    "probe process.syscall { println($return) }",
+    [
+        "semantic error: only \"process(PATH_OR_PID).syscall.return\" supports $return",
+        "1:33 not available in this probe"
+    ]
+);
+
+diag_test!(
+    context_variable_in_begin,
+    false,
+    "probe begin { println($syscall) }",
+    [
+        "semantic error: only \"process(PATH_OR_PID).syscall\" and \"process(PATH_OR_PID).syscall.return\" support $syscall",
+        "1:23 not available in this probe"
+    ]
+);
+
+diag_test!(
+    write_to_context_variable_needs_guru,
+    false,
+    "probe process.syscall.return { $return = -28 }",
+    [
+        "semantic error: write to target variable not permitted; need utap -g",
+        "1:32 writing '$return' changes what the traced program sees"
+    ]
+);
+
+diag_test!(
+    read_only_context_variable,
+    true,
+    "probe process.syscall { $arg1 = 0 }",
+    [
+        "semantic error: utrace '$argN' variable is read-only",
+        "1:25 '$arg1' can be read, not written"
+    ]
+);
+
+diag_test!(
+    format_argument_count,
+    false,
+    "probe begin { printf(\"%d %s\\n\", 1) }",
+    [
+        "semantic error: Wrong number of args to formatted print operator",
+        "1:15 the format takes 2 argument(s), given 1"
+    ]
+);
+
+diag_test!(
+    format_argument_type,
+    false,
+    "probe begin { printf(\"%d\\n\", \"one\") }",
+    [
+        "semantic error: type mismatch (string vs. long)",
+        "1:30 used as string here"
+    ]
+);
+
+diag_test!(
+    assignment_to_stats,
+    false,
+    "global s\nprobe begin { s <<< 1; s = 2 }",
+    [
+        "semantic error: invalid type stat",
+        "2:24 a statistics variable",
+        "help: statistics only take values with <<< and are read with @count, @sum, @min, @max, @avg, @hist_*"
+    ]
+);
+
+diag_test!(
+    string_into_stats,
+    false,
+    "global s\nprobe begin { s <<< \"x\" }",
+    [
+        "semantic error: type mismatch (string vs. long)",
+        "2:21 only numbers can be aggregated with <<<"
+    ]
+);
+
+diag_test!(
+    foreach_over_a_scalar,
+    false,
+    "global x\nprobe begin { x = 1; foreach (k in x) println(k) }",
+    [
+        "semantic error: inconsistent arity (1 vs 0)",
+        "2:36 'x' used with 1 index(es) here",
+        "2:15 arity 0 first inferred here"
+    ]
+);
+
+diag_test!(
+    array_without_global,
+    false,
+    "probe begin { a[1] = 1 }",
+    [
+        "semantic error: unresolved arity-1 global array a, missing global declaration?",
+        "1:15 arrays must be declared global"
+    ]
+);
+
+diag_test!(
+    stats_local,
+    false,
+    "probe begin { s <<< 1 }",
+    [
+        "semantic error: stat locals not supported, missing global declaration?",
+        "1:15 's' is used as statistics"
+    ]
+);
+
+diag_test!(
+    control_action_needs_guru,
+    false,
+    "probe process.syscall { stop() }",
+    [
+        "semantic error: function 'stop' is a control action; need utap -g",
+        "1:25 changes what the traced program does"
+    ]
+);
+
+diag_test!(
+    embedded_c_is_rejected,
+    true,
+    "function f() %{ return 1; %}\nprobe begin { f() }",
+    [
+        "semantic error: embedded C code is not supported by utap",
+        "1:14 %{ ... %} blocks run kernel C code in SystemTap"
+    ]
+);
+
+diag_test!(
+    cast_is_rejected,
+    false,
+    "probe begin { println(@cast(0, \"task_struct\")->pid) }",
+    [
+        "semantic error: @cast is not supported by utap",
+        "1:23 needs kernel/DWARF type information",
+        "help: read tracee memory with user_long(), user_int(), user_string() ..."
+    ]
+);
+
+diag_test!(
+    dwarf_variable_is_rejected,
+    false,
+    "probe process.syscall { println($task->pid) }",
+    [
+        "semantic error: target variable '$task' is not supported by utap",
+        "1:33 DWARF variables need kernel debug information",
+        "help: utap's context variables are $syscall, $arg1..$arg6, $return, $signal, $code"
+    ]
+);
+
+diag_test!(
+    array_modified_in_foreach,
+    false,
+    "global a\nprobe begin { a[1] = 1; foreach (k in a) delete a[k] }",
+    [
+        "semantic error: variable 'a' modified during 'foreach' iteration",
+        "2:49 modified here"
+    ]
+);
+
+diag_test!(
+    invalid_syscall_argument,
+    false,
+    "probe process.syscall { println($arg7) }",
+    [
+        "semantic error: invalid syscall argument number (1-6)",
+        "1:33 the arguments are $arg1 .. $arg6"
+    ]
+);
+
+diag_test!(
+    unresolved_type,
+    false,
+    "global a, b\nprobe begin { a = b }",
+    [
+        "semantic error: unresolved type",
+        "1:8 the type of global 'a' cannot be inferred"
+    ]
+);
+
+diag_test!(
+    alias_loop,
+    false,
+    "probe a = b { }\nprobe b = a { }\nprobe a { }",
+    [
+        "semantic error: Recursive loop in alias expansion of a",
+        "2:11 this alias expands to itself",
+        "1:1 alias defined here"
+    ]
+);
+
+diag_test!(
+    pid_one_is_rejected,
+    false,
+    "probe process(1).begin { }",
+    [
+        "semantic error: process pid must be greater than 1",
+        "1:7 pid 1 (init) cannot be traced"
+    ]
+);
+
+diag_test!(
+    probe_condition_calls_function,
+    false,
+    "function f() { return 1 }\nprobe begin if (f()) { }",
+    [
+        "semantic error: probe condition must not reference function",
+        "2:17 conditions may call only side-effect-free builtins"
+    ]
+);

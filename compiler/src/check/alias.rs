@@ -257,7 +257,7 @@ fn match_family(
     }
     let kind = family.build(&args).map_err(|e| {
         let span = comps.get(e.component).map_or(point.span, |c| c.span);
-        SemError::new(span, e.message)
+        SemError::new(span, e.message).label(e.label)
     })?;
     let text = canonical_text(family, &args);
     Ok(Some(Resolved {

@@ -560,7 +560,11 @@ impl<'l> Lowerer<'l> {
                 let (id, _) = body.local(&mut self.types, name, e.span);
                 Some(LValue::Local(id))
             }
-            ast::ExprKind::Index { .. } => self.lower_lvalue(e, body).map(|(lv, _)| lv),
+            ast::ExprKind::Index { .. } => {
+                let (lv, _) = self.lower_lvalue(e, body)?;
+                self.written(&lv, e.span, body);
+                Some(lv)
+            }
             _ => {
                 self.err(SemError::new(
                     e.span,
@@ -1396,10 +1400,10 @@ impl<'l> Lowerer<'l> {
                 } else {
                     dollar.clone()
                 };
-                self.err(SemError::new(
-                    span,
-                    format!("utrace '{shown}' variable is read-only"),
-                ));
+                self.err(
+                    SemError::new(span, format!("utrace '{shown}' variable is read-only"))
+                        .label(format!("'{dollar}' can be read, not written")),
+                );
                 return None;
             }
             if !self.guru {
@@ -1435,7 +1439,8 @@ impl<'l> Lowerer<'l> {
                     f.kind == FamilyKind::Process(super::catalogue::ProcessEventKind::Syscall)
                 })
             {
-                return SemError::new(span, "invalid syscall argument number (1-6)");
+                return SemError::new(span, "invalid syscall argument number (1-6)")
+                    .label("the arguments are $arg1 .. $arg6");
             }
         }
         if owners.is_empty() {

@@ -538,10 +538,10 @@ fn condition_problems(low: &mut Lowerer, e: &ast::Expr, out: &mut Vec<SemError>)
         K::Call { name, args } => {
             let builtin_pure = crate::builtins::lookup(&name.name).is_some_and(|b| b.pure_);
             if !builtin_pure {
-                out.push(SemError::new(
-                    e.span,
-                    "probe condition must not reference function",
-                ));
+                out.push(
+                    SemError::new(e.span, "probe condition must not reference function")
+                        .label("conditions may call only side-effect-free builtins"),
+                );
             }
             for a in args {
                 condition_problems(low, a, out);
