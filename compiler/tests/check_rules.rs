@@ -348,3 +348,329 @@ diag_test!(
         "2:17 conditions may call only side-effect-free builtins"
     ]
 );
+
+/// Every builtin called anywhere in the program.
+fn builtins_called(p: &Program) -> Vec<&'static str> {
+    fn walk(e: &Expr, out: &mut Vec<&'static str>) {
+        match &e.kind {
+            ExprKind::Builtin { name, args } => {
+                out.push(name);
+                args.iter().for_each(|a| walk(a, out));
+            }
+            ExprKind::Assign { value, .. } => walk(value, out),
+            ExprKind::Call { args, .. } | ExprKind::Print { args, .. } => {
+                args.iter().for_each(|a| walk(a, out))
+            }
+            ExprKind::Binary { lhs, rhs, .. } => {
+                walk(lhs, out);
+                walk(rhs, out);
+            }
+            ExprKind::IncDec {
+                target: LValue::Elem { keys, .. },
+                ..
+            }
+            | ExprKind::Load(LValue::Elem { keys, .. }) => keys.iter().for_each(|k| walk(k, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for pr in &p.probes {
+        for s in &pr.body.stmts {
+            if let StmtKind::Expr(e) = &s.kind {
+                walk(e, &mut out);
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn syscall_alias_guards_become_syscall_sets() {
+    let p = ok("probe syscall.openat, syscall.close.return { println(name) }");
+    let kinds: Vec<_> = p
+        .probes
+        .iter()
+        .map(|p| (p.points[0].kind.clone(), p.points[0].condition.is_some()))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (
+                PointKind::Process {
+                    target: ProcessTarget::Any,
+                    event: ProcessEvent::Syscall {
+                        syscalls: Some(vec![257])
+                    }
+                },
+                false
+            ),
+            (
+                PointKind::Process {
+                    target: ProcessTarget::Any,
+                    event: ProcessEvent::SyscallReturn {
+                        syscalls: Some(vec![3])
+                    }
+                },
+                false
+            ),
+        ]
+    );
+}
+
+#[test]
+fn syscall_comparisons_in_the_users_condition_become_a_set() {
+    let p =
+        ok("global on = 1\nprobe process.syscall if (($syscall == 1 || $syscall == 0) && on) { }");
+    let pt = &p.probes[0].points[0];
+    assert_eq!(
+        pt.kind,
+        PointKind::Process {
+            target: ProcessTarget::Any,
+            event: ProcessEvent::Syscall {
+                syscalls: Some(vec![0, 1])
+            }
+        }
+    );
+    // `on` stays a run-time condition.
+    assert!(matches!(
+        pt.condition.as_ref().unwrap().kind,
+        ExprKind::Load(LValue::Global(_))
+    ));
+}
+
+#[test]
+fn unguarded_syscall_probe_fires_on_every_syscall() {
+    let p = ok("probe process.syscall { }");
+    assert_eq!(
+        p.probes[0].points[0].kind,
+        PointKind::Process {
+            target: ProcessTarget::Any,
+            event: ProcessEvent::Syscall { syscalls: None }
+        }
+    );
+}
+
+#[test]
+fn unused_alias_variables_cost_nothing() {
+    let p = ok("global n\nprobe syscall.* { n[name]++ }");
+    assert!(p.probes.len() > 300);
+    assert_eq!(builtins_called(&p), Vec::<&str>::new());
+    assert!(
+        p.functions.is_empty(),
+        "{:?}",
+        p.functions.iter().map(|f| &f.name).collect::<Vec<_>>()
+    );
+    let p = ok("probe syscall.write { println(argstr) }");
+    assert_eq!(builtins_called(&p), vec!["__syscall_argstr"]);
+}
+
+#[test]
+fn alias_bodies_run_around_the_handler_in_order() {
+    let p = ok(
+        "probe a = begin { x = 1 }\nprobe b = a { y = x + 1 }\nprobe c += b { z = y }\nprobe c { println(y) }",
+    );
+    let names: Vec<&str> = p.probes[0].locals.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["x", "y", "z"]);
+    assert_eq!(
+        p.probes[0].body.stmts.len(),
+        3,
+        "x = 1; y = x + 1; println(y) (z elided)"
+    );
+}
+
+#[test]
+fn defined_folds_and_skips_the_untaken_branch() {
+    let p = ok(
+        "probe process.syscall { println(@defined($arg1) ? $arg1 : $nosuch) }\nprobe begin { println(@defined($arg1) ? $arg1 : 0) }",
+    );
+    let arg = |i: usize| match &p.probes[i].body.stmts[0].kind {
+        StmtKind::Expr(Expr {
+            kind: ExprKind::Print { args, .. },
+            ..
+        }) => args[0].kind.clone(),
+        _ => panic!(),
+    };
+    assert!(matches!(arg(0), ExprKind::Context(ContextVar::Arg(0))));
+    assert!(matches!(arg(1), ExprKind::Long(0)));
+}
+
+#[test]
+fn written_but_unread_globals_are_autoprinted() {
+    let p = ok("global a, b, c\nprobe begin { a = 1; b++; c = 2; println(c) }");
+    let auto: Vec<(&str, bool)> = p
+        .globals
+        .iter()
+        .map(|g| (g.name.as_str(), g.autoprint))
+        .collect();
+    assert_eq!(auto, [("a", true), ("b", true), ("c", false)]);
+}
+
+#[test]
+fn guru_mode_allows_context_writes_and_control() {
+    let p = check_with(
+        "probe process.syscall.return { $return = -28 } probe process.signal { $signal = 0; stop() }",
+        &opts(true),
+    )
+    .unwrap();
+    assert!(p.guru);
+    assert!(matches!(
+        &p.probes[0].body.stmts[0].kind,
+        StmtKind::Expr(Expr {
+            kind: ExprKind::Assign {
+                target: LValue::Context(ContextVar::Return),
+                ..
+            },
+            ..
+        })
+    ));
+}
+
+#[test]
+fn optional_and_sufficient_points() {
+    let p = ok("probe nosuch ?, process(\"/no/such\").syscall !, begin { }");
+    assert_eq!(p.probes.len(), 1);
+    assert_eq!(p.probes[0].points[0].text, "process(\"/no/such\").syscall");
+}
+
+#[test]
+fn timers_and_priorities() {
+    let p = ok("probe timer.hz(100), timer.ms(5).randomize(2) { } probe begin(-5) { }");
+    assert_eq!(
+        p.probes[..2]
+            .iter()
+            .map(|p| p.points[0].kind.clone())
+            .collect::<Vec<_>>(),
+        vec![
+            PointKind::Timer {
+                period_ns: 10_000_000,
+                randomize_ns: 0
+            },
+            PointKind::Timer {
+                period_ns: 5_000_000,
+                randomize_ns: 2_000_000
+            },
+        ]
+    );
+    assert_eq!(p.probes[2].points[0].kind, PointKind::Begin(-5));
+}
+
+#[test]
+fn printf_formats_are_parsed_and_typed() {
+    let p = ok("probe begin { printf(\"%s=%5d\\n\", \"x\", 3) }");
+    let StmtKind::Expr(Expr {
+        kind: ExprKind::Print { kind, format, args },
+        ..
+    }) = &p.probes[0].body.stmts[0].kind
+    else {
+        panic!()
+    };
+    assert_eq!(*kind, PrintKind::Printf);
+    assert_eq!(format.as_ref().unwrap().len(), 4);
+    assert_eq!(
+        args.iter().map(|a| a.ty).collect::<Vec<_>>(),
+        [Type::String, Type::Long]
+    );
+}
+
+#[test]
+fn script_functions_shadow_tapset_ones_and_recursion_works() {
+    let p = ok(
+        "function fib(n) { return n < 2 ? n : fib(n-1) + fib(n-2) }\nprobe begin { println(fib(10)) }",
+    );
+    assert_eq!(p.functions.len(), 1);
+    assert_eq!(p.functions[0].ret, Type::Long);
+}
+
+#[test]
+fn p2_dump_is_stable() {
+    let p = ok(r#"global count%[100], total, s
+function label:string (n:long) { prefix = "n="; return prefix . sprint(n) }
+probe begin { total = 0 }
+probe syscall.openat, process("/bin/true").syscall.return if ($syscall == 3) {
+    count[label(1), 2] += 1
+    s <<< 1
+}
+probe timer.s(1) { println(@count(s), total) }
+"#);
+    assert_eq!(
+        dump(&p),
+        r#"# globals
+total:long
+count%[100]:long [string, long]
+s:stat
+# functions
+label:string (n:long)
+  # locals
+  prefix:string
+# probes
+begin /* <- begin */
+process.syscall /* syscalls 257 */ /* <- syscall.openat, process("/bin/true").syscall.return */
+  # locals
+  name:string
+  argstr:string
+  dfd:long
+  dfd_str:string
+  filename:string
+  flags:long
+  flags_str:string
+  mode:long
+process("/bin/true").syscall.return /* syscalls 3 */ /* <- syscall.openat, process("/bin/true").syscall.return */
+timer.s(1) /* <- timer.s(1) */
+"#
+    );
+}
+
+#[test]
+fn listing_process_points_with_variables() {
+    let mut map = SourceMap::new();
+    let mut ids = NodeIds::default();
+    let text = listing::list(
+        &mut map,
+        "process.*",
+        true,
+        &CheckOptions::default(),
+        &mut ids,
+    )
+    .unwrap();
+    assert_eq!(
+        text,
+        "process.begin
+process.end
+process.quiesce
+process.signal $signal:long $code:long
+process.syscall $syscall:long $arg1:long $arg2:long $arg3:long $arg4:long $arg5:long $arg6:long
+"
+    );
+    let text = listing::list(
+        &mut map,
+        "process.*.*",
+        false,
+        &CheckOptions::default(),
+        &mut ids,
+    )
+    .unwrap();
+    assert_eq!(
+        text,
+        "process.syscall.return\nprocess.thread.begin\nprocess.thread.end\n"
+    );
+}
+
+#[test]
+fn listing_aliases_shows_their_variables() {
+    let mut map = SourceMap::new();
+    let mut ids = NodeIds::default();
+    let text = listing::list(
+        &mut map,
+        "syscall.close",
+        true,
+        &CheckOptions::default(),
+        &mut ids,
+    )
+    .unwrap();
+    assert_eq!(
+        text,
+        "syscall.close name:string argstr:string fd:long $syscall:long $arg1:long $arg2:long $arg3:long $arg4:long $arg5:long $arg6:long\n"
+    );
+}

@@ -126,6 +126,10 @@ pub struct Lowerer<'l> {
     pub func_queue: Vec<FuncId>,
     /// Which file each global was declared in (for `private`).
     global_files: Vec<FileId>,
+    /// The user's script: its globals and functions are its own (tapset
+    /// code never sees them, so a user's `global n` cannot capture a
+    /// tapset's local `n`).
+    user_file: FileId,
     /// Probes of tapsets loaded while resolving aliases, not yet queued.
     pending_probes: Vec<Rc<ast::Probe>>,
 }
@@ -146,8 +150,14 @@ const STRING: Ty = Ty::Known(Type::String);
 const STATS: Ty = Ty::Known(Type::Stats);
 
 impl<'l> Lowerer<'l> {
-    pub fn new(syms: Symbols, loader: &'l mut dyn TapsetLoader, guru: bool) -> Lowerer<'l> {
+    pub fn new(
+        syms: Symbols,
+        loader: &'l mut dyn TapsetLoader,
+        guru: bool,
+        user_file: FileId,
+    ) -> Lowerer<'l> {
         Lowerer {
+            user_file,
             syms,
             loader,
             types: Types::default(),
@@ -206,6 +216,7 @@ impl<'l> Lowerer<'l> {
 
     /// The global `name` as seen from `file`, loading a tapset if needed.
     fn find_global(&mut self, name: &str, file: FileId) -> Option<GlobalId> {
+        let user = self.user_file;
         if !self.syms.globals.contains_key(name) {
             self.loader.load_global(&mut self.syms, name);
         }
@@ -213,7 +224,7 @@ impl<'l> Lowerer<'l> {
         let idx = decls
             .iter()
             .position(|d| d.file == file)
-            .or_else(|| decls.iter().position(|d| !d.ast.private))?;
+            .or_else(|| decls.iter().position(|d| !d.ast.private && d.file != user))?;
         let decl = &mut decls[idx];
         if let Some(id) = decl.id {
             return Some(id);
@@ -284,6 +295,7 @@ impl<'l> Lowerer<'l> {
 
     /// The function `name` (lowered later), loading a tapset if needed.
     fn find_function(&mut self, name: &str, file: FileId) -> Option<FuncId> {
+        let user = self.user_file;
         if !self.syms.functions.contains_key(name) {
             self.loader.load_function(&mut self.syms, name);
         }
@@ -291,7 +303,7 @@ impl<'l> Lowerer<'l> {
         let idx = decls
             .iter()
             .position(|d| d.file == file)
-            .or_else(|| decls.iter().position(|d| !d.ast.private))?;
+            .or_else(|| decls.iter().position(|d| !d.ast.private && d.file != user))?;
         let decl = &mut decls[idx];
         if let Some(id) = decl.id {
             return Some(id);

@@ -111,7 +111,7 @@ pub fn check_with_library(
         heads: Vec::new(),
         user_file,
     };
-    let mut low = Lowerer::new(syms, &mut loader, opts.guru);
+    let mut low = Lowerer::new(syms, &mut loader, opts.guru, user_file);
     low.errors.extend(errors);
     let mut queue: std::collections::VecDeque<Rc<ast::Probe>> = probes.into();
     loop {
