@@ -9,6 +9,7 @@
 //! first point of a list that resolves. Conditions of every level are
 //! collected and and-ed by the caller.
 
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::catalogue::{ArgSpec, FAMILIES, Family, PointArg, glob_match};
@@ -47,6 +48,22 @@ const MAX_DEPTH: usize = 64;
 
 pub struct Resolver<'a> {
     pub aliases: &'a [AliasDef],
+    /// Aliases by the first component of each of their names.
+    pub by_first: &'a HashMap<String, Vec<usize>>,
+}
+
+/// Indexes aliases `from..` by first name component into `index`.
+pub fn index_aliases(aliases: &[AliasDef], from: usize, index: &mut HashMap<String, Vec<usize>>) {
+    for (i, a) in aliases.iter().enumerate().skip(from) {
+        for n in &a.names {
+            if let Some(first) = n.first() {
+                let v = index.entry(first.clone()).or_default();
+                if v.last() != Some(&i) {
+                    v.push(i);
+                }
+            }
+        }
+    }
 }
 
 impl Resolver<'_> {
@@ -86,7 +103,13 @@ impl Resolver<'_> {
     ) -> Result<Vec<Resolved>, SemError> {
         let names: Vec<&str> = point.components.iter().map(|c| c.name.as_str()).collect();
         let mut out = Vec::new();
-        for alias in self.aliases {
+        let candidates: Vec<usize> = match names.first() {
+            Some(first) if !first.contains('*') => {
+                self.by_first.get(*first).cloned().unwrap_or_default()
+            }
+            _ => (0..self.aliases.len()).collect(),
+        };
+        for alias in candidates.into_iter().map(|i| &self.aliases[i]) {
             let Some(name) = alias.names.iter().find(|n| matches(&names, n)) else {
                 continue;
             };

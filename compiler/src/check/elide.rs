@@ -173,11 +173,12 @@ pub fn prune_functions(program: &mut Program) {
     let n = program.functions.len();
     let mut used = vec![false; n];
     let mut work: Vec<FuncId> = Vec::new();
-    for p in &program.probes {
-        calls_block(&p.body, &mut work);
-        for pt in &p.points {
-            if let Some(c) = &pt.condition {
-                calls_expr(c, &mut work);
+    let mut collect = |id: &mut FuncId| work.push(*id);
+    for p in &mut program.probes {
+        walk_calls_block(&mut p.body, &mut collect);
+        for pt in &mut p.points {
+            if let Some(c) = &mut pt.condition {
+                walk_calls_expr(c, &mut collect);
             }
         }
     }
@@ -185,7 +186,10 @@ pub fn prune_functions(program: &mut Program) {
         if std::mem::replace(&mut used[f.0 as usize], true) {
             continue;
         }
-        calls_block(&program.functions[f.0 as usize].body, &mut work);
+        walk_calls_block(
+            &mut program.functions[f.0 as usize].body,
+            &mut |id: &mut FuncId| work.push(*id),
+        );
     }
     if used.iter().all(|u| *u) {
         return;
@@ -223,16 +227,6 @@ pub fn prune_functions(program: &mut Program) {
             }
         }
     }
-}
-
-fn calls_block(b: &Block, out: &mut Vec<FuncId>) {
-    let mut b = b.clone();
-    walk_calls_block(&mut b, &mut |id: &mut FuncId| out.push(*id));
-}
-
-fn calls_expr(e: &Expr, out: &mut Vec<FuncId>) {
-    let mut e = e.clone();
-    walk_calls_expr(&mut e, &mut |id: &mut FuncId| out.push(*id));
 }
 
 fn walk_calls_block(b: &mut Block, f: &mut dyn FnMut(&mut FuncId)) {

@@ -66,6 +66,8 @@ pub trait TapsetLoader {
     fn take_loaded(&mut self) -> (Vec<super::alias::AliasDef>, Vec<Rc<ast::Probe>>);
     /// Parse errors in loaded tapsets.
     fn take_errors(&mut self) -> Vec<crate::diag::Diagnostic>;
+    /// The file a (partially parsed) tapset file counts as.
+    fn canonical(&self, file: FileId) -> FileId;
 }
 
 /// A probe or function body being lowered.
@@ -183,6 +185,11 @@ impl<'l> Lowerer<'l> {
         let mut all = std::mem::take(&mut self.pending_probes);
         all.extend(probes);
         (aliases, all)
+    }
+
+    /// The file `file` counts as for scoping (`private`, user globals).
+    pub fn canon(&self, file: FileId) -> FileId {
+        self.loader.canonical(file)
     }
 
     pub fn requeue_probes(&mut self, probes: Vec<Rc<ast::Probe>>) {

@@ -27,6 +27,7 @@ pub mod syscalls;
 pub mod tapsets;
 pub mod types;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::rc::Rc;
 
@@ -88,6 +89,8 @@ pub fn check_with_library(
     lib: Library,
 ) -> Result<(CheckOutput, Vec<String>), Vec<Diagnostic>> {
     let mut loader = Loader {
+        first_id: vec![None; lib.files.len()],
+        canon: HashMap::new(),
         lib,
         map,
         ids,
@@ -100,9 +103,18 @@ pub fn check_with_library(
     let mut aliases = Vec::new();
     let mut probes = Vec::new();
     let user_file = script.file;
-    add_items(script, &mut syms, &mut aliases, &mut probes, &mut errors);
+    add_items(
+        script,
+        user_file,
+        &mut syms,
+        &mut aliases,
+        &mut probes,
+        &mut errors,
+    );
     let mut session = Session {
         aliases,
+        by_first: HashMap::new(),
+        indexed: 0,
         probes_out: Vec::new(),
         probe_local_tvs: Vec::new(),
         warnings: Vec::new(),
@@ -204,12 +216,12 @@ fn finish(
 /// Sorts a parsed file's items into the symbol tables.
 fn add_items(
     script: ast::Script,
+    file: FileId,
     syms: &mut Symbols,
     aliases: &mut Vec<AliasDef>,
     probes: &mut Vec<Rc<ast::Probe>>,
     errors: &mut Vec<SemError>,
 ) {
-    let file = script.file;
     for item in script.items {
         match item {
             ast::Item::Probe(p) => probes.push(Rc::new(p)),
@@ -274,7 +286,7 @@ fn add_items(
     }
 }
 
-/// Parses used tapset files on demand.
+/// Parses the items of tapsets the script uses, on demand.
 struct Loader<'m> {
     lib: Library,
     map: &'m mut SourceMap,
@@ -282,58 +294,73 @@ struct Loader<'m> {
     new_aliases: Vec<AliasDef>,
     new_probes: Vec<Rc<ast::Probe>>,
     errors: Vec<Diagnostic>,
+    /// The id of each library file's first parse: every later partial
+    /// parse of the file counts as the same file (for `private`).
+    first_id: Vec<Option<FileId>>,
+    canon: HashMap<FileId, FileId>,
 }
 
 impl Loader<'_> {
-    /// Parses tapset file `idx` (once) and adds its items.
-    fn load(&mut self, syms: &mut Symbols, idx: usize) -> bool {
-        let f = &mut self.lib.files[idx];
-        if f.used {
-            return false;
-        }
-        f.used = true;
-        let file = self.map.add(f.name.clone(), f.text.to_string());
-        match parse_file(
-            self.map,
-            file,
-            &ParseOptions {
+    /// Parses the given items (those not parsed yet) and adds them.
+    fn load(&mut self, syms: &mut Symbols, items: &[tapsets::ItemRef]) -> bool {
+        let mut files: Vec<usize> = items.iter().map(|(f, _)| *f).collect();
+        files.sort_unstable();
+        files.dedup();
+        let mut any = false;
+        for file in files {
+            let wanted: Vec<usize> = items
+                .iter()
+                .filter(|(f, _)| *f == file)
+                .map(|(_, i)| *i)
+                .collect();
+            let Some(text) = self.lib.take_items(file, &wanted) else {
+                continue;
+            };
+            let id = self.map.add(self.lib.files[file].name.clone(), text);
+            let canon = *self.first_id[file].get_or_insert(id);
+            self.canon.insert(id, canon);
+            let opts = ParseOptions {
                 tapset: true,
                 ..Default::default()
-            },
-            self.ids,
-        ) {
-            Ok(script) => {
-                let mut errors = Vec::new();
-                let mut probes = Vec::new();
-                add_items(
-                    script,
-                    syms,
-                    &mut self.new_aliases,
-                    &mut probes,
-                    &mut errors,
-                );
-                self.new_probes.extend(probes);
-                self.errors
-                    .extend(errors.into_iter().map(SemError::into_diagnostic));
-                true
-            }
-            Err(diags) => {
-                self.errors.extend(diags);
-                false
+            };
+            match parse_file(self.map, id, &opts, self.ids) {
+                Ok(script) => {
+                    let mut errors = Vec::new();
+                    let mut probes = Vec::new();
+                    add_items(
+                        script,
+                        canon,
+                        syms,
+                        &mut self.new_aliases,
+                        &mut probes,
+                        &mut errors,
+                    );
+                    self.new_probes.extend(probes);
+                    self.errors
+                        .extend(errors.into_iter().map(SemError::into_diagnostic));
+                    any = true;
+                }
+                Err(diags) => self.errors.extend(diags),
             }
         }
+        any
     }
 }
 
 impl TapsetLoader for Loader<'_> {
     fn load_function(&mut self, syms: &mut Symbols, name: &str) -> bool {
-        let files = self.lib.function_files(name).to_vec();
-        files.into_iter().any(|i| self.load(syms, i))
+        let items = self.lib.function_items(name).to_vec();
+        self.load(syms, &items)
     }
 
     fn load_global(&mut self, syms: &mut Symbols, name: &str) -> bool {
-        let files = self.lib.global_files(name).to_vec();
-        files.into_iter().any(|i| self.load(syms, i))
+        let items = self.lib.global_items(name).to_vec();
+        self.load(syms, &items)
+    }
+
+    fn load_aliases_for(&mut self, syms: &mut Symbols, pattern: &[&str]) -> bool {
+        let items = self.lib.alias_items(pattern);
+        self.load(syms, &items)
     }
 
     fn take_loaded(&mut self) -> (Vec<AliasDef>, Vec<Rc<ast::Probe>>) {
@@ -343,22 +370,21 @@ impl TapsetLoader for Loader<'_> {
         )
     }
 
-    fn load_aliases_for(&mut self, syms: &mut Symbols, pattern: &[&str]) -> bool {
-        let mut any = false;
-        for idx in self.lib.alias_files(pattern) {
-            any |= self.load(syms, idx);
-        }
-        any
-    }
-
     fn take_errors(&mut self) -> Vec<Diagnostic> {
         std::mem::take(&mut self.errors)
+    }
+
+    fn canonical(&self, file: FileId) -> FileId {
+        self.canon.get(&file).copied().unwrap_or(file)
     }
 }
 
 /// The probes being built.
 struct Session {
     aliases: Vec<AliasDef>,
+    /// Index of `aliases[..indexed]` by first name component.
+    by_first: HashMap<String, Vec<usize>>,
+    indexed: usize,
     probes_out: Vec<ProbeDef>,
     probe_local_tvs: Vec<(Vec<usize>, Vec<Span>)>,
     warnings: Vec<Diagnostic>,
@@ -417,8 +443,12 @@ impl Session {
     /// Resolves and lowers one written probe into probe definitions.
     fn probe(&mut self, low: &mut Lowerer, p: &Rc<ast::Probe>) {
         self.load_aliases(low, &p.points);
+        let from = self.indexed;
+        alias::index_aliases(&self.aliases, from, &mut self.by_first);
+        self.indexed = self.aliases.len();
         let resolved = match (Resolver {
             aliases: &self.aliases,
+            by_first: &self.by_first,
         })
         .resolve_list(&p.points)
         {
@@ -458,7 +488,7 @@ impl Session {
 
     fn lower_group(&mut self, low: &mut Lowerer, p: &ast::Probe, name: &str, group: Vec<Resolved>) {
         let families = group.iter().map(|r| r.family).collect();
-        let mut body = Body::new(p.span.file, families, None);
+        let mut body = Body::new(low.canon(p.span.file), families, None);
         let mut points = Vec::new();
         for r in &group {
             let mut conds = Vec::new();
@@ -491,13 +521,13 @@ impl Session {
         self.heads.push(first.head.clone());
         let mut stmts = Vec::new();
         for a in &first.prologue {
-            body.file = a.span.file;
+            body.file = low.canon(a.span.file);
             stmts.extend(low.lower_block(&a.body, &mut body).stmts);
         }
-        body.file = p.span.file;
+        body.file = low.canon(p.span.file);
         stmts.extend(low.lower_block(&p.body, &mut body).stmts);
         for a in &first.epilogue {
-            body.file = a.span.file;
+            body.file = low.canon(a.span.file);
             stmts.extend(low.lower_block(&a.body, &mut body).stmts);
         }
         self.probe_local_tvs.push((body.tvs, body.spans));
@@ -548,7 +578,8 @@ fn condition_problems(low: &mut Lowerer, e: &ast::Expr, out: &mut Vec<SemError>)
             }
         }
         K::Var(name) => {
-            if !low.has_global(name, e.span.file) {
+            let file = low.canon(e.span.file);
+            if !low.has_global(name, file) {
                 out.push(
                     SemError::new(
                         e.span,

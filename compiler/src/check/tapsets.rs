@@ -19,10 +19,27 @@ mod embedded {
 /// What one tapset file defines at its top level.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Defs {
-    /// (name, private)
+    /// (name, private, item)
     pub functions: Vec<(String, bool)>,
     pub globals: Vec<(String, bool)>,
     /// Alias names, as component names (`syscall.open` -> ["syscall", "open"]).
+    pub aliases: Vec<Vec<String>>,
+    /// Byte range of each top-level item (function, global statement,
+    /// alias or probe), so that only the items a script needs are parsed.
+    pub items: Vec<Item>,
+    /// The file uses `%( %)` at top level: items cannot be cut out, parse
+    /// it whole.
+    pub whole: bool,
+}
+
+/// One top-level item of a tapset.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Item {
+    pub range: std::ops::Range<usize>,
+    /// A plain probe (runs whenever its file is used).
+    pub probe: bool,
+    pub functions: Vec<String>,
+    pub globals: Vec<String>,
     pub aliases: Vec<Vec<String>>,
 }
 
@@ -31,17 +48,20 @@ pub struct TapsetFile {
     pub name: String,
     pub text: Cow<'static, str>,
     pub defs: Defs,
-    /// Set once the checker has parsed (used) it.
-    pub used: bool,
+    /// Which items have been parsed.
+    pub loaded: Vec<bool>,
 }
 
 /// Every tapset file, with indexes from a defined name to the files.
+/// A top-level item: (file, item index).
+pub type ItemRef = (usize, usize);
+
 #[derive(Default)]
 pub struct Library {
     pub files: Vec<TapsetFile>,
-    functions: HashMap<String, Vec<usize>>,
-    globals: HashMap<String, Vec<usize>>,
-    aliases: Vec<(Vec<String>, usize)>,
+    functions: HashMap<String, Vec<ItemRef>>,
+    globals: HashMap<String, Vec<ItemRef>>,
+    aliases: Vec<(Vec<String>, ItemRef)>,
 }
 
 impl Library {
@@ -73,37 +93,39 @@ impl Library {
     pub fn add(&mut self, name: String, text: Cow<'static, str>) {
         let idx = self.files.len();
         let defs = scan(&text);
-        for (f, _) in &defs.functions {
-            self.functions.entry(f.clone()).or_default().push(idx);
-        }
-        for (g, _) in &defs.globals {
-            self.globals.entry(g.clone()).or_default().push(idx);
-        }
-        for a in &defs.aliases {
-            self.aliases.push((a.clone(), idx));
+        for (i, item) in defs.items.iter().enumerate() {
+            for f in &item.functions {
+                self.functions.entry(f.clone()).or_default().push((idx, i));
+            }
+            for g in &item.globals {
+                self.globals.entry(g.clone()).or_default().push((idx, i));
+            }
+            for a in &item.aliases {
+                self.aliases.push((a.clone(), (idx, i)));
+            }
         }
         self.files.push(TapsetFile {
             name,
             text,
+            loaded: vec![false; defs.items.len()],
             defs,
-            used: false,
         });
     }
 
-    /// Files defining a function of this name.
-    pub fn function_files(&self, name: &str) -> &[usize] {
+    /// Items defining a function of this name.
+    pub fn function_items(&self, name: &str) -> &[ItemRef] {
         self.functions.get(name).map_or(&[], |v| v.as_slice())
     }
 
-    /// Files defining a global of this name.
-    pub fn global_files(&self, name: &str) -> &[usize] {
+    /// Items defining a global of this name.
+    pub fn global_items(&self, name: &str) -> &[ItemRef] {
         self.globals.get(name).map_or(&[], |v| v.as_slice())
     }
 
-    /// Files defining an alias matched by the (possibly wildcard) component
+    /// Items defining an alias matched by the (possibly wildcard) component
     /// names of a probe point.
-    pub fn alias_files(&self, pattern: &[&str]) -> Vec<usize> {
-        let mut out: Vec<usize> = self
+    pub fn alias_items(&self, pattern: &[&str]) -> Vec<ItemRef> {
+        let mut out: Vec<ItemRef> = self
             .aliases
             .iter()
             .filter(|(names, _)| {
@@ -116,9 +138,47 @@ impl Library {
         out
     }
 
-    /// Every alias name (for `-l`), with its file.
-    pub fn all_aliases(&self) -> impl Iterator<Item = (&[String], usize)> {
-        self.aliases.iter().map(|(n, f)| (n.as_slice(), *f))
+    /// Marks `items` of `file` (plus, on first use of the file, its plain
+    /// probes; everything for a `whole` file) as loaded and returns the
+    /// text to parse: the file with every other byte blanked (newlines
+    /// kept, so positions and line numbers stay those of the file). None
+    /// when nothing is new.
+    pub fn take_items(&mut self, file: usize, items: &[usize]) -> Option<String> {
+        let f = &mut self.files[file];
+        let first_use = !f.loaded.iter().any(|l| *l);
+        let mut wanted: Vec<usize> = if f.defs.whole {
+            (0..f.defs.items.len()).collect()
+        } else {
+            items.to_vec()
+        };
+        if first_use {
+            wanted.extend((0..f.defs.items.len()).filter(|&i| f.defs.items[i].probe));
+        }
+        wanted.retain(|&i| !f.loaded[i]);
+        if wanted.is_empty() && !(first_use && f.defs.whole) {
+            return None;
+        }
+        if f.defs.whole {
+            f.loaded.iter_mut().for_each(|l| *l = true);
+            return Some(f.text.to_string());
+        }
+        let mut text: Vec<u8> = f
+            .text
+            .bytes()
+            .map(|b| if b == b'\n' { b'\n' } else { b' ' })
+            .collect();
+        for i in wanted {
+            f.loaded[i] = true;
+            let r = f.defs.items[i].range.clone();
+            text[r.clone()].copy_from_slice(&f.text.as_bytes()[r]);
+        }
+        // Item ranges start and end on token boundaries, so this is UTF-8.
+        Some(String::from_utf8(text).unwrap_or_default())
+    }
+
+    /// Every alias name (for `-l`).
+    pub fn all_aliases(&self) -> impl Iterator<Item = &[String]> {
+        self.aliases.iter().map(|(n, _)| n.as_slice())
     }
 }
 
@@ -139,76 +199,113 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 enum Tok<'a> {
     Ident(&'a str),
     Punct(&'a str),
+    /// `%{ ... %}`
+    Embedded,
     Other,
 }
 
+/// A token with its brace depth (before it) and byte range.
+#[derive(Clone, Debug)]
+struct Token<'a> {
+    tok: Tok<'a>,
+    depth: u32,
+    start: usize,
+    end: usize,
+}
+
 /// Splits text into the few tokens the scanner cares about, skipping
-/// comments, strings, numbers and embedded C. Returns (token, brace depth
-/// before it).
-fn tokens(text: &str) -> Vec<(Tok<'_>, u32)> {
+/// comments, strings, numbers and embedded C.
+fn tokens(text: &str) -> (Vec<Token<'_>>, bool) {
     let b = text.as_bytes();
     let mut out = Vec::new();
+    let mut preprocessor = false;
     let (mut i, mut depth) = (0usize, 0u32);
     while i < b.len() {
+        let start = i;
         let c = b[i];
-        match c {
-            b' ' | b'\t' | b'\n' | b'\r' => i += 1,
-            b'#' => i = skip_line(b, i),
-            b'/' if b.get(i + 1) == Some(&b'/') => i = skip_line(b, i),
+        let tok = match c {
+            b' ' | b'\t' | b'\n' | b'\r' => {
+                i += 1;
+                continue;
+            }
+            b'#' => {
+                i = skip_line(b, i);
+                continue;
+            }
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                i = skip_line(b, i);
+                continue;
+            }
             b'/' if b.get(i + 1) == Some(&b'*') => {
                 i = find(b, i + 2, b"*/").map_or(b.len(), |e| e + 2);
+                continue;
             }
             b'%' if b.get(i + 1) == Some(&b'{') => {
                 i = find(b, i + 2, b"%}").map_or(b.len(), |e| e + 2);
-                out.push((Tok::Other, depth));
+                Tok::Embedded
+            }
+            b'%' if b.get(i + 1) == Some(&b'(') => {
+                preprocessor = true;
+                i += 2;
+                Tok::Other
             }
             b'"' => {
                 i += 1;
                 while i < b.len() && b[i] != b'"' {
                     i += if b[i] == b'\\' { 2 } else { 1 };
                 }
-                i += 1;
-                out.push((Tok::Other, depth));
+                i = (i + 1).min(b.len());
+                Tok::Other
             }
             b'{' => {
-                out.push((Tok::Punct("{"), depth));
-                depth += 1;
                 i += 1;
+                out.push(Token {
+                    tok: Tok::Punct("{"),
+                    depth,
+                    start,
+                    end: i,
+                });
+                depth += 1;
+                continue;
             }
             b'}' => {
                 depth = depth.saturating_sub(1);
-                out.push((Tok::Punct("}"), depth));
                 i += 1;
+                Tok::Punct("}")
             }
             b'+' if b.get(i + 1) == Some(&b'=') => {
-                out.push((Tok::Punct("+="), depth));
                 i += 2;
+                Tok::Punct("+=")
             }
             c if c.is_ascii_alphabetic() || c == b'_' || c == b'*' => {
-                let start = i;
                 while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'*')
                 {
                     i += 1;
                 }
-                out.push((Tok::Ident(&text[start..i]), depth));
+                Tok::Ident(&text[start..i])
             }
             c if c.is_ascii_digit() => {
                 while i < b.len() && b[i].is_ascii_alphanumeric() {
                     i += 1;
                 }
-                out.push((Tok::Other, depth));
+                Tok::Other
             }
             _ => {
-                let p = &text[i..i + 1];
-                out.push((Tok::Punct(p), depth));
                 i += 1;
                 while !text.is_char_boundary(i) {
                     i += 1;
                 }
+                Tok::Punct(&text[start..i])
             }
-        }
+        };
+        out.push(Token {
+            tok,
+            depth,
+            start,
+            end: i,
+        });
     }
-    out
+    (out, preprocessor)
 }
 
 fn skip_line(b: &[u8], i: usize) -> usize {
@@ -222,48 +319,104 @@ fn find(b: &[u8], from: usize, pat: &[u8]) -> Option<usize> {
         .map(|p| p + from)
 }
 
-/// Finds the names a tapset file defines at its top level.
+/// Finds the items a tapset file defines at its top level.
 pub fn scan(text: &str) -> Defs {
-    let toks = tokens(text);
-    let mut defs = Defs::default();
+    let (toks, preprocessor) = tokens(text);
+    let mut defs = Defs {
+        whole: preprocessor,
+        ..Defs::default()
+    };
     let mut i = 0;
-    let mut private = false;
+    let mut private: Option<usize> = None;
     while i < toks.len() {
-        let (tok, depth) = &toks[i];
+        let t = &toks[i];
         i += 1;
-        if *depth != 0 {
+        if t.depth != 0 {
             continue;
         }
-        match tok {
+        let start = private.take().unwrap_or(t.start);
+        let is_private = start != t.start;
+        let mut item = Item::default();
+        let next = match t.tok {
             Tok::Ident("private") => {
-                private = true;
+                private = Some(t.start);
                 continue;
             }
             Tok::Ident("function") => {
-                if let Some((Tok::Ident(name), _)) = toks.get(i) {
-                    defs.functions.push((name.to_string(), private));
+                if let Some(Token {
+                    tok: Tok::Ident(name),
+                    ..
+                }) = toks.get(i)
+                {
+                    defs.functions.push((name.to_string(), is_private));
+                    item.functions.push(name.to_string());
                 }
+                body_end(&toks, i)
             }
-            Tok::Ident("global") => i = scan_globals(&toks, i, private, &mut defs),
-            Tok::Ident("probe") => i = scan_probe(&toks, i, &mut defs),
-            _ => {}
-        }
-        private = false;
+            Tok::Ident("global") => {
+                let next = scan_globals(&toks, i, &mut item);
+                defs.globals
+                    .extend(item.globals.iter().map(|g| (g.clone(), is_private)));
+                next
+            }
+            Tok::Ident("probe") => {
+                let names = scan_probe(&toks, i);
+                item.probe = names.is_empty();
+                defs.aliases.extend(names.iter().cloned());
+                item.aliases = names;
+                body_end(&toks, i)
+            }
+            _ => continue,
+        };
+        let end = toks
+            .get(next.saturating_sub(1))
+            .map_or(text.len(), |t| t.end);
+        item.range = start..end.max(start);
+        defs.items.push(item);
+        i = next;
     }
     defs
 }
 
+/// The index after the end of an item's body: the `}` closing the first
+/// top-level `{`, or an embedded-C block.
+fn body_end(toks: &[Token<'_>], mut i: usize) -> usize {
+    while let Some(t) = toks.get(i) {
+        i += 1;
+        match t.tok {
+            Tok::Punct("{") if t.depth == 0 => {
+                while let Some(t) = toks.get(i) {
+                    i += 1;
+                    if t.depth == 0 && t.tok == Tok::Punct("}") {
+                        return i;
+                    }
+                }
+                return i;
+            }
+            // `function f() %{ ... %}`
+            Tok::Embedded if t.depth == 0 => return i,
+            _ => {}
+        }
+    }
+    i
+}
+
 /// `global a, b[10], c = 5, d%`: records the names, returns the next index.
-fn scan_globals(toks: &[(Tok<'_>, u32)], mut i: usize, private: bool, defs: &mut Defs) -> usize {
+fn scan_globals(toks: &[Token<'_>], mut i: usize, item: &mut Item) -> usize {
     loop {
-        let Some((Tok::Ident(name), 0)) = toks.get(i) else {
+        let Some(Token {
+            tok: Tok::Ident(name),
+            depth: 0,
+            ..
+        }) = toks.get(i)
+        else {
             return i;
         };
-        defs.globals.push((name.to_string(), private));
+        item.globals.push(name.to_string());
         i += 1;
         // Skip `[N]`, `%`, `= literal` up to a comma.
         loop {
-            match toks.get(i) {
+            match toks.get(i).map(|t| (&t.tok, t.depth)) {
                 Some((Tok::Punct(","), 0)) => {
                     i += 1;
                     break;
@@ -277,13 +430,16 @@ fn scan_globals(toks: &[(Tok<'_>, u32)], mut i: usize, private: bool, defs: &mut
     }
 }
 
-/// `probe a.b, c = x {` (alias) or `probe x {` (plain probe).
-fn scan_probe(toks: &[(Tok<'_>, u32)], mut i: usize, defs: &mut Defs) -> usize {
+/// The names of `probe a.b, c = x {` (an alias), empty for `probe x {`.
+fn scan_probe(toks: &[Token<'_>], mut i: usize) -> Vec<Vec<String>> {
     let mut names: Vec<Vec<String>> = vec![Vec::new()];
     let mut parens = 0;
-    while let Some((tok, 0)) = toks.get(i) {
+    while let Some(t) = toks.get(i) {
+        if t.depth != 0 {
+            break;
+        }
         i += 1;
-        match tok {
+        match t.tok {
             Tok::Punct("(") => parens += 1,
             Tok::Punct(")") => parens -= 1,
             _ if parens > 0 => {}
@@ -294,15 +450,13 @@ fn scan_probe(toks: &[(Tok<'_>, u32)], mut i: usize, defs: &mut Defs) -> usize {
             }
             Tok::Punct(",") => names.push(Vec::new()),
             Tok::Punct("=" | "+=") => {
-                defs.aliases
-                    .extend(names.into_iter().filter(|n| !n.is_empty()));
-                return i;
+                return names.into_iter().filter(|n| !n.is_empty()).collect();
             }
-            Tok::Punct("{") => return i - 1,
+            Tok::Punct("{") => break,
             _ => {}
         }
     }
-    i
+    Vec::new()
 }
 
 #[cfg(test)]
@@ -352,6 +506,43 @@ function emb() %{ /* function c() */ %}
     }
 
     #[test]
+    fn items_are_cut_out_with_their_positions() {
+        let text = "global a = 1\nfunction f(x) { return x }\nprivate function g() %{ c %}\nprobe begin { a = f(1) }\nprobe s.x = begin { }\n";
+        let mut lib = Library::default();
+        lib.add("t.stp".into(), Cow::Owned(text.to_string()));
+        let ranges: Vec<&str> = lib.files[0]
+            .defs
+            .items
+            .iter()
+            .map(|i| &text[i.range.clone()])
+            .collect();
+        assert_eq!(
+            ranges,
+            [
+                "global a = 1",
+                "function f(x) { return x }",
+                "private function g() %{ c %}",
+                "probe begin { a = f(1) }",
+                "probe s.x = begin { }"
+            ]
+        );
+        // First use: the wanted item plus the file's plain probes.
+        let cut = lib.take_items(0, &[1]).unwrap();
+        assert_eq!(cut.len(), text.len());
+        assert_eq!(
+            cut.lines().map(str::trim).collect::<Vec<_>>(),
+            [
+                "",
+                "function f(x) { return x }",
+                "",
+                "probe begin { a = f(1) }",
+                ""
+            ]
+        );
+        assert_eq!(lib.take_items(0, &[1]), None);
+    }
+
+    #[test]
     fn alias_lookup_matches_wildcards_per_component() {
         let mut lib = Library::default();
         lib.add(
@@ -362,8 +553,8 @@ function emb() %{ /* function c() */ %}
             "b.stp".into(),
             Cow::Borrowed("probe syscall.read.return = process.syscall.return {}"),
         );
-        assert_eq!(lib.alias_files(&["syscall", "*"]), vec![0]);
-        assert_eq!(lib.alias_files(&["syscall", "*", "return"]), vec![1]);
-        assert!(lib.alias_files(&["nothing"]).is_empty());
+        assert_eq!(lib.alias_items(&["syscall", "*"]), vec![(0, 0)]);
+        assert_eq!(lib.alias_items(&["syscall", "*", "return"]), vec![(1, 0)]);
+        assert!(lib.alias_items(&["nothing"]).is_empty());
     }
 }
