@@ -7,4 +7,10 @@
 pub mod ast;
 pub mod builtins;
 pub mod check;
+pub mod diag;
+pub mod lexer;
+pub mod parser;
+pub mod preprocess;
+pub mod print;
 pub mod program;
+pub mod source;

@@ -708,6 +708,20 @@ pub fn print_args(out: &mut Vec<u8>, args: &[Arg<'_>], delim: Option<&[u8]>, new
     }
 }
 
+/// `sprint`, `sprintln`, `sprintd`, `sprintdln`: as [`print_args`], the
+/// result cut to a stored string (MAXSTRINGLEN - 1 bytes).
+pub fn sprint_args(
+    out: &mut Vec<u8>,
+    args: &[Arg<'_>],
+    delim: Option<&[u8]>,
+    newline: bool,
+    maxstringlen: usize,
+) {
+    let start = out.len();
+    print_args(out, args, delim, newline);
+    out.truncate(start + (out.len() - start).min(maxstringlen.saturating_sub(1)));
+}
+
 fn itoa_buf() -> [u8; 20] {
     [0; 20]
 }
@@ -986,5 +1000,14 @@ mod tests {
         out.clear();
         print_value(&mut out, Arg::Long(i64::MIN));
         assert_eq!(out, b"-9223372036854775808");
+        out.clear();
+        sprint_args(
+            &mut out,
+            &[Arg::Str(b"abc"), Arg::Long(12)],
+            Some(b","),
+            true,
+            6,
+        );
+        assert_eq!(out, b"abc,1");
     }
 }

@@ -20,6 +20,8 @@ use std::os::unix::fs::FileExt;
 use nix::sys::uio::{RemoteIoVec, process_vm_readv};
 use nix::unistd::Pid;
 
+use crate::values::strings::text_strn;
+
 /// A read that failed at `addr` (SystemTap reports these as
 /// "user string copy fault -14 at 0x... [man error::fault]").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,9 +50,6 @@ pub trait ReadMemory {
     /// fault when not even the first byte is readable.
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<usize, Fault>;
 }
-
-/// SystemTap's default MAXSTRINGLEN (the `-D MAXSTRINGLEN=N` default).
-pub const MAXSTRINGLEN: usize = 128;
 
 const PAGE: u64 = 4096;
 
@@ -255,14 +254,28 @@ pub fn read_cstring<M: ReadMemory + ?Sized>(
     max: usize,
 ) -> Result<Vec<u8>, Fault> {
     let mut out = Vec::new();
+    read_cstring_into(&mut out, mem, addr, max)?;
+    Ok(out)
+}
+
+/// [`read_cstring`] appending to `out` (left as it was on a fault), so
+/// callers can reuse one buffer.
+pub fn read_cstring_into<M: ReadMemory + ?Sized>(
+    out: &mut Vec<u8>,
+    mem: &M,
+    addr: u64,
+    max: usize,
+) -> Result<(), Fault> {
+    let start = out.len();
     let mut chunk = [0u8; PAGE as usize];
-    while out.len() < max {
-        let at = addr.wrapping_add(out.len() as u64);
-        let want = ((PAGE - at % PAGE) as usize).min(max - out.len());
+    let mut len = 0;
+    while len < max {
+        let at = addr.wrapping_add(len as u64);
+        let want = ((PAGE - at % PAGE) as usize).min(max - len);
         let got = match mem.read(at, &mut chunk[..want]) {
-            Ok(0) => 0,
             Ok(n) => n,
             Err(f) => {
+                out.truncate(start);
                 return Err(Fault {
                     addr,
                     errno: f.errno,
@@ -270,6 +283,7 @@ pub fn read_cstring<M: ReadMemory + ?Sized>(
             }
         };
         if got == 0 {
+            out.truncate(start);
             return Err(Fault {
                 addr,
                 errno: libc::EFAULT,
@@ -277,11 +291,12 @@ pub fn read_cstring<M: ReadMemory + ?Sized>(
         }
         if let Some(nul) = chunk[..got].iter().position(|&b| b == 0) {
             out.extend_from_slice(&chunk[..nul]);
-            return Ok(out);
+            return Ok(());
         }
         out.extend_from_slice(&chunk[..got]);
+        len += got;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Reads exactly `N` bytes or faults (at `addr`).
@@ -316,166 +331,75 @@ pub fn read_u8<M: ReadMemory + ?Sized>(mem: &M, addr: u64) -> Result<u8, Fault> 
     read_exact::<M, 1>(mem, addr).map(|b| b[0])
 }
 
+// The user_string family appends its result to `out`, like the value
+// runtime's string functions (crate::values::strings); `maxstringlen` is the
+// session's MAXSTRINGLEN (default crate::values::strings::DEFAULT_MAXSTRINGLEN).
+
 /// `user_string(addr)`: `user_string_n(addr, MAXSTRINGLEN)`.
 pub fn user_string<M: ReadMemory + ?Sized>(
+    out: &mut Vec<u8>,
     mem: &M,
     addr: u64,
     maxstringlen: usize,
-) -> Result<Vec<u8>, Fault> {
-    user_string_n(mem, addr, maxstringlen as i64, maxstringlen)
+) -> Result<(), Fault> {
+    user_string_n(out, mem, addr, maxstringlen as i64, maxstringlen)
 }
 
-/// `user_string_n(addr, n)`: at most `n` bytes, and (as SystemTap clamps
-/// `n + 1` to `1..=MAXSTRINGLEN-1` including the NUL) at most
+/// `user_string_n(addr, n)`: at most `n` bytes, and (SystemTap clamps
+/// `n + 1`, the NUL included, to `1..=MAXSTRINGLEN-1`) at most
 /// MAXSTRINGLEN-2 of them. On a fault the script gets
 /// [`Fault::string_message`] as its error.
 pub fn user_string_n<M: ReadMemory + ?Sized>(
+    out: &mut Vec<u8>,
     mem: &M,
     addr: u64,
     n: i64,
     maxstringlen: usize,
-) -> Result<Vec<u8>, Fault> {
+) -> Result<(), Fault> {
     let len = n
         .saturating_add(1)
         .clamp(1, maxstringlen.saturating_sub(1).max(1) as i64) as usize;
-    read_cstring(mem, addr, len - 1)
+    read_cstring_into(out, mem, addr, len - 1)
 }
 
-/// `user_string_quoted(addr)`: `string_quoted(user_string(addr))`, or
-/// `0x<hex addr>` (no quotes) when the memory cannot be read, NULL included.
+/// `user_string_quoted(addr)`: `string_quoted(user_string(addr))` (the
+/// quoting of the value runtime's `text_strn(s, 0, 1)`), or `0x<hex addr>`
+/// without quotes when the memory cannot be read, NULL included.
 pub fn user_string_quoted<M: ReadMemory + ?Sized>(
+    out: &mut Vec<u8>,
     mem: &M,
     addr: u64,
     maxstringlen: usize,
-) -> Vec<u8> {
-    match user_string(mem, addr, maxstringlen) {
-        Ok(s) => string_quoted(&s, maxstringlen),
-        Err(_) => format!("0x{addr:x}").into_bytes(),
+) {
+    let mut raw = Vec::new();
+    match user_string(&mut raw, mem, addr, maxstringlen) {
+        Ok(()) => text_strn(out, &raw, 0, true, maxstringlen),
+        Err(_) => out.extend_from_slice(format!("0x{addr:x}").as_bytes()),
     }
 }
 
 /// `user_string_n_quoted(addr, inlen, outlen)`: reads at most `inlen`
-/// bytes, quotes them, and cuts the result to `outlen` characters ending in
-/// `"...`; `0x<hex addr>` on a fault.
+/// bytes, quotes them, and cuts a result longer than `outlen - 2` to
+/// `outlen - 4` bytes followed by `"...`; `0x<hex addr>` on a fault.
 pub fn user_string_n_quoted<M: ReadMemory + ?Sized>(
+    out: &mut Vec<u8>,
     mem: &M,
     addr: u64,
     inlen: i64,
     outlen: i64,
     maxstringlen: usize,
-) -> Vec<u8> {
-    match user_string_n(mem, addr, inlen, maxstringlen) {
-        Ok(s) => {
-            let mut q = string_quoted(&s, maxstringlen);
-            if q.len() as i64 > outlen - 2 {
-                q.truncate((outlen - 4).max(0) as usize);
-                q.extend_from_slice(b"\"...");
-            }
-            q
-        }
-        Err(_) => format!("0x{addr:x}").into_bytes(),
+) {
+    let mut raw = Vec::new();
+    if user_string_n(&mut raw, mem, addr, inlen, maxstringlen).is_err() {
+        out.extend_from_slice(format!("0x{addr:x}").as_bytes());
+        return;
     }
-}
-
-/// SystemTap's `string_quoted` (runtime `_stp_text_str` with quoting): the
-/// string in double quotes with `\n \t \" \\`-style escapes, other
-/// unprintable bytes as 3-digit octal, valid multi-byte UTF-8 as `\uXXXX` /
-/// `\UXXXXXXXX`; output longer than MAXSTRINGLEN-1 is cut and marked with
-/// `"...` after the closing quote, never in the middle of an escape.
-pub fn string_quoted(s: &[u8], maxstringlen: usize) -> Vec<u8> {
-    let limit = maxstringlen.saturating_sub(1).max(1);
-    let mut inlen = s.len().min(limit);
-    let mut budget = limit.max(5) - 2;
-    let mut out = Vec::with_capacity(budget + 5);
-    out.push(b'"');
-    // Start of the first escape that a cut at the end could split.
-    let mut esc: Option<(usize, usize)> = None;
-    let mut pos = 0;
-    let mut last = 0u32;
-    while inlen > 0 {
-        let (c, n) = decode_utf8(&s[pos..pos + inlen]);
-        last = c;
-        if c == 0 || budget == 0 {
-            break;
-        }
-        // As in the C original, the character is consumed before we know it
-        // fits: one that does not fit at the very end is dropped unmarked.
-        pos += n;
-        inlen -= n;
-        let piece = escape(c, n > 1);
-        if esc.is_none() && piece.len() > 1 && (budget as isize - 3) < piece.len() as isize {
-            esc = Some((out.len(), piece.len()));
-        }
-        if budget < piece.len() {
-            break;
-        }
-        out.extend_from_slice(&piece);
-        budget -= piece.len();
-    }
-    if last != 0 && inlen > 0 {
-        // Cut so that `"...` fits in the budget left.
-        let cut = (out.len() + budget).saturating_sub(3);
-        let cut = match esc {
-            Some((start, len)) if start < cut && cut < start + len => start,
-            _ => cut,
-        };
-        out.truncate(cut);
+    let start = out.len();
+    text_strn(out, &raw, 0, true, maxstringlen);
+    if (out.len() - start) as i64 > outlen - 2 {
+        out.truncate(start + (outlen - 4).max(0) as usize);
         out.extend_from_slice(b"\"...");
-    } else {
-        out.push(b'"');
     }
-    out
-}
-
-/// One character as `_stp_text_str` writes it.
-fn escape(c: u32, multibyte: bool) -> Vec<u8> {
-    if multibyte {
-        return if c <= 0xFFFF {
-            format!("\\u{c:04X}").into_bytes()
-        } else {
-            format!("\\U{c:08X}").into_bytes()
-        };
-    }
-    let b = c as u8;
-    match b {
-        0 => b"\\0".to_vec(),
-        0x07 => b"\\a".to_vec(),
-        0x08 => b"\\b".to_vec(),
-        0x0c => b"\\f".to_vec(),
-        b'\n' => b"\\n".to_vec(),
-        b'\r' => b"\\r".to_vec(),
-        b'\t' => b"\\t".to_vec(),
-        0x0b => b"\\v".to_vec(),
-        b'"' => b"\\\"".to_vec(),
-        b'\\' => b"\\\\".to_vec(),
-        0x20..=0x7e => vec![b],
-        _ => format!("\\{:03o}", b).into_bytes(),
-    }
-}
-
-/// Decodes one UTF-8 sequence as SystemTap does: a valid, shortest-form 2-4
-/// byte sequence (no surrogates, ≤ U+10FFFF) gives its code point; anything
-/// else gives the first byte alone.
-fn decode_utf8(s: &[u8]) -> (u32, usize) {
-    let b = s[0];
-    let (n, init) = match b {
-        _ if b & 0xE0 == 0xC0 && s.len() >= 2 => (2, (b & 0x1F) as u32),
-        _ if b & 0xF0 == 0xE0 && s.len() >= 3 => (3, (b & 0x0F) as u32),
-        _ if b & 0xF8 == 0xF0 && s.len() >= 4 => (4, (b & 0x07) as u32),
-        _ => return (b as u32, 1),
-    };
-    let mut c = init;
-    for &cont in &s[1..n] {
-        if cont & 0xC0 != 0x80 {
-            return (b as u32, 1);
-        }
-        c = (c << 6) | (cont & 0x3F) as u32;
-    }
-    let overlong = c < 0x80 || (n == 3 && c < 0x800) || (n == 4 && c < 0x10000);
-    if (0xD800..=0xDFFF).contains(&c) || c > 0x10FFFF || overlong {
-        return (b as u32, 1);
-    }
-    (c, n)
 }
 
 /// `user_long(addr)`: the 8-byte value, or 0 when unreadable.

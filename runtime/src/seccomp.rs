@@ -34,7 +34,9 @@ const OFF_ARCH: u32 = 4;
 const BPF_MAXINSNS: usize = 4096;
 
 // Classic BPF opcodes (linux/bpf_common.h, linux/filter.h).
-const LD_W_ABS: u16 = 0x00 | 0x00 | 0x20;
+// BPF_LD | BPF_W | BPF_ABS (BPF_LD and BPF_W are 0).
+const LD_W_ABS: u16 = 0x20;
+// BPF_LD | BPF_W | BPF_IMM: all three are 0.
 const LD_IMM: u16 = 0x00;
 const ALU_AND_K: u16 = 0x04 | 0x50;
 const ALU_RSH_K: u16 = 0x04 | 0x70;
@@ -96,6 +98,34 @@ impl Filter {
     /// The BPF instructions (for `-v` dumps and tests).
     pub fn program(&self) -> &[sock_filter] {
         &self.program
+    }
+}
+
+/// One instruction per line, numbered, in the usual BPF assembler notation
+/// (for `-v` output and debugging), e.g. `3: jge #0x40000000 jt 22 jf 0`.
+impl std::fmt::Display for Filter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, insn) in self.program.iter().enumerate() {
+            let jumps = format!("jt {} jf {}", insn.jt, insn.jf);
+            let k = insn.k;
+            match insn.code {
+                LD_W_ABS if k == OFF_ARCH => writeln!(f, "{i}: ld [arch]")?,
+                LD_W_ABS if k == OFF_NR => writeln!(f, "{i}: ld [nr]")?,
+                LD_IMM => writeln!(f, "{i}: ld #{k}")?,
+                ALU_AND_K => writeln!(f, "{i}: and #{k:#x}")?,
+                ALU_RSH_K => writeln!(f, "{i}: rsh #{k}")?,
+                ALU_LSH_X => writeln!(f, "{i}: lsh x")?,
+                TAX => writeln!(f, "{i}: tax")?,
+                TXA => writeln!(f, "{i}: txa")?,
+                JEQ_K => writeln!(f, "{i}: jeq #{k:#x} {jumps}")?,
+                JGE_K => writeln!(f, "{i}: jge #{k:#x} {jumps}")?,
+                JSET_K => writeln!(f, "{i}: jset #{k:#x} {jumps}")?,
+                RET_K if k == libc::SECCOMP_RET_ALLOW => writeln!(f, "{i}: ret ALLOW")?,
+                RET_K if k == libc::SECCOMP_RET_TRACE => writeln!(f, "{i}: ret TRACE")?,
+                code => writeln!(f, "{i}: {code:#x} {jumps} k {k:#x}")?,
+            }
+        }
+        Ok(())
     }
 }
 

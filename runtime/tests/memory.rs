@@ -2,10 +2,32 @@
 //! semantics on top.
 
 use utap_runtime::memory::{
-    Fault, MAXSTRINGLEN, Method, ProcessMemory, ReadMemory, SliceMemory, read_cstring, read_u8,
-    read_u16, read_u32, read_u64, string_quoted, user_char, user_int, user_long, user_short,
-    user_string, user_string_n, user_string_n_quoted, user_string_quoted, user_value_warning,
+    Fault, Method, ProcessMemory, ReadMemory, SliceMemory, read_cstring, read_cstring_into,
+    read_u8, read_u16, read_u32, read_u64, user_char, user_int, user_long, user_short, user_string,
+    user_string_n, user_string_n_quoted, user_string_quoted, user_value_warning,
 };
+
+/// SystemTap 2.x's MAXSTRINGLEN, to show the clamping on short strings.
+const MAXSTRINGLEN: usize = 128;
+
+/// Calls an appending user_string function and returns what it appended.
+fn string(f: impl FnOnce(&mut Vec<u8>) -> Result<(), Fault>) -> Result<Vec<u8>, Fault> {
+    let mut out = b"kept:".to_vec();
+    match f(&mut out) {
+        Ok(()) => Ok(out[5..].to_vec()),
+        Err(e) => {
+            // Nothing appended on a fault.
+            assert_eq!(out, b"kept:");
+            Err(e)
+        }
+    }
+}
+
+fn quoted(f: impl FnOnce(&mut Vec<u8>)) -> String {
+    let mut out = Vec::new();
+    f(&mut out);
+    String::from_utf8(out).unwrap()
+}
 
 const PAGE: usize = 4096;
 
@@ -212,56 +234,42 @@ fn user_string_family_on_a_child() {
     let mem = ProcessMemory::new(child.pid);
 
     // user_string keeps MAXSTRINGLEN-2 characters (n+1 clamped to 127).
-    assert_eq!(
-        user_string(&mem, long_addr, MAXSTRINGLEN).unwrap(),
-        &long[..126]
-    );
-    assert_eq!(
-        user_string_n(&mem, long_addr, 5, MAXSTRINGLEN).unwrap(),
-        b"abcde"
-    );
-    assert_eq!(
-        user_string_n(&mem, long_addr, 0, MAXSTRINGLEN).unwrap(),
-        b""
-    );
-    assert_eq!(
-        user_string_n(&mem, long_addr, -3, MAXSTRINGLEN).unwrap(),
-        b""
-    );
-    assert_eq!(
-        user_string_n(&mem, long_addr, 1000, 512).unwrap(),
-        &long[..200]
-    );
+    let us = |addr, max| string(|o| user_string(o, &mem, addr, max));
+    let usn = |addr, n, max| string(|o| user_string_n(o, &mem, addr, n, max));
+    assert_eq!(us(long_addr, MAXSTRINGLEN).unwrap(), &long[..126]);
+    assert_eq!(usn(long_addr, 5, MAXSTRINGLEN).unwrap(), b"abcde");
+    assert_eq!(usn(long_addr, 0, MAXSTRINGLEN).unwrap(), b"");
+    assert_eq!(usn(long_addr, -3, MAXSTRINGLEN).unwrap(), b"");
+    assert_eq!(usn(long_addr, 1000, 512).unwrap(), &long[..200]);
 
-    let err = user_string(&mem, 0x1234, MAXSTRINGLEN).unwrap_err();
+    let err = us(0x1234, MAXSTRINGLEN).unwrap_err();
     assert_eq!(
         err.string_message(),
         "user string copy fault -14 at 0000000000001234 [man error::fault]"
     );
     assert_eq!(
-        user_string(&mem, last, MAXSTRINGLEN)
-            .unwrap_err()
-            .string_message(),
-        format!(
-            "user string copy fault -14 at {:016x} [man error::fault]",
-            layout.end() - 1
-        )
+        us(last, MAXSTRINGLEN).unwrap_err().string_message(),
+        format!("user string copy fault -14 at {last:016x} [man error::fault]")
     );
 
+    let usq = |addr| quoted(|o| user_string_quoted(o, &mem, addr, MAXSTRINGLEN));
+    assert_eq!(usq(quoted_addr), r#""a\"b\n\001\303\251\\""#);
+    assert_eq!(usq(0), "0x0");
+    assert_eq!(usq(0x1234), "0x1234");
+    // 126 characters do not fit the 125 a quoted string keeps.
     assert_eq!(
-        String::from_utf8(user_string_quoted(&mem, quoted_addr, MAXSTRINGLEN)).unwrap(),
-        r#""a\"b\n\001\u00E9\\""#
+        usq(long_addr),
+        format!(
+            "\"{}\"...",
+            String::from_utf8(long[..122].to_vec()).unwrap()
+        )
     );
-    assert_eq!(user_string_quoted(&mem, 0, MAXSTRINGLEN), b"0x0");
-    assert_eq!(user_string_quoted(&mem, 0x1234, MAXSTRINGLEN), b"0x1234");
-    assert_eq!(
-        user_string_n_quoted(&mem, long_addr, 10, 8, MAXSTRINGLEN),
-        b"\"abc\"..."
-    );
-    assert_eq!(
-        user_string_n_quoted(&mem, long_addr, 3, 50, MAXSTRINGLEN),
-        b"\"abc\""
-    );
+    let usnq = |addr, inlen, outlen| {
+        quoted(|o| user_string_n_quoted(o, &mem, addr, inlen, outlen, MAXSTRINGLEN))
+    };
+    assert_eq!(usnq(long_addr, 10, 8), "\"abc\"...");
+    assert_eq!(usnq(long_addr, 3, 50), "\"abc\"");
+    assert_eq!(usnq(0x10, 3, 50), "0x10");
 }
 
 #[test]
@@ -277,26 +285,6 @@ fn exited_process_is_a_fault_not_a_panic() {
 }
 
 #[test]
-fn string_quoted_escapes_and_truncates_like_systemtap() {
-    let q = |s: &[u8]| String::from_utf8(string_quoted(s, MAXSTRINGLEN)).unwrap();
-    assert_eq!(q(b""), r#""""#);
-    assert_eq!(q(b"\x07\x08\x0c\r\t\x0b\x7f"), r#""\a\b\f\r\t\v\177""#);
-    // 4-byte UTF-8; an overlong encoding and a lone continuation stay bytes.
-    assert_eq!(q("\u{1F600}".as_bytes()), r#""\U0001F600""#);
-    assert_eq!(q(b"\xc0\x80\x80"), r#""\300\200\200""#);
-
-    // 126 characters in, 125 fit: cut with "... to 127 bytes.
-    let a126 = vec![b'a'; 126];
-    let expected = format!("\"{}\"...", "a".repeat(122));
-    assert_eq!(q(&a126), expected);
-    assert_eq!(q(&a126[..125]), format!("\"{}\"", "a".repeat(125)));
-    // A cut that would split the escape \n removes it whole.
-    let mut s = vec![b'a'; 121];
-    s.extend_from_slice(b"\nbbbbb");
-    assert_eq!(q(&s), format!("\"{}\"...", "a".repeat(121)));
-}
-
-#[test]
 fn slice_memory_for_decoders() {
     let mem = SliceMemory {
         base: 0x1000,
@@ -305,4 +293,73 @@ fn slice_memory_for_decoders() {
     assert_eq!(read_cstring(&mem, 0x1000, 100).unwrap(), b"abc");
     assert_eq!(read_cstring(&mem, 0x1004, 100), Err(efault(0x1004)));
     assert_eq!(read_cstring(&mem, 0xfff, 100), Err(efault(0xfff)));
+    let mut out = b"x".to_vec();
+    read_cstring_into(&mut out, &mem, 0x1000, 2).unwrap();
+    assert_eq!(out, b"xab");
+}
+
+/// Runs `body` in a forked child whose seccomp filter makes
+/// process_vm_readv fail with EPERM and, with `block_open`, openat fail with
+/// EACCES (so /proc/PID/mem cannot be opened); returns its exit code.
+fn in_restricted_child(block_open: bool, body: impl FnOnce() -> i32) -> i32 {
+    const RET_ALLOW: u32 = 0x7fff_0000;
+    const RET_ERRNO: u32 = 0x0005_0000;
+    let open_nr = if block_open { 257 } else { u32::MAX };
+    let insn = |code: u16, jt: u8, jf: u8, k: u32| libc::sock_filter { code, jt, jf, k };
+    let program = [
+        insn(0x20, 0, 0, 0),         // A = nr
+        insn(0x15, 2, 0, 310),       // process_vm_readv → EPERM
+        insn(0x15, 2, 0, open_nr),   // openat → EACCES
+        insn(0x06, 0, 0, RET_ALLOW), //
+        insn(0x06, 0, 0, RET_ERRNO | libc::EPERM as u32),
+        insn(0x06, 0, 0, RET_ERRNO | libc::EACCES as u32),
+    ];
+    let prog = libc::sock_fprog {
+        len: program.len() as u16,
+        filter: program.as_ptr() as *mut libc::sock_filter,
+    };
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        unsafe {
+            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+            if libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog) != 0 {
+                libc::_exit(90);
+            }
+        }
+        let code = body();
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(libc::WIFEXITED(status), "status {status:#x}");
+    libc::WEXITSTATUS(status)
+}
+
+#[test]
+fn auto_falls_back_when_process_vm_readv_is_not_permitted() {
+    static HELLO: &[u8] = b"fallback works\0";
+    let addr = HELLO.as_ptr() as u64;
+    for (block_open, expected) in [(false, Method::ProcMem), (true, Method::PeekData)] {
+        let code = in_restricted_child(block_open, || {
+            // The target is this child's own stopped child (PEEKDATA needs
+            // us to be its tracer).
+            let target = Child::stopped();
+            let mem = ProcessMemory::new(target.pid);
+            let Ok(s) = read_cstring(&mem, addr, 100) else {
+                return 1;
+            };
+            if s != b"fallback works" {
+                return 2;
+            }
+            if mem.method() != expected {
+                return 3;
+            }
+            // The fallback still reports faults as faults.
+            if read_cstring(&mem, 0x10, 100) != Err(efault(0x10)) {
+                return 4;
+            }
+            0
+        });
+        assert_eq!(code, 0, "fallback to {expected:?}");
+    }
 }

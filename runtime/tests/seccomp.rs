@@ -37,6 +37,7 @@ fn main() {
         ("unfiltered_child_runs_the_same", unfiltered),
         ("bad_numbers_are_rejected", bad_numbers),
         ("install_reports_privileges", install_privileges),
+        ("programs_disassemble", disassembly),
     ];
     let filter: Vec<String> = std::env::args()
         .skip(1)
@@ -146,10 +147,10 @@ fn trace(filter: Option<&Filter>, mode: &str, n: u32, m: u32) -> Run {
         // Only async-signal-safe calls from here on.
         unsafe {
             libc::raise(libc::SIGSTOP);
-            if let Some(filter) = filter {
-                if install(filter).is_err() {
-                    libc::_exit(99);
-                }
+            if let Some(filter) = filter
+                && install(filter).is_err()
+            {
+                libc::_exit(99);
             }
             libc::execve(exe.as_ptr(), argv.as_ptr(), envp.as_ptr());
             libc::_exit(98);
@@ -376,4 +377,23 @@ fn install_privileges() {
     assert!(libc::WIFEXITED(status));
     let expected = if expect_nnp { 11 } else { 10 };
     assert_eq!(libc::WEXITSTATUS(status), expected);
+}
+
+fn disassembly() {
+    // write (1), getppid..getpgrp (110-111), execve, execveat: 4 range tests.
+    let filter = Filter::new([1, 110, 111]).unwrap();
+    let expected = "\
+0: ld [arch]
+1: jeq #0xc000003e jt 0 jf 8
+2: ld [nr]
+3: jge #0x40000000 jt 6 jf 0
+4: jeq #0x1 jt 5 jf 0
+5: jeq #0x3b jt 4 jf 0
+6: jge #0x6e jt 0 jf 1
+7: jge #0x70 jt 0 jf 2
+8: jeq #0x142 jt 1 jf 0
+9: ret ALLOW
+10: ret TRACE
+";
+    assert_eq!(filter.to_string(), expected);
 }

@@ -12,8 +12,15 @@
 //! 1. A failure is `= -2 (ENOENT)` (SystemTap's return_str), where strace
 //!    prints `= -1 ENOENT (No such file or directory)`.
 //! 2. brk's return value is decimal in SystemTap, hex in strace.
-//! The fixture's pid differs between the two runs: getpid's result and
-//! kill's first argument read `PID` in both.
+//! 3. strace appends decoded details to some return values (`fcntl(3,
+//!    F_GETFD) = 0x1 (flags FD_CLOEXEC)`, `poll(...) = 1 ([{fd=3,
+//!    revents=POLLIN}])`, `= 0 (Timeout)`); SystemTap's retstr is the bare
+//!    number (`1`, `0`).
+//! 4. Octal returns (umask): strace pads to three digits (`000`), SystemTap's
+//!    `%#o` does not (`0`).
+//! The pids differ between the two runs: getpid's and set_tid_address's
+//! results and kill's first argument read `PID`, the child's pid (clone's result, wait4's argument
+//! and result) `CHILD` in both.
 //! Formatting only: strace's `PID ` prefix (from -f with -o) and the spaces
 //! that align ` = ` are dropped; strace's `--- SIGNAL {...} ---` lines are
 //! signal deliveries, which utap reports through process.signal, not here.
@@ -50,6 +57,73 @@ const TRACED: &[&str] = &[
     "munmap",
     "mprotect",
     "brk",
+    "clock_nanosleep",
+    "clock_getres",
+    "rename",
+    "mkdir",
+    "rmdir",
+    "mkdirat",
+    "unlinkat",
+    "symlink",
+    "readlink",
+    "lstat",
+    "stat",
+    "unlink",
+    "chmod",
+    "truncate",
+    "faccessat",
+    "umask",
+    "dup",
+    "dup2",
+    "dup3",
+    "fcntl",
+    "ftruncate",
+    "fchmod",
+    "pwrite64",
+    "writev",
+    "readv",
+    "fsync",
+    "fdatasync",
+    "ioctl",
+    "socket",
+    "bind",
+    "listen",
+    "connect",
+    "accept4",
+    "sendto",
+    "recvfrom",
+    "shutdown",
+    "socketpair",
+    "madvise",
+    "mremap",
+    "wait4",
+    "getuid",
+    "getgid",
+    "sched_yield",
+    "clone",
+    "execve",
+    "futex",
+    "getcwd",
+    "alarm",
+    "epoll_create1",
+    "eventfd2",
+    "pipe",
+    "poll",
+    "epoll_ctl",
+    "epoll_wait",
+    "epoll_pwait",
+    "getdents64",
+    "uname",
+    "getrlimit",
+    "setrlimit",
+    "prlimit64",
+    "arch_prctl",
+    "sched_getaffinity",
+    "setsockopt",
+    "getsockopt",
+    "set_tid_address",
+    "set_robust_list",
+    "rseq",
 ];
 
 const ADDR_NO_RANDOMIZE: libc::c_ulong = 0x0040000;
@@ -74,24 +148,43 @@ fn build_fixture(dir: &Path) -> PathBuf {
 }
 
 /// strace's lines for the fixture, adapted to utap's conventions.
-/// `getpid() = 123` and `kill(123, ...)` with the pid replaced by `PID`.
-fn hide_pid(line: String, pid: &str) -> String {
-    if line.starts_with("getpid() = ") {
-        return line.replacen(&format!("= {pid}"), "= PID", 1);
-    }
-    if let Some(rest) = line.strip_prefix(&format!("kill({pid}, ")) {
-        return format!("kill(PID, {rest}");
-    }
-    line
+/// The lines with the fixture's pid replaced by `PID` (in getpid's result
+/// and kill's first argument) and its child's by `CHILD` (clone's result,
+/// wait4's first argument and result).
+fn hide_pids(lines: Vec<String>, pid: &str) -> Vec<String> {
+    let mut child = None;
+    lines
+        .into_iter()
+        .map(|line| {
+            if line.starts_with("getpid() = ") || line.starts_with("set_tid_address(") {
+                return line.replacen(&format!(" = {pid}"), " = PID", 1);
+            }
+            if let Some(rest) = line.strip_prefix(&format!("kill({pid}, ")) {
+                return format!("kill(PID, {rest}");
+            }
+            if line.starts_with("clone(") {
+                let (call, ret) = line.rsplit_once(" = ").unwrap();
+                child = Some(ret.to_string());
+                return format!("{call} = CHILD");
+            }
+            match &child {
+                Some(c) if line.starts_with(&format!("wait4({c}, ")) => line
+                    .replacen(&format!("wait4({c}, "), "wait4(CHILD, ", 1)
+                    .replace(&format!(" = {c}"), " = CHILD"),
+                _ => line,
+            }
+        })
+        .collect()
 }
 
-fn strace_lines(bin: &Path, data: &Path, out: &Path) -> Vec<String> {
+/// strace's lines for `argv` (program path first), limited to `traced`.
+fn strace_lines(argv: &[&Path], traced: &[&str], out: &Path) -> Vec<String> {
+    let bin = argv[0];
     let mut cmd = Command::new("strace");
     cmd.args(["-f", "-qq", "-o"])
         .arg(out)
-        .arg(format!("-e trace={}", TRACED.join(",")).replacen("-e ", "-e", 1))
-        .arg(bin)
-        .arg(data)
+        .arg(format!("-etrace={}", traced.join(",")))
+        .args(argv)
         .stdout(Stdio::null());
     // SAFETY: personality(2) is async-signal-safe; it only affects the child.
     unsafe {
@@ -105,10 +198,15 @@ fn strace_lines(bin: &Path, data: &Path, out: &Path) -> Vec<String> {
     assert!(status.success(), "strace failed");
     let text = std::fs::read_to_string(out).expect("strace output");
     let pid = text.split_whitespace().next().unwrap_or("").to_string();
-    text.lines()
+    // strace also shows the exec that starts the fixture; the tracer here
+    // starts tracing after it.
+    let own_exec = format!("execve(\"{}\", ", bin.display());
+    let lines = text
+        .lines()
         .filter_map(adapt_strace_line)
-        .map(|l| hide_pid(l, &pid))
-        .collect()
+        .skip_while(|l| l.starts_with(&own_exec))
+        .collect();
+    hide_pids(lines, &pid)
 }
 
 /// One strace line in utap's form, or None for lines that are not calls.
@@ -132,6 +230,21 @@ fn adapt_strace_line(line: &str) -> Option<String> {
             let name = rest.split(' ').next().unwrap();
             let n = errno_number(name).unwrap_or_else(|| panic!("unknown errno {name}"));
             format!("{} ({})", -n, errno_str(n))
+        }
+        // "0x1 (flags FD_CLOEXEC)" -> "1", "0 (Timeout)" -> "0"
+        Some((num, rest)) if rest.starts_with('(') => match num.strip_prefix("0x") {
+            Some(hex) => i64::from_str_radix(hex, 16)
+                .expect("hex return")
+                .to_string(),
+            None => num.to_string(),
+        },
+        _ if call.starts_with("umask(") => {
+            let v = i64::from_str_radix(ret, 8).expect("umask returns octal");
+            if v == 0 {
+                "0".to_string()
+            } else {
+                format!("0{v:o}")
+            }
         }
         _ if call.starts_with("brk(") => {
             let hex = ret.trim_start_matches("0x");
@@ -195,16 +308,20 @@ fn syscall_info(pid: libc::pid_t) -> Stop {
     }
 }
 
-/// Runs the fixture under a minimal PTRACE_SYSCALL tracer and decodes
-/// every call of `TRACED` with utap's decoders.
-fn utap_lines(bin: &Path, data: &Path) -> Vec<String> {
-    let traced: Vec<i64> = TRACED
+/// Runs `argv` (program path first) under a minimal PTRACE_SYSCALL tracer
+/// and decodes every call of `traced` with utap's decoders.
+fn utap_lines(argv: &[&Path], traced: &[&str]) -> Vec<String> {
+    let traced: Vec<i64> = traced
         .iter()
         .map(|n| i64::from(syscall_number(n).expect("known syscall")))
         .collect();
-    let prog = CString::new(bin.as_os_str().as_encoded_bytes()).unwrap();
-    let arg = CString::new(data.as_os_str().as_encoded_bytes()).unwrap();
-    let argv = [prog.as_ptr(), arg.as_ptr(), std::ptr::null()];
+    let cargs: Vec<CString> = argv
+        .iter()
+        .map(|a| CString::new(a.as_os_str().as_encoded_bytes()).unwrap())
+        .collect();
+    let prog = &cargs[0];
+    let mut argv: Vec<*const libc::c_char> = cargs.iter().map(|a| a.as_ptr()).collect();
+    argv.push(std::ptr::null());
     let devnull = CString::new("/dev/null").unwrap();
 
     // SAFETY: the child only makes async-signal-safe calls before exec.
@@ -213,6 +330,8 @@ fn utap_lines(bin: &Path, data: &Path) -> Vec<String> {
     if pid == 0 {
         unsafe {
             libc::personality(ADDR_NO_RANDOMIZE);
+            // As std's Command does: the test harness ignores SIGPIPE.
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
             let null = libc::open(devnull.as_ptr(), libc::O_WRONLY);
             libc::dup2(null, 1);
             libc::close(null);
@@ -255,8 +374,7 @@ fn utap_lines(bin: &Path, data: &Path) -> Vec<String> {
                 if traced.contains(&nr) {
                     let name = syscall_name(nr).unwrap();
                     let args_text = argstr(nr, &args, Some(ret), &mem);
-                    let line = format!("{name}({args_text}) = {}", retstr(nr, ret));
-                    lines.push(hide_pid(line, &pid.to_string()));
+                    lines.push(format!("{name}({args_text}) = {}", retstr(nr, ret)));
                 }
             }
             Stop::Other => {}
@@ -266,7 +384,7 @@ fn utap_lines(bin: &Path, data: &Path) -> Vec<String> {
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "fixture failed: status {status:#x}"
     );
-    lines
+    hide_pids(lines, &pid.to_string())
 }
 
 #[test]
@@ -274,8 +392,9 @@ fn decoded_lines_equal_strace() {
     let dir = work_dir();
     let bin = build_fixture(&dir);
     let data = dir.join("data");
-    let expected = strace_lines(&bin, &data, &dir.join("strace.out"));
-    let actual = utap_lines(&bin, &data);
+    let argv = [bin.as_path(), data.as_path()];
+    let expected = strace_lines(&argv, TRACED, &dir.join("strace.out"));
+    let actual = utap_lines(&argv, TRACED);
 
     // The fixture's own calls must all be there (the loader's vary by libc).
     for needle in [
@@ -289,9 +408,14 @@ fn decoded_lines_equal_strace() {
             "strace lacks {needle}"
         );
     }
+    assert_same_lines(&expected, &actual);
+}
+
+/// Line-by-line equality with a readable report of every difference.
+fn assert_same_lines(expected: &[String], actual: &[String]) {
     let diffs: Vec<String> = expected
         .iter()
-        .zip(&actual)
+        .zip(actual)
         .enumerate()
         .filter(|(_, (e, a))| e != a)
         .map(|(i, (e, a))| format!("line {}:\n  strace: {e}\n  utap:   {a}", i + 1))
@@ -322,6 +446,18 @@ fn strace_lines_are_adapted_as_documented() {
         Some("brk(NULL) = 93824992256000".to_string())
     );
     assert_eq!(
+        adapt_strace_line("poll([{fd=3, events=POLLIN}], 1, 0) = 1 ([{fd=3, revents=POLLIN}])"),
+        Some("poll([{fd=3, events=POLLIN}], 1, 0) = 1".to_string())
+    );
+    assert_eq!(
+        adapt_strace_line("umask(022) = 000"),
+        Some("umask(022) = 0".to_string())
+    );
+    assert_eq!(
+        adapt_strace_line("poll([], 0, 0)                          = 0 (Timeout)"),
+        Some("poll([], 0, 0) = 0".to_string())
+    );
+    assert_eq!(
         adapt_strace_line("123 --- SIGUSR1 {si_signo=SIGUSR1} ---"),
         None
     );
@@ -329,4 +465,111 @@ fn strace_lines_are_adapted_as_documented() {
         adapt_strace_line("write(1, \"a = b\", 5) = 5"),
         Some("write(1, \"a = b\", 5) = 5".to_string())
     );
+}
+
+/// Every fully decoded call except those whose text is not reproducible
+/// between two runs (random data, clocks, free blocks of the file system)
+/// or that never return.
+fn all_decoded() -> Vec<&'static str> {
+    utap_runtime::syscalls::spec::SIGNATURES
+        .iter()
+        .map(|s| s.name)
+        .filter(|n| {
+            !matches!(
+                *n,
+                "getrandom"
+                    | "statfs"
+                    | "fstatfs"
+                    | "clock_gettime"
+                    | "gettimeofday"
+                    | "time"
+                    | "sysinfo"
+                    | "exit"
+                    | "exit_group"
+                    | "execve"
+            )
+        })
+        .collect()
+}
+
+/// A directory for tools that change files, recreated before every run so
+/// that strace and the tracer see the same state.
+fn fresh_scratch(dir: &Path) -> PathBuf {
+    let scratch = dir.join("scratch");
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).unwrap();
+    std::fs::write(scratch.join("file.txt"), "scratch data\n").unwrap();
+    scratch
+}
+
+/// Common single-process tools, traced for every call utap decodes in
+/// full: their lines must equal strace's too.
+#[test]
+fn system_tools_decode_as_strace() {
+    let dir = work_dir();
+    let tools = dir.join("tools");
+    if !tools.join("file.txt").exists() {
+        std::fs::create_dir_all(tools.join("sub")).unwrap();
+        std::fs::write(
+            tools.join("file.txt"),
+            "some text\n\twith a tab\nzzz\naaa\n",
+        )
+        .unwrap();
+    }
+    let t = tools.display().to_string();
+    let f = format!("{t}/file.txt");
+    let s = dir.join("scratch").display().to_string();
+    let traced = all_decoded();
+    let cases: Vec<(Vec<String>, bool)> = [
+        (vec!["/bin/ls", "-la", &t], false),
+        (vec!["/bin/cat", &f], false),
+        (vec!["/usr/bin/head", "-c", "5", &f], false),
+        (vec!["/usr/bin/wc", &f], false),
+        (vec!["/usr/bin/sort", &f], false),
+        (vec!["/usr/bin/du", "-s", &t], false),
+        (vec!["/usr/bin/find", &t], false),
+        (vec!["/usr/bin/id"], false),
+        (vec!["/bin/uname", "-a"], false),
+        (vec!["/bin/date", "-u", "-d", "@0"], false),
+        (vec!["/usr/bin/gzip", "-c", "-n", &f], false),
+        (vec!["/usr/bin/sleep", "0.001"], false),
+        (
+            vec![
+                "/usr/bin/cp",
+                &format!("{s}/file.txt"),
+                &format!("{s}/copy"),
+            ],
+            true,
+        ),
+        (
+            vec![
+                "/usr/bin/mv",
+                &format!("{s}/file.txt"),
+                &format!("{s}/moved"),
+            ],
+            true,
+        ),
+        (
+            vec!["/usr/bin/ln", "-s", "file.txt", &format!("{s}/link")],
+            true,
+        ),
+        (vec!["/usr/bin/mkdir", "-p", &format!("{s}/a/b")], true),
+        (vec!["/usr/bin/rm", "-r", &format!("{s}/file.txt")], true),
+    ]
+    .into_iter()
+    .map(|(argv, mutates)| (argv.into_iter().map(String::from).collect(), mutates))
+    .collect();
+    for (argv, mutates) in &cases {
+        let argv: Vec<&Path> = argv.iter().map(Path::new).collect();
+        if *mutates {
+            fresh_scratch(&dir);
+        }
+        let expected = strace_lines(&argv, &traced, &dir.join("tools.strace"));
+        if *mutates {
+            fresh_scratch(&dir);
+        }
+        let actual = utap_lines(&argv, &traced);
+        assert!(!expected.is_empty(), "{argv:?}: no strace lines");
+        assert_same_lines(&expected, &actual);
+    }
 }

@@ -288,3 +288,60 @@ fn foreach_value_hist_buckets() {
         .collect();
     assert_eq!(nonzero, [(66, 2), (67, 3)]);
 }
+
+/// `@variance` against SystemTap's own testsuite expectations
+/// (systemtap.maps/*.exp and PR31740.exp of current SystemTap).
+#[test]
+fn variance_as_systemtap_testsuite() {
+    let var = |shift: u32, vals: &[i64]| {
+        let mut s = Stat::new(StatSpec {
+            hist: HistSpec::None,
+            variance_shift: shift,
+        });
+        for &v in vals {
+            s.add(v);
+        }
+        s.variance().unwrap()
+    };
+    assert_eq!(var(7, &[1, 2, 3]), 1);
+    assert_eq!(var(0, &times_table()), 450768);
+    assert_eq!(var(0, &(0..100).collect::<Vec<_>>()), 5741);
+    assert_eq!(var(0, &(1000..10000).collect::<Vec<_>>()), 47241750);
+    assert_eq!(var(7, &[444, 999]), 154012);
+    // Elements of statistics arrays skip the scalar's aggregation step.
+    let mut foo = StatMap::new(MapLimit::default());
+    for v in [100, -1, -2] {
+        for i in 0..5 {
+            foo.stat_add(
+                &[Key::Long(i)],
+                StatSpec::PLAIN,
+                if v == -1 { i } else { v },
+            )
+            .unwrap();
+        }
+    }
+    let ix: Vec<i64> = (0..5)
+        .map(|i| foo.get(&[Key::Long(i)]).unwrap().variance().unwrap())
+        .collect();
+    assert_eq!(ix, [3410, 3429, 3355, 3348, 3276]);
+    let elem = |shift: u32, vals: &[i64]| {
+        let spec = StatSpec {
+            hist: HistSpec::Log,
+            variance_shift: shift,
+        };
+        let mut m = StatMap::new(MapLimit::default());
+        for &v in vals {
+            m.get_or_insert_with(&[Key::Str(b"k")], || Stat::new(spec))
+                .unwrap()
+                .add(v);
+        }
+        m.get(&[Key::Str(b"k")]).unwrap().variance().unwrap()
+    };
+    // PR31740: stats["k"] <<< 1, 2, 3; @variance(stats["k"], 7).
+    assert_eq!(elem(7, &[1, 2, 3]), 1);
+    // foreach_limit2.exp: agg_array[9] and agg_array[1].
+    assert_eq!(elem(0, &[18, 9, 54, 1, 2, 18, 18, 18, 18, 18]), 216);
+    assert_eq!(elem(0, &[40, 20, 120, 2, 3, 40, 40, 40, 40]), 1209);
+    // The same values as a scalar go through the aggregation step.
+    assert_eq!(var(0, &[100, 0, -2]), 3411);
+}

@@ -12,8 +12,10 @@
 //! directory)`; mmap/mremap return hex (`0x7f...`), umask octal, everything
 //! else decimal — also brk, which strace shows in hex.
 
-use super::decode::strings::{addr_str, buffer_str, cstring_str, path_str, read_bytes};
-use super::decode::{file, flags::as_int, memory, misc, network, process, signal, time};
+use super::decode::strings::{addr_str, buffer_str, cstring_str, iovec_str, path_str, read_bytes};
+use super::decode::{
+    file, flags::as_int, memory, misc, network, poll, process, resource, signal, time,
+};
 use super::errno;
 use super::spec::{Arg, Kind, RetFormat, Signature, signature};
 use super::table::syscall_nargs;
@@ -64,7 +66,9 @@ pub fn return_str(format: RetFormat, ret: i64) -> String {
     match format {
         RetFormat::Dec => ret.to_string(),
         RetFormat::Hex => format!("0x{ret:x}"),
-        RetFormat::Oct => format!("{ret:#o}").replace("0o", "0"),
+        // C's "%#o": "022", and "0" for zero.
+        RetFormat::Oct if ret == 0 => "0".to_string(),
+        RetFormat::Oct => format!("0{ret:o}"),
     }
 }
 
@@ -109,6 +113,9 @@ impl Decoder<'_> {
             "execve" => self.execve(),
             "ioctl" => self.ioctl(),
             "futex" => self.futex(),
+            "mremap" => self.mremap(),
+            "arch_prctl" => self.arch_prctl(),
+            "setsockopt" | "getsockopt" => self.sockopt(),
             _ => self
                 .sig
                 .args
@@ -231,8 +238,67 @@ impl Decoder<'_> {
             as_int(self.arg(0)).to_string(),
             misc::ioctl_request_str(self.arg(1)),
         ];
-        if !misc::ioctl_without_arg(self.arg(1)) {
-            parts.push(addr_str(self.arg(2)));
+        let arg = self.arg(2);
+        let out_ok = self.succeeded();
+        match misc::ioctl_arg(self.arg(1)) {
+            misc::IoctlArg::None => {}
+            misc::IoctlArg::Int => parts.push(as_int(arg).to_string()),
+            misc::IoctlArg::InInt => parts.push(resource::int_ref_str(self.mem, arg)),
+            misc::IoctlArg::OutInt if out_ok => parts.push(resource::int_ref_str(self.mem, arg)),
+            misc::IoctlArg::InWinsize => parts.push(misc::winsize_str(self.mem, arg)),
+            misc::IoctlArg::OutWinsize if out_ok => parts.push(misc::winsize_str(self.mem, arg)),
+            _ => parts.push(addr_str(arg)),
+        }
+        parts
+    }
+
+    /// arch_prctl's GET codes write the value through the address.
+    fn arch_prctl(&self) -> Vec<String> {
+        let (code, addr) = (self.arg(0), self.arg(1));
+        let value = if resource::arch_prctl_is_get(code) && self.succeeded() {
+            resource::out_word_str(self.mem, addr)
+        } else {
+            addr_str(addr)
+        };
+        vec![resource::arch_prctl_code_str(code), value]
+    }
+
+    /// Socket options: the name depends on the level; an int-sized value
+    /// shows as `[1]` (getsockopt's after the call, with its length).
+    fn sockopt(&self) -> Vec<String> {
+        let (level, name, val, len) = (self.arg(1), self.arg(2), self.arg(3), self.arg(4));
+        let mut parts = vec![
+            as_int(self.arg(0)).to_string(),
+            network::sockopt_level_str(level),
+            network::sockopt_name_str(level, name),
+        ];
+        if self.sig.name == "setsockopt" {
+            parts.push(if len == 4 {
+                resource::int_ref_str(self.mem, val)
+            } else {
+                addr_str(val)
+            });
+            parts.push((len as u32).to_string());
+        } else if self.succeeded() {
+            let len_str = resource::int_ref_str(self.mem, len);
+            parts.push(if len_str == "[4]" {
+                resource::int_ref_str(self.mem, val)
+            } else {
+                addr_str(val)
+            });
+            parts.push(len_str);
+        } else {
+            parts.push(addr_str(val));
+            parts.push(addr_str(len));
+        }
+        parts
+    }
+
+    /// mremap's fifth argument only matters with MREMAP_FIXED.
+    fn mremap(&self) -> Vec<String> {
+        let mut parts = self.all();
+        if self.arg(3) & 2 == 0 {
+            parts.pop();
         }
         parts
     }
@@ -285,11 +351,17 @@ impl Decoder<'_> {
             Kind::OutBuf if out_ok && self.sig.name == "getcwd" => path_str(self.mem, v),
             Kind::OutBuf if out_ok => buffer_str(self.mem, v, self.ret.unwrap_or(0) as u64),
             Kind::OutBuf => addr_str(v),
+            Kind::InIovec(n) => iovec_str(self.mem, v, by_index(n), None),
+            Kind::OutIovec(n) if out_ok => {
+                iovec_str(self.mem, v, by_index(n), self.ret.map(|r| r as u64))
+            }
+            Kind::OutIovec(_) => addr_str(v),
             Kind::OpenFlags => file::open_flags_str(v),
             Kind::PipeFlags => file::fd_flags_str(v, "O_"),
             Kind::EpollFlags => file::fd_flags_str(v, "EPOLL_"),
             Kind::EfdFlags => file::fd_flags_str(v, "EFD_"),
             Kind::AtFlags => file::at_flags_str(v),
+            Kind::RenameFlags => file::rename_flags_str(v),
             Kind::AccessMode => file::access_mode_str(v),
             Kind::Whence => file::whence_str(v),
             Kind::FcntlCmd => file::fcntl_cmd_str(v),
@@ -316,6 +388,7 @@ impl Decoder<'_> {
             Kind::OutSigaction => addr_str(v),
             Kind::Family => network::family_str(v),
             Kind::SockType => network::socktype_str(v),
+            Kind::SockFlags => network::sock_flags_str(v),
             Kind::Protocol(n) => network::protocol_str(by_index(n), v),
             Kind::Sockaddr(n) => network::sockaddr_str(self.mem, v, by_index(n)),
             Kind::MsgFlags => network::msg_flags_str(v),
@@ -335,6 +408,8 @@ impl Decoder<'_> {
             Kind::TimerFlags => time::timer_flags_str(v),
             Kind::OutStat if out_ok => file::stat_str(self.mem, v),
             Kind::OutStat => addr_str(v),
+            Kind::OutStatfs if out_ok => file::statfs_str(self.mem, v),
+            Kind::OutStatfs => addr_str(v),
             Kind::OutFdPair if out_ok => {
                 match read_bytes(self.mem, v, 8).filter(|b| b.len() == 8) {
                     Some(b) => {
@@ -346,6 +421,213 @@ impl Decoder<'_> {
                 }
             }
             Kind::OutFdPair => addr_str(v),
+            Kind::PollFds(n) => poll::pollfds_str(self.mem, v, by_index(n)),
+            Kind::EpollOp => poll::epoll_op_str(v),
+            Kind::EpollEvent => poll::epoll_event_str(self.mem, v),
+            Kind::OutEpollEvents if out_ok => {
+                poll::epoll_events_str(self.mem, v, self.ret.unwrap_or(0) as u64)
+            }
+            Kind::OutEpollEvents => addr_str(v),
+            Kind::OutDirents if out_ok => {
+                resource::dirents_str(self.mem, v, self.ret.unwrap_or(0) as u64)
+            }
+            Kind::OutDirents => addr_str(v),
+            Kind::OutUtsname if out_ok => resource::utsname_str(self.mem, v),
+            Kind::OutUtsname => addr_str(v),
+            Kind::RlimitResource => resource::rlimit_resource_str(v),
+            Kind::Rlimit => resource::rlimit_str(self.mem, v),
+            Kind::OutRlimit if out_ok => resource::rlimit_str(self.mem, v),
+            Kind::OutRlimit => addr_str(v),
+            Kind::OutRandom if out_ok => {
+                resource::hex_buffer_str(self.mem, v, self.ret.unwrap_or(0) as u64)
+            }
+            Kind::OutRandom => addr_str(v),
+            Kind::GrndFlags => resource::getrandom_flags_str(v),
+            Kind::SockLevel => network::sockopt_level_str(v),
+            Kind::CpuSet(n) => resource::cpuset_str(self.mem, v, by_index(n)),
+            Kind::OutCpuSet if out_ok => {
+                resource::cpuset_str(self.mem, v, self.ret.unwrap_or(0) as u64)
+            }
+            Kind::OutCpuSet => addr_str(v),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syscalls::testmem::Mem;
+
+    fn nr(name: &str) -> i64 {
+        i64::from(crate::syscalls::syscall_number(name).unwrap())
+    }
+
+    fn args(v: &[u64]) -> [u64; 6] {
+        let mut a = [0u64; 6];
+        a[..v.len()].copy_from_slice(v);
+        a
+    }
+
+    #[test]
+    fn outputs_show_at_exit_only_on_success() {
+        let mem = Mem::new(0x1000, b"hello world");
+        let a = args(&[3, 0x1000, 100]);
+        assert_eq!(argstr(nr("read"), &a, None, &mem), "3, 0x1000, 100");
+        assert_eq!(argstr(nr("read"), &a, Some(5), &mem), "3, \"hello\", 100");
+        assert_eq!(argstr(nr("read"), &a, Some(-9), &mem), "3, 0x1000, 100");
+        // Input buffers show at entry already.
+        assert_eq!(
+            argstr(nr("write"), &args(&[1, 0x1000, 5]), None, &mem),
+            "1, \"hello\", 5"
+        );
+    }
+
+    #[test]
+    fn open_shows_mode_only_when_creating() {
+        let mem = Mem::new(0x1000, b"f\0");
+        let at = (-100i64) as u64;
+        let a = args(&[at, 0x1000, 0, 0o777]);
+        assert_eq!(
+            argstr(nr("openat"), &a, None, &mem),
+            "AT_FDCWD, \"f\", O_RDONLY"
+        );
+        let a = args(&[at, 0x1000, 0o1101, 0o644]);
+        assert_eq!(
+            argstr(nr("openat"), &a, None, &mem),
+            "AT_FDCWD, \"f\", O_WRONLY|O_CREAT|O_TRUNC, 0644"
+        );
+        let a = args(&[0x1000, 0o100, 0]);
+        assert_eq!(
+            argstr(nr("open"), &a, None, &mem),
+            "\"f\", O_RDONLY|O_CREAT, 000"
+        );
+    }
+
+    #[test]
+    fn special_calls() {
+        let mem = Mem::none();
+        assert_eq!(
+            argstr(nr("fcntl"), &args(&[3, 1]), None, &mem),
+            "3, F_GETFD"
+        );
+        assert_eq!(
+            argstr(nr("fcntl"), &args(&[3, 2, 1]), None, &mem),
+            "3, F_SETFD, FD_CLOEXEC"
+        );
+        assert_eq!(
+            argstr(nr("clone"), &args(&[0x11, 0, 0, 0, 0]), None, &mem),
+            "child_stack=NULL, flags=SIGCHLD"
+        );
+        assert_eq!(
+            argstr(
+                nr("clone"),
+                &args(&[0x3d0f00, 0x7000, 0x8000, 0x8000, 0x9000]),
+                None,
+                &mem
+            ),
+            "child_stack=0x7000, flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD|CLONE_SYSVSEM|CLONE_SETTLS|CLONE_PARENT_SETTID|CLONE_CHILD_CLEARTID, parent_tid=0x8000, child_tidptr=0x8000, tls=0x9000"
+        );
+        assert_eq!(
+            argstr(nr("ioctl"), &args(&[1, 0x5401, 0x7000]), None, &mem),
+            "1, TCGETS, 0x7000"
+        );
+        assert_eq!(
+            argstr(nr("ioctl"), &args(&[3, 0x5451, 0]), None, &mem),
+            "3, FIOCLEX"
+        );
+        assert_eq!(
+            argstr(nr("futex"), &args(&[0x5000, 129, 1]), None, &mem),
+            "0x5000, FUTEX_WAKE_PRIVATE, 1"
+        );
+        assert_eq!(
+            argstr(
+                nr("futex"),
+                &args(&[0x5000, 137, 2, 0, 0, u32::MAX as u64]),
+                None,
+                &mem
+            ),
+            "0x5000, FUTEX_WAIT_BITSET_PRIVATE, 2, NULL, FUTEX_BITSET_MATCH_ANY"
+        );
+        assert_eq!(
+            argstr(
+                nr("mremap"),
+                &args(&[0x1000, 4096, 8192, 1, 0x9000]),
+                None,
+                &mem
+            ),
+            "0x1000, 4096, 8192, MREMAP_MAYMOVE"
+        );
+    }
+
+    #[test]
+    fn execve_argv_and_environment() {
+        // argv at 0x1000: [0x1100, 0x1110, NULL]; envp at 0x1020: [0x1100, NULL]
+        let mut m = vec![0u8; 0x120];
+        m[0..8].copy_from_slice(&0x1100u64.to_ne_bytes());
+        m[8..16].copy_from_slice(&0x1110u64.to_ne_bytes());
+        m[0x20..0x28].copy_from_slice(&0x1100u64.to_ne_bytes());
+        m[0x100..0x108].copy_from_slice(b"/bin/ls\0");
+        m[0x110..0x113].copy_from_slice(b"-l\0");
+        let mem = Mem::new(0x1000, &m);
+        assert_eq!(
+            argstr(nr("execve"), &args(&[0x1100, 0x1000, 0x1020]), None, &mem),
+            "\"/bin/ls\", [\"/bin/ls\", \"-l\"], 0x1020 /* 1 var */"
+        );
+        assert_eq!(
+            argstr(nr("execve"), &args(&[0x1100, 0, 0x9000]), None, &mem),
+            "\"/bin/ls\", NULL, 0x9000"
+        );
+    }
+
+    #[test]
+    fn wait4_status_and_pipe_fds_at_exit() {
+        let mut m = (3i32 << 8).to_ne_bytes().to_vec();
+        m.extend_from_slice(&5i32.to_ne_bytes());
+        m.extend_from_slice(&6i32.to_ne_bytes());
+        let mem = Mem::new(0x1000, &m);
+        let a = args(&[u64::MAX, 0x1000, 1, 0]);
+        assert_eq!(
+            argstr(nr("wait4"), &a, None, &mem),
+            "-1, 0x1000, WNOHANG, NULL"
+        );
+        assert_eq!(
+            argstr(nr("wait4"), &a, Some(42), &mem),
+            "-1, [{WIFEXITED(s) && WEXITSTATUS(s) == 3}], WNOHANG, NULL"
+        );
+        assert_eq!(
+            argstr(nr("wait4"), &a, Some(0), &mem),
+            "-1, 0x1000, WNOHANG, NULL"
+        );
+        let a = args(&[0x1004, 0o2000000]);
+        assert_eq!(argstr(nr("pipe2"), &a, Some(0), &mem), "[5, 6], O_CLOEXEC");
+        assert_eq!(
+            argstr(nr("pipe2"), &a, Some(-24), &mem),
+            "0x1004, O_CLOEXEC"
+        );
+    }
+
+    #[test]
+    fn generic_arguments_for_undecoded_and_unknown_calls() {
+        let mem = Mem::none();
+        let a = args(&[0, 1, 0xdead, 3, 4, 5]);
+        assert_eq!(argstr(nr("io_uring_setup"), &a, None, &mem), "0, 0x1");
+        assert_eq!(argstr(400, &a, None, &mem), "0, 0x1, 0xdead, 0x3, 0x4, 0x5");
+        assert_eq!(argstr(-1, &a, None, &mem), "0, 0x1, 0xdead, 0x3, 0x4, 0x5");
+        assert_eq!(argstr(nr("getpid"), &a, None, &mem), "");
+    }
+
+    #[test]
+    fn return_values_as_systemtap() {
+        assert_eq!(retstr(nr("openat"), 3), "3");
+        assert_eq!(retstr(nr("openat"), -2), "-2 (ENOENT)");
+        assert_eq!(retstr(nr("read"), -512), "-512");
+        assert_eq!(retstr(nr("mmap"), 0x7fff_0000), "0x7fff0000");
+        assert_eq!(retstr(nr("mmap"), -12), "-12 (ENOMEM)");
+        assert_eq!(retstr(nr("brk"), 0x5555_0000), "1431633920");
+        assert_eq!(retstr(nr("umask"), 0o22), "022");
+        assert_eq!(retstr(nr("umask"), 0), "0");
+        assert_eq!(retstr(9999, -1), "-1 (EPERM)");
+        assert_eq!(retstr(nr("lseek"), i64::MIN), i64::MIN.to_string());
+        assert!(is_error(-4095) && !is_error(-4096) && !is_error(0));
     }
 }

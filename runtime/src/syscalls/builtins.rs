@@ -6,7 +6,7 @@
 //! they can be bound in one loop. Names follow SystemTap's tapsets
 //! (tapset/linux/aux_syscalls.stp) where SystemTap has the function.
 
-use super::decode::{file, memory, misc, network, process, signal, time};
+use super::decode::{file, memory, misc, network, poll, process, resource, signal, time};
 use crate::memory::ReadMemory;
 
 /// `syscall_name(nr)`: "openat", or "" for an unknown number (SystemTap's
@@ -74,6 +74,8 @@ long_decoder!(/// `_access_mode_str(mode)`: "R_OK|W_OK".
     access_mode_str => file::access_mode_str);
 long_decoder!(/// `_at_flag_str(flags)`: "AT_SYMLINK_NOFOLLOW".
     at_flag_str => file::at_flags_str);
+long_decoder!(/// `_renameat2_flags_str(flags)`: "RENAME_NOREPLACE".
+    renameat2_flags_str => file::rename_flags_str);
 long_decoder!(/// `_seek_whence_str(whence)`: "SEEK_SET".
     seek_whence_str => file::whence_str);
 long_decoder!(/// `_fcntl_cmd_str(cmd)`: "F_GETFL".
@@ -96,6 +98,8 @@ long_decoder!(/// `_sock_family_str(family)`: "AF_INET".
     sock_family_str => network::family_str);
 long_decoder!(/// `_sock_type_str(type)`: "SOCK_STREAM|SOCK_CLOEXEC".
     sock_type_str => network::socktype_str);
+long_decoder!(/// `_sock_flags_str(flags)`: "SOCK_CLOEXEC|SOCK_NONBLOCK".
+    sock_flags_str => network::sock_flags_str);
 long_decoder!(/// `_msg_flags_str(flags)`: "MSG_DONTWAIT".
     msg_flags_str => network::msg_flags_str);
 long_decoder!(/// `_shutdown_how_str(how)`: "SHUT_WR".
@@ -104,6 +108,15 @@ long_decoder!(/// `_get_wc_str(clock)`: "CLOCK_MONOTONIC".
     get_wc_str => time::clockid_str);
 long_decoder!(/// `_futex_op_str(op)`: "FUTEX_WAIT_PRIVATE".
     futex_op_str => misc::futex_op_str);
+
+long_decoder!(/// `_opoll_op_str(op)`: epoll_ctl's "EPOLL_CTL_ADD".
+    opoll_op_str => poll::epoll_op_str);
+long_decoder!(/// `_rlimit_resource_str(resource)`: "RLIMIT_NOFILE".
+    rlimit_resource_str => resource::rlimit_resource_str);
+long_decoder!(/// `_getrandom_flags_str(flags)`: "GRND_NONBLOCK".
+    getrandom_flags_str => resource::getrandom_flags_str);
+long_decoder!(/// `_sockopt_level_str(level)`: "SOL_SOCKET".
+    sockopt_level_str => network::sockopt_level_str);
 
 /// `_wait_status_str(status)`: a wait status as strace shows it inside
 /// wait4: "[{WIFEXITED(s) && WEXITSTATUS(s) == 3}]".
@@ -124,6 +137,7 @@ pub static LONG_TO_STRING: &[(&str, fn(i64) -> String)] = &[
     ("_mode_str", mode_str),
     ("_access_mode_str", access_mode_str),
     ("_at_flag_str", at_flag_str),
+    ("_renameat2_flags_str", renameat2_flags_str),
     ("_seek_whence_str", seek_whence_str),
     ("_fcntl_cmd_str", fcntl_cmd_str),
     ("_mprotect_prot_str", mprotect_prot_str),
@@ -136,10 +150,15 @@ pub static LONG_TO_STRING: &[(&str, fn(i64) -> String)] = &[
     ("_sigprocmask_how_str", sigprocmask_how_str),
     ("_sock_family_str", sock_family_str),
     ("_sock_type_str", sock_type_str),
+    ("_sock_flags_str", sock_flags_str),
     ("_msg_flags_str", msg_flags_str),
     ("_shutdown_how_str", shutdown_how_str),
     ("_get_wc_str", get_wc_str),
     ("_futex_op_str", futex_op_str),
+    ("_opoll_op_str", opoll_op_str),
+    ("_rlimit_resource_str", rlimit_resource_str),
+    ("_getrandom_flags_str", getrandom_flags_str),
+    ("_sockopt_level_str", sockopt_level_str),
 ];
 
 /// The `(long) -> string` builtin called `name`.

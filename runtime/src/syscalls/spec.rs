@@ -39,6 +39,10 @@ pub enum Kind {
     InBuf(u8),
     /// Data the call writes; its length is the return value.
     OutBuf,
+    /// An iovec array the call reads; its count is argument N.
+    InIovec(u8),
+    /// An iovec array the call fills; its count is argument N.
+    OutIovec(u8),
     OpenFlags,
     /// Descriptor flags (`O_CLOEXEC|O_NONBLOCK`) without an access mode.
     PipeFlags,
@@ -47,6 +51,7 @@ pub enum Kind {
     /// eventfd2's `EFD_CLOEXEC|EFD_NONBLOCK|EFD_SEMAPHORE`.
     EfdFlags,
     AtFlags,
+    RenameFlags,
     AccessMode,
     Whence,
     Prot,
@@ -68,6 +73,8 @@ pub enum Kind {
     OutSigaction,
     Family,
     SockType,
+    /// accept4's `SOCK_CLOEXEC|SOCK_NONBLOCK`.
+    SockFlags,
     /// A protocol number of the family in argument N.
     Protocol(u8),
     /// A socket address whose length is argument N.
@@ -79,9 +86,30 @@ pub enum Kind {
     ClockId,
     TimerFlags,
     OutStat,
+    OutStatfs,
     /// `int[2]` filled by pipe/pipe2/socketpair.
     OutFdPair,
     FcntlCmd,
+    /// poll's `struct pollfd` array; its length is argument N.
+    PollFds(u8),
+    EpollOp,
+    EpollEvent,
+    /// epoll_wait's events: as many as the return value.
+    OutEpollEvents,
+    /// getdents64's buffer (shown as an entry count).
+    OutDirents,
+    OutUtsname,
+    RlimitResource,
+    Rlimit,
+    OutRlimit,
+    /// getrandom's data (hex at exit).
+    OutRandom,
+    GrndFlags,
+    SockLevel,
+    /// A CPU set whose size is argument N.
+    CpuSet(u8),
+    /// sched_getaffinity's mask: as many bytes as the return value.
+    OutCpuSet,
 }
 
 /// One named argument.
@@ -174,11 +202,11 @@ pub static SIGNATURES: &[Signature] = &[
     ),
     d(
         "readv",
-        &[a("fd", Fd), a("vector_uaddr", Ptr), a("count", Int)],
+        &[a("fd", Fd), a("vector_uaddr", OutIovec(3)), a("count", Int)],
     ),
     d(
         "writev",
-        &[a("fd", Fd), a("vector_uaddr", Ptr), a("count", Int)],
+        &[a("fd", Fd), a("vector_uaddr", InIovec(3)), a("count", Int)],
     ),
     d("close", &[a("fd", Fd)]),
     d(
@@ -203,7 +231,7 @@ pub static SIGNATURES: &[Signature] = &[
     d("ftruncate", &[a("fd", Fd), a("length", Long)]),
     d(
         "getdents64",
-        &[a("fd", Fd), a("dirp_uaddr", Ptr), a("count", UInt)],
+        &[a("fd", Fd), a("dirp_uaddr", OutDirents), a("count", UInt)],
     ),
     d(
         "sendfile",
@@ -300,7 +328,7 @@ pub static SIGNATURES: &[Signature] = &[
             a("oldname", Path),
             a("newdfd", DirFd),
             a("newname", Path),
-            a("flags", UInt),
+            a("flags", RenameFlags),
         ],
     ),
     d("link", &[a("oldpath", Path), a("newpath", Path)]),
@@ -324,10 +352,14 @@ pub static SIGNATURES: &[Signature] = &[
         &[a("path", Path), a("owner", Int), a("group", Int)],
     ),
     d("truncate", &[a("path", Path), a("length", Long)]),
-    d("umask", &[a("mask", Mode)]),
+    Signature {
+        name: "umask",
+        args: &[a("mask", Mode)],
+        ret: RetFormat::Oct,
+    },
     d("chroot", &[a("path", Path)]),
-    d("statfs", &[a("path", Path), a("buf_uaddr", Ptr)]),
-    d("fstatfs", &[a("fd", Fd), a("buf_uaddr", Ptr)]),
+    d("statfs", &[a("path", Path), a("buf_uaddr", OutStatfs)]),
+    d("fstatfs", &[a("fd", Fd), a("buf_uaddr", OutStatfs)]),
     d(
         "inotify_add_watch",
         &[a("fd", Fd), a("path", Path), a("mask", Hex)],
@@ -506,7 +538,7 @@ pub static SIGNATURES: &[Signature] = &[
             a("sockfd", Fd),
             a("addr_uaddr", Ptr),
             a("addrlen_uaddr", Ptr),
-            a("flags", SockType),
+            a("flags", SockFlags),
         ],
     ),
     d(
@@ -552,7 +584,7 @@ pub static SIGNATURES: &[Signature] = &[
         "setsockopt",
         &[
             a("fd", Fd),
-            a("level", Int),
+            a("level", SockLevel),
             a("optname", Int),
             a("optval_uaddr", Ptr),
             a("optlen", UInt),
@@ -562,7 +594,7 @@ pub static SIGNATURES: &[Signature] = &[
         "getsockopt",
         &[
             a("fd", Fd),
-            a("level", Int),
+            a("level", SockLevel),
             a("optname", Int),
             a("optval_uaddr", Ptr),
             a("optlen_uaddr", Ptr),
@@ -571,12 +603,16 @@ pub static SIGNATURES: &[Signature] = &[
     // --- polling and waiting
     d(
         "poll",
-        &[a("ufds_uaddr", Ptr), a("nfds", UInt), a("timeout", Int)],
+        &[
+            a("ufds_uaddr", PollFds(2)),
+            a("nfds", UInt),
+            a("timeout", Int),
+        ],
     ),
     d(
         "ppoll",
         &[
-            a("fds_uaddr", Ptr),
+            a("fds_uaddr", PollFds(2)),
             a("nfds", UInt),
             a("tsp", Timespec),
             a("sigmask", Sigset(5)),
@@ -610,16 +646,16 @@ pub static SIGNATURES: &[Signature] = &[
         "epoll_ctl",
         &[
             a("epfd", Fd),
-            a("op", Int),
+            a("op", EpollOp),
             a("fd", Fd),
-            a("event_uaddr", Ptr),
+            a("event_uaddr", EpollEvent),
         ],
     ),
     d(
         "epoll_wait",
         &[
             a("epfd", Fd),
-            a("events_uaddr", Ptr),
+            a("events_uaddr", OutEpollEvents),
             a("maxevents", Int),
             a("timeout", Int),
         ],
@@ -628,7 +664,7 @@ pub static SIGNATURES: &[Signature] = &[
         "epoll_pwait",
         &[
             a("epfd", Fd),
-            a("events_uaddr", Ptr),
+            a("events_uaddr", OutEpollEvents),
             a("maxevents", Int),
             a("timeout", Int),
             a("sigmask_uaddr", Sigset(6)),
@@ -672,23 +708,42 @@ pub static SIGNATURES: &[Signature] = &[
     d("gettimeofday", &[a("tv_uaddr", Ptr), a("tz_uaddr", Ptr)]),
     d("time", &[a("t_uaddr", Ptr)]),
     // --- misc
-    d("uname", &[a("name_uaddr", Ptr)]),
+    d("uname", &[a("name_uaddr", OutUtsname)]),
     d(
         "getrandom",
-        &[a("buf", OutBuf), a("count", ULong), a("flags", UInt)],
+        &[
+            a("buf", OutRandom),
+            a("count", ULong),
+            a("flags", GrndFlags),
+        ],
     ),
     d("arch_prctl", &[a("code", Hex), a("addr", Hex)]),
     d(
         "prlimit64",
         &[
             a("pid", Pid),
-            a("resource", Int),
-            a("new_rlim_uaddr", Ptr),
-            a("old_rlim_uaddr", Ptr),
+            a("resource", RlimitResource),
+            a("new_rlim_uaddr", Rlimit),
+            a("old_rlim_uaddr", OutRlimit),
         ],
     ),
-    d("getrlimit", &[a("resource", Int), a("rlim_uaddr", Ptr)]),
+    d(
+        "getrlimit",
+        &[a("resource", RlimitResource), a("rlim_uaddr", OutRlimit)],
+    ),
+    d(
+        "setrlimit",
+        &[a("resource", RlimitResource), a("rlim_uaddr", Rlimit)],
+    ),
     d("sysinfo", &[a("info_uaddr", Ptr)]),
+    d(
+        "sched_getaffinity",
+        &[a("pid", Pid), a("len", UInt), a("mask_uaddr", OutCpuSet)],
+    ),
+    d(
+        "sched_setaffinity",
+        &[a("pid", Pid), a("len", UInt), a("mask_uaddr", CpuSet(2))],
+    ),
 ];
 
 /// The full signature of system call `nr`, if utap decodes it in full.
@@ -721,7 +776,8 @@ mod tests {
             assert!(entry(nr as i64).is_some());
             for arg in s.args {
                 let refs = match arg.kind {
-                    InBuf(n) | Sigset(n) | OutSigset(n) | Protocol(n) | Sockaddr(n) => Some(n),
+                    InBuf(n) | InIovec(n) | OutIovec(n) | Sigset(n) | OutSigset(n) | PollFds(n)
+                    | CpuSet(n) | Protocol(n) | Sockaddr(n) => Some(n),
                     _ => None,
                 };
                 if let Some(n) = refs {

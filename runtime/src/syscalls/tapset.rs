@@ -76,18 +76,24 @@ fn named_arg(out: &mut String, n: usize, arg: &Arg) {
         Kind::UInt
         | Kind::Mode
         | Kind::AtFlags
+        | Kind::RenameFlags
         | Kind::AccessMode
         | Kind::Whence
         | Kind::WaitOptions
         | Kind::SigHow
         | Kind::Family
         | Kind::SockType
+        | Kind::SockFlags
         | Kind::Protocol(_)
         | Kind::MsgFlags
         | Kind::ShutdownHow
         | Kind::ClockId
         | Kind::TimerFlags
         | Kind::FcntlCmd
+        | Kind::EpollOp
+        | Kind::RlimitResource
+        | Kind::GrndFlags
+        | Kind::SockLevel
         | Kind::PipeFlags
         | Kind::EpollFlags
         | Kind::EfdFlags
@@ -114,6 +120,7 @@ fn decoder_builtin(kind: Kind) -> Option<&'static str> {
         Kind::OpenFlags => "_open_flags_str",
         Kind::AccessMode => "_access_mode_str",
         Kind::AtFlags => "_at_flag_str",
+        Kind::RenameFlags => "_renameat2_flags_str",
         Kind::Whence => "_seek_whence_str",
         Kind::FcntlCmd => "_fcntl_cmd_str",
         Kind::Prot => "_mprotect_prot_str",
@@ -126,9 +133,14 @@ fn decoder_builtin(kind: Kind) -> Option<&'static str> {
         Kind::SigHow => "_sigprocmask_how_str",
         Kind::Family => "_sock_family_str",
         Kind::SockType => "_sock_type_str",
+        Kind::SockFlags => "_sock_flags_str",
         Kind::MsgFlags => "_msg_flags_str",
         Kind::ShutdownHow => "_shutdown_how_str",
         Kind::ClockId => "_get_wc_str",
+        Kind::EpollOp => "_opoll_op_str",
+        Kind::RlimitResource => "_rlimit_resource_str",
+        Kind::GrndFlags => "_getrandom_flags_str",
+        Kind::SockLevel => "_sockopt_level_str",
         _ => return None,
     })
 }

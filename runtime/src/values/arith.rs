@@ -62,6 +62,43 @@ pub fn ushr(x: i64, n: i64) -> i64 {
     ((x as u64).wrapping_shr(shift_count(n))) as i64
 }
 
+/// `big_endian2(v)`: the low 16 bits in big-endian order (the kernel's
+/// `cpu_to_be16`), zero-extended.
+#[inline]
+pub fn big_endian2(v: i64) -> i64 {
+    i64::from((v as u16).to_be())
+}
+
+/// `big_endian4(v)`: the low 32 bits in big-endian order, zero-extended.
+#[inline]
+pub fn big_endian4(v: i64) -> i64 {
+    i64::from((v as u32).to_be())
+}
+
+/// `big_endian8(v)`.
+#[inline]
+pub fn big_endian8(v: i64) -> i64 {
+    (v as u64).to_be() as i64
+}
+
+/// `little_endian2(v)`: the low 16 bits in little-endian order.
+#[inline]
+pub fn little_endian2(v: i64) -> i64 {
+    i64::from((v as u16).to_le())
+}
+
+/// `little_endian4(v)`.
+#[inline]
+pub fn little_endian4(v: i64) -> i64 {
+    i64::from((v as u32).to_le())
+}
+
+/// `little_endian8(v)`.
+#[inline]
+pub fn little_endian8(v: i64) -> i64 {
+    (v as u64).to_le() as i64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,5 +135,16 @@ mod tests {
         assert_eq!(shl(1, 64), 1);
         assert_eq!(shl(1, 1000), 1);
         assert_eq!(ushr(-1, 60), 0xf);
+    }
+
+    #[cfg(target_endian = "little")]
+    #[test]
+    fn byte_order() {
+        assert_eq!(big_endian2(0x12345678), 0x7856);
+        assert_eq!(big_endian4(0x12), 0x1200_0000);
+        assert_eq!(big_endian4(-1), 0xffff_ffff);
+        assert_eq!(big_endian8(0x12), 0x1200_0000_0000_0000);
+        assert_eq!(little_endian2(0x12345678), 0x5678);
+        assert_eq!(little_endian8(-2), -2);
     }
 }

@@ -113,6 +113,31 @@ fn fold(h: u64, v: u64) -> u64 {
     (m as u64) ^ ((m >> 64) as u64)
 }
 
+/// Folds a byte string into `h`, 8 bytes at a time; the last word is read
+/// overlapping (or from two overlapping halves) so short strings cost no
+/// copy.
+#[inline]
+fn hash_bytes(mut h: u64, s: &[u8]) -> u64 {
+    let n = s.len();
+    let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
+    let half = |b: &[u8]| u64::from(u32::from_le_bytes(b.try_into().expect("4 bytes")));
+    let last = if n >= 8 {
+        let mut rest = s;
+        while rest.len() > 8 {
+            h = fold(h, word(&rest[..8]));
+            rest = &rest[8..];
+        }
+        word(&s[n - 8..])
+    } else if n >= 4 {
+        (half(&s[n - 4..]) << 32) | half(&s[..4])
+    } else if n > 0 {
+        (u64::from(s[0]) << 16) | (u64::from(s[n / 2]) << 8) | u64::from(s[n - 1])
+    } else {
+        0
+    };
+    fold(h ^ n as u64, last)
+}
+
 /// Hash of a key tuple (the same for borrowed and stored keys).
 #[inline]
 fn hash_keys<'k>(keys: impl Iterator<Item = Key<'k>>) -> u64 {
@@ -120,16 +145,7 @@ fn hash_keys<'k>(keys: impl Iterator<Item = Key<'k>>) -> u64 {
     for k in keys {
         match k {
             Key::Long(v) => h = fold(h, v as u64),
-            Key::Str(s) => {
-                let mut chunks = s.chunks_exact(8);
-                for c in &mut chunks {
-                    h = fold(h, u64::from_le_bytes(c.try_into().unwrap()));
-                }
-                let mut tail = [0u8; 8];
-                tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-                h = fold(h, u64::from_le_bytes(tail) ^ ((s.len() as u64) << 56));
-                h = fold(h, s.len() as u64);
-            }
+            Key::Str(s) => h = hash_bytes(h, s),
         }
     }
     h
@@ -246,6 +262,23 @@ impl SortValue for Stat {
     }
 }
 
+/// Values an array holds. Inserting tells a statistic it is an array
+/// element, whose `@variance` SystemTap computes without the scalar's
+/// aggregation step.
+pub trait MapValue {
+    fn mark_element(&mut self) {}
+}
+
+impl MapValue for i64 {}
+
+impl MapValue for Vec<u8> {}
+
+impl MapValue for Stat {
+    fn mark_element(&mut self) {
+        Stat::mark_element(self);
+    }
+}
+
 /// An associative array with values of type `V` (`i64`, `Vec<u8>` or
 /// [`Stat`]).
 pub struct Map<V> {
@@ -330,17 +363,27 @@ impl<V> Map<V> {
         &mut self,
         keys: &[Key<'_>],
         init: impl FnOnce() -> V,
-    ) -> Result<&mut V, MapOverflow> {
+    ) -> Result<&mut V, MapOverflow>
+    where
+        V: MapValue,
+    {
         let hash = hash_keys(keys.iter().copied());
         let i = match self.find(hash, keys) {
             Some(i) => i,
-            None => self.insert_new(hash, keys, init())?,
+            None => {
+                let mut value = init();
+                value.mark_element();
+                self.insert_new(hash, keys, value)?
+            }
         };
         Ok(&mut self.slots[i].as_mut().expect("live entry").value)
     }
 
     /// `map[keys] = value`.
-    pub fn set(&mut self, keys: &[Key<'_>], value: V) -> Result<(), MapOverflow> {
+    pub fn set(&mut self, keys: &[Key<'_>], value: V) -> Result<(), MapOverflow>
+    where
+        V: MapValue,
+    {
         let mut value = Some(value);
         let slot = self.get_or_insert_with(keys, || value.take().expect("value"))?;
         if let Some(v) = value {
@@ -510,6 +553,60 @@ impl<V> Map<V> {
     }
 }
 
+impl Map<i64> {
+    /// `map[keys]` of a long array: 0 when missing.
+    #[inline]
+    pub fn get_long(&self, keys: &[Key<'_>]) -> i64 {
+        self.get(keys).copied().unwrap_or(0)
+    }
+
+    /// `map[keys] += delta` (and `++`, `--`): creates a missing entry,
+    /// wraps on overflow, returns the new value.
+    #[inline]
+    pub fn add(&mut self, keys: &[Key<'_>], delta: i64) -> Result<i64, MapOverflow> {
+        let v = self.get_or_insert_with(keys, || 0)?;
+        *v = v.wrapping_add(delta);
+        Ok(*v)
+    }
+}
+
+impl Map<Vec<u8>> {
+    /// `map[keys]` of a string array: "" when missing.
+    #[inline]
+    pub fn get_str(&self, keys: &[Key<'_>]) -> &[u8] {
+        self.get(keys).map_or(&[], Vec::as_slice)
+    }
+
+    /// `map[keys] = value`, reusing the entry's buffer; `value` is a
+    /// script string, cut at MAXSTRINGLEN - 1.
+    #[inline]
+    pub fn set_str(
+        &mut self,
+        keys: &[Key<'_>],
+        value: &[u8],
+        maxstringlen: usize,
+    ) -> Result<(), MapOverflow> {
+        let v = self.get_or_insert_with(keys, Vec::new)?;
+        super::strings::assign(v, value, maxstringlen);
+        Ok(())
+    }
+}
+
+impl Map<Stat> {
+    /// `map[keys] <<< value`; a new entry gets a statistic made from `spec`.
+    #[inline]
+    pub fn stat_add(
+        &mut self,
+        keys: &[Key<'_>],
+        spec: super::stats::StatSpec,
+        value: i64,
+    ) -> Result<(), MapOverflow> {
+        self.get_or_insert_with(keys, || Stat::new(spec))?
+            .add(value);
+        Ok(())
+    }
+}
+
 impl<V> Default for Map<V> {
     fn default() -> Self {
         Map::new(MapLimit::default())
@@ -570,6 +667,44 @@ mod tests {
         let nine: Vec<Key> = (0..9).map(Key::Long).collect();
         m.set(&nine, b"9".to_vec()).unwrap();
         assert_eq!(m.get(&nine).unwrap(), b"9");
+    }
+
+    #[test]
+    fn string_keys_of_every_length() {
+        let mut m = LongMap::default();
+        let text = b"abcdefghijklmnopqrstuvwxyz0123456789";
+        for n in 0..text.len() {
+            m.set(&[Key::Str(&text[..n])], n as i64).unwrap();
+        }
+        // Same bytes at other offsets are other keys.
+        for n in 1..text.len() {
+            assert_eq!(m.get(&[Key::Str(&text[1..=n])]), None);
+        }
+        for n in 0..text.len() {
+            assert_eq!(m.get(&[Key::Str(&text[..n])]), Some(&(n as i64)));
+        }
+        assert_eq!(m.len(), text.len());
+    }
+
+    #[test]
+    fn typed_helpers() {
+        let mut m = LongMap::default();
+        assert_eq!(m.get_long(&l(1)), 0);
+        assert!(m.is_empty());
+        assert_eq!(m.add(&l(1), 1), Ok(1));
+        assert_eq!(m.add(&l(1), i64::MAX), Ok(i64::MIN));
+        let mut s = StrMap::default();
+        assert_eq!(s.get_str(&l(1)), b"");
+        s.set_str(&l(1), b"abcdef", 4).unwrap();
+        assert_eq!(s.get_str(&l(1)), b"abc");
+        let mut st = StatMap::default();
+        st.stat_add(&l(2), StatSpec::PLAIN, 5).unwrap();
+        st.stat_add(&l(2), StatSpec::PLAIN, 7).unwrap();
+        assert_eq!(st.get(&l(2)).unwrap().sum(), 12);
+        let mut full = LongMap::new(MapLimit::new(Some(1), false, 10));
+        full.add(&l(1), 1).unwrap();
+        assert!(full.add(&l(2), 1).is_err());
+        assert_eq!(full.get_long(&l(2)), 0);
     }
 
     #[test]

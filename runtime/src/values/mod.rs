@@ -14,14 +14,17 @@
 //!   [`strings::append`] (`.=`), [`strings::concat`], [`strings::substr`],
 //!   [`strings::str_replace`], [`strings::text_str`], [`strings::text_strn`];
 //!   [`strings::Tokenizer`] holds `tokenize`'s state (one per session);
-//!   [`strings::Regex`] is compiled once per `=~` site.
+//!   [`strings::Regex`] is compiled once per `=~` site, and
+//!   [`strings::LastMatch`] keeps the last match for `matched(n)` and
+//!   `ngroups()`.
 //! - [`map`]: one [`map::Map`] per global array, created with the
 //!   [`map::MapLimit`] of its declaration. Keys are passed as a borrowed
 //!   slice of [`map::Key`] (built on the stack by the glue). `get` never
 //!   creates; `get_or_insert_with` (assignment, `++`, `<<<`) creates at
 //!   the end of the insertion order or fails with [`map::MapOverflow`]
 //!   ("Array overflow, check MAXMAPENTRIES"); `remove`, `clear`,
-//!   `contains`. `foreach` calls [`map::Map::select`] once (filter for
+//!   `contains`. One-call forms: `get_long`/`add` (long arrays),
+//!   `get_str`/`set_str` (string arrays), `stat_add` (statistics arrays). `foreach` calls [`map::Map::select`] once (filter for
 //!   `a[*, "x"]`, sort, limit) into a reusable `Vec<EntryId>` and then
 //!   reads each entry's key and value by id.
 //! - [`stats`]: one [`stats::Stat`] per statistic (or per element of a
@@ -31,8 +34,9 @@
 //!   `buckets()` is what `foreach (b in @hist_log(s))` walks (128 log
 //!   buckets, bucket 64 holds 0); `print_histogram` is `print(@hist_*(s))`.
 //! - [`crate::format`]: `printf`/`sprintf` formats parsed at compile time
-//!   and executed by `format_into`/`sprintf_into`; `print_args` for
-//!   `print`, `println`, `printd`, `printdln`, `sprint`.
+//!   and executed by `format_into`/`sprintf_into` (`format_into_mem` for
+//!   `%m`/`%M`); `print_args` for `print`, `println`, `printd`,
+//!   `printdln`; `sprint_args` for their `sprint*` forms.
 //! - [`autoprint`]: at exit, after the user's end probes, for each global
 //!   the checker marked written-but-never-read, in declaration order.
 

@@ -191,6 +191,8 @@ pub struct Stat {
     shift: u32,
     hist: HistSpec,
     buckets: Box<[i64]>,
+    /// An element of a statistics array (see [`Stat::variance`]).
+    element: bool,
 }
 
 impl Stat {
@@ -206,7 +208,14 @@ impl Stat {
             shift: spec.variance_shift,
             hist: spec.hist,
             buckets: vec![0; spec.hist.buckets()].into_boxed_slice(),
+            element: false,
         }
+    }
+
+    /// Marks this statistic as an element of a statistics array (the map
+    /// does so when it inserts one).
+    pub fn mark_element(&mut self) {
+        self.element = true;
     }
 
     /// `s <<< val`.
@@ -237,13 +246,24 @@ impl Stat {
         }
     }
 
-    /// Forgets every value (`delete s`).
+    /// Forgets every value (`delete s`), keeping the spec and buffers.
     pub fn clear(&mut self) {
-        let spec = StatSpec {
+        self.count = 0;
+        self.sum = 0;
+        self.min = 0;
+        self.max = 0;
+        self.avg_s = 0;
+        self.m2 = 0;
+        self.variance_s = 0;
+        self.buckets.fill(0);
+    }
+
+    /// The spec this statistic was made with.
+    pub fn spec(&self) -> StatSpec {
+        StatSpec {
             hist: self.hist,
             variance_shift: self.shift,
-        };
-        *self = Stat::new(spec);
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -268,10 +288,15 @@ impl Stat {
         self.nonempty().map(|s| s.sum.wrapping_div(s.count))
     }
 
-    /// `@variance`, as SystemTap aggregates it (its "total variance" over
-    /// CPUs, here one), then scaled back by the bit shift.
+    /// `@variance`: SystemTap's integer Welford estimate, scaled back by
+    /// the bit shift. For a scalar statistic SystemTap then applies its
+    /// cross-CPU "total variance" step (here over one CPU, which still
+    /// moves the result); an array element is copied without it.
     pub fn variance(&self) -> Result<i64, StatError> {
         let s = self.nonempty()?;
+        if s.element {
+            return Ok(s.variance_s >> (2 * s.shift).min(63));
+        }
         let agg_avg_s = s.sum.wrapping_shl(s.shift) / s.count;
         let d = s.avg_s.wrapping_sub(agg_avg_s);
         let s1 = s.count.wrapping_mul(d).wrapping_mul(d);
@@ -320,6 +345,20 @@ impl Stat {
     pub fn print_histogram(&self, out: &mut Vec<u8>, elision: i64) -> Result<(), StatError> {
         self.nonempty()?;
         write_histogram(out, self.hist, &self.buckets, elision);
+        Ok(())
+    }
+
+    /// `sprint(@hist_*(s))`: the histogram as a string, cut at
+    /// MAXSTRINGLEN - 1 bytes.
+    pub fn sprint_histogram(
+        &self,
+        out: &mut Vec<u8>,
+        elision: i64,
+        maxstringlen: usize,
+    ) -> Result<(), StatError> {
+        let start = out.len();
+        self.print_histogram(out, elision)?;
+        out.truncate(start + (out.len() - start).min(maxstringlen.saturating_sub(1)));
         Ok(())
     }
 
@@ -578,6 +617,28 @@ mod tests {
         }
         // Sample variance 166.67.
         assert_eq!(spread.variance(), Ok(166));
+    }
+
+    #[test]
+    fn clear_and_sprint() {
+        let spec = StatSpec {
+            hist: HistSpec::Log,
+            variance_shift: 3,
+        };
+        let mut s = Stat::new(spec);
+        for v in [1, 2, 300] {
+            s.add(v);
+        }
+        s.clear();
+        assert_eq!(s, Stat::new(spec));
+        assert_eq!(s.spec(), spec);
+        s.add(1);
+        let mut out = b"x".to_vec();
+        s.sprint_histogram(&mut out, 2, 16).unwrap();
+        assert_eq!(out, b"xvalue |--------");
+        let mut full = Vec::new();
+        s.print_histogram(&mut full, 2).unwrap();
+        assert!(full.ends_with(b"    4 |                                                   0\n\n"));
     }
 
     #[test]

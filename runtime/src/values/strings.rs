@@ -37,18 +37,21 @@ pub fn until_nul(s: &[u8]) -> &[u8] {
     }
 }
 
-/// `dst = src`.
+/// `dst = src`. Like every producer here, `src` is a script string: it
+/// holds no NUL (stored strings never do; cut literals with
+/// [`until_nul`] when compiling them), so nothing scans it.
 #[inline]
 pub fn assign(dst: &mut Vec<u8>, src: &[u8], maxstringlen: usize) {
+    debug_assert!(!src.contains(&0), "script strings hold no NUL");
     dst.clear();
-    dst.extend_from_slice(stored(src, maxstringlen));
+    dst.extend_from_slice(&src[..src.len().min(capacity(maxstringlen))]);
 }
 
 /// `dst .= src` (and the second half of `a . b`): what does not fit is cut.
 #[inline]
 pub fn append(dst: &mut Vec<u8>, src: &[u8], maxstringlen: usize) {
+    debug_assert!(!src.contains(&0), "script strings hold no NUL");
     let room = capacity(maxstringlen).saturating_sub(dst.len());
-    let src = until_nul(src);
     dst.extend_from_slice(&src[..src.len().min(room)]);
 }
 
@@ -129,10 +132,7 @@ pub fn strpos(s1: &[u8], s2: &[u8]) -> i64 {
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() {
-        return Some(0);
-    }
-    hay.windows(needle.len()).position(|w| w == needle)
+    memchr::memmem::find(hay, needle)
 }
 
 /// `strtol(str, base)`, as the kernel's `simple_strtol` that SystemTap
@@ -335,6 +335,11 @@ impl Regex {
     pub fn new(pattern: &str) -> Result<Regex, StringError> {
         regex::bytes::RegexBuilder::new(pattern)
             .unicode(false)
+            // POSIX: `.` matches any character, newline included; `^`/`$`
+            // anchor at the ends of the string only.
+            .dot_matches_new_line(true)
+            // SystemTap's regex escapes include octal ones (`\012`).
+            .octal(true)
             .build()
             .map(Regex)
             .map_err(|e| StringError::BadRegex(e.to_string()))
@@ -344,13 +349,75 @@ impl Regex {
     pub fn is_match(&self, s: &[u8]) -> bool {
         self.0.is_match(until_nul(s))
     }
+
+    /// `s =~ pattern`, remembering the match for `matched(n)` and
+    /// `ngroups()`. Reuses `last`'s buffers.
+    pub fn match_into(&self, s: &[u8], last: &mut LastMatch) -> bool {
+        let s = until_nul(s);
+        let locs = match &mut last.locs {
+            Some(l) if l.len() == self.0.captures_len() => l,
+            slot => slot.insert(self.0.capture_locations()),
+        };
+        last.ok = self.0.captures_read(locs, s).is_some();
+        last.text.clear();
+        if last.ok {
+            last.text.extend_from_slice(s);
+        }
+        last.ok
+    }
+}
+
+/// The last `=~` match of a context, for `matched`, `matched_str` and
+/// `ngroups` (SystemTap's `CONTEXT->last_match`).
+#[derive(Clone, Debug, Default)]
+pub struct LastMatch {
+    ok: bool,
+    text: Vec<u8>,
+    locs: Option<regex::bytes::CaptureLocations>,
+}
+
+impl LastMatch {
+    pub fn new() -> LastMatch {
+        LastMatch::default()
+    }
+
+    /// `matched(n)`: the text of group `n` (0: the whole match), empty for a
+    /// group that did not take part.
+    pub fn matched(&self, n: i64, out: &mut Vec<u8>) -> Result<(), String> {
+        if !self.ok {
+            return Err(format!(
+                "Attempted to get subexpression {n} from failed match"
+            ));
+        }
+        let locs = self
+            .locs
+            .as_ref()
+            .expect("a successful match has locations");
+        let idx = usize::try_from(n)
+            .ok()
+            .filter(|&i| i < locs.len())
+            .ok_or_else(|| format!("Attempted to get nonexistent subexpression {n}"))?;
+        if let Some((start, end)) = locs.get(idx) {
+            out.extend_from_slice(&self.text[start..end]);
+        }
+        Ok(())
+    }
+
+    /// `ngroups()`: the subexpressions of the pattern, the whole match
+    /// included.
+    pub fn ngroups(&self) -> Result<i64, String> {
+        match (&self.locs, self.ok) {
+            (Some(l), true) => Ok(l.len() as i64),
+            _ => Err("Attempted to get subexpression count from failed match".to_string()),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn s(v: &Vec<u8>) -> &str {
+    fn s(v: &[u8]) -> &str {
         std::str::from_utf8(v).unwrap()
     }
 
@@ -363,7 +430,7 @@ mod tests {
         assert_eq!(d, b"abcxyz");
         append(&mut d, b"123", 8);
         assert_eq!(d, b"abcxyz1");
-        concat(&mut d, b"he\0llo", b"world", 512);
+        concat(&mut d, until_nul(b"he\0llo"), b"world", 512);
         assert_eq!(d, b"heworld");
         assert_eq!(stored(b"x\0y", 512), b"x");
         assert_eq!(compare(b"fooban", b"foobar"), Ordering::Less);
@@ -518,6 +585,43 @@ mod tests {
         assert!(r.is_match(b"123cd"));
         assert!(!r.is_match(b"x123"));
         assert!(Regex::new("a(").is_err());
+        assert!(Regex::new("a.b").unwrap().is_match(b"a\nb"));
+        assert!(!Regex::new("^b").unwrap().is_match(b"a\nb"));
+        assert!(Regex::new("a\\012b").unwrap().is_match(b"a\nb"));
         assert!(Regex::new("\\xff").unwrap().is_match(b"\xff"));
+    }
+
+    #[test]
+    fn last_match_groups() {
+        let r = Regex::new("([a-z]+)=([0-9]+)|(x)").unwrap();
+        let mut last = LastMatch::new();
+        assert_eq!(
+            last.ngroups().unwrap_err(),
+            "Attempted to get subexpression count from failed match"
+        );
+        assert!(r.match_into(b"pid=42;", &mut last));
+        assert_eq!(last.ngroups(), Ok(4));
+        let group = |n| {
+            let mut o = Vec::new();
+            last.matched(n, &mut o)
+                .map(|_| String::from_utf8(o).unwrap())
+        };
+        assert_eq!(group(0).unwrap(), "pid=42");
+        assert_eq!(group(2).unwrap(), "42");
+        assert_eq!(group(3).unwrap(), "");
+        assert_eq!(
+            group(4).unwrap_err(),
+            "Attempted to get nonexistent subexpression 4"
+        );
+        assert_eq!(
+            group(-1).unwrap_err(),
+            "Attempted to get nonexistent subexpression -1"
+        );
+        assert!(!r.match_into(b"nothing", &mut last));
+        let mut o = Vec::new();
+        assert_eq!(
+            last.matched(1, &mut o).unwrap_err(),
+            "Attempted to get subexpression 1 from failed match"
+        );
     }
 }

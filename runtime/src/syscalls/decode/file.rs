@@ -51,7 +51,7 @@ pub fn open_flags_str(flags: u64) -> String {
     if rest == 0 {
         mode.to_string()
     } else {
-        format!("{mode}|{}", flags_str(rest, OPEN_FLAGS, "0"))
+        format!("{mode}|{}", flags_str(rest, OPEN_FLAGS, "0", ""))
     }
 }
 
@@ -122,7 +122,7 @@ const ACCESS_BITS: &[Xlat] = &[(4, "R_OK"), (2, "W_OK"), (1, "X_OK")];
 
 /// access/faccessat modes: `F_OK`, `R_OK|W_OK`.
 pub fn access_mode_str(mode: u64) -> String {
-    flags_str(mode & 0xffff_ffff, ACCESS_BITS, "F_OK")
+    flags_str(mode & 0xffff_ffff, ACCESS_BITS, "F_OK", "?_OK")
 }
 
 const AT_FLAGS: &[Xlat] = &[
@@ -136,7 +136,18 @@ const AT_FLAGS: &[Xlat] = &[
 
 /// `AT_*` flags of the `*at` calls: `0`, `AT_SYMLINK_NOFOLLOW`.
 pub fn at_flags_str(flags: u64) -> String {
-    flags_str(flags & 0xffff_ffff, AT_FLAGS, "0")
+    flags_str(flags & 0xffff_ffff, AT_FLAGS, "0", "AT_???")
+}
+
+const RENAME_FLAGS: &[Xlat] = &[
+    (1, "RENAME_NOREPLACE"),
+    (2, "RENAME_EXCHANGE"),
+    (4, "RENAME_WHITEOUT"),
+];
+
+/// renameat2's flags: `RENAME_NOREPLACE`.
+pub fn rename_flags_str(flags: u64) -> String {
+    flags_str(flags & 0xffff_ffff, RENAME_FLAGS, "0", "RENAME_???")
 }
 
 const WHENCE: &[Xlat] = &[
@@ -149,7 +160,7 @@ const WHENCE: &[Xlat] = &[
 
 /// lseek's whence: `SEEK_SET` ...
 pub fn whence_str(whence: u64) -> String {
-    xlat_str(whence & 0xffff_ffff, WHENCE)
+    xlat_str(whence & 0xffff_ffff, WHENCE, "SEEK_???")
 }
 
 const FCNTL_CMDS: &[Xlat] = &[
@@ -182,7 +193,7 @@ const FCNTL_CMDS: &[Xlat] = &[
 
 /// fcntl's command: `F_GETFL` ...
 pub fn fcntl_cmd_str(cmd: u64) -> String {
-    xlat_str(cmd & 0xffff_ffff, FCNTL_CMDS)
+    xlat_str(cmd & 0xffff_ffff, FCNTL_CMDS, "F_???")
 }
 
 /// The third argument of fcntl as strace shows it for `cmd`, or None when
@@ -195,7 +206,7 @@ pub fn fcntl_arg_str(cmd: u64, arg: u64) -> Option<String> {
         } else {
             "0".to_string()
         }),
-        4 => Some(open_flags_str(arg).replacen("O_RDONLY|", "", 1)),
+        4 => Some(open_flags_str(arg)),
         0 | 1030 | 8 | 10 | 1031 => Some(as_int(arg).to_string()),
         _ => Some(format!("{arg:#x}")),
     }
@@ -214,6 +225,73 @@ pub fn stat_str(mem: &dyn ReadMemory, addr: u64) -> String {
         _ => format!("st_size={}", u64_at(48) as i64),
     };
     format!("{{st_mode={}, {tail}, ...}}", symbolic_mode_str(mode))
+}
+
+const FS_MAGIC: &[Xlat] = &[
+    (0x1cd1, "DEVPTS_SUPER_MAGIC"),
+    (0x6969, "NFS_SUPER_MAGIC"),
+    (0x9660, "ISOFS_SUPER_MAGIC"),
+    (0x9fa0, "PROC_SUPER_MAGIC"),
+    (0xef53, "EXT2_SUPER_MAGIC"),
+    (0x4d44, "MSDOS_SUPER_MAGIC"),
+    (0x0027e0eb, "CGROUP_SUPER_MAGIC"),
+    (0x63677270, "CGROUP2_SUPER_MAGIC"),
+    (0x01021994, "TMPFS_MAGIC"),
+    (0x01021997, "V9FS_MAGIC"),
+    (0x09041934, "ANON_INODE_FS_MAGIC"),
+    (0x2011bab0, "EXFAT_SUPER_MAGIC"),
+    (0x2fc12fc1, "ZFS_SUPER_MAGIC"),
+    (0x42494e4d, "BINFMTFS_MAGIC"),
+    (0x50495045, "PIPEFS_MAGIC"),
+    (0x534f434b, "SOCKFS_MAGIC"),
+    (0x58465342, "XFS_SUPER_MAGIC"),
+    (0x62656572, "SYSFS_MAGIC"),
+    (0x64626720, "DEBUGFS_MAGIC"),
+    (0x65735546, "FUSE_SUPER_MAGIC"),
+    (0x73717368, "SQUASHFS_MAGIC"),
+    (0x74726163, "TRACEFS_MAGIC"),
+    (0x794c7630, "OVERLAYFS_SUPER_MAGIC"),
+    (0x9123683e, "BTRFS_SUPER_MAGIC"),
+    (0xf2f52010, "F2FS_SUPER_MAGIC"),
+    (0xcafe4a11, "BPF_FS_MAGIC"),
+];
+
+const STATFS_FLAGS: &[Xlat] = &[
+    (0x20, "ST_VALID"),
+    (0x1, "ST_RDONLY"),
+    (0x2, "ST_NOSUID"),
+    (0x4, "ST_NODEV"),
+    (0x8, "ST_NOEXEC"),
+    (0x10, "ST_SYNCHRONOUS"),
+    (0x40, "ST_MANDLOCK"),
+    (0x400, "ST_NOATIME"),
+    (0x800, "ST_NODIRATIME"),
+    (0x1000, "ST_RELATIME"),
+    (0x2000, "ST_NOSYMFOLLOW"),
+];
+
+/// `struct statfs` (x86_64) as strace shows it.
+pub fn statfs_str(mem: &dyn ReadMemory, addr: u64) -> String {
+    const SIZE: usize = 120;
+    let Some(b) = super::strings::read_bytes(mem, addr, SIZE).filter(|b| b.len() == SIZE) else {
+        return super::strings::addr_str(addr);
+    };
+    let w = |i: usize| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
+    let fsid0 = u32::from_ne_bytes(b[56..60].try_into().unwrap());
+    let fsid1 = u32::from_ne_bytes(b[60..64].try_into().unwrap());
+    format!(
+        "{{f_type={}, f_bsize={}, f_blocks={}, f_bfree={}, f_bavail={}, f_files={}, f_ffree={}, f_fsid={{val=[{fsid0:#x}, {fsid1:#x}]}}, f_namelen={}, f_frsize={}, f_flags={}}}",
+        xlat_str(w(0), FS_MAGIC, "???_MAGIC"),
+        w(1),
+        w(2),
+        w(3),
+        w(4),
+        w(5),
+        w(6),
+        w(8),
+        w(9),
+        flags_str(w(10), STATFS_FLAGS, "0", "ST_???"),
+    )
 }
 
 /// A device number: `makedev(0x88, 0x1)`.
@@ -292,9 +370,11 @@ mod tests {
         assert_eq!(at_flags_str(0), "0");
         assert_eq!(at_flags_str(0x100), "AT_SYMLINK_NOFOLLOW");
         assert_eq!(at_flags_str(0x1100), "AT_SYMLINK_NOFOLLOW|AT_EMPTY_PATH");
+        assert_eq!(rename_flags_str(1), "RENAME_NOREPLACE");
+        assert_eq!(rename_flags_str(0), "0");
         assert_eq!(whence_str(0), "SEEK_SET");
         assert_eq!(whence_str(2), "SEEK_END");
-        assert_eq!(whence_str(7), "0x7");
+        assert_eq!(whence_str(7), "0x7 /* SEEK_??? */");
     }
 
     #[test]
@@ -303,8 +383,39 @@ mod tests {
         assert_eq!(fcntl_cmd_str(1030), "F_DUPFD_CLOEXEC");
         assert_eq!(fcntl_arg_str(3, 0), None);
         assert_eq!(fcntl_arg_str(2, 1).as_deref(), Some("FD_CLOEXEC"));
-        assert_eq!(fcntl_arg_str(4, 0o4000).as_deref(), Some("O_NONBLOCK"));
+        assert_eq!(
+            fcntl_arg_str(4, 0o4000).as_deref(),
+            Some("O_RDONLY|O_NONBLOCK")
+        );
         assert_eq!(fcntl_arg_str(1030, 10).as_deref(), Some("10"));
+    }
+
+    #[test]
+    fn statfs_struct() {
+        let mut b = [0u8; 120];
+        let words: [(usize, u64); 10] = [
+            (0, 0xef53),
+            (1, 4096),
+            (2, 100),
+            (3, 50),
+            (4, 40),
+            (5, 1000),
+            (6, 900),
+            (8, 255),
+            (9, 4096),
+            (10, 0x1020),
+        ];
+        for (i, v) in words {
+            b[i * 8..i * 8 + 8].copy_from_slice(&v.to_ne_bytes());
+        }
+        b[56..60].copy_from_slice(&0xe501_6237u32.to_ne_bytes());
+        b[60..64].copy_from_slice(&0x3976_3444u32.to_ne_bytes());
+        let mem = Mem::new(0x1000, &b);
+        assert_eq!(
+            statfs_str(&mem, 0x1000),
+            "{f_type=EXT2_SUPER_MAGIC, f_bsize=4096, f_blocks=100, f_bfree=50, f_bavail=40, f_files=1000, f_ffree=900, f_fsid={val=[0xe5016237, 0x39763444]}, f_namelen=255, f_frsize=4096, f_flags=ST_VALID|ST_RELATIME}"
+        );
+        assert_eq!(statfs_str(&mem, 0x1008), "0x1008");
     }
 
     #[test]

@@ -14,7 +14,7 @@ const PROT: &[Xlat] = &[
 
 /// mmap/mprotect protection: `PROT_NONE`, `PROT_READ|PROT_WRITE`.
 pub fn prot_str(prot: u64) -> String {
-    flags_str(prot & 0xffff_ffff, PROT, "PROT_NONE")
+    flags_str(prot & 0xffff_ffff, PROT, "PROT_NONE", "PROT_???")
 }
 
 const MAP_TYPES: &[Xlat] = &[
@@ -51,12 +51,12 @@ pub fn map_flags_str(flags: u64) -> String {
     let kind_str = if kind == 0 {
         "0".to_string()
     } else {
-        xlat_str(kind, MAP_TYPES)
+        xlat_str(kind, MAP_TYPES, "MAP_???")
     };
     if rest == 0 {
         kind_str
     } else {
-        format!("{kind_str}|{}", flags_str(rest, MAP_FLAGS, "0"))
+        format!("{kind_str}|{}", flags_str(rest, MAP_FLAGS, "0", ""))
     }
 }
 
@@ -87,7 +87,7 @@ const MADVISE: &[Xlat] = &[
 
 /// madvise's advice: `MADV_DONTNEED` ...
 pub fn madvise_str(advice: u64) -> String {
-    xlat_str(advice & 0xffff_ffff, MADVISE)
+    xlat_str(advice & 0xffff_ffff, MADVISE, "MADV_???")
 }
 
 const MREMAP: &[Xlat] = &[
@@ -98,7 +98,7 @@ const MREMAP: &[Xlat] = &[
 
 /// mremap flags.
 pub fn mremap_flags_str(flags: u64) -> String {
-    flags_str(flags & 0xffff_ffff, MREMAP, "0")
+    flags_str(flags & 0xffff_ffff, MREMAP, "0", "MREMAP_???")
 }
 
 #[cfg(test)]
@@ -134,7 +134,7 @@ mod tests {
     #[test]
     fn advice_and_mremap() {
         assert_eq!(madvise_str(4), "MADV_DONTNEED");
-        assert_eq!(madvise_str(99), "0x63");
+        assert_eq!(madvise_str(99), "0x63 /* MADV_??? */");
         assert_eq!(mremap_flags_str(1), "MREMAP_MAYMOVE");
     }
 }

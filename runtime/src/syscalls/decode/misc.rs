@@ -21,12 +21,62 @@ const IOCTLS: &[Xlat] = &[
     (0x5452, "FIOASYNC"),
     (0x80045430, "TIOCGPTN"),
     (0x40045431, "TIOCSPTLCK"),
+    (0x40049409, "BTRFS_IOC_CLONE or FICLONE"),
 ];
 
 /// An ioctl request: `TCGETS`, else `_IOC(...)`-free hex as strace's raw style.
 pub fn ioctl_request_str(request: u64) -> String {
     let r = request & 0xffff_ffff;
     xlat_lookup(r, IOCTLS).map_or_else(|| format!("{r:#x}"), str::to_string)
+}
+
+/// How strace shows an ioctl's third argument for the requests it decodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoctlArg {
+    /// No argument.
+    None,
+    /// A plain `int` (FICLONE's source descriptor).
+    Int,
+    /// An `int` the call reads: `[1]`.
+    InInt,
+    /// An `int` the call writes: `[27]` after success.
+    OutInt,
+    /// `struct winsize` the call reads.
+    InWinsize,
+    /// `struct winsize` the call writes.
+    OutWinsize,
+    /// Anything else: the address.
+    Addr,
+}
+
+/// The argument of ioctl `request`.
+pub fn ioctl_arg(request: u64) -> IoctlArg {
+    match request & 0xffff_ffff {
+        0x540e | 0x5422 | 0x5450 | 0x5451 => IoctlArg::None,
+        0x40049409 => IoctlArg::Int,
+        0x5421 | 0x5452 | 0x5410 | 0x40045431 => IoctlArg::InInt,
+        0x541b | 0x540f | 0x80045430 => IoctlArg::OutInt,
+        0x5414 => IoctlArg::InWinsize,
+        0x5413 => IoctlArg::OutWinsize,
+        _ => IoctlArg::Addr,
+    }
+}
+
+/// `{ws_row=24, ws_col=80, ws_xpixel=0, ws_ypixel=0}`.
+pub fn winsize_str(mem: &dyn crate::memory::ReadMemory, addr: u64) -> String {
+    match super::strings::read_bytes(mem, addr, 8).filter(|b| b.len() == 8) {
+        Some(b) => {
+            let h = |i: usize| u16::from_ne_bytes([b[i], b[i + 1]]);
+            format!(
+                "{{ws_row={}, ws_col={}, ws_xpixel={}, ws_ypixel={}}}",
+                h(0),
+                h(2),
+                h(4),
+                h(6)
+            )
+        }
+        None => super::strings::addr_str(addr),
+    }
 }
 
 /// Whether an ioctl request takes no argument (strace then omits it).
@@ -91,6 +141,19 @@ mod tests {
         assert_eq!(ioctl_request_str(0x1234), "0x1234");
         assert!(ioctl_without_arg(0x5451));
         assert!(!ioctl_without_arg(0x5401));
+        assert_eq!(ioctl_arg(0x541b), IoctlArg::OutInt);
+        assert_eq!(ioctl_arg(0x5421), IoctlArg::InInt);
+        assert_eq!(ioctl_arg(0x5413), IoctlArg::OutWinsize);
+        assert_eq!(ioctl_arg(0x5401), IoctlArg::Addr);
+        let mut b = Vec::new();
+        for v in [24u16, 80, 0, 0] {
+            b.extend_from_slice(&v.to_ne_bytes());
+        }
+        let mem = crate::syscalls::testmem::Mem::new(0x1000, &b);
+        assert_eq!(
+            winsize_str(&mem, 0x1000),
+            "{ws_row=24, ws_col=80, ws_xpixel=0, ws_ypixel=0}"
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Network-family arguments: address families, socket types, protocols,
 //! `struct sockaddr`, message flags, shutdown's how.
 
-use super::flags::{Xlat, as_int, flags_str, xlat_lookup, xlat_str};
+use super::flags::{Xlat, as_int, flags_str, xlat_str};
 use super::strings::{addr_str, quote, read_bytes};
 use crate::memory::ReadMemory;
 
@@ -16,10 +16,9 @@ const FAMILIES: &[Xlat] = &[
     (40, "AF_VSOCK"),
 ];
 
-/// A socket domain / address family: `AF_INET`; unknown as decimal.
+/// A socket domain / address family: `AF_INET`, `0x3039 /* AF_??? */`.
 pub fn family_str(family: u64) -> String {
-    let f = family & 0xffff_ffff;
-    xlat_lookup(f, FAMILIES).map_or_else(|| f.to_string(), str::to_string)
+    xlat_str(family & 0xffff_ffff, FAMILIES, "AF_???")
 }
 
 const SOCK_TYPES: &[Xlat] = &[
@@ -33,15 +32,20 @@ const SOCK_TYPES: &[Xlat] = &[
 ];
 const SOCK_FLAGS: &[Xlat] = &[(0o2000000, "SOCK_CLOEXEC"), (0o4000, "SOCK_NONBLOCK")];
 
+/// accept4's flags: `SOCK_CLOEXEC|SOCK_NONBLOCK`, `0`.
+pub fn sock_flags_str(flags: u64) -> String {
+    flags_str(flags & 0xffff_ffff, SOCK_FLAGS, "0", "SOCK_???")
+}
+
 /// A socket type with its flags: `SOCK_STREAM|SOCK_CLOEXEC`.
 pub fn socktype_str(ty: u64) -> String {
     let ty = ty & 0xffff_ffff;
-    let base = xlat_str(ty & 0xf, SOCK_TYPES);
+    let base = xlat_str(ty & 0xf, SOCK_TYPES, "SOCK_???");
     let rest = ty & !0xf;
     if rest == 0 {
         base
     } else {
-        format!("{base}|{}", flags_str(rest, SOCK_FLAGS, "0"))
+        format!("{base}|{}", flags_str(rest, SOCK_FLAGS, "0", "SOCK_???"))
     }
 }
 
@@ -59,7 +63,7 @@ const IP_PROTOCOLS: &[Xlat] = &[
 pub fn protocol_str(family: u64, protocol: u64) -> String {
     let p = protocol & 0xffff_ffff;
     match family & 0xffff_ffff {
-        2 | 10 => xlat_lookup(p, IP_PROTOCOLS).map_or_else(|| p.to_string(), str::to_string),
+        2 | 10 => xlat_str(p, IP_PROTOCOLS, "IPPROTO_???"),
         _ => as_int(p).to_string(),
     }
 }
@@ -134,14 +138,118 @@ const MSG_FLAGS: &[Xlat] = &[
 
 /// send/recv flags: `0`, `MSG_DONTWAIT|MSG_NOSIGNAL`.
 pub fn msg_flags_str(flags: u64) -> String {
-    flags_str(flags & 0xffff_ffff, MSG_FLAGS, "0")
+    flags_str(flags & 0xffff_ffff, MSG_FLAGS, "0", "MSG_???")
+}
+
+const SOCKOPT_LEVELS: &[Xlat] = &[
+    (0, "SOL_IP"),
+    (1, "SOL_SOCKET"),
+    (6, "SOL_TCP"),
+    (17, "SOL_UDP"),
+    (41, "SOL_IPV6"),
+];
+
+/// A socket option level: `SOL_SOCKET`, `SOL_TCP`.
+pub fn sockopt_level_str(level: u64) -> String {
+    xlat_str(level & 0xffff_ffff, SOCKOPT_LEVELS, "SOL_???")
+}
+
+const SOL_SOCKET_OPTS: &[Xlat] = &[
+    (1, "SO_DEBUG"),
+    (2, "SO_REUSEADDR"),
+    (3, "SO_TYPE"),
+    (4, "SO_ERROR"),
+    (5, "SO_DONTROUTE"),
+    (6, "SO_BROADCAST"),
+    (7, "SO_SNDBUF"),
+    (8, "SO_RCVBUF"),
+    (9, "SO_KEEPALIVE"),
+    (10, "SO_OOBINLINE"),
+    (11, "SO_NO_CHECK"),
+    (12, "SO_PRIORITY"),
+    (13, "SO_LINGER"),
+    (14, "SO_BSDCOMPAT"),
+    (15, "SO_REUSEPORT"),
+    (16, "SO_PASSCRED"),
+    (17, "SO_PEERCRED"),
+    (18, "SO_RCVLOWAT"),
+    (19, "SO_SNDLOWAT"),
+    (20, "SO_RCVTIMEO_OLD"),
+    (21, "SO_SNDTIMEO_OLD"),
+    (32, "SO_SNDBUFFORCE"),
+    (33, "SO_RCVBUFFORCE"),
+    (38, "SO_PROTOCOL"),
+    (39, "SO_DOMAIN"),
+];
+
+const SOL_TCP_OPTS: &[Xlat] = &[
+    (1, "TCP_NODELAY"),
+    (2, "TCP_MAXSEG"),
+    (3, "TCP_CORK"),
+    (4, "TCP_KEEPIDLE"),
+    (5, "TCP_KEEPINTVL"),
+    (6, "TCP_KEEPCNT"),
+    (7, "TCP_SYNCNT"),
+    (8, "TCP_LINGER2"),
+    (9, "TCP_DEFER_ACCEPT"),
+    (10, "TCP_WINDOW_CLAMP"),
+    (11, "TCP_INFO"),
+    (12, "TCP_QUICKACK"),
+    (13, "TCP_CONGESTION"),
+];
+
+const SOL_IP_OPTS: &[Xlat] = &[
+    (1, "IP_TOS"),
+    (2, "IP_TTL"),
+    (3, "IP_HDRINCL"),
+    (4, "IP_OPTIONS"),
+    (8, "IP_PKTINFO"),
+    (10, "IP_MTU_DISCOVER"),
+    (11, "IP_RECVERR"),
+    (12, "IP_RECVTTL"),
+    (13, "IP_RECVTOS"),
+    (14, "IP_MTU"),
+    (15, "IP_FREEBIND"),
+    (19, "IP_TRANSPARENT"),
+    (24, "IP_BIND_ADDRESS_NO_PORT"),
+    (32, "IP_MULTICAST_IF"),
+    (33, "IP_MULTICAST_TTL"),
+    (34, "IP_MULTICAST_LOOP"),
+    (35, "IP_ADD_MEMBERSHIP"),
+    (36, "IP_DROP_MEMBERSHIP"),
+];
+
+const SOL_IPV6_OPTS: &[Xlat] = &[
+    (16, "IPV6_UNICAST_HOPS"),
+    (17, "IPV6_MULTICAST_IF"),
+    (18, "IPV6_MULTICAST_HOPS"),
+    (19, "IPV6_MULTICAST_LOOP"),
+    (23, "IPV6_MTU_DISCOVER"),
+    (24, "IPV6_MTU"),
+    (25, "IPV6_RECVERR"),
+    (26, "IPV6_V6ONLY"),
+    (49, "IPV6_RECVPKTINFO"),
+    (67, "IPV6_TCLASS"),
+];
+
+/// A socket option name at `level`: `SO_REUSEADDR`, `TCP_NODELAY`, else decimal.
+pub fn sockopt_name_str(level: u64, name: u64) -> String {
+    let name = name & 0xffff_ffff;
+    let (table, dflt) = match level & 0xffff_ffff {
+        0 => (SOL_IP_OPTS, "IP_???"),
+        1 => (SOL_SOCKET_OPTS, "SO_???"),
+        6 => (SOL_TCP_OPTS, "TCP_???"),
+        41 => (SOL_IPV6_OPTS, "IPV6_???"),
+        _ => return name.to_string(),
+    };
+    xlat_str(name, table, dflt)
 }
 
 const SHUT: &[Xlat] = &[(0, "SHUT_RD"), (1, "SHUT_WR"), (2, "SHUT_RDWR")];
 
 /// shutdown's how.
 pub fn shutdown_how_str(how: u64) -> String {
-    xlat_str(how & 0xffff_ffff, SHUT)
+    xlat_str(how & 0xffff_ffff, SHUT, "SHUT_???")
 }
 
 #[cfg(test)]
@@ -153,7 +261,9 @@ mod tests {
     fn socket_arguments() {
         assert_eq!(family_str(2), "AF_INET");
         assert_eq!(family_str(1), "AF_UNIX");
-        assert_eq!(family_str(99), "99");
+        assert_eq!(family_str(99), "0x63 /* AF_??? */");
+        assert_eq!(sock_flags_str(0o2004000), "SOCK_CLOEXEC|SOCK_NONBLOCK");
+        assert_eq!(sock_flags_str(0), "0");
         assert_eq!(socktype_str(1), "SOCK_STREAM");
         assert_eq!(
             socktype_str(2 | 0o2000000 | 0o4000),
@@ -165,6 +275,13 @@ mod tests {
         assert_eq!(msg_flags_str(0), "0");
         assert_eq!(msg_flags_str(0x4040), "MSG_DONTWAIT|MSG_NOSIGNAL");
         assert_eq!(shutdown_how_str(1), "SHUT_WR");
+        assert_eq!(sockopt_level_str(1), "SOL_SOCKET");
+        assert_eq!(sockopt_level_str(6), "SOL_TCP");
+        assert_eq!(sockopt_name_str(1, 2), "SO_REUSEADDR");
+        assert_eq!(sockopt_name_str(6, 1), "TCP_NODELAY");
+        assert_eq!(sockopt_name_str(0, 11), "IP_RECVERR");
+        assert_eq!(sockopt_name_str(41, 26), "IPV6_V6ONLY");
+        assert_eq!(sockopt_name_str(17, 1), "1");
     }
 
     #[test]

@@ -43,7 +43,7 @@ pub fn clone_flags_str(flags: u64) -> String {
     let mut out = if rest == 0 {
         String::new()
     } else {
-        flags_str(rest, CLONE_FLAGS, "0")
+        flags_str(rest, CLONE_FLAGS, "0", "")
     };
     if sig != 0 {
         if !out.is_empty() {
@@ -71,7 +71,7 @@ const WAIT_OPTIONS: &[Xlat] = &[
 /// wait4/waitid options: `0`, `WNOHANG|__WALL` (strace spells bit 2
 /// `WUNTRACED` for both calls).
 pub fn wait4_options_str(options: u64) -> String {
-    flags_str(options & 0xffff_ffff, WAIT_OPTIONS, "0")
+    flags_str(options & 0xffff_ffff, WAIT_OPTIONS, "0", "W???")
 }
 
 /// A wait status as strace shows it: `[{WIFEXITED(s) && WEXITSTATUS(s) == 0}]`.

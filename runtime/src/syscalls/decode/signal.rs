@@ -85,7 +85,7 @@ pub fn sigaction_str(mem: &dyn ReadMemory, addr: u64) -> String {
         "{{sa_handler={}, sa_mask={}, sa_flags={}",
         handler_str(handler),
         sigmask_str(mask),
-        flags_str(flags, SA_FLAGS, "0")
+        flags_str(flags, SA_FLAGS, "0", "SA_???")
     );
     if flags & SA_RESTORER != 0 {
         out.push_str(&format!(", sa_restorer={}", addr_str(restorer)));
@@ -98,7 +98,7 @@ const HOW: &[Xlat] = &[(0, "SIG_BLOCK"), (1, "SIG_UNBLOCK"), (2, "SIG_SETMASK")]
 
 /// rt_sigprocmask's how.
 pub fn sigprocmask_how_str(how: u64) -> String {
-    xlat_str(how & 0xffff_ffff, HOW)
+    xlat_str(how & 0xffff_ffff, HOW, "SIG_???")
 }
 
 #[cfg(test)]

@@ -136,6 +136,46 @@ pub fn buffer_str(mem: &dyn ReadMemory, addr: u64, len: u64) -> String {
     }
 }
 
+/// An array of `count` iovecs as strace shows it:
+/// `[{iov_base="abc", iov_len=3}, ...]`. With `data_size` (readv's return
+/// value) the buffers show only the bytes the kernel filled.
+pub fn iovec_str(mem: &dyn ReadMemory, addr: u64, count: u64, data_size: Option<u64>) -> String {
+    if addr == 0 {
+        return "NULL".to_string();
+    }
+    let mut remaining = data_size;
+    let mut items = Vec::new();
+    for i in 0..count {
+        if i == MAX_STRLEN as u64 {
+            items.push("...".to_string());
+            break;
+        }
+        let Some(raw) = read_bytes(mem, addr.wrapping_add(16 * i), 16).filter(|b| b.len() == 16)
+        else {
+            if i == 0 {
+                return addr_str(addr);
+            }
+            items.push(format!("... /* {} */", addr_str(addr.wrapping_add(16 * i))));
+            break;
+        };
+        let base = u64::from_ne_bytes(raw[0..8].try_into().unwrap());
+        let len = u64::from_ne_bytes(raw[8..16].try_into().unwrap());
+        let shown = match remaining.as_mut() {
+            Some(rem) => {
+                let n = len.min(*rem);
+                *rem -= n;
+                n
+            }
+            None => len,
+        };
+        items.push(format!(
+            "{{iov_base={}, iov_len={len}}}",
+            buffer_str(mem, base, shown)
+        ));
+    }
+    format!("[{}]", items.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,6 +211,33 @@ mod tests {
         // A string running into the end of readable memory is cut.
         let mem = Mem::new(0x1000, b"abc");
         assert_eq!(path_str(&mem, 0x1000), r#""abc"..."#);
+    }
+
+    #[test]
+    fn iovecs() {
+        // Two iovecs at 0x1000 pointing at "abc" (0x1020) and "defg" (0x1023).
+        let mut b = Vec::new();
+        for (base, len) in [(0x1020u64, 3u64), (0x1023, 4)] {
+            b.extend_from_slice(&base.to_ne_bytes());
+            b.extend_from_slice(&len.to_ne_bytes());
+        }
+        b.extend_from_slice(b"abcdefg");
+        let mem = Mem::new(0x1000, &b);
+        assert_eq!(
+            iovec_str(&mem, 0x1000, 2, None),
+            r#"[{iov_base="abc", iov_len=3}, {iov_base="defg", iov_len=4}]"#
+        );
+        assert_eq!(
+            iovec_str(&mem, 0x1000, 2, Some(5)),
+            r#"[{iov_base="abc", iov_len=3}, {iov_base="de", iov_len=4}]"#
+        );
+        assert_eq!(
+            iovec_str(&mem, 0x1000, 2, Some(0)),
+            r#"[{iov_base="", iov_len=3}, {iov_base="", iov_len=4}]"#
+        );
+        assert_eq!(iovec_str(&mem, 0x1000, 0, None), "[]");
+        assert_eq!(iovec_str(&mem, 0, 2, None), "NULL");
+        assert_eq!(iovec_str(&mem, 0x8000, 2, None), "0x8000");
     }
 
     #[test]

@@ -35,12 +35,17 @@ const CLOCKS: &[Xlat] = &[
 
 /// A clock id: `CLOCK_MONOTONIC`.
 pub fn clockid_str(clock: u64) -> String {
-    xlat_str(clock & 0xffff_ffff, CLOCKS)
+    xlat_str(clock & 0xffff_ffff, CLOCKS, "CLOCK_???")
 }
 
 /// clock_nanosleep / timer_settime flags: `0`, `TIMER_ABSTIME`.
 pub fn timer_flags_str(flags: u64) -> String {
-    flags_str(flags & 0xffff_ffff, &[(1, "TIMER_ABSTIME")], "0")
+    flags_str(
+        flags & 0xffff_ffff,
+        &[(1, "TIMER_ABSTIME")],
+        "0",
+        "TIMER_???",
+    )
 }
 
 #[cfg(test)]
@@ -57,7 +62,7 @@ mod tests {
         assert_eq!(timespec_str(&mem, 0), "NULL");
         assert_eq!(timespec_str(&mem, 0x1008), "0x1008");
         assert_eq!(clockid_str(1), "CLOCK_MONOTONIC");
-        assert_eq!(clockid_str(42), "0x2a");
+        assert_eq!(clockid_str(42), "0x2a /* CLOCK_??? */");
         assert_eq!(timer_flags_str(1), "TIMER_ABSTIME");
     }
 }
