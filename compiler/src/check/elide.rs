@@ -209,7 +209,7 @@ pub fn prune_functions(program: &mut Program) {
         .filter(|(_, u)| **u)
         .map(|(f, _)| f)
         .collect();
-    let mut renumber = |b: &mut Block| {
+    let renumber = |b: &mut Block| {
         walk_calls_block(b, &mut |id: &mut FuncId| {
             *id = map[id.0 as usize].unwrap_or(*id);
         })
