@@ -11,6 +11,17 @@
 //! `-2 (ENOENT)` where strace prints `-1 ENOENT (No such file or
 //! directory)`; mmap/mremap return hex (`0x7f...`), umask octal, everything
 //! else decimal — also brk, which strace shows in hex.
+//!
+//! Known differences from strace's argument text, all from decoding at one
+//! moment instead of at both entry and exit:
+//! - arguments the kernel reads and then updates (socket address lengths,
+//!   copy_file_range offsets, select's fd sets) show the value current when
+//!   the text is made; strace shows `[110 => 2]` when a length changed;
+//! - after a successful execve the old memory is gone: make its text at
+//!   entry;
+//! - strace's decorations of return values (`= 1 ([{fd=3,
+//!   revents=POLLIN}])`, `= 0x1 (flags FD_CLOEXEC)`) are not part of
+//!   argstr, and retstr is SystemTap's bare number.
 
 use super::decode::strings::{addr_str, buffer_str, cstring_str, iovec_str, path_str, read_bytes};
 use super::decode::{
@@ -110,12 +121,17 @@ impl Decoder<'_> {
             "open" | "openat" => self.open_like(),
             "fcntl" => self.fcntl(),
             "clone" => self.clone(),
+            "clone3" => vec![
+                process::clone_args_str(self.mem, self.arg(0), self.arg(1), self.succeeded()),
+                self.arg(1).to_string(),
+            ],
             "execve" => self.execve(),
             "ioctl" => self.ioctl(),
             "futex" => self.futex(),
             "mremap" => self.mremap(),
             "arch_prctl" => self.arch_prctl(),
             "setsockopt" | "getsockopt" => self.sockopt(),
+            "prctl" => self.prctl(),
             _ => self
                 .sig
                 .args
@@ -203,7 +219,7 @@ impl Decoder<'_> {
         }
         let mut items = Vec::new();
         for i in 0.. {
-            let Some(p) = self.pointer_at(addr + 8 * i) else {
+            let Some(p) = self.pointer_at(addr.wrapping_add(8 * i)) else {
                 return if i == 0 {
                     addr_str(addr)
                 } else {
@@ -226,7 +242,7 @@ impl Decoder<'_> {
         if addr == 0 {
             return None;
         }
-        (0..4096).find_map(|i| match self.pointer_at(addr + 8 * i as u64) {
+        (0..4096).find_map(|i| match self.pointer_at(addr.wrapping_add(8 * i as u64)) {
             Some(0) => Some(Some(i)),
             Some(_) => None,
             None => Some(None),
@@ -289,7 +305,31 @@ impl Decoder<'_> {
             parts.push(len_str);
         } else {
             parts.push(addr_str(val));
-            parts.push(addr_str(len));
+            parts.push(resource::int_ref_str(self.mem, len));
+        }
+        parts
+    }
+
+    /// prctl shows the arguments each option uses; others as strace's
+    /// generic hex.
+    fn prctl(&self) -> Vec<String> {
+        let option = self.arg(0) & 0xffff_ffff;
+        let mut parts = vec![process::prctl_option_str(option)];
+        let rest_hex = |from: usize| (from..5).map(|i| hex(self.arg(i))).collect::<Vec<_>>();
+        match option {
+            // Options without arguments.
+            3 | 7 | 13 | 21 | 27 | 30 | 31 | 32 | 37 => {}
+            1 => parts.push(signal::signal_arg_str(self.arg(1))),
+            4 => parts.push(process::dumpable_str(self.arg(1))),
+            15 => parts.push(cstring_str(self.mem, self.arg(1))),
+            16 if self.succeeded() => parts.push(cstring_str(self.mem, self.arg(1))),
+            16 => parts.push(addr_str(self.arg(1))),
+            23 | 24 => parts.push(process::capability_str(self.arg(1))),
+            38 => {
+                parts.push(self.arg(1).to_string());
+                parts.extend(rest_hex(2));
+            }
+            _ => parts.extend(rest_hex(1)),
         }
         parts
     }
@@ -357,9 +397,7 @@ impl Decoder<'_> {
             }
             Kind::OutIovec(_) => addr_str(v),
             Kind::OpenFlags => file::open_flags_str(v),
-            Kind::PipeFlags => file::fd_flags_str(v, "O_"),
-            Kind::EpollFlags => file::fd_flags_str(v, "EPOLL_"),
-            Kind::EfdFlags => file::fd_flags_str(v, "EFD_"),
+            Kind::FdFlags(prefix) => file::fd_flags_str(v, prefix),
             Kind::AtFlags => file::at_flags_str(v),
             Kind::RenameFlags => file::rename_flags_str(v),
             Kind::AccessMode => file::access_mode_str(v),
@@ -391,6 +429,16 @@ impl Decoder<'_> {
             Kind::SockFlags => network::sock_flags_str(v),
             Kind::Protocol(n) => network::protocol_str(by_index(n), v),
             Kind::Sockaddr(n) => network::sockaddr_str(self.mem, v, by_index(n)),
+            Kind::OutSockaddr(n) if out_ok => {
+                match read_bytes(self.mem, by_index(n), 4).filter(|b| b.len() == 4) {
+                    Some(b) => {
+                        let len = u32::from_ne_bytes(b.try_into().unwrap());
+                        network::sockaddr_str(self.mem, v, u64::from(len))
+                    }
+                    None => addr_str(v),
+                }
+            }
+            Kind::OutSockaddr(_) => addr_str(v),
             Kind::MsgFlags => network::msg_flags_str(v),
             Kind::ShutdownHow => network::shutdown_how_str(v),
             Kind::Timespec => time::timespec_str(self.mem, v),
@@ -410,6 +458,45 @@ impl Decoder<'_> {
             Kind::OutStat => addr_str(v),
             Kind::OutStatfs if out_ok => file::statfs_str(self.mem, v),
             Kind::OutStatfs => addr_str(v),
+            Kind::StackT => signal::stack_t_str(self.mem, v),
+            Kind::OutStackT if out_ok => signal::stack_t_str(self.mem, v),
+            Kind::OutStackT => addr_str(v),
+            Kind::OutIntRef if out_ok => resource::int_ref_str(self.mem, v),
+            Kind::OutIntRef => addr_str(v),
+            Kind::IntRef => resource::int_ref_str(self.mem, v),
+            Kind::GidList(n) => resource::id_list_str(self.mem, v, by_index(n)),
+            Kind::OutGidList if out_ok => {
+                resource::id_list_str(self.mem, v, self.ret.unwrap_or(0) as u64)
+            }
+            Kind::OutGidList => addr_str(v),
+            Kind::MfdFlags => file::memfd_flags_str(v),
+            Kind::Itimerspec => time::itimerspec_str(self.mem, v),
+            Kind::OutItimerspec if out_ok => time::itimerspec_str(self.mem, v),
+            Kind::OutItimerspec => addr_str(v),
+            Kind::Itimerval => time::itimerval_str(self.mem, v),
+            Kind::OutItimerval if out_ok => time::itimerval_str(self.mem, v),
+            Kind::OutItimerval => addr_str(v),
+            Kind::ItimerWhich => time::itimer_which_str(v),
+            Kind::TimerfdFlags => time::timerfd_flags_str(v),
+            Kind::InotifyMask => file::inotify_mask_str(v),
+            Kind::PrioWhich => process::prio_which_str(v),
+            Kind::Msghdr => network::msghdr_str(self.mem, v, None),
+            Kind::OutMsghdr if out_ok => {
+                network::msghdr_str(self.mem, v, self.ret.map(|r| r as u64))
+            }
+            Kind::OutMsghdr => addr_str(v),
+            Kind::StatxFlags => file::statx_flags_str(v),
+            Kind::StatxMask => file::statx_mask_str(v),
+            Kind::OutStatx if out_ok => file::statx_str(self.mem, v),
+            Kind::OutStatx => addr_str(v),
+            Kind::Fadvise => file::fadvise_str(v),
+            Kind::UtimensTimes => time::utimens_str(self.mem, v),
+            Kind::XattrFlags => file::xattr_flags_str(v),
+            Kind::OffPtr if v == 0 => "NULL".to_string(),
+            Kind::OffPtr => match read_bytes(self.mem, v, 8).filter(|b| b.len() == 8) {
+                Some(b) => format!("[{}]", i64::from_ne_bytes(b.try_into().unwrap())),
+                None => addr_str(v),
+            },
             Kind::OutFdPair if out_ok => {
                 match read_bytes(self.mem, v, 8).filter(|b| b.len() == 8) {
                     Some(b) => {
@@ -629,5 +716,50 @@ mod tests {
         assert_eq!(retstr(9999, -1), "-1 (EPERM)");
         assert_eq!(retstr(nr("lseek"), i64::MIN), i64::MIN.to_string());
         assert!(is_error(-4095) && !is_error(-4096) && !is_error(0));
+    }
+}
+
+#[cfg(test)]
+mod robustness {
+    use super::*;
+    use crate::syscalls::table::SYSCALLS;
+    use crate::syscalls::testmem::Mem;
+
+    /// Hostile inputs never panic: every call, with extreme argument values,
+    /// unreadable or garbage memory, at entry and at exit.
+    #[test]
+    fn every_syscall_with_extreme_arguments() {
+        let garbage = Mem::new(0x1000, &[0xff; 4096]);
+        let zeros = Mem::new(0x1000, &[0; 4096]);
+        let none = Mem::none();
+        let patterns: [[u64; 6]; 5] = [
+            [0; 6],
+            [u64::MAX; 6],
+            [0x1000; 6],
+            [0x1ff8, 0x1000, 0x7fff_ffff, u64::MAX - 7, 0x1001, 3],
+            [i64::MIN as u64, 0x1000, 1 << 40, 0x1000, 0, u32::MAX as u64],
+        ];
+        let rets = [
+            None,
+            Some(0),
+            Some(-14),
+            Some(4096),
+            Some(i64::MAX),
+            Some(i64::MIN),
+        ];
+        let mut nrs: Vec<i64> = SYSCALLS.iter().map(|e| i64::from(e.nr)).collect();
+        nrs.extend([-1, 400, 472, 100_000, i64::MIN, i64::MAX]);
+        for nr in nrs {
+            for args in &patterns {
+                for ret in rets {
+                    for mem in [&garbage as &dyn ReadMemory, &zeros, &none] {
+                        let _ = argstr(nr, args, ret, mem);
+                    }
+                }
+            }
+            for ret in rets.iter().flatten() {
+                let _ = retstr(nr, *ret);
+            }
+        }
     }
 }

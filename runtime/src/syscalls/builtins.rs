@@ -76,6 +76,10 @@ long_decoder!(/// `_at_flag_str(flags)`: "AT_SYMLINK_NOFOLLOW".
     at_flag_str => file::at_flags_str);
 long_decoder!(/// `_renameat2_flags_str(flags)`: "RENAME_NOREPLACE".
     renameat2_flags_str => file::rename_flags_str);
+long_decoder!(/// `_statx_mask_str(mask)`: "STATX_BASIC_STATS".
+    statx_mask_str => file::statx_mask_str);
+long_decoder!(/// `_fadvice_advice_str(advice)`: "POSIX_FADV_SEQUENTIAL".
+    fadvice_advice_str => file::fadvise_str);
 long_decoder!(/// `_seek_whence_str(whence)`: "SEEK_SET".
     seek_whence_str => file::whence_str);
 long_decoder!(/// `_fcntl_cmd_str(cmd)`: "F_GETFL".
@@ -118,6 +122,13 @@ long_decoder!(/// `_getrandom_flags_str(flags)`: "GRND_NONBLOCK".
 long_decoder!(/// `_sockopt_level_str(level)`: "SOL_SOCKET".
     sockopt_level_str => network::sockopt_level_str);
 
+long_decoder!(/// `_itimer_which_str(which)`: "ITIMER_REAL".
+    itimer_which_str => time::itimer_which_str);
+long_decoder!(/// `_inotify_watch_mask_str(mask)`: "IN_MODIFY|IN_CREATE".
+    inotify_watch_mask_str => file::inotify_mask_str);
+long_decoder!(/// `_priority_which_str(which)`: "PRIO_PROCESS".
+    priority_which_str => process::prio_which_str);
+
 /// `_wait_status_str(status)`: a wait status as strace shows it inside
 /// wait4: "[{WIFEXITED(s) && WEXITSTATUS(s) == 3}]".
 pub fn wait_status_str(status: i64) -> String {
@@ -139,6 +150,8 @@ pub static LONG_TO_STRING: &[(&str, fn(i64) -> String)] = &[
     ("_at_flag_str", at_flag_str),
     ("_renameat2_flags_str", renameat2_flags_str),
     ("_seek_whence_str", seek_whence_str),
+    ("_statx_mask_str", statx_mask_str),
+    ("_fadvice_advice_str", fadvice_advice_str),
     ("_fcntl_cmd_str", fcntl_cmd_str),
     ("_mprotect_prot_str", mprotect_prot_str),
     ("_mmap_flags", mmap_flags),
@@ -156,6 +169,9 @@ pub static LONG_TO_STRING: &[(&str, fn(i64) -> String)] = &[
     ("_get_wc_str", get_wc_str),
     ("_futex_op_str", futex_op_str),
     ("_opoll_op_str", opoll_op_str),
+    ("_itimer_which_str", itimer_which_str),
+    ("_inotify_watch_mask_str", inotify_watch_mask_str),
+    ("_priority_which_str", priority_which_str),
     ("_rlimit_resource_str", rlimit_resource_str),
     ("_getrandom_flags_str", getrandom_flags_str),
     ("_sockopt_level_str", sockopt_level_str),

@@ -76,6 +76,10 @@ fn named_arg(out: &mut String, n: usize, arg: &Arg) {
         Kind::UInt
         | Kind::Mode
         | Kind::AtFlags
+        | Kind::StatxFlags
+        | Kind::StatxMask
+        | Kind::Fadvise
+        | Kind::XattrFlags
         | Kind::RenameFlags
         | Kind::AccessMode
         | Kind::Whence
@@ -94,9 +98,12 @@ fn named_arg(out: &mut String, n: usize, arg: &Arg) {
         | Kind::RlimitResource
         | Kind::GrndFlags
         | Kind::SockLevel
-        | Kind::PipeFlags
-        | Kind::EpollFlags
-        | Kind::EfdFlags
+        | Kind::FdFlags(_)
+        | Kind::MfdFlags
+        | Kind::ItimerWhich
+        | Kind::TimerfdFlags
+        | Kind::InotifyMask
+        | Kind::PrioWhich
         | Kind::Madvise
         | Kind::MremapFlags
         | Kind::Prot
@@ -120,6 +127,8 @@ fn decoder_builtin(kind: Kind) -> Option<&'static str> {
         Kind::OpenFlags => "_open_flags_str",
         Kind::AccessMode => "_access_mode_str",
         Kind::AtFlags => "_at_flag_str",
+        Kind::StatxMask => "_statx_mask_str",
+        Kind::Fadvise => "_fadvice_advice_str",
         Kind::RenameFlags => "_renameat2_flags_str",
         Kind::Whence => "_seek_whence_str",
         Kind::FcntlCmd => "_fcntl_cmd_str",
@@ -137,6 +146,9 @@ fn decoder_builtin(kind: Kind) -> Option<&'static str> {
         Kind::MsgFlags => "_msg_flags_str",
         Kind::ShutdownHow => "_shutdown_how_str",
         Kind::ClockId => "_get_wc_str",
+        Kind::ItimerWhich => "_itimer_which_str",
+        Kind::InotifyMask => "_inotify_watch_mask_str",
+        Kind::PrioWhich => "_priority_which_str",
         Kind::EpollOp => "_opoll_op_str",
         Kind::RlimitResource => "_rlimit_resource_str",
         Kind::GrndFlags => "_getrandom_flags_str",

@@ -81,6 +81,7 @@ pub fn sockaddr_str(mem: &dyn ReadMemory, addr: u64, len: u64) -> String {
     let fam = family_str(u64::from(family));
     let body = &b[2..];
     match family {
+        1 if body.is_empty() => format!("{{sa_family={fam}}}"),
         1 => {
             let path = if body.first() == Some(&0) && body.len() > 1 {
                 format!("@{}", quote(trim_nul(&body[1..])))
@@ -139,6 +140,41 @@ const MSG_FLAGS: &[Xlat] = &[
 /// send/recv flags: `0`, `MSG_DONTWAIT|MSG_NOSIGNAL`.
 pub fn msg_flags_str(flags: u64) -> String {
     flags_str(flags & 0xffff_ffff, MSG_FLAGS, "0", "MSG_???")
+}
+
+/// `struct msghdr`: `{msg_name=NULL, msg_namelen=0, msg_iov=[...],
+/// msg_iovlen=1, msg_controllen=0, msg_flags=0}`. With `data_size`
+/// (recvmsg's return value) the iovecs show only the received bytes.
+pub fn msghdr_str(mem: &dyn ReadMemory, addr: u64, data_size: Option<u64>) -> String {
+    if addr == 0 {
+        return "NULL".to_string();
+    }
+    let Some(b) = read_bytes(mem, addr, 56).filter(|b| b.len() == 56) else {
+        return addr_str(addr);
+    };
+    let word = |i: usize| u64::from_ne_bytes(b[i..i + 8].try_into().unwrap());
+    let (name, namelen) = (
+        word(0),
+        u64::from(u32::from_ne_bytes(b[8..12].try_into().unwrap())),
+    );
+    let (iov, iovlen) = (word(16), word(24));
+    let (control, controllen) = (word(32), word(40));
+    let flags = u64::from(u32::from_ne_bytes(b[48..52].try_into().unwrap()));
+    let name_str = if name == 0 || namelen == 0 {
+        addr_str(name)
+    } else {
+        sockaddr_str(mem, name, namelen)
+    };
+    let control_str = if controllen == 0 {
+        String::new()
+    } else {
+        format!("msg_control={}, ", addr_str(control))
+    };
+    format!(
+        "{{msg_name={name_str}, msg_namelen={namelen}, msg_iov={}, msg_iovlen={iovlen}, {control_str}msg_controllen={controllen}, msg_flags={}}}",
+        super::strings::iovec_str(mem, iov, iovlen, data_size),
+        msg_flags_str(flags)
+    )
 }
 
 const SOCKOPT_LEVELS: &[Xlat] = &[
@@ -285,6 +321,27 @@ mod tests {
     }
 
     #[test]
+    fn message_headers() {
+        // msghdr at 0x1000, one iovec at 0x1040 -> "hello" at 0x1050.
+        let mut b = vec![0u8; 0x60];
+        b[16..24].copy_from_slice(&0x1040u64.to_ne_bytes());
+        b[24..32].copy_from_slice(&1u64.to_ne_bytes());
+        b[0x40..0x48].copy_from_slice(&0x1050u64.to_ne_bytes());
+        b[0x48..0x50].copy_from_slice(&5u64.to_ne_bytes());
+        b[0x50..0x55].copy_from_slice(b"hello");
+        let mem = Mem::new(0x1000, &b);
+        assert_eq!(
+            msghdr_str(&mem, 0x1000, None),
+            "{msg_name=NULL, msg_namelen=0, msg_iov=[{iov_base=\"hello\", iov_len=5}], msg_iovlen=1, msg_controllen=0, msg_flags=0}"
+        );
+        assert_eq!(
+            msghdr_str(&mem, 0x1000, Some(2)),
+            "{msg_name=NULL, msg_namelen=0, msg_iov=[{iov_base=\"he\", iov_len=5}], msg_iovlen=1, msg_controllen=0, msg_flags=0}"
+        );
+        assert_eq!(msghdr_str(&mem, 0x9000, None), "0x9000");
+    }
+
+    #[test]
     fn socket_addresses() {
         let mut b = vec![2u8, 0, 0x1f, 0x90, 127, 0, 0, 1];
         b.extend_from_slice(&[0; 8]);
@@ -307,6 +364,7 @@ mod tests {
             sockaddr_str(&mem, 0x1000, b.len() as u64),
             "{sa_family=AF_UNIX, sun_path=@\"abstract\"}"
         );
+        assert_eq!(sockaddr_str(&mem, 0x1000, 2), "{sa_family=AF_UNIX}");
         assert_eq!(sockaddr_str(&mem, 0, 16), "NULL");
         assert_eq!(sockaddr_str(&mem, 0x9000, 16), "0x9000");
     }

@@ -101,6 +101,181 @@ pub fn wait_status_str(status: i32) -> String {
     format!("[{{{inner}}}]")
 }
 
+const PRIO_WHICH: &[Xlat] = &[(0, "PRIO_PROCESS"), (1, "PRIO_PGRP"), (2, "PRIO_USER")];
+
+/// getpriority/setpriority's which: `PRIO_PROCESS`.
+pub fn prio_which_str(which: u64) -> String {
+    super::flags::xlat_str(which & 0xffff_ffff, PRIO_WHICH, "PRIO_???")
+}
+
+const PRCTL_OPTIONS: &[Xlat] = &[
+    (1, "PR_SET_PDEATHSIG"),
+    (2, "PR_GET_PDEATHSIG"),
+    (3, "PR_GET_DUMPABLE"),
+    (4, "PR_SET_DUMPABLE"),
+    (7, "PR_GET_KEEPCAPS"),
+    (8, "PR_SET_KEEPCAPS"),
+    (13, "PR_GET_TIMING"),
+    (14, "PR_SET_TIMING"),
+    (15, "PR_SET_NAME"),
+    (16, "PR_GET_NAME"),
+    (21, "PR_GET_SECCOMP"),
+    (22, "PR_SET_SECCOMP"),
+    (23, "PR_CAPBSET_READ"),
+    (24, "PR_CAPBSET_DROP"),
+    (27, "PR_GET_SECUREBITS"),
+    (28, "PR_SET_SECUREBITS"),
+    (29, "PR_SET_TIMERSLACK"),
+    (30, "PR_GET_TIMERSLACK"),
+    (31, "PR_TASK_PERF_EVENTS_DISABLE"),
+    (32, "PR_TASK_PERF_EVENTS_ENABLE"),
+    (35, "PR_SET_MM"),
+    (36, "PR_SET_CHILD_SUBREAPER"),
+    (37, "PR_GET_CHILD_SUBREAPER"),
+    (38, "PR_SET_NO_NEW_PRIVS"),
+    (39, "PR_GET_NO_NEW_PRIVS"),
+    (40, "PR_GET_TID_ADDRESS"),
+    (41, "PR_SET_THP_DISABLE"),
+    (42, "PR_GET_THP_DISABLE"),
+    (47, "PR_CAP_AMBIENT"),
+    (52, "PR_GET_SPECULATION_CTRL"),
+    (53, "PR_SET_SPECULATION_CTRL"),
+    (0x53564d41, "PR_SET_VMA"),
+    (0x59616d61, "PR_SET_PTRACER"),
+];
+
+/// prctl's option: `PR_SET_NAME`, `0x270f /* PR_??? */`.
+pub fn prctl_option_str(option: u64) -> String {
+    super::flags::xlat_str(option & 0xffff_ffff, PRCTL_OPTIONS, "PR_???")
+}
+
+const CAPS: [&str; 41] = [
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_DAC_READ_SEARCH",
+    "CAP_FOWNER",
+    "CAP_FSETID",
+    "CAP_KILL",
+    "CAP_SETGID",
+    "CAP_SETUID",
+    "CAP_SETPCAP",
+    "CAP_LINUX_IMMUTABLE",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_NET_BROADCAST",
+    "CAP_NET_ADMIN",
+    "CAP_NET_RAW",
+    "CAP_IPC_LOCK",
+    "CAP_IPC_OWNER",
+    "CAP_SYS_MODULE",
+    "CAP_SYS_RAWIO",
+    "CAP_SYS_CHROOT",
+    "CAP_SYS_PTRACE",
+    "CAP_SYS_PACCT",
+    "CAP_SYS_ADMIN",
+    "CAP_SYS_BOOT",
+    "CAP_SYS_NICE",
+    "CAP_SYS_RESOURCE",
+    "CAP_SYS_TIME",
+    "CAP_SYS_TTY_CONFIG",
+    "CAP_MKNOD",
+    "CAP_LEASE",
+    "CAP_AUDIT_WRITE",
+    "CAP_AUDIT_CONTROL",
+    "CAP_SETFCAP",
+    "CAP_MAC_OVERRIDE",
+    "CAP_MAC_ADMIN",
+    "CAP_SYSLOG",
+    "CAP_WAKE_ALARM",
+    "CAP_BLOCK_SUSPEND",
+    "CAP_AUDIT_READ",
+    "CAP_PERFMON",
+    "CAP_BPF",
+    "CAP_CHECKPOINT_RESTORE",
+];
+
+/// A capability number: `CAP_SYS_ADMIN`.
+pub fn capability_str(cap: u64) -> String {
+    let c = cap & 0xffff_ffff;
+    CAPS.get(c as usize).map_or_else(
+        || super::flags::unknown_str(c, "CAP_???"),
+        |s| s.to_string(),
+    )
+}
+
+const DUMPABLE: &[Xlat] = &[
+    (0, "SUID_DUMP_DISABLE"),
+    (1, "SUID_DUMP_USER"),
+    (2, "SUID_DUMP_ROOT"),
+];
+
+/// PR_SET_DUMPABLE's value.
+pub fn dumpable_str(v: u64) -> String {
+    super::flags::xlat_str(v, DUMPABLE, "SUID_DUMP_???")
+}
+
+/// clone3's `struct clone_args` (at least its first 64 bytes) as strace
+/// shows it; with `exited` the kernel's writes follow as
+/// ` => {parent_tid=[123]}`.
+pub fn clone_args_str(
+    mem: &dyn crate::memory::ReadMemory,
+    addr: u64,
+    size: u64,
+    exited: bool,
+) -> String {
+    use super::strings::{addr_str, read_bytes};
+    let len = size.min(88) as usize;
+    let Some(b) = read_bytes(mem, addr, len).filter(|b| b.len() == len && len >= 64) else {
+        return addr_str(addr);
+    };
+    let w = |i: usize| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
+    let flags = w(0);
+    let mut fields = vec![format!(
+        "flags={}",
+        flags_str(flags, CLONE_FLAGS, "0", "CLONE_???")
+    )];
+    if flags & CLONE_PIDFD != 0 {
+        fields.push(format!("pidfd={}", addr_str(w(1))));
+    }
+    if flags & (CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID) != 0 {
+        fields.push(format!("child_tid={}", addr_str(w(2))));
+    }
+    if flags & CLONE_PARENT_SETTID != 0 {
+        fields.push(format!("parent_tid={}", addr_str(w(3))));
+    }
+    let sig = w(4);
+    fields.push(format!(
+        "exit_signal={}",
+        if sig == 0 {
+            "0".to_string()
+        } else {
+            strace_signame(sig as i64)
+        }
+    ));
+    fields.push(format!("stack={}", addr_str(w(5))));
+    fields.push(format!("stack_size={:#x}", w(6)));
+    if flags & CLONE_SETTLS != 0 {
+        fields.push(format!("tls={}", addr_str(w(7))));
+    }
+    let mut out = format!("{{{}}}", fields.join(", "));
+    if exited && flags & (CLONE_PARENT_SETTID | CLONE_PIDFD) != 0 {
+        let int_at = |p: u64| {
+            read_bytes(mem, p, 4).filter(|b| b.len() == 4).map_or_else(
+                || addr_str(p),
+                |b| format!("[{}]", i32::from_ne_bytes(b.try_into().unwrap())),
+            )
+        };
+        let mut written = Vec::new();
+        if flags & CLONE_PIDFD != 0 {
+            written.push(format!("pidfd={}", int_at(w(1))));
+        }
+        if flags & CLONE_PARENT_SETTID != 0 {
+            written.push(format!("parent_tid={}", int_at(w(3))));
+        }
+        out.push_str(&format!(" => {{{}}}", written.join(", ")));
+    }
+    out
+}
+
 /// A pid argument (an `int`, negative for process groups).
 pub fn pid_str(pid: u64) -> String {
     as_int(pid).to_string()
@@ -157,5 +332,42 @@ mod tests {
         );
         assert_eq!(wait_status_str(0xffff), "[{WIFCONTINUED(s)}]");
         assert_eq!(pid_str(0xffff_ffff), "-1");
+    }
+
+    #[test]
+    fn clone3_arguments() {
+        // clone_args at 0x8000; parent_tid and child_tid point at 0x8100.
+        let mut region = vec![0u8; 0x200];
+        let words = [
+            (0usize, 0x3d0f00u64),
+            (2, 0x8100),
+            (3, 0x8100),
+            (5, 0x7000),
+            (6, 0x7fff80),
+            (7, 0x6000),
+        ];
+        for (i, v) in words {
+            region[i * 8..i * 8 + 8].copy_from_slice(&v.to_ne_bytes());
+        }
+        region[0x100..0x104].copy_from_slice(&77i32.to_ne_bytes());
+        let mem = crate::syscalls::testmem::Mem::new(0x8000, &region);
+        let entry = "{flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD|CLONE_SYSVSEM|CLONE_SETTLS|CLONE_PARENT_SETTID|CLONE_CHILD_CLEARTID, child_tid=0x8100, parent_tid=0x8100, exit_signal=0, stack=0x7000, stack_size=0x7fff80, tls=0x6000}";
+        assert_eq!(clone_args_str(&mem, 0x8000, 88, false), entry);
+        assert_eq!(
+            clone_args_str(&mem, 0x8000, 88, true),
+            format!("{entry} => {{parent_tid=[77]}}")
+        );
+        assert_eq!(clone_args_str(&mem, 0x100, 88, false), "0x100");
+        assert_eq!(clone_args_str(&mem, 0x8000, 32, false), "0x8000");
+    }
+
+    #[test]
+    fn prctl_and_priorities() {
+        assert_eq!(prio_which_str(0), "PRIO_PROCESS");
+        assert_eq!(prctl_option_str(15), "PR_SET_NAME");
+        assert_eq!(prctl_option_str(9999), "0x270f /* PR_??? */");
+        assert_eq!(capability_str(21), "CAP_SYS_ADMIN");
+        assert_eq!(capability_str(99), "0x63 /* CAP_??? */");
+        assert_eq!(dumpable_str(1), "SUID_DUMP_USER");
     }
 }

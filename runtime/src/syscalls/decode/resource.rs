@@ -132,6 +132,27 @@ pub fn int_ref_str(mem: &dyn ReadMemory, addr: u64) -> String {
     }
 }
 
+/// An array of `count` uids/gids: `[0, 4, 27]`.
+pub fn id_list_str(mem: &dyn ReadMemory, addr: u64, count: u64) -> String {
+    if addr == 0 {
+        return "NULL".to_string();
+    }
+    let shown = count.min(MAX_STRLEN as u64) as usize;
+    match read_bytes(mem, addr, shown * 4).filter(|b| b.len() == shown * 4) {
+        Some(b) => {
+            let mut ids: Vec<String> = b
+                .chunks(4)
+                .map(|c| u32::from_ne_bytes(c.try_into().unwrap()).to_string())
+                .collect();
+            if count > shown as u64 {
+                ids.push("...".to_string());
+            }
+            format!("[{}]", ids.join(", "))
+        }
+        None => addr_str(addr),
+    }
+}
+
 /// getrandom's data: every byte in hex, as strace forces for it.
 pub fn hex_buffer_str(mem: &dyn ReadMemory, addr: u64, len: u64) -> String {
     let shown = len.min(MAX_STRLEN as u64) as usize;

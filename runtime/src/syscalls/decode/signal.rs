@@ -94,6 +94,30 @@ pub fn sigaction_str(mem: &dyn ReadMemory, addr: u64) -> String {
     out
 }
 
+const SS_FLAGS: &[Xlat] = &[
+    (1, "SS_ONSTACK"),
+    (2, "SS_DISABLE"),
+    (1 << 31, "SS_AUTODISARM"),
+];
+
+/// sigaltstack's `stack_t`: `{ss_sp=0x..., ss_flags=0, ss_size=8192}`.
+pub fn stack_t_str(mem: &dyn ReadMemory, addr: u64) -> String {
+    if addr == 0 {
+        return "NULL".to_string();
+    }
+    let Some(b) = read_bytes(mem, addr, 24).filter(|b| b.len() == 24) else {
+        return addr_str(addr);
+    };
+    let sp = u64::from_ne_bytes(b[0..8].try_into().unwrap());
+    let flags = u64::from(u32::from_ne_bytes(b[8..12].try_into().unwrap()));
+    let size = u64::from_ne_bytes(b[16..24].try_into().unwrap());
+    format!(
+        "{{ss_sp={}, ss_flags={}, ss_size={size}}}",
+        addr_str(sp),
+        flags_str(flags, SS_FLAGS, "0", "SS_???")
+    )
+}
+
 const HOW: &[Xlat] = &[(0, "SIG_BLOCK"), (1, "SIG_UNBLOCK"), (2, "SIG_SETMASK")];
 
 /// rt_sigprocmask's how.
@@ -145,5 +169,14 @@ mod tests {
         assert_eq!(sigaction_str(&mem, 0x5000), "0x5000");
         assert_eq!(sigset_str(&mem, 0x1000, 8), "[HUP]");
         assert_eq!(sigprocmask_how_str(0), "SIG_BLOCK");
+        let mut st = 0x5000u64.to_ne_bytes().to_vec();
+        st.extend_from_slice(&2u64.to_ne_bytes());
+        st.extend_from_slice(&8192u64.to_ne_bytes());
+        let mem = Mem::new(0x1000, &st);
+        assert_eq!(
+            stack_t_str(&mem, 0x1000),
+            "{ss_sp=0x5000, ss_flags=SS_DISABLE, ss_size=8192}"
+        );
+        assert_eq!(stack_t_str(&mem, 0), "NULL");
     }
 }
