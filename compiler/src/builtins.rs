@@ -116,7 +116,12 @@ pub static BUILTINS: &[Builtin] = &[
     pure("_wait4_opt_str", &[L], S),
     pure("_wait_status_str", &[L], S),
     pure("abs", &[L], L),
+    pure("big_endian2", &[L], L),
+    pure("big_endian4", &[L], L),
+    pure("big_endian8", &[L], L),
     ctx("cpu", &[], L),
+    // SystemTap's ctime(epochsecs): "Thu Jan  1 00:00:00 1970".
+    pure("ctime", &[L], S),
     ctx("egid", &[], L),
     pure("errno_str", &[L], S),
     f("error", &[S], V, false, false),
@@ -135,7 +140,11 @@ pub static BUILTINS: &[Builtin] = &[
     // The probe point being run, as written in the script.
     ctx("pp", &[], S),
     ctx("ppid", &[], L),
+    // Writes one byte (the low 8 bits) to the output.
+    f("print_char", &[L], V, false, false),
     guru("quiesce", &[L]),
+    // A random number in 0..n; draws from the generator: not pure.
+    f("randint", &[L], L, false, false),
     guru("resume", &[L]),
     pure("signal_name", &[L], S),
     pure("signal_str", &[L], S),
