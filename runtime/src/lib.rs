@@ -3,3 +3,4 @@
 
 pub mod format;
 pub mod memory;
+pub mod utrace;
