@@ -3,4 +3,10 @@
 
 pub mod format;
 pub mod memory;
+pub mod procinfo;
+pub mod script;
+pub mod seccomp;
+pub mod syscalls;
+pub mod transport;
 pub mod utrace;
+pub mod values;

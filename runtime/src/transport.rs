@@ -1,0 +1,447 @@
+//! The output path from probe handlers to the user.
+//!
+//! Handlers never write to a file descriptor: the tracer thread pushes whole
+//! messages (one handler run's output, or a flushed part of it) into a bounded
+//! wait-free byte ring ([`rtrb`], single producer), and a separate output
+//! thread drains it to stdout or a `-o FILE`. When the ring is full the
+//! message is dropped and counted, so a slow reader can never stall the
+//! tracer; [`Transport::finish`] drains everything and then reports the count
+//! with SystemTap's wording (see [`lost_warning`]).
+//!
+//! Control messages (runtime warnings and errors) take a separate unbounded
+//! path to stderr and are never dropped.
+//!
+//! Waking the output thread costs the producer one fence and one load per
+//! message: the output thread advertises that it is about to park in a flag,
+//! and the producer unparks it only when that flag is set.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::mem::ManuallyDrop;
+use std::os::fd::FromRawFd;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+use std::sync::mpsc;
+use std::thread::{self, JoinHandle, Thread};
+
+/// SystemTap's default buffer size (`_stp_nsubbufs * _stp_subbuf_size` in
+/// runtime/transport/transport.c: 16 MiB), in megabytes.
+pub const DEFAULT_BUFFER_MB: usize = 16;
+
+/// The largest `-s` value SystemTap accepts.
+pub const MAX_BUFFER_MB: usize = 4095;
+
+/// Parses the argument of `-s MB` into a buffer size in bytes, with
+/// SystemTap's message for values outside 1..=4095.
+pub fn parse_buffer_mb(arg: &str) -> Result<usize, String> {
+    match arg.trim().parse::<usize>() {
+        Ok(mb) if (1..=MAX_BUFFER_MB).contains(&mb) => Ok(mb << 20),
+        _ => Err("Invalid buffer size (should be 1-4095).".to_string()),
+    }
+}
+
+/// The warning printed at exit when messages were dropped. SystemTap's
+/// runtime prints "There were %d transport failures. Try stap -s to increase
+/// the buffer size from %d." (with `WARNING: ` in front); utap keeps the
+/// wording and names itself.
+pub fn lost_warning(lost: u64, buffer_bytes: usize) -> String {
+    format!(
+        "WARNING: There were {lost} transport failures. Try utap -s to increase the buffer size from {}.\n",
+        buffer_bytes >> 20
+    )
+}
+
+/// Where data messages go.
+pub enum Output {
+    /// The process's standard output (fd 1), written unbuffered in batches.
+    Stdout,
+    /// Any writer, e.g. a file opened for `-o FILE` ([`Output::file`]) or a
+    /// pipe in tests.
+    Writer(Box<dyn Write + Send>),
+}
+
+impl Output {
+    /// Creates (truncates) `path` for `-o FILE`.
+    pub fn file(path: &Path) -> io::Result<Output> {
+        Ok(Output::Writer(Box::new(File::create(path)?)))
+    }
+
+    fn into_writer(self) -> Box<dyn Write + Send> {
+        match self {
+            Output::Stdout => Box::new(RawFd(1)),
+            Output::Writer(w) => w,
+        }
+    }
+}
+
+/// How to build a [`Transport`].
+pub struct Config {
+    /// Ring capacity in bytes (`-s MB` × 2^20).
+    pub buffer_bytes: usize,
+    /// Destination of data messages.
+    pub output: Output,
+    /// Destination of control messages; `None` means stderr (fd 2).
+    pub control: Option<Box<dyn Write + Send>>,
+}
+
+impl Config {
+    /// The default buffer size, writing to stdout and stderr.
+    pub fn stdout() -> Config {
+        Config {
+            buffer_bytes: DEFAULT_BUFFER_MB << 20,
+            output: Output::Stdout,
+            control: None,
+        }
+    }
+}
+
+/// What happened over a transport's life, returned by [`Transport::finish`].
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Messages accepted into the ring (all of them were written, unless
+    /// `error` is set).
+    pub messages: u64,
+    /// Messages dropped because the ring was full (or larger than it).
+    pub lost: u64,
+    /// Bytes written to the data output.
+    pub bytes_written: u64,
+    /// The first error writing the data output (writing stops after it; the
+    /// ring is still drained so the producer never stalls).
+    pub error: Option<io::Error>,
+}
+
+/// State shared by the producer, control senders and the output thread.
+struct Shared {
+    /// The output thread is about to park (or parked); whoever makes work
+    /// for it must unpark it.
+    sleeping: AtomicBool,
+    /// finish() was called: drain and exit.
+    closing: AtomicBool,
+    messages: AtomicU64,
+    lost: AtomicU64,
+    output_thread: Thread,
+}
+
+impl Shared {
+    /// Wakes the output thread if it is parking. The SeqCst fence orders our
+    /// earlier publication of work before the load of `sleeping`, pairing
+    /// with the fence the output thread issues between setting `sleeping`
+    /// and re-checking for work.
+    #[inline]
+    fn notify(&self) {
+        fence(Ordering::SeqCst);
+        if self.sleeping.load(Ordering::Relaxed) && self.sleeping.swap(false, Ordering::AcqRel) {
+            self.output_thread.unpark();
+        }
+    }
+}
+
+/// The tracer thread's end of the transport: owned by exactly one thread
+/// (the script runtime keeps it in its context). Not `Clone` on purpose; the
+/// ring has a single producer.
+pub struct Producer {
+    ring: rtrb::Producer<u8>,
+    shared: Arc<Shared>,
+    control: ControlSender,
+}
+
+impl Producer {
+    /// Queues one whole message. Never blocks: if the ring lacks room for
+    /// all of `msg`, the message is dropped, counted, and `false` returned.
+    /// Empty messages are accepted and cost nothing.
+    #[inline]
+    pub fn push(&mut self, msg: &[u8]) -> bool {
+        if msg.is_empty() {
+            return true;
+        }
+        // Single writer: a relaxed load+store is enough for the counters.
+        if self.ring.push_entire_slice(msg).is_err() {
+            let lost = &self.shared.lost;
+            lost.store(lost.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            return false;
+        }
+        let n = &self.shared.messages;
+        n.store(n.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        self.shared.notify();
+        true
+    }
+
+    /// Messages dropped so far.
+    pub fn lost(&self) -> u64 {
+        self.shared.lost.load(Ordering::Relaxed)
+    }
+
+    /// Sends a control message (written to stderr, never dropped).
+    pub fn control(&self, msg: impl Into<Vec<u8>>) {
+        self.control.send(msg);
+    }
+
+    /// A handle other threads can use to send control messages.
+    pub fn control_sender(&self) -> ControlSender {
+        self.control.clone()
+    }
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        self.shared.notify();
+    }
+}
+
+/// Sends control messages (warnings, errors) to the control output. They go
+/// through an unbounded queue: never dropped, never blocking the sender.
+#[derive(Clone)]
+pub struct ControlSender {
+    tx: mpsc::Sender<Vec<u8>>,
+    shared: Arc<Shared>,
+}
+
+impl ControlSender {
+    /// Queues `msg` for the control output (stderr).
+    pub fn send(&self, msg: impl Into<Vec<u8>>) {
+        // The receiver lives until the output thread ends, which only
+        // happens in finish(); a message sent after that has nowhere to go.
+        if self.tx.send(msg.into()).is_ok() {
+            self.shared.notify();
+        }
+    }
+}
+
+/// The output side: owns the output thread. Call [`Transport::finish`] at
+/// exit (and on Ctrl-C) to drain everything; dropping it finishes too.
+pub struct Transport {
+    shared: Arc<Shared>,
+    control: ControlSender,
+    buffer_bytes: usize,
+    thread: Option<JoinHandle<Drained>>,
+}
+
+/// What the output thread hands back when it ends.
+struct Drained {
+    control: Box<dyn Write + Send>,
+    bytes_written: u64,
+    error: Option<io::Error>,
+}
+
+impl Transport {
+    /// Allocates the ring and starts the output thread.
+    pub fn start(config: Config) -> io::Result<(Transport, Producer)> {
+        let capacity = config.buffer_bytes.max(1);
+        let (ring_tx, ring_rx) = rtrb::RingBuffer::<u8>::new(capacity);
+        let (ctl_tx, ctl_rx) = mpsc::channel();
+        let output = config.output.into_writer();
+        let control = config.control.unwrap_or_else(|| Box::new(RawFd(2)));
+
+        // The thread needs `Shared` and `Shared` needs the thread's handle:
+        // hand the Arc over through a channel once it exists.
+        let (shared_tx, shared_rx) = mpsc::channel::<Arc<Shared>>();
+        let thread = thread::Builder::new()
+            .name("utap-output".into())
+            .spawn(move || {
+                let shared = shared_rx.recv().expect("transport shared state");
+                OutputLoop {
+                    ring: ring_rx,
+                    control_rx: ctl_rx,
+                    output,
+                    control,
+                    shared,
+                    bytes_written: 0,
+                    error: None,
+                }
+                .run()
+            })?;
+        let shared = Arc::new(Shared {
+            sleeping: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
+            messages: AtomicU64::new(0),
+            lost: AtomicU64::new(0),
+            output_thread: thread.thread().clone(),
+        });
+        // The thread is blocked in recv() until this arrives.
+        let _ = shared_tx.send(shared.clone());
+        let control = ControlSender {
+            tx: ctl_tx,
+            shared: shared.clone(),
+        };
+        let producer = Producer {
+            ring: ring_tx,
+            shared: shared.clone(),
+            control: control.clone(),
+        };
+        let transport = Transport {
+            shared,
+            control,
+            buffer_bytes: capacity,
+            thread: Some(thread),
+        };
+        Ok((transport, producer))
+    }
+
+    /// A handle other threads can use to send control messages.
+    pub fn control_sender(&self) -> ControlSender {
+        self.control.clone()
+    }
+
+    /// Messages dropped so far.
+    pub fn lost(&self) -> u64 {
+        self.shared.lost.load(Ordering::Relaxed)
+    }
+
+    /// Drains every message pushed before this call to the output, writes
+    /// the lost-messages warning to the control output if any were dropped,
+    /// stops the output thread and returns the totals. Call it once the
+    /// tracer has stopped pushing (after the end probes ran): a push that
+    /// races with it may not be written. Blocks while the output does (a
+    /// reader that never reads keeps utap from exiting, as with stapio).
+    pub fn finish(mut self) -> Stats {
+        self.finish_inner()
+    }
+
+    fn finish_inner(&mut self) -> Stats {
+        let Some(thread) = self.thread.take() else {
+            return Stats::default();
+        };
+        self.shared.closing.store(true, Ordering::Release);
+        self.shared.notify();
+        let joined = thread.join();
+        let mut stats = Stats {
+            messages: self.shared.messages.load(Ordering::Relaxed),
+            lost: self.shared.lost.load(Ordering::Relaxed),
+            ..Stats::default()
+        };
+        match joined {
+            Ok(mut drained) => {
+                if stats.lost > 0 {
+                    let warning = lost_warning(stats.lost, self.buffer_bytes);
+                    let _ = drained.control.write_all(warning.as_bytes());
+                }
+                let _ = drained.control.flush();
+                stats.bytes_written = drained.bytes_written;
+                stats.error = drained.error;
+            }
+            Err(_) => stats.error = Some(io::Error::other("the output thread panicked")),
+        }
+        stats
+    }
+}
+
+impl Drop for Transport {
+    fn drop(&mut self) {
+        self.finish_inner();
+    }
+}
+
+/// The output thread's state.
+struct OutputLoop {
+    ring: rtrb::Consumer<u8>,
+    control_rx: mpsc::Receiver<Vec<u8>>,
+    output: Box<dyn Write + Send>,
+    control: Box<dyn Write + Send>,
+    shared: Arc<Shared>,
+    bytes_written: u64,
+    error: Option<io::Error>,
+}
+
+impl OutputLoop {
+    fn run(mut self) -> Drained {
+        loop {
+            let mut worked = self.drain_data();
+            worked |= self.drain_control();
+            if worked {
+                continue;
+            }
+            if self.shared.closing.load(Ordering::Acquire) {
+                // closing was set after the last push we must deliver;
+                // one more pass picks up anything that raced with it.
+                if !self.drain_data() && !self.drain_control() {
+                    break;
+                }
+                continue;
+            }
+            self.park();
+        }
+        let _ = self.output.flush();
+        Drained {
+            control: self.control,
+            bytes_written: self.bytes_written,
+            error: self.error,
+        }
+    }
+
+    /// Parks until a producer, control sender or finish() makes work.
+    fn park(&mut self) {
+        self.shared.sleeping.store(true, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        let idle = self.ring.is_empty() && !self.shared.closing.load(Ordering::Acquire);
+        if idle {
+            match self.control_rx.try_recv() {
+                Ok(msg) => {
+                    self.shared.sleeping.store(false, Ordering::Relaxed);
+                    self.write_control(&msg);
+                    return;
+                }
+                Err(_) => thread::park(),
+            }
+        }
+        self.shared.sleeping.store(false, Ordering::Relaxed);
+    }
+
+    /// Writes everything in the ring; returns whether there was anything.
+    fn drain_data(&mut self) -> bool {
+        let n = self.ring.slots();
+        if n == 0 {
+            return false;
+        }
+        let Ok(chunk) = self.ring.read_chunk(n) else {
+            return false;
+        };
+        let (a, b) = chunk.as_slices();
+        if self.error.is_none() {
+            let result = self
+                .output
+                .write_all(a)
+                .and_then(|_| self.output.write_all(b));
+            match result {
+                Ok(()) => self.bytes_written += n as u64,
+                Err(e) => self.error = Some(e),
+            }
+        }
+        chunk.commit_all();
+        true
+    }
+
+    fn drain_control(&mut self) -> bool {
+        let mut any = false;
+        while let Ok(msg) = self.control_rx.try_recv() {
+            self.write_control(&msg);
+            any = true;
+        }
+        any
+    }
+
+    fn write_control(&mut self, msg: &[u8]) {
+        // Data queued before a control message should appear first.
+        self.drain_data();
+        let _ = self.output.flush();
+        let _ = self.control.write_all(msg);
+        let _ = self.control.flush();
+    }
+}
+
+/// An unbuffered writer on a file descriptor we do not own (stdout/stderr):
+/// the output thread already writes in large batches.
+struct RawFd(i32);
+
+impl Write for RawFd {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        // SAFETY: fd 1 or 2 stays open for the life of the process; the
+        // ManuallyDrop keeps us from closing it.
+        let mut file = ManuallyDrop::new(unsafe { File::from_raw_fd(self.0) });
+        file.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
