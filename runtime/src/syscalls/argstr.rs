@@ -132,6 +132,12 @@ impl Decoder<'_> {
             "arch_prctl" => self.arch_prctl(),
             "setsockopt" | "getsockopt" => self.sockopt(),
             "prctl" => self.prctl(),
+            // The high half of the offset is not shown on 64-bit.
+            "preadv2" | "pwritev2" => {
+                let mut parts = self.all();
+                parts.remove(4);
+                parts
+            }
             _ => self
                 .sig
                 .args
@@ -470,6 +476,17 @@ impl Decoder<'_> {
             }
             Kind::OutGidList => addr_str(v),
             Kind::MfdFlags => file::memfd_flags_str(v),
+            Kind::FlockOp => file::flock_op_str(v),
+            Kind::RwfFlags => file::rwf_flags_str(v),
+            Kind::SpliceFlags => file::splice_flags_str(v),
+            Kind::CloseRangeFlags => file::close_range_flags_str(v),
+            Kind::UmountFlags => file::umount_flags_str(v),
+            Kind::MlockallFlags => memory::mlockall_flags_str(v),
+            Kind::Personality => process::personality_str(v),
+            Kind::IdType => process::idtype_str(v),
+            Kind::RusageWho => process::rusage_who_str(v),
+            Kind::OutSiginfo if out_ok => process::siginfo_str(self.mem, v),
+            Kind::OutSiginfo => addr_str(v),
             Kind::Itimerspec => time::itimerspec_str(self.mem, v),
             Kind::OutItimerspec if out_ok => time::itimerspec_str(self.mem, v),
             Kind::OutItimerspec => addr_str(v),

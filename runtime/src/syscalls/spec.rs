@@ -111,6 +111,17 @@ pub enum Kind {
     /// getgroups' list: as many gids as the return value.
     OutGidList,
     MfdFlags,
+    FlockOp,
+    RwfFlags,
+    SpliceFlags,
+    CloseRangeFlags,
+    UmountFlags,
+    MlockallFlags,
+    Personality,
+    IdType,
+    RusageWho,
+    /// A `siginfo_t` the call fills (waitid).
+    OutSiginfo,
     Itimerspec,
     OutItimerspec,
     Itimerval,
@@ -269,7 +280,7 @@ pub static SIGNATURES: &[Signature] = &[
         &[
             a("out_fd", Fd),
             a("in_fd", Fd),
-            a("offset_uaddr", Ptr),
+            a("offset_uaddr", OffPtr),
             a("count", ULong),
         ],
     ),
@@ -878,6 +889,114 @@ pub static SIGNATURES: &[Signature] = &[
     ),
     d("sysinfo", &[a("info_uaddr", Ptr)]),
     d("clone3", &[a("uargs", Ptr), a("size", ULong)]),
+    d("flock", &[a("fd", Fd), a("operation", FlockOp)]),
+    d(
+        "preadv",
+        &[
+            a("fd", Fd),
+            a("vector_uaddr", OutIovec(3)),
+            a("count", Int),
+            a("offset", Long),
+        ],
+    ),
+    d(
+        "pwritev",
+        &[
+            a("fd", Fd),
+            a("vector_uaddr", InIovec(3)),
+            a("count", Int),
+            a("offset", Long),
+        ],
+    ),
+    d(
+        "preadv2",
+        &[
+            a("fd", Fd),
+            a("vector_uaddr", OutIovec(3)),
+            a("count", Int),
+            a("offset", Long),
+            a("pos_h", Hex),
+            a("flags", RwfFlags),
+        ],
+    ),
+    d(
+        "pwritev2",
+        &[
+            a("fd", Fd),
+            a("vector_uaddr", InIovec(3)),
+            a("count", Int),
+            a("offset", Long),
+            a("pos_h", Hex),
+            a("flags", RwfFlags),
+        ],
+    ),
+    d(
+        "splice",
+        &[
+            a("fd_in", Fd),
+            a("off_in", OffPtr),
+            a("fd_out", Fd),
+            a("off_out", OffPtr),
+            a("len", ULong),
+            a("flags", SpliceFlags),
+        ],
+    ),
+    d(
+        "tee",
+        &[
+            a("fdin", Fd),
+            a("fdout", Fd),
+            a("len", ULong),
+            a("flags", SpliceFlags),
+        ],
+    ),
+    d(
+        "vmsplice",
+        &[
+            a("fd", Fd),
+            a("iov", InIovec(3)),
+            a("nr_segs", ULong),
+            a("flags", SpliceFlags),
+        ],
+    ),
+    d("mlockall", &[a("flags", MlockallFlags)]),
+    d("munlockall", &[]),
+    d("personality", &[a("persona", Personality)]),
+    d(
+        "close_range",
+        &[
+            a("fd", UInt),
+            a("max_fd", UInt),
+            a("flags", CloseRangeFlags),
+        ],
+    ),
+    d(
+        "pidfd_open",
+        &[a("pid", Pid), a("flags", FdFlags("PIDFD_"))],
+    ),
+    d(
+        "pidfd_send_signal",
+        &[
+            a("pidfd", Fd),
+            a("sig", Signal),
+            a("info", Ptr),
+            a("flags", UInt),
+        ],
+    ),
+    d(
+        "waitid",
+        &[
+            a("which", IdType),
+            a("pid", Pid),
+            a("infop_uaddr", OutSiginfo),
+            a("options", WaitOptions),
+            a("rusage_uaddr", Ptr),
+        ],
+    ),
+    d("sync", &[]),
+    d("syncfs", &[a("fd", Fd)]),
+    d("getrusage", &[a("who", RusageWho), a("usage_uaddr", Ptr)]),
+    d("umount2", &[a("target", Path), a("flags", UmountFlags)]),
     d(
         "sigaltstack",
         &[a("uss_uaddr", StackT), a("uoss_uaddr", OutStackT)],

@@ -100,6 +100,15 @@ fn named_arg(out: &mut String, n: usize, arg: &Arg) {
         | Kind::SockLevel
         | Kind::FdFlags(_)
         | Kind::MfdFlags
+        | Kind::FlockOp
+        | Kind::RwfFlags
+        | Kind::SpliceFlags
+        | Kind::CloseRangeFlags
+        | Kind::UmountFlags
+        | Kind::MlockallFlags
+        | Kind::Personality
+        | Kind::IdType
+        | Kind::RusageWho
         | Kind::ItimerWhich
         | Kind::TimerfdFlags
         | Kind::InotifyMask
@@ -147,6 +156,11 @@ fn decoder_builtin(kind: Kind) -> Option<&'static str> {
         Kind::ShutdownHow => "_shutdown_how_str",
         Kind::ClockId => "_get_wc_str",
         Kind::ItimerWhich => "_itimer_which_str",
+        Kind::FlockOp => "_flock_cmd_str",
+        Kind::MlockallFlags => "_mlockall_flags_str",
+        Kind::IdType => "_waitid_which_str",
+        Kind::RusageWho => "_rusage_who_str",
+        Kind::UmountFlags => "_umountflags_str",
         Kind::InotifyMask => "_inotify_watch_mask_str",
         Kind::PrioWhich => "_priority_which_str",
         Kind::EpollOp => "_opoll_op_str",

@@ -440,6 +440,68 @@ pub fn memfd_flags_str(flags: u64) -> String {
     flags_str(flags & 0xffff_ffff, MFD_FLAGS, "0", "MFD_???")
 }
 
+/// A bit set with its strace default comment, for small flag arguments.
+fn small_flags(v: u64, table: &[Xlat], unknown: &str) -> String {
+    flags_str(v & 0xffff_ffff, table, "0", unknown)
+}
+
+/// flock's operation: `LOCK_EX|LOCK_NB`.
+pub fn flock_op_str(op: u64) -> String {
+    const T: &[Xlat] = &[
+        (1, "LOCK_SH"),
+        (2, "LOCK_EX"),
+        (4, "LOCK_NB"),
+        (8, "LOCK_UN"),
+        (32, "LOCK_MAND"),
+        (64, "LOCK_READ"),
+        (128, "LOCK_WRITE"),
+    ];
+    small_flags(op, T, "LOCK_???")
+}
+
+/// preadv2/pwritev2's flags: `RWF_HIPRI`.
+pub fn rwf_flags_str(flags: u64) -> String {
+    const T: &[Xlat] = &[
+        (1, "RWF_HIPRI"),
+        (2, "RWF_DSYNC"),
+        (4, "RWF_SYNC"),
+        (8, "RWF_NOWAIT"),
+        (0x10, "RWF_APPEND"),
+        (0x20, "RWF_NOAPPEND"),
+        (0x40, "RWF_ATOMIC"),
+        (0x80, "RWF_DONTCACHE"),
+    ];
+    small_flags(flags, T, "RWF_???")
+}
+
+/// splice/tee/vmsplice flags: `SPLICE_F_NONBLOCK`.
+pub fn splice_flags_str(flags: u64) -> String {
+    const T: &[Xlat] = &[
+        (1, "SPLICE_F_MOVE"),
+        (2, "SPLICE_F_NONBLOCK"),
+        (4, "SPLICE_F_MORE"),
+        (8, "SPLICE_F_GIFT"),
+    ];
+    small_flags(flags, T, "SPLICE_F_???")
+}
+
+/// close_range's flags: `CLOSE_RANGE_CLOEXEC`.
+pub fn close_range_flags_str(flags: u64) -> String {
+    const T: &[Xlat] = &[(2, "CLOSE_RANGE_UNSHARE"), (4, "CLOSE_RANGE_CLOEXEC")];
+    small_flags(flags, T, "CLOSE_RANGE_???")
+}
+
+/// umount2's flags: `MNT_DETACH`.
+pub fn umount_flags_str(flags: u64) -> String {
+    const T: &[Xlat] = &[
+        (1, "MNT_FORCE"),
+        (2, "MNT_DETACH"),
+        (4, "MNT_EXPIRE"),
+        (8, "UMOUNT_NOFOLLOW"),
+    ];
+    small_flags(flags, T, "MNT_???")
+}
+
 const XATTR_FLAGS: &[Xlat] = &[(1, "XATTR_CREATE"), (2, "XATTR_REPLACE")];
 
 /// setxattr's flags: `0`, `XATTR_CREATE`.
@@ -597,6 +659,13 @@ mod tests {
         assert_eq!(xattr_flags_str(1), "XATTR_CREATE");
         assert_eq!(inotify_mask_str(0x102), "IN_MODIFY|IN_CREATE");
         assert_eq!(memfd_flags_str(3), "MFD_CLOEXEC|MFD_ALLOW_SEALING");
+        assert_eq!(flock_op_str(6), "LOCK_EX|LOCK_NB");
+        assert_eq!(flock_op_str(8), "LOCK_UN");
+        assert_eq!(rwf_flags_str(1), "RWF_HIPRI");
+        assert_eq!(splice_flags_str(2), "SPLICE_F_NONBLOCK");
+        assert_eq!(close_range_flags_str(4), "CLOSE_RANGE_CLOEXEC");
+        assert_eq!(umount_flags_str(2), "MNT_DETACH");
+        assert_eq!(umount_flags_str(0x40), "0x40 /* MNT_??? */");
     }
 
     #[test]
