@@ -23,6 +23,7 @@
 //!   revents=POLLIN}])`, `= 0x1 (flags FD_CLOEXEC)`) are not part of
 //!   argstr, and retstr is SystemTap's bare number.
 
+use super::decode::bytes::*;
 use super::decode::strings::{addr_str, buffer_str, cstring_str, iovec_str, path_str, read_bytes};
 use super::decode::{
     file, flags::as_int, memory, misc, network, poll, process, resource, signal, time,
@@ -214,8 +215,8 @@ impl Decoder<'_> {
     }
 
     fn pointer_at(&self, addr: u64) -> Option<u64> {
-        let b = read_bytes(self.mem, addr, 8).filter(|b| b.len() == 8)?;
-        Some(u64::from_ne_bytes(b.try_into().unwrap()))
+        let b = read_exact(self.mem, addr, 8)?;
+        Some(u64_at(&b, 0))
     }
 
     /// A NULL-terminated array of strings, at most 32 shown.
@@ -416,8 +417,8 @@ impl Decoder<'_> {
             Kind::CloneFlags => process::clone_flags_str(v),
             Kind::WaitOptions => process::wait4_options_str(v),
             Kind::OutWaitStatus if out_ok && self.ret.unwrap_or(0) > 0 => {
-                match read_bytes(self.mem, v, 4).filter(|b| b.len() == 4) {
-                    Some(b) => process::wait_status_str(i32::from_ne_bytes(b.try_into().unwrap())),
+                match read_exact(self.mem, v, 4) {
+                    Some(b) => process::wait_status_str(i32_at(&b, 0)),
                     None => addr_str(v),
                 }
             }
@@ -438,7 +439,7 @@ impl Decoder<'_> {
             Kind::OutSockaddr(n) if out_ok => {
                 match read_bytes(self.mem, by_index(n), 4).filter(|b| b.len() == 4) {
                     Some(b) => {
-                        let len = u32::from_ne_bytes(b.try_into().unwrap());
+                        let len = u32_at(&b, 0);
                         network::sockaddr_str(self.mem, v, u64::from(len))
                     }
                     None => addr_str(v),
@@ -510,20 +511,18 @@ impl Decoder<'_> {
             Kind::UtimensTimes => time::utimens_str(self.mem, v),
             Kind::XattrFlags => file::xattr_flags_str(v),
             Kind::OffPtr if v == 0 => "NULL".to_string(),
-            Kind::OffPtr => match read_bytes(self.mem, v, 8).filter(|b| b.len() == 8) {
-                Some(b) => format!("[{}]", i64::from_ne_bytes(b.try_into().unwrap())),
+            Kind::OffPtr => match read_exact(self.mem, v, 8) {
+                Some(b) => format!("[{}]", i64_at(&b, 0)),
                 None => addr_str(v),
             },
-            Kind::OutFdPair if out_ok => {
-                match read_bytes(self.mem, v, 8).filter(|b| b.len() == 8) {
-                    Some(b) => {
-                        let a = i32::from_ne_bytes(b[0..4].try_into().unwrap());
-                        let c = i32::from_ne_bytes(b[4..8].try_into().unwrap());
-                        format!("[{a}, {c}]")
-                    }
-                    None => addr_str(v),
+            Kind::OutFdPair if out_ok => match read_exact(self.mem, v, 8) {
+                Some(b) => {
+                    let a = i32_at(&b, 0);
+                    let c = i32_at(&b, 4);
+                    format!("[{a}, {c}]")
                 }
-            }
+                None => addr_str(v),
+            },
             Kind::OutFdPair => addr_str(v),
             Kind::PollFds(n) => poll::pollfds_str(self.mem, v, by_index(n)),
             Kind::EpollOp => poll::epoll_op_str(v),
