@@ -699,3 +699,24 @@ fn dead_code_warnings_under_verbose() {
     let quiet = check_with(src, &opts(false));
     assert!(quiet.is_ok());
 }
+
+diag_test!(
+    stats_printed_before_they_are_known_as_stats,
+    false,
+    "global s\nprobe begin { println(s) }\nprobe end { s <<< 1 }",
+    [
+        "semantic error: invalid type stat",
+        "2:23 statistics are read with @count, @sum, @min, @max, @avg, @hist_*"
+    ]
+);
+
+diag_test!(
+    histogram_in_a_variable,
+    false,
+    "global s\nprobe begin { s <<< 1; h = @hist_log(s) }",
+    [
+        "semantic error: invalid type histogram",
+        "2:24 'h' cannot hold a histogram or a void value",
+        "help: print a histogram directly: print(@hist_log(s))"
+    ]
+);
