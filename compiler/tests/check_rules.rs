@@ -709,14 +709,3 @@ diag_test!(
         "2:23 statistics are read with @count, @sum, @min, @max, @avg, @hist_*"
     ]
 );
-
-diag_test!(
-    histogram_in_a_variable,
-    false,
-    "global s\nprobe begin { s <<< 1; h = @hist_log(s) }",
-    [
-        "semantic error: invalid type histogram",
-        "2:24 'h' cannot hold a histogram or a void value",
-        "help: print a histogram directly: print(@hist_log(s))"
-    ]
-);
