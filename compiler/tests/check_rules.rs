@@ -699,3 +699,13 @@ fn dead_code_warnings_under_verbose() {
     let quiet = check_with(src, &opts(false));
     assert!(quiet.is_ok());
 }
+
+diag_test!(
+    stats_printed_before_they_are_known_as_stats,
+    false,
+    "global s\nprobe begin { println(s) }\nprobe end { s <<< 1 }",
+    [
+        "semantic error: invalid type stat",
+        "2:23 statistics are read with @count, @sum, @min, @max, @avg, @hist_*"
+    ]
+);
