@@ -146,8 +146,11 @@ pub fn wait_status_str(status: i64) -> String {
     process::wait_status_str(status as i32)
 }
 
+/// A builtin of type `(long) -> string`.
+pub type LongDecoder = fn(i64) -> String;
+
 /// Every builtin of type `(long) -> string`, by its script name.
-pub static LONG_TO_STRING: &[(&str, fn(i64) -> String)] = &[
+pub static LONG_TO_STRING: &[(&str, LongDecoder)] = &[
     ("syscall_name", syscall_name),
     ("errno_str", errno_str),
     ("signal_name", signal_name),
@@ -194,7 +197,7 @@ pub static LONG_TO_STRING: &[(&str, fn(i64) -> String)] = &[
 ];
 
 /// The `(long) -> string` builtin called `name`.
-pub fn long_to_string(name: &str) -> Option<fn(i64) -> String> {
+pub fn long_to_string(name: &str) -> Option<LongDecoder> {
     LONG_TO_STRING
         .iter()
         .find(|(n, _)| *n == name)

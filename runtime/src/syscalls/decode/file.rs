@@ -1,6 +1,7 @@
 //! File-family arguments: descriptors, AT_FDCWD, open flags, modes,
 //! access modes, `AT_*` flags, lseek whence, fcntl commands, `struct stat`.
 
+use super::bytes::*;
 use super::flags::{Xlat, as_int, flags_str, xlat_str};
 use crate::memory::ReadMemory;
 
@@ -215,11 +216,11 @@ pub fn fcntl_arg_str(cmd: u64, arg: u64) -> Option<String> {
 /// `struct stat` as strace abbreviates it, or the address when unreadable.
 pub fn stat_str(mem: &dyn ReadMemory, addr: u64) -> String {
     const SIZE: usize = 144;
-    let Some(buf) = super::strings::read_bytes(mem, addr, SIZE).filter(|b| b.len() == SIZE) else {
+    let Some(buf) = super::bytes::read_exact(mem, addr, SIZE) else {
         return super::strings::addr_str(addr);
     };
-    let u64_at = |off: usize| u64::from_ne_bytes(buf[off..off + 8].try_into().unwrap());
-    let mode = u64::from(u32::from_ne_bytes(buf[24..28].try_into().unwrap()));
+    let u64_at = |off: usize| u64_at(&buf, off);
+    let mode = u64::from(u32_at(&buf, 24));
     let tail = match mode & S_IFMT {
         0o20000 | 0o60000 => format!("st_rdev={}", makedev_str(u64_at(40))),
         _ => format!("st_size={}", u64_at(48) as i64),
@@ -273,12 +274,12 @@ const STATFS_FLAGS: &[Xlat] = &[
 /// `struct statfs` (x86_64) as strace shows it.
 pub fn statfs_str(mem: &dyn ReadMemory, addr: u64) -> String {
     const SIZE: usize = 120;
-    let Some(b) = super::strings::read_bytes(mem, addr, SIZE).filter(|b| b.len() == SIZE) else {
+    let Some(b) = super::bytes::read_exact(mem, addr, SIZE) else {
         return super::strings::addr_str(addr);
     };
-    let w = |i: usize| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
-    let fsid0 = u32::from_ne_bytes(b[56..60].try_into().unwrap());
-    let fsid1 = u32::from_ne_bytes(b[60..64].try_into().unwrap());
+    let w = |i: usize| u64_at(&b, i * 8);
+    let fsid0 = u32_at(&b, 56);
+    let fsid1 = u32_at(&b, 60);
     format!(
         "{{f_type={}, f_bsize={}, f_blocks={}, f_bfree={}, f_bavail={}, f_files={}, f_ffree={}, f_fsid={{val=[{fsid0:#x}, {fsid1:#x}]}}, f_namelen={}, f_frsize={}, f_flags={}}}",
         xlat_str(w(0), FS_MAGIC, "???_MAGIC"),
@@ -361,11 +362,11 @@ const STATX_ATTRS: &[Xlat] = &[
 /// `struct statx` as strace abbreviates it:
 /// `{stx_mask=STATX_ALL, stx_attributes=0, stx_mode=S_IFREG|0644, stx_size=3, ...}`.
 pub fn statx_str(mem: &dyn ReadMemory, addr: u64) -> String {
-    let Some(b) = super::strings::read_bytes(mem, addr, 48).filter(|b| b.len() == 48) else {
+    let Some(b) = read_exact(mem, addr, 48) else {
         return super::strings::addr_str(addr);
     };
-    let mask = u64::from(u32::from_ne_bytes(b[0..4].try_into().unwrap()));
-    let attrs = u64::from_ne_bytes(b[8..16].try_into().unwrap());
+    let mask = u64::from(u32_at(&b, 0));
+    let attrs = u64_at(&b, 8);
     let mut out = format!(
         "{{stx_mask={}, stx_attributes={}",
         statx_mask_str(mask),
@@ -376,7 +377,7 @@ pub fn statx_str(mem: &dyn ReadMemory, addr: u64) -> String {
         out.push_str(&format!(", stx_mode={}", symbolic_mode_str(mode)));
     }
     if mask & 0x200 != 0 {
-        let size = u64::from_ne_bytes(b[40..48].try_into().unwrap());
+        let size = u64_at(&b, 40);
         out.push_str(&format!(", stx_size={size}"));
     }
     out.push_str(", ...}");

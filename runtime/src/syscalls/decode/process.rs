@@ -1,5 +1,6 @@
 //! Process-family arguments: clone flags, wait options, wait statuses.
 
+use super::bytes::*;
 use super::flags::{Xlat, as_int, flags_str};
 use crate::syscalls::signals::strace_signame;
 
@@ -227,7 +228,7 @@ pub fn clone_args_str(
     let Some(b) = read_bytes(mem, addr, len).filter(|b| b.len() == len && len >= 64) else {
         return addr_str(addr);
     };
-    let w = |i: usize| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
+    let w = |i: usize| u64_at(&b, i * 8);
     let flags = w(0);
     let mut fields = vec![format!(
         "flags={}",
@@ -259,10 +260,7 @@ pub fn clone_args_str(
     let mut out = format!("{{{}}}", fields.join(", "));
     if exited && flags & (CLONE_PARENT_SETTID | CLONE_PIDFD) != 0 {
         let int_at = |p: u64| {
-            read_bytes(mem, p, 4).filter(|b| b.len() == 4).map_or_else(
-                || addr_str(p),
-                |b| format!("[{}]", i32::from_ne_bytes(b.try_into().unwrap())),
-            )
+            read_exact(mem, p, 4).map_or_else(|| addr_str(p), |b| format!("[{}]", i32_at(&b, 0)))
         };
         let mut written = Vec::new();
         if flags & CLONE_PIDFD != 0 {
@@ -323,12 +321,12 @@ pub fn rusage_who_str(who: u64) -> String {
 /// A `siginfo_t` as strace shows it for SIGCHLD and for user-sent
 /// signals; `{}` when the kernel left it zeroed (waitid with WNOHANG).
 pub fn siginfo_str(mem: &dyn crate::memory::ReadMemory, addr: u64) -> String {
-    use super::strings::{addr_str, read_bytes};
-    let Some(b) = read_bytes(mem, addr, 48).filter(|b| b.len() == 48) else {
+    use super::strings::addr_str;
+    let Some(b) = read_exact(mem, addr, 48) else {
         return addr_str(addr);
     };
-    let i32_at = |o: usize| i32::from_ne_bytes(b[o..o + 4].try_into().unwrap());
-    let i64_at = |o: usize| i64::from_ne_bytes(b[o..o + 8].try_into().unwrap());
+    let i32_at = |o: usize| i32_at(&b, o);
+    let i64_at = |o: usize| i64_at(&b, o);
     let (signo, code) = (i32_at(0), i32_at(8));
     if signo == 0 {
         return "{}".to_string();
