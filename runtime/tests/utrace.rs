@@ -71,6 +71,14 @@ fn tests() -> Vec<(&'static str, TestFn)> {
             ticks_run_on_the_tracer_thread,
         ),
         (
+            "quiesce_comes_first_and_can_enable_the_event",
+            quiesce_comes_first_and_can_enable_the_event,
+        ),
+        (
+            "panic_in_a_callback_detaches_everything",
+            panic_in_a_callback_detaches_everything,
+        ),
+        (
             "stress_1000_threads_every_syscall",
             stress_1000_threads_every_syscall,
         ),
@@ -628,13 +636,15 @@ struct SignalEditor {
 impl Engine for SignalEditor {
     fn report_signal(
         &mut self,
-        _cx: &mut Cx,
+        cx: &mut Cx,
         _: ResumeAction,
         s: &mut SignalReport,
     ) -> ResumeAction {
         self.seen.push(s.original);
         match s.original {
             Some(sig) => {
+                // The fixture handles every signal it sends itself.
+                assert_eq!(cx.disposition(sig), Ok(Disposition::Handler));
                 if let Some(to) = self.map.get(&sig.0) {
                     s.deliver = *to;
                 }
@@ -1388,4 +1398,114 @@ fn stress_1000_threads_every_syscall() {
             exits.len()
         );
     }
+}
+
+/// Logs its reports; at the 3rd getppid its report_quiesce subscribes to
+/// syscall entries, whose report must then follow at once (seed 001).
+struct Eager {
+    name: &'static str,
+    log: Rc<RefCell<Vec<String>>>,
+    getppids: usize,
+}
+
+impl Engine for Eager {
+    fn report_quiesce(&mut self, cx: &mut Cx, _: ResumeAction, event: Event) -> ResumeAction {
+        if event == Event::SyscallEntry && cx.syscall().unwrap().nr == GETPPID {
+            self.getppids += 1;
+            self.log
+                .borrow_mut()
+                .push(format!("{} quiesce {event:?}", self.name));
+            if self.getppids == 3 {
+                let (tid, me) = (cx.tid(), cx.engine());
+                cx.set_events(tid, me, Events::QUIESCE | Events::SYSCALL_ENTRY)
+                    .unwrap();
+            }
+        }
+        ResumeAction::Resume
+    }
+    fn report_syscall_entry(&mut self, cx: &mut Cx, _: ResumeAction) -> ResumeAction {
+        if cx.syscall().unwrap().nr == GETPPID {
+            self.log.borrow_mut().push(format!("{} entry", self.name));
+        }
+        ResumeAction::Resume
+    }
+}
+
+fn quiesce_comes_first_and_can_enable_the_event() {
+    let log = on_tracer_thread(|| {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let mut tracer = Tracer::new().unwrap();
+        let q = tracer.add_engine(Eager {
+            name: "Q",
+            log: log.clone(),
+            getppids: 0,
+        });
+        let s = tracer.add_engine(Eager {
+            name: "S",
+            log: log.clone(),
+            getppids: 0,
+        });
+        let child = tracer
+            .spawn(&fixture_cmd("syscalls", &["4", "0"]), None)
+            .unwrap();
+        let mut ctl = tracer.ctl();
+        ctl.attach(child.pid, q, AttachMode::Create, Events::QUIESCE)
+            .unwrap();
+        ctl.attach(child.pid, s, AttachMode::Create, Events::SYSCALL_ENTRY)
+            .unwrap();
+        ctl.end_when_exits(child.pid);
+        assert_eq!(tracer.run().unwrap(), exited(child.pid, 0));
+        log.take()
+    });
+    let want = [
+        "Q quiesce SyscallEntry",
+        "S entry",
+        "Q quiesce SyscallEntry",
+        "S entry",
+        "Q quiesce SyscallEntry",
+        "Q entry",
+        "S entry",
+        "Q quiesce SyscallEntry",
+        "Q entry",
+        "S entry",
+    ];
+    assert_eq!(log, want);
+}
+
+/// A panic in a callback unwinds out of `run`; dropping the tracer detaches
+/// every thread, which runs on untraced.
+fn panic_in_a_callback_detaches_everything() {
+    struct Panicky(usize);
+    impl Engine for Panicky {
+        fn report_syscall_entry(&mut self, _cx: &mut Cx, _: ResumeAction) -> ResumeAction {
+            self.0 += 1;
+            assert!(self.0 < 20, "engine bug");
+            ResumeAction::Resume
+        }
+    }
+    let (child, file) = start_ticker("block", 2);
+    let pid = child.id() as i32;
+    let outcome = std::thread::spawn(move || {
+        std::panic::catch_unwind(|| {
+            let mut tracer = Tracer::new().unwrap();
+            let e = tracer.add_engine(Panicky(0));
+            let mut ctl = tracer.ctl();
+            for tid in ctl.attach_process(Tid(pid)).unwrap() {
+                ctl.attach(tid, e, AttachMode::Create, Events::SYSCALL_ENTRY)
+                    .unwrap();
+            }
+            tracer.run()
+        })
+        .is_err()
+    })
+    .join()
+    .unwrap();
+    assert!(outcome, "the engine panicked");
+    for t in tids_of(pid) {
+        assert_eq!(tracer_pid(pid, t), 0);
+        assert!(matches!(state(pid, t), 'R' | 'S'));
+    }
+    let c = read_counter(&file);
+    assert!(wait_until(5, || read_counter(&file) > c));
+    finish(child);
 }

@@ -213,6 +213,11 @@ impl Cx<'_> {
         ptrace::siginfo(self.tid)
     }
 
+    /// What delivering `sig` to this thread would do now.
+    pub fn disposition(&self, sig: super::Signal) -> Result<super::Disposition> {
+        sig.disposition_in(self.tid).ok_or(Error::Gone(self.tid))
+    }
+
     /// The thread's memory, for `user_string` and friends.
     pub fn memory(&self) -> ProcessMemory {
         ProcessMemory { pid: self.tid }
