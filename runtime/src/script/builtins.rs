@@ -271,20 +271,30 @@ fn user_string_result(
 
 extern "C" fn utap_bi_user_string(ctx: *mut HandlerContext, addr: i64) -> i64 {
     let max = st(ctx).limits.max_string_len;
-    let r = with_memory(ctx, |m| memory::user_string(m, addr as u64, max));
+    let r = with_memory(ctx, |m| {
+        let mut out = Vec::new();
+        memory::user_string(&mut out, m, addr as u64, max).map(|()| out)
+    });
     user_string_result(ctx, r, addr)
 }
 
 extern "C" fn utap_bi_user_string_n(ctx: *mut HandlerContext, addr: i64, n: i64) -> i64 {
     let max = st(ctx).limits.max_string_len;
-    let r = with_memory(ctx, |m| memory::user_string_n(m, addr as u64, n, max));
+    let r = with_memory(ctx, |m| {
+        let mut out = Vec::new();
+        memory::user_string_n(&mut out, m, addr as u64, n, max).map(|()| out)
+    });
     user_string_result(ctx, r, addr)
 }
 
 extern "C" fn utap_bi_user_string_quoted(ctx: *mut HandlerContext, addr: i64) -> i64 {
     let max = st(ctx).limits.max_string_len;
-    let r = with_memory(ctx, |m| memory::user_string_quoted(m, addr as u64, max))
-        .unwrap_or_else(|| format!("0x{:x}", addr as u64).into_bytes());
+    let r = with_memory(ctx, |m| {
+        let mut out = Vec::new();
+        memory::user_string_quoted(&mut out, m, addr as u64, max);
+        out
+    })
+    .unwrap_or_else(|| format!("0x{:x}", addr as u64).into_bytes());
     string_result(ctx, &r)
 }
 

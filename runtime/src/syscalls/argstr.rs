@@ -11,7 +11,21 @@
 //! `-2 (ENOENT)` where strace prints `-1 ENOENT (No such file or
 //! directory)`; mmap/mremap return hex (`0x7f...`), umask octal, everything
 //! else decimal — also brk, which strace shows in hex.
+//!
+//! Known differences from strace's argument text, all from decoding at one
+//! moment instead of at both entry and exit:
+//! - arguments the kernel reads and then updates show the value current
+//!   when the text is made, unless an [`EntrySnapshot`] taken at entry is
+//!   given to [`argstr_exit`]: then socket address lengths and file offsets
+//!   read `[110 => 2]` / `[2] => [5]` as in strace (select's fd sets and
+//!   timeouts are not decoded);
+//! - after a successful execve the old memory is gone: make its text at
+//!   entry;
+//! - strace's decorations of return values (`= 1 ([{fd=3,
+//!   revents=POLLIN}])`, `= 0x1 (flags FD_CLOEXEC)`) are not part of
+//!   argstr, and retstr is SystemTap's bare number.
 
+use super::decode::bytes::*;
 use super::decode::strings::{addr_str, buffer_str, cstring_str, iovec_str, path_str, read_bytes};
 use super::decode::{
     file, flags::as_int, memory, misc, network, poll, process, resource, signal, time,
@@ -30,12 +44,60 @@ pub fn is_error(ret: i64) -> bool {
 /// return value when the call has completed (then output arguments are
 /// decoded), None at entry.
 pub fn argstr(nr: i64, args: &[u64; 6], ret: Option<i64>, mem: &dyn ReadMemory) -> String {
+    render(nr, args, ret, mem, None)
+}
+
+/// What a call's in/out arguments (socket address lengths, file offsets)
+/// held at entry. Taken at the entry stop with [`entry_snapshot`] and
+/// given to [`argstr_exit`], it lets the exit text show strace's
+/// `[110 => 2]` / `[2] => [5]` for values the kernel changed. Small and
+/// `Copy`, so a tracer can keep one per thread between entry and exit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EntrySnapshot {
+    values: [Option<i64>; 6],
+}
+
+/// Reads, at syscall entry, the in/out values [`argstr_exit`] compares.
+pub fn entry_snapshot(nr: i64, args: &[u64; 6], mem: &dyn ReadMemory) -> EntrySnapshot {
+    let mut snap = EntrySnapshot::default();
+    if let Some(sig) = signature(nr) {
+        for (i, arg) in sig.args.iter().enumerate() {
+            snap.values[i] = match arg.kind {
+                Kind::IntRef => read_exact(mem, args[i], 4).map(|b| i64::from(i32_at(&b, 0))),
+                Kind::OffPtr => read_exact(mem, args[i], 8).map(|b| i64_at(&b, 0)),
+                _ => None,
+            };
+        }
+    }
+    snap
+}
+
+/// The completed call's arguments like `argstr(nr, args, Some(ret), mem)`,
+/// with in/out values compared against their entry values.
+pub fn argstr_exit(
+    nr: i64,
+    args: &[u64; 6],
+    ret: i64,
+    mem: &dyn ReadMemory,
+    entry: &EntrySnapshot,
+) -> String {
+    render(nr, args, Some(ret), mem, Some(entry))
+}
+
+fn render(
+    nr: i64,
+    args: &[u64; 6],
+    ret: Option<i64>,
+    mem: &dyn ReadMemory,
+    entry: Option<&EntrySnapshot>,
+) -> String {
     match signature(nr) {
         Some(sig) => Decoder {
             sig,
             args,
             ret,
             mem,
+            entry,
         }
         .render(),
         None => generic_argstr(args, syscall_nargs(nr)),
@@ -93,9 +155,17 @@ struct Decoder<'a> {
     args: &'a [u64; 6],
     ret: Option<i64>,
     mem: &'a dyn ReadMemory,
+    entry: Option<&'a EntrySnapshot>,
 }
 
 impl Decoder<'_> {
+    /// Argument `i`'s in/out value at entry, when the call completed and
+    /// a snapshot was taken.
+    fn entry_value(&self, i: usize) -> Option<i64> {
+        self.ret?;
+        self.entry?.values[i]
+    }
+
     /// The call succeeded and its outputs can be decoded.
     fn succeeded(&self) -> bool {
         self.ret.is_some_and(|r| !is_error(r))
@@ -110,12 +180,23 @@ impl Decoder<'_> {
             "open" | "openat" => self.open_like(),
             "fcntl" => self.fcntl(),
             "clone" => self.clone(),
+            "clone3" => vec![
+                process::clone_args_str(self.mem, self.arg(0), self.arg(1), self.succeeded()),
+                self.arg(1).to_string(),
+            ],
             "execve" => self.execve(),
             "ioctl" => self.ioctl(),
             "futex" => self.futex(),
             "mremap" => self.mremap(),
             "arch_prctl" => self.arch_prctl(),
             "setsockopt" | "getsockopt" => self.sockopt(),
+            "prctl" => self.prctl(),
+            // The high half of the offset is not shown on 64-bit.
+            "preadv2" | "pwritev2" => {
+                let mut parts = self.all();
+                parts.remove(4);
+                parts
+            }
             _ => self
                 .sig
                 .args
@@ -192,8 +273,8 @@ impl Decoder<'_> {
     }
 
     fn pointer_at(&self, addr: u64) -> Option<u64> {
-        let b = read_bytes(self.mem, addr, 8).filter(|b| b.len() == 8)?;
-        Some(u64::from_ne_bytes(b.try_into().unwrap()))
+        let b = read_exact(self.mem, addr, 8)?;
+        Some(u64_at(&b, 0))
     }
 
     /// A NULL-terminated array of strings, at most 32 shown.
@@ -203,7 +284,7 @@ impl Decoder<'_> {
         }
         let mut items = Vec::new();
         for i in 0.. {
-            let Some(p) = self.pointer_at(addr + 8 * i) else {
+            let Some(p) = self.pointer_at(addr.wrapping_add(8 * i)) else {
                 return if i == 0 {
                     addr_str(addr)
                 } else {
@@ -226,7 +307,7 @@ impl Decoder<'_> {
         if addr == 0 {
             return None;
         }
-        (0..4096).find_map(|i| match self.pointer_at(addr + 8 * i as u64) {
+        (0..4096).find_map(|i| match self.pointer_at(addr.wrapping_add(8 * i as u64)) {
             Some(0) => Some(Some(i)),
             Some(_) => None,
             None => Some(None),
@@ -246,6 +327,8 @@ impl Decoder<'_> {
             misc::IoctlArg::InInt => parts.push(resource::int_ref_str(self.mem, arg)),
             misc::IoctlArg::OutInt if out_ok => parts.push(resource::int_ref_str(self.mem, arg)),
             misc::IoctlArg::InWinsize => parts.push(misc::winsize_str(self.mem, arg)),
+            misc::IoctlArg::InTermios => parts.push(misc::termios_str(self.mem, arg)),
+            misc::IoctlArg::OutTermios if out_ok => parts.push(misc::termios_str(self.mem, arg)),
             misc::IoctlArg::OutWinsize if out_ok => parts.push(misc::winsize_str(self.mem, arg)),
             _ => parts.push(addr_str(arg)),
         }
@@ -289,7 +372,31 @@ impl Decoder<'_> {
             parts.push(len_str);
         } else {
             parts.push(addr_str(val));
-            parts.push(addr_str(len));
+            parts.push(resource::int_ref_str(self.mem, len));
+        }
+        parts
+    }
+
+    /// prctl shows the arguments each option uses; others as strace's
+    /// generic hex.
+    fn prctl(&self) -> Vec<String> {
+        let option = self.arg(0) & 0xffff_ffff;
+        let mut parts = vec![process::prctl_option_str(option)];
+        let rest_hex = |from: usize| (from..5).map(|i| hex(self.arg(i))).collect::<Vec<_>>();
+        match option {
+            // Options without arguments.
+            3 | 7 | 13 | 21 | 27 | 30 | 31 | 32 | 37 => {}
+            1 => parts.push(signal::signal_arg_str(self.arg(1))),
+            4 => parts.push(process::dumpable_str(self.arg(1))),
+            15 => parts.push(cstring_str(self.mem, self.arg(1))),
+            16 if self.succeeded() => parts.push(cstring_str(self.mem, self.arg(1))),
+            16 => parts.push(addr_str(self.arg(1))),
+            23 | 24 => parts.push(process::capability_str(self.arg(1))),
+            38 => {
+                parts.push(self.arg(1).to_string());
+                parts.extend(rest_hex(2));
+            }
+            _ => parts.extend(rest_hex(1)),
         }
         parts
     }
@@ -357,9 +464,7 @@ impl Decoder<'_> {
             }
             Kind::OutIovec(_) => addr_str(v),
             Kind::OpenFlags => file::open_flags_str(v),
-            Kind::PipeFlags => file::fd_flags_str(v, "O_"),
-            Kind::EpollFlags => file::fd_flags_str(v, "EPOLL_"),
-            Kind::EfdFlags => file::fd_flags_str(v, "EFD_"),
+            Kind::FdFlags(prefix) => file::fd_flags_str(v, prefix),
             Kind::AtFlags => file::at_flags_str(v),
             Kind::RenameFlags => file::rename_flags_str(v),
             Kind::AccessMode => file::access_mode_str(v),
@@ -372,8 +477,8 @@ impl Decoder<'_> {
             Kind::CloneFlags => process::clone_flags_str(v),
             Kind::WaitOptions => process::wait4_options_str(v),
             Kind::OutWaitStatus if out_ok && self.ret.unwrap_or(0) > 0 => {
-                match read_bytes(self.mem, v, 4).filter(|b| b.len() == 4) {
-                    Some(b) => process::wait_status_str(i32::from_ne_bytes(b.try_into().unwrap())),
+                match read_exact(self.mem, v, 4) {
+                    Some(b) => process::wait_status_str(i32_at(&b, 0)),
                     None => addr_str(v),
                 }
             }
@@ -391,6 +496,16 @@ impl Decoder<'_> {
             Kind::SockFlags => network::sock_flags_str(v),
             Kind::Protocol(n) => network::protocol_str(by_index(n), v),
             Kind::Sockaddr(n) => network::sockaddr_str(self.mem, v, by_index(n)),
+            Kind::OutSockaddr(n) if out_ok => {
+                match read_bytes(self.mem, by_index(n), 4).filter(|b| b.len() == 4) {
+                    Some(b) => {
+                        let len = u32_at(&b, 0);
+                        network::sockaddr_str(self.mem, v, u64::from(len))
+                    }
+                    None => addr_str(v),
+                }
+            }
+            Kind::OutSockaddr(_) => addr_str(v),
             Kind::MsgFlags => network::msg_flags_str(v),
             Kind::ShutdownHow => network::shutdown_how_str(v),
             Kind::Timespec => time::timespec_str(self.mem, v),
@@ -410,16 +525,72 @@ impl Decoder<'_> {
             Kind::OutStat => addr_str(v),
             Kind::OutStatfs if out_ok => file::statfs_str(self.mem, v),
             Kind::OutStatfs => addr_str(v),
-            Kind::OutFdPair if out_ok => {
-                match read_bytes(self.mem, v, 8).filter(|b| b.len() == 8) {
-                    Some(b) => {
-                        let a = i32::from_ne_bytes(b[0..4].try_into().unwrap());
-                        let c = i32::from_ne_bytes(b[4..8].try_into().unwrap());
-                        format!("[{a}, {c}]")
-                    }
-                    None => addr_str(v),
+            Kind::StackT => signal::stack_t_str(self.mem, v),
+            Kind::OutStackT if out_ok => signal::stack_t_str(self.mem, v),
+            Kind::OutStackT => addr_str(v),
+            Kind::OutIntRef if out_ok => resource::int_ref_str(self.mem, v),
+            Kind::OutIntRef => addr_str(v),
+            Kind::IntRef => match (self.entry_value(i), read_exact(self.mem, v, 4)) {
+                (Some(old), Some(b)) if old != i64::from(i32_at(&b, 0)) => {
+                    format!("[{old} => {}]", i32_at(&b, 0))
                 }
+                _ => resource::int_ref_str(self.mem, v),
+            },
+            Kind::GidList(n) => resource::id_list_str(self.mem, v, by_index(n)),
+            Kind::OutGidList if out_ok => {
+                resource::id_list_str(self.mem, v, self.ret.unwrap_or(0) as u64)
             }
+            Kind::OutGidList => addr_str(v),
+            Kind::MfdFlags => file::memfd_flags_str(v),
+            Kind::FlockOp => file::flock_op_str(v),
+            Kind::RwfFlags => file::rwf_flags_str(v),
+            Kind::SpliceFlags => file::splice_flags_str(v),
+            Kind::CloseRangeFlags => file::close_range_flags_str(v),
+            Kind::UmountFlags => file::umount_flags_str(v),
+            Kind::MlockallFlags => memory::mlockall_flags_str(v),
+            Kind::Personality => process::personality_str(v),
+            Kind::IdType => process::idtype_str(v),
+            Kind::RusageWho => process::rusage_who_str(v),
+            Kind::OutSiginfo if out_ok => process::siginfo_str(self.mem, v),
+            Kind::OutSiginfo => addr_str(v),
+            Kind::Itimerspec => time::itimerspec_str(self.mem, v),
+            Kind::OutItimerspec if out_ok => time::itimerspec_str(self.mem, v),
+            Kind::OutItimerspec => addr_str(v),
+            Kind::Itimerval => time::itimerval_str(self.mem, v),
+            Kind::OutItimerval if out_ok => time::itimerval_str(self.mem, v),
+            Kind::OutItimerval => addr_str(v),
+            Kind::ItimerWhich => time::itimer_which_str(v),
+            Kind::TimerfdFlags => time::timerfd_flags_str(v),
+            Kind::InotifyMask => file::inotify_mask_str(v),
+            Kind::PrioWhich => process::prio_which_str(v),
+            Kind::Msghdr => network::msghdr_str(self.mem, v, None),
+            Kind::OutMsghdr if out_ok => {
+                network::msghdr_str(self.mem, v, self.ret.map(|r| r as u64))
+            }
+            Kind::OutMsghdr => addr_str(v),
+            Kind::StatxFlags => file::statx_flags_str(v),
+            Kind::StatxMask => file::statx_mask_str(v),
+            Kind::OutStatx if out_ok => file::statx_str(self.mem, v),
+            Kind::OutStatx => addr_str(v),
+            Kind::Fadvise => file::fadvise_str(v),
+            Kind::UtimensTimes => time::utimens_str(self.mem, v),
+            Kind::XattrFlags => file::xattr_flags_str(v),
+            Kind::OffPtr if v == 0 => "NULL".to_string(),
+            Kind::OffPtr => match (self.entry_value(i), read_exact(self.mem, v, 8)) {
+                (Some(old), Some(b)) if old != i64_at(&b, 0) => {
+                    format!("[{old}] => [{}]", i64_at(&b, 0))
+                }
+                (_, Some(b)) => format!("[{}]", i64_at(&b, 0)),
+                (_, None) => addr_str(v),
+            },
+            Kind::OutFdPair if out_ok => match read_exact(self.mem, v, 8) {
+                Some(b) => {
+                    let a = i32_at(&b, 0);
+                    let c = i32_at(&b, 4);
+                    format!("[{a}, {c}]")
+                }
+                None => addr_str(v),
+            },
             Kind::OutFdPair => addr_str(v),
             Kind::PollFds(n) => poll::pollfds_str(self.mem, v, by_index(n)),
             Kind::EpollOp => poll::epoll_op_str(v),
@@ -607,6 +778,40 @@ mod tests {
     }
 
     #[test]
+    fn entry_snapshots_show_changed_in_out_values() {
+        // addrlen at 0x1000: 110 at entry, 2 after accept.
+        let before = Mem::new(0x1000, &110i32.to_ne_bytes());
+        let after = Mem::new(0x1000, &2i32.to_ne_bytes());
+        let a = args(&[3, 0, 0x1000, 0]);
+        let snap = entry_snapshot(nr("accept4"), &a, &before);
+        assert_eq!(
+            argstr_exit(nr("accept4"), &a, 5, &after, &snap),
+            "3, NULL, [110 => 2], 0"
+        );
+        assert_eq!(
+            argstr(nr("accept4"), &a, Some(5), &after),
+            "3, NULL, [2], 0"
+        );
+        assert_eq!(
+            argstr_exit(nr("accept4"), &a, 5, &before, &snap),
+            "3, NULL, [110], 0"
+        );
+        // sendfile's offset: 2 at entry, 5 after.
+        let before = Mem::new(0x1000, &2i64.to_ne_bytes());
+        let after = Mem::new(0x1000, &5i64.to_ne_bytes());
+        let a = args(&[1, 3, 0x1000, 3]);
+        let snap = entry_snapshot(nr("sendfile"), &a, &before);
+        assert_eq!(
+            argstr_exit(nr("sendfile"), &a, 3, &after, &snap),
+            "1, 3, [2] => [5], 3"
+        );
+        assert_eq!(
+            entry_snapshot(nr("getpid"), &a, &before),
+            EntrySnapshot::default()
+        );
+    }
+
+    #[test]
     fn generic_arguments_for_undecoded_and_unknown_calls() {
         let mem = Mem::none();
         let a = args(&[0, 1, 0xdead, 3, 4, 5]);
@@ -629,5 +834,50 @@ mod tests {
         assert_eq!(retstr(9999, -1), "-1 (EPERM)");
         assert_eq!(retstr(nr("lseek"), i64::MIN), i64::MIN.to_string());
         assert!(is_error(-4095) && !is_error(-4096) && !is_error(0));
+    }
+}
+
+#[cfg(test)]
+mod robustness {
+    use super::*;
+    use crate::syscalls::table::SYSCALLS;
+    use crate::syscalls::testmem::Mem;
+
+    /// Hostile inputs never panic: every call, with extreme argument values,
+    /// unreadable or garbage memory, at entry and at exit.
+    #[test]
+    fn every_syscall_with_extreme_arguments() {
+        let garbage = Mem::new(0x1000, &[0xff; 4096]);
+        let zeros = Mem::new(0x1000, &[0; 4096]);
+        let none = Mem::none();
+        let patterns: [[u64; 6]; 5] = [
+            [0; 6],
+            [u64::MAX; 6],
+            [0x1000; 6],
+            [0x1ff8, 0x1000, 0x7fff_ffff, u64::MAX - 7, 0x1001, 3],
+            [i64::MIN as u64, 0x1000, 1 << 40, 0x1000, 0, u32::MAX as u64],
+        ];
+        let rets = [
+            None,
+            Some(0),
+            Some(-14),
+            Some(4096),
+            Some(i64::MAX),
+            Some(i64::MIN),
+        ];
+        let mut nrs: Vec<i64> = SYSCALLS.iter().map(|e| i64::from(e.nr)).collect();
+        nrs.extend([-1, 400, 472, 100_000, i64::MIN, i64::MAX]);
+        for nr in nrs {
+            for args in &patterns {
+                for ret in rets {
+                    for mem in [&garbage as &dyn ReadMemory, &zeros, &none] {
+                        let _ = argstr(nr, args, ret, mem);
+                    }
+                }
+            }
+            for ret in rets.iter().flatten() {
+                let _ = retstr(nr, *ret);
+            }
+        }
     }
 }

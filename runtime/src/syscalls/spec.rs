@@ -44,12 +44,9 @@ pub enum Kind {
     /// An iovec array the call fills; its count is argument N.
     OutIovec(u8),
     OpenFlags,
-    /// Descriptor flags (`O_CLOEXEC|O_NONBLOCK`) without an access mode.
-    PipeFlags,
-    /// epoll_create1's `EPOLL_CLOEXEC`.
-    EpollFlags,
-    /// eventfd2's `EFD_CLOEXEC|EFD_NONBLOCK|EFD_SEMAPHORE`.
-    EfdFlags,
+    /// Descriptor-creation flags with the call's prefix, without an access
+    /// mode: `O_CLOEXEC`, `EPOLL_CLOEXEC`, `EFD_CLOEXEC|EFD_NONBLOCK`.
+    FdFlags(&'static str),
     AtFlags,
     RenameFlags,
     AccessMode,
@@ -79,6 +76,9 @@ pub enum Kind {
     Protocol(u8),
     /// A socket address whose length is argument N.
     Sockaddr(u8),
+    /// A socket address the call fills; its length is in the int that
+    /// argument N points to (after the call).
+    OutSockaddr(u8),
     MsgFlags,
     ShutdownHow,
     Timespec,
@@ -87,9 +87,51 @@ pub enum Kind {
     TimerFlags,
     OutStat,
     OutStatfs,
+    StatxFlags,
+    StatxMask,
+    OutStatx,
+    Fadvise,
+    /// utimensat's pair of timespecs.
+    UtimensTimes,
+    XattrFlags,
+    /// A `loff_t *` in/out offset: `NULL` or `[4096]`.
+    OffPtr,
     /// `int[2]` filled by pipe/pipe2/socketpair.
     OutFdPair,
     FcntlCmd,
+    StackT,
+    OutStackT,
+    /// An `int` (or uid/gid) the call writes: `[0]`.
+    OutIntRef,
+    /// An `int` the call reads and may update (socket address lengths):
+    /// `[16]`, read when the text is made.
+    IntRef,
+    /// A gid array of argument N entries.
+    GidList(u8),
+    /// getgroups' list: as many gids as the return value.
+    OutGidList,
+    MfdFlags,
+    FlockOp,
+    RwfFlags,
+    SpliceFlags,
+    CloseRangeFlags,
+    UmountFlags,
+    MlockallFlags,
+    Personality,
+    IdType,
+    RusageWho,
+    /// A `siginfo_t` the call fills (waitid).
+    OutSiginfo,
+    Itimerspec,
+    OutItimerspec,
+    Itimerval,
+    OutItimerval,
+    ItimerWhich,
+    TimerfdFlags,
+    InotifyMask,
+    PrioWhich,
+    Msghdr,
+    OutMsghdr,
     /// poll's `struct pollfd` array; its length is argument N.
     PollFds(u8),
     EpollOp,
@@ -217,12 +259,12 @@ pub static SIGNATURES: &[Signature] = &[
     d("dup2", &[a("oldfd", Fd), a("newfd", Fd)]),
     d(
         "dup3",
-        &[a("oldfd", Fd), a("newfd", Fd), a("flags", PipeFlags)],
+        &[a("oldfd", Fd), a("newfd", Fd), a("flags", FdFlags("O_"))],
     ),
     d("pipe", &[a("fildes_uaddr", OutFdPair)]),
     d(
         "pipe2",
-        &[a("fildes_uaddr", OutFdPair), a("flags", PipeFlags)],
+        &[a("fildes_uaddr", OutFdPair), a("flags", FdFlags("O_"))],
     ),
     d("fcntl", &[a("fd", Fd), a("cmd", FcntlCmd), a("arg", Long)]),
     d("ioctl", &[a("fd", Fd), a("request", Hex), a("argp", Hex)]),
@@ -238,7 +280,7 @@ pub static SIGNATURES: &[Signature] = &[
         &[
             a("out_fd", Fd),
             a("in_fd", Fd),
-            a("offset_uaddr", Ptr),
+            a("offset_uaddr", OffPtr),
             a("count", ULong),
         ],
     ),
@@ -258,7 +300,7 @@ pub static SIGNATURES: &[Signature] = &[
     ),
     d("creat", &[a("pathname", Path), a("mode", Mode)]),
     d("stat", &[a("filename", Path), a("buf_uaddr", OutStat)]),
-    d("lstat", &[a("filename", Path), a("buf_uaddr", OutStat)]),
+    d("lstat", &[a("path", Path), a("buf_uaddr", OutStat)]),
     d("fstat", &[a("filedes", Fd), a("buf_uaddr", OutStat)]),
     d(
         "newfstatat",
@@ -362,8 +404,107 @@ pub static SIGNATURES: &[Signature] = &[
     d("fstatfs", &[a("fd", Fd), a("buf_uaddr", OutStatfs)]),
     d(
         "inotify_add_watch",
-        &[a("fd", Fd), a("path", Path), a("mask", Hex)],
+        &[a("fd", Fd), a("path", Path), a("mask", InotifyMask)],
     ),
+    d(
+        "statx",
+        &[
+            a("dfd", DirFd),
+            a("filename", Path),
+            a("flags", StatxFlags),
+            a("mask", StatxMask),
+            a("buf_uaddr", OutStatx),
+        ],
+    ),
+    d(
+        "fadvise64",
+        &[
+            a("fd", Fd),
+            a("offset", Long),
+            a("len", Long),
+            a("advice", Fadvise),
+        ],
+    ),
+    d(
+        "copy_file_range",
+        &[
+            a("fd_in", Fd),
+            a("off_in", OffPtr),
+            a("fd_out", Fd),
+            a("off_out", OffPtr),
+            a("len", ULong),
+            a("flags", UInt),
+        ],
+    ),
+    d(
+        "utimensat",
+        &[
+            a("dfd", DirFd),
+            a("filename", Path),
+            a("tsp", UtimensTimes),
+            a("flags", AtFlags),
+        ],
+    ),
+    d(
+        "getxattr",
+        &[
+            a("path", Path),
+            a("name_str", Str),
+            a("value_uaddr", OutBuf),
+            a("size", ULong),
+        ],
+    ),
+    d(
+        "lgetxattr",
+        &[
+            a("path", Path),
+            a("name_str", Str),
+            a("value_uaddr", OutBuf),
+            a("size", ULong),
+        ],
+    ),
+    d(
+        "fgetxattr",
+        &[
+            a("filedes", Fd),
+            a("name_str", Str),
+            a("value_uaddr", OutBuf),
+            a("size", ULong),
+        ],
+    ),
+    d(
+        "setxattr",
+        &[
+            a("path", Path),
+            a("name_str", Str),
+            a("value_uaddr", InBuf(4)),
+            a("size", ULong),
+            a("flags", XattrFlags),
+        ],
+    ),
+    d(
+        "lsetxattr",
+        &[
+            a("path", Path),
+            a("name_str", Str),
+            a("value_uaddr", InBuf(4)),
+            a("size", ULong),
+            a("flags", XattrFlags),
+        ],
+    ),
+    d(
+        "fsetxattr",
+        &[
+            a("filedes", Fd),
+            a("name_str", Str),
+            a("value_uaddr", InBuf(4)),
+            a("size", ULong),
+            a("flags", XattrFlags),
+        ],
+    ),
+    d("removexattr", &[a("path", Path), a("name_str", Str)]),
+    d("lremovexattr", &[a("path", Path), a("name_str", Str)]),
+    d("fremovexattr", &[a("filedes", Fd), a("name_str", Str)]),
     // --- memory
     x(
         "mmap",
@@ -394,11 +535,11 @@ pub static SIGNATURES: &[Signature] = &[
     ),
     d(
         "madvise",
-        &[a("start", Ptr), a("len", ULong), a("advice", Madvise)],
+        &[a("start", Ptr), a("length", ULong), a("advice", Madvise)],
     ),
     d(
         "msync",
-        &[a("start", Ptr), a("len", ULong), a("flags", Hex)],
+        &[a("start", Ptr), a("length", ULong), a("flags", Hex)],
     ),
     d("mlock", &[a("addr", Ptr), a("len", ULong)]),
     d("munlock", &[a("addr", Ptr), a("len", ULong)]),
@@ -447,7 +588,10 @@ pub static SIGNATURES: &[Signature] = &[
         ],
     ),
     d("set_tid_address", &[a("tidptr_uaddr", Ptr)]),
-    d("set_robust_list", &[a("list_head", Ptr), a("len", ULong)]),
+    d(
+        "set_robust_list",
+        &[a("list_head_uaddr", Ptr), a("len", ULong)],
+    ),
     d(
         "prctl",
         &[
@@ -528,16 +672,16 @@ pub static SIGNATURES: &[Signature] = &[
         "accept",
         &[
             a("sockfd", Fd),
-            a("addr_uaddr", Ptr),
-            a("addrlen_uaddr", Ptr),
+            a("addr_uaddr", OutSockaddr(3)),
+            a("addrlen_uaddr", IntRef),
         ],
     ),
     d(
         "accept4",
         &[
             a("sockfd", Fd),
-            a("addr_uaddr", Ptr),
-            a("addrlen_uaddr", Ptr),
+            a("addr_uaddr", OutSockaddr(3)),
+            a("addrlen_uaddr", IntRef),
             a("flags", SockFlags),
         ],
     ),
@@ -559,26 +703,34 @@ pub static SIGNATURES: &[Signature] = &[
             a("buf_uaddr", OutBuf),
             a("len", ULong),
             a("flags", MsgFlags),
-            a("addr_uaddr", Ptr),
-            a("addrlen_uaddr", Ptr),
+            a("addr_uaddr", OutSockaddr(6)),
+            a("addrlen_uaddr", IntRef),
         ],
     ),
     d(
         "sendmsg",
-        &[a("s", Fd), a("msg_uaddr", Ptr), a("flags", MsgFlags)],
+        &[a("s", Fd), a("msg_uaddr", Msghdr), a("flags", MsgFlags)],
     ),
     d(
         "recvmsg",
-        &[a("s", Fd), a("msg_uaddr", Ptr), a("flags", MsgFlags)],
+        &[a("s", Fd), a("msg_uaddr", OutMsghdr), a("flags", MsgFlags)],
     ),
     d("shutdown", &[a("s", Fd), a("how", ShutdownHow)]),
     d(
         "getsockname",
-        &[a("s", Fd), a("name_uaddr", Ptr), a("namelen_uaddr", Ptr)],
+        &[
+            a("s", Fd),
+            a("name_uaddr", OutSockaddr(3)),
+            a("namelen_uaddr", IntRef),
+        ],
     ),
     d(
         "getpeername",
-        &[a("s", Fd), a("name_uaddr", Ptr), a("namelen_uaddr", Ptr)],
+        &[
+            a("s", Fd),
+            a("name_uaddr", OutSockaddr(3)),
+            a("namelen_uaddr", IntRef),
+        ],
     ),
     d(
         "setsockopt",
@@ -632,16 +784,16 @@ pub static SIGNATURES: &[Signature] = &[
     d(
         "pselect6",
         &[
-            a("n", Int),
-            a("readfds_uaddr", Ptr),
-            a("writefds_uaddr", Ptr),
-            a("exceptfds_uaddr", Ptr),
-            a("timeout_uaddr", Timespec),
-            a("sigmask_uaddr", Ptr),
+            a("nfds", Int),
+            a("readfds", Ptr),
+            a("writefds", Ptr),
+            a("exceptfds", Ptr),
+            a("timeout", Timespec),
+            a("sigmask", Ptr),
         ],
     ),
     d("epoll_create", &[a("size", Int)]),
-    d("epoll_create1", &[a("flags", EpollFlags)]),
+    d("epoll_create1", &[a("flags", FdFlags("EPOLL_"))]),
     d(
         "epoll_ctl",
         &[
@@ -682,7 +834,7 @@ pub static SIGNATURES: &[Signature] = &[
             a("val3", UInt),
         ],
     ),
-    d("eventfd2", &[a("count", UInt), a("flags", EfdFlags)]),
+    d("eventfd2", &[a("count", UInt), a("flags", FdFlags("EFD_"))]),
     // --- time
     d(
         "nanosleep",
@@ -736,6 +888,221 @@ pub static SIGNATURES: &[Signature] = &[
         &[a("resource", RlimitResource), a("rlim_uaddr", Rlimit)],
     ),
     d("sysinfo", &[a("info_uaddr", Ptr)]),
+    d("clone3", &[a("uargs", Ptr), a("size", ULong)]),
+    d("flock", &[a("fd", Fd), a("operation", FlockOp)]),
+    d(
+        "preadv",
+        &[
+            a("fd", Fd),
+            a("vector_uaddr", OutIovec(3)),
+            a("count", Int),
+            a("offset", Long),
+        ],
+    ),
+    d(
+        "pwritev",
+        &[
+            a("fd", Fd),
+            a("vector_uaddr", InIovec(3)),
+            a("count", Int),
+            a("offset", Long),
+        ],
+    ),
+    d(
+        "preadv2",
+        &[
+            a("fd", Fd),
+            a("vector_uaddr", OutIovec(3)),
+            a("count", Int),
+            a("offset", Long),
+            a("pos_h", Hex),
+            a("flags", RwfFlags),
+        ],
+    ),
+    d(
+        "pwritev2",
+        &[
+            a("fd", Fd),
+            a("vector_uaddr", InIovec(3)),
+            a("count", Int),
+            a("offset", Long),
+            a("pos_h", Hex),
+            a("flags", RwfFlags),
+        ],
+    ),
+    d(
+        "splice",
+        &[
+            a("fd_in", Fd),
+            a("off_in", OffPtr),
+            a("fd_out", Fd),
+            a("off_out", OffPtr),
+            a("len", ULong),
+            a("flags", SpliceFlags),
+        ],
+    ),
+    d(
+        "tee",
+        &[
+            a("fdin", Fd),
+            a("fdout", Fd),
+            a("len", ULong),
+            a("flags", SpliceFlags),
+        ],
+    ),
+    d(
+        "vmsplice",
+        &[
+            a("fd", Fd),
+            a("iov", InIovec(3)),
+            a("nr_segs", ULong),
+            a("flags", SpliceFlags),
+        ],
+    ),
+    d("mlockall", &[a("flags", MlockallFlags)]),
+    d("munlockall", &[]),
+    d("personality", &[a("persona", Personality)]),
+    d(
+        "close_range",
+        &[
+            a("fd", UInt),
+            a("max_fd", UInt),
+            a("flags", CloseRangeFlags),
+        ],
+    ),
+    d(
+        "pidfd_open",
+        &[a("pid", Pid), a("flags", FdFlags("PIDFD_"))],
+    ),
+    d(
+        "pidfd_send_signal",
+        &[
+            a("pidfd", Fd),
+            a("sig", Signal),
+            a("info", Ptr),
+            a("flags", UInt),
+        ],
+    ),
+    d(
+        "waitid",
+        &[
+            a("which", IdType),
+            a("pid", Pid),
+            a("infop_uaddr", OutSiginfo),
+            a("options", WaitOptions),
+            a("rusage_uaddr", Ptr),
+        ],
+    ),
+    d("sync", &[]),
+    d("syncfs", &[a("fd", Fd)]),
+    d("getrusage", &[a("who", RusageWho), a("usage_uaddr", Ptr)]),
+    d("umount2", &[a("target", Path), a("flags", UmountFlags)]),
+    d(
+        "sigaltstack",
+        &[a("uss_uaddr", StackT), a("uoss_uaddr", OutStackT)],
+    ),
+    d(
+        "getresuid",
+        &[
+            a("ruid_uaddr", OutIntRef),
+            a("euid_uaddr", OutIntRef),
+            a("suid_uaddr", OutIntRef),
+        ],
+    ),
+    d(
+        "getresgid",
+        &[
+            a("rgid_uaddr", OutIntRef),
+            a("egid_uaddr", OutIntRef),
+            a("sgid_uaddr", OutIntRef),
+        ],
+    ),
+    d(
+        "setresuid",
+        &[a("ruid", Int), a("euid", Int), a("suid", Int)],
+    ),
+    d(
+        "setresgid",
+        &[a("rgid", Int), a("egid", Int), a("sgid", Int)],
+    ),
+    d("setreuid", &[a("ruid", Int), a("euid", Int)]),
+    d("setregid", &[a("rgid", Int), a("egid", Int)]),
+    d("getgroups", &[a("size", Int), a("list_uaddr", OutGidList)]),
+    d("setgroups", &[a("size", Int), a("list_uaddr", GidList(1))]),
+    d(
+        "fchownat",
+        &[
+            a("dirfd", DirFd),
+            a("pathname", Path),
+            a("owner", Int),
+            a("group", Int),
+            a("flags", AtFlags),
+        ],
+    ),
+    d(
+        "linkat",
+        &[
+            a("olddirfd", DirFd),
+            a("oldpath", Path),
+            a("newdirfd", DirFd),
+            a("newpath", Path),
+            a("flags", AtFlags),
+        ],
+    ),
+    d(
+        "symlinkat",
+        &[a("oldname", Path), a("newdfd", DirFd), a("newname", Path)],
+    ),
+    d("memfd_create", &[a("uname", Path), a("flags", MfdFlags)]),
+    d(
+        "timerfd_create",
+        &[a("clockid", ClockId), a("flags", FdFlags("TFD_"))],
+    ),
+    d(
+        "timerfd_settime",
+        &[
+            a("fd", Fd),
+            a("flags", TimerfdFlags),
+            a("value_uaddr", Itimerspec),
+            a("ovalue_uaddr", OutItimerspec),
+        ],
+    ),
+    d(
+        "timerfd_gettime",
+        &[a("fd", Fd), a("value_uaddr", OutItimerspec)],
+    ),
+    d(
+        "signalfd4",
+        &[
+            a("ufd", Fd),
+            a("sigmask", Sigset(3)),
+            a("sizemask", ULong),
+            a("flags", FdFlags("SFD_")),
+        ],
+    ),
+    d(
+        "signalfd",
+        &[a("ufd", Fd), a("sigmask", Sigset(3)), a("sizemask", ULong)],
+    ),
+    d("inotify_init1", &[a("flags", FdFlags("IN_"))]),
+    d("inotify_rm_watch", &[a("fd", Fd), a("wd", Int)]),
+    d("getpriority", &[a("which", PrioWhich), a("who", Int)]),
+    d(
+        "setpriority",
+        &[a("which", PrioWhich), a("who", Int), a("prio", Int)],
+    ),
+    d(
+        "setitimer",
+        &[
+            a("which", ItimerWhich),
+            a("value_uaddr", Itimerval),
+            a("ovalue_uaddr", OutItimerval),
+        ],
+    ),
+    d(
+        "getitimer",
+        &[a("which", ItimerWhich), a("value_uaddr", OutItimerval)],
+    ),
     d(
         "sched_getaffinity",
         &[a("pid", Pid), a("len", UInt), a("mask_uaddr", OutCpuSet)],
@@ -777,7 +1144,7 @@ mod tests {
             for arg in s.args {
                 let refs = match arg.kind {
                     InBuf(n) | InIovec(n) | OutIovec(n) | Sigset(n) | OutSigset(n) | PollFds(n)
-                    | CpuSet(n) | Protocol(n) | Sockaddr(n) => Some(n),
+                    | CpuSet(n) | GidList(n) | Protocol(n) | Sockaddr(n) => Some(n),
                     _ => None,
                 };
                 if let Some(n) = refs {

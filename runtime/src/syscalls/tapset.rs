@@ -17,8 +17,9 @@ const HEADER: &str = r#"// syscalls tapset: `syscall.NAME` and `syscall.NAME.ret
 //
 // Every alias sets `name`; entry aliases set `argstr` (strace's text for
 // the arguments) and, for the calls utap decodes in full, SystemTap's named
-// arguments; return aliases set `retstr` (SystemTap's return_str: "3",
-// "-2 (ENOENT)", "0x7f...") and also `argstr`, decoded with the return
+// arguments; return aliases set `retval` (the raw return value) and
+// `retstr` (SystemTap's return_str: "3", "-2 (ENOENT)", "0x7f...") as
+// SystemTap 4 does, and also `argstr`, decoded with the return
 // value so that output arguments (read's data, fstat's struct) show as
 // strace prints them at exit.
 //
@@ -43,6 +44,22 @@ function return_str:string(format:long, ret:long) {
 		return sprintf("0%o", ret)
 	return sprintf("%d", ret)
 }
+
+// Every system call, as SystemTap's syscall_any: `syscall_nr` and `name`
+// (plus utap's `argstr` and, on return, `retval` and `retstr`). Cheaper
+// than `syscall.*`, which is one alias per call.
+probe syscall_any = process.syscall {
+	syscall_nr = $syscall
+	name = syscall_name($syscall)
+	argstr = __syscall_argstr($syscall)
+}
+probe syscall_any.return = process.syscall.return {
+	syscall_nr = $syscall
+	name = syscall_name($syscall)
+	retval = $return
+	argstr = __syscall_argstr($syscall)
+	retstr = __syscall_retstr($syscall, $return)
+}
 "#;
 
 /// The tapset text.
@@ -61,7 +78,7 @@ pub fn syscalls_tapset() -> String {
         }
         let _ = write!(
             out,
-            "}}\nprobe syscall.{name}.return = process.syscall.return if ($syscall == {nr}) {{\n\tname = \"{name}\"\n\targstr = __syscall_argstr({nr})\n\tretstr = __syscall_retstr({nr}, $return)\n}}\n"
+            "}}\nprobe syscall.{name}.return = process.syscall.return if ($syscall == {nr}) {{\n\tname = \"{name}\"\n\targstr = __syscall_argstr({nr})\n\tretval = $return\n\tretstr = __syscall_retstr({nr}, $return)\n}}\n"
         );
     }
     out
@@ -76,6 +93,10 @@ fn named_arg(out: &mut String, n: usize, arg: &Arg) {
         Kind::UInt
         | Kind::Mode
         | Kind::AtFlags
+        | Kind::StatxFlags
+        | Kind::StatxMask
+        | Kind::Fadvise
+        | Kind::XattrFlags
         | Kind::RenameFlags
         | Kind::AccessMode
         | Kind::Whence
@@ -94,9 +115,21 @@ fn named_arg(out: &mut String, n: usize, arg: &Arg) {
         | Kind::RlimitResource
         | Kind::GrndFlags
         | Kind::SockLevel
-        | Kind::PipeFlags
-        | Kind::EpollFlags
-        | Kind::EfdFlags
+        | Kind::FdFlags(_)
+        | Kind::MfdFlags
+        | Kind::FlockOp
+        | Kind::RwfFlags
+        | Kind::SpliceFlags
+        | Kind::CloseRangeFlags
+        | Kind::UmountFlags
+        | Kind::MlockallFlags
+        | Kind::Personality
+        | Kind::IdType
+        | Kind::RusageWho
+        | Kind::ItimerWhich
+        | Kind::TimerfdFlags
+        | Kind::InotifyMask
+        | Kind::PrioWhich
         | Kind::Madvise
         | Kind::MremapFlags
         | Kind::Prot
@@ -120,6 +153,8 @@ fn decoder_builtin(kind: Kind) -> Option<&'static str> {
         Kind::OpenFlags => "_open_flags_str",
         Kind::AccessMode => "_access_mode_str",
         Kind::AtFlags => "_at_flag_str",
+        Kind::StatxMask => "_statx_mask_str",
+        Kind::Fadvise => "_fadvice_advice_str",
         Kind::RenameFlags => "_renameat2_flags_str",
         Kind::Whence => "_seek_whence_str",
         Kind::FcntlCmd => "_fcntl_cmd_str",
@@ -137,6 +172,14 @@ fn decoder_builtin(kind: Kind) -> Option<&'static str> {
         Kind::MsgFlags => "_msg_flags_str",
         Kind::ShutdownHow => "_shutdown_how_str",
         Kind::ClockId => "_get_wc_str",
+        Kind::ItimerWhich => "_itimer_which_str",
+        Kind::FlockOp => "_flock_cmd_str",
+        Kind::MlockallFlags => "_mlockall_flags_str",
+        Kind::IdType => "_waitid_which_str",
+        Kind::RusageWho => "_rusage_who_str",
+        Kind::UmountFlags => "_umountflags_str",
+        Kind::InotifyMask => "_inotify_watch_mask_str",
+        Kind::PrioWhich => "_priority_which_str",
         Kind::EpollOp => "_opoll_op_str",
         Kind::RlimitResource => "_rlimit_resource_str",
         Kind::GrndFlags => "_getrandom_flags_str",

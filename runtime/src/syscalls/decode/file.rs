@@ -1,6 +1,7 @@
 //! File-family arguments: descriptors, AT_FDCWD, open flags, modes,
 //! access modes, `AT_*` flags, lseek whence, fcntl commands, `struct stat`.
 
+use super::bytes::*;
 use super::flags::{Xlat, as_int, flags_str, xlat_str};
 use crate::memory::ReadMemory;
 
@@ -215,11 +216,11 @@ pub fn fcntl_arg_str(cmd: u64, arg: u64) -> Option<String> {
 /// `struct stat` as strace abbreviates it, or the address when unreadable.
 pub fn stat_str(mem: &dyn ReadMemory, addr: u64) -> String {
     const SIZE: usize = 144;
-    let Some(buf) = super::strings::read_bytes(mem, addr, SIZE).filter(|b| b.len() == SIZE) else {
+    let Some(buf) = super::bytes::read_exact(mem, addr, SIZE) else {
         return super::strings::addr_str(addr);
     };
-    let u64_at = |off: usize| u64::from_ne_bytes(buf[off..off + 8].try_into().unwrap());
-    let mode = u64::from(u32::from_ne_bytes(buf[24..28].try_into().unwrap()));
+    let u64_at = |off: usize| u64_at(&buf, off);
+    let mode = u64::from(u32_at(&buf, 24));
     let tail = match mode & S_IFMT {
         0o20000 | 0o60000 => format!("st_rdev={}", makedev_str(u64_at(40))),
         _ => format!("st_size={}", u64_at(48) as i64),
@@ -273,12 +274,12 @@ const STATFS_FLAGS: &[Xlat] = &[
 /// `struct statfs` (x86_64) as strace shows it.
 pub fn statfs_str(mem: &dyn ReadMemory, addr: u64) -> String {
     const SIZE: usize = 120;
-    let Some(b) = super::strings::read_bytes(mem, addr, SIZE).filter(|b| b.len() == SIZE) else {
+    let Some(b) = super::bytes::read_exact(mem, addr, SIZE) else {
         return super::strings::addr_str(addr);
     };
-    let w = |i: usize| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
-    let fsid0 = u32::from_ne_bytes(b[56..60].try_into().unwrap());
-    let fsid1 = u32::from_ne_bytes(b[60..64].try_into().unwrap());
+    let w = |i: usize| u64_at(&b, i * 8);
+    let fsid0 = u32_at(&b, 56);
+    let fsid1 = u32_at(&b, 60);
     format!(
         "{{f_type={}, f_bsize={}, f_blocks={}, f_bfree={}, f_bavail={}, f_files={}, f_ffree={}, f_fsid={{val=[{fsid0:#x}, {fsid1:#x}]}}, f_namelen={}, f_frsize={}, f_flags={}}}",
         xlat_str(w(0), FS_MAGIC, "???_MAGIC"),
@@ -292,6 +293,221 @@ pub fn statfs_str(mem: &dyn ReadMemory, addr: u64) -> String {
         w(9),
         flags_str(w(10), STATFS_FLAGS, "0", "ST_???"),
     )
+}
+
+const STATX_SYNC: &[Xlat] = &[
+    (0x2000, "AT_STATX_FORCE_SYNC"),
+    (0x4000, "AT_STATX_DONT_SYNC"),
+];
+
+/// statx's flags: the sync type, then the `AT_*` flags:
+/// `AT_STATX_SYNC_AS_STAT|AT_SYMLINK_NOFOLLOW`.
+pub fn statx_flags_str(flags: u64) -> String {
+    let flags = flags & 0xffff_ffff;
+    let sync = flags & 0x6000;
+    let mut out = if sync == 0 {
+        "AT_STATX_SYNC_AS_STAT".to_string()
+    } else {
+        flags_str(sync, STATX_SYNC, "0", "")
+    };
+    let rest = flags & !0x6000;
+    if rest != 0 {
+        out.push('|');
+        out.push_str(&flags_str(rest, AT_FLAGS, "0", ""));
+    }
+    out
+}
+
+const STATX_MASK: &[Xlat] = &[
+    (0xfff, "STATX_ALL"),
+    (0x7ff, "STATX_BASIC_STATS"),
+    (0x1, "STATX_TYPE"),
+    (0x2, "STATX_MODE"),
+    (0x4, "STATX_NLINK"),
+    (0x8, "STATX_UID"),
+    (0x10, "STATX_GID"),
+    (0x20, "STATX_ATIME"),
+    (0x40, "STATX_MTIME"),
+    (0x80, "STATX_CTIME"),
+    (0x100, "STATX_INO"),
+    (0x200, "STATX_SIZE"),
+    (0x400, "STATX_BLOCKS"),
+    (0x800, "STATX_BTIME"),
+    (0x1000, "STATX_MNT_ID"),
+    (0x2000, "STATX_DIOALIGN"),
+    (0x4000, "STATX_MNT_ID_UNIQUE"),
+    (0x8000, "STATX_SUBVOL"),
+    (0x10000, "STATX_WRITE_ATOMIC"),
+    (0x20000, "STATX_DIO_READ_ALIGN"),
+];
+
+/// statx's mask: `STATX_ALL`, `STATX_MODE|STATX_SIZE`.
+pub fn statx_mask_str(mask: u64) -> String {
+    flags_str(mask & 0xffff_ffff, STATX_MASK, "0", "STATX_???")
+}
+
+const STATX_ATTRS: &[Xlat] = &[
+    (0x4, "STATX_ATTR_COMPRESSED"),
+    (0x10, "STATX_ATTR_IMMUTABLE"),
+    (0x20, "STATX_ATTR_APPEND"),
+    (0x40, "STATX_ATTR_NODUMP"),
+    (0x800, "STATX_ATTR_ENCRYPTED"),
+    (0x1000, "STATX_ATTR_AUTOMOUNT"),
+    (0x2000, "STATX_ATTR_MOUNT_ROOT"),
+    (0x100000, "STATX_ATTR_VERITY"),
+    (0x200000, "STATX_ATTR_DAX"),
+    (0x400000, "STATX_ATTR_WRITE_ATOMIC"),
+];
+
+/// `struct statx` as strace abbreviates it:
+/// `{stx_mask=STATX_ALL, stx_attributes=0, stx_mode=S_IFREG|0644, stx_size=3, ...}`.
+pub fn statx_str(mem: &dyn ReadMemory, addr: u64) -> String {
+    let Some(b) = read_exact(mem, addr, 48) else {
+        return super::strings::addr_str(addr);
+    };
+    let mask = u64::from(u32_at(&b, 0));
+    let attrs = u64_at(&b, 8);
+    let mut out = format!(
+        "{{stx_mask={}, stx_attributes={}",
+        statx_mask_str(mask),
+        flags_str(attrs, STATX_ATTRS, "0", "STATX_ATTR_???")
+    );
+    if mask & 0x3 != 0 {
+        let mode = u64::from(u16::from_ne_bytes([b[28], b[29]]));
+        out.push_str(&format!(", stx_mode={}", symbolic_mode_str(mode)));
+    }
+    if mask & 0x200 != 0 {
+        let size = u64_at(&b, 40);
+        out.push_str(&format!(", stx_size={size}"));
+    }
+    out.push_str(", ...}");
+    out
+}
+
+const FADVISE: &[Xlat] = &[
+    (0, "POSIX_FADV_NORMAL"),
+    (1, "POSIX_FADV_RANDOM"),
+    (2, "POSIX_FADV_SEQUENTIAL"),
+    (3, "POSIX_FADV_WILLNEED"),
+    (4, "POSIX_FADV_DONTNEED"),
+    (5, "POSIX_FADV_NOREUSE"),
+];
+
+/// fadvise64's advice: `POSIX_FADV_SEQUENTIAL`.
+pub fn fadvise_str(advice: u64) -> String {
+    xlat_str(advice & 0xffff_ffff, FADVISE, "POSIX_FADV_???")
+}
+
+const INOTIFY_MASK: &[Xlat] = &[
+    (0x1, "IN_ACCESS"),
+    (0x2, "IN_MODIFY"),
+    (0x4, "IN_ATTRIB"),
+    (0x8, "IN_CLOSE_WRITE"),
+    (0x10, "IN_CLOSE_NOWRITE"),
+    (0x20, "IN_OPEN"),
+    (0x40, "IN_MOVED_FROM"),
+    (0x80, "IN_MOVED_TO"),
+    (0x100, "IN_CREATE"),
+    (0x200, "IN_DELETE"),
+    (0x400, "IN_DELETE_SELF"),
+    (0x800, "IN_MOVE_SELF"),
+    (0x2000, "IN_UNMOUNT"),
+    (0x4000, "IN_Q_OVERFLOW"),
+    (0x8000, "IN_IGNORED"),
+    (0x0100_0000, "IN_ONLYDIR"),
+    (0x0200_0000, "IN_DONT_FOLLOW"),
+    (0x0400_0000, "IN_EXCL_UNLINK"),
+    (0x1000_0000, "IN_MASK_CREATE"),
+    (0x2000_0000, "IN_MASK_ADD"),
+    (0x4000_0000, "IN_ISDIR"),
+    (0x8000_0000, "IN_ONESHOT"),
+];
+
+/// inotify_add_watch's mask: `IN_MODIFY|IN_CREATE`.
+pub fn inotify_mask_str(mask: u64) -> String {
+    flags_str(mask & 0xffff_ffff, INOTIFY_MASK, "0", "IN_???")
+}
+
+const MFD_FLAGS: &[Xlat] = &[
+    (1, "MFD_CLOEXEC"),
+    (2, "MFD_ALLOW_SEALING"),
+    (4, "MFD_HUGETLB"),
+    (8, "MFD_NOEXEC_SEAL"),
+    (0x10, "MFD_EXEC"),
+];
+
+/// memfd_create's flags: `MFD_CLOEXEC|MFD_ALLOW_SEALING`.
+pub fn memfd_flags_str(flags: u64) -> String {
+    flags_str(flags & 0xffff_ffff, MFD_FLAGS, "0", "MFD_???")
+}
+
+/// A bit set with its strace default comment, for small flag arguments.
+fn small_flags(v: u64, table: &[Xlat], unknown: &str) -> String {
+    flags_str(v & 0xffff_ffff, table, "0", unknown)
+}
+
+/// flock's operation: `LOCK_EX|LOCK_NB`.
+pub fn flock_op_str(op: u64) -> String {
+    const T: &[Xlat] = &[
+        (1, "LOCK_SH"),
+        (2, "LOCK_EX"),
+        (4, "LOCK_NB"),
+        (8, "LOCK_UN"),
+        (32, "LOCK_MAND"),
+        (64, "LOCK_READ"),
+        (128, "LOCK_WRITE"),
+    ];
+    small_flags(op, T, "LOCK_???")
+}
+
+/// preadv2/pwritev2's flags: `RWF_HIPRI`.
+pub fn rwf_flags_str(flags: u64) -> String {
+    const T: &[Xlat] = &[
+        (1, "RWF_HIPRI"),
+        (2, "RWF_DSYNC"),
+        (4, "RWF_SYNC"),
+        (8, "RWF_NOWAIT"),
+        (0x10, "RWF_APPEND"),
+        (0x20, "RWF_NOAPPEND"),
+        (0x40, "RWF_ATOMIC"),
+        (0x80, "RWF_DONTCACHE"),
+    ];
+    small_flags(flags, T, "RWF_???")
+}
+
+/// splice/tee/vmsplice flags: `SPLICE_F_NONBLOCK`.
+pub fn splice_flags_str(flags: u64) -> String {
+    const T: &[Xlat] = &[
+        (1, "SPLICE_F_MOVE"),
+        (2, "SPLICE_F_NONBLOCK"),
+        (4, "SPLICE_F_MORE"),
+        (8, "SPLICE_F_GIFT"),
+    ];
+    small_flags(flags, T, "SPLICE_F_???")
+}
+
+/// close_range's flags: `CLOSE_RANGE_CLOEXEC`.
+pub fn close_range_flags_str(flags: u64) -> String {
+    const T: &[Xlat] = &[(2, "CLOSE_RANGE_UNSHARE"), (4, "CLOSE_RANGE_CLOEXEC")];
+    small_flags(flags, T, "CLOSE_RANGE_???")
+}
+
+/// umount2's flags: `MNT_DETACH`.
+pub fn umount_flags_str(flags: u64) -> String {
+    const T: &[Xlat] = &[
+        (1, "MNT_FORCE"),
+        (2, "MNT_DETACH"),
+        (4, "MNT_EXPIRE"),
+        (8, "UMOUNT_NOFOLLOW"),
+    ];
+    small_flags(flags, T, "MNT_???")
+}
+
+const XATTR_FLAGS: &[Xlat] = &[(1, "XATTR_CREATE"), (2, "XATTR_REPLACE")];
+
+/// setxattr's flags: `0`, `XATTR_CREATE`.
+pub fn xattr_flags_str(flags: u64) -> String {
+    flags_str(flags & 0xffff_ffff, XATTR_FLAGS, "0", "XATTR_???")
 }
 
 /// A device number: `makedev(0x88, 0x1)`.
@@ -416,6 +632,41 @@ mod tests {
             "{f_type=EXT2_SUPER_MAGIC, f_bsize=4096, f_blocks=100, f_bfree=50, f_bavail=40, f_files=1000, f_ffree=900, f_fsid={val=[0xe5016237, 0x39763444]}, f_namelen=255, f_frsize=4096, f_flags=ST_VALID|ST_RELATIME}"
         );
         assert_eq!(statfs_str(&mem, 0x1008), "0x1008");
+    }
+
+    #[test]
+    fn statx() {
+        assert_eq!(
+            statx_flags_str(0x900),
+            "AT_STATX_SYNC_AS_STAT|AT_SYMLINK_NOFOLLOW|AT_NO_AUTOMOUNT"
+        );
+        assert_eq!(statx_flags_str(0x4000), "AT_STATX_DONT_SYNC");
+        assert_eq!(statx_mask_str(0xfff), "STATX_ALL");
+        assert_eq!(statx_mask_str(0x1fff), "STATX_ALL|STATX_MNT_ID");
+        assert_eq!(
+            statx_mask_str(0x25e),
+            "STATX_MODE|STATX_NLINK|STATX_UID|STATX_GID|STATX_MTIME|STATX_SIZE"
+        );
+        let mut b = [0u8; 48];
+        b[0..4].copy_from_slice(&0x17ffu32.to_ne_bytes());
+        b[28..30].copy_from_slice(&0o100755u16.to_ne_bytes());
+        b[40..48].copy_from_slice(&3u64.to_ne_bytes());
+        let mem = Mem::new(0x1000, &b);
+        assert_eq!(
+            statx_str(&mem, 0x1000),
+            "{stx_mask=STATX_BASIC_STATS|STATX_MNT_ID, stx_attributes=0, stx_mode=S_IFREG|0755, stx_size=3, ...}"
+        );
+        assert_eq!(fadvise_str(2), "POSIX_FADV_SEQUENTIAL");
+        assert_eq!(xattr_flags_str(1), "XATTR_CREATE");
+        assert_eq!(inotify_mask_str(0x102), "IN_MODIFY|IN_CREATE");
+        assert_eq!(memfd_flags_str(3), "MFD_CLOEXEC|MFD_ALLOW_SEALING");
+        assert_eq!(flock_op_str(6), "LOCK_EX|LOCK_NB");
+        assert_eq!(flock_op_str(8), "LOCK_UN");
+        assert_eq!(rwf_flags_str(1), "RWF_HIPRI");
+        assert_eq!(splice_flags_str(2), "SPLICE_F_NONBLOCK");
+        assert_eq!(close_range_flags_str(4), "CLOSE_RANGE_CLOEXEC");
+        assert_eq!(umount_flags_str(2), "MNT_DETACH");
+        assert_eq!(umount_flags_str(0x40), "0x40 /* MNT_??? */");
     }
 
     #[test]

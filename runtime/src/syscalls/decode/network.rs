@@ -1,6 +1,7 @@
 //! Network-family arguments: address families, socket types, protocols,
 //! `struct sockaddr`, message flags, shutdown's how.
 
+use super::bytes::*;
 use super::flags::{Xlat, as_int, flags_str, xlat_str};
 use super::strings::{addr_str, quote, read_bytes};
 use crate::memory::ReadMemory;
@@ -81,6 +82,7 @@ pub fn sockaddr_str(mem: &dyn ReadMemory, addr: u64, len: u64) -> String {
     let fam = family_str(u64::from(family));
     let body = &b[2..];
     match family {
+        1 if body.is_empty() => format!("{{sa_family={fam}}}"),
         1 => {
             let path = if body.first() == Some(&0) && body.len() > 1 {
                 format!("@{}", quote(trim_nul(&body[1..])))
@@ -99,7 +101,7 @@ pub fn sockaddr_str(mem: &dyn ReadMemory, addr: u64, len: u64) -> String {
             let flow = u32::from_be_bytes(body[2..6].try_into().unwrap());
             let ip: [u8; 16] = body[6..22].try_into().unwrap();
             let ip = std::net::Ipv6Addr::from(ip);
-            let scope = u32::from_ne_bytes(body[22..26].try_into().unwrap());
+            let scope = u32_at(body, 22);
             format!(
                 "{{sa_family={fam}, sin6_port=htons({port}), sin6_flowinfo=htonl({flow}), inet_pton({fam}, \"{ip}\", &sin6_addr), sin6_scope_id={scope}}}"
             )
@@ -139,6 +141,38 @@ const MSG_FLAGS: &[Xlat] = &[
 /// send/recv flags: `0`, `MSG_DONTWAIT|MSG_NOSIGNAL`.
 pub fn msg_flags_str(flags: u64) -> String {
     flags_str(flags & 0xffff_ffff, MSG_FLAGS, "0", "MSG_???")
+}
+
+/// `struct msghdr`: `{msg_name=NULL, msg_namelen=0, msg_iov=[...],
+/// msg_iovlen=1, msg_controllen=0, msg_flags=0}`. With `data_size`
+/// (recvmsg's return value) the iovecs show only the received bytes.
+pub fn msghdr_str(mem: &dyn ReadMemory, addr: u64, data_size: Option<u64>) -> String {
+    if addr == 0 {
+        return "NULL".to_string();
+    }
+    let Some(b) = read_exact(mem, addr, 56) else {
+        return addr_str(addr);
+    };
+    let word = |i: usize| u64_at(&b, i);
+    let (name, namelen) = (word(0), u64::from(u32_at(&b, 8)));
+    let (iov, iovlen) = (word(16), word(24));
+    let (control, controllen) = (word(32), word(40));
+    let flags = u64::from(u32_at(&b, 48));
+    let name_str = if name == 0 || namelen == 0 {
+        addr_str(name)
+    } else {
+        sockaddr_str(mem, name, namelen)
+    };
+    let control_str = if controllen == 0 {
+        String::new()
+    } else {
+        format!("msg_control={}, ", addr_str(control))
+    };
+    format!(
+        "{{msg_name={name_str}, msg_namelen={namelen}, msg_iov={}, msg_iovlen={iovlen}, {control_str}msg_controllen={controllen}, msg_flags={}}}",
+        super::strings::iovec_str(mem, iov, iovlen, data_size),
+        msg_flags_str(flags)
+    )
 }
 
 const SOCKOPT_LEVELS: &[Xlat] = &[
@@ -285,6 +319,27 @@ mod tests {
     }
 
     #[test]
+    fn message_headers() {
+        // msghdr at 0x1000, one iovec at 0x1040 -> "hello" at 0x1050.
+        let mut b = vec![0u8; 0x60];
+        b[16..24].copy_from_slice(&0x1040u64.to_ne_bytes());
+        b[24..32].copy_from_slice(&1u64.to_ne_bytes());
+        b[0x40..0x48].copy_from_slice(&0x1050u64.to_ne_bytes());
+        b[0x48..0x50].copy_from_slice(&5u64.to_ne_bytes());
+        b[0x50..0x55].copy_from_slice(b"hello");
+        let mem = Mem::new(0x1000, &b);
+        assert_eq!(
+            msghdr_str(&mem, 0x1000, None),
+            "{msg_name=NULL, msg_namelen=0, msg_iov=[{iov_base=\"hello\", iov_len=5}], msg_iovlen=1, msg_controllen=0, msg_flags=0}"
+        );
+        assert_eq!(
+            msghdr_str(&mem, 0x1000, Some(2)),
+            "{msg_name=NULL, msg_namelen=0, msg_iov=[{iov_base=\"he\", iov_len=5}], msg_iovlen=1, msg_controllen=0, msg_flags=0}"
+        );
+        assert_eq!(msghdr_str(&mem, 0x9000, None), "0x9000");
+    }
+
+    #[test]
     fn socket_addresses() {
         let mut b = vec![2u8, 0, 0x1f, 0x90, 127, 0, 0, 1];
         b.extend_from_slice(&[0; 8]);
@@ -307,6 +362,7 @@ mod tests {
             sockaddr_str(&mem, 0x1000, b.len() as u64),
             "{sa_family=AF_UNIX, sun_path=@\"abstract\"}"
         );
+        assert_eq!(sockaddr_str(&mem, 0x1000, 2), "{sa_family=AF_UNIX}");
         assert_eq!(sockaddr_str(&mem, 0, 16), "NULL");
         assert_eq!(sockaddr_str(&mem, 0x9000, 16), "0x9000");
     }

@@ -1,6 +1,7 @@
 //! Signal-family arguments: signal numbers, signal sets, `struct sigaction`,
 //! sigprocmask's how.
 
+use super::bytes::*;
 use super::flags::{Xlat, as_int, flags_str, xlat_str};
 use super::strings::{addr_str, read_bytes};
 use crate::memory::ReadMemory;
@@ -76,10 +77,10 @@ pub fn sigaction_str(mem: &dyn ReadMemory, addr: u64) -> String {
     if addr == 0 {
         return "NULL".to_string();
     }
-    let Some(b) = read_bytes(mem, addr, 32).filter(|b| b.len() == 32) else {
+    let Some(b) = read_exact(mem, addr, 32) else {
         return addr_str(addr);
     };
-    let word = |i: usize| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
+    let word = |i: usize| u64_at(&b, i * 8);
     let (handler, flags, restorer, mask) = (word(0), word(1), word(2), word(3));
     let mut out = format!(
         "{{sa_handler={}, sa_mask={}, sa_flags={}",
@@ -92,6 +93,30 @@ pub fn sigaction_str(mem: &dyn ReadMemory, addr: u64) -> String {
     }
     out.push('}');
     out
+}
+
+const SS_FLAGS: &[Xlat] = &[
+    (1, "SS_ONSTACK"),
+    (2, "SS_DISABLE"),
+    (1 << 31, "SS_AUTODISARM"),
+];
+
+/// sigaltstack's `stack_t`: `{ss_sp=0x..., ss_flags=0, ss_size=8192}`.
+pub fn stack_t_str(mem: &dyn ReadMemory, addr: u64) -> String {
+    if addr == 0 {
+        return "NULL".to_string();
+    }
+    let Some(b) = read_exact(mem, addr, 24) else {
+        return addr_str(addr);
+    };
+    let sp = u64_at(&b, 0);
+    let flags = u64::from(u32_at(&b, 8));
+    let size = u64_at(&b, 16);
+    format!(
+        "{{ss_sp={}, ss_flags={}, ss_size={size}}}",
+        addr_str(sp),
+        flags_str(flags, SS_FLAGS, "0", "SS_???")
+    )
 }
 
 const HOW: &[Xlat] = &[(0, "SIG_BLOCK"), (1, "SIG_UNBLOCK"), (2, "SIG_SETMASK")];
@@ -145,5 +170,14 @@ mod tests {
         assert_eq!(sigaction_str(&mem, 0x5000), "0x5000");
         assert_eq!(sigset_str(&mem, 0x1000, 8), "[HUP]");
         assert_eq!(sigprocmask_how_str(0), "SIG_BLOCK");
+        let mut st = 0x5000u64.to_ne_bytes().to_vec();
+        st.extend_from_slice(&2u64.to_ne_bytes());
+        st.extend_from_slice(&8192u64.to_ne_bytes());
+        let mem = Mem::new(0x1000, &st);
+        assert_eq!(
+            stack_t_str(&mem, 0x1000),
+            "{ss_sp=0x5000, ss_flags=SS_DISABLE, ss_size=8192}"
+        );
+        assert_eq!(stack_t_str(&mem, 0), "NULL");
     }
 }
