@@ -81,10 +81,10 @@ fn version_and_help() {
     let out = utap(&["-h"]);
     assert!(out.status.success());
     for opt in [
-        "-e", "-c", "-x", "-o", "-p", "-v", "-l", "-L", "-I", "-D", "-T", "-s", "-g",
+        "-e", "-c", "-x", "-o", "-p", "-v", "-l", "-L", "-I", "-D", "-T", "-s", "-g", "-h", "-V",
     ] {
         assert!(
-            text(&out.stdout).contains(&format!("{opt} ")),
+            text(&out.stdout).contains(&format!("  {opt}")),
             "{opt} in help"
         );
     }
