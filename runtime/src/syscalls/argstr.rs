@@ -327,6 +327,8 @@ impl Decoder<'_> {
             misc::IoctlArg::InInt => parts.push(resource::int_ref_str(self.mem, arg)),
             misc::IoctlArg::OutInt if out_ok => parts.push(resource::int_ref_str(self.mem, arg)),
             misc::IoctlArg::InWinsize => parts.push(misc::winsize_str(self.mem, arg)),
+            misc::IoctlArg::InTermios => parts.push(misc::termios_str(self.mem, arg)),
+            misc::IoctlArg::OutTermios if out_ok => parts.push(misc::termios_str(self.mem, arg)),
             misc::IoctlArg::OutWinsize if out_ok => parts.push(misc::winsize_str(self.mem, arg)),
             _ => parts.push(addr_str(arg)),
         }
