@@ -1,5 +1,80 @@
-//! `utap`: the command-line driver (stap-style options).
-fn main() {
-    eprintln!("utap: not built yet");
-    std::process::exit(1);
+//! `utap`: the command-line driver. Options live in [`cli`]; each pass is a
+//! library call, and `-p N` stops after pass N and prints its result.
+
+mod cli;
+
+use clap::Parser;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use utap_compiler::diag::{self, Diagnostic};
+use utap_compiler::parser::{self, NodeIds, ParseOptions};
+use utap_compiler::print;
+use utap_compiler::source::SourceMap;
+
+fn main() -> ExitCode {
+    let opts = cli::Options::parse();
+    match run(&opts) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Message(m)) => {
+            eprintln!("utap: {m}");
+            ExitCode::FAILURE
+        }
+        Err(Failure::Reported) => ExitCode::FAILURE,
+    }
+}
+
+enum Failure {
+    /// A one-line problem, printed as `utap: MESSAGE`.
+    Message(String),
+    /// Diagnostics were already printed.
+    Reported,
+}
+
+fn run(opts: &cli::Options) -> Result<(), Failure> {
+    if opts.list.is_some() || opts.list_vars.is_some() {
+        return Err(Failure::Message(
+            "listing probe points (-l, -L) is not yet supported".into(),
+        ));
+    }
+    let (source, args) = opts.script().map_err(Failure::Message)?;
+    let mut map = SourceMap::new();
+    let file = match source {
+        cli::ScriptSource::Text(text) => map.add("<input>", text),
+        cli::ScriptSource::File(path) => {
+            let text = std::fs::read(&path).map_err(|e| {
+                Failure::Message(match e.kind() {
+                    std::io::ErrorKind::NotFound => format!("input file '{path}' is missing"),
+                    _ => format!("input file '{path}' can't be opened for reading: {e}"),
+                })
+            })?;
+            map.add(path, String::from_utf8_lossy(&text).into_owned())
+        }
+    };
+    let parse_opts = ParseOptions {
+        args,
+        guru: opts.guru,
+        ..ParseOptions::default()
+    };
+    let mut ids = NodeIds::default();
+    let script =
+        parser::parse_file(&map, file, &parse_opts, &mut ids).map_err(|d| report(&d, &map))?;
+    match opts.pass {
+        Some(1) => {
+            print!("{}", print::script(&script));
+            Ok(())
+        }
+        Some(n) => Err(Failure::Message(format!(
+            "pass {n} (-p{n}) is not yet supported"
+        ))),
+        None => Err(Failure::Message(
+            "running scripts (pass 5) is not yet supported".into(),
+        )),
+    }
+}
+
+/// Prints diagnostics to stderr (in colour on a terminal).
+fn report(diags: &[Diagnostic], map: &SourceMap) -> Failure {
+    let colour = std::io::stderr().is_terminal();
+    eprint!("{}", diag::render_all(diags, map, colour));
+    Failure::Reported
 }

@@ -5,4 +5,12 @@
 //! Diagnostics from every pass go through `diag`.
 
 pub mod ast;
+pub mod builtins;
+pub mod check;
+pub mod diag;
+pub mod lexer;
+pub mod parser;
+pub mod preprocess;
+pub mod print;
 pub mod program;
+pub mod source;

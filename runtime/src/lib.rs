@@ -3,4 +3,9 @@
 
 pub mod format;
 pub mod memory;
+pub mod procinfo;
+pub mod script;
+pub mod seccomp;
+pub mod syscalls;
 pub mod transport;
+pub mod values;

@@ -290,7 +290,10 @@ impl Transport {
 
     /// Drains every message pushed before this call to the output, writes
     /// the lost-messages warning to the control output if any were dropped,
-    /// stops the output thread and returns the totals.
+    /// stops the output thread and returns the totals. Call it once the
+    /// tracer has stopped pushing (after the end probes ran): a push that
+    /// races with it may not be written. Blocks while the output does (a
+    /// reader that never reads keeps utap from exiting, as with stapio).
     pub fn finish(mut self) -> Stats {
         self.finish_inner()
     }
@@ -301,12 +304,13 @@ impl Transport {
         };
         self.shared.closing.store(true, Ordering::Release);
         self.shared.notify();
+        let joined = thread.join();
         let mut stats = Stats {
             messages: self.shared.messages.load(Ordering::Relaxed),
             lost: self.shared.lost.load(Ordering::Relaxed),
             ..Stats::default()
         };
-        match thread.join() {
+        match joined {
             Ok(mut drained) => {
                 if stats.lost > 0 {
                     let warning = lost_warning(stats.lost, self.buffer_bytes);

@@ -1,2 +1,287 @@
 //! Cranelift code generation: one native function per probe handler and per
 //! script function, calling into the runtime through registered symbols.
+//!
+//! [`compile`] turns a checked [`Program`] into a [`CompiledScript`]: the
+//! JIT module that owns the machine code, plus the runtime image
+//! (globals, probes with their handler pointers, literals, formats,
+//! locations) that `utap_runtime::script::ScriptRuntime` runs. There is no
+//! interpreter: every handler is native code.
+
+mod layout;
+pub mod locations;
+mod runtime_fns;
+mod tables;
+mod translate;
+
+use std::sync::Arc;
+
+use cranelift_codegen::Context;
+use cranelift_codegen::ir::{AbiParam, types};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::FunctionBuilderContext;
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{FuncId, Linkage, Module, default_libcall_names};
+
+use utap_compiler::ast::Span;
+use utap_compiler::program::{PointKind, Program};
+use utap_runtime::script::Limits;
+use utap_runtime::script::image::{HandlerFn, PointSpec, ProbeSpec, ScriptImage, Trigger};
+
+pub use locations::{SourceList, Sources};
+
+/// A construct the code generator cannot compile, with where it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodegenError {
+    pub span: Span,
+    pub message: String,
+}
+
+impl CodegenError {
+    pub fn new(span: Span, message: impl Into<String>) -> Self {
+        CodegenError {
+            span,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for CodegenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CodegenError {}
+
+/// What to compile for.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// The limits the script will run under (MAXSTRINGLEN bounds literals).
+    pub limits: Limits,
+    /// Keep the Cranelift IR text of every function (`-p3`).
+    pub keep_ir: bool,
+}
+
+/// Size of one compiled function (`-p4`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FunctionSize {
+    pub name: String,
+    pub bytes: usize,
+}
+
+/// Native code plus the runtime image that runs it.
+pub struct CompiledScript {
+    pub image: Arc<ScriptImage>,
+    /// The Cranelift IR, when [`Options::keep_ir`] was set.
+    pub ir: String,
+    pub sizes: Vec<FunctionSize>,
+    /// Owns the machine code the image's handlers point into.
+    _module: JITModule,
+}
+
+fn new_module() -> Result<JITModule, CodegenError> {
+    let err = |e: String| CodegenError::new(Span::default(), format!("native code generator: {e}"));
+    let mut flags = settings::builder();
+    flags
+        .set("opt_level", "speed")
+        .map_err(|e| err(e.to_string()))?;
+    flags
+        .set("is_pic", "false")
+        .map_err(|e| err(e.to_string()))?;
+    let isa = cranelift_native::builder()
+        .map_err(|e| err(e.to_string()))?
+        .finish(settings::Flags::new(flags))
+        .map_err(|e| err(e.to_string()))?;
+    let mut jb = JITBuilder::with_isa(isa, default_libcall_names());
+    runtime_fns::register_symbols(&mut jb);
+    Ok(JITModule::new(jb))
+}
+
+fn trigger(kind: &PointKind) -> Trigger {
+    match kind {
+        PointKind::Begin(n) => Trigger::Begin(*n),
+        PointKind::End(n) => Trigger::End(*n),
+        PointKind::Error(n) => Trigger::Error(*n),
+        PointKind::Never => Trigger::Never,
+        PointKind::Timer {
+            period_ns,
+            randomize_ns,
+        } => Trigger::Timer {
+            period_ns: *period_ns,
+            randomize_ns: *randomize_ns,
+        },
+        PointKind::Process { .. } => Trigger::Process,
+    }
+}
+
+/// Compiles every function and probe handler of `program` to native code.
+pub fn compile(
+    program: &Program,
+    sources: &dyn Sources,
+    options: &Options,
+) -> Result<CompiledScript, CodegenError> {
+    let maxstringlen = options.limits.max_string_len;
+    let (globals, long_slots) = layout::globals(program, maxstringlen)?;
+    let mut module = new_module()?;
+    let mut rt = runtime_fns::RuntimeFns::default();
+    let mut tables = tables::Tables::new(sources, globals, maxstringlen);
+    let mut fctx = FunctionBuilderContext::new();
+    let mut ctx = module.make_context();
+    let mut ir = String::new();
+    let mut sizes = Vec::new();
+
+    // Script functions first: handlers call them by id.
+    let mut funcs: Vec<FuncId> = Vec::with_capacity(program.functions.len());
+    for (i, f) in program.functions.iter().enumerate() {
+        let mut sig = module.make_signature();
+        for _ in 0..=f.params {
+            sig.params.push(AbiParam::new(types::I64));
+        }
+        sig.returns.push(AbiParam::new(types::I64));
+        let id = module
+            .declare_function(&format!("utap_fn{i}_{}", f.name), Linkage::Local, &sig)
+            .map_err(|e| CodegenError::new(f.span, e.to_string()))?;
+        funcs.push(id);
+    }
+    let mut probe_ids = Vec::with_capacity(program.probes.len());
+    for (i, p) in program.probes.iter().enumerate() {
+        let mut sig = module.make_signature();
+        sig.params.push(AbiParam::new(types::I64));
+        let id = module
+            .declare_function(&format!("utap_probe{i}"), Linkage::Local, &sig)
+            .map_err(|e| CodegenError::new(p.span, e.to_string()))?;
+        probe_ids.push(id);
+    }
+
+    for (i, f) in program.functions.iter().enumerate() {
+        ctx.func.signature = module
+            .declarations()
+            .get_function_decl(funcs[i])
+            .signature
+            .clone();
+        let b = cranelift_frontend::FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let t = translate::Translator::new(
+            b,
+            &mut module,
+            &mut rt,
+            &funcs,
+            &mut tables,
+            translate::Kind::Function,
+            &f.locals,
+            f.params,
+        );
+        t.finish_body(&f.body, None)?;
+        define(
+            &mut module,
+            &mut ctx,
+            funcs[i],
+            &format!("function {}", f.name),
+            options,
+            &mut ir,
+            &mut sizes,
+        )?;
+    }
+    for (i, p) in program.probes.iter().enumerate() {
+        ctx.func.signature = module
+            .declarations()
+            .get_function_decl(probe_ids[i])
+            .signature
+            .clone();
+        let b = cranelift_frontend::FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let t = translate::Translator::new(
+            b,
+            &mut module,
+            &mut rt,
+            &funcs,
+            &mut tables,
+            translate::Kind::Probe,
+            &p.locals,
+            0,
+        );
+        // One condition for the handler: it applies when every point of
+        // the probe has one (the usual case is a single point).
+        let cond = match p.points.as_slice() {
+            [only] => only.condition.as_ref(),
+            _ => None,
+        };
+        t.finish_body(&p.body, cond)?;
+        define(
+            &mut module,
+            &mut ctx,
+            probe_ids[i],
+            &format!("probe {}", p.name),
+            options,
+            &mut ir,
+            &mut sizes,
+        )?;
+    }
+    module
+        .finalize_definitions()
+        .map_err(|e| CodegenError::new(Span::default(), format!("native code generator: {e}")))?;
+
+    let probes = program
+        .probes
+        .iter()
+        .zip(&probe_ids)
+        .map(|(p, &id)| {
+            let ptr = module.get_finalized_function(id);
+            // SAFETY: the function was compiled with the handler signature
+            // (one pointer argument, no result) and lives as long as
+            // `module`, which the CompiledScript keeps.
+            let handler: HandlerFn = unsafe { std::mem::transmute::<*const u8, HandlerFn>(ptr) };
+            ProbeSpec {
+                points: p
+                    .points
+                    .iter()
+                    .map(|pt| PointSpec {
+                        trigger: trigger(&pt.kind),
+                        text: pt.text.clone(),
+                    })
+                    .collect(),
+                handler,
+            }
+        })
+        .collect();
+    let image = ScriptImage {
+        globals: tables.globals,
+        probes,
+        literals: tables.literals,
+        formats: tables.formats,
+        regexes: tables.regexes,
+        locations: tables.locations.table,
+        long_slots,
+    };
+    Ok(CompiledScript {
+        image: Arc::new(image),
+        ir,
+        sizes,
+        _module: module,
+    })
+}
+
+fn define(
+    module: &mut JITModule,
+    ctx: &mut Context,
+    id: FuncId,
+    what: &str,
+    options: &Options,
+    ir: &mut String,
+    sizes: &mut Vec<FunctionSize>,
+) -> Result<(), CodegenError> {
+    if options.keep_ir {
+        ir.push_str(&format!("; {what}\n{}\n", ctx.func.display()));
+    }
+    module.define_function(id, ctx).map_err(|e| {
+        CodegenError::new(
+            Span::default(),
+            format!("native code generator: {e:?} in {what}"),
+        )
+    })?;
+    let bytes = ctx.compiled_code().map_or(0, |c| c.code_buffer().len());
+    sizes.push(FunctionSize {
+        name: what.to_string(),
+        bytes,
+    });
+    module.clear_context(ctx);
+    Ok(())
+}

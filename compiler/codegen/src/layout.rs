@@ -1,0 +1,229 @@
+//! Where each global lives at run time and how statistics are kept,
+//! derived from the checked program: long scalars get a slot native code
+//! indexes directly; a statistic keeps the histogram its `@hist_*` uses
+//! ask for.
+
+use std::collections::HashMap;
+
+use utap_compiler::ast::Literal;
+use utap_compiler::program::{
+    Block, Expr, ExprKind, Foreach, ForeachSource, HistKind, LValue, Program, Stmt, StmtKind, Type,
+};
+use utap_runtime::script::image::{GlobalSpec, InitValue, KeyType, ValueType};
+use utap_runtime::values::stats::{HistSpec, StatSpec};
+
+use crate::CodegenError;
+
+/// Calls `f` on every expression of the program, depth first.
+pub fn walk_program(p: &Program, f: &mut dyn FnMut(&Expr)) {
+    for func in &p.functions {
+        walk_block(&func.body, f);
+    }
+    for probe in &p.probes {
+        for pt in &probe.points {
+            if let Some(c) = &pt.condition {
+                walk_expr(c, f);
+            }
+        }
+        walk_block(&probe.body, f);
+    }
+}
+
+fn walk_block(b: &Block, f: &mut dyn FnMut(&Expr)) {
+    for s in &b.stmts {
+        walk_stmt(s, f);
+    }
+}
+
+fn walk_stmt(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
+    match &s.kind {
+        StmtKind::Expr(e) => walk_expr(e, f),
+        StmtKind::Block(b) => walk_block(b, f),
+        StmtKind::If { cond, then, else_ } => {
+            walk_expr(cond, f);
+            walk_stmt(then, f);
+            if let Some(e) = else_ {
+                walk_stmt(e, f);
+            }
+        }
+        StmtKind::While { cond, body } => {
+            walk_expr(cond, f);
+            walk_stmt(body, f);
+        }
+        StmtKind::For {
+            init,
+            cond,
+            step,
+            body,
+        } => {
+            for e in [init, cond, step].into_iter().flatten() {
+                walk_expr(e, f);
+            }
+            walk_stmt(body, f);
+        }
+        StmtKind::Foreach(fe) => walk_foreach(fe, f),
+        StmtKind::Return(Some(e)) => walk_expr(e, f),
+        StmtKind::Delete(lv) => walk_lvalue(lv, f),
+        StmtKind::Try { body, catch, .. } => {
+            walk_block(body, f);
+            walk_block(catch, f);
+        }
+        StmtKind::Next | StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {}
+    }
+}
+
+fn walk_foreach(fe: &Foreach, f: &mut dyn FnMut(&Expr)) {
+    if let ForeachSource::Hist(h) = &fe.source {
+        walk_expr(h, f);
+    }
+    for e in fe.slice.iter().flatten().flatten() {
+        walk_expr(e, f);
+    }
+    if let Some(l) = &fe.limit {
+        walk_expr(l, f);
+    }
+    walk_stmt(&fe.body, f);
+}
+
+fn walk_lvalue(lv: &LValue, f: &mut dyn FnMut(&Expr)) {
+    if let LValue::Elem { keys, .. } = lv {
+        for k in keys {
+            walk_expr(k, f);
+        }
+    }
+}
+
+fn walk_expr(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+    f(e);
+    match &e.kind {
+        ExprKind::Long(_) | ExprKind::Str(_) | ExprKind::Context(_) => {}
+        ExprKind::Load(lv) => walk_lvalue(lv, f),
+        ExprKind::Unary { expr, .. } => walk_expr(expr, f),
+        ExprKind::Binary { lhs, rhs, .. } => {
+            walk_expr(lhs, f);
+            walk_expr(rhs, f);
+        }
+        ExprKind::Ternary { cond, then, else_ } => {
+            walk_expr(cond, f);
+            walk_expr(then, f);
+            walk_expr(else_, f);
+        }
+        ExprKind::Assign { target, value, .. } => {
+            walk_lvalue(target, f);
+            walk_expr(value, f);
+        }
+        ExprKind::IncDec { target, .. } => walk_lvalue(target, f),
+        ExprKind::StatAdd { target, value } => {
+            walk_lvalue(target, f);
+            walk_expr(value, f);
+        }
+        ExprKind::StatGet { target, .. } | ExprKind::Hist { target, .. } => walk_lvalue(target, f),
+        ExprKind::HistBucket { hist, index } => {
+            walk_expr(hist, f);
+            walk_expr(index, f);
+        }
+        ExprKind::In { keys, .. } => keys.iter().for_each(|k| walk_expr(k, f)),
+        ExprKind::Call { args, .. }
+        | ExprKind::Builtin { args, .. }
+        | ExprKind::Print { args, .. } => args.iter().for_each(|a| walk_expr(a, f)),
+    }
+}
+
+/// The global a statistics lvalue names.
+pub fn stat_global(lv: &LValue) -> Option<u32> {
+    match lv {
+        LValue::Global(g) => Some(g.0),
+        LValue::Elem { array, .. } => Some(array.0),
+        _ => None,
+    }
+}
+
+/// The histogram each statistics global keeps (one kind per global, as
+/// SystemTap requires).
+fn hist_specs(p: &Program) -> Result<HashMap<u32, HistSpec>, CodegenError> {
+    let mut specs: HashMap<u32, HistSpec> = HashMap::new();
+    let mut err = None;
+    walk_program(p, &mut |e| {
+        let ExprKind::Hist { kind, target } = &e.kind else {
+            return;
+        };
+        let Some(g) = stat_global(target) else { return };
+        let spec = match kind {
+            HistKind::Log => Ok(HistSpec::Log),
+            HistKind::Linear { lo, hi, step } => HistSpec::linear(*lo, *hi, *step),
+        };
+        match spec {
+            Ok(spec) => {
+                let prev = specs.entry(g).or_insert(spec);
+                if *prev != spec && err.is_none() {
+                    err = Some(CodegenError::new(
+                        e.span,
+                        format!(
+                            "statistic '{}' is used with two different histograms",
+                            p.globals[g as usize].name
+                        ),
+                    ));
+                }
+            }
+            Err(msg) => {
+                if err.is_none() {
+                    err = Some(CodegenError::new(e.span, msg.to_string()));
+                }
+            }
+        }
+    });
+    match err {
+        Some(e) => Err(e),
+        None => Ok(specs),
+    }
+}
+
+/// The runtime description of every global, and the number of long slots.
+pub fn globals(p: &Program, maxstringlen: usize) -> Result<(Vec<GlobalSpec>, usize), CodegenError> {
+    let hists = hist_specs(p)?;
+    let mut long_slots = 0;
+    let mut out = Vec::with_capacity(p.globals.len());
+    for (i, g) in p.globals.iter().enumerate() {
+        let value = match g.ty {
+            Type::Long => ValueType::Long,
+            Type::String => ValueType::Str,
+            Type::Stats => ValueType::Stat(StatSpec {
+                hist: hists.get(&(i as u32)).copied().unwrap_or(HistSpec::None),
+                variance_shift: 0,
+            }),
+            // A global nobody gave a type: SystemTap would have rejected
+            // it; treat it as a long so it still prints.
+            _ => ValueType::Long,
+        };
+        let keys = g.keys.as_ref().map(|ks| {
+            ks.iter()
+                .map(|t| match t {
+                    Type::String => KeyType::Str,
+                    _ => KeyType::Long,
+                })
+                .collect()
+        });
+        let long_slot = (keys.is_none() && value == ValueType::Long).then(|| {
+            long_slots += 1;
+            long_slots as u32 - 1
+        });
+        let init = g.init.as_ref().map(|l| match l {
+            Literal::Num(n) => InitValue::Long(*n),
+            Literal::Str(s) => {
+                let b = utap_runtime::values::strings::stored(s.as_bytes(), maxstringlen);
+                InitValue::Str(b.to_vec())
+            }
+        });
+        out.push(GlobalSpec {
+            name: g.name.clone(),
+            value,
+            keys,
+            size: g.size,
+            wrap: g.wrap,
+            init,
+            autoprint: g.autoprint,
+            long_slot,
+        });
+    }
+    Ok((out, long_slots))
+}

@@ -1,0 +1,211 @@
+//! The builtin function table: every function the runtime implements in
+//! Rust, with its signature.
+//!
+//! This is the contract between the checker (which types calls against it)
+//! and the codegen/runtime (which implements each entry under the same
+//! name). Keep it one static table: adding a builtin means adding a row here
+//! and its implementation in the runtime, nothing else.
+//!
+//! The print family (`print`, `printf`, `sprintf`, `println`, `log`, ...) is
+//! not here: the checker turns those calls into `ExprKind::Print` (see
+//! [`PRINT_FUNCTIONS`]).
+
+use crate::program::{PrintKind, Type};
+
+/// One runtime-implemented function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Builtin {
+    pub name: &'static str,
+    /// Parameter types, in order.
+    pub params: &'static [Type],
+    /// How many leading parameters are required (the rest are optional,
+    /// e.g. `strtol(s)` / `strtol(s, base)`).
+    pub required: usize,
+    pub ret: Type,
+    /// Needs `-g` (guru mode): it changes what the traced program sees.
+    pub guru: bool,
+    /// Reads the current process (registers, memory, ids): meaningless in
+    /// `begin`/`end`/`timer` probes, where the runtime reports an error.
+    pub process: bool,
+    /// No side effect: a call whose value is unused may be dropped (this is
+    /// what lets the checker elide unused alias variables).
+    pub pure_: bool,
+}
+
+use Type::{Long as L, String as S, Void as V};
+
+const fn f(
+    name: &'static str,
+    params: &'static [Type],
+    ret: Type,
+    pure_: bool,
+    process: bool,
+) -> Builtin {
+    Builtin {
+        name,
+        params,
+        required: params.len(),
+        ret,
+        guru: false,
+        process,
+        pure_,
+    }
+}
+
+/// A pure function of its arguments.
+const fn pure(name: &'static str, params: &'static [Type], ret: Type) -> Builtin {
+    f(name, params, ret, true, false)
+}
+
+/// A pure read of the current process context.
+const fn ctx(name: &'static str, params: &'static [Type], ret: Type) -> Builtin {
+    f(name, params, ret, true, true)
+}
+
+/// A guru-mode control action on threads.
+const fn guru(name: &'static str, params: &'static [Type]) -> Builtin {
+    Builtin {
+        name,
+        params,
+        required: params.len(),
+        ret: V,
+        guru: true,
+        process: false,
+        pure_: false,
+    }
+}
+
+const fn optional(mut b: Builtin, required: usize) -> Builtin {
+    b.required = required;
+    b
+}
+
+/// Every builtin, sorted by name (checked by a test; lookup is a binary
+/// search).
+pub static BUILTINS: &[Builtin] = &[
+    // Syscall argument decoders the syscall tapset calls (runtime/decode).
+    pure("__syscall_argstr", &[L], S),
+    pure("__syscall_retstr", &[L, L], S),
+    pure("_dfd_str", &[L], S),
+    pure("_mode_str", &[L], S),
+    pure("_open_flags_str", &[L], S),
+    pure("abs", &[L], L),
+    ctx("cpu", &[], L),
+    ctx("egid", &[], L),
+    pure("errno_str", &[L], S),
+    f("error", &[S], V, false, false),
+    ctx("euid", &[], L),
+    ctx("execname", &[], S),
+    f("exit", &[], V, false, false),
+    ctx("gettimeofday_ms", &[], L),
+    ctx("gettimeofday_ns", &[], L),
+    ctx("gettimeofday_s", &[], L),
+    ctx("gettimeofday_us", &[], L),
+    ctx("gid", &[], L),
+    pure("isinstr", &[S, S], L),
+    pure("max", &[L, L], L),
+    pure("min", &[L, L], L),
+    ctx("pid", &[], L),
+    // The probe point being run, as written in the script.
+    ctx("pp", &[], S),
+    ctx("ppid", &[], L),
+    guru("quiesce", &[L]),
+    guru("resume", &[L]),
+    pure("signal_name", &[L], S),
+    guru("stop", &[]),
+    pure("str_replace", &[S, S, S], S),
+    pure("stringat", &[S, L], L),
+    pure("strlen", &[S], L),
+    optional(pure("strtol", &[S, L], L), 1),
+    pure("substr", &[S, L, L], S),
+    pure("syscall_name", &[L], S),
+    ctx("target", &[], L),
+    pure("text_str", &[S], S),
+    pure("text_strn", &[S, L, L], S),
+    ctx("tid", &[], L),
+    // `tokenize` keeps its position between calls: not pure.
+    f("tokenize", &[S, S], S, false, false),
+    ctx("uid", &[], L),
+    ctx("user_char", &[L], L),
+    ctx("user_int", &[L], L),
+    ctx("user_long", &[L], L),
+    ctx("user_short", &[L], L),
+    ctx("user_string", &[L], S),
+    ctx("user_string_n", &[L, L], S),
+    ctx("user_string_quoted", &[L], S),
+    f("warn", &[S], V, false, false),
+];
+
+/// Finds a builtin by name.
+pub fn lookup(name: &str) -> Option<&'static Builtin> {
+    BUILTINS
+        .binary_search_by(|b| b.name.cmp(name))
+        .ok()
+        .map(|i| &BUILTINS[i])
+}
+
+/// The print family: the name a script calls and the [`PrintKind`] it
+/// becomes. `log(msg)` is `println(msg)` (same output).
+pub static PRINT_FUNCTIONS: &[(&str, PrintKind)] = &[
+    ("log", PrintKind::Println),
+    ("print", PrintKind::Print),
+    ("printd", PrintKind::Printd),
+    ("printdln", PrintKind::Printdln),
+    ("printf", PrintKind::Printf),
+    ("println", PrintKind::Println),
+    ("sprint", PrintKind::Sprint),
+    ("sprintd", PrintKind::Sprintd),
+    ("sprintdln", PrintKind::Sprintdln),
+    ("sprintf", PrintKind::Sprintf),
+    ("sprintln", PrintKind::Sprintln),
+];
+
+/// The [`PrintKind`] of a print-family name.
+pub fn print_kind(name: &str) -> Option<PrintKind> {
+    PRINT_FUNCTIONS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, k)| *k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_sorted_and_unique() {
+        for w in BUILTINS.windows(2) {
+            assert!(w[0].name < w[1].name, "{} before {}", w[0].name, w[1].name);
+        }
+    }
+
+    #[test]
+    fn lookup_finds_every_row_and_nothing_else() {
+        for b in BUILTINS {
+            assert_eq!(lookup(b.name), Some(b));
+        }
+        assert_eq!(lookup("no_such_builtin"), None);
+        assert_eq!(lookup("printf"), None);
+    }
+
+    #[test]
+    fn strtol_takes_one_or_two_arguments() {
+        let b = lookup("strtol").unwrap();
+        assert_eq!((b.required, b.params.len()), (1, 2));
+    }
+
+    #[test]
+    fn control_actions_need_guru_mode() {
+        for name in ["stop", "resume", "quiesce"] {
+            assert!(lookup(name).unwrap().guru, "{name}");
+        }
+        assert!(!lookup("pid").unwrap().guru);
+    }
+
+    #[test]
+    fn print_family_maps_to_print_kinds() {
+        assert_eq!(print_kind("log"), Some(PrintKind::Println));
+        assert_eq!(print_kind("sprintf"), Some(PrintKind::Sprintf));
+        assert_eq!(print_kind("pid"), None);
+    }
+}

@@ -1,0 +1,441 @@
+//! The probe-point catalogue: every probe-point family utap supports, in one
+//! table.
+//!
+//! Resolution, `-l`/`-L` and the docs all read [`FAMILIES`]. A family is a
+//! pattern of dotted components (each with the kind of argument it takes)
+//! plus the context variables its handlers may use. Adding a family means
+//! adding a row here and an engine in the runtime.
+
+use crate::program::{ContextVar, PointKind, ProcessEvent, ProcessTarget, Type};
+
+/// What a component's `(arg)` may be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgSpec {
+    /// No argument allowed.
+    None,
+    /// An optional number (`begin`, `begin(5)`).
+    OptNum,
+    /// A required number (`timer.ms(100)`).
+    Num,
+    /// An optional string or number (`process`, `process("ls")`, `process(42)`).
+    OptStrOrNum,
+}
+
+/// One dotted component of a family pattern.
+#[derive(Clone, Copy, Debug)]
+pub struct CompSpec {
+    pub name: &'static str,
+    pub arg: ArgSpec,
+    /// May be left out (only trailing modifiers such as `.randomize(N)`).
+    pub optional: bool,
+}
+
+/// A context (`$name`) variable of a family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContextVarDef {
+    /// Without the `$`.
+    pub name: &'static str,
+    pub var: ContextVar,
+    pub ty: Type,
+    /// Writable in guru mode (`-g`); read-only otherwise and always when false.
+    pub guru_writable: bool,
+}
+
+/// What a family builds once its arguments are known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FamilyKind {
+    Begin,
+    End,
+    Error,
+    Never,
+    /// A timer whose period is its argument times this many nanoseconds.
+    Timer {
+        unit_ns: u64,
+    },
+    /// `timer.hz(N)`: N times a second.
+    TimerHz,
+    Process(ProcessEventKind),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcessEventKind {
+    Begin,
+    End,
+    ThreadBegin,
+    ThreadEnd,
+    Syscall,
+    SyscallReturn,
+    Signal,
+    Quiesce,
+}
+
+/// One probe-point family.
+#[derive(Clone, Copy, Debug)]
+pub struct Family {
+    pub comps: &'static [CompSpec],
+    pub kind: FamilyKind,
+    pub context: &'static [ContextVarDef],
+    pub doc: &'static str,
+}
+
+const fn c(name: &'static str, arg: ArgSpec) -> CompSpec {
+    CompSpec {
+        name,
+        arg,
+        optional: false,
+    }
+}
+
+const RANDOMIZE: CompSpec = CompSpec {
+    name: "randomize",
+    arg: ArgSpec::Num,
+    optional: true,
+};
+const PROCESS: CompSpec = c("process", ArgSpec::OptStrOrNum);
+
+const fn var(name: &'static str, var: ContextVar, guru_writable: bool) -> ContextVarDef {
+    ContextVarDef {
+        name,
+        var,
+        ty: Type::Long,
+        guru_writable,
+    }
+}
+
+const ARGS: [ContextVarDef; 6] = [
+    var("arg1", ContextVar::Arg(0), false),
+    var("arg2", ContextVar::Arg(1), false),
+    var("arg3", ContextVar::Arg(2), false),
+    var("arg4", ContextVar::Arg(3), false),
+    var("arg5", ContextVar::Arg(4), false),
+    var("arg6", ContextVar::Arg(5), false),
+];
+const SYSCALL_VARS: &[ContextVarDef] = &[
+    var("syscall", ContextVar::Syscall, false),
+    ARGS[0],
+    ARGS[1],
+    ARGS[2],
+    ARGS[3],
+    ARGS[4],
+    ARGS[5],
+];
+const SYSCALL_RETURN_VARS: &[ContextVarDef] = &[
+    var("syscall", ContextVar::Syscall, false),
+    var("return", ContextVar::Return, true),
+];
+const SIGNAL_VARS: &[ContextVarDef] = &[
+    var("signal", ContextVar::Signal, true),
+    var("code", ContextVar::Code, false),
+];
+
+macro_rules! timer_family {
+    ($unit:literal, $ns:expr) => {
+        Family {
+            comps: &[c("timer", ArgSpec::None), c($unit, ArgSpec::Num), RANDOMIZE],
+            kind: FamilyKind::Timer { unit_ns: $ns },
+            context: &[],
+            doc: concat!("every N ", $unit, ", optionally randomized by up to M"),
+        }
+    };
+}
+
+macro_rules! process_family {
+    ([$($comp:literal),+], $kind:ident, $ctx:expr, $doc:literal) => {
+        Family {
+            comps: &[PROCESS, $(c($comp, ArgSpec::None)),+],
+            kind: FamilyKind::Process(ProcessEventKind::$kind),
+            context: $ctx,
+            doc: $doc,
+        }
+    };
+}
+
+/// The kernel tick the `timer.jiffies` family counts in (CONFIG_HZ=250).
+pub const JIFFY_NS: u64 = 4_000_000;
+
+/// Every family utap supports.
+pub static FAMILIES: &[Family] = &[
+    Family {
+        comps: &[c("begin", ArgSpec::OptNum)],
+        kind: FamilyKind::Begin,
+        context: &[],
+        doc: "at session start (lower priority runs first)",
+    },
+    Family {
+        comps: &[c("end", ArgSpec::OptNum)],
+        kind: FamilyKind::End,
+        context: &[],
+        doc: "at session end",
+    },
+    Family {
+        comps: &[c("error", ArgSpec::OptNum)],
+        kind: FamilyKind::Error,
+        context: &[],
+        doc: "when the session ends because of a runtime error",
+    },
+    Family {
+        comps: &[c("never", ArgSpec::None)],
+        kind: FamilyKind::Never,
+        context: &[],
+        doc: "never (the handler is still checked)",
+    },
+    timer_family!("s", 1_000_000_000),
+    timer_family!("sec", 1_000_000_000),
+    timer_family!("ms", 1_000_000),
+    timer_family!("msec", 1_000_000),
+    timer_family!("us", 1_000),
+    timer_family!("usec", 1_000),
+    timer_family!("ns", 1),
+    timer_family!("nsec", 1),
+    timer_family!("jiffies", JIFFY_NS),
+    Family {
+        comps: &[c("timer", ArgSpec::None), c("hz", ArgSpec::Num)],
+        kind: FamilyKind::TimerHz,
+        context: &[],
+        doc: "N times a second",
+    },
+    process_family!(
+        ["begin"],
+        Begin,
+        &[],
+        "a process starts (or is already running)"
+    ),
+    process_family!(["end"], End, &[], "a process exits"),
+    process_family!(["thread", "begin"], ThreadBegin, &[], "a thread starts"),
+    process_family!(["thread", "end"], ThreadEnd, &[], "a thread exits"),
+    process_family!(
+        ["syscall"],
+        Syscall,
+        SYSCALL_VARS,
+        "a system call is entered"
+    ),
+    process_family!(
+        ["syscall", "return"],
+        SyscallReturn,
+        SYSCALL_RETURN_VARS,
+        "a system call returns"
+    ),
+    process_family!(
+        ["signal"],
+        Signal,
+        SIGNAL_VARS,
+        "a signal is about to be delivered"
+    ),
+    process_family!(
+        ["quiesce"],
+        Quiesce,
+        &[],
+        "a thread reached a requested stop"
+    ),
+];
+
+/// An argument as written in a probe point.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PointArg {
+    Num(i64),
+    Str(String),
+}
+
+/// Why a family could not be built from matching components.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuildError {
+    pub message: String,
+    /// Index of the offending component.
+    pub component: usize,
+}
+
+impl Family {
+    /// The context variable `name` (without `$`) of this family.
+    pub fn context_var(&self, name: &str) -> Option<&'static ContextVarDef> {
+        self.context.iter().find(|v| v.name == name)
+    }
+
+    /// Builds the point from the arguments of the matched components (one
+    /// entry per pattern component, `None` for an optional one left out).
+    pub fn build(&self, args: &[Option<Option<PointArg>>]) -> Result<PointKind, BuildError> {
+        let num = |i: usize| match args.get(i) {
+            Some(Some(Some(PointArg::Num(n)))) => Some(*n),
+            _ => None,
+        };
+        let positive = |i: usize, what: &str| -> Result<u64, BuildError> {
+            match num(i) {
+                Some(n) if n > 0 => Ok(n as u64),
+                _ => Err(BuildError {
+                    message: format!("{what} must be positive"),
+                    component: i,
+                }),
+            }
+        };
+        Ok(match self.kind {
+            FamilyKind::Begin => PointKind::Begin(num(0).unwrap_or(0)),
+            FamilyKind::End => PointKind::End(num(0).unwrap_or(0)),
+            FamilyKind::Error => PointKind::Error(num(0).unwrap_or(0)),
+            FamilyKind::Never => PointKind::Never,
+            FamilyKind::Timer { unit_ns } => {
+                let n = positive(1, "timer period")?;
+                let randomize = match args.get(2) {
+                    Some(Some(_)) => num(2).unwrap_or(0).max(0) as u64,
+                    _ => 0,
+                };
+                PointKind::Timer {
+                    period_ns: n.saturating_mul(unit_ns),
+                    randomize_ns: randomize.saturating_mul(unit_ns),
+                }
+            }
+            FamilyKind::TimerHz => {
+                let n = positive(1, "timer frequency")?;
+                PointKind::Timer {
+                    period_ns: (1_000_000_000 / n).max(1),
+                    randomize_ns: 0,
+                }
+            }
+            FamilyKind::Process(kind) => PointKind::Process {
+                target: match args.first() {
+                    Some(Some(Some(PointArg::Str(path)))) => {
+                        ProcessTarget::Path(find_executable(path))
+                    }
+                    Some(Some(Some(PointArg::Num(pid)))) => {
+                        if *pid < 2 {
+                            return Err(BuildError {
+                                message: "process pid must be greater than 1".into(),
+                                component: 0,
+                            });
+                        }
+                        ProcessTarget::Pid(*pid)
+                    }
+                    _ => ProcessTarget::Any,
+                },
+                event: kind.event(),
+            },
+        })
+    }
+
+    /// The pattern as `-l` shows a family, e.g. `process("PATH").syscall`.
+    pub fn pattern_text(&self, qualifier: &str) -> String {
+        let mut out = String::new();
+        for (i, comp) in self.comps.iter().enumerate() {
+            if i > 0 {
+                out.push('.');
+            }
+            out.push_str(comp.name);
+            match comp.arg {
+                ArgSpec::None => {}
+                ArgSpec::OptNum | ArgSpec::Num => out.push_str("(N)"),
+                ArgSpec::OptStrOrNum => out.push_str(qualifier),
+            }
+        }
+        out
+    }
+}
+
+impl ProcessEventKind {
+    fn event(self) -> ProcessEvent {
+        match self {
+            ProcessEventKind::Begin => ProcessEvent::Begin,
+            ProcessEventKind::End => ProcessEvent::End,
+            ProcessEventKind::ThreadBegin => ProcessEvent::ThreadBegin,
+            ProcessEventKind::ThreadEnd => ProcessEvent::ThreadEnd,
+            ProcessEventKind::Syscall => ProcessEvent::Syscall { syscalls: None },
+            ProcessEventKind::SyscallReturn => ProcessEvent::SyscallReturn { syscalls: None },
+            ProcessEventKind::Signal => ProcessEvent::Signal,
+            ProcessEventKind::Quiesce => ProcessEvent::Quiesce,
+        }
+    }
+}
+
+/// SystemTap resolves a bare program name (`process("cat")`) through
+/// `$PATH`; a name that is not found is kept as written.
+pub fn find_executable(name: &str) -> String {
+    if name.contains('/') || name.is_empty() {
+        return name.to_string();
+    }
+    let path = std::env::var("PATH").unwrap_or_default();
+    for dir in path.split(':').filter(|d| !d.is_empty()) {
+        let candidate = std::path::Path::new(dir).join(name);
+        if candidate.is_file() {
+            return candidate.to_string_lossy().into_owned();
+        }
+    }
+    name.to_string()
+}
+
+/// Whether `text` matches the wildcard `pattern` (`*` = any run of
+/// characters within one component).
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let (p, t) = (pattern.as_bytes(), text.as_bytes());
+    let (mut pi, mut ti) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while ti < t.len() {
+        if pi < p.len() && p[pi] == b'*' {
+            star = Some(pi);
+            mark = ti;
+            pi += 1;
+        } else if pi < p.len() && p[pi] == t[ti] {
+            pi += 1;
+            ti += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&b| b == b'*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("*", "begin"));
+        assert!(glob_match("a*c", "abcdefgabc"));
+        assert!(glob_match("*bc*fg*c", "abcdefgabc"));
+        assert!(!glob_match("*bc*bc*x", "abcdefgabc"));
+        assert!(glob_match("foo**bar", "foobar"));
+        assert!(!glob_match("foo", "foobar"));
+    }
+
+    #[test]
+    fn timer_hz_becomes_a_period() {
+        let hz = FAMILIES
+            .iter()
+            .find(|f| f.kind == FamilyKind::TimerHz)
+            .unwrap();
+        let kind = hz
+            .build(&[Some(None), Some(Some(PointArg::Num(100)))])
+            .unwrap();
+        assert_eq!(
+            kind,
+            PointKind::Timer {
+                period_ns: 10_000_000,
+                randomize_ns: 0
+            }
+        );
+    }
+
+    #[test]
+    fn process_pid_must_exceed_one() {
+        let f = FAMILIES
+            .iter()
+            .find(|f| f.kind == FamilyKind::Process(ProcessEventKind::Begin))
+            .unwrap();
+        let err = f
+            .build(&[Some(Some(PointArg::Num(1))), Some(None)])
+            .unwrap_err();
+        assert_eq!(err.message, "process pid must be greater than 1");
+    }
+
+    #[test]
+    fn return_and_signal_are_the_only_writable_context_variables() {
+        let writable: Vec<_> = FAMILIES
+            .iter()
+            .flat_map(|f| f.context.iter())
+            .filter(|v| v.guru_writable)
+            .map(|v| v.name)
+            .collect();
+        assert_eq!(writable, ["return", "signal"]);
+    }
+}

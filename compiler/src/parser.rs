@@ -1,0 +1,1058 @@
+//! The parser: text → [`ast::Script`].
+//!
+//! Passes over one file: [`lexer::lex`] → [`preprocess::preprocess`]
+//! (arguments, `%( %)`) → [`layout::layout`] (statement boundaries, probe
+//! point components) → the lalrpop grammar (`grammar.lalrpop`) → checks that
+//! SystemTap makes while parsing (duplicate globals, `return` outside a
+//! function, `printf` needing a literal format, embedded code without `-g`...).
+
+pub mod layout;
+
+lalrpop_util::lalrpop_mod!(
+    #[allow(clippy::all, unused_parens, dead_code)]
+    grammar
+);
+
+use crate::ast::*;
+use crate::diag::Diagnostic;
+use crate::lexer::{self, Tok, Token};
+use crate::preprocess::{self, PpConfig};
+use crate::source::SourceMap;
+use lalrpop_util::ParseError;
+use std::cell::Cell;
+use std::collections::HashSet;
+
+/// How to parse: the script arguments and the session's settings that the
+/// preprocessor can test.
+#[derive(Clone, Debug, Default)]
+pub struct ParseOptions {
+    /// Script arguments (`$1`, `@1`, `$#`...).
+    pub args: Vec<String>,
+    /// `-g`: guru mode (`guru_mode` conditions; embedded code allowed).
+    pub guru: bool,
+    /// A tapset rather than the user's script: may be empty.
+    pub tapset: bool,
+    /// Override of `arch` (default: this machine).
+    pub arch: Option<String>,
+    /// Override of the kernel release for `kernel_v`/`kernel_vr`.
+    pub kernel_release: Option<String>,
+}
+
+impl ParseOptions {
+    fn pp_config(&self) -> PpConfig {
+        let mut cfg = PpConfig::host(self.args.clone(), self.guru);
+        if let Some(arch) = &self.arch {
+            cfg.arch = arch.clone();
+        }
+        if let Some(release) = &self.kernel_release {
+            cfg.kernel_vr = release.clone();
+            cfg.kernel_v = release.split('-').next().unwrap_or("").to_string();
+        }
+        cfg
+    }
+}
+
+/// Hands out expression [`NodeId`]s, unique across every file parsed with it.
+#[derive(Clone, Debug, Default)]
+pub struct NodeIds {
+    next: u32,
+}
+
+impl NodeIds {
+    pub fn fresh(&mut self) -> NodeId {
+        self.next += 1;
+        NodeId(self.next - 1)
+    }
+    /// How many ids were handed out (ids are `0..count`).
+    pub fn count(&self) -> u32 {
+        self.next
+    }
+}
+
+/// Parses one file of the map (a user script or a tapset).
+pub fn parse_file(
+    map: &SourceMap,
+    file: FileId,
+    opts: &ParseOptions,
+    ids: &mut NodeIds,
+) -> Result<Script, Vec<Diagnostic>> {
+    let text = map.text(file);
+    let raw = lexer::lex(text);
+    let whole = Span::new(file, 0, 0);
+    if raw.is_empty() && !opts.tapset {
+        return Err(vec![empty_file(map, file, "")]);
+    }
+    let tokens = layout::layout(preprocess::preprocess(raw, &opts.pp_config()));
+    if tokens.is_empty() && !opts.tapset {
+        return Err(vec![empty_file(map, file, " after preprocessing")]);
+    }
+    let ctx = Ctx {
+        file,
+        next_id: Cell::new(ids.next),
+    };
+    let stream = tokens.into_iter().map(|t| match t.tok {
+        Tok::Error(e) => Err(Fail {
+            message: e.message,
+            help: e.help,
+            start: t.start,
+            end: t.end,
+        }),
+        tok => Ok((t.start, tok, t.end)),
+    });
+    let result = grammar::ScriptParser::new().parse(&ctx, stream);
+    ids.next = ctx.next_id.get();
+    let items = match result {
+        Ok(items) => items,
+        Err(e) => return Err(vec![syntax_error(e, map, file, opts)]),
+    };
+    let _ = whole;
+    let script = Script { file, items };
+    let problems = validate(&script, opts);
+    if problems.is_empty() {
+        Ok(script)
+    } else {
+        Err(problems)
+    }
+}
+
+/// Parses a standalone expression (for tests and tools).
+pub fn parse_expr(
+    map: &SourceMap,
+    file: FileId,
+    ids: &mut NodeIds,
+) -> Result<Expr, Vec<Diagnostic>> {
+    let tokens = lexer::lex(map.text(file));
+    let ctx = Ctx {
+        file,
+        next_id: Cell::new(ids.next),
+    };
+    let stream = tokens.into_iter().map(|t| match t.tok {
+        Tok::Error(e) => Err(Fail {
+            message: e.message,
+            help: e.help,
+            start: t.start,
+            end: t.end,
+        }),
+        tok => Ok((t.start, tok, t.end)),
+    });
+    let result = grammar::ExprParser::new().parse(&ctx, stream);
+    ids.next = ctx.next_id.get();
+    result.map_err(|e| vec![syntax_error(e, map, file, &ParseOptions::default())])
+}
+
+fn empty_file(map: &SourceMap, file: FileId, how: &str) -> Diagnostic {
+    Diagnostic::parse_error(format!("input file '{}' is empty{how}", map.name(file)))
+        .with_help("a script needs at least one probe, function or global")
+}
+
+// ------------------------------------------------------------ error reports
+
+/// An error raised while parsing (from the lexer, preprocessor or a grammar action).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fail {
+    pub message: String,
+    pub help: Option<String>,
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Fail {
+    fn new(message: impl Into<String>, start: usize, end: usize) -> Fail {
+        Fail {
+            message: message.into(),
+            help: None,
+            start,
+            end,
+        }
+    }
+}
+
+type LalrError = ParseError<usize, Tok, Fail>;
+
+fn syntax_error(e: LalrError, map: &SourceMap, file: FileId, opts: &ParseOptions) -> Diagnostic {
+    let end = map.text(file).len();
+    match e {
+        ParseError::User { error } => {
+            let mut d = Diagnostic::parse_error(error.message)
+                .with_label(Span::new(file, error.start, error.end), "");
+            if let Some(help) = error.help {
+                d = d.with_help(help);
+            }
+            d
+        }
+        ParseError::UnrecognizedToken {
+            token: (l, tok, r),
+            expected,
+        } => {
+            let (found, l, r) = if tok == Tok::StmtStart {
+                token_after_marker(map, file, opts, l)
+            } else {
+                (tok.to_string(), l, r)
+            };
+            Diagnostic::parse_error(format!("expected {}", describe_expected(&expected)))
+                .with_label(Span::new(file, l, r), format!("found {found}"))
+        }
+        ParseError::UnrecognizedEof { expected, .. } => {
+            Diagnostic::parse_error(format!("expected {}", describe_expected(&expected)))
+                .with_label(Span::new(file, end, end), "found end of file")
+        }
+        ParseError::ExtraToken { token: (l, tok, r) } => {
+            Diagnostic::parse_error(format!("unexpected {tok}"))
+                .with_label(Span::new(file, l, r), "")
+        }
+        ParseError::InvalidToken { location } => Diagnostic::parse_error("invalid token")
+            .with_label(Span::new(file, location, location), ""),
+    }
+}
+
+/// The real token a statement marker at `at` stands before (errors are rare,
+/// so the token stream is simply made again).
+fn token_after_marker(
+    map: &SourceMap,
+    file: FileId,
+    opts: &ParseOptions,
+    at: usize,
+) -> (String, usize, usize) {
+    let tokens = layout::layout(preprocess::preprocess(
+        lexer::lex(map.text(file)),
+        &opts.pp_config(),
+    ));
+    tokens
+        .iter()
+        .find(|t: &&Token| t.start >= at && t.tok != Tok::StmtStart)
+        .map(|t| (t.tok.to_string(), t.start, t.end))
+        .unwrap_or_else(|| ("end of file".to_string(), at, at))
+}
+
+/// Terminals that can begin an expression.
+const EXPR_START: &[&str] = &[
+    "identifier",
+    "number",
+    "string literal",
+    "$target",
+    "@operator",
+    "(",
+    "[",
+    "-",
+    "+",
+    "!",
+    "~",
+    "++",
+    "--",
+];
+
+/// Binary, ternary and assignment operators.
+const OPERATORS: &[&str] = &[
+    "+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^", "&&", "||", "<", ">", "<=", ">=", "==",
+    "!=", "=~", "!~", ".", "?", "=", "<<<", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "^=",
+    "|=", ".=", "in", "++", "--", "->", "[", "(",
+];
+
+/// "an expression, ';' or '}'" from lalrpop's list of expected terminals.
+fn describe_expected(expected: &[String]) -> String {
+    let names: Vec<&str> = expected
+        .iter()
+        .map(|s| s.trim_start_matches('"').trim_end_matches('"'))
+        .collect();
+    let has = |n: &str| names.contains(&n);
+    if has("probe") && has("global") {
+        return "'probe', 'global', 'private', 'function', or '%{'".to_string();
+    }
+    let mut items: Vec<String> = Vec::new();
+    let mut covered: HashSet<&str> = HashSet::new();
+    if has("statement") {
+        items.push("a statement".into());
+        covered.insert("statement");
+    }
+    if has("identifier") && has("number") && has("string literal") {
+        items.push("an expression".into());
+        covered.extend(EXPR_START);
+    }
+    let ops = names
+        .iter()
+        .filter(|n| OPERATORS.contains(n) && !covered.contains(*n))
+        .count();
+    if ops >= 6 {
+        items.push("an operator".into());
+        covered.extend(OPERATORS);
+    }
+    for n in &names {
+        if covered.contains(n) {
+            continue;
+        }
+        items.push(match *n {
+            "identifier" => "an identifier".to_string(),
+            "number" => "a number".to_string(),
+            "string literal" => "a string literal".to_string(),
+            "$target" => "a $target variable".to_string(),
+            "@operator" => "an @operator".to_string(),
+            "embedded code" => "embedded code".to_string(),
+            "probe point" => "a probe point".to_string(),
+            other => format!("'{other}'"),
+        });
+    }
+    match items.len() {
+        0 => "something else".to_string(),
+        1 => items.remove(0),
+        n => format!("{} or {}", items[..n - 1].join(", "), items[n - 1]),
+    }
+}
+
+// ------------------------------------------------------- grammar actions
+
+/// State the grammar's actions share: the file and the id counter.
+pub struct Ctx {
+    file: FileId,
+    next_id: Cell<u32>,
+}
+
+/// A `->field` or `[index]` after a target variable or `@cast`.
+pub enum Suffix {
+    Field(String, usize, usize),
+    Index(Expr),
+}
+
+/// A parsed `foreach (...)` header, waiting for its body.
+pub struct ForeachHead {
+    value: Option<Ident>,
+    keys: Vec<Ident>,
+    source: ForeachSource,
+    slice: Option<Vec<Option<Expr>>>,
+    sort: Option<ForeachSort>,
+    limit: Option<Expr>,
+}
+
+type ActionResult<T> = Result<T, LalrError>;
+
+fn user(message: impl Into<String>, start: usize, end: usize) -> LalrError {
+    ParseError::User {
+        error: Fail::new(message, start, end),
+    }
+}
+
+/// The statistics operators (`@count` ...).
+pub fn stat_op(name: &str) -> Option<StatOp> {
+    Some(match name {
+        "count" => StatOp::Count,
+        "sum" => StatOp::Sum,
+        "min" => StatOp::Min,
+        "max" => StatOp::Max,
+        "avg" => StatOp::Avg,
+        "variance" => StatOp::Variance,
+        _ => return None,
+    })
+}
+
+/// `@words` SystemTap knows besides the statistics and histogram operators.
+const OTHER_AT_WORDS: &[&str] = &[
+    "cast",
+    "defined",
+    "probewrite",
+    "entry",
+    "perf",
+    "var",
+    "const",
+    "kregister",
+    "uregister",
+    "kderef",
+    "uderef",
+];
+
+impl Ctx {
+    pub fn span(&self, l: usize, r: usize) -> Span {
+        Span::new(self.file, l, r)
+    }
+
+    fn id(&self) -> NodeId {
+        let n = self.next_id.get();
+        self.next_id.set(n + 1);
+        NodeId(n)
+    }
+
+    pub fn expr(&self, kind: ExprKind, l: usize, r: usize) -> Expr {
+        Expr {
+            id: self.id(),
+            kind,
+            span: self.span(l, r),
+        }
+    }
+
+    pub fn binary(&self, op: BinOp, lhs: Expr, rhs: Expr, l: usize, r: usize) -> Expr {
+        self.expr(
+            ExprKind::Binary {
+                op,
+                lhs: Box::new(lhs),
+                rhs: Box::new(rhs),
+            },
+            l,
+            r,
+        )
+    }
+
+    pub fn stmt(&self, kind: StmtKind, l: usize, r: usize) -> Stmt {
+        Stmt {
+            kind,
+            span: self.span(l, r),
+        }
+    }
+
+    /// `-N` in a literal: SystemTap allows down to -2^63.
+    pub fn negative_literal(&self, n: u64, l: usize, r: usize) -> ActionResult<i64> {
+        if n > 1 << 63 {
+            return Err(user("number invalid or out of range", l, r));
+        }
+        Ok((n as i64).wrapping_neg())
+    }
+
+    pub fn alias(
+        &self,
+        names: Vec<(ProbePoint, AliasKind)>,
+        targets: Vec<ProbePoint>,
+        body: Block,
+        l: usize,
+        r: usize,
+    ) -> ActionResult<Item> {
+        let mut kind = AliasKind::Prologue;
+        let mut points = Vec::with_capacity(names.len());
+        for (p, k) in names {
+            if p.optional || p.sufficient {
+                let s = p.span;
+                return Err(user(
+                    "probe point alias name cannot be optional nor sufficient",
+                    s.start as usize,
+                    s.end as usize,
+                ));
+            }
+            if k == AliasKind::Epilogue {
+                kind = AliasKind::Epilogue;
+            }
+            points.push(p);
+        }
+        Ok(Item::Alias(Alias {
+            names: points,
+            kind,
+            targets,
+            body,
+            private: false,
+            span: self.span(l, r),
+        }))
+    }
+
+    pub fn global(
+        &self,
+        name: Ident,
+        wrap: bool,
+        size: Option<(i64, usize, usize)>,
+        init: Option<Literal>,
+        l: usize,
+        r: usize,
+    ) -> ActionResult<Global> {
+        if let Some((n, sl, sr)) = size {
+            if n <= 0 || n > i32::MAX as i64 {
+                return Err(user("array size out of range", sl, sr));
+            }
+            if init.is_some() {
+                return Err(user("only scalar globals can be initialized", l, r));
+            }
+        }
+        Ok(Global {
+            name,
+            size: size.map(|s| s.0),
+            wrap,
+            init,
+            private: false,
+            span: self.span(l, r),
+        })
+    }
+
+    pub fn globals(&self, vars: Vec<Global>, private: bool) -> Vec<Item> {
+        vars.into_iter()
+            .map(|mut g| {
+                g.private = private;
+                Item::Global(g)
+            })
+            .collect()
+    }
+
+    pub fn for_loop(
+        &self,
+        (init, cond, step): (Option<Expr>, Option<Expr>, Option<Expr>),
+        body: Stmt,
+        l: usize,
+        r: usize,
+    ) -> Stmt {
+        self.stmt(
+            StmtKind::For {
+                init,
+                cond,
+                step,
+                body: Box::new(body),
+            },
+            l,
+            r,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn foreach_head(
+        &self,
+        value: Option<(Ident, Option<bool>)>,
+        keys: Vec<(Ident, Option<bool>)>,
+        source: ForeachSource,
+        slice: Option<Vec<Option<Expr>>>,
+        array_sort: Option<(Option<(String, usize, usize)>, bool)>,
+        limit: Option<Expr>,
+        l: usize,
+        r: usize,
+    ) -> ActionResult<ForeachHead> {
+        let mut sort: Option<ForeachSort> = None;
+        let mut add = |by, descending, agg| {
+            if sort.is_some() {
+                return Err(user("multiple sort directives", l, r));
+            }
+            sort = Some(ForeachSort {
+                by,
+                descending,
+                agg,
+            });
+            Ok(())
+        };
+        let value = match value {
+            Some((v, mark)) => {
+                if let Some(d) = mark {
+                    add(SortBy::Value, d, None)?;
+                }
+                Some(v)
+            }
+            None => None,
+        };
+        let mut key_names = Vec::with_capacity(keys.len());
+        for (i, (k, mark)) in keys.into_iter().enumerate() {
+            if let Some(d) = mark {
+                add(SortBy::Key(i), d, None)?;
+            }
+            key_names.push(k);
+        }
+        if let Some((agg, d)) = array_sort {
+            let agg = match agg {
+                Some((name, al, ar)) => match stat_op(&name) {
+                    Some(op) => Some(op),
+                    None => return Err(user("expected statistical operation", al, ar)),
+                },
+                None => None,
+            };
+            add(SortBy::Value, d, agg)?;
+        }
+        Ok(ForeachHead {
+            value,
+            keys: key_names,
+            source,
+            slice,
+            sort,
+            limit,
+        })
+    }
+
+    pub fn foreach(&self, h: ForeachHead, body: Stmt, l: usize, r: usize) -> Stmt {
+        let span = self.span(l, r);
+        self.stmt(
+            StmtKind::Foreach(Box::new(Foreach {
+                value: h.value,
+                keys: h.keys,
+                source: h.source,
+                slice: h.slice,
+                sort: h.sort,
+                limit: h.limit,
+                body: Box::new(body),
+                span,
+            })),
+            l,
+            r,
+        )
+    }
+
+    /// `$name`, `$name->a[1]`, `$name$`, `$$vars`.
+    pub fn target(
+        &self,
+        name: String,
+        path: Vec<Suffix>,
+        l: usize,
+        r: usize,
+    ) -> ActionResult<Expr> {
+        let (name, mut pretty) = split_pretty(&name);
+        if pretty > 0 && !path.is_empty() {
+            return Err(user(
+                "-> and [ are not accepted for a pretty-printing variable",
+                l,
+                r,
+            ));
+        }
+        let path = self.target_path(path, &mut pretty, l, r)?;
+        Ok(self.expr(ExprKind::Target(TargetVar { name, path, pretty }), l, r))
+    }
+
+    fn target_path(
+        &self,
+        path: Vec<Suffix>,
+        pretty: &mut u8,
+        l: usize,
+        r: usize,
+    ) -> ActionResult<Vec<TargetComp>> {
+        let last = path.len().saturating_sub(1);
+        let mut comps = Vec::with_capacity(path.len());
+        for (i, s) in path.into_iter().enumerate() {
+            match s {
+                Suffix::Field(f, fl, fr) => {
+                    let (f, p) = split_pretty(&f);
+                    if p > 0 {
+                        if i != last {
+                            return Err(user(
+                                "-> and [ are not accepted for a pretty-printing variable",
+                                fl,
+                                fr,
+                            ));
+                        }
+                        *pretty = p;
+                    }
+                    comps.push(TargetComp::Field(f));
+                }
+                Suffix::Index(e) => comps.push(TargetComp::Index(Box::new(e))),
+            }
+        }
+        let _ = (l, r);
+        Ok(comps)
+    }
+
+    /// `@name(args)` possibly followed by `->x` / `[i]`.
+    pub fn at_operator(
+        &self,
+        name: String,
+        mut args: Vec<Expr>,
+        path: Vec<Suffix>,
+        l: usize,
+        r: usize,
+    ) -> ActionResult<Expr> {
+        if name == "cast" {
+            return self.cast(args, path, l, r);
+        }
+        if name.starts_with("hist_") {
+            let hist = self.histogram(name, args, l, r)?;
+            let mut path = path.into_iter();
+            return match (path.next(), path.next()) {
+                (None, _) => Ok(hist),
+                (Some(Suffix::Index(key)), None) => Ok(self.expr(
+                    ExprKind::Index {
+                        base: IndexBase::Hist(Box::new(hist)),
+                        keys: vec![key],
+                    },
+                    l,
+                    r,
+                )),
+                _ => Err(user("a histogram takes one [bucket] index", l, r)),
+            };
+        }
+        if !path.is_empty() {
+            return Err(user(
+                format!("'@{name}' cannot be followed by -> or ["),
+                l,
+                r,
+            ));
+        }
+        if let Some(op) = stat_op(&name) {
+            if args.is_empty() {
+                return Err(user(format!("'@{name}' needs a statistics value"), l, r));
+            }
+            let max = if op == StatOp::Variance { 2 } else { 1 };
+            if args.len() > max {
+                let what = if max == 1 { "parameter" } else { "parameters" };
+                return Err(user(format!("not more than {max} {what} allowed"), l, r));
+            }
+            for a in &args[1..] {
+                if !is_number_literal(a) {
+                    let s = a.span;
+                    return Err(user("expected number", s.start as usize, s.end as usize));
+                }
+            }
+            let expr = Box::new(args.remove(0));
+            return Ok(self.expr(ExprKind::Stat { op, expr, args }, l, r));
+        }
+        match name.as_str() {
+            "defined" => {
+                if args.len() != 1 {
+                    return Err(user("'@defined' takes one expression", l, r));
+                }
+                Ok(self.expr(ExprKind::Defined(Box::new(args.remove(0))), l, r))
+            }
+            n if OTHER_AT_WORDS.contains(&n) => {
+                Ok(self.expr(ExprKind::AtCall { name, args }, l, r))
+            }
+            _ => Err(user(format!("unknown operator @{name}"), l, r)),
+        }
+    }
+
+    fn cast(
+        &self,
+        mut args: Vec<Expr>,
+        path: Vec<Suffix>,
+        l: usize,
+        r: usize,
+    ) -> ActionResult<Expr> {
+        let string_arg = |e: Option<&Expr>| match e.map(|e| &e.kind) {
+            Some(ExprKind::Str(s)) if !s.is_empty() => Some(s.clone()),
+            _ => None,
+        };
+        if !(2..=3).contains(&args.len()) {
+            return Err(user(
+                "'@cast' takes (expression, \"type\" [, \"module\"])",
+                l,
+                r,
+            ));
+        }
+        let Some(type_name) = string_arg(args.get(1)) else {
+            return Err(user("expected non-empty string", l, r));
+        };
+        let module = match args.get(2) {
+            Some(_) => match string_arg(args.get(2)) {
+                Some(m) => Some(m),
+                None => return Err(user("expected non-empty string", l, r)),
+            },
+            None => None,
+        };
+        let mut pretty = 0;
+        let path = self.target_path(path, &mut pretty, l, r)?;
+        let expr = Box::new(args.remove(0));
+        Ok(self.expr(
+            ExprKind::Cast {
+                expr,
+                type_name,
+                module,
+                path,
+            },
+            l,
+            r,
+        ))
+    }
+
+    /// `@hist_log(v)` / `@hist_linear(v, lo, hi, step)`.
+    pub fn histogram(
+        &self,
+        name: String,
+        mut args: Vec<Expr>,
+        l: usize,
+        r: usize,
+    ) -> ActionResult<Expr> {
+        let kind = match (name.as_str(), args.len()) {
+            ("hist_log", 1) => HistKind::Log,
+            ("hist_linear", 4) => {
+                for a in &args[1..] {
+                    if !is_number_literal(a) {
+                        let s = a.span;
+                        return Err(user("expected number", s.start as usize, s.end as usize));
+                    }
+                }
+                let step = Box::new(args.pop().expect("4 args"));
+                let hi = Box::new(args.pop().expect("4 args"));
+                let lo = Box::new(args.pop().expect("4 args"));
+                HistKind::Linear { lo, hi, step }
+            }
+            ("hist_log", _) => return Err(user("'@hist_log' takes one value", l, r)),
+            ("hist_linear", _) => {
+                return Err(user("'@hist_linear' takes (value, low, high, width)", l, r));
+            }
+            _ => return Err(user("expected @hist_log or @hist_linear", l, r)),
+        };
+        let expr = Box::new(args.remove(0));
+        Ok(self.expr(ExprKind::Hist { kind, expr }, l, r))
+    }
+}
+
+/// `name$$` → ("name", 2); an all-`$` name keeps its text.
+fn split_pretty(name: &str) -> (String, u8) {
+    let base = name.trim_end_matches('$');
+    if base.is_empty() || base == name {
+        return (name.to_string(), 0);
+    }
+    let n = (name.len() - base.len()).min(u8::MAX as usize) as u8;
+    (base.to_string(), n)
+}
+
+/// A number literal, possibly negated (`5`, `-5`).
+fn is_number_literal(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Num(_) => true,
+        ExprKind::Unary {
+            op: UnOp::Neg,
+            expr,
+        } => matches!(expr.kind, ExprKind::Num(_)),
+        _ => false,
+    }
+}
+
+// ------------------------------------------------------------- validation
+
+/// The checks SystemTap makes while parsing, on the finished tree.
+fn validate(script: &Script, opts: &ParseOptions) -> Vec<Diagnostic> {
+    let mut v = Validator {
+        guru: opts.guru,
+        in_function: false,
+        problems: Vec::new(),
+    };
+    let mut globals: HashSet<&str> = HashSet::new();
+    for item in &script.items {
+        match item {
+            Item::Global(g) => {
+                if !globals.insert(&g.name.name) {
+                    v.error("duplicate global name", g.name.span);
+                }
+            }
+            Item::Embedded(e) => v.embedded(e),
+            Item::Probe(p) => {
+                v.in_function = false;
+                for pp in &p.points {
+                    v.probe_point(pp);
+                }
+                v.block(&p.body);
+            }
+            Item::Alias(a) => {
+                v.in_function = false;
+                for pp in a.names.iter().chain(&a.targets) {
+                    v.probe_point(pp);
+                }
+                v.block(&a.body);
+            }
+            Item::Function(f) => {
+                v.in_function = true;
+                let mut seen = HashSet::new();
+                for p in &f.params {
+                    if !seen.insert(&p.name.name) {
+                        v.error("duplicate parameter names", p.name.span);
+                    }
+                }
+                match &f.body {
+                    FunctionBody::Block(b) => v.block(b),
+                    FunctionBody::Embedded(e) => v.embedded(e),
+                }
+            }
+        }
+    }
+    v.problems
+}
+
+struct Validator {
+    guru: bool,
+    in_function: bool,
+    problems: Vec<Diagnostic>,
+}
+
+const PRINT_FUNCTIONS: &[&str] = &[
+    "print",
+    "println",
+    "printf",
+    "printd",
+    "printdln",
+    "sprint",
+    "sprintln",
+    "sprintf",
+    "sprintd",
+    "sprintdln",
+];
+
+impl Validator {
+    fn error(&mut self, message: &str, span: Span) {
+        self.problems
+            .push(Diagnostic::parse_error(message).with_label(span, ""));
+    }
+
+    fn embedded(&mut self, e: &Embedded) {
+        if !self.guru {
+            self.problems.push(
+                Diagnostic::parse_error("embedded code in unprivileged script; need stap -g")
+                    .with_label(e.span, "")
+                    .with_note("utap runs no embedded C; guru mode only lets the checker say so"),
+            );
+        }
+    }
+
+    fn probe_point(&mut self, p: &ProbePoint) {
+        if let Some(c) = &p.condition {
+            self.expr(c, false);
+        }
+    }
+
+    fn block(&mut self, b: &Block) {
+        for s in &b.stmts {
+            self.stmt(s);
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt) {
+        match &s.kind {
+            StmtKind::Block(b) => self.block(b),
+            StmtKind::Expr(e) | StmtKind::Delete(e) => self.expr(e, false),
+            StmtKind::If { cond, then, else_ } => {
+                self.expr(cond, false);
+                self.stmt(then);
+                if let Some(e) = else_ {
+                    self.stmt(e);
+                }
+            }
+            StmtKind::While { cond, body } => {
+                self.expr(cond, false);
+                self.stmt(body);
+            }
+            StmtKind::For {
+                init,
+                cond,
+                step,
+                body,
+            } => {
+                for e in [init, cond, step].into_iter().flatten() {
+                    self.expr(e, false);
+                }
+                self.stmt(body);
+            }
+            StmtKind::Foreach(f) => {
+                if let ForeachSource::Hist(h) = &f.source {
+                    self.expr(h, true);
+                }
+                for e in f.slice.iter().flatten().flatten() {
+                    self.expr(e, false);
+                }
+                if let Some(e) = &f.limit {
+                    self.expr(e, false);
+                }
+                self.stmt(&f.body);
+            }
+            StmtKind::Return(e) => {
+                if !self.in_function {
+                    self.error("found 'return' not in function context", s.span);
+                }
+                if let Some(e) = e {
+                    self.expr(e, false);
+                }
+            }
+            StmtKind::Try { body, catch, .. } => {
+                self.block(body);
+                self.block(catch);
+            }
+            StmtKind::Embedded(e) => self.embedded(e),
+            StmtKind::Next | StmtKind::Break | StmtKind::Continue | StmtKind::Empty => {}
+        }
+    }
+
+    /// `hist_ok`: a bare histogram may stand here (print argument, foreach source).
+    fn expr(&mut self, e: &Expr, hist_ok: bool) {
+        match &e.kind {
+            ExprKind::Num(_) | ExprKind::Str(_) | ExprKind::Var(_) => {}
+            ExprKind::Hist { expr, .. } => {
+                if !hist_ok {
+                    self.error("base histogram operator where expression expected", e.span);
+                }
+                self.expr(expr, false);
+            }
+            ExprKind::Index { base, keys } => {
+                if let IndexBase::Hist(h) = base {
+                    self.expr(h, true);
+                }
+                for k in keys {
+                    self.expr(k, false);
+                }
+            }
+            ExprKind::Target(t) => self.target_path(&t.path),
+            ExprKind::Cast { expr, path, .. } => {
+                self.expr(expr, false);
+                self.target_path(path);
+            }
+            ExprKind::AtCall { args, .. } => {
+                for a in args {
+                    self.expr(a, false);
+                }
+            }
+            ExprKind::Defined(x) => self.expr(x, false),
+            ExprKind::Unary { expr, .. } => self.expr(expr, false),
+            ExprKind::IncDec { target, .. } => self.expr(target, false),
+            ExprKind::Binary { lhs, rhs, .. } => {
+                self.expr(lhs, false);
+                self.expr(rhs, false);
+            }
+            ExprKind::Assign { target, value, .. } => {
+                self.expr(target, false);
+                self.expr(value, false);
+            }
+            ExprKind::Ternary { cond, then, else_ } => {
+                self.expr(cond, false);
+                self.expr(then, false);
+                self.expr(else_, false);
+            }
+            ExprKind::In { keys, .. } => {
+                for k in keys {
+                    self.expr(k, false);
+                }
+            }
+            ExprKind::Call { name, args } => {
+                let printing = PRINT_FUNCTIONS.contains(&name.name.as_str());
+                if printing {
+                    self.print_call(&name.name, args, e.span);
+                }
+                let bare_hist_ok = printing
+                    && matches!(
+                        name.name.as_str(),
+                        "print" | "println" | "sprint" | "sprintln"
+                    )
+                    && args.len() == 1;
+                for a in args {
+                    self.expr(a, bare_hist_ok);
+                }
+            }
+            ExprKind::Stat { expr, args, .. } => {
+                self.expr(expr, false);
+                for a in args {
+                    self.expr(a, false);
+                }
+            }
+        }
+    }
+
+    fn target_path(&mut self, path: &[TargetComp]) {
+        for c in path {
+            if let TargetComp::Index(i) = c {
+                self.expr(i, false);
+            }
+        }
+    }
+
+    /// The argument rules of the print family, as SystemTap's parser has them.
+    fn print_call(&mut self, name: &str, args: &[Expr], span: Span) {
+        let first_is_literal = matches!(args.first().map(|a| &a.kind), Some(ExprKind::Str(_)));
+        let at = args.first().map_or(span, |a| a.span);
+        if name.ends_with('f') {
+            if !first_is_literal {
+                self.problems.push(
+                    Diagnostic::parse_error("expected literal string")
+                        .with_label(at, "the format must be a string literal")
+                        .with_help(format!("{name}(\"format\", values...)")),
+                );
+            }
+        } else if name.contains("printd") {
+            if !first_is_literal {
+                self.problems.push(
+                    Diagnostic::parse_error("expected literal string")
+                        .with_label(at, "the delimiter must be a string literal")
+                        .with_help(format!("{name}(\"delimiter\", value1, value2...)")),
+                );
+            } else if args.len() < 3 {
+                self.problems.push(
+                    Diagnostic::parse_error(format!(
+                        "{name} needs at least two values after the delimiter"
+                    ))
+                    .with_label(span, ""),
+                );
+            }
+        } else if !name.ends_with("ln") && args.is_empty() {
+            self.problems.push(
+                Diagnostic::parse_error(format!("{name} needs at least one value"))
+                    .with_label(span, ""),
+            );
+        }
+    }
+}

@@ -1,0 +1,512 @@
+//! Makes SystemTap's hand-written parsing decisions explicit in the token
+//! stream, so that the LR(1) grammar needs no lookahead tricks.
+//!
+//! SystemTap's recursive-descent parser has optional semicolons and parses
+//! greedily: an expression statement goes on as long as the next token can
+//! continue it (`a = b` newline `-c` is `a = b - c`; `a` newline `++b` is
+//! `a++; b`), and one `;` after a simple statement belongs to it. LR(1)
+//! cannot prefer "continue" over "end the statement", so this pass decides,
+//! with the same rules, where every statement inside a body begins and marks
+//! it with a [`Tok::StmtStart`] token. The grammar then requires that marker
+//! before every statement and never has to guess. The pass also
+//!
+//! * glues adjacent string literals (`"a" "b"` is `"ab"`, as SystemTap's
+//!   `consume_string_literals`),
+//! * turns a keyword after `->` into a member name (`$t->function`),
+//! * in probe points, joins the adjacent pieces of a component name into one
+//!   [`Tok::Component`] (`sys*call`; `a * b` with spaces stays three tokens
+//!   and is rejected), so `*` there is a wildcard, not a multiplication.
+
+use crate::lexer::{Tok, Token};
+
+/// Runs the pass.
+pub fn layout(tokens: Vec<Token>) -> Vec<Token> {
+    let tokens = glue_strings_and_members(tokens);
+    let mut pass = Layout {
+        out: Vec::with_capacity(tokens.len() + tokens.len() / 4),
+        frames: Vec::new(),
+        prev: Prev::StmtStart,
+        probe: None,
+    };
+    let mut iter = tokens.into_iter().peekable();
+    while let Some(t) = iter.next() {
+        if pass.frames.is_empty() {
+            pass.top_level(t, &mut iter);
+        } else {
+            pass.body(t);
+        }
+    }
+    pass.out
+}
+
+fn glue_strings_and_members(tokens: Vec<Token>) -> Vec<Token> {
+    let mut out: Vec<Token> = Vec::with_capacity(tokens.len());
+    for mut t in tokens {
+        match (&mut t.tok, out.last_mut()) {
+            (
+                Tok::Str(s),
+                Some(Token {
+                    tok: Tok::Str(prev),
+                    end,
+                    ..
+                }),
+            ) => {
+                prev.push_str(s);
+                *end = t.end;
+                continue;
+            }
+            (
+                tok,
+                Some(Token {
+                    tok: Tok::Arrow, ..
+                }),
+            ) => {
+                if let Some(k) = tok.keyword() {
+                    *tok = Tok::Ident(k.to_string());
+                }
+            }
+            _ => {}
+        }
+        out.push(t);
+    }
+    out
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BlockKind {
+    /// The body of a probe or function.
+    Body,
+    Stmt,
+    Try,
+    Catch,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ParenKind {
+    /// `( expr )`.
+    Group,
+    /// `name(args)`.
+    Call,
+    /// `@op(args)`: may be followed by `[index]` (histograms).
+    AtCall,
+    /// `if (`, `while (`, `for (`, `foreach (`.
+    Header,
+    /// `catch (`.
+    CatchHeader,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Frame {
+    Block(BlockKind),
+    /// `(` or `[`; `prefixed` when the value it belongs to follows `++`/`--`.
+    Paren(ParenKind, bool),
+    Bracket(bool),
+}
+
+/// What the previous token at statement level allows next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Prev {
+    /// A new statement may begin (after `{`, `;`, `else`, a header, a block).
+    StmtStart,
+    /// Inside an expression, an operand must come (after an operator).
+    Operand {
+        /// The operand follows a prefix `++`/`--`.
+        prefixed: bool,
+    },
+    /// An operand just ended; what may continue it.
+    OperandEnd {
+        crement: bool,
+        /// `(` continues as this kind of call (after a name or `@op`).
+        call: Option<ParenKind>,
+        index: bool,
+        /// The value follows a prefix `++`/`--` (kept through `->x`, `[i]`).
+        prefixed: bool,
+    },
+    /// After `->`: a member name.
+    Member { prefixed: bool },
+    /// After `next`, `break`, `continue`, embedded code: `;` is absorbed.
+    KeywordEnd,
+    /// After `return`: `;`, `}` or the value.
+    Return,
+    /// After `if`/`while`/`for`/`foreach`: the header's `(`.
+    Header,
+    /// After `try` / `catch (x)`: the block.
+    BlockOf(BlockKind),
+    /// After a try block: `catch`.
+    Catch,
+    /// After `catch`: `(` or the block.
+    CatchRest,
+}
+
+/// Probe-point state at top level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ProbeState {
+    /// A component name may come (after `probe`, `.`, `,`, `=`, `+=`).
+    Component,
+    /// After a component, `)`, `?` or `!`.
+    AfterComponent,
+    /// Inside `if ( ... )`: parenthesis depth.
+    Condition(u32),
+}
+
+struct Layout {
+    out: Vec<Token>,
+    frames: Vec<Frame>,
+    prev: Prev,
+    probe: Option<ProbeState>,
+}
+
+fn is_component_piece(tok: &Tok) -> bool {
+    matches!(tok, Tok::Ident(_) | Tok::Star) || tok.keyword().is_some()
+}
+
+fn piece_text(tok: &Tok) -> &str {
+    match tok {
+        Tok::Ident(s) => s,
+        Tok::Star => "*",
+        other => other.keyword().unwrap_or(""),
+    }
+}
+
+impl Layout {
+    fn top_level(&mut self, t: Token, rest: &mut std::iter::Peekable<std::vec::IntoIter<Token>>) {
+        match (self.probe, &t.tok) {
+            (_, Tok::Probe) => self.probe = Some(ProbeState::Component),
+            (Some(ProbeState::Condition(depth)), tok) => {
+                let depth = match tok {
+                    Tok::LParen => depth + 1,
+                    Tok::RParen => depth.saturating_sub(1),
+                    _ => depth,
+                };
+                self.probe = Some(if depth == 0 && matches!(tok, Tok::RParen) {
+                    ProbeState::AfterComponent
+                } else {
+                    ProbeState::Condition(depth)
+                });
+            }
+            (Some(ProbeState::AfterComponent), Tok::If) => {
+                self.probe = Some(ProbeState::Condition(0));
+            }
+            (Some(_), tok) if is_component_piece(tok) => {
+                let mut name = piece_text(tok).to_string();
+                let mut end = t.end;
+                while let Some(next) = rest.next_if(|n| n.glued && is_component_piece(&n.tok)) {
+                    name.push_str(piece_text(&next.tok));
+                    end = next.end;
+                }
+                self.probe = Some(ProbeState::AfterComponent);
+                self.out.push(Token {
+                    tok: Tok::Component(name),
+                    end,
+                    ..t
+                });
+                return;
+            }
+            (Some(_), Tok::LBrace) => {
+                self.probe = None;
+                self.open_block(t, BlockKind::Body);
+                return;
+            }
+            (Some(_), Tok::Dot | Tok::Comma | Tok::Assign | Tok::AddAssign) => {
+                self.probe = Some(ProbeState::Component);
+            }
+            (Some(_), Tok::RParen | Tok::Question | Tok::Bang) => {
+                self.probe = Some(ProbeState::AfterComponent);
+            }
+            (None, Tok::LBrace) => {
+                self.open_block(t, BlockKind::Body);
+                return;
+            }
+            _ => {}
+        }
+        self.out.push(t);
+    }
+
+    fn open_block(&mut self, t: Token, kind: BlockKind) {
+        self.frames.push(Frame::Block(kind));
+        self.prev = Prev::StmtStart;
+        self.out.push(t);
+    }
+
+    fn mark_statement(&mut self, at: &Token) {
+        self.out.push(Token {
+            tok: Tok::StmtStart,
+            start: at.start,
+            end: at.start,
+            glued: false,
+        });
+    }
+
+    /// A token inside a probe or function body.
+    fn body(&mut self, t: Token) {
+        match self.frames.last() {
+            Some(Frame::Block(_)) => self.statement_level(t),
+            _ => self.nested(t),
+        }
+    }
+
+    /// Inside `( )` or `[ ]`: no statements begin here; track nesting.
+    fn nested(&mut self, t: Token) {
+        match t.tok {
+            Tok::LParen => self.frames.push(Frame::Paren(ParenKind::Group, false)),
+            Tok::LBracket => self.frames.push(Frame::Bracket(false)),
+            Tok::RParen | Tok::RBracket => {
+                let frame = self.frames.pop();
+                if let Some(Frame::Block(_)) = self.frames.last() {
+                    self.prev = after_close(frame);
+                }
+            }
+            _ => {}
+        }
+        self.out.push(t);
+    }
+
+    fn statement_level(&mut self, t: Token) {
+        if let Tok::RBrace = t.tok {
+            let kind = match self.frames.pop() {
+                Some(Frame::Block(kind)) => kind,
+                _ => BlockKind::Stmt,
+            };
+            self.prev = match kind {
+                BlockKind::Try => Prev::Catch,
+                _ => Prev::StmtStart,
+            };
+            self.out.push(t);
+            return;
+        }
+        match self.prev {
+            Prev::StmtStart => self.begin_statement_or_else(t),
+            Prev::Operand { prefixed } => self.operand(t, prefixed),
+            Prev::OperandEnd {
+                crement,
+                call,
+                index,
+                prefixed,
+            } => {
+                let continues = match t.tok {
+                    Tok::PlusPlus | Tok::MinusMinus => crement,
+                    Tok::LParen => call.is_some(),
+                    Tok::LBracket => index,
+                    Tok::Semi => {
+                        self.prev = Prev::StmtStart;
+                        self.out.push(t);
+                        return;
+                    }
+                    _ => continues_expression(&t.tok),
+                };
+                if !continues {
+                    return self.begin_statement_or_else(t);
+                }
+                match t.tok {
+                    Tok::PlusPlus | Tok::MinusMinus => {
+                        self.prev = Prev::OperandEnd {
+                            crement: false,
+                            call: None,
+                            index: false,
+                            prefixed,
+                        };
+                    }
+                    Tok::LParen => {
+                        let kind = call.unwrap_or(ParenKind::Call);
+                        self.frames.push(Frame::Paren(kind, prefixed));
+                    }
+                    Tok::LBracket => self.frames.push(Frame::Bracket(prefixed)),
+                    Tok::Arrow => self.prev = Prev::Member { prefixed },
+                    _ => self.prev = Prev::Operand { prefixed: false },
+                }
+                self.out.push(t);
+            }
+            Prev::Member { prefixed } => {
+                self.prev = Prev::OperandEnd {
+                    crement: !prefixed,
+                    call: None,
+                    index: true,
+                    prefixed,
+                };
+                self.out.push(t);
+            }
+            Prev::KeywordEnd => match t.tok {
+                Tok::Semi => {
+                    self.prev = Prev::StmtStart;
+                    self.out.push(t);
+                }
+                _ => self.begin_statement_or_else(t),
+            },
+            Prev::Return => match t.tok {
+                Tok::Semi => {
+                    self.prev = Prev::StmtStart;
+                    self.out.push(t);
+                }
+                _ => self.operand(t, false),
+            },
+            Prev::Header => {
+                if let Tok::LParen = t.tok {
+                    self.frames.push(Frame::Paren(ParenKind::Header, false));
+                }
+                self.out.push(t);
+            }
+            Prev::BlockOf(kind) => {
+                if let Tok::LBrace = t.tok {
+                    return self.open_block(t, kind);
+                }
+                self.out.push(t);
+            }
+            Prev::Catch => match t.tok {
+                Tok::Catch => {
+                    self.prev = Prev::CatchRest;
+                    self.out.push(t);
+                }
+                _ => self.begin_statement_or_else(t),
+            },
+            Prev::CatchRest => match t.tok {
+                Tok::LParen => {
+                    self.frames
+                        .push(Frame::Paren(ParenKind::CatchHeader, false));
+                    self.out.push(t);
+                }
+                Tok::LBrace => self.open_block(t, BlockKind::Catch),
+                _ => self.out.push(t),
+            },
+        }
+    }
+
+    fn begin_statement_or_else(&mut self, t: Token) {
+        if let Tok::Else = t.tok {
+            self.prev = Prev::StmtStart;
+            self.out.push(t);
+            return;
+        }
+        self.mark_statement(&t);
+        match t.tok {
+            Tok::Semi => {
+                self.prev = Prev::StmtStart;
+                self.out.push(t);
+            }
+            Tok::LBrace => self.open_block(t, BlockKind::Stmt),
+            Tok::If | Tok::While | Tok::For | Tok::Foreach => {
+                self.prev = Prev::Header;
+                self.out.push(t);
+            }
+            Tok::Try => {
+                self.prev = Prev::BlockOf(BlockKind::Try);
+                self.out.push(t);
+            }
+            Tok::Next | Tok::Break | Tok::Continue | Tok::Embedded(_) => {
+                self.prev = Prev::KeywordEnd;
+                self.out.push(t);
+            }
+            Tok::Return => {
+                self.prev = Prev::Return;
+                self.out.push(t);
+            }
+            Tok::Delete => {
+                self.prev = Prev::Operand { prefixed: false };
+                self.out.push(t);
+            }
+            _ => self.operand(t, false),
+        }
+    }
+
+    /// A token where an operand is expected.
+    fn operand(&mut self, t: Token, prefixed: bool) {
+        let end = |crement, call, index| Prev::OperandEnd {
+            crement: crement && !prefixed,
+            call,
+            index,
+            prefixed,
+        };
+        self.prev = match t.tok {
+            Tok::PlusPlus | Tok::MinusMinus => Prev::Operand { prefixed: true },
+            Tok::LParen => {
+                self.frames.push(Frame::Paren(ParenKind::Group, prefixed));
+                self.prev
+            }
+            Tok::LBracket => {
+                self.frames.push(Frame::Bracket(prefixed));
+                self.prev
+            }
+            Tok::Ident(_) => end(true, Some(ParenKind::Call), true),
+            Tok::Target(_) => end(true, None, true),
+            Tok::AtWord(_) => end(false, Some(ParenKind::AtCall), false),
+            Tok::Num(_) | Tok::Str(_) | Tok::Embedded(_) => end(true, None, false),
+            _ => Prev::Operand { prefixed: false },
+        };
+        self.out.push(t);
+    }
+}
+
+/// What may follow a closed `( )` / `[ ]` at statement level.
+fn after_close(frame: Option<Frame>) -> Prev {
+    match frame {
+        Some(Frame::Paren(ParenKind::Header, _)) => Prev::StmtStart,
+        Some(Frame::Paren(ParenKind::CatchHeader, _)) => Prev::BlockOf(BlockKind::Catch),
+        Some(Frame::Paren(ParenKind::AtCall, prefixed)) => Prev::OperandEnd {
+            crement: !prefixed,
+            call: None,
+            index: true,
+            prefixed,
+        },
+        Some(Frame::Paren(_, prefixed)) => Prev::OperandEnd {
+            crement: !prefixed,
+            call: None,
+            index: false,
+            prefixed,
+        },
+        Some(Frame::Bracket(prefixed)) => Prev::OperandEnd {
+            crement: !prefixed,
+            call: None,
+            index: true,
+            prefixed,
+        },
+        _ => Prev::StmtStart,
+    }
+}
+
+/// Tokens that extend an expression after a complete operand.
+fn continues_expression(tok: &Tok) -> bool {
+    matches!(
+        tok,
+        Tok::Plus
+            | Tok::Minus
+            | Tok::Star
+            | Tok::Slash
+            | Tok::Percent
+            | Tok::Shl
+            | Tok::Shr
+            | Tok::Amp
+            | Tok::Pipe
+            | Tok::Caret
+            | Tok::AndAnd
+            | Tok::OrOr
+            | Tok::Lt
+            | Tok::Gt
+            | Tok::Le
+            | Tok::Ge
+            | Tok::EqEq
+            | Tok::NotEq
+            | Tok::Match
+            | Tok::NotMatch
+            | Tok::Dot
+            | Tok::Question
+            | Tok::Colon
+            | Tok::Assign
+            | Tok::StatAdd
+            | Tok::AddAssign
+            | Tok::SubAssign
+            | Tok::MulAssign
+            | Tok::DivAssign
+            | Tok::ModAssign
+            | Tok::ShlAssign
+            | Tok::ShrAssign
+            | Tok::AndAssign
+            | Tok::XorAssign
+            | Tok::OrAssign
+            | Tok::ConcatAssign
+            | Tok::In
+            | Tok::Arrow
+            | Tok::Comma
+            | Tok::RParen
+            | Tok::RBracket
+            | Tok::Limit
+    )
+}

@@ -1,0 +1,574 @@
+//! The `extern "C"` functions compiled handlers call, and the table of
+//! their symbol names the codegen registers with the JIT.
+//!
+//! Conventions: the first argument is always the handler's
+//! [`HandlerContext`]; longs and string handles are `i64`; array keys are
+//! passed in `ctx.keys`; a function that fails stores the error in the
+//! state and sets `ctx.error`, which native code tests right after the
+//! call. Names start with `utap_` so a typo cannot resolve to a libc
+//! symbol.
+
+use crate::values::map::{Key, Sort, SortBy};
+use crate::values::stats::{Stat, StatOp};
+use crate::values::strings as vstr;
+
+use super::context::{HandlerContext, MAX_KEYS};
+use super::globals::{Global, key_tuple};
+use super::state::{Iteration, ScriptState};
+
+/// Errors native code raises itself (`utap_raise`'s `kind`).
+pub const RAISE_DIVISION_BY_ZERO: i64 = 1;
+pub const RAISE_MAXACTION: i64 = 2;
+pub const RAISE_MAXNESTING: i64 = 3;
+
+/// Marker of "no sort" and "sort by value" in `utap_foreach_array`'s `sort`.
+pub const SORT_NONE: i64 = -1;
+/// `sort = SORT_VALUE + agg` sorts by value (agg: the `StatOp` index of a
+/// statistics array: 0 count, 1 sum, 2 min, 3 max, 4 avg, 5 variance).
+pub const SORT_VALUE: i64 = 16;
+
+#[inline]
+fn st<'a>(ctx: *mut HandlerContext) -> &'a mut ScriptState {
+    // SAFETY: native code only ever passes the context of the running
+    // handler, whose state outlives the run.
+    unsafe { HandlerContext::state(ctx) }
+}
+
+/// `StatOp` from the codegen's numbering.
+pub fn stat_op(n: i64) -> StatOp {
+    match n {
+        1 => StatOp::Sum,
+        2 => StatOp::Min,
+        3 => StatOp::Max,
+        4 => StatOp::Avg,
+        5 => StatOp::Variance,
+        _ => StatOp::Count,
+    }
+}
+
+// ---- errors and control ------------------------------------------------
+
+pub extern "C" fn utap_raise(ctx: *mut HandlerContext, kind: i64) {
+    let msg = match kind {
+        RAISE_DIVISION_BY_ZERO => "division by 0",
+        RAISE_MAXACTION => "MAXACTION exceeded",
+        RAISE_MAXNESTING => "MAXNESTING exceeded",
+        _ => "internal error",
+    };
+    st(ctx).raise(ctx, msg);
+}
+
+/// Entering a `catch`: clears the error and returns its message.
+pub extern "C" fn utap_catch(ctx: *mut HandlerContext) -> i64 {
+    let s = st(ctx);
+    unsafe { (*ctx).error = 0 };
+    let msg = std::mem::take(&mut s.error_message);
+    s.strings.make(msg.as_bytes())
+}
+
+// ---- strings -------------------------------------------------------------
+
+pub extern "C" fn utap_str_concat(ctx: *mut HandlerContext, a: i64, b: i64) -> i64 {
+    st(ctx).strings.concat(a, b)
+}
+
+pub extern "C" fn utap_str_cmp(ctx: *mut HandlerContext, a: i64, b: i64) -> i64 {
+    let s = &st(ctx).strings;
+    vstr::compare(s.get(a), s.get(b)) as i64
+}
+
+/// `s =~ regex[id]` (1 or 0).
+pub extern "C" fn utap_str_match(ctx: *mut HandlerContext, s: i64, id: i64) -> i64 {
+    let state = st(ctx);
+    let id = id as usize;
+    if state.regexes[id].is_none() {
+        match vstr::Regex::new(&state.image.regexes[id]) {
+            Ok(re) => state.regexes[id] = Some(re),
+            Err(e) => {
+                state.raise(ctx, e.to_string());
+                return 0;
+            }
+        }
+    }
+    let re = state.regexes[id].as_ref().expect("compiled");
+    re.is_match(state.strings.get(s)) as i64
+}
+
+// ---- string scalars ------------------------------------------------------
+
+pub extern "C" fn utap_gstr_get(ctx: *mut HandlerContext, gid: i64) -> i64 {
+    let s = st(ctx);
+    match &s.globals.vars[gid as usize] {
+        Global::Str(v) => s.strings.make(v),
+        _ => 0,
+    }
+}
+
+pub extern "C" fn utap_gstr_set(ctx: *mut HandlerContext, gid: i64, h: i64) {
+    let s = st(ctx);
+    let max = s.limits.max_string_len;
+    if let Global::Str(v) = &mut s.globals.vars[gid as usize] {
+        vstr::assign(v, s.strings.get(h), max);
+    }
+}
+
+// ---- arrays ----------------------------------------------------------------
+
+/// Runs `f` with the key tuple in `ctx.keys` for global `gid`.
+#[inline]
+fn with_keys<R>(
+    ctx: *mut HandlerContext,
+    gid: i64,
+    f: impl FnOnce(&mut Global, &[Key<'_>], usize) -> R,
+) -> R {
+    let s = st(ctx);
+    let raw = unsafe { &(*ctx).keys };
+    let strings = &s.strings;
+    let mut keys = [Key::Long(0); MAX_KEYS];
+    let n = key_tuple(
+        &s.globals.key_types[gid as usize],
+        raw,
+        |h| strings.get(h),
+        &mut keys,
+    );
+    let max = s.limits.max_string_len;
+    f(&mut s.globals.vars[gid as usize], &keys[..n], max)
+}
+
+/// `a[k]` (0 or "" when missing; a string comes back as a new handle).
+pub extern "C" fn utap_arr_get(ctx: *mut HandlerContext, gid: i64) -> i64 {
+    enum Got {
+        Long(i64),
+        Str(Option<Vec<u8>>),
+    }
+    let got = with_keys(ctx, gid, |g, k, _| match g {
+        Global::LongArray(m) => Got::Long(m.get(k).copied().unwrap_or(0)),
+        Global::StrArray(m) => Got::Str(m.get(k).cloned()),
+        _ => Got::Long(0),
+    });
+    match got {
+        Got::Long(v) => v,
+        Got::Str(None) => 0,
+        Got::Str(Some(v)) => st(ctx).strings.make(&v),
+    }
+}
+
+/// `a[k] = v`.
+pub extern "C" fn utap_arr_set(ctx: *mut HandlerContext, gid: i64, v: i64) {
+    let value: Option<Vec<u8>> = match &st(ctx).globals.vars[gid as usize] {
+        Global::StrArray(_) => Some(st(ctx).strings.get(v).to_vec()),
+        _ => None,
+    };
+    let r = with_keys(ctx, gid, |g, k, max| match g {
+        Global::LongArray(m) => m.set(k, v),
+        Global::StrArray(m) => {
+            let mut bytes = value.unwrap_or_default();
+            let keep = vstr::stored(&bytes, max).len();
+            bytes.truncate(keep);
+            m.set(k, bytes)
+        }
+        _ => Ok(()),
+    });
+    if let Err(e) = r {
+        st(ctx).raise(ctx, e.to_string());
+    }
+}
+
+/// `a[k] += delta` on a long array; returns the new value.
+pub extern "C" fn utap_arr_add(ctx: *mut HandlerContext, gid: i64, delta: i64) -> i64 {
+    let r = with_keys(ctx, gid, |g, k, _| match g {
+        Global::LongArray(m) => m.get_or_insert_with(k, || 0).map(|v| {
+            *v = v.wrapping_add(delta);
+            *v
+        }),
+        _ => Ok(0),
+    });
+    r.unwrap_or_else(|e| {
+        st(ctx).raise(ctx, e.to_string());
+        0
+    })
+}
+
+/// `[k] in a`.
+pub extern "C" fn utap_arr_exists(ctx: *mut HandlerContext, gid: i64) -> i64 {
+    with_keys(ctx, gid, |g, k, _| match g {
+        Global::LongArray(m) => m.contains(k),
+        Global::StrArray(m) => m.contains(k),
+        Global::StatArray(m, _) => m.contains(k),
+        _ => false,
+    }) as i64
+}
+
+/// `delete a[k]`.
+pub extern "C" fn utap_arr_delete(ctx: *mut HandlerContext, gid: i64) {
+    with_keys(ctx, gid, |g, k, _| match g {
+        Global::LongArray(m) => drop(m.remove(k)),
+        Global::StrArray(m) => drop(m.remove(k)),
+        Global::StatArray(m, _) => drop(m.remove(k)),
+        _ => {}
+    })
+}
+
+/// `delete g` for any global: an array is emptied, a scalar reset.
+pub extern "C" fn utap_global_clear(ctx: *mut HandlerContext, gid: i64) {
+    let s = st(ctx);
+    match &mut s.globals.vars[gid as usize] {
+        Global::Long(slot) => s.globals.longs[*slot as usize] = 0,
+        Global::Str(v) => v.clear(),
+        Global::Stat(stat) => stat.clear(),
+        Global::LongArray(m) => m.clear(),
+        Global::StrArray(m) => m.clear(),
+        Global::StatArray(m, _) => m.clear(),
+    }
+}
+
+// ---- statistics -------------------------------------------------------------
+
+/// Runs `f` on the statistic `gid` (a scalar, or with `elem` the element
+/// at `ctx.keys`, created when `create`). `None` when the element is
+/// missing.
+fn with_stat<R>(
+    ctx: *mut HandlerContext,
+    gid: i64,
+    elem: i64,
+    create: bool,
+    f: impl FnOnce(&mut Stat) -> R,
+) -> Result<Option<R>, String> {
+    if elem == 0 {
+        return match &mut st(ctx).globals.vars[gid as usize] {
+            Global::Stat(s) => Ok(Some(f(s))),
+            _ => Ok(None),
+        };
+    }
+    with_keys(ctx, gid, |g, k, _| match g {
+        Global::StatArray(m, spec) => {
+            if create {
+                let spec = *spec;
+                m.get_or_insert_with(k, || Stat::new(spec))
+                    .map(|s| Some(f(s)))
+                    .map_err(|e| e.to_string())
+            } else {
+                Ok(m.get_mut(k).map(f))
+            }
+        }
+        _ => Ok(None),
+    })
+}
+
+/// `s <<< v`.
+pub extern "C" fn utap_stat_add(ctx: *mut HandlerContext, gid: i64, elem: i64, v: i64) {
+    if let Err(e) = with_stat(ctx, gid, elem, true, |s| s.add(v)) {
+        st(ctx).raise(ctx, e);
+    }
+}
+
+/// `@op(s)`: `@count`/`@sum` of nothing are 0, the others an error.
+pub extern "C" fn utap_stat_get(ctx: *mut HandlerContext, gid: i64, elem: i64, op: i64) -> i64 {
+    let op = stat_op(op);
+    let r = with_stat(ctx, gid, elem, false, |s| s.get(op));
+    match r {
+        Ok(Some(Ok(v))) => v,
+        Ok(None) if matches!(op, StatOp::Count | StatOp::Sum) => 0,
+        Ok(None) => {
+            st(ctx).raise(ctx, crate::values::stats::StatError::Empty.to_string());
+            0
+        }
+        Ok(Some(Err(e))) => {
+            st(ctx).raise(ctx, e.to_string());
+            0
+        }
+        Err(e) => {
+            st(ctx).raise(ctx, e);
+            0
+        }
+    }
+}
+
+/// `@hist_log(s)[i]`.
+pub extern "C" fn utap_hist_bucket(ctx: *mut HandlerContext, gid: i64, elem: i64, i: i64) -> i64 {
+    match with_stat(ctx, gid, elem, false, |s| s.bucket(i)) {
+        Ok(Some(Ok(v))) => v,
+        Ok(Some(Err(e))) => {
+            st(ctx).raise(ctx, e.to_string());
+            0
+        }
+        Ok(None) => {
+            st(ctx).raise(ctx, crate::values::stats::StatError::Empty.to_string());
+            0
+        }
+        Err(e) => {
+            st(ctx).raise(ctx, e);
+            0
+        }
+    }
+}
+
+/// `print(@hist_log(s))`: appends the histogram to the output.
+pub extern "C" fn utap_print_hist(ctx: *mut HandlerContext, gid: i64, elem: i64) {
+    let elision = st(ctx).limits.hist_elision;
+    let mut text = Vec::new();
+    let r = with_stat(ctx, gid, elem, false, |s| {
+        s.print_histogram(&mut text, elision)
+    });
+    match r {
+        Ok(Some(Ok(()))) => st(ctx).out.extend_from_slice(&text),
+        Ok(Some(Err(e))) => st(ctx).raise(ctx, e.to_string()),
+        Ok(None) => st(ctx).raise(ctx, crate::values::stats::StatError::Empty.to_string()),
+        Err(e) => st(ctx).raise(ctx, e),
+    }
+}
+
+// ---- foreach ----------------------------------------------------------------
+
+fn push_iteration(s: &mut ScriptState, it: Iteration) -> i64 {
+    if let Some(i) = s.iterations.iter().position(Option::is_none) {
+        s.iterations[i] = Some(it);
+        i as i64
+    } else {
+        s.iterations.push(Some(it));
+        s.iterations.len() as i64 - 1
+    }
+}
+
+/// Starts `foreach ([k..] in a <sort> limit n)`; `mask` has bit i set when
+/// key column i is fixed by a slice (`a[*, "x"]`), its value in ctx.keys.
+pub extern "C" fn utap_foreach_array(
+    ctx: *mut HandlerContext,
+    gid: i64,
+    sort: i64,
+    descending: i64,
+    has_limit: i64,
+    limit: i64,
+    mask: i64,
+) -> i64 {
+    let sort = match sort {
+        SORT_NONE => None,
+        n if n >= SORT_VALUE => Some(Sort {
+            by: SortBy::Value(stat_op(n - SORT_VALUE)),
+            descending: descending != 0,
+        }),
+        n => Some(Sort {
+            by: SortBy::Key(n as usize),
+            descending: descending != 0,
+        }),
+    };
+    let limit = (has_limit != 0).then_some(limit);
+    let mut entries = Vec::new();
+    with_keys(ctx, gid, |g, k, _| {
+        let filter: Vec<Option<Key<'_>>> = k
+            .iter()
+            .enumerate()
+            .map(|(i, key)| (mask & (1 << i) != 0).then_some(*key))
+            .collect();
+        let filter = (mask != 0).then_some(&filter[..]);
+        match g {
+            Global::LongArray(m) => m.select(filter, sort, limit, &mut entries),
+            Global::StrArray(m) => m.select(filter, sort, limit, &mut entries),
+            Global::StatArray(m, _) => m.select(filter, sort, limit, &mut entries),
+            _ => {}
+        }
+    });
+    let it = Iteration::Array {
+        global: gid as u32,
+        entries,
+        pos: 0,
+    };
+    push_iteration(st(ctx), it)
+}
+
+/// Starts `foreach (b in @hist_xxx(s) limit n)`.
+pub extern "C" fn utap_foreach_hist(
+    ctx: *mut HandlerContext,
+    gid: i64,
+    elem: i64,
+    has_limit: i64,
+    limit: i64,
+) -> i64 {
+    let counts = with_stat(ctx, gid, elem, false, |s| s.buckets().to_vec())
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let end = if has_limit != 0 {
+        (limit.max(0) as usize).min(counts.len())
+    } else {
+        counts.len()
+    };
+    push_iteration(
+        st(ctx),
+        Iteration::Buckets {
+            counts,
+            pos: 0,
+            end,
+        },
+    )
+}
+
+/// Moves to the next element: 1 with its keys in `ctx.keys` and its value
+/// in `ctx.foreach_value`, or 0 at the end.
+pub extern "C" fn utap_foreach_next(ctx: *mut HandlerContext, iter: i64) -> i64 {
+    let s = st(ctx);
+    let Some(Some(it)) = s.iterations.get_mut(iter as usize) else {
+        return 0;
+    };
+    match it {
+        Iteration::Buckets { counts, pos, end } => {
+            if *pos >= *end {
+                return 0;
+            }
+            unsafe {
+                (*ctx).keys[0] = *pos as i64;
+                (*ctx).foreach_value = counts[*pos];
+            }
+            *pos += 1;
+            1
+        }
+        Iteration::Array {
+            global,
+            entries,
+            pos,
+        } => loop {
+            let Some(&id) = entries.get(*pos) else {
+                return 0;
+            };
+            *pos += 1;
+            let g = &s.globals.vars[*global as usize];
+            let (key, value): (Option<&[crate::values::map::KeyPart]>, i64) = match g {
+                Global::LongArray(m) => (m.key(id), m.value(id).copied().unwrap_or(0)),
+                Global::StrArray(m) => (m.key(id), 0),
+                Global::StatArray(m, _) => (m.key(id), 0),
+                _ => (None, 0),
+            };
+            let Some(key) = key else { continue };
+            // Strings are copied into the arena after the borrow ends.
+            let mut raw = [0i64; MAX_KEYS];
+            let mut strs: [Option<Vec<u8>>; MAX_KEYS] = Default::default();
+            for (i, part) in key.iter().enumerate() {
+                match part {
+                    crate::values::map::KeyPart::Long(v) => raw[i] = *v,
+                    crate::values::map::KeyPart::Str(b) => strs[i] = Some(b.to_vec()),
+                }
+            }
+            let str_value = match g {
+                Global::StrArray(m) => m.value(id).cloned(),
+                _ => None,
+            };
+            for (i, b) in strs.iter().enumerate() {
+                if let Some(b) = b {
+                    raw[i] = s.strings.make(b);
+                }
+            }
+            let value = match str_value {
+                Some(v) => s.strings.make(&v),
+                None => value,
+            };
+            unsafe {
+                (*ctx).keys = raw;
+                (*ctx).foreach_value = value;
+            }
+            return 1;
+        },
+    }
+}
+
+/// Ends a `foreach` (also done for all loops at the end of a run).
+pub extern "C" fn utap_foreach_end(ctx: *mut HandlerContext, iter: i64) {
+    if let Some(slot) = st(ctx).iterations.get_mut(iter as usize) {
+        *slot = None;
+    }
+}
+
+// ---- output -------------------------------------------------------------------
+
+/// `printf(formats[fmt], args...)`: appends to the run's output.
+pub extern "C" fn utap_printf(ctx: *mut HandlerContext, fmt: i64, args: *const i64, n: i64) {
+    let s = st(ctx);
+    let args = unsafe { std::slice::from_raw_parts(args, n as usize) };
+    let mut out = std::mem::take(&mut s.out);
+    let r = super::printing::printf(s, fmt as usize, args, &mut out);
+    s.out = out;
+    if let Err(e) = r {
+        s.raise(ctx, e);
+    }
+}
+
+/// `sprintf(formats[fmt], args...)`: a new string.
+pub extern "C" fn utap_sprintf(
+    ctx: *mut HandlerContext,
+    fmt: i64,
+    args: *const i64,
+    n: i64,
+) -> i64 {
+    let s = st(ctx);
+    let args = unsafe { std::slice::from_raw_parts(args, n as usize) };
+    let mut out = std::mem::take(&mut s.print_scratch);
+    out.clear();
+    super::printing::sprintf(s, fmt as usize, args, &mut out);
+    let h = s.strings.make(&out);
+    s.print_scratch = out;
+    h
+}
+
+/// Flags of `utap_print`.
+pub const PRINT_NEWLINE: i64 = 1;
+pub const PRINT_DELIM: i64 = 2;
+pub const PRINT_TO_STRING: i64 = 4;
+
+/// The print family without a format: `print println printd printdln`
+/// and `sprint sprintln sprintd sprintdln`. `mask` bit i: argument i is a
+/// string. Returns the string for the `s` forms, else 0.
+pub extern "C" fn utap_print(
+    ctx: *mut HandlerContext,
+    flags: i64,
+    mask: i64,
+    delim: i64,
+    args: *const i64,
+    n: i64,
+) -> i64 {
+    let s = st(ctx);
+    let args = unsafe { std::slice::from_raw_parts(args, n as usize) };
+    let delim = (flags & PRINT_DELIM != 0).then_some(delim);
+    let newline = flags & PRINT_NEWLINE != 0;
+    if flags & PRINT_TO_STRING != 0 {
+        let mut out = std::mem::take(&mut s.print_scratch);
+        out.clear();
+        super::printing::print(s, args, mask as u64, delim, newline, &mut out);
+        let h = s.strings.make(&out);
+        s.print_scratch = out;
+        h
+    } else {
+        let mut out = std::mem::take(&mut s.out);
+        super::printing::print(s, args, mask as u64, delim, newline, &mut out);
+        s.out = out;
+        0
+    }
+}
+
+/// Every symbol above, for the JIT's symbol table.
+pub fn symbols() -> Vec<(&'static str, *const u8)> {
+    vec![
+        ("utap_raise", utap_raise as *const u8),
+        ("utap_catch", utap_catch as *const u8),
+        ("utap_str_concat", utap_str_concat as *const u8),
+        ("utap_str_cmp", utap_str_cmp as *const u8),
+        ("utap_str_match", utap_str_match as *const u8),
+        ("utap_gstr_get", utap_gstr_get as *const u8),
+        ("utap_gstr_set", utap_gstr_set as *const u8),
+        ("utap_arr_get", utap_arr_get as *const u8),
+        ("utap_arr_set", utap_arr_set as *const u8),
+        ("utap_arr_add", utap_arr_add as *const u8),
+        ("utap_arr_exists", utap_arr_exists as *const u8),
+        ("utap_arr_delete", utap_arr_delete as *const u8),
+        ("utap_global_clear", utap_global_clear as *const u8),
+        ("utap_stat_add", utap_stat_add as *const u8),
+        ("utap_stat_get", utap_stat_get as *const u8),
+        ("utap_hist_bucket", utap_hist_bucket as *const u8),
+        ("utap_print_hist", utap_print_hist as *const u8),
+        ("utap_foreach_array", utap_foreach_array as *const u8),
+        ("utap_foreach_hist", utap_foreach_hist as *const u8),
+        ("utap_foreach_next", utap_foreach_next as *const u8),
+        ("utap_foreach_end", utap_foreach_end as *const u8),
+        ("utap_printf", utap_printf as *const u8),
+        ("utap_sprintf", utap_sprintf as *const u8),
+        ("utap_print", utap_print as *const u8),
+    ]
+}

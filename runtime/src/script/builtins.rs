@@ -1,0 +1,413 @@
+//! The builtin functions of the checker's table (`compiler/src/builtins.rs`),
+//! one `extern "C" fn utap_bi_NAME(ctx, args...) -> i64` each. A `void`
+//! builtin returns 0. [`symbols`] lists them by script name.
+
+use crate::memory;
+use crate::procinfo;
+use crate::values::strings as vstr;
+
+use super::context::HandlerContext;
+use super::state::{ControlRequest, ScriptState};
+
+#[inline]
+fn st<'a>(ctx: *mut HandlerContext) -> &'a mut ScriptState {
+    // SAFETY: see abi.rs; only the running handler's context is passed.
+    unsafe { HandlerContext::state(ctx) }
+}
+
+#[inline]
+fn probe<'a>(ctx: *mut HandlerContext) -> &'a mut super::context::ProbeValues {
+    unsafe { &mut (*ctx).probe }
+}
+
+/// Makes a string result with `fill` writing into the arena.
+fn string_result(ctx: *mut HandlerContext, bytes: &[u8]) -> i64 {
+    st(ctx).strings.make(bytes)
+}
+
+// ---- control ------------------------------------------------------------
+
+extern "C" fn utap_bi_error(ctx: *mut HandlerContext, msg: i64) -> i64 {
+    let s = st(ctx);
+    let m = String::from_utf8_lossy(s.strings.get(msg)).into_owned();
+    s.raise(ctx, m);
+    0
+}
+
+extern "C" fn utap_bi_warn(ctx: *mut HandlerContext, msg: i64) -> i64 {
+    let s = st(ctx);
+    let m = String::from_utf8_lossy(s.strings.get(msg)).into_owned();
+    s.diagnostics.push(format!("WARNING: {m}"));
+    0
+}
+
+extern "C" fn utap_bi_exit(ctx: *mut HandlerContext) -> i64 {
+    st(ctx).exit_requested = true;
+    0
+}
+
+extern "C" fn utap_bi_stop(ctx: *mut HandlerContext) -> i64 {
+    let tid = probe(ctx).tid;
+    st(ctx).control.push(ControlRequest::Stop(tid));
+    0
+}
+
+extern "C" fn utap_bi_resume(ctx: *mut HandlerContext, tid: i64) -> i64 {
+    st(ctx).control.push(ControlRequest::Resume(tid));
+    0
+}
+
+extern "C" fn utap_bi_quiesce(ctx: *mut HandlerContext, tid: i64) -> i64 {
+    st(ctx).control.push(ControlRequest::Quiesce(tid));
+    0
+}
+
+// ---- numbers ---------------------------------------------------------------
+
+extern "C" fn utap_bi_abs(_: *mut HandlerContext, v: i64) -> i64 {
+    v.wrapping_abs()
+}
+
+extern "C" fn utap_bi_min(_: *mut HandlerContext, a: i64, b: i64) -> i64 {
+    a.min(b)
+}
+
+extern "C" fn utap_bi_max(_: *mut HandlerContext, a: i64, b: i64) -> i64 {
+    a.max(b)
+}
+
+// ---- strings -------------------------------------------------------------------
+
+extern "C" fn utap_bi_strlen(ctx: *mut HandlerContext, s: i64) -> i64 {
+    vstr::strlen(st(ctx).strings.get(s))
+}
+
+extern "C" fn utap_bi_substr(ctx: *mut HandlerContext, s: i64, start: i64, len: i64) -> i64 {
+    let state = st(ctx);
+    let max = state.strings.maxstringlen;
+    let part = vstr::substr(state.strings.get(s), start, len, max).to_vec();
+    state.strings.make(&part)
+}
+
+extern "C" fn utap_bi_isinstr(ctx: *mut HandlerContext, a: i64, b: i64) -> i64 {
+    let s = &st(ctx).strings;
+    vstr::isinstr(s.get(a), s.get(b)) as i64
+}
+
+extern "C" fn utap_bi_stringat(ctx: *mut HandlerContext, s: i64, pos: i64) -> i64 {
+    let state = st(ctx);
+    match vstr::stringat(state.strings.get(s), pos) {
+        Ok(v) => v,
+        Err(e) => {
+            state.raise(ctx, e.to_string());
+            0
+        }
+    }
+}
+
+extern "C" fn utap_bi_strtol(ctx: *mut HandlerContext, s: i64, base: i64) -> i64 {
+    vstr::strtol(st(ctx).strings.get(s), base)
+}
+
+extern "C" fn utap_bi_str_replace(ctx: *mut HandlerContext, s: i64, from: i64, to: i64) -> i64 {
+    let state = st(ctx);
+    let max = state.strings.maxstringlen;
+    let (a, b, c) = (
+        state.strings.get(s).to_vec(),
+        state.strings.get(from).to_vec(),
+        state.strings.get(to).to_vec(),
+    );
+    state
+        .strings
+        .build(|out, _| vstr::str_replace(out, &a, &b, &c, max))
+}
+
+extern "C" fn utap_bi_tokenize(ctx: *mut HandlerContext, s: i64, delim: i64) -> i64 {
+    let state = st(ctx);
+    let max = state.strings.maxstringlen;
+    let (input, d) = (
+        state.strings.get(s).to_vec(),
+        state.strings.get(delim).to_vec(),
+    );
+    let tok = &mut state.tokenizer;
+    state
+        .strings
+        .build(|out, _| tok.tokenize(&input, &d, out, max))
+}
+
+extern "C" fn utap_bi_text_str(ctx: *mut HandlerContext, s: i64) -> i64 {
+    let state = st(ctx);
+    let max = state.strings.maxstringlen;
+    let input = state.strings.get(s).to_vec();
+    state
+        .strings
+        .build(|out, _| vstr::text_str(out, &input, max))
+}
+
+extern "C" fn utap_bi_text_strn(ctx: *mut HandlerContext, s: i64, len: i64, quoted: i64) -> i64 {
+    let state = st(ctx);
+    let max = state.strings.maxstringlen;
+    let input = state.strings.get(s).to_vec();
+    state
+        .strings
+        .build(|out, _| vstr::text_strn(out, &input, len, quoted != 0, max))
+}
+
+// ---- process context ---------------------------------------------------------
+
+extern "C" fn utap_bi_pid(ctx: *mut HandlerContext) -> i64 {
+    probe(ctx).pid
+}
+
+extern "C" fn utap_bi_tid(ctx: *mut HandlerContext) -> i64 {
+    probe(ctx).tid
+}
+
+/// The cached facts about the current event's thread (its pid, parent,
+/// ids, command name); refreshed when not cached yet.
+fn info<'a>(ctx: *mut HandlerContext) -> Option<&'a crate::procinfo::ProcInfo> {
+    let tid = probe(ctx).tid as i32;
+    let procs = &mut st(ctx).procs;
+    if procs.get(tid).is_none() && !procs.refresh(tid) {
+        return None;
+    }
+    procs.get(tid)
+}
+
+extern "C" fn utap_bi_ppid(ctx: *mut HandlerContext) -> i64 {
+    info(ctx).map_or(0, |i| i.ppid as i64)
+}
+
+extern "C" fn utap_bi_uid(ctx: *mut HandlerContext) -> i64 {
+    info(ctx).map_or(-1, |i| i.uid as i64)
+}
+
+extern "C" fn utap_bi_euid(ctx: *mut HandlerContext) -> i64 {
+    info(ctx).map_or(-1, |i| i.euid as i64)
+}
+
+extern "C" fn utap_bi_gid(ctx: *mut HandlerContext) -> i64 {
+    info(ctx).map_or(-1, |i| i.gid as i64)
+}
+
+extern "C" fn utap_bi_egid(ctx: *mut HandlerContext) -> i64 {
+    info(ctx).map_or(-1, |i| i.egid as i64)
+}
+
+extern "C" fn utap_bi_execname(ctx: *mut HandlerContext) -> i64 {
+    let name = info(ctx).map(|i| i.execname.clone()).unwrap_or_default();
+    string_result(ctx, name.as_bytes())
+}
+
+extern "C" fn utap_bi_target(ctx: *mut HandlerContext) -> i64 {
+    st(ctx).target
+}
+
+extern "C" fn utap_bi_cpu(ctx: *mut HandlerContext) -> i64 {
+    let tid = probe(ctx).tid;
+    if tid == unsafe { libc::gettid() } as i64 {
+        return procinfo::current_cpu();
+    }
+    st(ctx).procs.cpu(tid as i32)
+}
+
+extern "C" fn utap_bi_gettimeofday_s(_: *mut HandlerContext) -> i64 {
+    procinfo::gettimeofday_s()
+}
+extern "C" fn utap_bi_gettimeofday_ms(_: *mut HandlerContext) -> i64 {
+    procinfo::gettimeofday_ms()
+}
+extern "C" fn utap_bi_gettimeofday_us(_: *mut HandlerContext) -> i64 {
+    procinfo::gettimeofday_us()
+}
+extern "C" fn utap_bi_gettimeofday_ns(_: *mut HandlerContext) -> i64 {
+    procinfo::gettimeofday_ns()
+}
+
+extern "C" fn utap_bi_pp(ctx: *mut HandlerContext) -> i64 {
+    let state = st(ctx);
+    let idx = unsafe { (*ctx).probe_index } as usize;
+    let text = state
+        .image
+        .probes
+        .get(idx)
+        .and_then(|p| p.points.first())
+        .map(|p| p.text.clone())
+        .unwrap_or_default();
+    state.strings.make(text.as_bytes())
+}
+
+/// Runs `f` on the memory of the current event's process.
+fn with_memory<R>(
+    ctx: *mut HandlerContext,
+    f: impl FnOnce(&dyn memory::ReadMemory) -> R,
+) -> Option<R> {
+    let m = st(ctx).memory?;
+    // SAFETY: `fire` sets `memory` for the duration of the run only.
+    Some(f(unsafe { &*m }))
+}
+
+fn user_string_result(
+    ctx: *mut HandlerContext,
+    r: Option<Result<Vec<u8>, memory::Fault>>,
+    addr: i64,
+) -> i64 {
+    match r {
+        Some(Ok(bytes)) => string_result(ctx, &bytes),
+        Some(Err(fault)) => {
+            st(ctx).raise(ctx, fault.string_message());
+            0
+        }
+        None => {
+            let fault = memory::Fault {
+                addr: addr as u64,
+                errno: libc::EFAULT,
+            };
+            st(ctx).raise(ctx, fault.string_message());
+            0
+        }
+    }
+}
+
+extern "C" fn utap_bi_user_string(ctx: *mut HandlerContext, addr: i64) -> i64 {
+    let max = st(ctx).limits.max_string_len;
+    let r = with_memory(ctx, |m| {
+        let mut out = Vec::new();
+        memory::user_string(&mut out, m, addr as u64, max).map(|()| out)
+    });
+    user_string_result(ctx, r, addr)
+}
+
+extern "C" fn utap_bi_user_string_n(ctx: *mut HandlerContext, addr: i64, n: i64) -> i64 {
+    let max = st(ctx).limits.max_string_len;
+    let r = with_memory(ctx, |m| {
+        let mut out = Vec::new();
+        memory::user_string_n(&mut out, m, addr as u64, n, max).map(|()| out)
+    });
+    user_string_result(ctx, r, addr)
+}
+
+extern "C" fn utap_bi_user_string_quoted(ctx: *mut HandlerContext, addr: i64) -> i64 {
+    let max = st(ctx).limits.max_string_len;
+    let r = with_memory(ctx, |m| {
+        let mut out = Vec::new();
+        memory::user_string_quoted(&mut out, m, addr as u64, max);
+        out
+    })
+    .unwrap_or_else(|| format!("0x{:x}", addr as u64).into_bytes());
+    string_result(ctx, &r)
+}
+
+extern "C" fn utap_bi_user_long(ctx: *mut HandlerContext, addr: i64) -> i64 {
+    with_memory(ctx, |m| memory::user_long(m, addr as u64)).unwrap_or(0)
+}
+extern "C" fn utap_bi_user_int(ctx: *mut HandlerContext, addr: i64) -> i64 {
+    with_memory(ctx, |m| memory::user_int(m, addr as u64)).unwrap_or(0)
+}
+extern "C" fn utap_bi_user_short(ctx: *mut HandlerContext, addr: i64) -> i64 {
+    with_memory(ctx, |m| memory::user_short(m, addr as u64)).unwrap_or(0)
+}
+extern "C" fn utap_bi_user_char(ctx: *mut HandlerContext, addr: i64) -> i64 {
+    with_memory(ctx, |m| memory::user_char(m, addr as u64)).unwrap_or(0)
+}
+
+// ---- decoders from the syscall knowledge base --------------------------------
+
+/// Every `(long) -> string` decoder (`syscall_name`, `errno_str`,
+/// `_dfd_str`, ...): the codegen passes the decoder's index in
+/// [`crate::syscalls::builtins::LONG_TO_STRING`].
+extern "C" fn utap_bi_long_to_string(ctx: *mut HandlerContext, index: i64, v: i64) -> i64 {
+    let text = crate::syscalls::builtins::LONG_TO_STRING
+        .get(index as usize)
+        .map(|(_, f)| f(v))
+        .unwrap_or_default();
+    string_result(ctx, text.as_bytes())
+}
+
+/// The index of a `(long) -> string` decoder for `utap_bi_long_to_string`.
+pub fn long_to_string_index(name: &str) -> Option<usize> {
+    crate::syscalls::builtins::LONG_TO_STRING
+        .iter()
+        .position(|(n, _)| *n == name)
+}
+
+extern "C" fn utap_bi_syscall_argstr(ctx: *mut HandlerContext, nr: i64) -> i64 {
+    let p = *probe(ctx);
+    let args = p.args.map(|a| a as u64);
+    let ret = (p.returning != 0).then_some(p.ret);
+    let text = with_memory(ctx, |m| {
+        crate::syscalls::builtins::syscall_argstr(nr, &args, ret, m)
+    })
+    .unwrap_or_else(|| {
+        let none = crate::memory::SliceMemory {
+            base: 0,
+            bytes: &[],
+        };
+        crate::syscalls::builtins::syscall_argstr(nr, &args, ret, &none)
+    });
+    string_result(ctx, text.as_bytes())
+}
+
+extern "C" fn utap_bi_syscall_retstr(ctx: *mut HandlerContext, nr: i64, ret: i64) -> i64 {
+    let text = crate::syscalls::builtins::syscall_retstr(nr, ret);
+    string_result(ctx, text.as_bytes())
+}
+
+/// Every builtin implemented here, by script name.
+pub fn symbols() -> Vec<(&'static str, *const u8)> {
+    vec![
+        ("__syscall_argstr", utap_bi_syscall_argstr as *const u8),
+        ("__syscall_retstr", utap_bi_syscall_retstr as *const u8),
+        ("abs", utap_bi_abs as *const u8),
+        ("cpu", utap_bi_cpu as *const u8),
+        ("egid", utap_bi_egid as *const u8),
+        ("euid", utap_bi_euid as *const u8),
+        ("execname", utap_bi_execname as *const u8),
+        ("gid", utap_bi_gid as *const u8),
+        ("ppid", utap_bi_ppid as *const u8),
+        ("uid", utap_bi_uid as *const u8),
+        ("error", utap_bi_error as *const u8),
+        ("exit", utap_bi_exit as *const u8),
+        ("gettimeofday_ms", utap_bi_gettimeofday_ms as *const u8),
+        ("gettimeofday_ns", utap_bi_gettimeofday_ns as *const u8),
+        ("gettimeofday_s", utap_bi_gettimeofday_s as *const u8),
+        ("gettimeofday_us", utap_bi_gettimeofday_us as *const u8),
+        ("isinstr", utap_bi_isinstr as *const u8),
+        ("max", utap_bi_max as *const u8),
+        ("min", utap_bi_min as *const u8),
+        ("pid", utap_bi_pid as *const u8),
+        ("pp", utap_bi_pp as *const u8),
+        ("quiesce", utap_bi_quiesce as *const u8),
+        ("resume", utap_bi_resume as *const u8),
+        ("stop", utap_bi_stop as *const u8),
+        ("str_replace", utap_bi_str_replace as *const u8),
+        ("stringat", utap_bi_stringat as *const u8),
+        ("strlen", utap_bi_strlen as *const u8),
+        ("strtol", utap_bi_strtol as *const u8),
+        ("substr", utap_bi_substr as *const u8),
+        ("target", utap_bi_target as *const u8),
+        ("text_str", utap_bi_text_str as *const u8),
+        ("text_strn", utap_bi_text_strn as *const u8),
+        ("tid", utap_bi_tid as *const u8),
+        ("tokenize", utap_bi_tokenize as *const u8),
+        ("user_char", utap_bi_user_char as *const u8),
+        ("user_int", utap_bi_user_int as *const u8),
+        ("user_long", utap_bi_user_long as *const u8),
+        ("user_short", utap_bi_user_short as *const u8),
+        ("user_string", utap_bi_user_string as *const u8),
+        ("user_string_n", utap_bi_user_string_n as *const u8),
+        (
+            "user_string_quoted",
+            utap_bi_user_string_quoted as *const u8,
+        ),
+        ("warn", utap_bi_warn as *const u8),
+    ]
+}
+
+/// The shared entry of every `(long) -> string` decoder.
+pub fn long_to_string_symbol() -> (&'static str, *const u8) {
+    (
+        "utap_bi_long_to_string",
+        utap_bi_long_to_string as *const u8,
+    )
+}

@@ -1,0 +1,77 @@
+//! The `#[repr(C)]` record every compiled handler receives.
+//!
+//! Native code reads and writes its fields directly (offsets are taken with
+//! `core::mem::offset_of!` by the codegen), so the hot path needs no call:
+//! the error flag is tested after each fallible runtime call, the action
+//! budget is decremented per statement, long globals are loaded from
+//! `long_globals`. Everything that is not plain data stays behind `state`.
+
+use super::state::ScriptState;
+
+/// Where a runtime error happened: an index into the compiled script's
+/// location table ("operator '/' at script.stp:3:14").
+pub type LocationId = u32;
+
+/// How many key columns an array index may have.
+pub const MAX_KEYS: usize = 9;
+
+/// Context values of the probe that is firing (what the tracer knows about
+/// the event). Begin/end/timer probes get the utap process's own ids.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProbeValues {
+    pub pid: i64,
+    pub tid: i64,
+    /// `$syscall`
+    pub syscall: i64,
+    /// `$arg1`..`$arg6`
+    pub args: [i64; 6],
+    /// `$return`
+    pub ret: i64,
+    /// `$signal`
+    pub signal: i64,
+    /// `$code`
+    pub code: i64,
+    /// 1 in a syscall-return probe (`$return` is valid).
+    pub returning: i64,
+}
+
+/// The record passed as the first argument of every native function.
+#[repr(C)]
+pub struct HandlerContext {
+    /// Nonzero while a runtime error is pending (the message is in `state`).
+    pub error: i64,
+    /// Statements left before "MAXACTION exceeded".
+    pub actions_left: i64,
+    /// Current function-call depth (0 in the probe body).
+    pub nesting: i64,
+    /// MAXNESTING for this run.
+    pub max_nesting: i64,
+    /// The location a runtime error would be reported at (SystemTap's
+    /// `last_stmt`): native code stores it before each fallible operation.
+    pub location: i64,
+    /// Long scalar globals, indexed by slot.
+    pub long_globals: *mut i64,
+    /// Array keys for the next array operation (longs or string handles).
+    pub keys: [i64; MAX_KEYS],
+    /// The value of the current `foreach` element (`v = [k] in a`).
+    pub foreach_value: i64,
+    /// The firing event's values; guru code may write `ret` and `signal`.
+    pub probe: ProbeValues,
+    /// Index of the running probe (for `pp()`).
+    pub probe_index: i64,
+    /// Everything else: strings, globals, output, the tracee.
+    pub state: *mut ScriptState,
+}
+
+impl HandlerContext {
+    /// The state behind the raw pointer.
+    ///
+    /// # Safety
+    /// `ctx` must come from [`super::ScriptRuntime::fire`], which keeps the
+    /// state alive and exclusively borrowed for the handler run.
+    #[inline]
+    pub(crate) unsafe fn state<'a>(ctx: *mut HandlerContext) -> &'a mut ScriptState {
+        unsafe { &mut *(*ctx).state }
+    }
+}

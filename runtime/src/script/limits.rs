@@ -1,0 +1,91 @@
+//! Runtime limits and settings from `-D NAME=VALUE`, with SystemTap's
+//! defaults.
+
+/// The limits a session runs under.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Statements per probe-handler run (`MAXACTION`).
+    pub max_action: i64,
+    /// Statements per run of a begin/end/error probe
+    /// (`MAXACTION_INTERRUPTIBLE`, 10x MAXACTION unless set).
+    pub max_action_interruptible: i64,
+    /// Function-call depth (`MAXNESTING`).
+    pub max_nesting: i64,
+    /// Entries per array without a declared size (`MAXMAPENTRIES`).
+    pub max_map_entries: usize,
+    /// String buffer size, terminator included (`MAXSTRINGLEN`).
+    pub max_string_len: usize,
+    /// Empty histogram buckets shown around a `~` elision (`HIST_ELISION`).
+    pub hist_elision: i64,
+    /// Errors tolerated before the session stops (`MAXERRORS`).
+    pub max_errors: i64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_action: 1000,
+            max_action_interruptible: 10_000,
+            max_nesting: 10,
+            max_map_entries: 2048,
+            max_string_len: 512,
+            hist_elision: 2,
+            max_errors: 0,
+        }
+    }
+}
+
+impl Limits {
+    /// Applies `-D` definitions (`NAME=VALUE` or `NAME`). Unknown names are
+    /// accepted and ignored, as SystemTap passes them to the C compiler;
+    /// a known limit with a value that is not a number is an error.
+    pub fn from_defines<S: AsRef<str>>(defines: &[S]) -> Result<Limits, String> {
+        let mut l = Limits::default();
+        let mut interruptible_set = false;
+        for d in defines {
+            let d = d.as_ref();
+            let (name, value) = d.split_once('=').unwrap_or((d, ""));
+            let num = || -> Result<i64, String> {
+                value
+                    .trim()
+                    .parse::<i64>()
+                    .map_err(|_| format!("invalid value for -D {name}: '{value}'"))
+            };
+            match name {
+                "MAXACTION" => l.max_action = num()?,
+                "MAXACTION_INTERRUPTIBLE" => {
+                    l.max_action_interruptible = num()?;
+                    interruptible_set = true;
+                }
+                "MAXNESTING" => l.max_nesting = num()?,
+                "MAXMAPENTRIES" => l.max_map_entries = num()?.max(1) as usize,
+                "MAXSTRINGLEN" => l.max_string_len = num()?.max(1) as usize,
+                "HIST_ELISION" => l.hist_elision = num()?,
+                "MAXERRORS" => l.max_errors = num()?,
+                _ => {}
+            }
+        }
+        if !interruptible_set {
+            l.max_action_interruptible = l.max_action.saturating_mul(10);
+        }
+        Ok(l)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_overrides() {
+        let l = Limits::from_defines(&["MAXACTION=5", "MAXSTRINGLEN=20", "FOO"]).unwrap();
+        assert_eq!(l.max_action, 5);
+        assert_eq!(l.max_action_interruptible, 50);
+        assert_eq!(l.max_string_len, 20);
+        assert_eq!(l.max_map_entries, 2048);
+        assert_eq!(
+            Limits::from_defines(&["MAXNESTING=x"]).unwrap_err(),
+            "invalid value for -D MAXNESTING: 'x'"
+        );
+    }
+}

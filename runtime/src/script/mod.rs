@@ -1,0 +1,352 @@
+//! The script runtime: runs compiled probe handlers.
+//!
+//! [`ScriptRuntime`] owns a script's state and fires its handlers one at a
+//! time on the calling thread (the tracer thread in a process session, so
+//! globals need no locks). A run's output is collected in a buffer and
+//! handed to an [`OutputSink`] when the handler returns; a handler never
+//! writes to a file descriptor. Runtime errors are reported with
+//! SystemTap's wording and location and move the session to its error
+//! state (end probes are then skipped, error probes run), unless
+//! `--suppress-handler-errors` counts them and goes on.
+//!
+//! The session driver for scripts without process probes is in
+//! [`scheduler`]; a process session drives the same hooks
+//! ([`ScriptRuntime::run_begin`], [`ScriptRuntime::fire`],
+//! [`ScriptRuntime::timers`], [`ScriptRuntime::run_end`],
+//! [`ScriptRuntime::finish`]) from its own event loop.
+
+pub mod abi;
+pub mod builtins;
+pub mod context;
+pub mod globals;
+pub mod image;
+pub mod limits;
+pub mod printing;
+pub mod scheduler;
+pub mod sink;
+pub mod state;
+pub mod strings;
+
+use std::sync::Arc;
+
+use crate::memory::ReadMemory;
+
+pub use context::{HandlerContext, ProbeValues};
+pub use image::{HandlerFn, ScriptImage, Trigger};
+pub use limits::Limits;
+pub use sink::OutputSink;
+pub use state::ControlRequest;
+
+use state::ScriptState;
+
+/// Where the session is (SystemTap's session states).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Running begin probes.
+    Starting,
+    Running,
+    /// `exit()` was called or the session is ending: end probes next.
+    Stopping,
+    /// A runtime error ended the session: error probes next.
+    Error,
+}
+
+/// What one handler run did, for the caller's event loop.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// The run ended with a runtime error (already reported).
+    pub error: bool,
+    /// The session should stop (`exit()`, or an error).
+    pub stop: bool,
+    /// The event's values after the run (guru writes to `$return`,
+    /// `$signal`).
+    pub probe: ProbeValues,
+    /// Thread control the handler asked for.
+    pub control: Vec<ControlRequest>,
+}
+
+/// A timer probe point, for an event loop to schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimerPoint {
+    pub probe: usize,
+    pub period_ns: u64,
+    pub randomize_ns: u64,
+}
+
+/// Session options that affect the runtime.
+#[derive(Clone, Debug, Default)]
+pub struct RuntimeOptions {
+    pub limits: Limits,
+    /// `--suppress-handler-errors`.
+    pub suppress_errors: bool,
+    /// `target()`.
+    pub target: i64,
+}
+
+/// A compiled script ready to run.
+pub struct ScriptRuntime {
+    state: Box<ScriptState>,
+    ctx: Box<HandlerContext>,
+    /// Per probe: begin/end/error probes get MAXACTION_INTERRUPTIBLE.
+    interruptible: Vec<bool>,
+    suppress_errors: bool,
+    errors: u64,
+    phase: Phase,
+}
+
+impl ScriptRuntime {
+    pub fn new(image: Arc<ScriptImage>, options: RuntimeOptions) -> ScriptRuntime {
+        let interruptible = image
+            .probes
+            .iter()
+            .map(|p| {
+                p.points.iter().any(|pt| {
+                    matches!(
+                        pt.trigger,
+                        Trigger::Begin(_) | Trigger::End(_) | Trigger::Error(_)
+                    )
+                })
+            })
+            .collect();
+        let mut state = Box::new(ScriptState::new(image, options.limits.clone()));
+        state.target = options.target;
+        let ctx = Box::new(HandlerContext {
+            error: 0,
+            actions_left: 0,
+            nesting: 0,
+            max_nesting: options.limits.max_nesting,
+            location: 0,
+            long_globals: std::ptr::null_mut(),
+            keys: [0; context::MAX_KEYS],
+            foreach_value: 0,
+            probe: ProbeValues::default(),
+            probe_index: 0,
+            state: std::ptr::null_mut(),
+        });
+        ScriptRuntime {
+            state,
+            ctx,
+            interruptible,
+            suppress_errors: options.suppress_errors,
+            errors: 0,
+            phase: Phase::Starting,
+        }
+    }
+
+    pub fn image(&self) -> &ScriptImage {
+        &self.state.image
+    }
+
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// The per-thread process facts the context builtins read; a process
+    /// session forgets a thread here when it execs or exits.
+    pub fn procs_mut(&mut self) -> &mut crate::procinfo::ProcCache {
+        &mut self.state.procs
+    }
+
+    /// `target()` (set once the -c command is started).
+    pub fn set_target(&mut self, pid: i64) {
+        self.state.target = pid;
+    }
+
+    /// Runtime errors so far.
+    pub fn error_count(&self) -> u64 {
+        self.errors
+    }
+
+    /// Runs probe `index`'s handler for one event. `memory` is the memory
+    /// of the event's process (for `user_string` and friends).
+    pub fn fire(
+        &mut self,
+        index: usize,
+        probe: &ProbeValues,
+        memory: Option<&dyn ReadMemory>,
+        sink: &mut dyn OutputSink,
+    ) -> Outcome {
+        let Some(spec) = self.state.image.probes.get(index) else {
+            return Outcome::default();
+        };
+        let handler = spec.handler;
+        let limits = &self.state.limits;
+        let ctx = &mut *self.ctx;
+        ctx.error = 0;
+        ctx.nesting = 0;
+        ctx.location = 0;
+        ctx.actions_left = if self.interruptible[index] {
+            limits.max_action_interruptible
+        } else {
+            limits.max_action
+        };
+        ctx.probe = *probe;
+        ctx.probe_index = index as i64;
+        ctx.long_globals = self.state.globals.longs.as_mut_ptr();
+        ctx.state = &mut *self.state;
+        // SAFETY: the memory reference outlives this call, and `end_run`
+        // forgets it before returning.
+        self.state.memory = memory.map(|m| unsafe {
+            std::mem::transmute::<&dyn ReadMemory, &'static dyn ReadMemory>(m) as *const _
+        });
+        // SAFETY: `handler` was compiled for this image; the context and
+        // the state it points to live (and are not otherwise borrowed)
+        // during the call.
+        unsafe { handler(&mut *self.ctx) };
+        self.after_run(sink)
+    }
+
+    fn after_run(&mut self, sink: &mut dyn OutputSink) -> Outcome {
+        let ctx = &mut *self.ctx;
+        let state = &mut *self.state;
+        if !state.out.is_empty() {
+            sink.push(&state.out);
+            state.out.clear();
+        }
+        for d in state.diagnostics.drain(..) {
+            sink.warn(&d);
+        }
+        let error = ctx.error != 0;
+        if error {
+            self.errors += 1;
+            let msg = state.describe_error(ctx.location);
+            if !self.suppress_errors {
+                sink.warn(&format!("ERROR: {msg}"));
+                if self.errors as i64 > state.limits.max_errors {
+                    self.phase = Phase::Error;
+                }
+            }
+            ctx.error = 0;
+        }
+        if state.exit_requested && matches!(self.phase, Phase::Starting | Phase::Running) {
+            self.phase = Phase::Stopping;
+        }
+        let outcome = Outcome {
+            error,
+            stop: matches!(self.phase, Phase::Stopping | Phase::Error),
+            probe: ctx.probe,
+            control: std::mem::take(&mut state.control),
+        };
+        state.end_run();
+        outcome
+    }
+
+    /// Probe indexes whose points match `pick`, ordered by priority then
+    /// declaration.
+    fn ordered(&self, pick: impl Fn(&Trigger) -> Option<i64>) -> Vec<usize> {
+        let mut v: Vec<(i64, usize)> = Vec::new();
+        for (i, p) in self.state.image.probes.iter().enumerate() {
+            for pt in &p.points {
+                if let Some(prio) = pick(&pt.trigger) {
+                    v.push((prio, i));
+                }
+            }
+        }
+        v.sort_by_key(|&(prio, i)| (prio, i));
+        v.into_iter().map(|(_, i)| i).collect()
+    }
+
+    fn run_ordered(&mut self, probes: Vec<usize>, phase: Phase, sink: &mut dyn OutputSink) {
+        let us = ProbeValues {
+            pid: std::process::id() as i64,
+            tid: unsafe { libc::gettid() } as i64,
+            ..ProbeValues::default()
+        };
+        for i in probes {
+            if self.phase != phase {
+                break;
+            }
+            self.fire(i, &us, None, sink);
+        }
+    }
+
+    /// Runs the begin probes in order; false when the session already
+    /// stops (`exit()` or an error in a begin probe).
+    pub fn run_begin(&mut self, sink: &mut dyn OutputSink) -> bool {
+        let probes = self.ordered(|t| match t {
+            Trigger::Begin(p) => Some(*p),
+            _ => None,
+        });
+        self.run_ordered(probes, Phase::Starting, sink);
+        if self.phase == Phase::Starting {
+            self.phase = Phase::Running;
+        }
+        self.phase == Phase::Running
+    }
+
+    /// The timer points to schedule.
+    pub fn timers(&self) -> Vec<TimerPoint> {
+        let mut v = Vec::new();
+        for (i, p) in self.state.image.probes.iter().enumerate() {
+            for pt in &p.points {
+                if let Trigger::Timer {
+                    period_ns,
+                    randomize_ns,
+                } = pt.trigger
+                {
+                    v.push(TimerPoint {
+                        probe: i,
+                        period_ns,
+                        randomize_ns,
+                    });
+                }
+            }
+        }
+        v
+    }
+
+    /// Fires a timer probe (no process context).
+    pub fn fire_timer(&mut self, probe: usize, sink: &mut dyn OutputSink) -> Outcome {
+        let us = ProbeValues {
+            pid: std::process::id() as i64,
+            tid: unsafe { libc::gettid() } as i64,
+            ..ProbeValues::default()
+        };
+        self.fire(probe, &us, None, sink)
+    }
+
+    /// Ends the session: end probes (or, after an error, error probes).
+    pub fn run_end(&mut self, sink: &mut dyn OutputSink) {
+        if matches!(self.phase, Phase::Starting | Phase::Running) {
+            self.phase = Phase::Stopping;
+        }
+        if self.phase == Phase::Stopping {
+            let ends = self.ordered(|t| match t {
+                Trigger::End(p) => Some(*p),
+                _ => None,
+            });
+            self.run_ordered(ends, Phase::Stopping, sink);
+        }
+        if self.phase == Phase::Error {
+            let errs = self.ordered(|t| match t {
+                Trigger::Error(p) => Some(*p),
+                _ => None,
+            });
+            self.run_ordered(errs, Phase::Error, sink);
+        }
+    }
+
+    /// Prints the autoprinted globals and the error summary; returns the
+    /// exit status (1 after a runtime error).
+    pub fn finish(&mut self, sink: &mut dyn OutputSink) -> i32 {
+        let mut out = Vec::new();
+        if self.phase != Phase::Error {
+            sink::autoprint(&self.state, &mut out);
+        }
+        if !out.is_empty() {
+            sink.push(&out);
+        }
+        if self.errors > 0 {
+            sink.warn(&format!(
+                "WARNING: Number of errors: {}, skipped probes: 0",
+                self.errors
+            ));
+        }
+        if self.phase == Phase::Error {
+            sink.warn("Pass 5: run failed.  [man error::pass5]");
+            1
+        } else {
+            0
+        }
+    }
+}

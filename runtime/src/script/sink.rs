@@ -1,0 +1,65 @@
+//! Where a handler run's output and diagnostics go: the transport queue in
+//! a real session, a buffer in tests.
+
+use crate::transport::Producer;
+use crate::values::autoprint::{GlobalValue, autoprint as print_global};
+
+use super::globals::Global;
+use super::state::ScriptState;
+
+/// Receives one message per handler run (its whole output, in order) and
+/// stderr lines (`ERROR: ...`, `WARNING: ...`). Implementations must not
+/// block: a tracer thread calls them.
+pub trait OutputSink {
+    fn push(&mut self, bytes: &[u8]);
+    /// One line for stderr, without its newline.
+    fn warn(&mut self, line: &str);
+}
+
+impl OutputSink for Producer {
+    fn push(&mut self, bytes: &[u8]) {
+        // A full queue drops and counts the message; the count is reported
+        // at exit.
+        let _ = Producer::push(self, bytes);
+    }
+    fn warn(&mut self, line: &str) {
+        let mut msg = line.as_bytes().to_vec();
+        msg.push(b'\n');
+        self.control(msg);
+    }
+}
+
+/// Collects output and stderr lines in memory (tests, benchmarks).
+#[derive(Debug, Default)]
+pub struct BufferSink {
+    pub out: Vec<u8>,
+    pub err: Vec<String>,
+}
+
+impl OutputSink for BufferSink {
+    fn push(&mut self, bytes: &[u8]) {
+        self.out.extend_from_slice(bytes);
+    }
+    fn warn(&mut self, line: &str) {
+        self.err.push(line.to_string());
+    }
+}
+
+/// Appends the values of the globals to print at exit, in declaration
+/// order.
+pub fn autoprint(state: &ScriptState, out: &mut Vec<u8>) {
+    for (spec, var) in state.image.globals.iter().zip(&state.globals.vars) {
+        if !spec.autoprint {
+            continue;
+        }
+        let value = match var {
+            Global::Long(slot) => GlobalValue::Long(state.globals.longs[*slot as usize]),
+            Global::Str(s) => GlobalValue::Str(s),
+            Global::Stat(s) => GlobalValue::Stat(s),
+            Global::LongArray(m) => GlobalValue::LongMap(m),
+            Global::StrArray(m) => GlobalValue::StrMap(m),
+            Global::StatArray(m, _) => GlobalValue::StatMap(m),
+        };
+        print_global(out, &spec.name, value);
+    }
+}

@@ -1,0 +1,123 @@
+//! The mutable state of a running script that native code reaches through
+//! `HandlerContext::state`: strings, globals, the output of the current
+//! handler run, the pending error, foreach iterators and the tracee.
+
+use std::sync::Arc;
+
+use crate::memory::ReadMemory;
+use crate::values::map::EntryId;
+use crate::values::strings::{Regex, Tokenizer};
+
+use super::context::HandlerContext;
+use super::globals::Globals;
+use super::image::ScriptImage;
+use super::limits::Limits;
+use super::strings::Strings;
+
+/// A `foreach` in progress.
+pub enum Iteration {
+    /// Entries of an array, chosen and ordered when the loop started.
+    Array {
+        global: u32,
+        entries: Vec<EntryId>,
+        pos: usize,
+    },
+    /// Bucket indexes of a histogram, with their counts.
+    Buckets {
+        counts: Vec<i64>,
+        pos: usize,
+        end: usize,
+    },
+}
+
+/// Runtime state shared by all handler runs of one script.
+pub struct ScriptState {
+    pub image: Arc<ScriptImage>,
+    pub limits: Limits,
+    pub strings: Strings,
+    pub globals: Globals,
+    /// Output of the current handler run (pushed to the sink at its end).
+    pub out: Vec<u8>,
+    /// The message of the pending runtime error (`HandlerContext::error`).
+    pub error_message: String,
+    /// `exit()` was called.
+    pub exit_requested: bool,
+    /// Open `foreach` loops (slots are reused; freed at the end of a run).
+    pub iterations: Vec<Option<Iteration>>,
+    pub tokenizer: Tokenizer,
+    /// Compiled `=~` patterns (compiled on first use).
+    pub regexes: Vec<Option<Regex>>,
+    /// The memory of the process the current event belongs to.
+    pub memory: Option<*const dyn ReadMemory>,
+    /// Scratch buffer of the `sprint*` functions.
+    pub print_scratch: Vec<u8>,
+    /// Warnings (`warn()`) of the current run, for the sink's stderr side.
+    pub diagnostics: Vec<String>,
+    /// Guru-mode thread control requested by the current run.
+    pub control: Vec<ControlRequest>,
+    /// `target()`: the -c/-x process, 0 without one.
+    pub target: i64,
+    /// What `execname()`, `ppid()`, `uid()`... report, per thread.
+    pub procs: crate::procinfo::ProcCache,
+}
+
+/// A thread-control action a handler asked for (guru mode); the process
+/// session carries it out after the handler returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ControlRequest {
+    /// `stop()`: keep the current thread stopped.
+    Stop(i64),
+    /// `resume(tid)`.
+    Resume(i64),
+    /// `quiesce(tid)`: stop it at its next quiescent point and report it.
+    Quiesce(i64),
+}
+
+impl ScriptState {
+    pub fn new(image: Arc<ScriptImage>, limits: Limits) -> ScriptState {
+        let globals = Globals::new(&image.globals, image.long_slots, &limits);
+        let strings = Strings::new(image.literals.clone(), limits.max_string_len);
+        let regexes = image.regexes.iter().map(|_| None).collect();
+        ScriptState {
+            image,
+            limits,
+            strings,
+            globals,
+            out: Vec::with_capacity(4096),
+            error_message: String::new(),
+            exit_requested: false,
+            iterations: Vec::new(),
+            tokenizer: Tokenizer::new(),
+            regexes,
+            memory: None,
+            print_scratch: Vec::new(),
+            diagnostics: Vec::new(),
+            control: Vec::new(),
+            target: 0,
+            procs: crate::procinfo::ProcCache::new(),
+        }
+    }
+
+    /// Records a runtime error: native code sees `ctx.error` and unwinds.
+    #[cold]
+    pub fn raise(&mut self, ctx: *mut HandlerContext, message: impl Into<String>) {
+        self.error_message = message.into();
+        // SAFETY: ctx is the live context of the running handler.
+        unsafe { (*ctx).error = 1 };
+    }
+
+    /// "msg near operator '/' at script.stp:3:14".
+    pub fn describe_error(&self, location: i64) -> String {
+        match self.image.locations.get(location as usize) {
+            Some(loc) if !loc.is_empty() => format!("{} near {}", self.error_message, loc),
+            _ => self.error_message.clone(),
+        }
+    }
+
+    /// Frees what a handler run left behind.
+    pub fn end_run(&mut self) {
+        self.strings.reset();
+        self.iterations.clear();
+        self.memory = None;
+    }
+}

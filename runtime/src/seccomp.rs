@@ -1,0 +1,351 @@
+//! Seccomp filters that make unprobed syscalls free: the traced child
+//! installs, just before exec, a classic-BPF program returning
+//! `SECCOMP_RET_TRACE` for the syscalls a script probes and
+//! `SECCOMP_RET_ALLOW` for the rest.
+//!
+//! The logic follows strace's filter (src/filter_seccomp.c), not a generic
+//! builder that kills on an architecture mismatch:
+//! - an architecture other than x86_64 (an i386 binary, `int $0x80`) and the
+//!   x32 ABI (nr with bit 30 set) get TRACE, so the tracer still sees them;
+//! - execve and execveat are always traced (exec events must reach us);
+//! - the set is compiled both as a chain of range tests (short for small
+//!   sets) and as a bitmask lookup (bounded for any set), and the shorter
+//!   program whose jumps fit wins.
+//!
+//! Build the [`Filter`] before fork: [`install`] only makes system calls
+//! and is async-signal-safe, so it can run in the forked child before exec.
+//!
+//! Two kernel rules the tracer must respect: RET_TRACE makes the syscall
+//! fail with ENOSYS unless a tracer is attached with
+//! `PTRACE_O_TRACESECCOMP`, and the filter is inherited by every descendant
+//! — so the tracer must outlive the tracee (use `PTRACE_O_EXITKILL`).
+
+use libc::{c_ulong, sock_filter, sock_fprog};
+
+/// x86_64 syscall numbers that are always traced: execve, execveat.
+pub const ALWAYS_TRACED: [u32; 2] = [59, 322];
+
+const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+/// Offsets in `struct seccomp_data`.
+const OFF_NR: u32 = 0;
+const OFF_ARCH: u32 = 4;
+/// The kernel's limit on a filter's length.
+const BPF_MAXINSNS: usize = 4096;
+
+// Classic BPF opcodes (linux/bpf_common.h, linux/filter.h).
+// BPF_LD | BPF_W | BPF_ABS (BPF_LD and BPF_W are 0).
+const LD_W_ABS: u16 = 0x20;
+// BPF_LD | BPF_W | BPF_IMM: all three are 0.
+const LD_IMM: u16 = 0x00;
+const ALU_AND_K: u16 = 0x04 | 0x50;
+const ALU_RSH_K: u16 = 0x04 | 0x70;
+const ALU_LSH_X: u16 = 0x04 | 0x60 | 0x08;
+const JEQ_K: u16 = 0x05 | 0x10;
+const JGE_K: u16 = 0x05 | 0x30;
+const JSET_K: u16 = 0x05 | 0x40;
+const RET_K: u16 = 0x06;
+const TAX: u16 = 0x07;
+const TXA: u16 = 0x07 | 0x80;
+
+/// A seccomp program, built before fork and installed with [`install`].
+#[derive(Clone, Debug)]
+pub struct Filter {
+    program: Vec<sock_filter>,
+}
+
+/// Why a filter could not be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BuildError {
+    /// A syscall number that no x86_64 syscall has (x32 and beyond).
+    BadSyscall(u32),
+    /// Neither program shape fits the kernel's limits (cannot happen for
+    /// numbers below 2^16; reported rather than assumed).
+    TooLarge,
+}
+
+impl std::fmt::Display for BuildError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BuildError::BadSyscall(nr) => write!(f, "no x86_64 syscall has number {nr}"),
+            BuildError::TooLarge => write!(f, "the seccomp filter would be too large"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+impl Filter {
+    /// A filter tracing `syscalls` (x86_64 numbers), execve and execveat,
+    /// and every syscall of another architecture or ABI.
+    pub fn new(syscalls: impl IntoIterator<Item = u32>) -> Result<Filter, BuildError> {
+        let mut set: Vec<u32> = syscalls.into_iter().chain(ALWAYS_TRACED).collect();
+        if let Some(&bad) = set.iter().find(|&&nr| nr >= X32_SYSCALL_BIT) {
+            return Err(BuildError::BadSyscall(bad));
+        }
+        set.sort_unstable();
+        set.dedup();
+        let ranges = to_ranges(&set);
+        let candidates = [linear(&ranges), bitmask(&set)];
+        let program = candidates
+            .into_iter()
+            .filter_map(|body| assemble(body).ok())
+            .min_by_key(Vec::len)
+            .ok_or(BuildError::TooLarge)?;
+        Ok(Filter { program })
+    }
+
+    /// The BPF instructions (for `-v` dumps and tests).
+    pub fn program(&self) -> &[sock_filter] {
+        &self.program
+    }
+}
+
+/// One instruction per line, numbered, in the usual BPF assembler notation
+/// (for `-v` output and debugging), e.g. `3: jge #0x40000000 jt 22 jf 0`.
+impl std::fmt::Display for Filter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, insn) in self.program.iter().enumerate() {
+            let jumps = format!("jt {} jf {}", insn.jt, insn.jf);
+            let k = insn.k;
+            match insn.code {
+                LD_W_ABS if k == OFF_ARCH => writeln!(f, "{i}: ld [arch]")?,
+                LD_W_ABS if k == OFF_NR => writeln!(f, "{i}: ld [nr]")?,
+                LD_IMM => writeln!(f, "{i}: ld #{k}")?,
+                ALU_AND_K => writeln!(f, "{i}: and #{k:#x}")?,
+                ALU_RSH_K => writeln!(f, "{i}: rsh #{k}")?,
+                ALU_LSH_X => writeln!(f, "{i}: lsh x")?,
+                TAX => writeln!(f, "{i}: tax")?,
+                TXA => writeln!(f, "{i}: txa")?,
+                JEQ_K => writeln!(f, "{i}: jeq #{k:#x} {jumps}")?,
+                JGE_K => writeln!(f, "{i}: jge #{k:#x} {jumps}")?,
+                JSET_K => writeln!(f, "{i}: jset #{k:#x} {jumps}")?,
+                RET_K if k == libc::SECCOMP_RET_ALLOW => writeln!(f, "{i}: ret ALLOW")?,
+                RET_K if k == libc::SECCOMP_RET_TRACE => writeln!(f, "{i}: ret TRACE")?,
+                code => writeln!(f, "{i}: {code:#x} {jumps} k {k:#x}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Maximal runs of consecutive numbers, as half-open ranges.
+fn to_ranges(sorted: &[u32]) -> Vec<(u32, u32)> {
+    let mut ranges: Vec<(u32, u32)> = Vec::new();
+    for &nr in sorted {
+        match ranges.last_mut() {
+            Some((_, hi)) if *hi == nr => *hi = nr + 1,
+            _ => ranges.push((nr, nr + 1)),
+        }
+    }
+    ranges
+}
+
+/// A jump target before layout.
+#[derive(Clone, Copy, Debug)]
+enum To {
+    /// Skip this many instructions.
+    Skip(u8),
+    Trace,
+    Allow,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Insn {
+    code: u16,
+    jt: To,
+    jf: To,
+    k: u32,
+}
+
+fn stmt(code: u16, k: u32) -> Insn {
+    Insn {
+        code,
+        jt: To::Skip(0),
+        jf: To::Skip(0),
+        k,
+    }
+}
+
+fn jump(code: u16, k: u32, jt: To, jf: To) -> Insn {
+    Insn { code, jt, jf, k }
+}
+
+/// Range tests in sequence: `nr == lo` or `lo <= nr < hi` → TRACE.
+fn linear(ranges: &[(u32, u32)]) -> Vec<Insn> {
+    let mut body = Vec::new();
+    for &(lo, hi) in ranges {
+        if hi == lo + 1 {
+            body.push(jump(JEQ_K, lo, To::Trace, To::Skip(0)));
+        } else {
+            body.push(jump(JGE_K, lo, To::Skip(0), To::Skip(1)));
+            body.push(jump(JGE_K, hi, To::Skip(0), To::Trace));
+        }
+    }
+    body
+}
+
+/// A lookup in a bitmask of 32-bit words: X = 1 << (nr % 32), A = nr / 32,
+/// then one test per non-empty word.
+fn bitmask(sorted: &[u32]) -> Vec<Insn> {
+    let words = (sorted.last().copied().unwrap_or(0) / 32 + 1) as usize;
+    let mut mask = vec![0u32; words];
+    for &nr in sorted {
+        mask[(nr / 32) as usize] |= 1 << (nr % 32);
+    }
+    let mut body = vec![
+        jump(JGE_K, (words * 32) as u32, To::Allow, To::Skip(0)),
+        stmt(ALU_AND_K, 0x1f),
+        stmt(TAX, 0),
+        stmt(LD_IMM, 1),
+        stmt(ALU_LSH_X, 0),
+        stmt(TAX, 0),
+        stmt(LD_W_ABS, OFF_NR),
+        stmt(ALU_RSH_K, 5),
+    ];
+    for (i, &bits) in mask.iter().enumerate() {
+        match bits {
+            0 => {}
+            u32::MAX => body.push(jump(JEQ_K, i as u32, To::Trace, To::Skip(0))),
+            _ => {
+                body.push(jump(JEQ_K, i as u32, To::Skip(0), To::Skip(2)));
+                body.push(stmt(TXA, 0));
+                body.push(jump(JSET_K, bits, To::Trace, To::Allow));
+            }
+        }
+    }
+    body
+}
+
+/// Wraps a body in the architecture and x32 checks and the two returns,
+/// and resolves jumps; fails if a jump is longer than 255 instructions or
+/// the program longer than the kernel allows.
+fn assemble(body: Vec<Insn>) -> Result<Vec<sock_filter>, BuildError> {
+    let mut insns = vec![
+        stmt(LD_W_ABS, OFF_ARCH),
+        jump(JEQ_K, AUDIT_ARCH_X86_64, To::Skip(0), To::Trace),
+        stmt(LD_W_ABS, OFF_NR),
+        jump(JGE_K, X32_SYSCALL_BIT, To::Trace, To::Skip(0)),
+    ];
+    insns.extend(body);
+    let allow = insns.len();
+    let trace = allow + 1;
+    if trace + 1 > BPF_MAXINSNS {
+        return Err(BuildError::TooLarge);
+    }
+    let resolve = |at: usize, to: To| -> Result<u8, BuildError> {
+        let off = match to {
+            To::Skip(n) => n as usize,
+            To::Trace => trace - at - 1,
+            To::Allow => allow - at - 1,
+        };
+        u8::try_from(off).map_err(|_| BuildError::TooLarge)
+    };
+    let mut program = Vec::with_capacity(trace + 1);
+    for (at, insn) in insns.iter().enumerate() {
+        program.push(sock_filter {
+            code: insn.code,
+            jt: resolve(at, insn.jt)?,
+            jf: resolve(at, insn.jf)?,
+            k: insn.k,
+        });
+    }
+    program.push(sock_filter {
+        code: RET_K,
+        jt: 0,
+        jf: 0,
+        k: libc::SECCOMP_RET_ALLOW,
+    });
+    program.push(sock_filter {
+        code: RET_K,
+        jt: 0,
+        jf: 0,
+        k: libc::SECCOMP_RET_TRACE,
+    });
+    Ok(program)
+}
+
+/// What installing cost the process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Privileges {
+    /// The process had CAP_SYS_ADMIN: nothing changed.
+    Kept,
+    /// PR_SET_NO_NEW_PRIVS had to be set: setuid/setgid programs and file
+    /// capabilities no longer raise privileges after exec.
+    NoNewPrivs,
+}
+
+/// Installs `filter` on the calling thread (and what it execs). Tries
+/// without NO_NEW_PRIVS first — the kernel allows that with CAP_SYS_ADMIN —
+/// and sets it only when the kernel refuses with EACCES, as strace does.
+/// Returns the errno on failure; the caller then traces with
+/// PTRACE_SYSCALL instead. Async-signal-safe: no allocation, no locks.
+pub fn install(filter: &Filter) -> Result<Privileges, i32> {
+    let prog = sock_fprog {
+        len: filter.program.len() as u16,
+        filter: filter.program.as_ptr() as *mut sock_filter,
+    };
+    let set = |prog: &sock_fprog| unsafe {
+        libc::prctl(
+            libc::PR_SET_SECCOMP,
+            libc::SECCOMP_MODE_FILTER as c_ulong,
+            prog as *const sock_fprog,
+            0 as c_ulong,
+            0 as c_ulong,
+        )
+    };
+    if set(&prog) == 0 {
+        return Ok(Privileges::Kept);
+    }
+    let errno = unsafe { *libc::__errno_location() };
+    if errno != libc::EACCES {
+        return Err(errno);
+    }
+    let nnp = unsafe {
+        libc::prctl(
+            libc::PR_SET_NO_NEW_PRIVS,
+            1 as c_ulong,
+            0 as c_ulong,
+            0 as c_ulong,
+            0 as c_ulong,
+        )
+    };
+    if nnp != 0 || set(&prog) != 0 {
+        return Err(unsafe { *libc::__errno_location() });
+    }
+    Ok(Privileges::NoNewPrivs)
+}
+
+/// Whether [`install`] in a child of this process would have to set
+/// NO_NEW_PRIVS (no CAP_SYS_ADMIN in the effective set, and NO_NEW_PRIVS
+/// not already set): lets the parent say under `-v`, before fork, that
+/// setuid programs will lose their privileges.
+pub fn needs_no_new_privs() -> bool {
+    let already = unsafe { libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) } == 1;
+    !already && !has_cap_sys_admin()
+}
+
+/// CAP_SYS_ADMIN in the effective set, read with capget(2).
+fn has_cap_sys_admin() -> bool {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const VERSION_3: u32 = 0x2008_0522;
+    const CAP_SYS_ADMIN: u32 = 21;
+    let mut header = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    let mut data = [Data::default(); 2];
+    let rc = unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) };
+    rc == 0 && data[0].effective & (1 << CAP_SYS_ADMIN) != 0
+}

@@ -1,0 +1,165 @@
+//! poll and epoll arguments: `struct pollfd` arrays, epoll operations and
+//! `struct epoll_event`s.
+
+use super::flags::{Xlat, flags_str, xlat_str};
+use super::strings::{MAX_STRLEN, addr_str, read_bytes};
+use crate::memory::ReadMemory;
+
+const POLL_EVENTS: &[Xlat] = &[
+    (0x1, "POLLIN"),
+    (0x2, "POLLPRI"),
+    (0x4, "POLLOUT"),
+    (0x40, "POLLRDNORM"),
+    (0x80, "POLLRDBAND"),
+    (0x100, "POLLWRNORM"),
+    (0x200, "POLLWRBAND"),
+    (0x400, "POLLMSG"),
+    (0x8, "POLLERR"),
+    (0x10, "POLLHUP"),
+    (0x20, "POLLNVAL"),
+    (0x1000, "POLLREMOVE"),
+    (0x2000, "POLLRDHUP"),
+];
+
+/// poll's array of `nfds` pollfds at entry: `[{fd=3, events=POLLIN}]`.
+pub fn pollfds_str(mem: &dyn ReadMemory, addr: u64, nfds: u64) -> String {
+    if nfds == 0 {
+        return "[]".to_string();
+    }
+    if addr == 0 {
+        return "NULL".to_string();
+    }
+    let mut items = Vec::new();
+    for i in 0..nfds {
+        if i == MAX_STRLEN as u64 {
+            items.push("...".to_string());
+            break;
+        }
+        let Some(b) = read_bytes(mem, addr.wrapping_add(8 * i), 8).filter(|b| b.len() == 8) else {
+            if i == 0 {
+                return addr_str(addr);
+            }
+            items.push(format!("... /* {} */", addr_str(addr.wrapping_add(8 * i))));
+            break;
+        };
+        let fd = i32::from_ne_bytes(b[0..4].try_into().unwrap());
+        let events = u16::from_ne_bytes([b[4], b[5]]);
+        items.push(format!(
+            "{{fd={fd}, events={}}}",
+            flags_str(u64::from(events), POLL_EVENTS, "0", "POLL???")
+        ));
+    }
+    format!("[{}]", items.join(", "))
+}
+
+const EPOLL_OPS: &[Xlat] = &[
+    (1, "EPOLL_CTL_ADD"),
+    (2, "EPOLL_CTL_DEL"),
+    (3, "EPOLL_CTL_MOD"),
+];
+
+/// epoll_ctl's operation: `EPOLL_CTL_ADD`.
+pub fn epoll_op_str(op: u64) -> String {
+    xlat_str(op & 0xffff_ffff, EPOLL_OPS, "EPOLL_CTL_???")
+}
+
+const EPOLL_EVENTS: &[Xlat] = &[
+    (0x1, "EPOLLIN"),
+    (0x2, "EPOLLPRI"),
+    (0x4, "EPOLLOUT"),
+    (0x8, "EPOLLERR"),
+    (0x10, "EPOLLHUP"),
+    (0x20, "EPOLLNVAL"),
+    (0x40, "EPOLLRDNORM"),
+    (0x80, "EPOLLRDBAND"),
+    (0x100, "EPOLLWRNORM"),
+    (0x200, "EPOLLWRBAND"),
+    (0x400, "EPOLLMSG"),
+    (0x2000, "EPOLLRDHUP"),
+    (1 << 28, "EPOLLEXCLUSIVE"),
+    (1 << 29, "EPOLLWAKEUP"),
+    (1 << 30, "EPOLLONESHOT"),
+    (1 << 31, "EPOLLET"),
+];
+
+/// One packed `struct epoll_event` (12 bytes on x86_64).
+fn epoll_event_at(mem: &dyn ReadMemory, addr: u64) -> Option<String> {
+    let b = read_bytes(mem, addr, 12).filter(|b| b.len() == 12)?;
+    let events = u32::from_ne_bytes(b[0..4].try_into().unwrap());
+    let data = u64::from_ne_bytes(b[4..12].try_into().unwrap());
+    Some(format!(
+        "{{events={}, data={{u32={}, u64={data}}}}}",
+        flags_str(u64::from(events), EPOLL_EVENTS, "0", "EPOLL???"),
+        data as u32
+    ))
+}
+
+/// epoll_ctl's event: `{events=EPOLLIN|EPOLLET, data={u32=7, u64=7}}`.
+pub fn epoll_event_str(mem: &dyn ReadMemory, addr: u64) -> String {
+    if addr == 0 {
+        return "NULL".to_string();
+    }
+    epoll_event_at(mem, addr).unwrap_or_else(|| addr_str(addr))
+}
+
+/// epoll_wait's `count` returned events: `[{events=EPOLLIN, data=...}]`.
+pub fn epoll_events_str(mem: &dyn ReadMemory, addr: u64, count: u64) -> String {
+    let mut items = Vec::new();
+    for i in 0..count {
+        if i == MAX_STRLEN as u64 {
+            items.push("...".to_string());
+            break;
+        }
+        match epoll_event_at(mem, addr.wrapping_add(12 * i)) {
+            Some(e) => items.push(e),
+            None if i == 0 => return addr_str(addr),
+            None => break,
+        }
+    }
+    format!("[{}]", items.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syscalls::testmem::Mem;
+
+    #[test]
+    fn pollfds() {
+        let mut b = Vec::new();
+        b.extend_from_slice(&3i32.to_ne_bytes());
+        b.extend_from_slice(&1u16.to_ne_bytes());
+        b.extend_from_slice(&0u16.to_ne_bytes());
+        b.extend_from_slice(&4i32.to_ne_bytes());
+        b.extend_from_slice(&0xcu16.to_ne_bytes());
+        b.extend_from_slice(&0u16.to_ne_bytes());
+        let mem = Mem::new(0x1000, &b);
+        assert_eq!(
+            pollfds_str(&mem, 0x1000, 2),
+            "[{fd=3, events=POLLIN}, {fd=4, events=POLLOUT|POLLERR}]"
+        );
+        assert_eq!(pollfds_str(&mem, 0x1000, 0), "[]");
+        assert_eq!(pollfds_str(&mem, 0x5000, 1), "0x5000");
+    }
+
+    #[test]
+    fn epoll() {
+        assert_eq!(epoll_op_str(1), "EPOLL_CTL_ADD");
+        assert_eq!(epoll_op_str(9), "0x9 /* EPOLL_CTL_??? */");
+        let mut b = (0x8000_0001u32).to_ne_bytes().to_vec();
+        b.extend_from_slice(&7u64.to_ne_bytes());
+        b.extend_from_slice(&1u32.to_ne_bytes());
+        b.extend_from_slice(&(1u64 << 32 | 5).to_ne_bytes());
+        let mem = Mem::new(0x1000, &b);
+        assert_eq!(
+            epoll_event_str(&mem, 0x1000),
+            "{events=EPOLLIN|EPOLLET, data={u32=7, u64=7}}"
+        );
+        assert_eq!(epoll_event_str(&mem, 0), "NULL");
+        assert_eq!(
+            epoll_events_str(&mem, 0x1000, 2),
+            "[{events=EPOLLIN|EPOLLET, data={u32=7, u64=7}}, {events=EPOLLIN, data={u32=5, u64=4294967301}}]"
+        );
+        assert_eq!(epoll_events_str(&mem, 0x1000, 0), "[]");
+    }
+}

@@ -1,0 +1,373 @@
+//! Process-family arguments: clone flags, wait options, wait statuses.
+
+use super::flags::{Xlat, as_int, flags_str};
+use crate::syscalls::signals::strace_signame;
+
+const CLONE_FLAGS: &[Xlat] = &[
+    (0x100, "CLONE_VM"),
+    (0x200, "CLONE_FS"),
+    (0x400, "CLONE_FILES"),
+    (0x800, "CLONE_SIGHAND"),
+    (0x1000, "CLONE_PIDFD"),
+    (0x2000, "CLONE_PTRACE"),
+    (0x4000, "CLONE_VFORK"),
+    (0x8000, "CLONE_PARENT"),
+    (0x10000, "CLONE_THREAD"),
+    (0x20000, "CLONE_NEWNS"),
+    (0x40000, "CLONE_SYSVSEM"),
+    (0x80000, "CLONE_SETTLS"),
+    (0x100000, "CLONE_PARENT_SETTID"),
+    (0x200000, "CLONE_CHILD_CLEARTID"),
+    (0x800000, "CLONE_UNTRACED"),
+    (0x1000000, "CLONE_CHILD_SETTID"),
+    (0x2000000, "CLONE_NEWCGROUP"),
+    (0x4000000, "CLONE_NEWUTS"),
+    (0x8000000, "CLONE_NEWIPC"),
+    (0x10000000, "CLONE_NEWUSER"),
+    (0x20000000, "CLONE_NEWPID"),
+    (0x40000000, "CLONE_NEWNET"),
+    (0x80000000, "CLONE_IO"),
+];
+
+pub const CLONE_PIDFD: u64 = 0x1000;
+pub const CLONE_SETTLS: u64 = 0x80000;
+pub const CLONE_PARENT_SETTID: u64 = 0x100000;
+pub const CLONE_CHILD_CLEARTID: u64 = 0x200000;
+pub const CLONE_CHILD_SETTID: u64 = 0x1000000;
+
+/// clone flags with the exit signal in the low byte:
+/// `CLONE_VM|CLONE_VFORK|SIGCHLD`.
+pub fn clone_flags_str(flags: u64) -> String {
+    let sig = flags & 0xff;
+    let rest = flags & !0xff;
+    let mut out = if rest == 0 {
+        String::new()
+    } else {
+        flags_str(rest, CLONE_FLAGS, "0", "")
+    };
+    if sig != 0 {
+        if !out.is_empty() {
+            out.push('|');
+        }
+        out.push_str(&strace_signame(sig as i64));
+    }
+    if out.is_empty() {
+        out.push('0');
+    }
+    out
+}
+
+const WAIT_OPTIONS: &[Xlat] = &[
+    (0x1, "WNOHANG"),
+    (0x2, "WUNTRACED"),
+    (0x4, "WEXITED"),
+    (0x8, "WCONTINUED"),
+    (0x0100_0000, "WNOWAIT"),
+    (0x8000_0000, "__WCLONE"),
+    (0x4000_0000, "__WALL"),
+    (0x2000_0000, "__WNOTHREAD"),
+];
+
+/// wait4/waitid options: `0`, `WNOHANG|__WALL` (strace spells bit 2
+/// `WUNTRACED` for both calls).
+pub fn wait4_options_str(options: u64) -> String {
+    flags_str(options & 0xffff_ffff, WAIT_OPTIONS, "0", "W???")
+}
+
+/// A wait status as strace shows it: `[{WIFEXITED(s) && WEXITSTATUS(s) == 0}]`.
+pub fn wait_status_str(status: i32) -> String {
+    let s = status as u32;
+    let inner = if s & 0x7f == 0 {
+        format!("WIFEXITED(s) && WEXITSTATUS(s) == {}", (s >> 8) & 0xff)
+    } else if s & 0xff == 0x7f {
+        let sig = strace_signame(i64::from((s >> 8) & 0xff));
+        let event = s >> 16;
+        if event != 0 {
+            format!("WIFSTOPPED(s) && WSTOPSIG(s) == {sig} && s >> 16 == {event}")
+        } else {
+            format!("WIFSTOPPED(s) && WSTOPSIG(s) == {sig}")
+        }
+    } else if s == 0xffff {
+        "WIFCONTINUED(s)".to_string()
+    } else {
+        let sig = strace_signame(i64::from(s & 0x7f));
+        let core = if s & 0x80 != 0 {
+            " && WCOREDUMP(s)"
+        } else {
+            ""
+        };
+        format!("WIFSIGNALED(s) && WTERMSIG(s) == {sig}{core}")
+    };
+    format!("[{{{inner}}}]")
+}
+
+const PRIO_WHICH: &[Xlat] = &[(0, "PRIO_PROCESS"), (1, "PRIO_PGRP"), (2, "PRIO_USER")];
+
+/// getpriority/setpriority's which: `PRIO_PROCESS`.
+pub fn prio_which_str(which: u64) -> String {
+    super::flags::xlat_str(which & 0xffff_ffff, PRIO_WHICH, "PRIO_???")
+}
+
+const PRCTL_OPTIONS: &[Xlat] = &[
+    (1, "PR_SET_PDEATHSIG"),
+    (2, "PR_GET_PDEATHSIG"),
+    (3, "PR_GET_DUMPABLE"),
+    (4, "PR_SET_DUMPABLE"),
+    (7, "PR_GET_KEEPCAPS"),
+    (8, "PR_SET_KEEPCAPS"),
+    (13, "PR_GET_TIMING"),
+    (14, "PR_SET_TIMING"),
+    (15, "PR_SET_NAME"),
+    (16, "PR_GET_NAME"),
+    (21, "PR_GET_SECCOMP"),
+    (22, "PR_SET_SECCOMP"),
+    (23, "PR_CAPBSET_READ"),
+    (24, "PR_CAPBSET_DROP"),
+    (27, "PR_GET_SECUREBITS"),
+    (28, "PR_SET_SECUREBITS"),
+    (29, "PR_SET_TIMERSLACK"),
+    (30, "PR_GET_TIMERSLACK"),
+    (31, "PR_TASK_PERF_EVENTS_DISABLE"),
+    (32, "PR_TASK_PERF_EVENTS_ENABLE"),
+    (35, "PR_SET_MM"),
+    (36, "PR_SET_CHILD_SUBREAPER"),
+    (37, "PR_GET_CHILD_SUBREAPER"),
+    (38, "PR_SET_NO_NEW_PRIVS"),
+    (39, "PR_GET_NO_NEW_PRIVS"),
+    (40, "PR_GET_TID_ADDRESS"),
+    (41, "PR_SET_THP_DISABLE"),
+    (42, "PR_GET_THP_DISABLE"),
+    (47, "PR_CAP_AMBIENT"),
+    (52, "PR_GET_SPECULATION_CTRL"),
+    (53, "PR_SET_SPECULATION_CTRL"),
+    (0x53564d41, "PR_SET_VMA"),
+    (0x59616d61, "PR_SET_PTRACER"),
+];
+
+/// prctl's option: `PR_SET_NAME`, `0x270f /* PR_??? */`.
+pub fn prctl_option_str(option: u64) -> String {
+    super::flags::xlat_str(option & 0xffff_ffff, PRCTL_OPTIONS, "PR_???")
+}
+
+const CAPS: [&str; 41] = [
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_DAC_READ_SEARCH",
+    "CAP_FOWNER",
+    "CAP_FSETID",
+    "CAP_KILL",
+    "CAP_SETGID",
+    "CAP_SETUID",
+    "CAP_SETPCAP",
+    "CAP_LINUX_IMMUTABLE",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_NET_BROADCAST",
+    "CAP_NET_ADMIN",
+    "CAP_NET_RAW",
+    "CAP_IPC_LOCK",
+    "CAP_IPC_OWNER",
+    "CAP_SYS_MODULE",
+    "CAP_SYS_RAWIO",
+    "CAP_SYS_CHROOT",
+    "CAP_SYS_PTRACE",
+    "CAP_SYS_PACCT",
+    "CAP_SYS_ADMIN",
+    "CAP_SYS_BOOT",
+    "CAP_SYS_NICE",
+    "CAP_SYS_RESOURCE",
+    "CAP_SYS_TIME",
+    "CAP_SYS_TTY_CONFIG",
+    "CAP_MKNOD",
+    "CAP_LEASE",
+    "CAP_AUDIT_WRITE",
+    "CAP_AUDIT_CONTROL",
+    "CAP_SETFCAP",
+    "CAP_MAC_OVERRIDE",
+    "CAP_MAC_ADMIN",
+    "CAP_SYSLOG",
+    "CAP_WAKE_ALARM",
+    "CAP_BLOCK_SUSPEND",
+    "CAP_AUDIT_READ",
+    "CAP_PERFMON",
+    "CAP_BPF",
+    "CAP_CHECKPOINT_RESTORE",
+];
+
+/// A capability number: `CAP_SYS_ADMIN`.
+pub fn capability_str(cap: u64) -> String {
+    let c = cap & 0xffff_ffff;
+    CAPS.get(c as usize).map_or_else(
+        || super::flags::unknown_str(c, "CAP_???"),
+        |s| s.to_string(),
+    )
+}
+
+const DUMPABLE: &[Xlat] = &[
+    (0, "SUID_DUMP_DISABLE"),
+    (1, "SUID_DUMP_USER"),
+    (2, "SUID_DUMP_ROOT"),
+];
+
+/// PR_SET_DUMPABLE's value.
+pub fn dumpable_str(v: u64) -> String {
+    super::flags::xlat_str(v, DUMPABLE, "SUID_DUMP_???")
+}
+
+/// clone3's `struct clone_args` (at least its first 64 bytes) as strace
+/// shows it; with `exited` the kernel's writes follow as
+/// ` => {parent_tid=[123]}`.
+pub fn clone_args_str(
+    mem: &dyn crate::memory::ReadMemory,
+    addr: u64,
+    size: u64,
+    exited: bool,
+) -> String {
+    use super::strings::{addr_str, read_bytes};
+    let len = size.min(88) as usize;
+    let Some(b) = read_bytes(mem, addr, len).filter(|b| b.len() == len && len >= 64) else {
+        return addr_str(addr);
+    };
+    let w = |i: usize| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
+    let flags = w(0);
+    let mut fields = vec![format!(
+        "flags={}",
+        flags_str(flags, CLONE_FLAGS, "0", "CLONE_???")
+    )];
+    if flags & CLONE_PIDFD != 0 {
+        fields.push(format!("pidfd={}", addr_str(w(1))));
+    }
+    if flags & (CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID) != 0 {
+        fields.push(format!("child_tid={}", addr_str(w(2))));
+    }
+    if flags & CLONE_PARENT_SETTID != 0 {
+        fields.push(format!("parent_tid={}", addr_str(w(3))));
+    }
+    let sig = w(4);
+    fields.push(format!(
+        "exit_signal={}",
+        if sig == 0 {
+            "0".to_string()
+        } else {
+            strace_signame(sig as i64)
+        }
+    ));
+    fields.push(format!("stack={}", addr_str(w(5))));
+    fields.push(format!("stack_size={:#x}", w(6)));
+    if flags & CLONE_SETTLS != 0 {
+        fields.push(format!("tls={}", addr_str(w(7))));
+    }
+    let mut out = format!("{{{}}}", fields.join(", "));
+    if exited && flags & (CLONE_PARENT_SETTID | CLONE_PIDFD) != 0 {
+        let int_at = |p: u64| {
+            read_bytes(mem, p, 4).filter(|b| b.len() == 4).map_or_else(
+                || addr_str(p),
+                |b| format!("[{}]", i32::from_ne_bytes(b.try_into().unwrap())),
+            )
+        };
+        let mut written = Vec::new();
+        if flags & CLONE_PIDFD != 0 {
+            written.push(format!("pidfd={}", int_at(w(1))));
+        }
+        if flags & CLONE_PARENT_SETTID != 0 {
+            written.push(format!("parent_tid={}", int_at(w(3))));
+        }
+        out.push_str(&format!(" => {{{}}}", written.join(", ")));
+    }
+    out
+}
+
+/// A pid argument (an `int`, negative for process groups).
+pub fn pid_str(pid: u64) -> String {
+    as_int(pid).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clone_flags() {
+        let f = 0x1200000 | libc::SIGCHLD as u64;
+        assert_eq!(
+            clone_flags_str(f),
+            "CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD"
+        );
+        let f = (libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD) as u64;
+        assert_eq!(clone_flags_str(f), "CLONE_VM|CLONE_VFORK|SIGCHLD");
+        assert_eq!(clone_flags_str(libc::SIGCHLD as u64), "SIGCHLD");
+        assert_eq!(clone_flags_str(0), "0");
+        assert_eq!(clone_flags_str(0x100), "CLONE_VM");
+    }
+
+    #[test]
+    fn wait_options() {
+        assert_eq!(wait4_options_str(0), "0");
+        assert_eq!(wait4_options_str(1), "WNOHANG");
+        assert_eq!(wait4_options_str(3), "WNOHANG|WUNTRACED");
+        assert_eq!(wait4_options_str(0x4000_0001), "WNOHANG|__WALL");
+        assert_eq!(wait4_options_str(4), "WEXITED");
+    }
+
+    #[test]
+    fn wait_statuses() {
+        assert_eq!(
+            wait_status_str(0),
+            "[{WIFEXITED(s) && WEXITSTATUS(s) == 0}]"
+        );
+        assert_eq!(
+            wait_status_str(3 << 8),
+            "[{WIFEXITED(s) && WEXITSTATUS(s) == 3}]"
+        );
+        assert_eq!(
+            wait_status_str(9),
+            "[{WIFSIGNALED(s) && WTERMSIG(s) == SIGKILL}]"
+        );
+        assert_eq!(
+            wait_status_str(0x80 | 11),
+            "[{WIFSIGNALED(s) && WTERMSIG(s) == SIGSEGV && WCOREDUMP(s)}]"
+        );
+        assert_eq!(
+            wait_status_str(0x137f),
+            "[{WIFSTOPPED(s) && WSTOPSIG(s) == SIGSTOP}]"
+        );
+        assert_eq!(wait_status_str(0xffff), "[{WIFCONTINUED(s)}]");
+        assert_eq!(pid_str(0xffff_ffff), "-1");
+    }
+
+    #[test]
+    fn clone3_arguments() {
+        // clone_args at 0x8000; parent_tid and child_tid point at 0x8100.
+        let mut region = vec![0u8; 0x200];
+        let words = [
+            (0usize, 0x3d0f00u64),
+            (2, 0x8100),
+            (3, 0x8100),
+            (5, 0x7000),
+            (6, 0x7fff80),
+            (7, 0x6000),
+        ];
+        for (i, v) in words {
+            region[i * 8..i * 8 + 8].copy_from_slice(&v.to_ne_bytes());
+        }
+        region[0x100..0x104].copy_from_slice(&77i32.to_ne_bytes());
+        let mem = crate::syscalls::testmem::Mem::new(0x8000, &region);
+        let entry = "{flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD|CLONE_SYSVSEM|CLONE_SETTLS|CLONE_PARENT_SETTID|CLONE_CHILD_CLEARTID, child_tid=0x8100, parent_tid=0x8100, exit_signal=0, stack=0x7000, stack_size=0x7fff80, tls=0x6000}";
+        assert_eq!(clone_args_str(&mem, 0x8000, 88, false), entry);
+        assert_eq!(
+            clone_args_str(&mem, 0x8000, 88, true),
+            format!("{entry} => {{parent_tid=[77]}}")
+        );
+        assert_eq!(clone_args_str(&mem, 0x100, 88, false), "0x100");
+        assert_eq!(clone_args_str(&mem, 0x8000, 32, false), "0x8000");
+    }
+
+    #[test]
+    fn prctl_and_priorities() {
+        assert_eq!(prio_which_str(0), "PRIO_PROCESS");
+        assert_eq!(prctl_option_str(15), "PR_SET_NAME");
+        assert_eq!(prctl_option_str(9999), "0x270f /* PR_??? */");
+        assert_eq!(capability_str(21), "CAP_SYS_ADMIN");
+        assert_eq!(capability_str(99), "0x63 /* CAP_??? */");
+        assert_eq!(dumpable_str(1), "SUID_DUMP_USER");
+    }
+}

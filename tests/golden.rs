@@ -1,0 +1,342 @@
+//! Golden tests: runs the `utap` binary on every case and compares its
+//! output byte for byte.
+//!
+//! A case is `NAME.stp` with optional side files:
+//! - `NAME.args`: script arguments, one line of shell words;
+//! - `NAME.opts`: utap options, one line of shell words (`-D X=Y`, `-G`,
+//!   `--suppress-handler-errors`, `-g`, `-T N` ...);
+//! - `NAME.cmd`: a command to trace (`-c`);
+//! - expected `NAME.out` (stdout), `NAME.err` (stderr), `NAME.exit` (exit
+//!   status; 0 when absent).
+//!
+//! Cases come from `tests/golden/` (every expectation checked) and from
+//! `../shared/conformance/run/` (SystemTap's test suite: stdout only;
+//! `tests/conformance-run-exceptions.txt` lists the cases expected to
+//! fail, each with its reason). `UTAP_BLESS=1` rewrites the expectations
+//! of `tests/golden/` cases from the actual results.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use libtest_mimic::{Arguments, Failed, Trial};
+
+/// How long a case may run.
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Splits a line of shell words (single and double quotes, backslash).
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = line.trim().chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                for c in chars.by_ref() {
+                    if c == '\'' {
+                        break;
+                    }
+                    cur.push(c);
+                }
+            }
+            '"' => {
+                in_word = true;
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' => {
+                            if let Some(n) = chars.next() {
+                                cur.push(n);
+                            }
+                        }
+                        _ => cur.push(c),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    words
+}
+
+fn read_opt(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path).ok()
+}
+
+/// Options of a conformance case: only those utap honours (`-D`, `-G`,
+/// `-g`); the rest (`-u`, `--compatible`...) do not change output.
+fn conformance_opts(words: Vec<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = words.into_iter();
+    while let Some(w) = it.next() {
+        if w == "-D" || w == "-G" {
+            if let Some(v) = it.next() {
+                out.push(w);
+                out.push(v);
+            }
+        } else if w.starts_with("-D") || w.starts_with("-G") || w == "-g" {
+            out.push(w);
+        }
+    }
+    out
+}
+
+struct Case {
+    dir: PathBuf,
+    name: String,
+    conformance: bool,
+}
+
+struct Run {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    status: i32,
+}
+
+fn run_case(case: &Case) -> Result<Run, String> {
+    let file = |ext: &str| case.dir.join(format!("{}.{ext}", case.name));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_utap"));
+    cmd.current_dir(&case.dir);
+    if let Some(opts) = read_opt(&file("opts")) {
+        let words = shell_words(&opts);
+        cmd.args(if case.conformance {
+            conformance_opts(words)
+        } else {
+            words
+        });
+    }
+    if let Some(c) = read_opt(&file("cmd")) {
+        cmd.arg("-c").arg(c.trim());
+    }
+    cmd.arg(format!("{}.stp", case.name));
+    if let Some(args) = read_opt(&file("args")) {
+        cmd.args(shell_words(&args));
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(|e| format!("cannot run utap: {e}"))?;
+    // Drain both pipes on threads so a chatty case cannot block.
+    let mut out = child.stdout.take().expect("piped");
+    let mut err = child.stderr.take().expect("piped");
+    let t_out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
+            break s;
+        }
+        if start.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("timed out after {}s", TIMEOUT.as_secs()));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Ok(Run {
+        stdout: t_out.join().unwrap_or_default(),
+        stderr: t_err.join().unwrap_or_default(),
+        status: status.code().unwrap_or(128 + 9),
+    })
+}
+
+/// A readable difference: the common lines, then what was expected and
+/// what came instead, line by line.
+fn diff(what: &str, expected: &[u8], actual: &[u8]) -> String {
+    let e = String::from_utf8_lossy(expected);
+    let a = String::from_utf8_lossy(actual);
+    let el: Vec<&str> = e.split_inclusive('\n').collect();
+    let al: Vec<&str> = a.split_inclusive('\n').collect();
+    let prefix = el.iter().zip(&al).take_while(|(x, y)| x == y).count();
+    let suffix = el[prefix..]
+        .iter()
+        .rev()
+        .zip(al[prefix..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let mut s = format!(
+        "{what} differs (first difference at line {}):\n",
+        prefix + 1
+    );
+    for l in &el[prefix.saturating_sub(3)..prefix] {
+        s += &format!("  {}", show(l));
+    }
+    for l in &el[prefix..el.len() - suffix] {
+        s += &format!("- {}", show(l));
+    }
+    for l in &al[prefix..al.len() - suffix] {
+        s += &format!("+ {}", show(l));
+    }
+    s
+}
+
+fn show(line: &str) -> String {
+    if line.ends_with('\n') {
+        line.to_string()
+    } else {
+        format!("{line}\\ (no newline at end)\n")
+    }
+}
+
+fn check_case(case: &Case, bless: bool) -> Result<(), String> {
+    let file = |ext: &str| case.dir.join(format!("{}.{ext}", case.name));
+    let run = run_case(case)?;
+    if bless && !case.conformance {
+        let write = |ext: &str, data: &[u8], keep_empty: bool| {
+            let p = file(ext);
+            if data.is_empty() && !keep_empty {
+                let _ = std::fs::remove_file(&p);
+            } else {
+                std::fs::write(&p, data).expect("write expectation");
+            }
+        };
+        write("out", &run.stdout, true);
+        write("err", &run.stderr, false);
+        let exit = if run.status == 0 {
+            Vec::new()
+        } else {
+            format!("{}\n", run.status).into_bytes()
+        };
+        write("exit", &exit, false);
+        return Ok(());
+    }
+    let mut problems = Vec::new();
+    let expected_out = std::fs::read(file("out")).unwrap_or_default();
+    if expected_out != run.stdout {
+        problems.push(diff("stdout", &expected_out, &run.stdout));
+    }
+    if !case.conformance {
+        let expected_err = std::fs::read(file("err")).unwrap_or_default();
+        if expected_err != run.stderr {
+            problems.push(diff("stderr", &expected_err, &run.stderr));
+        }
+        let expected_exit: i32 = read_opt(&file("exit"))
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
+        if expected_exit != run.status {
+            problems.push(format!(
+                "exit status {} instead of {expected_exit}\nstderr:\n{}",
+                run.status,
+                String::from_utf8_lossy(&run.stderr)
+            ));
+        }
+    } else if !problems.is_empty() {
+        problems.push(format!("stderr:\n{}", String::from_utf8_lossy(&run.stderr)));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
+fn cases_in(dir: &Path, conformance: bool) -> Vec<Case> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    let n = e.file_name().into_string().ok()?;
+                    n.strip_suffix(".stp").map(str::to_string)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+        .into_iter()
+        .map(|name| Case {
+            dir: dir.to_path_buf(),
+            name,
+            conformance,
+        })
+        .collect()
+}
+
+/// `NAME reason...` lines; `#` starts a comment.
+fn exceptions() -> Vec<(String, String)> {
+    let text = read_opt(&root().join("tests/conformance-run-exceptions.txt")).unwrap_or_default();
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| match l.split_once(char::is_whitespace) {
+            Some((n, r)) => (n.to_string(), r.trim().to_string()),
+            None => (l.to_string(), String::new()),
+        })
+        .collect()
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let bless = std::env::var_os("UTAP_BLESS").is_some_and(|v| v == "1");
+    let mut trials = Vec::new();
+    for case in cases_in(&root().join("tests/golden"), false) {
+        let name = format!("golden::{}", case.name);
+        trials.push(Trial::test(name, move || {
+            check_case(&case, bless).map_err(Failed::from)
+        }));
+    }
+    let conf_dir = root().join("../shared/conformance/run");
+    if conf_dir.is_dir() {
+        let exceptions = Arc::new(exceptions());
+        for case in cases_in(&conf_dir, true) {
+            let name = format!("conformance::{}", case.name);
+            let exceptions = exceptions.clone();
+            trials.push(Trial::test(name, move || {
+                let expected_failure = exceptions.iter().find(|(n, _)| *n == case.name);
+                match (check_case(&case, false), expected_failure) {
+                    (Ok(()), None) => Ok(()),
+                    (Err(e), None) => Err(Failed::from(e)),
+                    (Err(_), Some(_)) => Ok(()),
+                    (Ok(()), Some(_)) => Err(Failed::from(
+                        "passes now: remove it from tests/conformance-run-exceptions.txt",
+                    )),
+                }
+            }));
+        }
+        eprintln!(
+            "conformance: {} run cases, {} listed as expected failures",
+            cases_in(&conf_dir, true).len(),
+            exceptions.len()
+        );
+    } else {
+        eprintln!(
+            "conformance: {} not found, conformance cases skipped",
+            conf_dir.display()
+        );
+    }
+    libtest_mimic::run(&args, trials).exit();
+}
