@@ -6,6 +6,7 @@ mod cli;
 use clap::Parser;
 use std::io::IsTerminal;
 use std::process::ExitCode;
+use utap_compiler::check;
 use utap_compiler::diag::{self, Diagnostic};
 use utap_compiler::parser::{self, NodeIds, ParseOptions};
 use utap_compiler::print;
@@ -30,11 +31,29 @@ enum Failure {
     Reported,
 }
 
+/// Options of the checker (pass 2) from the command line.
+fn check_options(opts: &cli::Options) -> check::CheckOptions {
+    check::CheckOptions {
+        guru: opts.guru,
+        verbose: u32::from(opts.verbose),
+        tapset_dirs: opts.include.iter().map(Into::into).collect(),
+        ..Default::default()
+    }
+}
+
 fn run(opts: &cli::Options) -> Result<(), Failure> {
-    if opts.list.is_some() || opts.list_vars.is_some() {
-        return Err(Failure::Message(
-            "listing probe points (-l, -L) is not yet supported".into(),
-        ));
+    if let Some((pattern, vars)) = opts
+        .list
+        .as_ref()
+        .map(|p| (p, false))
+        .or(opts.list_vars.as_ref().map(|p| (p, true)))
+    {
+        let mut map = SourceMap::new();
+        let mut ids = NodeIds::default();
+        let text = check::listing::list(&mut map, pattern, vars, &check_options(opts), &mut ids)
+            .map_err(|d| report(&d, &map))?;
+        print!("{text}");
+        return Ok(());
     }
     let (source, args) = opts.script().map_err(Failure::Message)?;
     let mut map = SourceMap::new();
@@ -58,9 +77,19 @@ fn run(opts: &cli::Options) -> Result<(), Failure> {
     let mut ids = NodeIds::default();
     let script =
         parser::parse_file(&map, file, &parse_opts, &mut ids).map_err(|d| report(&d, &map))?;
+    if opts.pass == Some(1) {
+        print!("{}", print::script(&script));
+        return Ok(());
+    }
+    let checked = check::check(&mut map, script, &check_options(opts), &mut ids)
+        .map_err(|d| report(&d, &map))?;
+    if !checked.warnings.is_empty() {
+        let colour = std::io::stderr().is_terminal();
+        eprint!("{}", diag::render_all(&checked.warnings, &map, colour));
+    }
     match opts.pass {
-        Some(1) => {
-            print!("{}", print::script(&script));
+        Some(2) => {
+            print!("{}", check::dump::dump(&checked.program));
             Ok(())
         }
         Some(n) => Err(Failure::Message(format!(

@@ -19,7 +19,7 @@
 //! 4. Octal returns (umask): strace pads to three digits (`000`), SystemTap's
 //!    `%#o` does not (`0`).
 //! The pids differ between the two runs: getpid's and set_tid_address's
-//! results and kill's first argument read `PID`, the child's pid (clone's result, wait4's argument
+//! results and kill's and pidfd_open's first argument read `PID`, the child's pid (clone's result, wait4's argument
 //! and result) `CHILD` in both.
 //! Formatting only: strace's `PID ` prefix (from -f with -o) and the spaces
 //! that align ` = ` are dropped; strace's `--- SIGNAL {...} ---` lines are
@@ -144,6 +144,23 @@ const TRACED: &[&str] = &[
     "sendmsg",
     "recvmsg",
     "prctl",
+    "getsockname",
+    "getpeername",
+    "flock",
+    "preadv",
+    "preadv2",
+    "pwritev",
+    "sendfile",
+    "splice",
+    "syncfs",
+    "personality",
+    "close_range",
+    "pidfd_open",
+    "waitid",
+    "getrusage",
+    "umount2",
+    "mlockall",
+    "munlockall",
 ];
 
 const ADDR_NO_RANDOMIZE: libc::c_ulong = 0x0040000;
@@ -179,8 +196,10 @@ fn hide_pids(lines: Vec<String>, pid: &str) -> Vec<String> {
             if line.starts_with("getpid() = ") || line.starts_with("set_tid_address(") {
                 return line.replacen(&format!(" = {pid}"), " = PID", 1);
             }
-            if let Some(rest) = line.strip_prefix(&format!("kill({pid}, ")) {
-                return format!("kill(PID, {rest}");
+            for call in ["kill", "pidfd_open"] {
+                if let Some(rest) = line.strip_prefix(&format!("{call}({pid}, ")) {
+                    return format!("{call}(PID, {rest}");
+                }
             }
             if line.starts_with("clone(") {
                 let (call, ret) = line.rsplit_once(" = ").unwrap();

@@ -11,7 +11,19 @@
 //! `-2 (ENOENT)` where strace prints `-1 ENOENT (No such file or
 //! directory)`; mmap/mremap return hex (`0x7f...`), umask octal, everything
 //! else decimal — also brk, which strace shows in hex.
+//!
+//! Known differences from strace's argument text, all from decoding at one
+//! moment instead of at both entry and exit:
+//! - arguments the kernel reads and then updates (socket address lengths,
+//!   copy_file_range offsets, select's fd sets) show the value current when
+//!   the text is made; strace shows `[110 => 2]` when a length changed;
+//! - after a successful execve the old memory is gone: make its text at
+//!   entry;
+//! - strace's decorations of return values (`= 1 ([{fd=3,
+//!   revents=POLLIN}])`, `= 0x1 (flags FD_CLOEXEC)`) are not part of
+//!   argstr, and retstr is SystemTap's bare number.
 
+use super::decode::bytes::*;
 use super::decode::strings::{addr_str, buffer_str, cstring_str, iovec_str, path_str, read_bytes};
 use super::decode::{
     file, flags::as_int, memory, misc, network, poll, process, resource, signal, time,
@@ -121,6 +133,12 @@ impl Decoder<'_> {
             "arch_prctl" => self.arch_prctl(),
             "setsockopt" | "getsockopt" => self.sockopt(),
             "prctl" => self.prctl(),
+            // The high half of the offset is not shown on 64-bit.
+            "preadv2" | "pwritev2" => {
+                let mut parts = self.all();
+                parts.remove(4);
+                parts
+            }
             _ => self
                 .sig
                 .args
@@ -197,8 +215,8 @@ impl Decoder<'_> {
     }
 
     fn pointer_at(&self, addr: u64) -> Option<u64> {
-        let b = read_bytes(self.mem, addr, 8).filter(|b| b.len() == 8)?;
-        Some(u64::from_ne_bytes(b.try_into().unwrap()))
+        let b = read_exact(self.mem, addr, 8)?;
+        Some(u64_at(&b, 0))
     }
 
     /// A NULL-terminated array of strings, at most 32 shown.
@@ -208,7 +226,7 @@ impl Decoder<'_> {
         }
         let mut items = Vec::new();
         for i in 0.. {
-            let Some(p) = self.pointer_at(addr + 8 * i) else {
+            let Some(p) = self.pointer_at(addr.wrapping_add(8 * i)) else {
                 return if i == 0 {
                     addr_str(addr)
                 } else {
@@ -231,7 +249,7 @@ impl Decoder<'_> {
         if addr == 0 {
             return None;
         }
-        (0..4096).find_map(|i| match self.pointer_at(addr + 8 * i as u64) {
+        (0..4096).find_map(|i| match self.pointer_at(addr.wrapping_add(8 * i as u64)) {
             Some(0) => Some(Some(i)),
             Some(_) => None,
             None => Some(None),
@@ -294,7 +312,7 @@ impl Decoder<'_> {
             parts.push(len_str);
         } else {
             parts.push(addr_str(val));
-            parts.push(addr_str(len));
+            parts.push(resource::int_ref_str(self.mem, len));
         }
         parts
     }
@@ -399,8 +417,8 @@ impl Decoder<'_> {
             Kind::CloneFlags => process::clone_flags_str(v),
             Kind::WaitOptions => process::wait4_options_str(v),
             Kind::OutWaitStatus if out_ok && self.ret.unwrap_or(0) > 0 => {
-                match read_bytes(self.mem, v, 4).filter(|b| b.len() == 4) {
-                    Some(b) => process::wait_status_str(i32::from_ne_bytes(b.try_into().unwrap())),
+                match read_exact(self.mem, v, 4) {
+                    Some(b) => process::wait_status_str(i32_at(&b, 0)),
                     None => addr_str(v),
                 }
             }
@@ -418,6 +436,16 @@ impl Decoder<'_> {
             Kind::SockFlags => network::sock_flags_str(v),
             Kind::Protocol(n) => network::protocol_str(by_index(n), v),
             Kind::Sockaddr(n) => network::sockaddr_str(self.mem, v, by_index(n)),
+            Kind::OutSockaddr(n) if out_ok => {
+                match read_bytes(self.mem, by_index(n), 4).filter(|b| b.len() == 4) {
+                    Some(b) => {
+                        let len = u32_at(&b, 0);
+                        network::sockaddr_str(self.mem, v, u64::from(len))
+                    }
+                    None => addr_str(v),
+                }
+            }
+            Kind::OutSockaddr(_) => addr_str(v),
             Kind::MsgFlags => network::msg_flags_str(v),
             Kind::ShutdownHow => network::shutdown_how_str(v),
             Kind::Timespec => time::timespec_str(self.mem, v),
@@ -442,12 +470,24 @@ impl Decoder<'_> {
             Kind::OutStackT => addr_str(v),
             Kind::OutIntRef if out_ok => resource::int_ref_str(self.mem, v),
             Kind::OutIntRef => addr_str(v),
+            Kind::IntRef => resource::int_ref_str(self.mem, v),
             Kind::GidList(n) => resource::id_list_str(self.mem, v, by_index(n)),
             Kind::OutGidList if out_ok => {
                 resource::id_list_str(self.mem, v, self.ret.unwrap_or(0) as u64)
             }
             Kind::OutGidList => addr_str(v),
             Kind::MfdFlags => file::memfd_flags_str(v),
+            Kind::FlockOp => file::flock_op_str(v),
+            Kind::RwfFlags => file::rwf_flags_str(v),
+            Kind::SpliceFlags => file::splice_flags_str(v),
+            Kind::CloseRangeFlags => file::close_range_flags_str(v),
+            Kind::UmountFlags => file::umount_flags_str(v),
+            Kind::MlockallFlags => memory::mlockall_flags_str(v),
+            Kind::Personality => process::personality_str(v),
+            Kind::IdType => process::idtype_str(v),
+            Kind::RusageWho => process::rusage_who_str(v),
+            Kind::OutSiginfo if out_ok => process::siginfo_str(self.mem, v),
+            Kind::OutSiginfo => addr_str(v),
             Kind::Itimerspec => time::itimerspec_str(self.mem, v),
             Kind::OutItimerspec if out_ok => time::itimerspec_str(self.mem, v),
             Kind::OutItimerspec => addr_str(v),
@@ -471,20 +511,18 @@ impl Decoder<'_> {
             Kind::UtimensTimes => time::utimens_str(self.mem, v),
             Kind::XattrFlags => file::xattr_flags_str(v),
             Kind::OffPtr if v == 0 => "NULL".to_string(),
-            Kind::OffPtr => match read_bytes(self.mem, v, 8).filter(|b| b.len() == 8) {
-                Some(b) => format!("[{}]", i64::from_ne_bytes(b.try_into().unwrap())),
+            Kind::OffPtr => match read_exact(self.mem, v, 8) {
+                Some(b) => format!("[{}]", i64_at(&b, 0)),
                 None => addr_str(v),
             },
-            Kind::OutFdPair if out_ok => {
-                match read_bytes(self.mem, v, 8).filter(|b| b.len() == 8) {
-                    Some(b) => {
-                        let a = i32::from_ne_bytes(b[0..4].try_into().unwrap());
-                        let c = i32::from_ne_bytes(b[4..8].try_into().unwrap());
-                        format!("[{a}, {c}]")
-                    }
-                    None => addr_str(v),
+            Kind::OutFdPair if out_ok => match read_exact(self.mem, v, 8) {
+                Some(b) => {
+                    let a = i32_at(&b, 0);
+                    let c = i32_at(&b, 4);
+                    format!("[{a}, {c}]")
                 }
-            }
+                None => addr_str(v),
+            },
             Kind::OutFdPair => addr_str(v),
             Kind::PollFds(n) => poll::pollfds_str(self.mem, v, by_index(n)),
             Kind::EpollOp => poll::epoll_op_str(v),
@@ -694,5 +732,50 @@ mod tests {
         assert_eq!(retstr(9999, -1), "-1 (EPERM)");
         assert_eq!(retstr(nr("lseek"), i64::MIN), i64::MIN.to_string());
         assert!(is_error(-4095) && !is_error(-4096) && !is_error(0));
+    }
+}
+
+#[cfg(test)]
+mod robustness {
+    use super::*;
+    use crate::syscalls::table::SYSCALLS;
+    use crate::syscalls::testmem::Mem;
+
+    /// Hostile inputs never panic: every call, with extreme argument values,
+    /// unreadable or garbage memory, at entry and at exit.
+    #[test]
+    fn every_syscall_with_extreme_arguments() {
+        let garbage = Mem::new(0x1000, &[0xff; 4096]);
+        let zeros = Mem::new(0x1000, &[0; 4096]);
+        let none = Mem::none();
+        let patterns: [[u64; 6]; 5] = [
+            [0; 6],
+            [u64::MAX; 6],
+            [0x1000; 6],
+            [0x1ff8, 0x1000, 0x7fff_ffff, u64::MAX - 7, 0x1001, 3],
+            [i64::MIN as u64, 0x1000, 1 << 40, 0x1000, 0, u32::MAX as u64],
+        ];
+        let rets = [
+            None,
+            Some(0),
+            Some(-14),
+            Some(4096),
+            Some(i64::MAX),
+            Some(i64::MIN),
+        ];
+        let mut nrs: Vec<i64> = SYSCALLS.iter().map(|e| i64::from(e.nr)).collect();
+        nrs.extend([-1, 400, 472, 100_000, i64::MIN, i64::MAX]);
+        for nr in nrs {
+            for args in &patterns {
+                for ret in rets {
+                    for mem in [&garbage as &dyn ReadMemory, &zeros, &none] {
+                        let _ = argstr(nr, args, ret, mem);
+                    }
+                }
+            }
+            for ret in rets.iter().flatten() {
+                let _ = retstr(nr, *ret);
+            }
+        }
     }
 }
