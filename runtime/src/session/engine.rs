@@ -89,13 +89,18 @@ impl Shared {
     /// order; returns the (possibly guru-modified) context values and
     /// whether the current thread must stay stopped.
     pub fn fire(&mut self, ctl: &mut Control, hooks: &[Hook], values: &ProbeValues) -> Fired {
-        let mut fired = Fired { values: *values, stop: false };
+        let mut fired = Fired {
+            values: *values,
+            stop: false,
+        };
         let memory = ProcessMemory::new(values.tid as i32);
         for hook in hooks {
             if !self.matches(&hook.filter, values.pid as i32) {
                 continue;
             }
-            let outcome = self.script.fire(hook.probe, &fired.values, Some(&memory), &mut self.sink);
+            let outcome =
+                self.script
+                    .fire(hook.probe, &fired.values, Some(&memory), &mut self.sink);
             fired.values = outcome.probe;
             fired.stop |= self.apply(ctl, &outcome, values.tid);
             if outcome.stop {
@@ -136,11 +141,19 @@ pub(crate) struct Fired {
 }
 
 fn context(pid: i32, tid: i32) -> ProbeValues {
-    ProbeValues { pid: pid as i64, tid: tid as i64, ..ProbeValues::default() }
+    ProbeValues {
+        pid: pid as i64,
+        tid: tid as i64,
+        ..ProbeValues::default()
+    }
 }
 
 fn action(stop: bool) -> ResumeAction {
-    if stop { ResumeAction::Stop } else { ResumeAction::Resume }
+    if stop {
+        ResumeAction::Stop
+    } else {
+        ResumeAction::Resume
+    }
 }
 
 /// The engine object registered with the tracer. The dispatch tables are
@@ -169,7 +182,9 @@ impl Engine for ScriptEngine {
     }
 
     fn report_syscall_entry(&mut self, cx: &mut Cx, _: ResumeAction) -> ResumeAction {
-        let Ok(info) = cx.syscall() else { return ResumeAction::Resume };
+        let Ok(info) = cx.syscall() else {
+            return ResumeAction::Resume;
+        };
         let mut s = self.shared.borrow_mut();
         let d = &*self.dispatch;
         let args = info.args.map(|a| a as i64);
@@ -180,16 +195,25 @@ impl Engine for ScriptEngine {
         if hooks.is_empty() {
             return ResumeAction::Resume;
         }
-        let values = ProbeValues { syscall: info.nr as i64, args, ..context(cx.pid().0, cx.tid().0) };
+        let values = ProbeValues {
+            syscall: info.nr as i64,
+            args,
+            ..context(cx.pid().0, cx.tid().0)
+        };
         action(s.fire(cx, hooks, &values).stop)
     }
 
     fn report_syscall_exit(&mut self, cx: &mut Cx, _: ResumeAction) -> ResumeAction {
-        let Ok(info) = cx.syscall() else { return ResumeAction::Resume };
+        let Ok(info) = cx.syscall() else {
+            return ResumeAction::Resume;
+        };
         let mut s = self.shared.borrow_mut();
         let d = &*self.dispatch;
         let tid = cx.tid().0;
-        let args = s.entry_args.remove(&tid).unwrap_or(info.args.map(|a| a as i64));
+        let args = s
+            .entry_args
+            .remove(&tid)
+            .unwrap_or(info.args.map(|a| a as i64));
         let hooks = d.exit.get(info.nr as i64);
         if hooks.is_empty() {
             return ResumeAction::Resume;
@@ -209,8 +233,15 @@ impl Engine for ScriptEngine {
         action(fired.stop)
     }
 
-    fn report_signal(&mut self, cx: &mut Cx, _: ResumeAction, sig: &mut SignalReport) -> ResumeAction {
-        let Some(original) = sig.original else { return ResumeAction::Resume };
+    fn report_signal(
+        &mut self,
+        cx: &mut Cx,
+        _: ResumeAction,
+        sig: &mut SignalReport,
+    ) -> ResumeAction {
+        let Some(original) = sig.original else {
+            return ResumeAction::Resume;
+        };
         let mut s = self.shared.borrow_mut();
         let d = &*self.dispatch;
         if d.signal.is_empty() {
@@ -281,7 +312,10 @@ impl Engine for ScriptEngine {
         }
         if left == Some(0) || (left.is_none() && tid == pid) {
             s.live.remove(&pid);
-            let values = ProbeValues { code: status.code() as i64, ..context(pid, pid) };
+            let values = ProbeValues {
+                code: status.code() as i64,
+                ..context(pid, pid)
+            };
             s.fire(cx, &d.end, &values);
             s.exe.remove(&pid);
         }

@@ -75,7 +75,10 @@ pub fn run(
     }
     let (pid, threads) = start_target(&mut tracer, &mut script, &dispatch, opts)?;
     let shared: SharedRef = Rc::new(RefCell::new(Shared::new(script, sink, &dispatch)));
-    let id = tracer.add_engine(ScriptEngine { shared: shared.clone(), dispatch: dispatch.clone() });
+    let id = tracer.add_engine(ScriptEngine {
+        shared: shared.clone(),
+        dispatch: dispatch.clone(),
+    });
     shared.borrow_mut().engine = id;
     {
         let mut ctl = tracer.ctl();
@@ -84,7 +87,9 @@ pub fn run(
                 .map_err(|e| SessionError(format!("cannot trace {t}: {e}")))?;
         }
         ctl.end_when_exits(pid);
-        shared.borrow_mut().adopt_process(&mut ctl, &dispatch, pid, &threads);
+        shared
+            .borrow_mut()
+            .adopt_process(&mut ctl, &dispatch, pid, &threads);
         schedule_timers(&mut ctl, &shared, opts.time_limit);
     }
     let why = tracer.run().map_err(|e| SessionError(e.to_string()))?;
@@ -119,9 +124,15 @@ fn start_target(
         Target::Attach(pid) => {
             let pid = Tid(*pid);
             script.set_target(pid.0 as i64);
-            let threads = tracer.ctl().attach_process(pid).map_err(|e| attach_error(pid, e))?;
+            let threads = tracer
+                .ctl()
+                .attach_process(pid)
+                .map_err(|e| attach_error(pid, e))?;
             if opts.verbose {
-                eprintln!("utap: attached to {} thread(s) of {pid}; stopping on every syscall (no seccomp filter can be added to a running process)", threads.len());
+                eprintln!(
+                    "utap: attached to {} thread(s) of {pid}; stopping on every syscall (no seccomp filter can be added to a running process)",
+                    threads.len()
+                );
             }
             Ok((pid, threads))
         }
@@ -129,11 +140,19 @@ fn start_target(
 }
 
 fn attach_error(pid: Tid, e: crate::utrace::Error) -> SessionError {
+    use crate::utrace::Error;
     let why = match e {
-        crate::utrace::Error::Ptrace { errno: libc::ESRCH, .. } => "no such process".to_string(),
-        crate::utrace::Error::Ptrace { errno: libc::EPERM, .. } => {
-            "operation not permitted (another tracer, a different user, or kernel.yama.ptrace_scope forbids it)".to_string()
-        }
+        Error::Gone(_)
+        | Error::NoSuchThread(_)
+        | Error::Os {
+            errno: libc::ESRCH | libc::ENOENT,
+            ..
+        } => "no such process".to_string(),
+        Error::Os {
+            errno: libc::EPERM, ..
+        } => "operation not permitted (it is traced already, \
+            belongs to another user, or kernel.yama.ptrace_scope forbids it)"
+            .to_string(),
         other => other.to_string(),
     };
     SessionError(format!("cannot attach to process {pid}: {why}"))
@@ -161,12 +180,16 @@ fn spawn(
         .map_err(|e| SessionError(format!("cannot run {cmd:?}: {e}")))?;
     let seccomp_on = filter.is_some() && spawned.hook_ok;
     if seccomp_on {
-        tracer.ctl().set_syscall_source(spawned.pid, SyscallSource::Seccomp);
+        tracer
+            .ctl()
+            .set_syscall_source(spawned.pid, SyscallSource::Seccomp);
     }
     if verbose {
         eprintln!("{}", strategy_note(syscalls, seccomp_on));
         if seccomp_on && seccomp::needs_no_new_privs() {
-            eprintln!("utap: without CAP_SYS_ADMIN the filter needs NO_NEW_PRIVS: setuid programs run without their privileges");
+            eprintln!(
+                "utap: without CAP_SYS_ADMIN the filter needs NO_NEW_PRIVS: setuid programs run without their privileges"
+            );
         }
     }
     Ok(spawned.pid)
@@ -174,8 +197,13 @@ fn spawn(
 
 fn strategy_note(syscalls: Option<&[u32]>, seccomp_on: bool) -> String {
     match (syscalls, seccomp_on) {
-        (Some(s), true) => format!("utap: seccomp filter stops only on {} syscall(s) (+ execve)", s.len()),
-        (Some(_), false) => "utap: seccomp filter could not be installed; stopping on every syscall".into(),
+        (Some(s), true) => format!(
+            "utap: seccomp filter stops only on {} syscall(s) (+ execve)",
+            s.len()
+        ),
+        (Some(_), false) => {
+            "utap: seccomp filter could not be installed; stopping on every syscall".into()
+        }
         (None, _) => "utap: a probe takes every syscall; stopping on every syscall".into(),
     }
 }

@@ -111,11 +111,17 @@ pub(crate) struct Dispatch {
 
 impl Dispatch {
     pub fn new(points: &[ProcessPoint]) -> Dispatch {
-        let mut d = Dispatch { syscalls: Some(Vec::new()), ..Dispatch::default() };
+        let mut d = Dispatch {
+            syscalls: Some(Vec::new()),
+            ..Dispatch::default()
+        };
         let mut sorted: Vec<&ProcessPoint> = points.iter().collect();
         sorted.sort_by_key(|p| p.probe);
         for p in sorted {
-            let hook = Hook { probe: p.probe, filter: p.filter.clone() };
+            let hook = Hook {
+                probe: p.probe,
+                filter: p.filter.clone(),
+            };
             let by_path = matches!(p.filter, ProcessFilter::Path(_));
             d.path_filters |= by_path;
             match &p.event {
@@ -186,7 +192,11 @@ mod tests {
     use super::*;
 
     fn point(probe: usize, event: ProcessEvent) -> ProcessPoint {
-        ProcessPoint { probe, filter: ProcessFilter::Any, event }
+        ProcessPoint {
+            probe,
+            filter: ProcessFilter::Any,
+            event,
+        }
     }
 
     #[test]
