@@ -79,6 +79,10 @@ fn tests() -> Vec<(&'static str, TestFn)> {
             panic_in_a_callback_detaches_everything,
         ),
         (
+            "parallel_tracers_in_one_process",
+            parallel_tracers_in_one_process,
+        ),
+        (
             "stress_1000_threads_every_syscall",
             stress_1000_threads_every_syscall,
         ),
@@ -757,11 +761,14 @@ struct TreeCounter {
     deaths: BTreeMap<Tid, ExitStatus>,
     reaps: usize,
     pids: BTreeSet<Tid>,
+    seccomp_data: BTreeSet<u32>,
 }
 
 impl Engine for TreeCounter {
     fn report_syscall_entry(&mut self, cx: &mut Cx, _: ResumeAction) -> ResumeAction {
-        let nr = cx.syscall().unwrap().nr;
+        let info = cx.syscall().unwrap();
+        let nr = info.nr;
+        self.seccomp_data.extend(info.seccomp_data);
         self.entries.entry(cx.tid()).or_default().push(nr);
         self.pids.insert(cx.pid());
         ResumeAction::Resume
@@ -1275,10 +1282,11 @@ fn install_getppid_filter() -> bool {
         f(jeq, 1, 0, AUDIT_ARCH_X86_64),
         f(ret, 0, 0, RET_TRACE),
         f(ld, 0, 0, 0),
-        f(jeq, 2, 0, libc::SYS_getppid as u32),
+        f(jeq, 3, 0, libc::SYS_getppid as u32),
         f(jeq, 1, 0, libc::SYS_execve as u32),
         f(ret, 0, 0, RET_ALLOW),
         f(ret, 0, 0, RET_TRACE),
+        f(ret, 0, 0, RET_TRACE | 0x1234),
     ];
     let fprog = libc::sock_fprog {
         len: prog.len() as u16,
@@ -1317,6 +1325,7 @@ fn seccomp_entries_one_stop_per_syscall() {
         assert!(hook_ok);
         assert_eq!(end, exited(pid, 4));
         assert_eq!(c.entries[&pid], vec![GETPPID; 50], "{events:?}");
+        assert_eq!(c.seccomp_data, BTreeSet::from([0x1234]));
         let exits = c.exits.get(&pid).cloned().unwrap_or_default();
         // The exec stop `spawn` leaves the program at is inside execve, so
         // an exit engine sees execve return first.
@@ -1508,4 +1517,32 @@ fn panic_in_a_callback_detaches_everything() {
     let c = read_counter(&file);
     assert!(wait_until(5, || read_counter(&file) > c));
     finish(child);
+}
+
+/// Several tracer threads in one process, and an untraced child waited for
+/// by yet another thread, all at once: each tracer sees exactly its own
+/// process (it waits with __WNOTHREAD) and nobody loses a child.
+fn parallel_tracers_in_one_process() {
+    let tracers: Vec<_> = (0..4)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let code = (20 + i).to_string();
+                let (c, end, pid) = count_tree(fixture_cmd("syscalls", &["3000", &code]), TREE);
+                assert_eq!(end, exited(pid, 20 + i));
+                assert_eq!(c.pids, BTreeSet::from([pid]));
+                c.entries[&pid].iter().filter(|&&n| n == GETPPID).count()
+            })
+        })
+        .collect();
+    let plain = std::thread::spawn(|| {
+        let st = Command::new(fixture("syscalls"))
+            .args(["100000", "33"])
+            .status()
+            .unwrap();
+        st.code()
+    });
+    for t in tracers {
+        assert_eq!(t.join().unwrap(), 3000);
+    }
+    assert_eq!(plain.join().unwrap(), Some(33));
 }
