@@ -674,3 +674,82 @@ fn listing_aliases_shows_their_variables() {
         "syscall.close name:string argstr:string fd:long $syscall:long $arg1:long $arg2:long $arg3:long $arg4:long $arg5:long $arg6:long\n"
     );
 }
+
+#[test]
+fn dead_code_warnings_under_verbose() {
+    let src = "function unused() { return 1 }\nprobe begin { x = 1 }\nprobe end { println(1) }";
+    let mut map = SourceMap::new();
+    let file = map.add("t.stp", src);
+    let mut ids = NodeIds::default();
+    let script = parse_file(&map, file, &ParseOptions::default(), &mut ids).unwrap();
+    let o = CheckOptions {
+        verbose: 1,
+        ..Default::default()
+    };
+    let out = check::check(&mut map, script, &o, &mut ids).unwrap();
+    let w: Vec<String> = out.warnings.iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        w,
+        [
+            "warning: Eliding unused variable 'x'",
+            "warning: side-effect-free probe 'begin'",
+            "warning: Eliding unused function 'unused'"
+        ]
+    );
+    let quiet = check_with(src, &opts(false));
+    assert!(quiet.is_ok());
+}
+
+diag_test!(
+    stats_printed_before_they_are_known_as_stats,
+    false,
+    "global s\nprobe begin { println(s) }\nprobe end { s <<< 1 }",
+    [
+        "semantic error: invalid type stat",
+        "2:23 statistics are read with @count, @sum, @min, @max, @avg, @hist_*"
+    ]
+);
+
+#[test]
+fn p2_verbose_dump_shows_bodies() {
+    let p = ok(r#"global s, names
+function twice(x) { return x * 2 }
+probe process.syscall if ($syscall == 1 || $syscall == 0) {
+    names[tid()] = sprintf("%s:%-5d", execname(), twice($arg1))
+    s <<< $arg3
+    foreach ([t] in names- limit 3) { if (t > 0) println(t) else next }
+}
+probe end { print(@hist_log(s)) }
+"#);
+    assert_eq!(
+        check::dump::dump_verbose(&p),
+        r#"# globals
+names:string [long]
+s:stat
+# functions
+twice:long (x:long)
+  {
+    return (x * 2)
+  }
+# probes
+process.syscall /* syscalls 0,1 */ /* <- process.syscall */
+  # locals
+  t:long
+  {
+    names[tid()] = sprintf("%s:%-5d", execname(), twice($arg1))
+    s <<< $arg3
+    foreach ([t] in names- limit 3)
+      {
+        if ((t > 0))
+          println(t)
+        else
+          next
+      }
+  }
+end /* <- end */
+  {
+    print(@hist_log(s))
+  }
+"#
+    );
+}

@@ -5,7 +5,8 @@
 //! The fixture (fixtures/syscalls_fixture.c) is compiled with `cc` and run
 //! twice with ASLR off: under `strace -f -qq -e trace=...`, and under a
 //! minimal PTRACE_SYSCALL loop written here that decodes every call of the
-//! same set with `utap_runtime::syscalls::{argstr, retstr}`.
+//! same set with `utap_runtime::syscalls::{argstr_exit, retstr}` (taking
+//! an `entry_snapshot` at each entry stop, as a tracer does).
 //!
 //! Adaptations of strace's lines (SystemTap conventions, documented in
 //! runtime/src/syscalls/argstr.rs):
@@ -33,7 +34,9 @@ use std::process::{Command, Stdio};
 
 use utap_runtime::memory::{Fault, ReadMemory};
 use utap_runtime::syscalls::errno::{errno_number, errno_str};
-use utap_runtime::syscalls::{argstr, retstr, syscall_name, syscall_number};
+use utap_runtime::syscalls::{
+    EntrySnapshot, argstr_exit, entry_snapshot, retstr, syscall_name, syscall_number,
+};
 
 /// The system calls compared (the oracle set of issue 5 plus the loader's
 /// and the fixture's other calls).
@@ -160,6 +163,10 @@ const TRACED: &[&str] = &[
     "getrusage",
     "umount2",
     "mlockall",
+    "accept",
+    "select",
+    "pselect6",
+    "ppoll",
     "munlockall",
 ];
 
@@ -389,7 +396,7 @@ fn utap_lines(argv: &[&Path], traced: &[&str]) -> Vec<String> {
     let mem = ProcMem(File::open(format!("/proc/{pid}/mem")).expect("open /proc/PID/mem"));
 
     let mut lines = Vec::new();
-    let mut pending: Option<(i64, [u64; 6])> = None;
+    let mut pending: Option<(i64, [u64; 6], EntrySnapshot)> = None;
     let mut deliver = 0;
     loop {
         unsafe { libc::ptrace(libc::PTRACE_SYSCALL, pid, 0, deliver) };
@@ -405,14 +412,16 @@ fn utap_lines(argv: &[&Path], traced: &[&str]) -> Vec<String> {
             continue;
         }
         match syscall_info(pid) {
-            Stop::Entry { nr, args } => pending = Some((nr, args)),
+            Stop::Entry { nr, args } => {
+                pending = Some((nr, args, entry_snapshot(nr, &args, &mem)));
+            }
             Stop::Exit { ret } => {
-                let Some((nr, args)) = pending.take() else {
+                let Some((nr, args, entry)) = pending.take() else {
                     continue;
                 };
                 if traced.contains(&nr) {
                     let name = syscall_name(nr).unwrap();
-                    let args_text = argstr(nr, &args, Some(ret), &mem);
+                    let args_text = argstr_exit(nr, &args, ret, &mem, &entry);
                     lines.push(format!("{name}({args_text}) = {}", retstr(nr, ret)));
                 }
             }

@@ -71,6 +71,18 @@ fn tests() -> Vec<(&'static str, TestFn)> {
             ticks_run_on_the_tracer_thread,
         ),
         (
+            "quiesce_comes_first_and_can_enable_the_event",
+            quiesce_comes_first_and_can_enable_the_event,
+        ),
+        (
+            "panic_in_a_callback_detaches_everything",
+            panic_in_a_callback_detaches_everything,
+        ),
+        (
+            "parallel_tracers_in_one_process",
+            parallel_tracers_in_one_process,
+        ),
+        (
             "stress_1000_threads_every_syscall",
             stress_1000_threads_every_syscall,
         ),
@@ -628,13 +640,15 @@ struct SignalEditor {
 impl Engine for SignalEditor {
     fn report_signal(
         &mut self,
-        _cx: &mut Cx,
+        cx: &mut Cx,
         _: ResumeAction,
         s: &mut SignalReport,
     ) -> ResumeAction {
         self.seen.push(s.original);
         match s.original {
             Some(sig) => {
+                // The fixture handles every signal it sends itself.
+                assert_eq!(cx.disposition(sig), Ok(Disposition::Handler));
                 if let Some(to) = self.map.get(&sig.0) {
                     s.deliver = *to;
                 }
@@ -747,11 +761,14 @@ struct TreeCounter {
     deaths: BTreeMap<Tid, ExitStatus>,
     reaps: usize,
     pids: BTreeSet<Tid>,
+    seccomp_data: BTreeSet<u32>,
 }
 
 impl Engine for TreeCounter {
     fn report_syscall_entry(&mut self, cx: &mut Cx, _: ResumeAction) -> ResumeAction {
-        let nr = cx.syscall().unwrap().nr;
+        let info = cx.syscall().unwrap();
+        let nr = info.nr;
+        self.seccomp_data.extend(info.seccomp_data);
         self.entries.entry(cx.tid()).or_default().push(nr);
         self.pids.insert(cx.pid());
         ResumeAction::Resume
@@ -1265,10 +1282,11 @@ fn install_getppid_filter() -> bool {
         f(jeq, 1, 0, AUDIT_ARCH_X86_64),
         f(ret, 0, 0, RET_TRACE),
         f(ld, 0, 0, 0),
-        f(jeq, 2, 0, libc::SYS_getppid as u32),
+        f(jeq, 3, 0, libc::SYS_getppid as u32),
         f(jeq, 1, 0, libc::SYS_execve as u32),
         f(ret, 0, 0, RET_ALLOW),
         f(ret, 0, 0, RET_TRACE),
+        f(ret, 0, 0, RET_TRACE | 0x1234),
     ];
     let fprog = libc::sock_fprog {
         len: prog.len() as u16,
@@ -1307,6 +1325,7 @@ fn seccomp_entries_one_stop_per_syscall() {
         assert!(hook_ok);
         assert_eq!(end, exited(pid, 4));
         assert_eq!(c.entries[&pid], vec![GETPPID; 50], "{events:?}");
+        assert_eq!(c.seccomp_data, BTreeSet::from([0x1234]));
         let exits = c.exits.get(&pid).cloned().unwrap_or_default();
         // The exec stop `spawn` leaves the program at is inside execve, so
         // an exit engine sees execve return first.
@@ -1388,4 +1407,142 @@ fn stress_1000_threads_every_syscall() {
             exits.len()
         );
     }
+}
+
+/// Logs its reports; at the 3rd getppid its report_quiesce subscribes to
+/// syscall entries, whose report must then follow at once (seed 001).
+struct Eager {
+    name: &'static str,
+    log: Rc<RefCell<Vec<String>>>,
+    getppids: usize,
+}
+
+impl Engine for Eager {
+    fn report_quiesce(&mut self, cx: &mut Cx, _: ResumeAction, event: Event) -> ResumeAction {
+        if event == Event::SyscallEntry && cx.syscall().unwrap().nr == GETPPID {
+            self.getppids += 1;
+            self.log
+                .borrow_mut()
+                .push(format!("{} quiesce {event:?}", self.name));
+            if self.getppids == 3 {
+                let (tid, me) = (cx.tid(), cx.engine());
+                cx.set_events(tid, me, Events::QUIESCE | Events::SYSCALL_ENTRY)
+                    .unwrap();
+            }
+        }
+        ResumeAction::Resume
+    }
+    fn report_syscall_entry(&mut self, cx: &mut Cx, _: ResumeAction) -> ResumeAction {
+        if cx.syscall().unwrap().nr == GETPPID {
+            self.log.borrow_mut().push(format!("{} entry", self.name));
+        }
+        ResumeAction::Resume
+    }
+}
+
+fn quiesce_comes_first_and_can_enable_the_event() {
+    let log = on_tracer_thread(|| {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let mut tracer = Tracer::new().unwrap();
+        let q = tracer.add_engine(Eager {
+            name: "Q",
+            log: log.clone(),
+            getppids: 0,
+        });
+        let s = tracer.add_engine(Eager {
+            name: "S",
+            log: log.clone(),
+            getppids: 0,
+        });
+        let child = tracer
+            .spawn(&fixture_cmd("syscalls", &["4", "0"]), None)
+            .unwrap();
+        let mut ctl = tracer.ctl();
+        ctl.attach(child.pid, q, AttachMode::Create, Events::QUIESCE)
+            .unwrap();
+        ctl.attach(child.pid, s, AttachMode::Create, Events::SYSCALL_ENTRY)
+            .unwrap();
+        ctl.end_when_exits(child.pid);
+        assert_eq!(tracer.run().unwrap(), exited(child.pid, 0));
+        log.take()
+    });
+    let want = [
+        "Q quiesce SyscallEntry",
+        "S entry",
+        "Q quiesce SyscallEntry",
+        "S entry",
+        "Q quiesce SyscallEntry",
+        "Q entry",
+        "S entry",
+        "Q quiesce SyscallEntry",
+        "Q entry",
+        "S entry",
+    ];
+    assert_eq!(log, want);
+}
+
+/// A panic in a callback unwinds out of `run`; dropping the tracer detaches
+/// every thread, which runs on untraced.
+fn panic_in_a_callback_detaches_everything() {
+    struct Panicky(usize);
+    impl Engine for Panicky {
+        fn report_syscall_entry(&mut self, _cx: &mut Cx, _: ResumeAction) -> ResumeAction {
+            self.0 += 1;
+            assert!(self.0 < 20, "engine bug");
+            ResumeAction::Resume
+        }
+    }
+    let (child, file) = start_ticker("block", 2);
+    let pid = child.id() as i32;
+    let outcome = std::thread::spawn(move || {
+        std::panic::catch_unwind(|| {
+            let mut tracer = Tracer::new().unwrap();
+            let e = tracer.add_engine(Panicky(0));
+            let mut ctl = tracer.ctl();
+            for tid in ctl.attach_process(Tid(pid)).unwrap() {
+                ctl.attach(tid, e, AttachMode::Create, Events::SYSCALL_ENTRY)
+                    .unwrap();
+            }
+            tracer.run()
+        })
+        .is_err()
+    })
+    .join()
+    .unwrap();
+    assert!(outcome, "the engine panicked");
+    for t in tids_of(pid) {
+        assert_eq!(tracer_pid(pid, t), 0);
+        assert!(matches!(state(pid, t), 'R' | 'S'));
+    }
+    let c = read_counter(&file);
+    assert!(wait_until(5, || read_counter(&file) > c));
+    finish(child);
+}
+
+/// Several tracer threads in one process, and an untraced child waited for
+/// by yet another thread, all at once: each tracer sees exactly its own
+/// process (it waits with __WNOTHREAD) and nobody loses a child.
+fn parallel_tracers_in_one_process() {
+    let tracers: Vec<_> = (0..4)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let code = (20 + i).to_string();
+                let (c, end, pid) = count_tree(fixture_cmd("syscalls", &["3000", &code]), TREE);
+                assert_eq!(end, exited(pid, 20 + i));
+                assert_eq!(c.pids, BTreeSet::from([pid]));
+                c.entries[&pid].iter().filter(|&&n| n == GETPPID).count()
+            })
+        })
+        .collect();
+    let plain = std::thread::spawn(|| {
+        let st = Command::new(fixture("syscalls"))
+            .args(["100000", "33"])
+            .status()
+            .unwrap();
+        st.code()
+    });
+    for t in tracers {
+        assert_eq!(t.join().unwrap(), 3000);
+    }
+    assert_eq!(plain.join().unwrap(), Some(33));
 }

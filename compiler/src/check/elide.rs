@@ -79,7 +79,8 @@ pub fn pure_functions(functions: &[FunctionDef]) -> Vec<bool> {
     }
 }
 
-fn block_pure(b: &Block, pf: &[bool]) -> bool {
+/// A body whose only effects are on its own locals.
+pub fn block_pure(b: &Block, pf: &[bool]) -> bool {
     b.stmts.iter().all(|s| stmt_pure(s, pf))
 }
 

@@ -173,6 +173,7 @@ fn finish(
     let env = retype::Env {
         globals: &program.globals,
         returns: &returns,
+        errors: Default::default(),
     };
     let mut functions = std::mem::take(&mut program.functions);
     for f in &mut functions {
@@ -199,7 +200,34 @@ fn finish(
                     );
                 }
             }
+            if p.span.file == session.user_file && elide::block_pure(&p.body, &pure_fns) {
+                session.warnings.push(
+                    SemError::new(p.span, format!("side-effect-free probe '{}'", p.name))
+                        .label("this handler changes nothing and prints nothing")
+                        .into_warning(),
+                );
+            }
         }
+    }
+    if session.verbose > 0 {
+        let mut unused: Vec<(Span, String)> = low
+            .syms
+            .functions
+            .values()
+            .flatten()
+            .filter(|d| d.file == session.user_file && d.id.is_none())
+            .map(|d| (d.ast.name.span, d.ast.name.name.clone()))
+            .collect();
+        unused.sort_by_key(|(s, _)| s.start);
+        for (span, name) in unused {
+            session.warnings.push(
+                SemError::new(span, format!("Eliding unused function '{name}'")).into_warning(),
+            );
+        }
+    }
+    let misuse = env.errors.take();
+    if !misuse.is_empty() {
+        return Err(misuse.into_iter().map(SemError::into_diagnostic).collect());
     }
     program.functions = functions;
     program.probes = probes;

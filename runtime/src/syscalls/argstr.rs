@@ -14,9 +14,11 @@
 //!
 //! Known differences from strace's argument text, all from decoding at one
 //! moment instead of at both entry and exit:
-//! - arguments the kernel reads and then updates (socket address lengths,
-//!   copy_file_range offsets, select's fd sets) show the value current when
-//!   the text is made; strace shows `[110 => 2]` when a length changed;
+//! - arguments the kernel reads and then updates show the value current
+//!   when the text is made, unless an [`EntrySnapshot`] taken at entry is
+//!   given to [`argstr_exit`]: then socket address lengths and file offsets
+//!   read `[110 => 2]` / `[2] => [5]` as in strace (select's fd sets and
+//!   timeouts are not decoded);
 //! - after a successful execve the old memory is gone: make its text at
 //!   entry;
 //! - strace's decorations of return values (`= 1 ([{fd=3,
@@ -42,12 +44,76 @@ pub fn is_error(ret: i64) -> bool {
 /// return value when the call has completed (then output arguments are
 /// decoded), None at entry.
 pub fn argstr(nr: i64, args: &[u64; 6], ret: Option<i64>, mem: &dyn ReadMemory) -> String {
+    render(nr, args, ret, mem, None)
+}
+
+/// What a call's in/out arguments (socket address lengths, file offsets)
+/// held at entry. Taken at the entry stop with [`entry_snapshot`] and
+/// given to [`argstr_exit`], it lets the exit text show strace's
+/// `[110 => 2]` / `[2] => [5]` for values the kernel changed. Small and
+/// `Copy`, so a tracer can keep one per thread between entry and exit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EntrySnapshot {
+    values: [Option<i64>; 6],
+}
+
+/// Reads, at syscall entry, the in/out values [`argstr_exit`] compares.
+pub fn entry_snapshot(nr: i64, args: &[u64; 6], mem: &dyn ReadMemory) -> EntrySnapshot {
+    let mut snap = EntrySnapshot::default();
+    if let Some(sig) = signature(nr) {
+        for (i, arg) in sig.args.iter().enumerate() {
+            snap.values[i] = match arg.kind {
+                Kind::IntRef => read_exact(mem, args[i], 4).map(|b| i64::from(i32_at(&b, 0))),
+                Kind::OffPtr => read_exact(mem, args[i], 8).map(|b| i64_at(&b, 0)),
+                // An fd set fits one slot up to 64 descriptors.
+                Kind::FdSet(n) if args[usize::from(n) - 1] <= 64 => {
+                    read_exact(mem, args[i], 8).map(|b| i64_at(&b, 0))
+                }
+                Kind::InOutTimeval => read_exact(mem, args[i], 16)
+                    .and_then(|b| pack_time(i64_at(&b, 0), i64_at(&b, 8), 1_000_000)),
+                Kind::InOutTimespec => read_exact(mem, args[i], 16)
+                    .and_then(|b| pack_time(i64_at(&b, 0), i64_at(&b, 8), 1_000_000_000)),
+                _ => None,
+            };
+        }
+    }
+    snap
+}
+
+/// A time as one number of sub-second units, when it fits.
+fn pack_time(sec: i64, sub: i64, per_sec: i64) -> Option<i64> {
+    if !(0..per_sec).contains(&sub) {
+        return None;
+    }
+    sec.checked_mul(per_sec)?.checked_add(sub)
+}
+
+/// The completed call's arguments like `argstr(nr, args, Some(ret), mem)`,
+/// with in/out values compared against their entry values.
+pub fn argstr_exit(
+    nr: i64,
+    args: &[u64; 6],
+    ret: i64,
+    mem: &dyn ReadMemory,
+    entry: &EntrySnapshot,
+) -> String {
+    render(nr, args, Some(ret), mem, Some(entry))
+}
+
+fn render(
+    nr: i64,
+    args: &[u64; 6],
+    ret: Option<i64>,
+    mem: &dyn ReadMemory,
+    entry: Option<&EntrySnapshot>,
+) -> String {
     match signature(nr) {
         Some(sig) => Decoder {
             sig,
             args,
             ret,
             mem,
+            entry,
         }
         .render(),
         None => generic_argstr(args, syscall_nargs(nr)),
@@ -105,9 +171,17 @@ struct Decoder<'a> {
     args: &'a [u64; 6],
     ret: Option<i64>,
     mem: &'a dyn ReadMemory,
+    entry: Option<&'a EntrySnapshot>,
 }
 
 impl Decoder<'_> {
+    /// Argument `i`'s in/out value at entry, when the call completed and
+    /// a snapshot was taken.
+    fn entry_value(&self, i: usize) -> Option<i64> {
+        self.ret?;
+        self.entry?.values[i]
+    }
+
     /// The call succeeded and its outputs can be decoded.
     fn succeeded(&self) -> bool {
         self.ret.is_some_and(|r| !is_error(r))
@@ -269,6 +343,8 @@ impl Decoder<'_> {
             misc::IoctlArg::InInt => parts.push(resource::int_ref_str(self.mem, arg)),
             misc::IoctlArg::OutInt if out_ok => parts.push(resource::int_ref_str(self.mem, arg)),
             misc::IoctlArg::InWinsize => parts.push(misc::winsize_str(self.mem, arg)),
+            misc::IoctlArg::InTermios => parts.push(misc::termios_str(self.mem, arg)),
+            misc::IoctlArg::OutTermios if out_ok => parts.push(misc::termios_str(self.mem, arg)),
             misc::IoctlArg::OutWinsize if out_ok => parts.push(misc::winsize_str(self.mem, arg)),
             _ => parts.push(addr_str(arg)),
         }
@@ -470,7 +546,12 @@ impl Decoder<'_> {
             Kind::OutStackT => addr_str(v),
             Kind::OutIntRef if out_ok => resource::int_ref_str(self.mem, v),
             Kind::OutIntRef => addr_str(v),
-            Kind::IntRef => resource::int_ref_str(self.mem, v),
+            Kind::IntRef => match (self.entry_value(i), read_exact(self.mem, v, 4)) {
+                (Some(old), Some(b)) if old != i64::from(i32_at(&b, 0)) => {
+                    format!("[{old} => {}]", i32_at(&b, 0))
+                }
+                _ => resource::int_ref_str(self.mem, v),
+            },
             Kind::GidList(n) => resource::id_list_str(self.mem, v, by_index(n)),
             Kind::OutGidList if out_ok => {
                 resource::id_list_str(self.mem, v, self.ret.unwrap_or(0) as u64)
@@ -511,9 +592,12 @@ impl Decoder<'_> {
             Kind::UtimensTimes => time::utimens_str(self.mem, v),
             Kind::XattrFlags => file::xattr_flags_str(v),
             Kind::OffPtr if v == 0 => "NULL".to_string(),
-            Kind::OffPtr => match read_exact(self.mem, v, 8) {
-                Some(b) => format!("[{}]", i64_at(&b, 0)),
-                None => addr_str(v),
+            Kind::OffPtr => match (self.entry_value(i), read_exact(self.mem, v, 8)) {
+                (Some(old), Some(b)) if old != i64_at(&b, 0) => {
+                    format!("[{old}] => [{}]", i64_at(&b, 0))
+                }
+                (_, Some(b)) => format!("[{}]", i64_at(&b, 0)),
+                (_, None) => addr_str(v),
             },
             Kind::OutFdPair if out_ok => match read_exact(self.mem, v, 8) {
                 Some(b) => {
@@ -524,6 +608,25 @@ impl Decoder<'_> {
                 None => addr_str(v),
             },
             Kind::OutFdPair => addr_str(v),
+            Kind::FdSet(n) => match self.entry_value(i) {
+                Some(word) if v != 0 => poll::fdset_bits_str(&[word as u64], by_index(n)),
+                _ => poll::fdset_str(self.mem, v, by_index(n)),
+            },
+            Kind::InOutTimeval => match self.entry_value(i) {
+                Some(t) if v != 0 => {
+                    format!("{{tv_sec={}, tv_usec={}}}", t / 1_000_000, t % 1_000_000)
+                }
+                _ => time::timeval_str(self.mem, v),
+            },
+            Kind::InOutTimespec => match self.entry_value(i) {
+                Some(t) if v != 0 => format!(
+                    "{{tv_sec={}, tv_nsec={}}}",
+                    t / 1_000_000_000,
+                    t % 1_000_000_000
+                ),
+                _ => time::timespec_str(self.mem, v),
+            },
+            Kind::Pselect6Sigmask => poll::pselect6_sigmask_str(self.mem, v),
             Kind::PollFds(n) => poll::pollfds_str(self.mem, v, by_index(n)),
             Kind::EpollOp => poll::epoll_op_str(v),
             Kind::EpollEvent => poll::epoll_event_str(self.mem, v),
@@ -706,6 +809,40 @@ mod tests {
         assert_eq!(
             argstr(nr("pipe2"), &a, Some(-24), &mem),
             "0x1004, O_CLOEXEC"
+        );
+    }
+
+    #[test]
+    fn entry_snapshots_show_changed_in_out_values() {
+        // addrlen at 0x1000: 110 at entry, 2 after accept.
+        let before = Mem::new(0x1000, &110i32.to_ne_bytes());
+        let after = Mem::new(0x1000, &2i32.to_ne_bytes());
+        let a = args(&[3, 0, 0x1000, 0]);
+        let snap = entry_snapshot(nr("accept4"), &a, &before);
+        assert_eq!(
+            argstr_exit(nr("accept4"), &a, 5, &after, &snap),
+            "3, NULL, [110 => 2], 0"
+        );
+        assert_eq!(
+            argstr(nr("accept4"), &a, Some(5), &after),
+            "3, NULL, [2], 0"
+        );
+        assert_eq!(
+            argstr_exit(nr("accept4"), &a, 5, &before, &snap),
+            "3, NULL, [110], 0"
+        );
+        // sendfile's offset: 2 at entry, 5 after.
+        let before = Mem::new(0x1000, &2i64.to_ne_bytes());
+        let after = Mem::new(0x1000, &5i64.to_ne_bytes());
+        let a = args(&[1, 3, 0x1000, 3]);
+        let snap = entry_snapshot(nr("sendfile"), &a, &before);
+        assert_eq!(
+            argstr_exit(nr("sendfile"), &a, 3, &after, &snap),
+            "1, 3, [2] => [5], 3"
+        );
+        assert_eq!(
+            entry_snapshot(nr("getpid"), &a, &before),
+            EntrySnapshot::default()
         );
     }
 

@@ -102,7 +102,7 @@ pub use engine::{CloneInfo, CloneKind, Engine, EngineId, ExitStatus, Jctl, Signa
 pub use error::{Error, Result};
 pub use events::{Event, Events};
 pub use safety::{catch_termination_signals, termination_signal};
-pub use signal::Signal;
+pub use signal::{Disposition, Signal};
 pub use spawn::{SpawnCommand, Spawned};
 pub use thread::SyscallSource;
 pub use tracer::{Tracer, TracerHandle};
