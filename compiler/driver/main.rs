@@ -89,7 +89,12 @@ fn run(opts: &cli::Options) -> Result<(), Failure> {
     }
     match opts.pass {
         Some(2) => {
-            print!("{}", check::dump::dump(&checked.program));
+            let dump = if opts.verbose > 0 {
+                check::dump::dump_verbose(&checked.program)
+            } else {
+                check::dump::dump(&checked.program)
+            };
+            print!("{dump}");
             Ok(())
         }
         Some(n) => Err(Failure::Message(format!(

@@ -709,3 +709,57 @@ diag_test!(
         "2:23 statistics are read with @count, @sum, @min, @max, @avg, @hist_*"
     ]
 );
+
+#[test]
+fn p2_verbose_dump_shows_bodies() {
+    let p = ok(r#"global s, names
+function twice(x) { return x * 2 }
+probe process.syscall if ($syscall == 1 || $syscall == 0) {
+    names[tid()] = sprintf("%s:%-5d", execname(), twice($arg1))
+    s <<< $arg3
+    foreach ([t] in names- limit 3) { if (t > 0) println(t) else next }
+}
+probe end { print(@hist_log(s)) }
+"#);
+    assert_eq!(
+        check::dump::dump_verbose(&p),
+        r#"# globals
+names:string [long]
+s:stat
+# functions
+twice:long (x:long)
+  {
+    return (x * 2)
+  }
+# probes
+process.syscall /* syscalls 0,1 */ /* <- process.syscall */
+  # locals
+  t:long
+  {
+    names[tid()] = sprintf("%s:%-5d", execname(), twice($arg1))
+    s <<< $arg3
+    foreach ([t] in names- limit 3)
+      {
+        if ((t > 0))
+          println(t)
+        else
+          next
+      }
+  }
+end /* <- end */
+  {
+    print(@hist_log(s))
+  }
+"#
+    );
+}
+
+#[test]
+fn syscall_need_unions_the_probes_sets() {
+    let p = ok("probe syscall.write, syscall.read { } probe syscall.close.return { }");
+    assert_eq!(p.syscall_need(false), SyscallNeed::Some(vec![0, 1]));
+    assert_eq!(p.syscall_need(true), SyscallNeed::Some(vec![3]));
+    let p = ok("probe syscall.write { } probe process.syscall { }");
+    assert_eq!(p.syscall_need(false), SyscallNeed::All);
+    assert_eq!(p.syscall_need(true), SyscallNeed::Nothing);
+}
