@@ -753,3 +753,13 @@ end /* <- end */
 "#
     );
 }
+
+#[test]
+fn syscall_need_unions_the_probes_sets() {
+    let p = ok("probe syscall.write, syscall.read { } probe syscall.close.return { }");
+    assert_eq!(p.syscall_need(false), SyscallNeed::Some(vec![0, 1]));
+    assert_eq!(p.syscall_need(true), SyscallNeed::Some(vec![3]));
+    let p = ok("probe syscall.write { } probe process.syscall { }");
+    assert_eq!(p.syscall_need(false), SyscallNeed::All);
+    assert_eq!(p.syscall_need(true), SyscallNeed::Nothing);
+}
