@@ -83,12 +83,32 @@ const fn optional(mut b: Builtin, required: usize) -> Builtin {
 /// Every builtin, sorted by name (checked by a test; lookup is a binary
 /// search).
 pub static BUILTINS: &[Builtin] = &[
+    pure("__fork_flags", &[L], S),
     // Syscall argument decoders the syscall tapset calls (runtime/decode).
     pure("__syscall_argstr", &[L], S),
     pure("__syscall_retstr", &[L, L], S),
+    pure("_access_mode_str", &[L], S),
+    pure("_at_flag_str", &[L], S),
     pure("_dfd_str", &[L], S),
+    pure("_fcntl_cmd_str", &[L], S),
+    pure("_futex_op_str", &[L], S),
+    pure("_get_wc_str", &[L], S),
+    pure("_madvice_advice_str", &[L], S),
+    pure("_mmap_flags", &[L], S),
     pure("_mode_str", &[L], S),
+    pure("_mprotect_prot_str", &[L], S),
+    pure("_mremap_flags", &[L], S),
+    pure("_msg_flags_str", &[L], S),
     pure("_open_flags_str", &[L], S),
+    pure("_seek_whence_str", &[L], S),
+    pure("_shutdown_how_str", &[L], S),
+    pure("_signal_name", &[L], S),
+    pure("_sigprocmask_how_str", &[L], S),
+    pure("_sock_family_str", &[L], S),
+    pure("_sock_type_str", &[L], S),
+    pure("_sys_open_flag_str", &[L], S),
+    pure("_wait4_opt_str", &[L], S),
+    pure("_wait_status_str", &[L], S),
     pure("abs", &[L], L),
     ctx("cpu", &[], L),
     ctx("egid", &[], L),
@@ -112,6 +132,7 @@ pub static BUILTINS: &[Builtin] = &[
     guru("quiesce", &[L]),
     guru("resume", &[L]),
     pure("signal_name", &[L], S),
+    pure("signal_str", &[L], S),
     guru("stop", &[]),
     pure("str_replace", &[S, S, S], S),
     pure("stringat", &[S, L], L),
@@ -119,6 +140,7 @@ pub static BUILTINS: &[Builtin] = &[
     optional(pure("strtol", &[S, L], L), 1),
     pure("substr", &[S, L, L], S),
     pure("syscall_name", &[L], S),
+    pure("syscall_num", &[S], L),
     ctx("target", &[], L),
     pure("text_str", &[S], S),
     pure("text_strn", &[S, L, L], S),
@@ -186,6 +208,18 @@ mod tests {
         }
         assert_eq!(lookup("no_such_builtin"), None);
         assert_eq!(lookup("printf"), None);
+    }
+
+    #[test]
+    fn every_runtime_decoder_is_in_the_table() {
+        for (name, _) in utap_runtime::syscalls::builtins::LONG_TO_STRING {
+            let b = lookup(name).unwrap_or_else(|| panic!("{name} missing"));
+            assert_eq!(
+                (b.params, b.ret),
+                (&[Type::Long][..], Type::String),
+                "{name}"
+            );
+        }
     }
 
     #[test]

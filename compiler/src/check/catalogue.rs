@@ -240,6 +240,7 @@ pub enum PointArg {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BuildError {
     pub message: String,
+    pub label: String,
     /// Index of the offending component.
     pub component: usize,
 }
@@ -262,6 +263,7 @@ impl Family {
                 Some(n) if n > 0 => Ok(n as u64),
                 _ => Err(BuildError {
                     message: format!("{what} must be positive"),
+                    label: "a number greater than 0".into(),
                     component: i,
                 }),
             }
@@ -298,6 +300,7 @@ impl Family {
                         if *pid < 2 {
                             return Err(BuildError {
                                 message: "process pid must be greater than 1".into(),
+                                label: "pid 1 (init) cannot be traced".into(),
                                 component: 0,
                             });
                         }
@@ -308,6 +311,21 @@ impl Family {
                 event: kind.event(),
             },
         })
+    }
+
+    /// Whether a built point belongs to this family.
+    pub fn has_kind(&self, kind: &PointKind) -> bool {
+        match (self.kind, kind) {
+            (FamilyKind::Begin, PointKind::Begin(_))
+            | (FamilyKind::End, PointKind::End(_))
+            | (FamilyKind::Error, PointKind::Error(_))
+            | (FamilyKind::Never, PointKind::Never)
+            | (FamilyKind::Timer { .. } | FamilyKind::TimerHz, PointKind::Timer { .. }) => true,
+            (FamilyKind::Process(k), PointKind::Process { event, .. }) => {
+                std::mem::discriminant(&k.event()) == std::mem::discriminant(event)
+            }
+            _ => false,
+        }
     }
 
     /// The pattern as `-l` shows a family, e.g. `process("PATH").syscall`.

@@ -1,5 +1,626 @@
 //! The checker: tapsets, probe aliases, probe-point resolution, name
 //! resolution and type inference, turning an [`crate::ast::Script`] into a
 //! [`crate::program::Program`].
+//!
+//! Entry point: [`check`]. Order of work (N.B. each step needs the one
+//! before):
+//! 1. index the tapset library (`tapsets`), nothing parsed yet;
+//! 2. for each probe (the script's, then those of used tapsets): load the
+//!    tapsets defining aliases it names, resolve its points (`alias`,
+//!    `catalogue`), lower its conditions and body (`lower`), which loads
+//!    tapsets for unknown functions and globals and queues functions;
+//! 3. lower queued functions until no new tapset or function appears;
+//! 4. solve types (`retype`), apply whole-program rules (`rules`), move
+//!    `$syscall == N` guards into syscall sets (`syscalls`), elide dead
+//!    alias variables (`elide`).
 
+pub mod alias;
 pub mod catalogue;
+pub mod dump;
+pub mod elide;
+pub mod error;
+pub mod listing;
+pub mod lower;
+pub mod retype;
+pub mod rules;
+pub mod syscalls;
+pub mod tapsets;
+pub mod types;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use crate::ast::{self, FileId, Span};
+use crate::diag::Diagnostic;
+use crate::parser::{NodeIds, ParseOptions, parse_file};
+use crate::program::*;
+use crate::source::SourceMap;
+use alias::{AliasDef, Resolved, Resolver};
+use error::SemError;
+use lower::{Body, FuncDecl, GlobalDecl, Lowerer, Symbols, TapsetLoader};
+use tapsets::Library;
+use types::Ty;
+
+/// How to check a script.
+#[derive(Clone, Debug, Default)]
+pub struct CheckOptions {
+    /// `-g`: allow control actions and writes to context variables.
+    pub guru: bool,
+    /// `-v` count: at 1 and above, elision warnings are reported.
+    pub verbose: u32,
+    /// `-I DIR`: extra tapset directories, searched after the stdlib.
+    pub tapset_dirs: Vec<PathBuf>,
+    /// Leave out the built-in stdlib (tests).
+    pub no_stdlib: bool,
+    /// One probe definition per resolved point, never shared (`-L` needs
+    /// the locals of each alias expansion).
+    pub separate_points: bool,
+}
+
+/// A checked script.
+#[derive(Debug)]
+pub struct CheckOutput {
+    pub program: Program,
+    /// Warnings (shown by the driver; SystemTap shows them under -v).
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// Resolves and type-checks a parsed script. Tapset files that are used are
+/// parsed into `map` (so diagnostics can show them) with node ids from `ids`.
+pub fn check(
+    map: &mut SourceMap,
+    script: ast::Script,
+    opts: &CheckOptions,
+    ids: &mut NodeIds,
+) -> Result<CheckOutput, Vec<Diagnostic>> {
+    let lib = Library::new(!opts.no_stdlib, &opts.tapset_dirs)
+        .map_err(|e| vec![Diagnostic::semantic_error(e)])?;
+    check_with_library(map, script, opts, ids, lib).map(|(out, _)| out)
+}
+
+/// [`check`] with a given tapset library; also returns, for each probe
+/// definition, the name its user-level point matched (`-l`).
+pub fn check_with_library(
+    map: &mut SourceMap,
+    script: ast::Script,
+    opts: &CheckOptions,
+    ids: &mut NodeIds,
+    lib: Library,
+) -> Result<(CheckOutput, Vec<String>), Vec<Diagnostic>> {
+    let mut loader = Loader {
+        first_id: vec![None; lib.files.len()],
+        canon: HashMap::new(),
+        lib,
+        map,
+        ids,
+        new_aliases: Vec::new(),
+        new_probes: Vec::new(),
+        errors: Vec::new(),
+    };
+    let mut syms = Symbols::default();
+    let mut errors = Vec::new();
+    let mut aliases = Vec::new();
+    let mut probes = Vec::new();
+    let user_file = script.file;
+    add_items(
+        script,
+        user_file,
+        &mut syms,
+        &mut aliases,
+        &mut probes,
+        &mut errors,
+    );
+    let mut session = Session {
+        aliases,
+        by_first: HashMap::new(),
+        indexed: 0,
+        probes_out: Vec::new(),
+        probe_local_tvs: Vec::new(),
+        warnings: Vec::new(),
+        verbose: opts.verbose,
+        separate: opts.separate_points,
+        heads: Vec::new(),
+        user_file,
+    };
+    let mut low = Lowerer::new(syms, &mut loader, opts.guru, user_file);
+    low.errors.extend(errors);
+    let mut queue: std::collections::VecDeque<Rc<ast::Probe>> = probes.into();
+    loop {
+        if let Some(p) = queue.pop_front() {
+            session.probe(&mut low, &p);
+        } else if !low.func_queue.is_empty() {
+            low.lower_queued_functions();
+        } else {
+            break;
+        }
+        // Tapsets loaded on the way bring their aliases and probes.
+        let (new_aliases, new_probes) = low.take_loaded();
+        session.aliases.extend(new_aliases);
+        queue.extend(new_probes);
+    }
+    finish(low, session)
+}
+
+fn finish(
+    mut low: Lowerer,
+    mut session: Session,
+) -> Result<(CheckOutput, Vec<String>), Vec<Diagnostic>> {
+    if session.probes_out.is_empty() && low.errors.is_empty() {
+        low.errors
+            .push(SemError::new(Span::default(), "no probes found"));
+    }
+    retype::solve_globals_and_functions(&mut low);
+    for (p, (tvs, spans)) in session.probes_out.iter_mut().zip(&session.probe_local_tvs) {
+        retype::solve_locals(&mut low, &mut p.locals, tvs, spans);
+    }
+    let mut loader_errors = low.loader_errors();
+    let mut program = Program {
+        globals: std::mem::take(&mut low.globals),
+        functions: low.functions.drain(..).flatten().collect(),
+        probes: std::mem::take(&mut session.probes_out),
+        guru: low.guru,
+    };
+    let mut errors = std::mem::take(&mut low.errors);
+    errors.extend(rules::apply(&mut program));
+    if !errors.is_empty() || !loader_errors.is_empty() {
+        errors.sort_by_key(|e| (e.span.file, e.span.start));
+        errors.dedup();
+        loader_errors.extend(errors.into_iter().map(SemError::into_diagnostic));
+        return Err(loader_errors);
+    }
+    let returns: Vec<Type> = program.functions.iter().map(|f| f.ret).collect();
+    let env = retype::Env {
+        globals: &program.globals,
+        returns: &returns,
+    };
+    let mut functions = std::mem::take(&mut program.functions);
+    for f in &mut functions {
+        env.block(&mut f.body, &f.locals);
+    }
+    let pure_fns = elide::pure_functions(&functions);
+    let mut probes = std::mem::take(&mut program.probes);
+    for (p, (_, spans)) in probes.iter_mut().zip(&session.probe_local_tvs) {
+        env.block(&mut p.body, &p.locals);
+        for pt in &mut p.points {
+            if let Some(c) = &mut pt.condition {
+                env.expr(c, &p.locals);
+            }
+        }
+        let elided = elide::dead_locals(&mut p.body, &pure_fns);
+        if session.verbose > 0 {
+            for l in elided {
+                let span = spans[l.0 as usize];
+                if span.file == session.user_file {
+                    let name = &p.locals[l.0 as usize].name;
+                    session.warnings.push(
+                        SemError::new(span, format!("Eliding unused variable '{name}'"))
+                            .into_warning(),
+                    );
+                }
+            }
+        }
+    }
+    program.functions = functions;
+    program.probes = probes;
+    elide::prune_functions(&mut program);
+    Ok((
+        CheckOutput {
+            program,
+            warnings: session.warnings,
+        },
+        session.heads,
+    ))
+}
+
+/// Sorts a parsed file's items into the symbol tables.
+fn add_items(
+    script: ast::Script,
+    file: FileId,
+    syms: &mut Symbols,
+    aliases: &mut Vec<AliasDef>,
+    probes: &mut Vec<Rc<ast::Probe>>,
+    errors: &mut Vec<SemError>,
+) {
+    for item in script.items {
+        match item {
+            ast::Item::Probe(p) => probes.push(Rc::new(p)),
+            ast::Item::Alias(a) => {
+                for n in &a.names {
+                    if n.components.iter().any(|c| c.name.contains('*')) {
+                        errors.push(
+                            SemError::new(n.span, "wildcard not allowed in alias name")
+                                .label("an alias defines concrete probe points"),
+                        );
+                    }
+                }
+                let names = a
+                    .names
+                    .iter()
+                    .map(|n| n.components.iter().map(|c| c.name.clone()).collect())
+                    .collect();
+                aliases.push(AliasDef {
+                    names,
+                    ast: Rc::new(a),
+                    file,
+                });
+            }
+            ast::Item::Global(g) => {
+                let list = syms.globals.entry(g.name.name.clone()).or_default();
+                if let Some(prev) = list.iter().find(|d| d.file == file) {
+                    errors.push(
+                        SemError::new(
+                            g.name.span,
+                            format!("duplicate global variable '{}'", g.name.name),
+                        )
+                        .also(prev.ast.name.span, "first declared here"),
+                    );
+                    continue;
+                }
+                list.push(GlobalDecl {
+                    ast: g,
+                    file,
+                    id: None,
+                });
+            }
+            ast::Item::Function(f) => {
+                let list = syms.functions.entry(f.name.name.clone()).or_default();
+                if let Some(prev) = list.iter().find(|d| d.file == file) {
+                    errors.push(
+                        SemError::new(
+                            f.name.span,
+                            format!("duplicate function definition '{}'", f.name.name),
+                        )
+                        .also(prev.ast.name.span, "first defined here"),
+                    );
+                    continue;
+                }
+                list.push(FuncDecl {
+                    ast: Rc::new(f),
+                    file,
+                    id: None,
+                });
+            }
+            ast::Item::Embedded(e) => errors.push(lower::embedded_error(e.span)),
+        }
+    }
+}
+
+/// Parses the items of tapsets the script uses, on demand.
+struct Loader<'m> {
+    lib: Library,
+    map: &'m mut SourceMap,
+    ids: &'m mut NodeIds,
+    new_aliases: Vec<AliasDef>,
+    new_probes: Vec<Rc<ast::Probe>>,
+    errors: Vec<Diagnostic>,
+    /// The id of each library file's first parse: every later partial
+    /// parse of the file counts as the same file (for `private`).
+    first_id: Vec<Option<FileId>>,
+    canon: HashMap<FileId, FileId>,
+}
+
+impl Loader<'_> {
+    /// Parses the given items (those not parsed yet) and adds them.
+    fn load(&mut self, syms: &mut Symbols, items: &[tapsets::ItemRef]) -> bool {
+        let mut files: Vec<usize> = items.iter().map(|(f, _)| *f).collect();
+        files.sort_unstable();
+        files.dedup();
+        let mut any = false;
+        for file in files {
+            let wanted: Vec<usize> = items
+                .iter()
+                .filter(|(f, _)| *f == file)
+                .map(|(_, i)| *i)
+                .collect();
+            let Some(text) = self.lib.take_items(file, &wanted) else {
+                continue;
+            };
+            let id = self.map.add(self.lib.files[file].name.clone(), text);
+            let canon = *self.first_id[file].get_or_insert(id);
+            self.canon.insert(id, canon);
+            let opts = ParseOptions {
+                tapset: true,
+                ..Default::default()
+            };
+            match parse_file(self.map, id, &opts, self.ids) {
+                Ok(script) => {
+                    let mut errors = Vec::new();
+                    let mut probes = Vec::new();
+                    add_items(
+                        script,
+                        canon,
+                        syms,
+                        &mut self.new_aliases,
+                        &mut probes,
+                        &mut errors,
+                    );
+                    self.new_probes.extend(probes);
+                    self.errors
+                        .extend(errors.into_iter().map(SemError::into_diagnostic));
+                    any = true;
+                }
+                Err(diags) => self.errors.extend(diags),
+            }
+        }
+        any
+    }
+}
+
+impl TapsetLoader for Loader<'_> {
+    fn load_function(&mut self, syms: &mut Symbols, name: &str) -> bool {
+        let items = self.lib.function_items(name).to_vec();
+        self.load(syms, &items)
+    }
+
+    fn load_global(&mut self, syms: &mut Symbols, name: &str) -> bool {
+        let items = self.lib.global_items(name).to_vec();
+        self.load(syms, &items)
+    }
+
+    fn load_aliases_for(&mut self, syms: &mut Symbols, pattern: &[&str]) -> bool {
+        let items = self.lib.alias_items(pattern);
+        self.load(syms, &items)
+    }
+
+    fn take_loaded(&mut self) -> (Vec<AliasDef>, Vec<Rc<ast::Probe>>) {
+        (
+            std::mem::take(&mut self.new_aliases),
+            std::mem::take(&mut self.new_probes),
+        )
+    }
+
+    fn take_errors(&mut self) -> Vec<Diagnostic> {
+        std::mem::take(&mut self.errors)
+    }
+
+    fn canonical(&self, file: FileId) -> FileId {
+        self.canon.get(&file).copied().unwrap_or(file)
+    }
+}
+
+/// The probes being built.
+struct Session {
+    aliases: Vec<AliasDef>,
+    /// Index of `aliases[..indexed]` by first name component.
+    by_first: HashMap<String, Vec<usize>>,
+    indexed: usize,
+    probes_out: Vec<ProbeDef>,
+    probe_local_tvs: Vec<(Vec<usize>, Vec<Span>)>,
+    warnings: Vec<Diagnostic>,
+    verbose: u32,
+    separate: bool,
+    heads: Vec<String>,
+    /// The user's script (warnings are about its code only).
+    user_file: FileId,
+}
+
+impl Session {
+    /// Loads the tapsets defining aliases these points (and, transitively,
+    /// those aliases' targets) may name.
+    fn load_aliases(&mut self, low: &mut Lowerer, points: &[ast::ProbePoint]) {
+        let mut work: Vec<Vec<String>> = points
+            .iter()
+            .map(|p| p.components.iter().map(|c| c.name.clone()).collect())
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        while let Some(pattern) = work.pop() {
+            if !seen.insert(pattern.clone()) {
+                continue;
+            }
+            let refs: Vec<&str> = pattern.iter().map(|s| s.as_str()).collect();
+            if low.load_aliases(&refs) {
+                let (aliases, probes) = low.take_loaded();
+                for a in &aliases {
+                    for t in &a.ast.targets {
+                        work.push(t.components.iter().map(|c| c.name.clone()).collect());
+                    }
+                }
+                self.aliases.extend(aliases);
+                low.requeue_probes(probes);
+            }
+        }
+        // Targets of aliases already known may name tapset aliases too.
+        let targets: Vec<Vec<String>> = self
+            .aliases
+            .iter()
+            .flat_map(|a| a.ast.targets.iter())
+            .map(|t| t.components.iter().map(|c| c.name.clone()).collect())
+            .filter(|t| !seen.contains(t))
+            .collect();
+        for t in targets {
+            if seen.insert(t.clone()) {
+                let refs: Vec<&str> = t.iter().map(|s| s.as_str()).collect();
+                if low.load_aliases(&refs) {
+                    let (aliases, probes) = low.take_loaded();
+                    self.aliases.extend(aliases);
+                    low.requeue_probes(probes);
+                }
+            }
+        }
+    }
+
+    /// Resolves and lowers one written probe into probe definitions.
+    fn probe(&mut self, low: &mut Lowerer, p: &Rc<ast::Probe>) {
+        self.load_aliases(low, &p.points);
+        let from = self.indexed;
+        alias::index_aliases(&self.aliases, from, &mut self.by_first);
+        self.indexed = self.aliases.len();
+        let resolved = match (Resolver {
+            aliases: &self.aliases,
+            by_first: &self.by_first,
+        })
+        .resolve_list(&p.points)
+        {
+            Ok(r) => r,
+            Err(e) => {
+                low.errors.push(e);
+                return;
+            }
+        };
+        let name = p
+            .points
+            .iter()
+            .map(|pt| point_text(pt))
+            .collect::<Vec<_>>()
+            .join(", ");
+        // Points without alias bodies and of the same family share one
+        // handler; each alias expansion gets its own.
+        let mut groups: Vec<Vec<Resolved>> = Vec::new();
+        for r in resolved {
+            let shared = r.prologue.is_empty() && r.epilogue.is_empty() && !self.separate;
+            match groups.last_mut() {
+                Some(g)
+                    if shared
+                        && g[0].prologue.is_empty()
+                        && g[0].epilogue.is_empty()
+                        && std::ptr::eq(g[0].family, r.family) =>
+                {
+                    g.push(r)
+                }
+                _ => groups.push(vec![r]),
+            }
+        }
+        for group in groups {
+            self.lower_group(low, p, &name, group);
+        }
+    }
+
+    fn lower_group(&mut self, low: &mut Lowerer, p: &ast::Probe, name: &str, group: Vec<Resolved>) {
+        let families = group.iter().map(|r| r.family).collect();
+        let mut body = Body::new(low.canon(p.span.file), families, None);
+        let mut points = Vec::new();
+        for r in &group {
+            let mut conds = Vec::new();
+            for c in &r.conditions {
+                if let Some(e) = check_condition(low, c, &mut body) {
+                    conds.push(e);
+                }
+            }
+            let cond = syscalls::and_all(conds);
+            let mut kind = r.kind.clone();
+            let cond = match &mut kind {
+                PointKind::Process {
+                    event:
+                        ProcessEvent::Syscall { syscalls } | ProcessEvent::SyscallReturn { syscalls },
+                    ..
+                } => {
+                    let (set, rest) = syscalls::split(cond);
+                    *syscalls = set;
+                    rest
+                }
+                _ => cond,
+            };
+            points.push(ProbePoint {
+                kind,
+                condition: cond,
+                text: r.text.clone(),
+            });
+        }
+        let first = &group[0];
+        self.heads.push(first.head.clone());
+        let mut stmts = Vec::new();
+        for a in &first.prologue {
+            body.file = low.canon(a.span.file);
+            stmts.extend(low.lower_block(&a.body, &mut body).stmts);
+        }
+        body.file = low.canon(p.span.file);
+        stmts.extend(low.lower_block(&p.body, &mut body).stmts);
+        for a in &first.epilogue {
+            body.file = low.canon(a.span.file);
+            stmts.extend(low.lower_block(&a.body, &mut body).stmts);
+        }
+        self.probe_local_tvs.push((body.tvs, body.spans));
+        self.probes_out.push(ProbeDef {
+            points,
+            locals: body.locals,
+            body: Block { stmts },
+            name: name.to_string(),
+            span: p.span,
+        });
+    }
+}
+
+/// Lowers a probe condition, which may read only globals and context
+/// variables and call no function (SystemTap's rule; utap also allows
+/// context variables, which its syscall aliases use).
+fn check_condition(low: &mut Lowerer, c: &ast::Expr, body: &mut Body) -> Option<Expr> {
+    let mut problems = Vec::new();
+    condition_problems(low, c, &mut problems);
+    if !problems.is_empty() {
+        low.errors.extend(problems);
+        return None;
+    }
+    let (e, t) = low.lower_expr(c, body);
+    if let Err(err) = low.types.unify(t, Ty::Known(Type::Long), c.span) {
+        low.errors.push(err);
+    }
+    Some(e)
+}
+
+fn condition_problems(low: &mut Lowerer, e: &ast::Expr, out: &mut Vec<SemError>) {
+    use ast::ExprKind as K;
+    match &e.kind {
+        K::Assign { .. } | K::IncDec { .. } => out.push(
+            SemError::new(e.span, "probe condition must not modify any variables")
+                .label("a condition is evaluated to enable the probe"),
+        ),
+        K::Call { name, args } => {
+            let builtin_pure = crate::builtins::lookup(&name.name).is_some_and(|b| b.pure_);
+            if !builtin_pure {
+                out.push(
+                    SemError::new(e.span, "probe condition must not reference function")
+                        .label("conditions may call only side-effect-free builtins"),
+                );
+            }
+            for a in args {
+                condition_problems(low, a, out);
+            }
+        }
+        K::Var(name) => {
+            let file = low.canon(e.span.file);
+            if !low.has_global(name, file) {
+                out.push(
+                    SemError::new(
+                        e.span,
+                        "probe condition must not reference undeclared global",
+                    )
+                    .label(format!("'{name}' is not a global")),
+                );
+            }
+        }
+        K::Unary { expr, .. } => condition_problems(low, expr, out),
+        K::Binary { lhs, rhs, .. } => {
+            condition_problems(low, lhs, out);
+            condition_problems(low, rhs, out);
+        }
+        K::Ternary { cond, then, else_ } => {
+            condition_problems(low, cond, out);
+            condition_problems(low, then, out);
+            condition_problems(low, else_, out);
+        }
+        K::Index { keys, .. } => keys.iter().for_each(|k| condition_problems(low, k, out)),
+        _ => {}
+    }
+}
+
+/// A probe point as written (for messages and `ProbeDef::name`).
+pub fn point_text(p: &ast::ProbePoint) -> String {
+    let mut s = p
+        .components
+        .iter()
+        .map(|c| match &c.arg {
+            None => c.name.clone(),
+            Some(ast::Literal::Num(n)) => format!("{}({n})", c.name),
+            Some(ast::Literal::Str(v)) => format!("{}({v:?})", c.name),
+        })
+        .collect::<Vec<_>>()
+        .join(".");
+    if p.optional {
+        s.push('?');
+    }
+    if p.sufficient {
+        s.push('!');
+    }
+    s
+}

@@ -1,0 +1,340 @@
+//! Probe-point resolution: matching a written point against probe aliases
+//! and the catalogue, expanding aliases recursively.
+//!
+//! An alias `probe a = t1, t2 { P }` (prologue) or `probe a += t { E }`
+//! (epilogue) turns a use `probe a { U }` into one probe per target with
+//! body `P U` or `U E`; chains nest (`P_inner P_outer U E_outer E_inner`).
+//! Wildcards match one component each and may match several aliases and
+//! families. `?` drops a point that resolves to nothing; `!` stops at the
+//! first point of a list that resolves. Conditions of every level are
+//! collected and and-ed by the caller.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::catalogue::{ArgSpec, FAMILIES, Family, PointArg, glob_match};
+use super::error::SemError;
+use crate::ast::{self, FileId, Literal};
+use crate::program::PointKind;
+
+/// A probe alias the checker knows (from the script or a used tapset).
+pub struct AliasDef {
+    /// Component names of each name the alias defines.
+    pub names: Vec<Vec<String>>,
+    pub ast: Rc<ast::Alias>,
+    pub file: FileId,
+}
+
+/// One concrete probe point a written point resolved to.
+#[derive(Clone)]
+pub struct Resolved {
+    pub family: &'static Family,
+    pub kind: PointKind,
+    /// Canonical text, e.g. `process("/usr/bin/cat").syscall`.
+    pub text: String,
+    /// Alias bodies to run before the handler, outermost last.
+    pub prologue: Vec<Rc<ast::Alias>>,
+    /// Alias bodies to run after the handler, outermost first.
+    pub epilogue: Vec<Rc<ast::Alias>>,
+    /// Conditions of the point and the aliases it went through.
+    pub conditions: Vec<ast::Expr>,
+    /// The name the user-level point matched (alias name or point text),
+    /// as `-l` lists it.
+    pub head: String,
+}
+
+/// How deep alias chains may nest before we call it a loop.
+const MAX_DEPTH: usize = 64;
+
+pub struct Resolver<'a> {
+    pub aliases: &'a [AliasDef],
+    /// Aliases by the first component of each of their names.
+    pub by_first: &'a HashMap<String, Vec<usize>>,
+}
+
+/// Indexes aliases `from..` by first name component into `index`.
+pub fn index_aliases(aliases: &[AliasDef], from: usize, index: &mut HashMap<String, Vec<usize>>) {
+    for (i, a) in aliases.iter().enumerate().skip(from) {
+        for n in &a.names {
+            if let Some(first) = n.first() {
+                let v = index.entry(first.clone()).or_default();
+                if v.last() != Some(&i) {
+                    v.push(i);
+                }
+            }
+        }
+    }
+}
+
+impl Resolver<'_> {
+    /// Resolves a list of points (`probe a, b ?, c !`) as SystemTap does.
+    pub fn resolve_list(&self, points: &[ast::ProbePoint]) -> Result<Vec<Resolved>, SemError> {
+        let mut out = Vec::new();
+        for p in points {
+            let found = self.resolve(p, &mut Vec::new())?;
+            let done = p.sufficient && !found.is_empty();
+            out.extend(found);
+            if done {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Resolves one written point; `stack` holds the aliases being expanded
+    /// (to detect loops).
+    pub fn resolve(
+        &self,
+        point: &ast::ProbePoint,
+        stack: &mut Vec<*const ast::Alias>,
+    ) -> Result<Vec<Resolved>, SemError> {
+        match self.resolve_inner(point, stack) {
+            Ok(v) if v.is_empty() && !point.optional => Err(self.mismatch(point)),
+            Ok(v) => Ok(v),
+            Err(_) if point.optional => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn resolve_inner(
+        &self,
+        point: &ast::ProbePoint,
+        stack: &mut Vec<*const ast::Alias>,
+    ) -> Result<Vec<Resolved>, SemError> {
+        let names: Vec<&str> = point.components.iter().map(|c| c.name.as_str()).collect();
+        let mut out = Vec::new();
+        let candidates: Vec<usize> = match names.first() {
+            Some(first) if !first.contains('*') => {
+                self.by_first.get(*first).cloned().unwrap_or_default()
+            }
+            _ => (0..self.aliases.len()).collect(),
+        };
+        for alias in candidates.into_iter().map(|i| &self.aliases[i]) {
+            let Some(name) = alias.names.iter().find(|n| matches(&names, n)) else {
+                continue;
+            };
+            if point.components.iter().any(|c| c.arg.is_some()) {
+                continue;
+            }
+            let head = name.join(".");
+            out.extend(self.expand_alias(alias, &head, point, stack)?);
+        }
+        for family in FAMILIES {
+            if let Some(r) = match_family(family, point)? {
+                out.push(r);
+            }
+        }
+        for r in &mut out {
+            if let Some(c) = &point.condition {
+                r.conditions.push(c.clone());
+            }
+        }
+        Ok(out)
+    }
+
+    fn expand_alias(
+        &self,
+        alias: &AliasDef,
+        head: &str,
+        point: &ast::ProbePoint,
+        stack: &mut Vec<*const ast::Alias>,
+    ) -> Result<Vec<Resolved>, SemError> {
+        let key = Rc::as_ptr(&alias.ast);
+        if stack.contains(&key) || stack.len() > MAX_DEPTH {
+            return Err(SemError::new(
+                point.span,
+                format!("Recursive loop in alias expansion of {head}"),
+            )
+            .label("this alias expands to itself")
+            .also(alias.ast.span, "alias defined here"));
+        }
+        stack.push(key);
+        let mut out = Vec::new();
+        let mut result = Ok(());
+        for target in &alias.ast.targets {
+            match self.resolve(target, stack) {
+                Ok(found) => {
+                    let done = target.sufficient && !found.is_empty();
+                    out.extend(found);
+                    if done {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        stack.pop();
+        result?;
+        for r in &mut out {
+            match alias.ast.kind {
+                ast::AliasKind::Prologue => r.prologue.push(alias.ast.clone()),
+                ast::AliasKind::Epilogue => r.epilogue.insert(0, alias.ast.clone()),
+            }
+            r.head = head.to_string();
+        }
+        Ok(out)
+    }
+
+    /// "probe point mismatch" with the alternatives at the first component
+    /// that matches nothing, and a "did you mean" for the closest name.
+    fn mismatch(&self, point: &ast::ProbePoint) -> SemError {
+        let names: Vec<&str> = point.components.iter().map(|c| c.name.as_str()).collect();
+        let known = self.known_names();
+        let mut pos = 0;
+        while pos < names.len()
+            && known.iter().any(|k| {
+                k.len() > pos && k[..=pos].iter().zip(&names).all(|(a, b)| glob_match(b, a))
+            })
+        {
+            pos += 1;
+        }
+        let pos = pos.min(names.len().saturating_sub(1));
+        let mut alternatives: Vec<&str> = known
+            .iter()
+            .filter(|k| k.len() > pos && k[..pos].iter().zip(&names).all(|(a, b)| glob_match(b, a)))
+            .map(|k| k[pos].as_str())
+            .collect();
+        alternatives.sort();
+        alternatives.dedup();
+        let mut message = format!("probe point mismatch at position {}", pos + 1);
+        if !alternatives.is_empty() && alternatives.len() <= 20 {
+            message.push_str(&format!(" (alternatives: {})", alternatives.join(" ")));
+        }
+        let written = names.join(".");
+        let span = point.components.get(pos).map_or(point.span, |c| c.span);
+        let mut e =
+            SemError::new(span, message).label(format!("no probe point matches '{written}'"));
+        let best = known
+            .iter()
+            .map(|k| k.join("."))
+            .map(|k| (edit_distance(&k, &written), k))
+            .min();
+        if let Some((d, k)) = best {
+            if d > 0 && d <= written.len().max(3) / 2 {
+                e = e.help(format!("did you mean '{k}'?"));
+            }
+        }
+        e
+    }
+
+    fn known_names(&self) -> Vec<Vec<String>> {
+        let mut v: Vec<Vec<String>> = FAMILIES
+            .iter()
+            .map(|f| {
+                f.comps
+                    .iter()
+                    .filter(|c| !c.optional)
+                    .map(|c| c.name.to_string())
+                    .collect()
+            })
+            .collect();
+        v.extend(self.aliases.iter().flat_map(|a| a.names.iter().cloned()));
+        v
+    }
+}
+
+fn matches(pattern: &[&str], name: &[String]) -> bool {
+    pattern.len() == name.len() && pattern.iter().zip(name).all(|(p, n)| glob_match(p, n))
+}
+
+/// Matches a point against one family: component names (with wildcards),
+/// optional trailing components, and arguments of the right kind.
+fn match_family(
+    family: &'static Family,
+    point: &ast::ProbePoint,
+) -> Result<Option<Resolved>, SemError> {
+    let comps = &point.components;
+    let mut args: Vec<Option<Option<PointArg>>> = Vec::new();
+    let mut i = 0;
+    for spec in family.comps {
+        let Some(comp) = comps.get(i) else {
+            if spec.optional {
+                args.push(None);
+                continue;
+            }
+            return Ok(None);
+        };
+        if !glob_match(&comp.name, spec.name) {
+            if spec.optional {
+                args.push(None);
+                continue;
+            }
+            return Ok(None);
+        }
+        let arg = match (&comp.arg, spec.arg) {
+            (None, ArgSpec::None | ArgSpec::OptNum | ArgSpec::OptStrOrNum) => None,
+            (Some(Literal::Num(n)), ArgSpec::OptNum | ArgSpec::Num | ArgSpec::OptStrOrNum) => {
+                Some(PointArg::Num(*n))
+            }
+            (Some(Literal::Str(s)), ArgSpec::OptStrOrNum) => Some(PointArg::Str(s.clone())),
+            _ => return Ok(None),
+        };
+        args.push(Some(arg));
+        i += 1;
+    }
+    if i != comps.len() {
+        return Ok(None);
+    }
+    let kind = family.build(&args).map_err(|e| {
+        let span = comps.get(e.component).map_or(point.span, |c| c.span);
+        SemError::new(span, e.message).label(e.label)
+    })?;
+    let text = canonical_text(family, &args);
+    Ok(Some(Resolved {
+        family,
+        kind,
+        head: text.clone(),
+        text,
+        prologue: Vec::new(),
+        epilogue: Vec::new(),
+        conditions: Vec::new(),
+    }))
+}
+
+/// `process("/usr/bin/cat").syscall`, `timer.ms(10)`, `begin`.
+fn canonical_text(family: &Family, args: &[Option<Option<PointArg>>]) -> String {
+    let mut parts = Vec::new();
+    for (spec, arg) in family.comps.iter().zip(args) {
+        let Some(arg) = arg else { continue };
+        parts.push(match arg {
+            None => spec.name.to_string(),
+            Some(PointArg::Num(n)) => format!("{}({n})", spec.name),
+            Some(PointArg::Str(s)) => format!(
+                "{}(\"{}\")",
+                spec.name,
+                super::catalogue::find_executable(s)
+            ),
+        });
+    }
+    parts.join(".")
+}
+
+/// Levenshtein distance, for "did you mean".
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edit_distances() {
+        assert_eq!(edit_distance("begin", "begni"), 2);
+        assert_eq!(edit_distance("eeexit", "exit"), 2);
+        assert_eq!(edit_distance("", "ab"), 2);
+    }
+}

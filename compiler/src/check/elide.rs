@@ -1,0 +1,456 @@
+//! Elision of work whose result nobody uses, as SystemTap's optimizer does:
+//! an assignment to a local that is never read is dropped when its value
+//! has no side effect. This is what makes `syscall.*` aliases cheap: a
+//! handler that uses only `name` never computes `argstr`.
+
+use std::collections::HashSet;
+
+use crate::builtins;
+use crate::program::*;
+
+/// Drops dead local assignments from a body (repeatedly, since dropping
+/// one can make another dead). Returns the locals elided.
+pub fn dead_locals(body: &mut Block, pure_fns: &[bool]) -> Vec<LocalId> {
+    let mut elided = Vec::new();
+    loop {
+        let mut read = HashSet::new();
+        reads_block(body, &mut read);
+        let mut dropped = HashSet::new();
+        drop_block(body, &read, &mut dropped, pure_fns);
+        if dropped.is_empty() {
+            break;
+        }
+        let mut dropped: Vec<u32> = dropped.into_iter().collect();
+        dropped.sort_unstable();
+        for l in dropped {
+            if !elided.contains(&LocalId(l)) {
+                elided.push(LocalId(l));
+            }
+        }
+    }
+    elided
+}
+
+fn drop_block(b: &mut Block, read: &HashSet<u32>, dropped: &mut HashSet<u32>, pf: &[bool]) {
+    b.stmts.retain_mut(|s| {
+        match &mut s.kind {
+            StmtKind::Expr(Expr {
+                kind:
+                    ExprKind::Assign {
+                        target: LValue::Local(l),
+                        value,
+                        ..
+                    },
+                ..
+            }) if !read.contains(&l.0) && pure(value, pf) => {
+                dropped.insert(l.0);
+                return false;
+            }
+            StmtKind::Block(inner) => drop_block(inner, read, dropped, pf),
+            StmtKind::If { then, else_, .. } => {
+                drop_stmt(then, read, dropped, pf);
+                if let Some(e) = else_ {
+                    drop_stmt(e, read, dropped, pf);
+                }
+            }
+            _ => {}
+        }
+        true
+    });
+}
+
+fn drop_stmt(s: &mut Stmt, read: &HashSet<u32>, dropped: &mut HashSet<u32>, pf: &[bool]) {
+    if let StmtKind::Block(b) = &mut s.kind {
+        drop_block(b, read, dropped, pf);
+    }
+}
+
+/// Which functions have no side effect (they write no global, print
+/// nothing and call only such functions and pure builtins); a fixed point
+/// over the call graph, starting from "all pure".
+pub fn pure_functions(functions: &[FunctionDef]) -> Vec<bool> {
+    let mut pf = vec![true; functions.len()];
+    loop {
+        let next: Vec<bool> = functions.iter().map(|f| block_pure(&f.body, &pf)).collect();
+        if next == pf {
+            return pf;
+        }
+        pf = next;
+    }
+}
+
+fn block_pure(b: &Block, pf: &[bool]) -> bool {
+    b.stmts.iter().all(|s| stmt_pure(s, pf))
+}
+
+fn stmt_pure(s: &Stmt, pf: &[bool]) -> bool {
+    match &s.kind {
+        StmtKind::Expr(e) => local_effects_only(e, pf),
+        StmtKind::Block(b) => block_pure(b, pf),
+        StmtKind::If { cond, then, else_ } => {
+            local_effects_only(cond, pf)
+                && stmt_pure(then, pf)
+                && else_.as_ref().is_none_or(|e| stmt_pure(e, pf))
+        }
+        StmtKind::While { cond, body } => local_effects_only(cond, pf) && stmt_pure(body, pf),
+        StmtKind::For {
+            init,
+            cond,
+            step,
+            body,
+        } => {
+            [init, cond, step]
+                .into_iter()
+                .flatten()
+                .all(|e| local_effects_only(e, pf))
+                && stmt_pure(body, pf)
+        }
+        StmtKind::Return(e) => e.as_ref().is_none_or(|e| local_effects_only(e, pf)),
+        StmtKind::Next | StmtKind::Break | StmtKind::Continue => true,
+        // Loops over globals are reads, but keep it simple: not pure.
+        _ => false,
+    }
+}
+
+/// Pure, or an assignment to a local of a pure value (inside functions).
+fn local_effects_only(e: &Expr, pf: &[bool]) -> bool {
+    match &e.kind {
+        ExprKind::Assign {
+            target: LValue::Local(_),
+            value,
+            ..
+        } => local_effects_only(value, pf),
+        ExprKind::IncDec {
+            target: LValue::Local(_),
+            ..
+        } => true,
+        _ => pure(e, pf),
+    }
+}
+
+/// No side effect: literals, loads, operators, pure builtins and pure
+/// script functions (`pf`, by FuncId).
+pub fn pure(e: &Expr, pf: &[bool]) -> bool {
+    let all = |args: &[Expr]| args.iter().all(|a| pure(a, pf));
+    match &e.kind {
+        ExprKind::Long(_) | ExprKind::Str(_) | ExprKind::Context(_) => true,
+        ExprKind::Load(lv) => lvalue_pure(lv, pf),
+        ExprKind::Unary { expr, .. } => pure(expr, pf),
+        ExprKind::Binary { lhs, rhs, .. } => pure(lhs, pf) && pure(rhs, pf),
+        ExprKind::Ternary { cond, then, else_ } => {
+            pure(cond, pf) && pure(then, pf) && pure(else_, pf)
+        }
+        ExprKind::In { keys, .. } => all(keys),
+        ExprKind::StatGet { target, .. } => lvalue_pure(target, pf),
+        ExprKind::Builtin { name, args } => {
+            builtins::lookup(name).is_some_and(|b| b.pure_) && all(args)
+        }
+        ExprKind::Call { func, args } => pf.get(func.0 as usize) == Some(&true) && all(args),
+        ExprKind::Print { kind, args, .. } => {
+            matches!(
+                kind,
+                PrintKind::Sprint
+                    | PrintKind::Sprintln
+                    | PrintKind::Sprintf
+                    | PrintKind::Sprintd
+                    | PrintKind::Sprintdln
+            ) && all(args)
+        }
+        _ => false,
+    }
+}
+
+fn lvalue_pure(lv: &LValue, pf: &[bool]) -> bool {
+    match lv {
+        LValue::Elem { keys, .. } => keys.iter().all(|k| pure(k, pf)),
+        _ => true,
+    }
+}
+
+/// Drops functions no probe calls any more (after elision), renumbering
+/// the calls.
+pub fn prune_functions(program: &mut Program) {
+    let n = program.functions.len();
+    let mut used = vec![false; n];
+    let mut work: Vec<FuncId> = Vec::new();
+    let mut collect = |id: &mut FuncId| work.push(*id);
+    for p in &mut program.probes {
+        walk_calls_block(&mut p.body, &mut collect);
+        for pt in &mut p.points {
+            if let Some(c) = &mut pt.condition {
+                walk_calls_expr(c, &mut collect);
+            }
+        }
+    }
+    while let Some(f) = work.pop() {
+        if std::mem::replace(&mut used[f.0 as usize], true) {
+            continue;
+        }
+        walk_calls_block(
+            &mut program.functions[f.0 as usize].body,
+            &mut |id: &mut FuncId| work.push(*id),
+        );
+    }
+    if used.iter().all(|u| *u) {
+        return;
+    }
+    let mut map = vec![None; n];
+    let mut next = 0;
+    for (i, u) in used.iter().enumerate() {
+        if *u {
+            map[i] = Some(FuncId(next));
+            next += 1;
+        }
+    }
+    let functions = std::mem::take(&mut program.functions);
+    program.functions = functions
+        .into_iter()
+        .zip(&used)
+        .filter(|(_, u)| **u)
+        .map(|(f, _)| f)
+        .collect();
+    let mut renumber = |b: &mut Block| {
+        walk_calls_block(b, &mut |id: &mut FuncId| {
+            *id = map[id.0 as usize].unwrap_or(*id);
+        })
+    };
+    for f in &mut program.functions {
+        renumber(&mut f.body);
+    }
+    for p in &mut program.probes {
+        renumber(&mut p.body);
+        for pt in &mut p.points {
+            if let Some(c) = &mut pt.condition {
+                walk_calls_expr(c, &mut |id: &mut FuncId| {
+                    *id = map[id.0 as usize].unwrap_or(*id);
+                });
+            }
+        }
+    }
+}
+
+fn walk_calls_block(b: &mut Block, f: &mut dyn FnMut(&mut FuncId)) {
+    for s in &mut b.stmts {
+        walk_calls_stmt(s, f);
+    }
+}
+
+fn walk_calls_stmt(s: &mut Stmt, f: &mut dyn FnMut(&mut FuncId)) {
+    match &mut s.kind {
+        StmtKind::Expr(e) => walk_calls_expr(e, f),
+        StmtKind::Block(b) => walk_calls_block(b, f),
+        StmtKind::If { cond, then, else_ } => {
+            walk_calls_expr(cond, f);
+            walk_calls_stmt(then, f);
+            if let Some(e) = else_ {
+                walk_calls_stmt(e, f);
+            }
+        }
+        StmtKind::While { cond, body } => {
+            walk_calls_expr(cond, f);
+            walk_calls_stmt(body, f);
+        }
+        StmtKind::For {
+            init,
+            cond,
+            step,
+            body,
+        } => {
+            for e in [init, cond, step].into_iter().flatten() {
+                walk_calls_expr(e, f);
+            }
+            walk_calls_stmt(body, f);
+        }
+        StmtKind::Foreach(fe) => {
+            if let ForeachSource::Hist(h) = &mut fe.source {
+                walk_calls_expr(h, f);
+            }
+            for e in fe.slice.iter_mut().flatten().flatten() {
+                walk_calls_expr(e, f);
+            }
+            if let Some(l) = &mut fe.limit {
+                walk_calls_expr(l, f);
+            }
+            walk_calls_stmt(&mut fe.body, f);
+        }
+        StmtKind::Return(Some(e)) => walk_calls_expr(e, f),
+        StmtKind::Delete(lv) => walk_calls_lvalue(lv, f),
+        StmtKind::Try { body, catch, .. } => {
+            walk_calls_block(body, f);
+            walk_calls_block(catch, f);
+        }
+        _ => {}
+    }
+}
+
+fn walk_calls_lvalue(lv: &mut LValue, f: &mut dyn FnMut(&mut FuncId)) {
+    if let LValue::Elem { keys, .. } = lv {
+        for k in keys {
+            walk_calls_expr(k, f);
+        }
+    }
+}
+
+fn walk_calls_expr(e: &mut Expr, f: &mut dyn FnMut(&mut FuncId)) {
+    match &mut e.kind {
+        ExprKind::Call { func, args } => {
+            f(func);
+            for a in args {
+                walk_calls_expr(a, f);
+            }
+        }
+        ExprKind::Builtin { args, .. } | ExprKind::Print { args, .. } => {
+            for a in args {
+                walk_calls_expr(a, f);
+            }
+        }
+        ExprKind::Load(lv)
+        | ExprKind::IncDec { target: lv, .. }
+        | ExprKind::StatGet { target: lv, .. }
+        | ExprKind::Hist { target: lv, .. } => walk_calls_lvalue(lv, f),
+        ExprKind::Assign { target, value, .. } | ExprKind::StatAdd { target, value } => {
+            walk_calls_lvalue(target, f);
+            walk_calls_expr(value, f);
+        }
+        ExprKind::Unary { expr, .. } => walk_calls_expr(expr, f),
+        ExprKind::Binary { lhs, rhs, .. } => {
+            walk_calls_expr(lhs, f);
+            walk_calls_expr(rhs, f);
+        }
+        ExprKind::Ternary { cond, then, else_ } => {
+            walk_calls_expr(cond, f);
+            walk_calls_expr(then, f);
+            walk_calls_expr(else_, f);
+        }
+        ExprKind::HistBucket { hist, index } => {
+            walk_calls_expr(hist, f);
+            walk_calls_expr(index, f);
+        }
+        ExprKind::In { keys, .. } => {
+            for k in keys {
+                walk_calls_expr(k, f);
+            }
+        }
+        ExprKind::Long(_) | ExprKind::Str(_) | ExprKind::Context(_) => {}
+    }
+}
+
+/// Locals read anywhere in a block.
+fn reads_block(b: &Block, out: &mut HashSet<u32>) {
+    for s in &b.stmts {
+        reads_stmt(s, out);
+    }
+}
+
+fn reads_stmt(s: &Stmt, out: &mut HashSet<u32>) {
+    match &s.kind {
+        StmtKind::Expr(e) => reads_expr(e, out),
+        StmtKind::Block(b) => reads_block(b, out),
+        StmtKind::If { cond, then, else_ } => {
+            reads_expr(cond, out);
+            reads_stmt(then, out);
+            if let Some(e) = else_ {
+                reads_stmt(e, out);
+            }
+        }
+        StmtKind::While { cond, body } => {
+            reads_expr(cond, out);
+            reads_stmt(body, out);
+        }
+        StmtKind::For {
+            init,
+            cond,
+            step,
+            body,
+        } => {
+            for e in [init, cond, step].into_iter().flatten() {
+                reads_expr(e, out);
+            }
+            reads_stmt(body, out);
+        }
+        StmtKind::Foreach(f) => {
+            if let ForeachSource::Hist(h) = &f.source {
+                reads_expr(h, out);
+            }
+            for e in f.slice.iter().flatten().flatten() {
+                reads_expr(e, out);
+            }
+            if let Some(l) = &f.limit {
+                reads_expr(l, out);
+            }
+            // Loop variables count as read: the loop assigns them.
+            out.extend(f.keys.iter().map(|k| k.0));
+            out.extend(f.value.iter().map(|k| k.0));
+            reads_stmt(&f.body, out);
+        }
+        StmtKind::Return(Some(e)) => reads_expr(e, out),
+        StmtKind::Delete(lv) => reads_lvalue(lv, out),
+        StmtKind::Try {
+            body,
+            catch,
+            catch_var,
+        } => {
+            reads_block(body, out);
+            reads_block(catch, out);
+            out.extend(catch_var.iter().map(|k| k.0));
+        }
+        _ => {}
+    }
+}
+
+fn reads_lvalue(lv: &LValue, out: &mut HashSet<u32>) {
+    match lv {
+        LValue::Local(l) => {
+            out.insert(l.0);
+        }
+        LValue::Elem { keys, .. } => {
+            for k in keys {
+                reads_expr(k, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn reads_expr(e: &Expr, out: &mut HashSet<u32>) {
+    match &e.kind {
+        ExprKind::Load(lv)
+        | ExprKind::StatGet { target: lv, .. }
+        | ExprKind::Hist { target: lv, .. } => reads_lvalue(lv, out),
+        ExprKind::Unary { expr, .. } => reads_expr(expr, out),
+        ExprKind::Binary { lhs, rhs, .. } => {
+            reads_expr(lhs, out);
+            reads_expr(rhs, out);
+        }
+        ExprKind::Ternary { cond, then, else_ } => {
+            reads_expr(cond, out);
+            reads_expr(then, out);
+            reads_expr(else_, out);
+        }
+        ExprKind::Assign { op, target, value } => {
+            // `x = v` does not read x; `x += v` does.
+            if *op != crate::ast::AssignOp::Assign {
+                reads_lvalue(target, out);
+            } else if let LValue::Elem { keys, .. } = target {
+                for k in keys {
+                    reads_expr(k, out);
+                }
+            }
+            reads_expr(value, out);
+        }
+        ExprKind::IncDec { target, .. } => reads_lvalue(target, out),
+        ExprKind::StatAdd { target, value } => {
+            reads_lvalue(target, out);
+            reads_expr(value, out);
+        }
+        ExprKind::HistBucket { hist, index } => {
+            reads_expr(hist, out);
+            reads_expr(index, out);
+        }
+        ExprKind::In { keys, .. } => keys.iter().for_each(|k| reads_expr(k, out)),
+        ExprKind::Call { args, .. }
+        | ExprKind::Builtin { args, .. }
+        | ExprKind::Print { args, .. } => args.iter().for_each(|a| reads_expr(a, out)),
+        ExprKind::Long(_) | ExprKind::Str(_) | ExprKind::Context(_) => {}
+    }
+}

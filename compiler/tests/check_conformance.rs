@@ -1,0 +1,177 @@
+//! The SystemTap conformance corpus, semantic part: every `sem/ok` case
+//! must pass the checker and every `sem/fail` case must fail with a
+//! semantic error (not a parse error), except the cases listed in
+//! `check_conformance_exceptions.txt` with a reason each.
+
+use std::path::{Path, PathBuf};
+
+use utap_compiler::check::{CheckOptions, check};
+use utap_compiler::parser::{NodeIds, ParseOptions, parse_file};
+use utap_compiler::source::SourceMap;
+
+/// `../shared` next to the workspace root (or next to the worktrees' parent).
+fn corpus() -> Option<PathBuf> {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    ["../shared/conformance/sem", "../../shared/conformance/sem"]
+        .iter()
+        .map(|p| workspace.join(p))
+        .find(|p| p.is_dir())
+}
+
+fn exceptions() -> Vec<String> {
+    include_str!("check_conformance_exceptions.txt")
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+        .collect()
+}
+
+/// Splits a `.args` line into POSIX-shell words (single and double quotes).
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = line.trim().chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                for c in chars.by_ref() {
+                    if c == '\'' {
+                        break;
+                    }
+                    cur.push(c);
+                }
+            }
+            '"' => {
+                in_word = true;
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' => cur.extend(chars.next()),
+                        c => cur.push(c),
+                    }
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    words
+}
+
+/// Parses and checks one case: Ok, Err(parse error text) or Err(semantic).
+fn run(path: &Path) -> Result<(), (bool, String)> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let args = std::fs::read_to_string(path.with_extension("args"))
+        .map(|l| shell_words(&l))
+        .unwrap_or_default();
+    let mut map = SourceMap::new();
+    let file = map.add(path.display().to_string(), text);
+    let mut ids = NodeIds::default();
+    let opts = ParseOptions {
+        args,
+        ..Default::default()
+    };
+    let script = parse_file(&map, file, &opts, &mut ids)
+        .map_err(|d| (false, utap_compiler::diag::render_all(&d, &map, false)))?;
+    check(&mut map, script, &CheckOptions::default(), &mut ids)
+        .map(|_| ())
+        .map_err(|d| {
+            let semantic = d.iter().any(|d| d.category == "semantic error");
+            (semantic, utap_compiler::diag::render_all(&d, &map, false))
+        })
+}
+
+fn cases(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "stp"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn sem_ok_cases_pass_the_checker() {
+    let Some(root) = corpus() else {
+        eprintln!("skipped: ../shared/conformance not found");
+        return;
+    };
+    let skip = exceptions();
+    let mut failures = Vec::new();
+    let mut passed = 0;
+    for case in cases(&root.join("ok")) {
+        let name = format!("ok/{}", case.file_name().unwrap().to_string_lossy());
+        match (run(&case), skip.contains(&name)) {
+            (Ok(()), false) => passed += 1,
+            (Ok(()), true) => {
+                failures.push(format!("{name}: passes but is listed as an exception"))
+            }
+            (Err(_), true) => {}
+            (Err((_, msg)), false) => failures.push(format!("{name}:\n{msg}")),
+        }
+    }
+    eprintln!("sem/ok: {passed} passed");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn sem_fail_cases_fail_with_a_semantic_error() {
+    let Some(root) = corpus() else {
+        eprintln!("skipped: ../shared/conformance not found");
+        return;
+    };
+    let skip = exceptions();
+    let mut failures = Vec::new();
+    let mut passed = 0;
+    for case in cases(&root.join("fail")) {
+        let name = format!("fail/{}", case.file_name().unwrap().to_string_lossy());
+        let ok = matches!(run(&case), Err((true, _)));
+        match (ok, skip.contains(&name)) {
+            (true, false) => passed += 1,
+            (true, true) => failures.push(format!(
+                "{name}: fails correctly but is listed as an exception"
+            )),
+            (false, true) => {}
+            (false, false) => failures.push(format!("{name}: {:?}", run(&case).err())),
+        }
+    }
+    eprintln!("sem/fail: {passed} rejected");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn shell_words_split_like_sh() {
+    assert_eq!(
+        shell_words(r#"'begin,end' '{log ("hello\n")}' x"#),
+        vec!["begin,end", r#"{log ("hello\n")}"#, "x"]
+    );
+}
+
+/// Prints every sem/fail case's diagnostics (run with --nocapture to review).
+#[test]
+fn show_fail_messages() {
+    let Some(root) = corpus() else { return };
+    if std::env::var("SHOW").is_err() {
+        return;
+    }
+    for case in cases(&root.join("fail")) {
+        if let Err((_, msg)) = run(&case) {
+            println!("=== {}\n{msg}", case.display());
+        }
+    }
+}

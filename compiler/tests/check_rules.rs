@@ -1,0 +1,676 @@
+//! The checker's rules, each with the exact diagnostic a user sees, plus
+//! golden `-p2` and `-L` outputs and the stdlib.
+
+use utap_compiler::check::{self, CheckOptions, dump::dump, listing};
+use utap_compiler::parser::{NodeIds, ParseOptions, parse_file};
+use utap_compiler::program::*;
+use utap_compiler::source::SourceMap;
+
+fn opts(guru: bool) -> CheckOptions {
+    CheckOptions {
+        guru,
+        ..Default::default()
+    }
+}
+
+/// Checks `src`: the program, or the rendered diagnostics.
+fn check_with(src: &str, o: &CheckOptions) -> Result<Program, String> {
+    let mut map = SourceMap::new();
+    let file = map.add("t.stp", src);
+    let mut ids = NodeIds::default();
+    let script = parse_file(&map, file, &ParseOptions::default(), &mut ids)
+        .map_err(|d| utap_compiler::diag::render_all(&d, &map, false))?;
+    check::check(&mut map, script, o, &mut ids)
+        .map(|o| o.program)
+        .map_err(|d| utap_compiler::diag::render_all(&d, &map, false))
+}
+
+fn ok(src: &str) -> Program {
+    check_with(src, &opts(false)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn err(src: &str) -> String {
+    match check_with(src, &opts(false)) {
+        Ok(_) => panic!("accepted: {src}"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn whole_stdlib_checks() {
+    let p = ok(
+        "probe syscall.*, syscall.*.return { println(name, argstr) } probe signal.* { println(sig_name) }",
+    );
+    assert!(p.probes.len() > 600, "{}", p.probes.len());
+}
+
+/// The first diagnostic as `headline` then `line:col label` per label.
+fn first_diag(src: &str, guru: bool) -> Vec<String> {
+    let mut map = SourceMap::new();
+    let file = map.add("t.stp", src);
+    let mut ids = NodeIds::default();
+    let popts = ParseOptions {
+        guru,
+        ..Default::default()
+    };
+    let script = parse_file(&map, file, &popts, &mut ids)
+        .unwrap_or_else(|d| panic!("{}", utap_compiler::diag::render_all(&d, &map, false)));
+    let diags = match check::check(&mut map, script, &opts(guru), &mut ids) {
+        Ok(_) => panic!("accepted: {src}"),
+        Err(d) => d,
+    };
+    let d = &diags[0];
+    let mut out = vec![d.to_string()];
+    for (span, label) in &d.labels {
+        let (l, c) = map.get(span.file).line_col(span.start as usize);
+        out.push(format!("{l}:{c} {label}"));
+    }
+    if let Some(h) = &d.help {
+        out.push(format!("help: {h}"));
+    }
+    out
+}
+
+macro_rules! diag_test {
+    ($name:ident, $guru:expr, $src:expr, [$($line:expr),* $(,)?]) => {
+        #[test]
+        fn $name() {
+            assert_eq!(first_diag($src, $guru), vec![$($line.to_string()),*]);
+        }
+    };
+}
+
+diag_test!(
+    unknown_function_suggests_a_name,
+    false,
+    "probe begin { eexit() }",
+    [
+        "semantic error: unresolved function (similar: exit)",
+        "1:15 no function 'eexit'",
+        "help: did you mean 'exit'?"
+    ]
+);
+
+diag_test!(
+    wrong_arity,
+    false,
+    "function f(a) { return a }\nprobe begin { f(1, 2) }",
+    [
+        "semantic error: unresolved arity-2 function",
+        "2:15 'f' takes 1 argument(s), given 2",
+        "1:10 defined here"
+    ]
+);
+
+diag_test!(
+    builtin_wrong_arity,
+    false,
+    "probe begin { println(strlen()) }",
+    [
+        "semantic error: unresolved arity-0 function",
+        "1:23 'strlen' takes 1 argument(s), given 0"
+    ]
+);
+
+diag_test!(
+    type_conflict_labels_both_sites,
+    false,
+    "global x\nprobe begin { x = 1 }\nprobe end { x = \"s\" }",
+    [
+        "semantic error: type mismatch (string vs. long)",
+        "3:17 used as string here",
+        "2:19 type was first inferred here (long)"
+    ]
+);
+
+diag_test!(
+    unknown_probe_point_did_you_mean,
+    false,
+    "probe process.syscal { }",
+    [
+        "semantic error: probe point mismatch at position 2 (alternatives: begin end quiesce signal syscall thread)",
+        "1:15 no probe point matches 'process.syscal'",
+        "help: did you mean 'process.syscall'?"
+    ]
+);
+
+diag_test!(
+    context_variable_in_the_wrong_probe,
+    false,
+    "probe process.syscall { println($return) }",
+    [
+        "semantic error: only \"process(PATH_OR_PID).syscall.return\" supports $return",
+        "1:33 not available in this probe"
+    ]
+);
+
+diag_test!(
+    context_variable_in_begin,
+    false,
+    "probe begin { println($syscall) }",
+    [
+        "semantic error: only \"process(PATH_OR_PID).syscall\" and \"process(PATH_OR_PID).syscall.return\" support $syscall",
+        "1:23 not available in this probe"
+    ]
+);
+
+diag_test!(
+    write_to_context_variable_needs_guru,
+    false,
+    "probe process.syscall.return { $return = -28 }",
+    [
+        "semantic error: write to target variable not permitted; need utap -g",
+        "1:32 writing '$return' changes what the traced program sees"
+    ]
+);
+
+diag_test!(
+    read_only_context_variable,
+    true,
+    "probe process.syscall { $arg1 = 0 }",
+    [
+        "semantic error: utrace '$argN' variable is read-only",
+        "1:25 '$arg1' can be read, not written"
+    ]
+);
+
+diag_test!(
+    format_argument_count,
+    false,
+    "probe begin { printf(\"%d %s\\n\", 1) }",
+    [
+        "semantic error: Wrong number of args to formatted print operator",
+        "1:15 the format takes 2 argument(s), given 1"
+    ]
+);
+
+diag_test!(
+    format_argument_type,
+    false,
+    "probe begin { printf(\"%d\\n\", \"one\") }",
+    [
+        "semantic error: type mismatch (string vs. long)",
+        "1:30 used as string here"
+    ]
+);
+
+diag_test!(
+    assignment_to_stats,
+    false,
+    "global s\nprobe begin { s <<< 1; s = 2 }",
+    [
+        "semantic error: invalid type stat",
+        "2:24 a statistics variable",
+        "help: statistics only take values with <<< and are read with @count, @sum, @min, @max, @avg, @hist_*"
+    ]
+);
+
+diag_test!(
+    string_into_stats,
+    false,
+    "global s\nprobe begin { s <<< \"x\" }",
+    [
+        "semantic error: type mismatch (string vs. long)",
+        "2:21 only numbers can be aggregated with <<<"
+    ]
+);
+
+diag_test!(
+    foreach_over_a_scalar,
+    false,
+    "global x\nprobe begin { x = 1; foreach (k in x) println(k) }",
+    [
+        "semantic error: inconsistent arity (1 vs 0)",
+        "2:36 'x' used with 1 index(es) here",
+        "2:15 arity 0 first inferred here"
+    ]
+);
+
+diag_test!(
+    array_without_global,
+    false,
+    "probe begin { a[1] = 1 }",
+    [
+        "semantic error: unresolved arity-1 global array a, missing global declaration?",
+        "1:15 arrays must be declared global"
+    ]
+);
+
+diag_test!(
+    stats_local,
+    false,
+    "probe begin { s <<< 1 }",
+    [
+        "semantic error: stat locals not supported, missing global declaration?",
+        "1:15 's' is used as statistics"
+    ]
+);
+
+diag_test!(
+    control_action_needs_guru,
+    false,
+    "probe process.syscall { stop() }",
+    [
+        "semantic error: function 'stop' is a control action; need utap -g",
+        "1:25 changes what the traced program does"
+    ]
+);
+
+diag_test!(
+    embedded_c_is_rejected,
+    true,
+    "function f() %{ return 1; %}\nprobe begin { f() }",
+    [
+        "semantic error: embedded C code is not supported by utap",
+        "1:14 %{ ... %} blocks run kernel C code in SystemTap"
+    ]
+);
+
+diag_test!(
+    cast_is_rejected,
+    false,
+    "probe begin { println(@cast(0, \"task_struct\")->pid) }",
+    [
+        "semantic error: @cast is not supported by utap",
+        "1:23 needs kernel/DWARF type information",
+        "help: read tracee memory with user_long(), user_int(), user_string() ..."
+    ]
+);
+
+diag_test!(
+    dwarf_variable_is_rejected,
+    false,
+    "probe process.syscall { println($task->pid) }",
+    [
+        "semantic error: target variable '$task' is not supported by utap",
+        "1:33 DWARF variables need kernel debug information",
+        "help: utap's context variables are $syscall, $arg1..$arg6, $return, $signal, $code"
+    ]
+);
+
+diag_test!(
+    array_modified_in_foreach,
+    false,
+    "global a\nprobe begin { a[1] = 1; foreach (k in a) delete a[k] }",
+    [
+        "semantic error: variable 'a' modified during 'foreach' iteration",
+        "2:49 modified here"
+    ]
+);
+
+diag_test!(
+    invalid_syscall_argument,
+    false,
+    "probe process.syscall { println($arg7) }",
+    [
+        "semantic error: invalid syscall argument number (1-6)",
+        "1:33 the arguments are $arg1 .. $arg6"
+    ]
+);
+
+diag_test!(
+    unresolved_type,
+    false,
+    "global a, b\nprobe begin { a = b }",
+    [
+        "semantic error: unresolved type",
+        "1:8 the type of global 'a' cannot be inferred"
+    ]
+);
+
+diag_test!(
+    alias_loop,
+    false,
+    "probe a = b { }\nprobe b = a { }\nprobe a { }",
+    [
+        "semantic error: Recursive loop in alias expansion of a",
+        "2:11 this alias expands to itself",
+        "1:1 alias defined here"
+    ]
+);
+
+diag_test!(
+    pid_one_is_rejected,
+    false,
+    "probe process(1).begin { }",
+    [
+        "semantic error: process pid must be greater than 1",
+        "1:7 pid 1 (init) cannot be traced"
+    ]
+);
+
+diag_test!(
+    probe_condition_calls_function,
+    false,
+    "function f() { return 1 }\nprobe begin if (f()) { }",
+    [
+        "semantic error: probe condition must not reference function",
+        "2:17 conditions may call only side-effect-free builtins"
+    ]
+);
+
+/// Every builtin called anywhere in the program.
+fn builtins_called(p: &Program) -> Vec<&'static str> {
+    fn walk(e: &Expr, out: &mut Vec<&'static str>) {
+        match &e.kind {
+            ExprKind::Builtin { name, args } => {
+                out.push(name);
+                args.iter().for_each(|a| walk(a, out));
+            }
+            ExprKind::Assign { value, .. } => walk(value, out),
+            ExprKind::Call { args, .. } | ExprKind::Print { args, .. } => {
+                args.iter().for_each(|a| walk(a, out))
+            }
+            ExprKind::Binary { lhs, rhs, .. } => {
+                walk(lhs, out);
+                walk(rhs, out);
+            }
+            ExprKind::IncDec {
+                target: LValue::Elem { keys, .. },
+                ..
+            }
+            | ExprKind::Load(LValue::Elem { keys, .. }) => keys.iter().for_each(|k| walk(k, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for pr in &p.probes {
+        for s in &pr.body.stmts {
+            if let StmtKind::Expr(e) = &s.kind {
+                walk(e, &mut out);
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn syscall_alias_guards_become_syscall_sets() {
+    let p = ok("probe syscall.openat, syscall.close.return { println(name) }");
+    let kinds: Vec<_> = p
+        .probes
+        .iter()
+        .map(|p| (p.points[0].kind.clone(), p.points[0].condition.is_some()))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (
+                PointKind::Process {
+                    target: ProcessTarget::Any,
+                    event: ProcessEvent::Syscall {
+                        syscalls: Some(vec![257])
+                    }
+                },
+                false
+            ),
+            (
+                PointKind::Process {
+                    target: ProcessTarget::Any,
+                    event: ProcessEvent::SyscallReturn {
+                        syscalls: Some(vec![3])
+                    }
+                },
+                false
+            ),
+        ]
+    );
+}
+
+#[test]
+fn syscall_comparisons_in_the_users_condition_become_a_set() {
+    let p =
+        ok("global on = 1\nprobe process.syscall if (($syscall == 1 || $syscall == 0) && on) { }");
+    let pt = &p.probes[0].points[0];
+    assert_eq!(
+        pt.kind,
+        PointKind::Process {
+            target: ProcessTarget::Any,
+            event: ProcessEvent::Syscall {
+                syscalls: Some(vec![0, 1])
+            }
+        }
+    );
+    // `on` stays a run-time condition.
+    assert!(matches!(
+        pt.condition.as_ref().unwrap().kind,
+        ExprKind::Load(LValue::Global(_))
+    ));
+}
+
+#[test]
+fn unguarded_syscall_probe_fires_on_every_syscall() {
+    let p = ok("probe process.syscall { }");
+    assert_eq!(
+        p.probes[0].points[0].kind,
+        PointKind::Process {
+            target: ProcessTarget::Any,
+            event: ProcessEvent::Syscall { syscalls: None }
+        }
+    );
+}
+
+#[test]
+fn unused_alias_variables_cost_nothing() {
+    let p = ok("global n\nprobe syscall.* { n[name]++ }");
+    assert!(p.probes.len() > 300);
+    assert_eq!(builtins_called(&p), Vec::<&str>::new());
+    assert!(
+        p.functions.is_empty(),
+        "{:?}",
+        p.functions.iter().map(|f| &f.name).collect::<Vec<_>>()
+    );
+    let p = ok("probe syscall.write { println(argstr) }");
+    assert_eq!(builtins_called(&p), vec!["__syscall_argstr"]);
+}
+
+#[test]
+fn alias_bodies_run_around_the_handler_in_order() {
+    let p = ok(
+        "probe a = begin { x = 1 }\nprobe b = a { y = x + 1 }\nprobe c += b { z = y }\nprobe c { println(y) }",
+    );
+    let names: Vec<&str> = p.probes[0].locals.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["x", "y", "z"]);
+    assert_eq!(
+        p.probes[0].body.stmts.len(),
+        3,
+        "x = 1; y = x + 1; println(y) (z elided)"
+    );
+}
+
+#[test]
+fn defined_folds_and_skips_the_untaken_branch() {
+    let p = ok(
+        "probe process.syscall { println(@defined($arg1) ? $arg1 : $nosuch) }\nprobe begin { println(@defined($arg1) ? $arg1 : 0) }",
+    );
+    let arg = |i: usize| match &p.probes[i].body.stmts[0].kind {
+        StmtKind::Expr(Expr {
+            kind: ExprKind::Print { args, .. },
+            ..
+        }) => args[0].kind.clone(),
+        _ => panic!(),
+    };
+    assert!(matches!(arg(0), ExprKind::Context(ContextVar::Arg(0))));
+    assert!(matches!(arg(1), ExprKind::Long(0)));
+}
+
+#[test]
+fn written_but_unread_globals_are_autoprinted() {
+    let p = ok("global a, b, c\nprobe begin { a = 1; b++; c = 2; println(c) }");
+    let auto: Vec<(&str, bool)> = p
+        .globals
+        .iter()
+        .map(|g| (g.name.as_str(), g.autoprint))
+        .collect();
+    assert_eq!(auto, [("a", true), ("b", true), ("c", false)]);
+}
+
+#[test]
+fn guru_mode_allows_context_writes_and_control() {
+    let p = check_with(
+        "probe process.syscall.return { $return = -28 } probe process.signal { $signal = 0; stop() }",
+        &opts(true),
+    )
+    .unwrap();
+    assert!(p.guru);
+    assert!(matches!(
+        &p.probes[0].body.stmts[0].kind,
+        StmtKind::Expr(Expr {
+            kind: ExprKind::Assign {
+                target: LValue::Context(ContextVar::Return),
+                ..
+            },
+            ..
+        })
+    ));
+}
+
+#[test]
+fn optional_and_sufficient_points() {
+    let p = ok("probe nosuch ?, process(\"/no/such\").syscall !, begin { }");
+    assert_eq!(p.probes.len(), 1);
+    assert_eq!(p.probes[0].points[0].text, "process(\"/no/such\").syscall");
+}
+
+#[test]
+fn timers_and_priorities() {
+    let p = ok("probe timer.hz(100), timer.ms(5).randomize(2) { } probe begin(-5) { }");
+    assert_eq!(
+        p.probes[..2]
+            .iter()
+            .map(|p| p.points[0].kind.clone())
+            .collect::<Vec<_>>(),
+        vec![
+            PointKind::Timer {
+                period_ns: 10_000_000,
+                randomize_ns: 0
+            },
+            PointKind::Timer {
+                period_ns: 5_000_000,
+                randomize_ns: 2_000_000
+            },
+        ]
+    );
+    assert_eq!(p.probes[2].points[0].kind, PointKind::Begin(-5));
+}
+
+#[test]
+fn printf_formats_are_parsed_and_typed() {
+    let p = ok("probe begin { printf(\"%s=%5d\\n\", \"x\", 3) }");
+    let StmtKind::Expr(Expr {
+        kind: ExprKind::Print { kind, format, args },
+        ..
+    }) = &p.probes[0].body.stmts[0].kind
+    else {
+        panic!()
+    };
+    assert_eq!(*kind, PrintKind::Printf);
+    assert_eq!(format.as_ref().unwrap().len(), 4);
+    assert_eq!(
+        args.iter().map(|a| a.ty).collect::<Vec<_>>(),
+        [Type::String, Type::Long]
+    );
+}
+
+#[test]
+fn script_functions_shadow_tapset_ones_and_recursion_works() {
+    let p = ok(
+        "function fib(n) { return n < 2 ? n : fib(n-1) + fib(n-2) }\nprobe begin { println(fib(10)) }",
+    );
+    assert_eq!(p.functions.len(), 1);
+    assert_eq!(p.functions[0].ret, Type::Long);
+}
+
+#[test]
+fn p2_dump_is_stable() {
+    let p = ok(r#"global count%[100], total, s
+function label:string (n:long) { prefix = "n="; return prefix . sprint(n) }
+probe begin { total = 0 }
+probe syscall.openat, process("/bin/true").syscall.return if ($syscall == 3) {
+    count[label(1), 2] += 1
+    s <<< 1
+}
+probe timer.s(1) { println(@count(s), total) }
+"#);
+    assert_eq!(
+        dump(&p),
+        r#"# globals
+total:long
+count%[100]:long [string, long]
+s:stat
+# functions
+label:string (n:long)
+  # locals
+  prefix:string
+# probes
+begin /* <- begin */
+process.syscall /* syscalls 257 */ /* <- syscall.openat, process("/bin/true").syscall.return */
+  # locals
+  name:string
+  argstr:string
+  dfd:long
+  dfd_str:string
+  filename:string
+  flags:long
+  flags_str:string
+  mode:long
+process("/bin/true").syscall.return /* syscalls 3 */ /* <- syscall.openat, process("/bin/true").syscall.return */
+timer.s(1) /* <- timer.s(1) */
+"#
+    );
+}
+
+#[test]
+fn listing_process_points_with_variables() {
+    let mut map = SourceMap::new();
+    let mut ids = NodeIds::default();
+    let text = listing::list(
+        &mut map,
+        "process.*",
+        true,
+        &CheckOptions::default(),
+        &mut ids,
+    )
+    .unwrap();
+    assert_eq!(
+        text,
+        "process.begin
+process.end
+process.quiesce
+process.signal $signal:long $code:long
+process.syscall $syscall:long $arg1:long $arg2:long $arg3:long $arg4:long $arg5:long $arg6:long
+"
+    );
+    let text = listing::list(
+        &mut map,
+        "process.*.*",
+        false,
+        &CheckOptions::default(),
+        &mut ids,
+    )
+    .unwrap();
+    assert_eq!(
+        text,
+        "process.syscall.return\nprocess.thread.begin\nprocess.thread.end\n"
+    );
+}
+
+#[test]
+fn listing_aliases_shows_their_variables() {
+    let mut map = SourceMap::new();
+    let mut ids = NodeIds::default();
+    let text = listing::list(
+        &mut map,
+        "syscall.close",
+        true,
+        &CheckOptions::default(),
+        &mut ids,
+    )
+    .unwrap();
+    assert_eq!(
+        text,
+        "syscall.close name:string argstr:string fd:long $syscall:long $arg1:long $arg2:long $arg3:long $arg4:long $arg5:long $arg6:long\n"
+    );
+}
