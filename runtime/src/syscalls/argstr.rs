@@ -110,6 +110,10 @@ impl Decoder<'_> {
             "open" | "openat" => self.open_like(),
             "fcntl" => self.fcntl(),
             "clone" => self.clone(),
+            "clone3" => vec![
+                process::clone_args_str(self.mem, self.arg(0), self.arg(1), self.succeeded()),
+                self.arg(1).to_string(),
+            ],
             "execve" => self.execve(),
             "ioctl" => self.ioctl(),
             "futex" => self.futex(),

@@ -283,7 +283,7 @@ pub static SIGNATURES: &[Signature] = &[
     ),
     d("creat", &[a("pathname", Path), a("mode", Mode)]),
     d("stat", &[a("filename", Path), a("buf_uaddr", OutStat)]),
-    d("lstat", &[a("filename", Path), a("buf_uaddr", OutStat)]),
+    d("lstat", &[a("path", Path), a("buf_uaddr", OutStat)]),
     d("fstat", &[a("filedes", Fd), a("buf_uaddr", OutStat)]),
     d(
         "newfstatat",
@@ -518,11 +518,11 @@ pub static SIGNATURES: &[Signature] = &[
     ),
     d(
         "madvise",
-        &[a("start", Ptr), a("len", ULong), a("advice", Madvise)],
+        &[a("start", Ptr), a("length", ULong), a("advice", Madvise)],
     ),
     d(
         "msync",
-        &[a("start", Ptr), a("len", ULong), a("flags", Hex)],
+        &[a("start", Ptr), a("length", ULong), a("flags", Hex)],
     ),
     d("mlock", &[a("addr", Ptr), a("len", ULong)]),
     d("munlock", &[a("addr", Ptr), a("len", ULong)]),
@@ -571,7 +571,10 @@ pub static SIGNATURES: &[Signature] = &[
         ],
     ),
     d("set_tid_address", &[a("tidptr_uaddr", Ptr)]),
-    d("set_robust_list", &[a("list_head", Ptr), a("len", ULong)]),
+    d(
+        "set_robust_list",
+        &[a("list_head_uaddr", Ptr), a("len", ULong)],
+    ),
     d(
         "prctl",
         &[
@@ -756,12 +759,12 @@ pub static SIGNATURES: &[Signature] = &[
     d(
         "pselect6",
         &[
-            a("n", Int),
-            a("readfds_uaddr", Ptr),
-            a("writefds_uaddr", Ptr),
-            a("exceptfds_uaddr", Ptr),
-            a("timeout_uaddr", Timespec),
-            a("sigmask_uaddr", Ptr),
+            a("nfds", Int),
+            a("readfds", Ptr),
+            a("writefds", Ptr),
+            a("exceptfds", Ptr),
+            a("timeout", Timespec),
+            a("sigmask", Ptr),
         ],
     ),
     d("epoll_create", &[a("size", Int)]),
@@ -860,6 +863,7 @@ pub static SIGNATURES: &[Signature] = &[
         &[a("resource", RlimitResource), a("rlim_uaddr", Rlimit)],
     ),
     d("sysinfo", &[a("info_uaddr", Ptr)]),
+    d("clone3", &[a("uargs", Ptr), a("size", ULong)]),
     d(
         "sigaltstack",
         &[a("uss_uaddr", StackT), a("uoss_uaddr", OutStackT)],

@@ -77,10 +77,14 @@ impl HistSpec {
                 let b = if off < 0 {
                     0
                 } else {
-                    // SystemTap divides as unsigned 64-bit.
-                    (off as u64 / interval as u64).saturating_add(1)
+                    // SystemTap divides as unsigned 64-bit. (A spec not made
+                    // by `linear` may have a zero interval: no panic.)
+                    (off as u64)
+                        .checked_div(interval as u64)
+                        .unwrap_or(0)
+                        .saturating_add(1)
                 };
-                Some(b.min(buckets as u64 - 1) as usize)
+                Some(b.min((buckets as u64).saturating_sub(1)) as usize)
             }
         }
     }
@@ -241,8 +245,12 @@ impl Stat {
                 .wrapping_add(delta.wrapping_mul(scaled.wrapping_sub(self.avg_s)));
             self.variance_s = self.m2 / (self.count - 1);
         }
-        if let Some(b) = self.hist.bucket_of(val) {
-            self.buckets[b] += 1;
+        if let Some(slot) = self
+            .hist
+            .bucket_of(val)
+            .and_then(|b| self.buckets.get_mut(b))
+        {
+            *slot += 1;
         }
     }
 
@@ -569,6 +577,32 @@ mod tests {
                 buckets: 33
             })
         );
+    }
+
+    #[test]
+    fn hand_made_bad_specs_do_not_panic() {
+        for hist in [
+            HistSpec::Linear {
+                start: 0,
+                interval: 0,
+                buckets: 5,
+            },
+            HistSpec::Linear {
+                start: 0,
+                interval: 10,
+                buckets: 0,
+            },
+        ] {
+            let mut s = Stat::new(StatSpec {
+                hist,
+                variance_shift: 70,
+            });
+            s.add(5);
+            s.add(-5);
+            let mut out = Vec::new();
+            s.print_histogram(&mut out, 2).unwrap();
+            s.variance().unwrap();
+        }
     }
 
     #[test]

@@ -213,6 +213,69 @@ pub fn dumpable_str(v: u64) -> String {
     super::flags::xlat_str(v, DUMPABLE, "SUID_DUMP_???")
 }
 
+/// clone3's `struct clone_args` (at least its first 64 bytes) as strace
+/// shows it; with `exited` the kernel's writes follow as
+/// ` => {parent_tid=[123]}`.
+pub fn clone_args_str(
+    mem: &dyn crate::memory::ReadMemory,
+    addr: u64,
+    size: u64,
+    exited: bool,
+) -> String {
+    use super::strings::{addr_str, read_bytes};
+    let len = size.min(88) as usize;
+    let Some(b) = read_bytes(mem, addr, len).filter(|b| b.len() == len && len >= 64) else {
+        return addr_str(addr);
+    };
+    let w = |i: usize| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
+    let flags = w(0);
+    let mut fields = vec![format!(
+        "flags={}",
+        flags_str(flags, CLONE_FLAGS, "0", "CLONE_???")
+    )];
+    if flags & CLONE_PIDFD != 0 {
+        fields.push(format!("pidfd={}", addr_str(w(1))));
+    }
+    if flags & (CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID) != 0 {
+        fields.push(format!("child_tid={}", addr_str(w(2))));
+    }
+    if flags & CLONE_PARENT_SETTID != 0 {
+        fields.push(format!("parent_tid={}", addr_str(w(3))));
+    }
+    let sig = w(4);
+    fields.push(format!(
+        "exit_signal={}",
+        if sig == 0 {
+            "0".to_string()
+        } else {
+            strace_signame(sig as i64)
+        }
+    ));
+    fields.push(format!("stack={}", addr_str(w(5))));
+    fields.push(format!("stack_size={:#x}", w(6)));
+    if flags & CLONE_SETTLS != 0 {
+        fields.push(format!("tls={}", addr_str(w(7))));
+    }
+    let mut out = format!("{{{}}}", fields.join(", "));
+    if exited && flags & (CLONE_PARENT_SETTID | CLONE_PIDFD) != 0 {
+        let int_at = |p: u64| {
+            read_bytes(mem, p, 4).filter(|b| b.len() == 4).map_or_else(
+                || addr_str(p),
+                |b| format!("[{}]", i32::from_ne_bytes(b.try_into().unwrap())),
+            )
+        };
+        let mut written = Vec::new();
+        if flags & CLONE_PIDFD != 0 {
+            written.push(format!("pidfd={}", int_at(w(1))));
+        }
+        if flags & CLONE_PARENT_SETTID != 0 {
+            written.push(format!("parent_tid={}", int_at(w(3))));
+        }
+        out.push_str(&format!(" => {{{}}}", written.join(", ")));
+    }
+    out
+}
+
 /// A pid argument (an `int`, negative for process groups).
 pub fn pid_str(pid: u64) -> String {
     as_int(pid).to_string()
@@ -269,6 +332,33 @@ mod tests {
         );
         assert_eq!(wait_status_str(0xffff), "[{WIFCONTINUED(s)}]");
         assert_eq!(pid_str(0xffff_ffff), "-1");
+    }
+
+    #[test]
+    fn clone3_arguments() {
+        // clone_args at 0x8000; parent_tid and child_tid point at 0x8100.
+        let mut region = vec![0u8; 0x200];
+        let words = [
+            (0usize, 0x3d0f00u64),
+            (2, 0x8100),
+            (3, 0x8100),
+            (5, 0x7000),
+            (6, 0x7fff80),
+            (7, 0x6000),
+        ];
+        for (i, v) in words {
+            region[i * 8..i * 8 + 8].copy_from_slice(&v.to_ne_bytes());
+        }
+        region[0x100..0x104].copy_from_slice(&77i32.to_ne_bytes());
+        let mem = crate::syscalls::testmem::Mem::new(0x8000, &region);
+        let entry = "{flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD|CLONE_SYSVSEM|CLONE_SETTLS|CLONE_PARENT_SETTID|CLONE_CHILD_CLEARTID, child_tid=0x8100, parent_tid=0x8100, exit_signal=0, stack=0x7000, stack_size=0x7fff80, tls=0x6000}";
+        assert_eq!(clone_args_str(&mem, 0x8000, 88, false), entry);
+        assert_eq!(
+            clone_args_str(&mem, 0x8000, 88, true),
+            format!("{entry} => {{parent_tid=[77]}}")
+        );
+        assert_eq!(clone_args_str(&mem, 0x100, 88, false), "0x100");
+        assert_eq!(clone_args_str(&mem, 0x8000, 32, false), "0x8000");
     }
 
     #[test]
