@@ -309,7 +309,13 @@ fn main() {
             check_case(&case, bless).map_err(Failed::from)
         }));
     }
-    let conf_dir = root().join("../shared/conformance/run");
+    // `../shared` next to the workspace; from a worktree under `wt/`, one
+    // level further up.
+    let conf_dir = ["../shared/conformance/run", "../../shared/conformance/run"]
+        .iter()
+        .map(|p| root().join(p))
+        .find(|p| p.is_dir())
+        .unwrap_or_else(|| root().join("../shared/conformance/run"));
     if conf_dir.is_dir() {
         let exceptions = Arc::new(exceptions());
         for case in cases_in(&conf_dir, true) {

@@ -2,10 +2,12 @@
 //! library call, and `-p N` stops after pass N and prints its result.
 
 mod cli;
+mod session;
 
 use clap::Parser;
 use std::io::IsTerminal;
 use std::process::ExitCode;
+use utap_compiler::check;
 use utap_compiler::diag::{self, Diagnostic};
 use utap_compiler::parser::{self, NodeIds, ParseOptions};
 use utap_compiler::print;
@@ -14,7 +16,7 @@ use utap_compiler::source::SourceMap;
 fn main() -> ExitCode {
     let opts = cli::Options::parse();
     match run(&opts) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(status) => ExitCode::from(status),
         Err(Failure::Message(m)) => {
             eprintln!("utap: {m}");
             ExitCode::FAILURE
@@ -30,7 +32,7 @@ enum Failure {
     Reported,
 }
 
-fn run(opts: &cli::Options) -> Result<(), Failure> {
+fn run(opts: &cli::Options) -> Result<u8, Failure> {
     if opts.list.is_some() || opts.list_vars.is_some() {
         return Err(Failure::Message(
             "listing probe points (-l, -L) is not yet supported".into(),
@@ -58,17 +60,46 @@ fn run(opts: &cli::Options) -> Result<(), Failure> {
     let mut ids = NodeIds::default();
     let script =
         parser::parse_file(&map, file, &parse_opts, &mut ids).map_err(|d| report(&d, &map))?;
+    if opts.pass == Some(1) {
+        print!("{}", print::script(&script));
+        return Ok(0);
+    }
+    let check_opts = check::CheckOptions {
+        guru: opts.guru,
+        verbose: opts.verbose as u32,
+        tapset_dirs: opts.include.iter().map(Into::into).collect(),
+        ..check::CheckOptions::default()
+    };
+    let checked =
+        check::check(&mut map, script, &check_opts, &mut ids).map_err(|d| report(&d, &map))?;
+    if opts.verbose > 0 && !checked.warnings.is_empty() {
+        eprint!("{}", diag::render_all(&checked.warnings, &map, false));
+    }
+    if opts.pass == Some(2) {
+        print!("{}", check::dump::dump(&checked.program));
+        return Ok(0);
+    }
+    let mut program = checked.program;
+    let compiled = session::translate(opts, &map, &mut program).map_err(|e| pass_error(e, &map))?;
     match opts.pass {
-        Some(1) => {
-            print!("{}", print::script(&script));
-            Ok(())
+        Some(3) => {
+            print!("{}", compiled.ir);
+            Ok(0)
         }
-        Some(n) => Err(Failure::Message(format!(
-            "pass {n} (-p{n}) is not yet supported"
-        ))),
-        None => Err(Failure::Message(
-            "running scripts (pass 5) is not yet supported".into(),
-        )),
+        Some(4) => {
+            session::print_sizes(&compiled);
+            Ok(0)
+        }
+        _ => session::run(opts, &program, &compiled)
+            .map(|status| status as u8)
+            .map_err(|e| pass_error(e, &map)),
+    }
+}
+
+fn pass_error(e: session::PassError, map: &SourceMap) -> Failure {
+    match e {
+        session::PassError::Message(m) => Failure::Message(m),
+        session::PassError::Diagnostics(d) => report(&d, map),
     }
 }
 

@@ -106,7 +106,8 @@ fn start_transport(
 ) -> Result<(Transport, transport::Producer, usize), PassError> {
     let mut config = Config::stdout();
     if let Some(mb) = opts.buffer_mb {
-        config.buffer_bytes = transport::parse_buffer_mb(&mb.to_string()).map_err(PassError::Message)? << 20;
+        config.buffer_bytes =
+            transport::parse_buffer_mb(&mb.to_string()).map_err(PassError::Message)? << 20;
     }
     if let Some(path) = &opts.output {
         config.output = Output::file(std::path::Path::new(path))
@@ -119,7 +120,11 @@ fn start_transport(
 }
 
 /// Pass 5: runs the session; returns the exit status.
-pub fn run(opts: &cli::Options, program: &Program, compiled: &CompiledScript) -> Result<i32, PassError> {
+pub fn run(
+    opts: &cli::Options,
+    program: &Program,
+    compiled: &CompiledScript,
+) -> Result<i32, PassError> {
     if has_process_probes(program) || opts.command.is_some() || opts.pid.is_some() {
         return Err(PassError::Message(
             "process probes and -c/-x are not yet supported".into(),

@@ -111,6 +111,8 @@ pub static BUILTINS: &[Builtin] = &[
     pure("_wait_status_str", &[L], S),
     pure("abs", &[L], L),
     ctx("cpu", &[], L),
+    // `ctime(epochsecs)`: "Thu Jan  1 00:00:00 1970" (UTC).
+    pure("ctime", &[L], S),
     ctx("egid", &[], L),
     pure("errno_str", &[L], S),
     f("error", &[S], V, false, false),
@@ -130,6 +132,8 @@ pub static BUILTINS: &[Builtin] = &[
     ctx("pp", &[], S),
     ctx("ppid", &[], L),
     guru("quiesce", &[L]),
+    // `randint(n)`: a random number in 0..n.
+    f("randint", &[L], L, false, false),
     guru("resume", &[L]),
     pure("signal_name", &[L], S),
     pure("signal_str", &[L], S),
