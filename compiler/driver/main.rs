@@ -32,11 +32,30 @@ enum Failure {
     Reported,
 }
 
+/// Options of the checker (pass 2) from the command line.
+fn check_options(opts: &cli::Options) -> check::CheckOptions {
+    check::CheckOptions {
+        guru: opts.guru,
+        verbose: u32::from(opts.verbose),
+        tapset_dirs: opts.include.iter().map(Into::into).collect(),
+        ..Default::default()
+    }
+}
+
+/// Runs the passes; the exit status of a run (1 after a runtime error).
 fn run(opts: &cli::Options) -> Result<u8, Failure> {
-    if opts.list.is_some() || opts.list_vars.is_some() {
-        return Err(Failure::Message(
-            "listing probe points (-l, -L) is not yet supported".into(),
-        ));
+    if let Some((pattern, vars)) = opts
+        .list
+        .as_ref()
+        .map(|p| (p, false))
+        .or(opts.list_vars.as_ref().map(|p| (p, true)))
+    {
+        let mut map = SourceMap::new();
+        let mut ids = NodeIds::default();
+        let text = check::listing::list(&mut map, pattern, vars, &check_options(opts), &mut ids)
+            .map_err(|d| report(&d, &map))?;
+        print!("{text}");
+        return Ok(0);
     }
     let (source, args) = opts.script().map_err(Failure::Message)?;
     let mut map = SourceMap::new();
@@ -64,16 +83,11 @@ fn run(opts: &cli::Options) -> Result<u8, Failure> {
         print!("{}", print::script(&script));
         return Ok(0);
     }
-    let check_opts = check::CheckOptions {
-        guru: opts.guru,
-        verbose: opts.verbose as u32,
-        tapset_dirs: opts.include.iter().map(Into::into).collect(),
-        ..check::CheckOptions::default()
-    };
-    let checked =
-        check::check(&mut map, script, &check_opts, &mut ids).map_err(|d| report(&d, &map))?;
-    if opts.verbose > 0 && !checked.warnings.is_empty() {
-        eprint!("{}", diag::render_all(&checked.warnings, &map, false));
+    let checked = check::check(&mut map, script, &check_options(opts), &mut ids)
+        .map_err(|d| report(&d, &map))?;
+    if !checked.warnings.is_empty() {
+        let colour = std::io::stderr().is_terminal();
+        eprint!("{}", diag::render_all(&checked.warnings, &map, colour));
     }
     if opts.pass == Some(2) {
         print!("{}", check::dump::dump(&checked.program));

@@ -90,9 +90,13 @@ pub static BUILTINS: &[Builtin] = &[
     pure("_access_mode_str", &[L], S),
     pure("_at_flag_str", &[L], S),
     pure("_dfd_str", &[L], S),
+    pure("_fadvice_advice_str", &[L], S),
     pure("_fcntl_cmd_str", &[L], S),
     pure("_futex_op_str", &[L], S),
     pure("_get_wc_str", &[L], S),
+    pure("_getrandom_flags_str", &[L], S),
+    pure("_inotify_watch_mask_str", &[L], S),
+    pure("_itimer_which_str", &[L], S),
     pure("_madvice_advice_str", &[L], S),
     pure("_mmap_flags", &[L], S),
     pure("_mode_str", &[L], S),
@@ -100,18 +104,28 @@ pub static BUILTINS: &[Builtin] = &[
     pure("_mremap_flags", &[L], S),
     pure("_msg_flags_str", &[L], S),
     pure("_open_flags_str", &[L], S),
+    pure("_opoll_op_str", &[L], S),
+    pure("_priority_which_str", &[L], S),
+    pure("_renameat2_flags_str", &[L], S),
+    pure("_rlimit_resource_str", &[L], S),
     pure("_seek_whence_str", &[L], S),
     pure("_shutdown_how_str", &[L], S),
     pure("_signal_name", &[L], S),
     pure("_sigprocmask_how_str", &[L], S),
     pure("_sock_family_str", &[L], S),
+    pure("_sock_flags_str", &[L], S),
     pure("_sock_type_str", &[L], S),
+    pure("_sockopt_level_str", &[L], S),
+    pure("_statx_mask_str", &[L], S),
     pure("_sys_open_flag_str", &[L], S),
     pure("_wait4_opt_str", &[L], S),
     pure("_wait_status_str", &[L], S),
     pure("abs", &[L], L),
+    pure("big_endian2", &[L], L),
+    pure("big_endian4", &[L], L),
+    pure("big_endian8", &[L], L),
     ctx("cpu", &[], L),
-    // `ctime(epochsecs)`: "Thu Jan  1 00:00:00 1970" (UTC).
+    // SystemTap's ctime(epochsecs): "Thu Jan  1 00:00:00 1970".
     pure("ctime", &[L], S),
     ctx("egid", &[], L),
     pure("errno_str", &[L], S),
@@ -131,8 +145,10 @@ pub static BUILTINS: &[Builtin] = &[
     // The probe point being run, as written in the script.
     ctx("pp", &[], S),
     ctx("ppid", &[], L),
+    // Writes one byte (the low 8 bits) to the output.
+    f("print_char", &[L], V, false, false),
     guru("quiesce", &[L]),
-    // `randint(n)`: a random number in 0..n.
+    // A random number in 0..n; draws from the generator: not pure.
     f("randint", &[L], L, false, false),
     guru("resume", &[L]),
     pure("signal_name", &[L], S),
@@ -162,12 +178,27 @@ pub static BUILTINS: &[Builtin] = &[
     f("warn", &[S], V, false, false),
 ];
 
-/// Finds a builtin by name.
+/// Finds a builtin by name: a row of [`BUILTINS`], else one of the
+/// runtime's `(long) -> string` syscall decoders
+/// (`utap_runtime::syscalls::builtins::LONG_TO_STRING`), so that a decoder
+/// the syscall tapset starts using needs no change here.
 pub fn lookup(name: &str) -> Option<&'static Builtin> {
     BUILTINS
         .binary_search_by(|b| b.name.cmp(name))
         .ok()
         .map(|i| &BUILTINS[i])
+        .or_else(|| decoders().iter().find(|b| b.name == name))
+}
+
+/// The runtime's decoders as builtins (built once).
+fn decoders() -> &'static [Builtin] {
+    static DECODERS: std::sync::OnceLock<Vec<Builtin>> = std::sync::OnceLock::new();
+    DECODERS.get_or_init(|| {
+        utap_runtime::syscalls::builtins::LONG_TO_STRING
+            .iter()
+            .map(|(name, _)| pure(name, &[L], S))
+            .collect()
+    })
 }
 
 /// The print family: the name a script calls and the [`PrintKind`] it
@@ -211,11 +242,12 @@ mod tests {
             assert_eq!(lookup(b.name), Some(b));
         }
         assert_eq!(lookup("no_such_builtin"), None);
+        assert_eq!(lookup("_dfd_str").map(|b| b.ret), Some(Type::String));
         assert_eq!(lookup("printf"), None);
     }
 
     #[test]
-    fn every_runtime_decoder_is_in_the_table() {
+    fn every_runtime_decoder_is_a_builtin() {
         for (name, _) in utap_runtime::syscalls::builtins::LONG_TO_STRING {
             let b = lookup(name).unwrap_or_else(|| panic!("{name} missing"));
             assert_eq!(

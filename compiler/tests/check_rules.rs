@@ -674,3 +674,28 @@ fn listing_aliases_shows_their_variables() {
         "syscall.close name:string argstr:string fd:long $syscall:long $arg1:long $arg2:long $arg3:long $arg4:long $arg5:long $arg6:long\n"
     );
 }
+
+#[test]
+fn dead_code_warnings_under_verbose() {
+    let src = "function unused() { return 1 }\nprobe begin { x = 1 }\nprobe end { println(1) }";
+    let mut map = SourceMap::new();
+    let file = map.add("t.stp", src);
+    let mut ids = NodeIds::default();
+    let script = parse_file(&map, file, &ParseOptions::default(), &mut ids).unwrap();
+    let o = CheckOptions {
+        verbose: 1,
+        ..Default::default()
+    };
+    let out = check::check(&mut map, script, &o, &mut ids).unwrap();
+    let w: Vec<String> = out.warnings.iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        w,
+        [
+            "warning: Eliding unused variable 'x'",
+            "warning: side-effect-free probe 'begin'",
+            "warning: Eliding unused function 'unused'"
+        ]
+    );
+    let quiet = check_with(src, &opts(false));
+    assert!(quiet.is_ok());
+}

@@ -321,7 +321,7 @@ pub fn format_into_mem(
     for p in pieces {
         let c = match p {
             FormatPiece::Text(t) => {
-                w.bytes(t.as_bytes());
+                write_text(&mut w, t);
                 continue;
             }
             FormatPiece::Conv(c) => c,
@@ -420,6 +420,39 @@ pub fn format_into_mem(
         }
     }
     Ok(())
+}
+
+/// The front end keeps the non-UTF-8 bytes of a string literal (`"\231"`)
+/// as the characters U+10FF80..=U+10FFFF (`utap_compiler::lexer::
+/// bytes_to_string`); format text goes out as the bytes they stand for.
+pub const RAW_BYTE_BASE: u32 = 0x10FF00;
+
+/// The bytes format text stands for (raw-byte characters decoded).
+pub fn text_bytes(t: &str, out: &mut Vec<u8>) {
+    // Raw-byte characters encode as F4 8F BE/BF xx.
+    if !t.as_bytes().contains(&0xF4) {
+        out.extend_from_slice(t.as_bytes());
+        return;
+    }
+    for c in t.chars() {
+        let v = c as u32;
+        if (RAW_BYTE_BASE + 0x80..=RAW_BYTE_BASE + 0xFF).contains(&v) {
+            out.push((v - RAW_BYTE_BASE) as u8);
+        } else {
+            let mut buf = [0; 4];
+            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+        }
+    }
+}
+
+fn write_text(w: &mut Writer<'_>, t: &str) {
+    if !t.as_bytes().contains(&0xF4) {
+        w.bytes(t.as_bytes());
+    } else {
+        let mut bytes = Vec::with_capacity(t.len());
+        text_bytes(t, &mut bytes);
+        w.bytes(&bytes);
+    }
 }
 
 /// Appends within a byte budget, dropping what does not fit.
@@ -801,6 +834,30 @@ mod tests {
             FormatError::Incomplete.to_string(),
             "trailing incomplete print format conversion"
         );
+    }
+
+    #[test]
+    fn raw_byte_characters_in_text() {
+        let text: String = [
+            'a',
+            char::from_u32(RAW_BYTE_BASE + 0x99).unwrap(),
+            'é',
+            '%',
+            'd',
+        ]
+        .iter()
+        .collect();
+        let mut out = Vec::new();
+        format_into(
+            &mut out,
+            &parse(&text).unwrap(),
+            &[Arg::Long(7)],
+            PRINT_BUFFER_SIZE,
+        );
+        assert_eq!(out, b"a\x99\xc3\xa97");
+        let mut plain = Vec::new();
+        text_bytes("plain", &mut plain);
+        assert_eq!(plain, b"plain");
     }
 
     #[test]

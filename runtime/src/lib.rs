@@ -8,4 +8,5 @@ pub mod script;
 pub mod seccomp;
 pub mod syscalls;
 pub mod transport;
+pub mod utrace;
 pub mod values;

@@ -5,7 +5,8 @@
 //! The fixture (fixtures/syscalls_fixture.c) is compiled with `cc` and run
 //! twice with ASLR off: under `strace -f -qq -e trace=...`, and under a
 //! minimal PTRACE_SYSCALL loop written here that decodes every call of the
-//! same set with `utap_runtime::syscalls::{argstr, retstr}`.
+//! same set with `utap_runtime::syscalls::{argstr_exit, retstr}` (taking
+//! an `entry_snapshot` at each entry stop, as a tracer does).
 //!
 //! Adaptations of strace's lines (SystemTap conventions, documented in
 //! runtime/src/syscalls/argstr.rs):
@@ -19,7 +20,7 @@
 //! 4. Octal returns (umask): strace pads to three digits (`000`), SystemTap's
 //!    `%#o` does not (`0`).
 //! The pids differ between the two runs: getpid's and set_tid_address's
-//! results and kill's first argument read `PID`, the child's pid (clone's result, wait4's argument
+//! results and kill's and pidfd_open's first argument read `PID`, the child's pid (clone's result, wait4's argument
 //! and result) `CHILD` in both.
 //! Formatting only: strace's `PID ` prefix (from -f with -o) and the spaces
 //! that align ` = ` are dropped; strace's `--- SIGNAL {...} ---` lines are
@@ -33,7 +34,9 @@ use std::process::{Command, Stdio};
 
 use utap_runtime::memory::{Fault, ReadMemory};
 use utap_runtime::syscalls::errno::{errno_number, errno_str};
-use utap_runtime::syscalls::{argstr, retstr, syscall_name, syscall_number};
+use utap_runtime::syscalls::{
+    EntrySnapshot, argstr_exit, entry_snapshot, retstr, syscall_name, syscall_number,
+};
 
 /// The system calls compared (the oracle set of issue 5 plus the loader's
 /// and the fixture's other calls).
@@ -144,6 +147,24 @@ const TRACED: &[&str] = &[
     "sendmsg",
     "recvmsg",
     "prctl",
+    "getsockname",
+    "getpeername",
+    "flock",
+    "preadv",
+    "preadv2",
+    "pwritev",
+    "sendfile",
+    "splice",
+    "syncfs",
+    "personality",
+    "close_range",
+    "pidfd_open",
+    "waitid",
+    "getrusage",
+    "umount2",
+    "mlockall",
+    "accept",
+    "munlockall",
 ];
 
 const ADDR_NO_RANDOMIZE: libc::c_ulong = 0x0040000;
@@ -179,8 +200,10 @@ fn hide_pids(lines: Vec<String>, pid: &str) -> Vec<String> {
             if line.starts_with("getpid() = ") || line.starts_with("set_tid_address(") {
                 return line.replacen(&format!(" = {pid}"), " = PID", 1);
             }
-            if let Some(rest) = line.strip_prefix(&format!("kill({pid}, ")) {
-                return format!("kill(PID, {rest}");
+            for call in ["kill", "pidfd_open"] {
+                if let Some(rest) = line.strip_prefix(&format!("{call}({pid}, ")) {
+                    return format!("{call}(PID, {rest}");
+                }
             }
             if line.starts_with("clone(") {
                 let (call, ret) = line.rsplit_once(" = ").unwrap();
@@ -370,7 +393,7 @@ fn utap_lines(argv: &[&Path], traced: &[&str]) -> Vec<String> {
     let mem = ProcMem(File::open(format!("/proc/{pid}/mem")).expect("open /proc/PID/mem"));
 
     let mut lines = Vec::new();
-    let mut pending: Option<(i64, [u64; 6])> = None;
+    let mut pending: Option<(i64, [u64; 6], EntrySnapshot)> = None;
     let mut deliver = 0;
     loop {
         unsafe { libc::ptrace(libc::PTRACE_SYSCALL, pid, 0, deliver) };
@@ -386,14 +409,16 @@ fn utap_lines(argv: &[&Path], traced: &[&str]) -> Vec<String> {
             continue;
         }
         match syscall_info(pid) {
-            Stop::Entry { nr, args } => pending = Some((nr, args)),
+            Stop::Entry { nr, args } => {
+                pending = Some((nr, args, entry_snapshot(nr, &args, &mem)));
+            }
             Stop::Exit { ret } => {
-                let Some((nr, args)) = pending.take() else {
+                let Some((nr, args, entry)) = pending.take() else {
                     continue;
                 };
                 if traced.contains(&nr) {
                     let name = syscall_name(nr).unwrap();
-                    let args_text = argstr(nr, &args, Some(ret), &mem);
+                    let args_text = argstr_exit(nr, &args, ret, &mem, &entry);
                     lines.push(format!("{name}({args_text}) = {}", retstr(nr, ret)));
                 }
             }

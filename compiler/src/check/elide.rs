@@ -79,7 +79,8 @@ pub fn pure_functions(functions: &[FunctionDef]) -> Vec<bool> {
     }
 }
 
-fn block_pure(b: &Block, pf: &[bool]) -> bool {
+/// A body whose only effects are on its own locals.
+pub fn block_pure(b: &Block, pf: &[bool]) -> bool {
     b.stmts.iter().all(|s| stmt_pure(s, pf))
 }
 
@@ -209,7 +210,7 @@ pub fn prune_functions(program: &mut Program) {
         .filter(|(_, u)| **u)
         .map(|(f, _)| f)
         .collect();
-    let mut renumber = |b: &mut Block| {
+    let renumber = |b: &mut Block| {
         walk_calls_block(b, &mut |id: &mut FuncId| {
             *id = map[id.0 as usize].unwrap_or(*id);
         })

@@ -929,10 +929,10 @@ impl<'l> Lowerer<'l> {
                             }
                         };
                         let (lo, hi, step) = (num(lo), num(hi), num(step));
-                        if step <= 0 || hi <= lo {
+                        if step <= 0 || hi < lo {
                             self.err(SemError::new(
                                 span,
-                                "invalid @hist_linear parameters (need lo < hi and step > 0)",
+                                "invalid @hist_linear parameters (need lo <= hi and step > 0)",
                             ));
                         }
                         HistKind::Linear { lo, hi, step }

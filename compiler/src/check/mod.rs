@@ -199,6 +199,29 @@ fn finish(
                     );
                 }
             }
+            if p.span.file == session.user_file && elide::block_pure(&p.body, &pure_fns) {
+                session.warnings.push(
+                    SemError::new(p.span, format!("side-effect-free probe '{}'", p.name))
+                        .label("this handler changes nothing and prints nothing")
+                        .into_warning(),
+                );
+            }
+        }
+    }
+    if session.verbose > 0 {
+        let mut unused: Vec<(Span, String)> = low
+            .syms
+            .functions
+            .values()
+            .flatten()
+            .filter(|d| d.file == session.user_file && d.id.is_none())
+            .map(|d| (d.ast.name.span, d.ast.name.name.clone()))
+            .collect();
+        unused.sort_by_key(|(s, _)| s.start);
+        for (span, name) in unused {
+            session.warnings.push(
+                SemError::new(span, format!("Eliding unused function '{name}'")).into_warning(),
+            );
         }
     }
     program.functions = functions;

@@ -76,6 +76,24 @@ extern "C" fn utap_bi_max(_: *mut HandlerContext, a: i64, b: i64) -> i64 {
     a.max(b)
 }
 
+extern "C" fn utap_bi_big_endian2(_: *mut HandlerContext, v: i64) -> i64 {
+    (v as u16).swap_bytes() as i64
+}
+
+extern "C" fn utap_bi_big_endian4(_: *mut HandlerContext, v: i64) -> i64 {
+    (v as u32).swap_bytes() as i64
+}
+
+extern "C" fn utap_bi_big_endian8(_: *mut HandlerContext, v: i64) -> i64 {
+    v.swap_bytes()
+}
+
+/// `print_char(c)`: one byte of output.
+extern "C" fn utap_bi_print_char(ctx: *mut HandlerContext, c: i64) -> i64 {
+    st(ctx).out.push(c as u8);
+    0
+}
+
 /// `randint(n)`: uniform in `0..n` (0 for `n <= 0`).
 extern "C" fn utap_bi_randint(ctx: *mut HandlerContext, n: i64) -> i64 {
     if n <= 0 {
@@ -403,6 +421,12 @@ extern "C" fn utap_bi_syscall_argstr(ctx: *mut HandlerContext, nr: i64) -> i64 {
     string_result(ctx, text.as_bytes())
 }
 
+/// `syscall_num(name)`: the number, or -1.
+extern "C" fn utap_bi_syscall_num(ctx: *mut HandlerContext, name: i64) -> i64 {
+    let name = String::from_utf8_lossy(st(ctx).strings.get(name)).into_owned();
+    crate::syscalls::builtins::syscall_num(&name)
+}
+
 extern "C" fn utap_bi_syscall_retstr(ctx: *mut HandlerContext, nr: i64, ret: i64) -> i64 {
     let text = crate::syscalls::builtins::syscall_retstr(nr, ret);
     string_result(ctx, text.as_bytes())
@@ -414,6 +438,9 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
         ("__syscall_argstr", utap_bi_syscall_argstr as *const u8),
         ("__syscall_retstr", utap_bi_syscall_retstr as *const u8),
         ("abs", utap_bi_abs as *const u8),
+        ("big_endian2", utap_bi_big_endian2 as *const u8),
+        ("big_endian4", utap_bi_big_endian4 as *const u8),
+        ("big_endian8", utap_bi_big_endian8 as *const u8),
         ("cpu", utap_bi_cpu as *const u8),
         ("ctime", utap_bi_ctime as *const u8),
         ("egid", utap_bi_egid as *const u8),
@@ -433,6 +460,7 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
         ("min", utap_bi_min as *const u8),
         ("pid", utap_bi_pid as *const u8),
         ("pp", utap_bi_pp as *const u8),
+        ("print_char", utap_bi_print_char as *const u8),
         ("quiesce", utap_bi_quiesce as *const u8),
         ("randint", utap_bi_randint as *const u8),
         ("resume", utap_bi_resume as *const u8),
@@ -442,6 +470,7 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
         ("strlen", utap_bi_strlen as *const u8),
         ("strtol", utap_bi_strtol as *const u8),
         ("substr", utap_bi_substr as *const u8),
+        ("syscall_num", utap_bi_syscall_num as *const u8),
         ("target", utap_bi_target as *const u8),
         ("text_str", utap_bi_text_str as *const u8),
         ("text_strn", utap_bi_text_strn as *const u8),

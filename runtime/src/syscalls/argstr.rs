@@ -11,7 +11,21 @@
 //! `-2 (ENOENT)` where strace prints `-1 ENOENT (No such file or
 //! directory)`; mmap/mremap return hex (`0x7f...`), umask octal, everything
 //! else decimal — also brk, which strace shows in hex.
+//!
+//! Known differences from strace's argument text, all from decoding at one
+//! moment instead of at both entry and exit:
+//! - arguments the kernel reads and then updates show the value current
+//!   when the text is made, unless an [`EntrySnapshot`] taken at entry is
+//!   given to [`argstr_exit`]: then socket address lengths and file offsets
+//!   read `[110 => 2]` / `[2] => [5]` as in strace (select's fd sets and
+//!   timeouts are not decoded);
+//! - after a successful execve the old memory is gone: make its text at
+//!   entry;
+//! - strace's decorations of return values (`= 1 ([{fd=3,
+//!   revents=POLLIN}])`, `= 0x1 (flags FD_CLOEXEC)`) are not part of
+//!   argstr, and retstr is SystemTap's bare number.
 
+use super::decode::bytes::*;
 use super::decode::strings::{addr_str, buffer_str, cstring_str, iovec_str, path_str, read_bytes};
 use super::decode::{
     file, flags::as_int, memory, misc, network, poll, process, resource, signal, time,
@@ -30,12 +44,60 @@ pub fn is_error(ret: i64) -> bool {
 /// return value when the call has completed (then output arguments are
 /// decoded), None at entry.
 pub fn argstr(nr: i64, args: &[u64; 6], ret: Option<i64>, mem: &dyn ReadMemory) -> String {
+    render(nr, args, ret, mem, None)
+}
+
+/// What a call's in/out arguments (socket address lengths, file offsets)
+/// held at entry. Taken at the entry stop with [`entry_snapshot`] and
+/// given to [`argstr_exit`], it lets the exit text show strace's
+/// `[110 => 2]` / `[2] => [5]` for values the kernel changed. Small and
+/// `Copy`, so a tracer can keep one per thread between entry and exit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EntrySnapshot {
+    values: [Option<i64>; 6],
+}
+
+/// Reads, at syscall entry, the in/out values [`argstr_exit`] compares.
+pub fn entry_snapshot(nr: i64, args: &[u64; 6], mem: &dyn ReadMemory) -> EntrySnapshot {
+    let mut snap = EntrySnapshot::default();
+    if let Some(sig) = signature(nr) {
+        for (i, arg) in sig.args.iter().enumerate() {
+            snap.values[i] = match arg.kind {
+                Kind::IntRef => read_exact(mem, args[i], 4).map(|b| i64::from(i32_at(&b, 0))),
+                Kind::OffPtr => read_exact(mem, args[i], 8).map(|b| i64_at(&b, 0)),
+                _ => None,
+            };
+        }
+    }
+    snap
+}
+
+/// The completed call's arguments like `argstr(nr, args, Some(ret), mem)`,
+/// with in/out values compared against their entry values.
+pub fn argstr_exit(
+    nr: i64,
+    args: &[u64; 6],
+    ret: i64,
+    mem: &dyn ReadMemory,
+    entry: &EntrySnapshot,
+) -> String {
+    render(nr, args, Some(ret), mem, Some(entry))
+}
+
+fn render(
+    nr: i64,
+    args: &[u64; 6],
+    ret: Option<i64>,
+    mem: &dyn ReadMemory,
+    entry: Option<&EntrySnapshot>,
+) -> String {
     match signature(nr) {
         Some(sig) => Decoder {
             sig,
             args,
             ret,
             mem,
+            entry,
         }
         .render(),
         None => generic_argstr(args, syscall_nargs(nr)),
@@ -93,9 +155,17 @@ struct Decoder<'a> {
     args: &'a [u64; 6],
     ret: Option<i64>,
     mem: &'a dyn ReadMemory,
+    entry: Option<&'a EntrySnapshot>,
 }
 
 impl Decoder<'_> {
+    /// Argument `i`'s in/out value at entry, when the call completed and
+    /// a snapshot was taken.
+    fn entry_value(&self, i: usize) -> Option<i64> {
+        self.ret?;
+        self.entry?.values[i]
+    }
+
     /// The call succeeded and its outputs can be decoded.
     fn succeeded(&self) -> bool {
         self.ret.is_some_and(|r| !is_error(r))
@@ -121,6 +191,12 @@ impl Decoder<'_> {
             "arch_prctl" => self.arch_prctl(),
             "setsockopt" | "getsockopt" => self.sockopt(),
             "prctl" => self.prctl(),
+            // The high half of the offset is not shown on 64-bit.
+            "preadv2" | "pwritev2" => {
+                let mut parts = self.all();
+                parts.remove(4);
+                parts
+            }
             _ => self
                 .sig
                 .args
@@ -197,8 +273,8 @@ impl Decoder<'_> {
     }
 
     fn pointer_at(&self, addr: u64) -> Option<u64> {
-        let b = read_bytes(self.mem, addr, 8).filter(|b| b.len() == 8)?;
-        Some(u64::from_ne_bytes(b.try_into().unwrap()))
+        let b = read_exact(self.mem, addr, 8)?;
+        Some(u64_at(&b, 0))
     }
 
     /// A NULL-terminated array of strings, at most 32 shown.
@@ -208,7 +284,7 @@ impl Decoder<'_> {
         }
         let mut items = Vec::new();
         for i in 0.. {
-            let Some(p) = self.pointer_at(addr + 8 * i) else {
+            let Some(p) = self.pointer_at(addr.wrapping_add(8 * i)) else {
                 return if i == 0 {
                     addr_str(addr)
                 } else {
@@ -231,7 +307,7 @@ impl Decoder<'_> {
         if addr == 0 {
             return None;
         }
-        (0..4096).find_map(|i| match self.pointer_at(addr + 8 * i as u64) {
+        (0..4096).find_map(|i| match self.pointer_at(addr.wrapping_add(8 * i as u64)) {
             Some(0) => Some(Some(i)),
             Some(_) => None,
             None => Some(None),
@@ -294,7 +370,7 @@ impl Decoder<'_> {
             parts.push(len_str);
         } else {
             parts.push(addr_str(val));
-            parts.push(addr_str(len));
+            parts.push(resource::int_ref_str(self.mem, len));
         }
         parts
     }
@@ -399,8 +475,8 @@ impl Decoder<'_> {
             Kind::CloneFlags => process::clone_flags_str(v),
             Kind::WaitOptions => process::wait4_options_str(v),
             Kind::OutWaitStatus if out_ok && self.ret.unwrap_or(0) > 0 => {
-                match read_bytes(self.mem, v, 4).filter(|b| b.len() == 4) {
-                    Some(b) => process::wait_status_str(i32::from_ne_bytes(b.try_into().unwrap())),
+                match read_exact(self.mem, v, 4) {
+                    Some(b) => process::wait_status_str(i32_at(&b, 0)),
                     None => addr_str(v),
                 }
             }
@@ -418,6 +494,16 @@ impl Decoder<'_> {
             Kind::SockFlags => network::sock_flags_str(v),
             Kind::Protocol(n) => network::protocol_str(by_index(n), v),
             Kind::Sockaddr(n) => network::sockaddr_str(self.mem, v, by_index(n)),
+            Kind::OutSockaddr(n) if out_ok => {
+                match read_bytes(self.mem, by_index(n), 4).filter(|b| b.len() == 4) {
+                    Some(b) => {
+                        let len = u32_at(&b, 0);
+                        network::sockaddr_str(self.mem, v, u64::from(len))
+                    }
+                    None => addr_str(v),
+                }
+            }
+            Kind::OutSockaddr(_) => addr_str(v),
             Kind::MsgFlags => network::msg_flags_str(v),
             Kind::ShutdownHow => network::shutdown_how_str(v),
             Kind::Timespec => time::timespec_str(self.mem, v),
@@ -442,12 +528,29 @@ impl Decoder<'_> {
             Kind::OutStackT => addr_str(v),
             Kind::OutIntRef if out_ok => resource::int_ref_str(self.mem, v),
             Kind::OutIntRef => addr_str(v),
+            Kind::IntRef => match (self.entry_value(i), read_exact(self.mem, v, 4)) {
+                (Some(old), Some(b)) if old != i64::from(i32_at(&b, 0)) => {
+                    format!("[{old} => {}]", i32_at(&b, 0))
+                }
+                _ => resource::int_ref_str(self.mem, v),
+            },
             Kind::GidList(n) => resource::id_list_str(self.mem, v, by_index(n)),
             Kind::OutGidList if out_ok => {
                 resource::id_list_str(self.mem, v, self.ret.unwrap_or(0) as u64)
             }
             Kind::OutGidList => addr_str(v),
             Kind::MfdFlags => file::memfd_flags_str(v),
+            Kind::FlockOp => file::flock_op_str(v),
+            Kind::RwfFlags => file::rwf_flags_str(v),
+            Kind::SpliceFlags => file::splice_flags_str(v),
+            Kind::CloseRangeFlags => file::close_range_flags_str(v),
+            Kind::UmountFlags => file::umount_flags_str(v),
+            Kind::MlockallFlags => memory::mlockall_flags_str(v),
+            Kind::Personality => process::personality_str(v),
+            Kind::IdType => process::idtype_str(v),
+            Kind::RusageWho => process::rusage_who_str(v),
+            Kind::OutSiginfo if out_ok => process::siginfo_str(self.mem, v),
+            Kind::OutSiginfo => addr_str(v),
             Kind::Itimerspec => time::itimerspec_str(self.mem, v),
             Kind::OutItimerspec if out_ok => time::itimerspec_str(self.mem, v),
             Kind::OutItimerspec => addr_str(v),
@@ -471,20 +574,21 @@ impl Decoder<'_> {
             Kind::UtimensTimes => time::utimens_str(self.mem, v),
             Kind::XattrFlags => file::xattr_flags_str(v),
             Kind::OffPtr if v == 0 => "NULL".to_string(),
-            Kind::OffPtr => match read_bytes(self.mem, v, 8).filter(|b| b.len() == 8) {
-                Some(b) => format!("[{}]", i64::from_ne_bytes(b.try_into().unwrap())),
+            Kind::OffPtr => match (self.entry_value(i), read_exact(self.mem, v, 8)) {
+                (Some(old), Some(b)) if old != i64_at(&b, 0) => {
+                    format!("[{old}] => [{}]", i64_at(&b, 0))
+                }
+                (_, Some(b)) => format!("[{}]", i64_at(&b, 0)),
+                (_, None) => addr_str(v),
+            },
+            Kind::OutFdPair if out_ok => match read_exact(self.mem, v, 8) {
+                Some(b) => {
+                    let a = i32_at(&b, 0);
+                    let c = i32_at(&b, 4);
+                    format!("[{a}, {c}]")
+                }
                 None => addr_str(v),
             },
-            Kind::OutFdPair if out_ok => {
-                match read_bytes(self.mem, v, 8).filter(|b| b.len() == 8) {
-                    Some(b) => {
-                        let a = i32::from_ne_bytes(b[0..4].try_into().unwrap());
-                        let c = i32::from_ne_bytes(b[4..8].try_into().unwrap());
-                        format!("[{a}, {c}]")
-                    }
-                    None => addr_str(v),
-                }
-            }
             Kind::OutFdPair => addr_str(v),
             Kind::PollFds(n) => poll::pollfds_str(self.mem, v, by_index(n)),
             Kind::EpollOp => poll::epoll_op_str(v),
@@ -672,6 +776,40 @@ mod tests {
     }
 
     #[test]
+    fn entry_snapshots_show_changed_in_out_values() {
+        // addrlen at 0x1000: 110 at entry, 2 after accept.
+        let before = Mem::new(0x1000, &110i32.to_ne_bytes());
+        let after = Mem::new(0x1000, &2i32.to_ne_bytes());
+        let a = args(&[3, 0, 0x1000, 0]);
+        let snap = entry_snapshot(nr("accept4"), &a, &before);
+        assert_eq!(
+            argstr_exit(nr("accept4"), &a, 5, &after, &snap),
+            "3, NULL, [110 => 2], 0"
+        );
+        assert_eq!(
+            argstr(nr("accept4"), &a, Some(5), &after),
+            "3, NULL, [2], 0"
+        );
+        assert_eq!(
+            argstr_exit(nr("accept4"), &a, 5, &before, &snap),
+            "3, NULL, [110], 0"
+        );
+        // sendfile's offset: 2 at entry, 5 after.
+        let before = Mem::new(0x1000, &2i64.to_ne_bytes());
+        let after = Mem::new(0x1000, &5i64.to_ne_bytes());
+        let a = args(&[1, 3, 0x1000, 3]);
+        let snap = entry_snapshot(nr("sendfile"), &a, &before);
+        assert_eq!(
+            argstr_exit(nr("sendfile"), &a, 3, &after, &snap),
+            "1, 3, [2] => [5], 3"
+        );
+        assert_eq!(
+            entry_snapshot(nr("getpid"), &a, &before),
+            EntrySnapshot::default()
+        );
+    }
+
+    #[test]
     fn generic_arguments_for_undecoded_and_unknown_calls() {
         let mem = Mem::none();
         let a = args(&[0, 1, 0xdead, 3, 4, 5]);
@@ -694,5 +832,50 @@ mod tests {
         assert_eq!(retstr(9999, -1), "-1 (EPERM)");
         assert_eq!(retstr(nr("lseek"), i64::MIN), i64::MIN.to_string());
         assert!(is_error(-4095) && !is_error(-4096) && !is_error(0));
+    }
+}
+
+#[cfg(test)]
+mod robustness {
+    use super::*;
+    use crate::syscalls::table::SYSCALLS;
+    use crate::syscalls::testmem::Mem;
+
+    /// Hostile inputs never panic: every call, with extreme argument values,
+    /// unreadable or garbage memory, at entry and at exit.
+    #[test]
+    fn every_syscall_with_extreme_arguments() {
+        let garbage = Mem::new(0x1000, &[0xff; 4096]);
+        let zeros = Mem::new(0x1000, &[0; 4096]);
+        let none = Mem::none();
+        let patterns: [[u64; 6]; 5] = [
+            [0; 6],
+            [u64::MAX; 6],
+            [0x1000; 6],
+            [0x1ff8, 0x1000, 0x7fff_ffff, u64::MAX - 7, 0x1001, 3],
+            [i64::MIN as u64, 0x1000, 1 << 40, 0x1000, 0, u32::MAX as u64],
+        ];
+        let rets = [
+            None,
+            Some(0),
+            Some(-14),
+            Some(4096),
+            Some(i64::MAX),
+            Some(i64::MIN),
+        ];
+        let mut nrs: Vec<i64> = SYSCALLS.iter().map(|e| i64::from(e.nr)).collect();
+        nrs.extend([-1, 400, 472, 100_000, i64::MIN, i64::MAX]);
+        for nr in nrs {
+            for args in &patterns {
+                for ret in rets {
+                    for mem in [&garbage as &dyn ReadMemory, &zeros, &none] {
+                        let _ = argstr(nr, args, ret, mem);
+                    }
+                }
+            }
+            for ret in rets.iter().flatten() {
+                let _ = retstr(nr, *ret);
+            }
+        }
     }
 }

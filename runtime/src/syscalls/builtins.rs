@@ -129,14 +129,28 @@ long_decoder!(/// `_inotify_watch_mask_str(mask)`: "IN_MODIFY|IN_CREATE".
 long_decoder!(/// `_priority_which_str(which)`: "PRIO_PROCESS".
     priority_which_str => process::prio_which_str);
 
+long_decoder!(/// `_flock_cmd_str(op)`: "LOCK_EX|LOCK_NB".
+    flock_cmd_str => file::flock_op_str);
+long_decoder!(/// `_mlockall_flags_str(flags)`: "MCL_CURRENT|MCL_FUTURE".
+    mlockall_flags_str => memory::mlockall_flags_str);
+long_decoder!(/// `_waitid_which_str(which)`: "P_PID".
+    waitid_which_str => process::idtype_str);
+long_decoder!(/// `_rusage_who_str(who)`: "RUSAGE_SELF".
+    rusage_who_str => process::rusage_who_str);
+long_decoder!(/// `_umountflags_str(flags)`: "MNT_DETACH".
+    umountflags_str => file::umount_flags_str);
+
 /// `_wait_status_str(status)`: a wait status as strace shows it inside
 /// wait4: "[{WIFEXITED(s) && WEXITSTATUS(s) == 3}]".
 pub fn wait_status_str(status: i64) -> String {
     process::wait_status_str(status as i32)
 }
 
+/// A builtin of type `(long) -> string`.
+pub type LongDecoder = fn(i64) -> String;
+
 /// Every builtin of type `(long) -> string`, by its script name.
-pub static LONG_TO_STRING: &[(&str, fn(i64) -> String)] = &[
+pub static LONG_TO_STRING: &[(&str, LongDecoder)] = &[
     ("syscall_name", syscall_name),
     ("errno_str", errno_str),
     ("signal_name", signal_name),
@@ -169,6 +183,11 @@ pub static LONG_TO_STRING: &[(&str, fn(i64) -> String)] = &[
     ("_get_wc_str", get_wc_str),
     ("_futex_op_str", futex_op_str),
     ("_opoll_op_str", opoll_op_str),
+    ("_flock_cmd_str", flock_cmd_str),
+    ("_mlockall_flags_str", mlockall_flags_str),
+    ("_waitid_which_str", waitid_which_str),
+    ("_rusage_who_str", rusage_who_str),
+    ("_umountflags_str", umountflags_str),
     ("_itimer_which_str", itimer_which_str),
     ("_inotify_watch_mask_str", inotify_watch_mask_str),
     ("_priority_which_str", priority_which_str),
@@ -178,7 +197,7 @@ pub static LONG_TO_STRING: &[(&str, fn(i64) -> String)] = &[
 ];
 
 /// The `(long) -> string` builtin called `name`.
-pub fn long_to_string(name: &str) -> Option<fn(i64) -> String> {
+pub fn long_to_string(name: &str) -> Option<LongDecoder> {
     LONG_TO_STRING
         .iter()
         .find(|(n, _)| *n == name)

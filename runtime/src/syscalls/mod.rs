@@ -14,7 +14,7 @@ pub mod tapset;
 #[cfg(test)]
 mod testmem;
 
-pub use argstr::{argstr, retstr};
+pub use argstr::{EntrySnapshot, argstr, argstr_exit, entry_snapshot, retstr};
 pub use errno::errno_str;
 pub use signals::signal_name;
 pub use table::{syscall_name, syscall_number};

@@ -76,6 +76,9 @@ pub enum Kind {
     Protocol(u8),
     /// A socket address whose length is argument N.
     Sockaddr(u8),
+    /// A socket address the call fills; its length is in the int that
+    /// argument N points to (after the call).
+    OutSockaddr(u8),
     MsgFlags,
     ShutdownHow,
     Timespec,
@@ -100,11 +103,25 @@ pub enum Kind {
     OutStackT,
     /// An `int` (or uid/gid) the call writes: `[0]`.
     OutIntRef,
+    /// An `int` the call reads and may update (socket address lengths):
+    /// `[16]`, read when the text is made.
+    IntRef,
     /// A gid array of argument N entries.
     GidList(u8),
     /// getgroups' list: as many gids as the return value.
     OutGidList,
     MfdFlags,
+    FlockOp,
+    RwfFlags,
+    SpliceFlags,
+    CloseRangeFlags,
+    UmountFlags,
+    MlockallFlags,
+    Personality,
+    IdType,
+    RusageWho,
+    /// A `siginfo_t` the call fills (waitid).
+    OutSiginfo,
     Itimerspec,
     OutItimerspec,
     Itimerval,
@@ -263,7 +280,7 @@ pub static SIGNATURES: &[Signature] = &[
         &[
             a("out_fd", Fd),
             a("in_fd", Fd),
-            a("offset_uaddr", Ptr),
+            a("offset_uaddr", OffPtr),
             a("count", ULong),
         ],
     ),
@@ -655,16 +672,16 @@ pub static SIGNATURES: &[Signature] = &[
         "accept",
         &[
             a("sockfd", Fd),
-            a("addr_uaddr", Ptr),
-            a("addrlen_uaddr", Ptr),
+            a("addr_uaddr", OutSockaddr(3)),
+            a("addrlen_uaddr", IntRef),
         ],
     ),
     d(
         "accept4",
         &[
             a("sockfd", Fd),
-            a("addr_uaddr", Ptr),
-            a("addrlen_uaddr", Ptr),
+            a("addr_uaddr", OutSockaddr(3)),
+            a("addrlen_uaddr", IntRef),
             a("flags", SockFlags),
         ],
     ),
@@ -686,8 +703,8 @@ pub static SIGNATURES: &[Signature] = &[
             a("buf_uaddr", OutBuf),
             a("len", ULong),
             a("flags", MsgFlags),
-            a("addr_uaddr", Ptr),
-            a("addrlen_uaddr", Ptr),
+            a("addr_uaddr", OutSockaddr(6)),
+            a("addrlen_uaddr", IntRef),
         ],
     ),
     d(
@@ -701,11 +718,19 @@ pub static SIGNATURES: &[Signature] = &[
     d("shutdown", &[a("s", Fd), a("how", ShutdownHow)]),
     d(
         "getsockname",
-        &[a("s", Fd), a("name_uaddr", Ptr), a("namelen_uaddr", Ptr)],
+        &[
+            a("s", Fd),
+            a("name_uaddr", OutSockaddr(3)),
+            a("namelen_uaddr", IntRef),
+        ],
     ),
     d(
         "getpeername",
-        &[a("s", Fd), a("name_uaddr", Ptr), a("namelen_uaddr", Ptr)],
+        &[
+            a("s", Fd),
+            a("name_uaddr", OutSockaddr(3)),
+            a("namelen_uaddr", IntRef),
+        ],
     ),
     d(
         "setsockopt",
@@ -864,6 +889,114 @@ pub static SIGNATURES: &[Signature] = &[
     ),
     d("sysinfo", &[a("info_uaddr", Ptr)]),
     d("clone3", &[a("uargs", Ptr), a("size", ULong)]),
+    d("flock", &[a("fd", Fd), a("operation", FlockOp)]),
+    d(
+        "preadv",
+        &[
+            a("fd", Fd),
+            a("vector_uaddr", OutIovec(3)),
+            a("count", Int),
+            a("offset", Long),
+        ],
+    ),
+    d(
+        "pwritev",
+        &[
+            a("fd", Fd),
+            a("vector_uaddr", InIovec(3)),
+            a("count", Int),
+            a("offset", Long),
+        ],
+    ),
+    d(
+        "preadv2",
+        &[
+            a("fd", Fd),
+            a("vector_uaddr", OutIovec(3)),
+            a("count", Int),
+            a("offset", Long),
+            a("pos_h", Hex),
+            a("flags", RwfFlags),
+        ],
+    ),
+    d(
+        "pwritev2",
+        &[
+            a("fd", Fd),
+            a("vector_uaddr", InIovec(3)),
+            a("count", Int),
+            a("offset", Long),
+            a("pos_h", Hex),
+            a("flags", RwfFlags),
+        ],
+    ),
+    d(
+        "splice",
+        &[
+            a("fd_in", Fd),
+            a("off_in", OffPtr),
+            a("fd_out", Fd),
+            a("off_out", OffPtr),
+            a("len", ULong),
+            a("flags", SpliceFlags),
+        ],
+    ),
+    d(
+        "tee",
+        &[
+            a("fdin", Fd),
+            a("fdout", Fd),
+            a("len", ULong),
+            a("flags", SpliceFlags),
+        ],
+    ),
+    d(
+        "vmsplice",
+        &[
+            a("fd", Fd),
+            a("iov", InIovec(3)),
+            a("nr_segs", ULong),
+            a("flags", SpliceFlags),
+        ],
+    ),
+    d("mlockall", &[a("flags", MlockallFlags)]),
+    d("munlockall", &[]),
+    d("personality", &[a("persona", Personality)]),
+    d(
+        "close_range",
+        &[
+            a("fd", UInt),
+            a("max_fd", UInt),
+            a("flags", CloseRangeFlags),
+        ],
+    ),
+    d(
+        "pidfd_open",
+        &[a("pid", Pid), a("flags", FdFlags("PIDFD_"))],
+    ),
+    d(
+        "pidfd_send_signal",
+        &[
+            a("pidfd", Fd),
+            a("sig", Signal),
+            a("info", Ptr),
+            a("flags", UInt),
+        ],
+    ),
+    d(
+        "waitid",
+        &[
+            a("which", IdType),
+            a("pid", Pid),
+            a("infop_uaddr", OutSiginfo),
+            a("options", WaitOptions),
+            a("rusage_uaddr", Ptr),
+        ],
+    ),
+    d("sync", &[]),
+    d("syncfs", &[a("fd", Fd)]),
+    d("getrusage", &[a("who", RusageWho), a("usage_uaddr", Ptr)]),
+    d("umount2", &[a("target", Path), a("flags", UmountFlags)]),
     d(
         "sigaltstack",
         &[a("uss_uaddr", StackT), a("uoss_uaddr", OutStackT)],

@@ -501,10 +501,18 @@ impl<V> Map<V> {
         self.slots.get(id.slot as usize)?.as_ref()
     }
 
-    /// The entries a `foreach` visits, into `out` (cleared first): those
-    /// matching `filter` (`a[*, "x"]`: `None` columns match anything), in
-    /// insertion order or stably sorted, at most `limit` of them (a limit
-    /// of 0 or less visits nothing).
+    /// The entries a `foreach` visits, into `out` (cleared first), in
+    /// SystemTap's order: insertion order, or sorted as SystemTap sorts
+    /// (stable; with a limit of 1 to 30 its partial sort, whose first
+    /// `limit` entries are the same); then the first `limit` entries (a
+    /// limit of 0 or less visits nothing); then, of those, the ones
+    /// matching `filter` (`a[*, "x"]`: `None` columns match anything).
+    /// SystemTap counts the limit before the slice test, so fewer than
+    /// `limit` matching entries may be visited.
+    ///
+    /// This leaves the map as it is. SystemTap sorts long and string
+    /// arrays in place, which later unsorted loops and `%` arrays see; for
+    /// those call [`Map::sort_in_place`] first and select without a sort.
     pub fn select(
         &self,
         filter: Option<&[Option<Key<'_>>]>,
@@ -516,39 +524,137 @@ impl<V> Map<V> {
     {
         out.clear();
         let epoch = self.epoch;
-        for (i, e) in self.slots.iter().enumerate().skip(self.head) {
-            let Some(e) = e else { continue };
-            if let Some(f) = filter {
-                let parts = e.key.parts();
-                let ok = f
-                    .iter()
-                    .zip(parts)
-                    .all(|(want, have)| want.as_ref().is_none_or(|k| have.matches(k)));
-                if !ok {
-                    continue;
-                }
-            }
-            out.push(EntryId {
-                slot: i as u32,
-                epoch,
-            });
-        }
+        out.extend(
+            self.slots
+                .iter()
+                .enumerate()
+                .skip(self.head)
+                .filter(|(_, e)| e.is_some())
+                .map(|(i, _)| EntryId {
+                    slot: i as u32,
+                    epoch,
+                }),
+        );
         if let Some(sort) = sort {
-            let get = |id: &EntryId| self.slots[id.slot as usize].as_ref().expect("live");
-            out.sort_by(|a, b| {
-                let (ea, eb) = (get(a), get(b));
-                let ord = match sort.by {
-                    SortBy::Key(col) => match (ea.key.parts().get(col), eb.key.parts().get(col)) {
-                        (Some(x), Some(y)) => x.cmp_column(y),
-                        _ => Ordering::Equal,
-                    },
-                    SortBy::Value(agg) => ea.value.cmp_value(&eb.value, agg),
-                };
-                if sort.descending { ord.reverse() } else { ord }
-            });
+            let after = |a: &EntryId, b: &EntryId| self.goes_after(a.slot, b.slot, sort);
+            systemtap_sort(out, limit, after);
         }
         if let Some(limit) = limit {
             out.truncate(limit.clamp(0, i64::MAX) as usize);
+        }
+        if let Some(f) = filter {
+            out.retain(|id| {
+                let parts = self.slots[id.slot as usize]
+                    .as_ref()
+                    .expect("live")
+                    .key
+                    .parts();
+                f.iter()
+                    .zip(parts)
+                    .all(|(want, have)| want.as_ref().is_none_or(|k| have.matches(k)))
+            });
+        }
+    }
+
+    /// Reorders the map as SystemTap's `foreach` sorting does for long and
+    /// string arrays (`_stp_map_sort`/`_stp_map_sortn` work on the map's
+    /// own list): later unsorted loops visit this order, and a `%` array
+    /// then replaces entries from its front. Ids from before go stale.
+    pub fn sort_in_place(&mut self, sort: Sort, limit: Option<i64>)
+    where
+        V: SortValue,
+    {
+        let mut order: Vec<u32> = (self.head..self.slots.len())
+            .filter(|&i| self.slots[i].is_some())
+            .map(|i| i as u32)
+            .collect();
+        systemtap_sort(&mut order, limit, |&a, &b| self.goes_after(a, b, sort));
+        let mut old = std::mem::take(&mut self.slots);
+        self.slots = order.iter().map(|&i| old[i as usize].take()).collect();
+        self.table.clear();
+        let slots = &self.slots;
+        for (i, e) in slots.iter().enumerate() {
+            let hash = e.as_ref().expect("live").hash;
+            self.table.insert_unique(hash, i as u32, |&j| {
+                slots[j as usize].as_ref().map_or(0, |e| e.hash)
+            });
+        }
+        self.head = 0;
+        self.epoch = self.epoch.wrapping_add(1);
+    }
+
+    /// SystemTap's `_stp_cmp`: whether entry `a` belongs after entry `b`.
+    fn goes_after(&self, a: u32, b: u32, sort: Sort) -> bool
+    where
+        V: SortValue,
+    {
+        let ea = self.slots[a as usize].as_ref().expect("live");
+        let eb = self.slots[b as usize].as_ref().expect("live");
+        let ord = match sort.by {
+            SortBy::Key(col) => match (ea.key.parts().get(col), eb.key.parts().get(col)) {
+                (Some(x), Some(y)) => x.cmp_column(y),
+                _ => Ordering::Equal,
+            },
+            SortBy::Value(agg) => ea.value.cmp_value(&eb.value, agg),
+        };
+        if sort.descending {
+            ord == Ordering::Less
+        } else {
+            ord == Ordering::Greater
+        }
+    }
+}
+
+/// Orders `items` as SystemTap's runtime does: a stable merge sort, or for
+/// a limit `n` of 1 to 30 (`_stp_map_sortn`) a bubble sort of the first
+/// `n` followed by inserting every later item that beats the `n`-th into
+/// the sorted front (displaced items keep their relative order behind).
+/// `after(a, b)`: `a` belongs strictly after `b`.
+fn systemtap_sort<T: Copy>(items: &mut Vec<T>, limit: Option<i64>, after: impl Fn(&T, &T) -> bool) {
+    let n = match limit {
+        Some(n) if n != 0 && n <= 30 => n,
+        _ => {
+            items.sort_by(|a, b| {
+                if after(a, b) {
+                    Ordering::Greater
+                } else if after(b, a) {
+                    Ordering::Less
+                } else {
+                    Ordering::Equal
+                }
+            });
+            return;
+        }
+    };
+    let len = items.len();
+    if len == 0 {
+        return;
+    }
+    // Bubble passes over the first n (pairs 0-1 .. n-2 - n-1).
+    let pairs = (n - 1).clamp(0, len as i64 - 1) as usize;
+    loop {
+        let mut swaps = 0;
+        for a in 0..pairs {
+            if after(&items[a], &items[a + 1]) {
+                items.swap(a, a + 1);
+                swaps += 1;
+            }
+        }
+        if swaps == 0 {
+            break;
+        }
+    }
+    // Insertion of the rest into the front [0..=last].
+    let last = pairs;
+    for i in last + 1..len {
+        let item = items[i];
+        let mut c = last as isize;
+        while c >= 0 && after(&items[c as usize], &item) {
+            c -= 1;
+        }
+        if c != last as isize {
+            items.remove(i);
+            items.insert((c + 1) as usize, item);
         }
     }
 }
@@ -772,6 +878,84 @@ mod tests {
         let first = ids[0];
         m.clear();
         assert_eq!(m.key(first), None);
+    }
+
+    #[test]
+    fn partial_sort_front_matches_stable_sort() {
+        // SystemTap's sortn for limits 1..=30 must visit exactly what a
+        // stable sort would in its first n places, ties included.
+        let mut seed: u64 = 0x1234_5678;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as i64 % 7
+        };
+        for len in 0..50 {
+            let items: Vec<(i64, usize)> = (0..len).map(|i| (next(), i)).collect();
+            for n in 1..=30i64 {
+                for descending in [false, true] {
+                    let after = |a: &(i64, usize), b: &(i64, usize)| {
+                        if descending { a.0 < b.0 } else { a.0 > b.0 }
+                    };
+                    let mut ours = items.clone();
+                    systemtap_sort(&mut ours, Some(n), after);
+                    let mut stable = items.clone();
+                    stable.sort_by_key(|&(v, _)| if descending { -v } else { v });
+                    let k = (n as usize).min(len);
+                    assert_eq!(ours[..k], stable[..k], "len {len} n {n} desc {descending}");
+                    let mut all = ours.clone();
+                    all.sort_by_key(|&(_, i)| i);
+                    assert_eq!(all, items);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sort_in_place_keeps_systemtaps_order() {
+        // _stp_map_sortn with n = 2 on values 5 3 9 1 8: bubble the first
+        // two (3 5), then 1 is inserted in front; 9 and 8 stay behind.
+        let mut m = LongMap::default();
+        for (k, v) in [(1, 5), (2, 3), (3, 9), (4, 1), (5, 8)] {
+            m.set(&l(k), v).unwrap();
+        }
+        let asc = Sort {
+            by: SortBy::Value(StatOp::Count),
+            descending: false,
+        };
+        m.sort_in_place(asc, Some(2));
+        let values: Vec<i64> = m.iter().map(|(_, v)| *v).collect();
+        assert_eq!(values, [1, 3, 5, 9, 8]);
+        m.sort_in_place(asc, None);
+        let values: Vec<i64> = m.iter().map(|(_, v)| *v).collect();
+        assert_eq!(values, [1, 3, 5, 8, 9]);
+        for (k, v) in [(1, 5), (4, 1), (5, 8)] {
+            assert_eq!(m.get(&l(k)), Some(&v));
+        }
+        // A wrap array replaces from the front of the sorted order.
+        let mut w = LongMap::new(MapLimit::new(Some(3), true, 2048));
+        for (k, v) in [(1, 30), (2, 10), (3, 20)] {
+            w.set(&l(k), v).unwrap();
+        }
+        w.sort_in_place(asc, None);
+        w.set(&l(4), 40).unwrap();
+        assert_eq!(longs(&w), [(3, 20), (1, 30), (4, 40)]);
+    }
+
+    #[test]
+    fn limit_counts_before_the_slice_test() {
+        let mut m = LongMap::default();
+        for (s, n) in [("a", 1), ("b", 1), ("a", 2)] {
+            m.set(&[Key::Str(s.as_bytes()), Key::Long(n)], n).unwrap();
+        }
+        let mut ids = Vec::new();
+        m.select(Some(&[Some(Key::Str(b"a")), None]), None, Some(1), &mut ids);
+        assert_eq!(ids.len(), 1);
+        m.select(Some(&[None, Some(Key::Long(2))]), None, Some(2), &mut ids);
+        assert!(ids.is_empty());
+        m.select(Some(&[None, Some(Key::Long(2))]), None, Some(3), &mut ids);
+        assert_eq!(ids.len(), 1);
     }
 
     #[test]

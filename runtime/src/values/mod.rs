@@ -24,9 +24,15 @@
 //!   the end of the insertion order or fails with [`map::MapOverflow`]
 //!   ("Array overflow, check MAXMAPENTRIES"); `remove`, `clear`,
 //!   `contains`. One-call forms: `get_long`/`add` (long arrays),
-//!   `get_str`/`set_str` (string arrays), `stat_add` (statistics arrays). `foreach` calls [`map::Map::select`] once (filter for
-//!   `a[*, "x"]`, sort, limit) into a reusable `Vec<EntryId>` and then
-//!   reads each entry's key and value by id.
+//!   `get_str`/`set_str` (string arrays), `stat_add` (statistics arrays).
+//!   `foreach` calls [`map::Map::select`] once (filter for `a[*, "x"]`,
+//!   sort, limit) into a reusable `Vec<EntryId>` and then reads each
+//!   entry's key and value by id. To be exact where SystemTap is
+//!   surprising: it sorts long and string arrays *in place*
+//!   ([`map::Map::sort_in_place`], then `select` without a sort), so a
+//!   later unsorted loop sees the sorted order, while statistics arrays
+//!   are sorted on a copy (`select` with the sort); and a `limit` counts
+//!   entries before the slice test.
 //! - [`stats`]: one [`stats::Stat`] per statistic (or per element of a
 //!   statistics array), created from the global's [`stats::StatSpec`].
 //!   `add` is `<<<`; `get(StatOp)` is `@count` ... `@variance` with the

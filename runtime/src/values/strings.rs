@@ -333,7 +333,19 @@ pub struct Regex(regex::bytes::Regex);
 
 impl Regex {
     pub fn new(pattern: &str) -> Result<Regex, StringError> {
-        regex::bytes::RegexBuilder::new(pattern)
+        // Raw bytes of the literal (see `format::RAW_BYTE_BASE`) become
+        // `\xNN` escapes, which match that byte.
+        let mut escaped = String::with_capacity(pattern.len());
+        for c in pattern.chars() {
+            let v = c as u32;
+            let base = crate::format::RAW_BYTE_BASE;
+            if (base + 0x80..=base + 0xFF).contains(&v) {
+                escaped.push_str(&format!("\\x{:02x}", v - base));
+            } else {
+                escaped.push(c);
+            }
+        }
+        regex::bytes::RegexBuilder::new(&escaped)
             .unicode(false)
             // POSIX: `.` matches any character, newline included; `^`/`$`
             // anchor at the ends of the string only.
@@ -588,6 +600,12 @@ mod tests {
         assert!(Regex::new("a.b").unwrap().is_match(b"a\nb"));
         assert!(!Regex::new("^b").unwrap().is_match(b"a\nb"));
         assert!(Regex::new("a\\012b").unwrap().is_match(b"a\nb"));
+        let raw: String = ['^', char::from_u32(0x10FF99).unwrap(), 'é']
+            .iter()
+            .collect();
+        let r = Regex::new(&raw).unwrap();
+        assert!(r.is_match(b"\x99\xc3\xa9"));
+        assert!(!r.is_match(b"\xc3\xa9"));
         assert!(Regex::new("\\xff").unwrap().is_match(b"\xff"));
     }
 

@@ -1,6 +1,7 @@
 //! File-family arguments: descriptors, AT_FDCWD, open flags, modes,
 //! access modes, `AT_*` flags, lseek whence, fcntl commands, `struct stat`.
 
+use super::bytes::*;
 use super::flags::{Xlat, as_int, flags_str, xlat_str};
 use crate::memory::ReadMemory;
 
@@ -215,11 +216,11 @@ pub fn fcntl_arg_str(cmd: u64, arg: u64) -> Option<String> {
 /// `struct stat` as strace abbreviates it, or the address when unreadable.
 pub fn stat_str(mem: &dyn ReadMemory, addr: u64) -> String {
     const SIZE: usize = 144;
-    let Some(buf) = super::strings::read_bytes(mem, addr, SIZE).filter(|b| b.len() == SIZE) else {
+    let Some(buf) = super::bytes::read_exact(mem, addr, SIZE) else {
         return super::strings::addr_str(addr);
     };
-    let u64_at = |off: usize| u64::from_ne_bytes(buf[off..off + 8].try_into().unwrap());
-    let mode = u64::from(u32::from_ne_bytes(buf[24..28].try_into().unwrap()));
+    let u64_at = |off: usize| u64_at(&buf, off);
+    let mode = u64::from(u32_at(&buf, 24));
     let tail = match mode & S_IFMT {
         0o20000 | 0o60000 => format!("st_rdev={}", makedev_str(u64_at(40))),
         _ => format!("st_size={}", u64_at(48) as i64),
@@ -273,12 +274,12 @@ const STATFS_FLAGS: &[Xlat] = &[
 /// `struct statfs` (x86_64) as strace shows it.
 pub fn statfs_str(mem: &dyn ReadMemory, addr: u64) -> String {
     const SIZE: usize = 120;
-    let Some(b) = super::strings::read_bytes(mem, addr, SIZE).filter(|b| b.len() == SIZE) else {
+    let Some(b) = super::bytes::read_exact(mem, addr, SIZE) else {
         return super::strings::addr_str(addr);
     };
-    let w = |i: usize| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
-    let fsid0 = u32::from_ne_bytes(b[56..60].try_into().unwrap());
-    let fsid1 = u32::from_ne_bytes(b[60..64].try_into().unwrap());
+    let w = |i: usize| u64_at(&b, i * 8);
+    let fsid0 = u32_at(&b, 56);
+    let fsid1 = u32_at(&b, 60);
     format!(
         "{{f_type={}, f_bsize={}, f_blocks={}, f_bfree={}, f_bavail={}, f_files={}, f_ffree={}, f_fsid={{val=[{fsid0:#x}, {fsid1:#x}]}}, f_namelen={}, f_frsize={}, f_flags={}}}",
         xlat_str(w(0), FS_MAGIC, "???_MAGIC"),
@@ -361,11 +362,11 @@ const STATX_ATTRS: &[Xlat] = &[
 /// `struct statx` as strace abbreviates it:
 /// `{stx_mask=STATX_ALL, stx_attributes=0, stx_mode=S_IFREG|0644, stx_size=3, ...}`.
 pub fn statx_str(mem: &dyn ReadMemory, addr: u64) -> String {
-    let Some(b) = super::strings::read_bytes(mem, addr, 48).filter(|b| b.len() == 48) else {
+    let Some(b) = read_exact(mem, addr, 48) else {
         return super::strings::addr_str(addr);
     };
-    let mask = u64::from(u32::from_ne_bytes(b[0..4].try_into().unwrap()));
-    let attrs = u64::from_ne_bytes(b[8..16].try_into().unwrap());
+    let mask = u64::from(u32_at(&b, 0));
+    let attrs = u64_at(&b, 8);
     let mut out = format!(
         "{{stx_mask={}, stx_attributes={}",
         statx_mask_str(mask),
@@ -376,7 +377,7 @@ pub fn statx_str(mem: &dyn ReadMemory, addr: u64) -> String {
         out.push_str(&format!(", stx_mode={}", symbolic_mode_str(mode)));
     }
     if mask & 0x200 != 0 {
-        let size = u64::from_ne_bytes(b[40..48].try_into().unwrap());
+        let size = u64_at(&b, 40);
         out.push_str(&format!(", stx_size={size}"));
     }
     out.push_str(", ...}");
@@ -438,6 +439,68 @@ const MFD_FLAGS: &[Xlat] = &[
 /// memfd_create's flags: `MFD_CLOEXEC|MFD_ALLOW_SEALING`.
 pub fn memfd_flags_str(flags: u64) -> String {
     flags_str(flags & 0xffff_ffff, MFD_FLAGS, "0", "MFD_???")
+}
+
+/// A bit set with its strace default comment, for small flag arguments.
+fn small_flags(v: u64, table: &[Xlat], unknown: &str) -> String {
+    flags_str(v & 0xffff_ffff, table, "0", unknown)
+}
+
+/// flock's operation: `LOCK_EX|LOCK_NB`.
+pub fn flock_op_str(op: u64) -> String {
+    const T: &[Xlat] = &[
+        (1, "LOCK_SH"),
+        (2, "LOCK_EX"),
+        (4, "LOCK_NB"),
+        (8, "LOCK_UN"),
+        (32, "LOCK_MAND"),
+        (64, "LOCK_READ"),
+        (128, "LOCK_WRITE"),
+    ];
+    small_flags(op, T, "LOCK_???")
+}
+
+/// preadv2/pwritev2's flags: `RWF_HIPRI`.
+pub fn rwf_flags_str(flags: u64) -> String {
+    const T: &[Xlat] = &[
+        (1, "RWF_HIPRI"),
+        (2, "RWF_DSYNC"),
+        (4, "RWF_SYNC"),
+        (8, "RWF_NOWAIT"),
+        (0x10, "RWF_APPEND"),
+        (0x20, "RWF_NOAPPEND"),
+        (0x40, "RWF_ATOMIC"),
+        (0x80, "RWF_DONTCACHE"),
+    ];
+    small_flags(flags, T, "RWF_???")
+}
+
+/// splice/tee/vmsplice flags: `SPLICE_F_NONBLOCK`.
+pub fn splice_flags_str(flags: u64) -> String {
+    const T: &[Xlat] = &[
+        (1, "SPLICE_F_MOVE"),
+        (2, "SPLICE_F_NONBLOCK"),
+        (4, "SPLICE_F_MORE"),
+        (8, "SPLICE_F_GIFT"),
+    ];
+    small_flags(flags, T, "SPLICE_F_???")
+}
+
+/// close_range's flags: `CLOSE_RANGE_CLOEXEC`.
+pub fn close_range_flags_str(flags: u64) -> String {
+    const T: &[Xlat] = &[(2, "CLOSE_RANGE_UNSHARE"), (4, "CLOSE_RANGE_CLOEXEC")];
+    small_flags(flags, T, "CLOSE_RANGE_???")
+}
+
+/// umount2's flags: `MNT_DETACH`.
+pub fn umount_flags_str(flags: u64) -> String {
+    const T: &[Xlat] = &[
+        (1, "MNT_FORCE"),
+        (2, "MNT_DETACH"),
+        (4, "MNT_EXPIRE"),
+        (8, "UMOUNT_NOFOLLOW"),
+    ];
+    small_flags(flags, T, "MNT_???")
 }
 
 const XATTR_FLAGS: &[Xlat] = &[(1, "XATTR_CREATE"), (2, "XATTR_REPLACE")];
@@ -597,6 +660,13 @@ mod tests {
         assert_eq!(xattr_flags_str(1), "XATTR_CREATE");
         assert_eq!(inotify_mask_str(0x102), "IN_MODIFY|IN_CREATE");
         assert_eq!(memfd_flags_str(3), "MFD_CLOEXEC|MFD_ALLOW_SEALING");
+        assert_eq!(flock_op_str(6), "LOCK_EX|LOCK_NB");
+        assert_eq!(flock_op_str(8), "LOCK_UN");
+        assert_eq!(rwf_flags_str(1), "RWF_HIPRI");
+        assert_eq!(splice_flags_str(2), "SPLICE_F_NONBLOCK");
+        assert_eq!(close_range_flags_str(4), "CLOSE_RANGE_CLOEXEC");
+        assert_eq!(umount_flags_str(2), "MNT_DETACH");
+        assert_eq!(umount_flags_str(0x40), "0x40 /* MNT_??? */");
     }
 
     #[test]

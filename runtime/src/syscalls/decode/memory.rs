@@ -90,6 +90,12 @@ pub fn madvise_str(advice: u64) -> String {
     xlat_str(advice & 0xffff_ffff, MADVISE, "MADV_???")
 }
 
+/// mlockall's flags: `MCL_CURRENT|MCL_FUTURE`.
+pub fn mlockall_flags_str(flags: u64) -> String {
+    const T: &[Xlat] = &[(1, "MCL_CURRENT"), (2, "MCL_FUTURE"), (4, "MCL_ONFAULT")];
+    flags_str(flags & 0xffff_ffff, T, "0", "MCL_???")
+}
+
 const MREMAP: &[Xlat] = &[
     (1, "MREMAP_MAYMOVE"),
     (2, "MREMAP_FIXED"),
@@ -136,5 +142,6 @@ mod tests {
         assert_eq!(madvise_str(4), "MADV_DONTNEED");
         assert_eq!(madvise_str(99), "0x63 /* MADV_??? */");
         assert_eq!(mremap_flags_str(1), "MREMAP_MAYMOVE");
+        assert_eq!(mlockall_flags_str(3), "MCL_CURRENT|MCL_FUTURE");
     }
 }

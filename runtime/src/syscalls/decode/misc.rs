@@ -1,5 +1,6 @@
 //! Arguments of ioctl and futex, which strace decodes by request / operation.
 
+use super::bytes::*;
 use super::flags::{Xlat, as_int, xlat_lookup};
 
 const IOCTLS: &[Xlat] = &[
@@ -64,7 +65,7 @@ pub fn ioctl_arg(request: u64) -> IoctlArg {
 
 /// `{ws_row=24, ws_col=80, ws_xpixel=0, ws_ypixel=0}`.
 pub fn winsize_str(mem: &dyn crate::memory::ReadMemory, addr: u64) -> String {
-    match super::strings::read_bytes(mem, addr, 8).filter(|b| b.len() == 8) {
+    match read_exact(mem, addr, 8) {
         Some(b) => {
             let h = |i: usize| u16::from_ne_bytes([b[i], b[i + 1]]);
             format!(

@@ -1,6 +1,7 @@
 //! Decoders that turn raw system call arguments (and tracee memory) into
 //! strace's text, one module per family.
 
+pub mod bytes;
 pub mod file;
 pub mod flags;
 pub mod memory;

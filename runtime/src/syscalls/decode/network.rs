@@ -1,6 +1,7 @@
 //! Network-family arguments: address families, socket types, protocols,
 //! `struct sockaddr`, message flags, shutdown's how.
 
+use super::bytes::*;
 use super::flags::{Xlat, as_int, flags_str, xlat_str};
 use super::strings::{addr_str, quote, read_bytes};
 use crate::memory::ReadMemory;
@@ -81,6 +82,7 @@ pub fn sockaddr_str(mem: &dyn ReadMemory, addr: u64, len: u64) -> String {
     let fam = family_str(u64::from(family));
     let body = &b[2..];
     match family {
+        1 if body.is_empty() => format!("{{sa_family={fam}}}"),
         1 => {
             let path = if body.first() == Some(&0) && body.len() > 1 {
                 format!("@{}", quote(trim_nul(&body[1..])))
@@ -99,7 +101,7 @@ pub fn sockaddr_str(mem: &dyn ReadMemory, addr: u64, len: u64) -> String {
             let flow = u32::from_be_bytes(body[2..6].try_into().unwrap());
             let ip: [u8; 16] = body[6..22].try_into().unwrap();
             let ip = std::net::Ipv6Addr::from(ip);
-            let scope = u32::from_ne_bytes(body[22..26].try_into().unwrap());
+            let scope = u32_at(body, 22);
             format!(
                 "{{sa_family={fam}, sin6_port=htons({port}), sin6_flowinfo=htonl({flow}), inet_pton({fam}, \"{ip}\", &sin6_addr), sin6_scope_id={scope}}}"
             )
@@ -148,17 +150,14 @@ pub fn msghdr_str(mem: &dyn ReadMemory, addr: u64, data_size: Option<u64>) -> St
     if addr == 0 {
         return "NULL".to_string();
     }
-    let Some(b) = read_bytes(mem, addr, 56).filter(|b| b.len() == 56) else {
+    let Some(b) = read_exact(mem, addr, 56) else {
         return addr_str(addr);
     };
-    let word = |i: usize| u64::from_ne_bytes(b[i..i + 8].try_into().unwrap());
-    let (name, namelen) = (
-        word(0),
-        u64::from(u32::from_ne_bytes(b[8..12].try_into().unwrap())),
-    );
+    let word = |i: usize| u64_at(&b, i);
+    let (name, namelen) = (word(0), u64::from(u32_at(&b, 8)));
     let (iov, iovlen) = (word(16), word(24));
     let (control, controllen) = (word(32), word(40));
-    let flags = u64::from(u32::from_ne_bytes(b[48..52].try_into().unwrap()));
+    let flags = u64::from(u32_at(&b, 48));
     let name_str = if name == 0 || namelen == 0 {
         addr_str(name)
     } else {
@@ -363,6 +362,7 @@ mod tests {
             sockaddr_str(&mem, 0x1000, b.len() as u64),
             "{sa_family=AF_UNIX, sun_path=@\"abstract\"}"
         );
+        assert_eq!(sockaddr_str(&mem, 0x1000, 2), "{sa_family=AF_UNIX}");
         assert_eq!(sockaddr_str(&mem, 0, 16), "NULL");
         assert_eq!(sockaddr_str(&mem, 0x9000, 16), "0x9000");
     }

@@ -1,6 +1,7 @@
 //! poll and epoll arguments: `struct pollfd` arrays, epoll operations and
 //! `struct epoll_event`s.
 
+use super::bytes::*;
 use super::flags::{Xlat, flags_str, xlat_str};
 use super::strings::{MAX_STRLEN, addr_str, read_bytes};
 use crate::memory::ReadMemory;
@@ -42,7 +43,7 @@ pub fn pollfds_str(mem: &dyn ReadMemory, addr: u64, nfds: u64) -> String {
             items.push(format!("... /* {} */", addr_str(addr.wrapping_add(8 * i))));
             break;
         };
-        let fd = i32::from_ne_bytes(b[0..4].try_into().unwrap());
+        let fd = i32_at(&b, 0);
         let events = u16::from_ne_bytes([b[4], b[5]]);
         items.push(format!(
             "{{fd={fd}, events={}}}",
@@ -84,9 +85,9 @@ const EPOLL_EVENTS: &[Xlat] = &[
 
 /// One packed `struct epoll_event` (12 bytes on x86_64).
 fn epoll_event_at(mem: &dyn ReadMemory, addr: u64) -> Option<String> {
-    let b = read_bytes(mem, addr, 12).filter(|b| b.len() == 12)?;
-    let events = u32::from_ne_bytes(b[0..4].try_into().unwrap());
-    let data = u64::from_ne_bytes(b[4..12].try_into().unwrap());
+    let b = read_exact(mem, addr, 12)?;
+    let events = u32_at(&b, 0);
+    let data = u64_at(&b, 4);
     Some(format!(
         "{{events={}, data={{u32={}, u64={data}}}}}",
         flags_str(u64::from(events), EPOLL_EVENTS, "0", "EPOLL???"),

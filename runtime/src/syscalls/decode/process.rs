@@ -1,5 +1,6 @@
 //! Process-family arguments: clone flags, wait options, wait statuses.
 
+use super::bytes::*;
 use super::flags::{Xlat, as_int, flags_str};
 use crate::syscalls::signals::strace_signame;
 
@@ -227,7 +228,7 @@ pub fn clone_args_str(
     let Some(b) = read_bytes(mem, addr, len).filter(|b| b.len() == len && len >= 64) else {
         return addr_str(addr);
     };
-    let w = |i: usize| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
+    let w = |i: usize| u64_at(&b, i * 8);
     let flags = w(0);
     let mut fields = vec![format!(
         "flags={}",
@@ -259,10 +260,7 @@ pub fn clone_args_str(
     let mut out = format!("{{{}}}", fields.join(", "));
     if exited && flags & (CLONE_PARENT_SETTID | CLONE_PIDFD) != 0 {
         let int_at = |p: u64| {
-            read_bytes(mem, p, 4).filter(|b| b.len() == 4).map_or_else(
-                || addr_str(p),
-                |b| format!("[{}]", i32::from_ne_bytes(b.try_into().unwrap())),
-            )
+            read_exact(mem, p, 4).map_or_else(|| addr_str(p), |b| format!("[{}]", i32_at(&b, 0)))
         };
         let mut written = Vec::new();
         if flags & CLONE_PIDFD != 0 {
@@ -274,6 +272,97 @@ pub fn clone_args_str(
         out.push_str(&format!(" => {{{}}}", written.join(", ")));
     }
     out
+}
+
+/// personality's persona: `PER_LINUX`, `PER_LINUX|ADDR_NO_RANDOMIZE`, and
+/// the query value `0xffffffff` as is.
+pub fn personality_str(persona: u64) -> String {
+    const FLAGS: &[Xlat] = &[
+        (0x0020000, "UNAME26"),
+        (0x0040000, "ADDR_NO_RANDOMIZE"),
+        (0x0080000, "FDPIC_FUNCPTRS"),
+        (0x0100000, "MMAP_PAGE_ZERO"),
+        (0x0200000, "ADDR_COMPAT_LAYOUT"),
+        (0x0400000, "READ_IMPLIES_EXEC"),
+        (0x0800000, "ADDR_LIMIT_32BIT"),
+        (0x1000000, "SHORT_INODE"),
+        (0x2000000, "WHOLE_SECONDS"),
+        (0x4000000, "STICKY_TIMEOUTS"),
+        (0x8000000, "ADDR_LIMIT_3GB"),
+    ];
+    let p = persona & 0xffff_ffff;
+    if p == 0xffff_ffff || p & 0xff != 0 {
+        return format!("{p:#x}");
+    }
+    let flags = p & !0xff;
+    if flags == 0 {
+        "PER_LINUX".to_string()
+    } else {
+        format!("PER_LINUX|{}", flags_str(flags, FLAGS, "0", ""))
+    }
+}
+
+/// waitid's idtype: `P_PID`.
+pub fn idtype_str(which: u64) -> String {
+    const T: &[Xlat] = &[(0, "P_ALL"), (1, "P_PID"), (2, "P_PGID"), (3, "P_PIDFD")];
+    super::flags::xlat_str(which & 0xffff_ffff, T, "P_???")
+}
+
+/// getrusage's who: `RUSAGE_SELF`.
+pub fn rusage_who_str(who: u64) -> String {
+    match as_int(who) {
+        0 => "RUSAGE_SELF".to_string(),
+        -1 => "RUSAGE_CHILDREN".to_string(),
+        1 => "RUSAGE_THREAD".to_string(),
+        w => super::flags::unknown_str(w as u32 as u64, "RUSAGE_???"),
+    }
+}
+
+/// A `siginfo_t` as strace shows it for SIGCHLD and for user-sent
+/// signals; `{}` when the kernel left it zeroed (waitid with WNOHANG).
+pub fn siginfo_str(mem: &dyn crate::memory::ReadMemory, addr: u64) -> String {
+    use super::strings::addr_str;
+    let Some(b) = read_exact(mem, addr, 48) else {
+        return addr_str(addr);
+    };
+    let i32_at = |o: usize| i32_at(&b, o);
+    let i64_at = |o: usize| i64_at(&b, o);
+    let (signo, code) = (i32_at(0), i32_at(8));
+    if signo == 0 {
+        return "{}".to_string();
+    }
+    let sig = strace_signame(i64::from(signo));
+    let (pid, uid) = (i32_at(16), i32_at(20) as u32);
+    if signo == 17 {
+        const CLD: [&str; 7] = [
+            "",
+            "CLD_EXITED",
+            "CLD_KILLED",
+            "CLD_DUMPED",
+            "CLD_TRAPPED",
+            "CLD_STOPPED",
+            "CLD_CONTINUED",
+        ];
+        if let Some(name) = CLD.get(code as usize).filter(|n| !n.is_empty()) {
+            let status = i32_at(24);
+            let status = if code == 1 {
+                status.to_string()
+            } else {
+                strace_signame(i64::from(status))
+            };
+            return format!(
+                "{{si_signo={sig}, si_code={name}, si_pid={pid}, si_uid={uid}, si_status={status}, si_utime={}, si_stime={}}}",
+                i64_at(32),
+                i64_at(40)
+            );
+        }
+    }
+    match code {
+        0 => format!("{{si_signo={sig}, si_code=SI_USER, si_pid={pid}, si_uid={uid}}}"),
+        -6 => format!("{{si_signo={sig}, si_code=SI_TKILL, si_pid={pid}, si_uid={uid}}}"),
+        0x80 => format!("{{si_signo={sig}, si_code=SI_KERNEL}}"),
+        _ => format!("{{si_signo={sig}, si_code={code}}}"),
+    }
 }
 
 /// A pid argument (an `int`, negative for process groups).
@@ -359,6 +448,42 @@ mod tests {
         );
         assert_eq!(clone_args_str(&mem, 0x100, 88, false), "0x100");
         assert_eq!(clone_args_str(&mem, 0x8000, 32, false), "0x8000");
+    }
+
+    #[test]
+    fn personalities_and_siginfo() {
+        assert_eq!(personality_str(0xffff_ffff), "0xffffffff");
+        assert_eq!(personality_str(0), "PER_LINUX");
+        assert_eq!(personality_str(0x40000), "PER_LINUX|ADDR_NO_RANDOMIZE");
+        assert_eq!(idtype_str(1), "P_PID");
+        assert_eq!(rusage_who_str(0), "RUSAGE_SELF");
+        assert_eq!(rusage_who_str(u64::MAX), "RUSAGE_CHILDREN");
+        let mut b = [0u8; 48];
+        b[0..4].copy_from_slice(&17i32.to_ne_bytes());
+        b[8..12].copy_from_slice(&1i32.to_ne_bytes());
+        b[16..20].copy_from_slice(&42i32.to_ne_bytes());
+        b[24..28].copy_from_slice(&3i32.to_ne_bytes());
+        let mem = crate::syscalls::testmem::Mem::new(0x1000, &b);
+        assert_eq!(
+            siginfo_str(&mem, 0x1000),
+            "{si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=42, si_uid=0, si_status=3, si_utime=0, si_stime=0}"
+        );
+        b[8..12].copy_from_slice(&2i32.to_ne_bytes());
+        b[24..28].copy_from_slice(&9i32.to_ne_bytes());
+        let mem = crate::syscalls::testmem::Mem::new(0x1000, &b);
+        assert!(
+            siginfo_str(&mem, 0x1000)
+                .contains("si_code=CLD_KILLED, si_pid=42, si_uid=0, si_status=SIGKILL")
+        );
+        b[0..4].copy_from_slice(&10i32.to_ne_bytes());
+        b[8..12].copy_from_slice(&0i32.to_ne_bytes());
+        let mem = crate::syscalls::testmem::Mem::new(0x1000, &b);
+        assert_eq!(
+            siginfo_str(&mem, 0x1000),
+            "{si_signo=SIGUSR1, si_code=SI_USER, si_pid=42, si_uid=0}"
+        );
+        let mem = crate::syscalls::testmem::Mem::new(0x1000, &[0; 48]);
+        assert_eq!(siginfo_str(&mem, 0x1000), "{}");
     }
 
     #[test]

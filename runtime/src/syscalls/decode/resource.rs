@@ -1,6 +1,7 @@
 //! Arguments about the process's resources and system: rlimits, uname,
 //! directory entries, arch_prctl, getrandom, CPU affinity masks.
 
+use super::bytes::*;
 use super::flags::{Xlat, flags_str, xlat_str};
 use super::strings::{MAX_STRLEN, addr_str, quote, read_bytes};
 use crate::memory::ReadMemory;
@@ -43,10 +44,10 @@ pub fn rlimit_str(mem: &dyn ReadMemory, addr: u64) -> String {
     if addr == 0 {
         return "NULL".to_string();
     }
-    match read_bytes(mem, addr, 16).filter(|b| b.len() == 16) {
+    match read_exact(mem, addr, 16) {
         Some(b) => {
-            let cur = u64::from_ne_bytes(b[0..8].try_into().unwrap());
-            let max = u64::from_ne_bytes(b[8..16].try_into().unwrap());
+            let cur = u64_at(&b, 0);
+            let max = u64_at(&b, 8);
             format!(
                 "{{rlim_cur={}, rlim_max={}}}",
                 rlim_value_str(cur),
@@ -115,8 +116,8 @@ pub fn arch_prctl_is_get(code: u64) -> bool {
 
 /// `[0x7ffff7dd2740]`: a word written by the kernel.
 pub fn out_word_str(mem: &dyn ReadMemory, addr: u64) -> String {
-    match read_bytes(mem, addr, 8).filter(|b| b.len() == 8) {
-        Some(b) => format!("[{:#x}]", u64::from_ne_bytes(b.try_into().unwrap())),
+    match read_exact(mem, addr, 8) {
+        Some(b) => format!("[{:#x}]", u64_at(&b, 0)),
         None => addr_str(addr),
     }
 }
@@ -126,8 +127,8 @@ pub fn int_ref_str(mem: &dyn ReadMemory, addr: u64) -> String {
     if addr == 0 {
         return "NULL".to_string();
     }
-    match read_bytes(mem, addr, 4).filter(|b| b.len() == 4) {
-        Some(b) => format!("[{}]", i32::from_ne_bytes(b.try_into().unwrap())),
+    match read_exact(mem, addr, 4) {
+        Some(b) => format!("[{}]", i32_at(&b, 0)),
         None => addr_str(addr),
     }
 }
@@ -140,10 +141,7 @@ pub fn id_list_str(mem: &dyn ReadMemory, addr: u64, count: u64) -> String {
     let shown = count.min(MAX_STRLEN as u64) as usize;
     match read_bytes(mem, addr, shown * 4).filter(|b| b.len() == shown * 4) {
         Some(b) => {
-            let mut ids: Vec<String> = b
-                .chunks(4)
-                .map(|c| u32::from_ne_bytes(c.try_into().unwrap()).to_string())
-                .collect();
+            let mut ids: Vec<String> = b.chunks(4).map(|c| u32_at(c, 0).to_string()).collect();
             if count > shown as u64 {
                 ids.push("...".to_string());
             }

@@ -1,6 +1,7 @@
 //! Signal-family arguments: signal numbers, signal sets, `struct sigaction`,
 //! sigprocmask's how.
 
+use super::bytes::*;
 use super::flags::{Xlat, as_int, flags_str, xlat_str};
 use super::strings::{addr_str, read_bytes};
 use crate::memory::ReadMemory;
@@ -76,10 +77,10 @@ pub fn sigaction_str(mem: &dyn ReadMemory, addr: u64) -> String {
     if addr == 0 {
         return "NULL".to_string();
     }
-    let Some(b) = read_bytes(mem, addr, 32).filter(|b| b.len() == 32) else {
+    let Some(b) = read_exact(mem, addr, 32) else {
         return addr_str(addr);
     };
-    let word = |i: usize| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
+    let word = |i: usize| u64_at(&b, i * 8);
     let (handler, flags, restorer, mask) = (word(0), word(1), word(2), word(3));
     let mut out = format!(
         "{{sa_handler={}, sa_mask={}, sa_flags={}",
@@ -105,12 +106,12 @@ pub fn stack_t_str(mem: &dyn ReadMemory, addr: u64) -> String {
     if addr == 0 {
         return "NULL".to_string();
     }
-    let Some(b) = read_bytes(mem, addr, 24).filter(|b| b.len() == 24) else {
+    let Some(b) = read_exact(mem, addr, 24) else {
         return addr_str(addr);
     };
-    let sp = u64::from_ne_bytes(b[0..8].try_into().unwrap());
-    let flags = u64::from(u32::from_ne_bytes(b[8..12].try_into().unwrap()));
-    let size = u64::from_ne_bytes(b[16..24].try_into().unwrap());
+    let sp = u64_at(&b, 0);
+    let flags = u64::from(u32_at(&b, 8));
+    let size = u64_at(&b, 16);
     format!(
         "{{ss_sp={}, ss_flags={}, ss_size={size}}}",
         addr_str(sp),

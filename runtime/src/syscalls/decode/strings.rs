@@ -3,6 +3,7 @@
 //! (three digits when an octal digit follows, else as few as needed), and
 //! `...` after the closing quote when the text was cut.
 
+use super::bytes::*;
 use crate::memory::ReadMemory;
 
 /// strace's default `-s 32`: at most this many bytes of a string or buffer.
@@ -158,8 +159,8 @@ pub fn iovec_str(mem: &dyn ReadMemory, addr: u64, count: u64, data_size: Option<
             items.push(format!("... /* {} */", addr_str(addr.wrapping_add(16 * i))));
             break;
         };
-        let base = u64::from_ne_bytes(raw[0..8].try_into().unwrap());
-        let len = u64::from_ne_bytes(raw[8..16].try_into().unwrap());
+        let base = u64_at(&raw, 0);
+        let len = u64_at(&raw, 8);
         let shown = match remaining.as_mut() {
             Some(rem) => {
                 let n = len.min(*rem);

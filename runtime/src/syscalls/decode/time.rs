@@ -1,7 +1,8 @@
 //! Time-family arguments: `struct timespec`, clock ids, timer flags.
 
+use super::bytes::*;
 use super::flags::{Xlat, flags_str, xlat_str};
-use super::strings::{addr_str, read_bytes};
+use super::strings::addr_str;
 use crate::memory::ReadMemory;
 
 /// `{tv_sec=1, tv_nsec=500000000}`, `NULL`, or the address when unreadable.
@@ -9,10 +10,10 @@ pub fn timespec_str(mem: &dyn ReadMemory, addr: u64) -> String {
     if addr == 0 {
         return "NULL".to_string();
     }
-    match read_bytes(mem, addr, 16).filter(|b| b.len() == 16) {
+    match read_exact(mem, addr, 16) {
         Some(b) => {
-            let sec = i64::from_ne_bytes(b[0..8].try_into().unwrap());
-            let nsec = i64::from_ne_bytes(b[8..16].try_into().unwrap());
+            let sec = i64_at(&b, 0);
+            let nsec = i64_at(&b, 8);
             format!("{{tv_sec={sec}, tv_nsec={nsec}}}")
         }
         None => addr_str(addr),
@@ -57,12 +58,12 @@ pub fn utimens_str(mem: &dyn ReadMemory, addr: u64) -> String {
     if addr == 0 {
         return "NULL".to_string();
     }
-    let Some(b) = read_bytes(mem, addr, 32).filter(|b| b.len() == 32) else {
+    let Some(b) = read_exact(mem, addr, 32) else {
         return addr_str(addr);
     };
     let one = |i: usize| {
-        let sec = i64::from_ne_bytes(b[i * 16..i * 16 + 8].try_into().unwrap());
-        let nsec = i64::from_ne_bytes(b[i * 16 + 8..i * 16 + 16].try_into().unwrap());
+        let sec = i64_at(&b, i * 16);
+        let nsec = i64_at(&b, i * 16 + 8);
         match nsec {
             UTIME_NOW => "UTIME_NOW".to_string(),
             UTIME_OMIT => "UTIME_OMIT".to_string(),
@@ -79,10 +80,7 @@ pub fn utimens_str(mem: &dyn ReadMemory, addr: u64) -> String {
 }
 
 fn pair_at(b: &[u8], i: usize) -> (i64, i64) {
-    (
-        i64::from_ne_bytes(b[i * 16..i * 16 + 8].try_into().unwrap()),
-        i64::from_ne_bytes(b[i * 16 + 8..i * 16 + 16].try_into().unwrap()),
-    )
+    (i64_at(b, i * 16), i64_at(b, i * 16 + 8))
 }
 
 /// `struct itimerspec`: `{it_interval={tv_sec=0, tv_nsec=0}, it_value={...}}`.
@@ -99,7 +97,7 @@ fn itimer_str(mem: &dyn ReadMemory, addr: u64, sub: &str) -> String {
     if addr == 0 {
         return "NULL".to_string();
     }
-    match read_bytes(mem, addr, 32).filter(|b| b.len() == 32) {
+    match read_exact(mem, addr, 32) {
         Some(b) => {
             let ((is, isub), (vs, vsub)) = (pair_at(&b, 0), pair_at(&b, 1));
             format!(

@@ -1,0 +1,367 @@
+//! The control surface of the tracer thread: attach, set_events, control,
+//! detach, timers, ending the session. [`Control`] is what callbacks (via
+//! [`Cx`](super::Cx)), timer ticks and commands from other threads work
+//! with; all of it runs on the tracer thread, so none of it takes a lock.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use super::error::{Error, Result};
+use super::ptrace;
+use super::thread::{Attachment, Run, SyscallSource, Thread};
+use super::{EngineId, Events, ExitStatus, ResumeAction, Signal, Tid};
+
+/// How `attach` treats an engine that is already attached (utrace's
+/// `UTRACE_ATTACH_CREATE`, `_EXCLUSIVE` and match-only lookups).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttachMode {
+    /// Attach, or return the existing attachment.
+    Create,
+    /// Attach; fail with `AlreadyAttached` if the engine is already there.
+    Exclusive,
+    /// Only look up an existing attachment; fail with `NotAttached`.
+    MatchExisting,
+}
+
+/// What `attach` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attached {
+    New,
+    Existing,
+}
+
+/// The answer of `control` (seed 002's `0` / `-EINPROGRESS`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ControlStatus {
+    /// The action was recorded and takes effect at the thread's next resume.
+    Done,
+    /// `Stop`: the thread already sits in a ptrace-stop; it is safe to
+    /// examine now.
+    AlreadyStopped,
+    /// The thread is running; it was interrupted and the engine gets its
+    /// `report_quiesce` (or, for `Interrupt`, `report_signal`) soon.
+    InProgress,
+}
+
+/// Why `Tracer::run` returned. Every thread is detached by then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndReason {
+    /// `Control::end`/`TracerHandle::end` was called.
+    Requested,
+    /// The process given to `end_when_exits` ended.
+    ProcessExited { pid: Tid, status: ExitStatus },
+    /// SIGINT, SIGTERM or SIGHUP arrived (see `safety`).
+    Signal(Signal),
+}
+
+/// Names a timer registered with `add_timer`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TimerId(pub u64);
+
+/// A periodic callback on the tracer thread: returns its next deadline, or
+/// `None` to end.
+pub type Tick = Box<dyn FnMut(&mut Control) -> Option<Instant>>;
+
+pub(crate) struct Timer {
+    pub id: TimerId,
+    pub deadline: Instant,
+    /// Taken out while it runs.
+    pub tick: Option<Tick>,
+}
+
+/// State shared by the tracer loop and everything that controls it.
+#[derive(Default)]
+pub(crate) struct Core {
+    pub threads: HashMap<Tid, Thread>,
+    /// First stops of auto-attached children whose creator has not
+    /// reported the clone yet (wait can deliver them in either order).
+    pub orphans: HashMap<Tid, i32>,
+    /// Wait statuses to handle again (adopted orphans).
+    pub replay: Vec<(Tid, i32)>,
+    /// Stopped threads whose engines changed their minds.
+    pub pending_resolve: Vec<Tid>,
+    pub end: Option<EndReason>,
+    pub end_on_exit: Option<Tid>,
+    pub timers: Vec<Timer>,
+    pub next_timer: u64,
+    pub engine_count: u32,
+}
+
+/// The tracer's controls, lent to callbacks, ticks and commands.
+pub struct Control<'a> {
+    pub(crate) core: &'a mut Core,
+}
+
+impl Control<'_> {
+    /// Attaches `engine` to thread `tid` with `events`. A thread not yet
+    /// traced is seized (`PTRACE_SEIZE`); it must be a thread this user may
+    /// trace.
+    pub fn attach(
+        &mut self,
+        tid: Tid,
+        engine: EngineId,
+        mode: AttachMode,
+        events: Events,
+    ) -> Result<Attached> {
+        if engine.0 >= self.core.engine_count {
+            return Err(Error::NotAttached { tid, engine });
+        }
+        if !self.core.threads.contains_key(&tid) {
+            if mode == AttachMode::MatchExisting {
+                return Err(Error::NotAttached { tid, engine });
+            }
+            self.seize(tid)?;
+        }
+        let thread = self
+            .core
+            .threads
+            .get_mut(&tid)
+            .ok_or(Error::NoSuchThread(tid))?;
+        if thread.attachment(engine).is_some() {
+            return match mode {
+                AttachMode::Exclusive => Err(Error::AlreadyAttached { tid, engine }),
+                _ => Ok(Attached::Existing),
+            };
+        }
+        if mode == AttachMode::MatchExisting {
+            return Err(Error::NotAttached { tid, engine });
+        }
+        thread.attachments.push(Attachment {
+            engine,
+            events,
+            action: ResumeAction::Resume,
+        });
+        thread.detach_pending = false;
+        self.mode_changed(tid);
+        Ok(Attached::New)
+    }
+
+    /// Seizes every thread of process `pid` (repeating until no new thread
+    /// appears) and returns their ids. Attach engines to them afterwards;
+    /// threads they create later are followed by engines with `FOLLOW`.
+    pub fn attach_process(&mut self, pid: Tid) -> Result<Vec<Tid>> {
+        loop {
+            let mut new = 0;
+            for tid in process_threads(pid)? {
+                if !self.core.threads.contains_key(&tid) {
+                    match self.seize(tid) {
+                        Ok(()) => new += 1,
+                        Err(Error::Gone(_)) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            if new == 0 {
+                break;
+            }
+        }
+        let mut tids: Vec<Tid> = self
+            .core
+            .threads
+            .values()
+            .filter(|t| t.tgid == pid)
+            .map(|t| t.tid)
+            .collect();
+        tids.sort();
+        Ok(tids)
+    }
+
+    fn seize(&mut self, tid: Tid) -> Result<()> {
+        let tgid = proc_tgid(tid).ok_or(Error::Gone(tid))?;
+        ptrace::seize(tid, ptrace::OPTIONS)?;
+        self.core
+            .threads
+            .insert(tid, Thread::new(tid, tgid, Run::Running));
+        Ok(())
+    }
+
+    /// Replaces `engine`'s event mask on `tid`. If the thread must now be
+    /// resumed differently (syscall stops on or off) it is interrupted once
+    /// to switch.
+    pub fn set_events(&mut self, tid: Tid, engine: EngineId, events: Events) -> Result<()> {
+        let thread = self
+            .core
+            .threads
+            .get_mut(&tid)
+            .ok_or(Error::NoSuchThread(tid))?;
+        thread
+            .attachment(engine)
+            .ok_or(Error::NotAttached { tid, engine })?
+            .events = events;
+        self.mode_changed(tid);
+        Ok(())
+    }
+
+    /// The events `engine` asked for on `tid`.
+    pub fn events(&self, tid: Tid, engine: EngineId) -> Result<Events> {
+        let thread = self
+            .core
+            .threads
+            .get(&tid)
+            .ok_or(Error::NoSuchThread(tid))?;
+        let a = thread.attachments.iter().find(|a| a.engine == engine);
+        a.map(|a| a.events)
+            .ok_or(Error::NotAttached { tid, engine })
+    }
+
+    /// A running thread whose resume mode no longer fits its engines' masks
+    /// gets one PTRACE_INTERRUPT so the next resume uses the right mode.
+    fn mode_changed(&mut self, tid: Tid) {
+        let Some(thread) = self.core.threads.get_mut(&tid) else {
+            return;
+        };
+        if thread.run == Run::Running && thread.syscall_mode() != thread.mode {
+            let _ = request_stop(thread, false);
+        }
+    }
+
+    /// utrace_control: records `engine`'s wish for `tid`.
+    pub fn control(
+        &mut self,
+        tid: Tid,
+        engine: EngineId,
+        action: ResumeAction,
+    ) -> Result<ControlStatus> {
+        let thread = self
+            .core
+            .threads
+            .get_mut(&tid)
+            .ok_or(Error::NoSuchThread(tid))?;
+        let att = thread
+            .attachment(engine)
+            .ok_or(Error::NotAttached { tid, engine })?;
+        if action == ResumeAction::Detach {
+            return self.detach(tid, engine).map(|()| ControlStatus::Done);
+        }
+        att.action = action;
+        match (thread.run, action) {
+            (Run::Stopped, ResumeAction::Stop) => Ok(ControlStatus::AlreadyStopped),
+            (Run::Stopped, _) => {
+                self.core.pending_resolve.push(tid);
+                Ok(ControlStatus::Done)
+            }
+            (_, ResumeAction::Stop | ResumeAction::Interrupt | ResumeAction::Report) => {
+                request_stop(thread, true)?;
+                Ok(ControlStatus::InProgress)
+            }
+            _ => Ok(ControlStatus::Done),
+        }
+    }
+
+    /// Detaches `engine` from `tid`. The last engine gone, the thread is
+    /// detached from ptrace at once if stopped, else interrupted and
+    /// detached at its next stop: a thread on its way to a stop still ends
+    /// up running (seed 002's race).
+    pub fn detach(&mut self, tid: Tid, engine: EngineId) -> Result<()> {
+        let thread = self
+            .core
+            .threads
+            .get_mut(&tid)
+            .ok_or(Error::NoSuchThread(tid))?;
+        let before = thread.attachments.len();
+        thread.attachments.retain(|a| a.engine != engine);
+        if thread.attachments.len() == before {
+            return Err(Error::NotAttached { tid, engine });
+        }
+        if thread.run == Run::Stopped {
+            self.core.pending_resolve.push(tid);
+        } else if thread.attachments.is_empty() {
+            thread.detach_pending = true;
+            if thread.run != Run::Starting {
+                let _ = request_stop(thread, false);
+            }
+        }
+        Ok(())
+    }
+
+    /// Threads currently traced, sorted.
+    pub fn threads(&self) -> Vec<Tid> {
+        let mut v: Vec<Tid> = self.core.threads.keys().copied().collect();
+        v.sort();
+        v
+    }
+
+    /// The process of a traced thread.
+    pub fn process_of(&self, tid: Tid) -> Option<Tid> {
+        self.core.threads.get(&tid).map(|t| t.tgid)
+    }
+
+    /// Whether a traced thread sits in a ptrace-stop right now.
+    pub fn is_stopped(&self, tid: Tid) -> Option<bool> {
+        self.core.threads.get(&tid).map(|t| t.run == Run::Stopped)
+    }
+
+    /// Tells the core where syscall entries of process `pid` (and of the
+    /// processes it creates later) come from.
+    pub fn set_syscall_source(&mut self, pid: Tid, source: SyscallSource) {
+        for t in self.core.threads.values_mut().filter(|t| t.tgid == pid) {
+            t.source = source;
+        }
+    }
+
+    /// Ends `run` after the current report; every thread is detached.
+    pub fn end(&mut self, reason: EndReason) {
+        self.core.end.get_or_insert(reason);
+    }
+
+    /// Ends `run` when process `pid` has exited.
+    pub fn end_when_exits(&mut self, pid: Tid) {
+        self.core.end_on_exit = Some(pid);
+    }
+
+    /// Calls `tick` on the tracer thread at `first`, then at each deadline
+    /// it returns. Ticks run between reports, never during one.
+    pub fn add_timer(
+        &mut self,
+        first: Instant,
+        tick: impl FnMut(&mut Control) -> Option<Instant> + 'static,
+    ) -> TimerId {
+        let id = TimerId(self.core.next_timer);
+        self.core.next_timer += 1;
+        self.core.timers.push(super::control::Timer {
+            id,
+            deadline: first,
+            tick: Some(Box::new(tick)),
+        });
+        id
+    }
+
+    /// Removes a timer (also from inside its own tick).
+    pub fn cancel_timer(&mut self, id: TimerId) {
+        self.core.timers.retain(|t| t.id != id);
+    }
+}
+
+/// Sends one PTRACE_INTERRUPT to a running or listening thread (not twice);
+/// `quiesce` asks for a quiesce report at the resulting stop.
+pub(crate) fn request_stop(thread: &mut Thread, quiesce: bool) -> Result<()> {
+    thread.quiesce_due |= quiesce;
+    if matches!(thread.run, Run::Running | Run::Listening) && !thread.interrupted {
+        match ptrace::interrupt(thread.tid) {
+            Ok(()) | Err(Error::Gone(_)) => thread.interrupted = true,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// The process a thread belongs to, from /proc (None if it is gone).
+pub(crate) fn proc_tgid(tid: Tid) -> Option<Tid> {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", tid.0)).ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("Tgid:"))?;
+    line.trim().parse().ok().map(Tid)
+}
+
+fn process_threads(pid: Tid) -> Result<Vec<Tid>> {
+    let dir = std::fs::read_dir(format!("/proc/{}/task", pid.0)).map_err(|e| {
+        Error::os(
+            "reading /proc/PID/task",
+            pid,
+            e.raw_os_error().unwrap_or(libc::ESRCH),
+        )
+    })?;
+    Ok(dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .map(Tid)
+        .collect())
+}

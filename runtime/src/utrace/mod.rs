@@ -1,0 +1,125 @@
+//! The utrace engine core, in user space, over ptrace.
+//!
+//! utrace was a kernel layer (never merged) on which several tracing
+//! *engines* share a thread: each subscribes to events with an event mask,
+//! answers every callback with a resume action, and the smallest action
+//! prevails (seeds 001 and 002 in `shared/seeds`). This module gives utap
+//! the same model with ptrace as its only kernel interface.
+//!
+//! # Using it
+//!
+//! ```no_run
+//! use utap_runtime::utrace::*;
+//!
+//! struct Count(u64);
+//! impl Engine for Count {
+//!     fn report_syscall_entry(&mut self, cx: &mut Cx, _: ResumeAction) -> ResumeAction {
+//!         let _nr = cx.syscall().map(|s| s.nr);
+//!         self.0 += 1;
+//!         ResumeAction::Resume
+//!     }
+//! }
+//!
+//! let mut tracer = Tracer::new()?;                 // on the tracer thread
+//! let engine = tracer.add_engine(Count(0));
+//! let child = tracer.spawn(&SpawnCommand::shell("ls")?, None)?;
+//! let mut ctl = tracer.ctl();
+//! ctl.attach(child.pid, engine, AttachMode::Create, Events::SYSCALL_ENTRY | Events::FOLLOW)?;
+//! ctl.end_when_exits(child.pid);
+//! let why = tracer.run()?;                         // every thread detached on return
+//! println!("{why:?}: {} syscalls", tracer.engine::<Count>(engine).unwrap().0);
+//! # Ok::<(), utap_runtime::utrace::Error>(())
+//! ```
+//!
+//! # Invariants
+//!
+//! * **One tracer thread** owns every ptrace relationship and runs every
+//!   callback, tick and command, so engine state needs no locks. Other
+//!   threads use a [`TracerHandle`] (commands + doorbell wake-up); an idle
+//!   tracer sleeps in `waitpid` and uses no CPU.
+//! * **Callbacks never block** (seed 000). To keep a thread stopped an
+//!   engine returns [`ResumeAction::Stop`]; the thread then sits in a real
+//!   ptrace-stop (`ps` shows `t`) and SIGKILL still ends it at once.
+//! * **Smallest action wins**, in the shipped order `Stop < Interrupt <
+//!   Report < SingleStep < BlockStep < Resume < Detach`. Each callback gets
+//!   the prevailing action of the engines before it; an engine's own return
+//!   value replaces its earlier wishes and is never overridden by a
+//!   `control` call of another thread (commands run between reports).
+//! * **Signals pass through unchanged** unless an engine changes them;
+//!   job-control stops behave as untraced (`PTRACE_LISTEN`).
+//! * **Always detached**: `run` returning, a `Tracer` dropped (also by a
+//!   panic), and SIGINT/SIGTERM/SIGHUP (with [`catch_termination_signals`])
+//!   all detach every thread; none is left stopped or traced. A thread
+//!   exiting during any operation is normal (`Error::Gone`), never a crash.
+//! * **Wait only for our own**: the tracer waits with `__WALL |
+//!   __WNOTHREAD`, so several tracers in one process (tests) never take each
+//!   other's children or stops. Do not `waitpid` a traced process from
+//!   another thread of the same process while it is traced: Linux lets any
+//!   thread of the tracer's process take its ptrace stops.
+//!
+//! # utrace → ptrace, as implemented
+//!
+//! | utrace | here |
+//! | --- | --- |
+//! | attach engine (create / exclusive / match) | [`Control::attach`] with [`AttachMode`]; the first engine on a thread `PTRACE_SEIZE`s it with TRACESYSGOOD, TRACECLONE/FORK/VFORK, TRACEEXEC, TRACEEXIT, TRACESECCOMP (+ EXITKILL for spawned commands) |
+//! | `utrace_set_events` | [`Control::set_events`]; the union of the masks picks the resume request: `PTRACE_SYSCALL` only if some engine wants syscall events (with seccomp as the entry source: `PTRACE_CONT`, and `PTRACE_SYSCALL` after an entry only if an exit is wanted) |
+//! | `utrace_control(STOP)` → 0 / -EINPROGRESS | [`Control::control`] → `AlreadyStopped` if in a ptrace-stop, else `PTRACE_INTERRUPT` and `InProgress`; `report_quiesce(Event::None)` at the resulting stop |
+//! | `INTERRUPT`, signal injection | `PTRACE_INTERRUPT`, then `report_signal` with no signal; an injected signal is queued with `tgkill` and delivered unreported |
+//! | `REPORT` | `PTRACE_INTERRUPT` (ptrace has no softer way), then `report_quiesce` |
+//! | `SINGLESTEP` / `BLOCKSTEP` | `PTRACE_SINGLESTEP` / `PTRACE_SINGLEBLOCK` (33, x86; single step where refused); completion is `report_quiesce(Event::Step)` |
+//! | `DETACH` | engine removed; the last one gone, `PTRACE_DETACH` (a running thread is interrupted first, and detached at whatever stop comes: seed 002's race ends with it running), pending signal passed on |
+//! | `utrace_barrier` | callbacks are synchronous on the tracer thread; from elsewhere [`TracerHandle::barrier`] is a round trip through the queue |
+//! | report_quiesce | before the event's own report, for engines with `QUIESCE`, at every stop some engine is told about |
+//! | report_signal | signal-delivery-stop; `SignalReport::deliver` is passed to the restart (same, other, or none) |
+//! | report_syscall_entry/exit | syscall-stops (entry/exit told apart by alternation) or `PTRACE_EVENT_SECCOMP`; details from `PTRACE_GET_SYSCALL_INFO` |
+//! | report_clone | `PTRACE_EVENT_CLONE/FORK/VFORK`; the child is already seized; engines with `FOLLOW` are attached, others may attach; unwanted children are detached |
+//! | report_exec | `PTRACE_EVENT_EXEC` (a non-leader exec moves the thread to the leader's id) |
+//! | report_exit | `PTRACE_EVENT_EXIT` |
+//! | report_death, report_reap | the thread's exit status from `waitpid`, then it is forgotten |
+//! | report_jctl | `PTRACE_EVENT_STOP` with a stop signal (group-stop; resumed with `PTRACE_LISTEN`), and the trap after SIGCONT |
+
+mod action;
+mod control;
+mod cx;
+mod doorbell;
+mod engine;
+mod error;
+mod events;
+mod ptrace;
+mod safety;
+mod signal;
+mod spawn;
+mod stop;
+mod thread;
+mod tracer;
+
+pub use action::ResumeAction;
+pub use control::{AttachMode, Attached, Control, ControlStatus, EndReason, Tick, TimerId};
+#[cfg(target_arch = "x86_64")]
+pub use cx::Regs;
+pub use cx::{Cx, ProcessMemory, SyscallInfo};
+pub use engine::{CloneInfo, CloneKind, Engine, EngineId, ExitStatus, Jctl, SignalReport};
+pub use error::{Error, Result};
+pub use events::{Event, Events};
+pub use safety::{catch_termination_signals, termination_signal};
+pub use signal::Signal;
+pub use spawn::{SpawnCommand, Spawned};
+pub use thread::SyscallSource;
+pub use tracer::{Tracer, TracerHandle};
+
+/// A thread id (for a process's main thread, also its process id).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Tid(pub i32);
+
+impl std::fmt::Display for Tid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::str::FromStr for Tid {
+    type Err = std::num::ParseIntError;
+    fn from_str(s: &str) -> std::result::Result<Tid, Self::Err> {
+        s.parse().map(Tid)
+    }
+}

@@ -1,0 +1,207 @@
+//! Raw ptrace and wait calls.
+//!
+//! Everything goes through `libc` directly: nix's wrappers take its
+//! `Signal` enum (no real-time signals) and its `waitpid` consumes and loses
+//! a stop on `SIGRTMIN+n`. Statuses are decoded here, once.
+
+use super::error::{Error, Result};
+use super::{Signal, Tid};
+
+pub(crate) const PTRACE_CONT: u32 = 7;
+pub(crate) const PTRACE_SINGLESTEP: u32 = 9;
+pub(crate) const PTRACE_GETREGS: u32 = 12;
+pub(crate) const PTRACE_SETREGS: u32 = 13;
+pub(crate) const PTRACE_DETACH: u32 = 17;
+pub(crate) const PTRACE_SYSCALL: u32 = 24;
+/// x86 only; in neither nix nor libc (glibc's sys/ptrace.h has it).
+pub(crate) const PTRACE_SINGLEBLOCK: u32 = 33;
+pub(crate) const PTRACE_GETEVENTMSG: u32 = 0x4201;
+pub(crate) const PTRACE_GETSIGINFO: u32 = 0x4202;
+pub(crate) const PTRACE_SEIZE: u32 = 0x4206;
+pub(crate) const PTRACE_INTERRUPT: u32 = 0x4207;
+pub(crate) const PTRACE_LISTEN: u32 = 0x4208;
+pub(crate) const PTRACE_GET_SYSCALL_INFO: u32 = 0x420e;
+
+pub(crate) const O_TRACESYSGOOD: usize = 0x01;
+pub(crate) const O_TRACEFORK: usize = 0x02;
+pub(crate) const O_TRACEVFORK: usize = 0x04;
+pub(crate) const O_TRACECLONE: usize = 0x08;
+pub(crate) const O_TRACEEXEC: usize = 0x10;
+pub(crate) const O_TRACEEXIT: usize = 0x40;
+pub(crate) const O_TRACESECCOMP: usize = 0x80;
+pub(crate) const O_EXITKILL: usize = 0x10_0000;
+
+/// Options every traced thread gets: syscall stops marked with 0x80, follow
+/// clone/fork/vfork/exec, an exit event, and seccomp RET_TRACE stops.
+pub(crate) const OPTIONS: usize = O_TRACESYSGOOD
+    | O_TRACEFORK
+    | O_TRACEVFORK
+    | O_TRACECLONE
+    | O_TRACEEXEC
+    | O_TRACEEXIT
+    | O_TRACESECCOMP;
+
+pub(crate) const EVENT_FORK: i32 = 1;
+pub(crate) const EVENT_VFORK: i32 = 2;
+pub(crate) const EVENT_CLONE: i32 = 3;
+pub(crate) const EVENT_EXEC: i32 = 4;
+pub(crate) const EVENT_EXIT: i32 = 6;
+pub(crate) const EVENT_SECCOMP: i32 = 7;
+pub(crate) const EVENT_STOP: i32 = 128;
+
+/// One ptrace request; `Err(errno)` on failure.
+pub(crate) fn raw(
+    request: u32,
+    tid: Tid,
+    addr: usize,
+    data: usize,
+) -> std::result::Result<i64, i32> {
+    // SAFETY: the requests used by this module pass addr/data as integers or
+    // as pointers to live, correctly sized buffers.
+    let r = unsafe { libc::ptrace(request as _, tid.0, addr, data) };
+    if r == -1 { Err(errno()) } else { Ok(r as i64) }
+}
+
+pub(crate) fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+fn check(op: &'static str, tid: Tid, r: std::result::Result<i64, i32>) -> Result<()> {
+    r.map(|_| ()).map_err(|e| Error::os(op, tid, e))
+}
+
+fn sig_data(sig: Option<Signal>) -> usize {
+    sig.map_or(0, |s| s.0 as usize)
+}
+
+pub(crate) fn seize(tid: Tid, options: usize) -> Result<()> {
+    check("PTRACE_SEIZE", tid, raw(PTRACE_SEIZE, tid, 0, options))
+}
+pub(crate) fn interrupt(tid: Tid) -> Result<()> {
+    check("PTRACE_INTERRUPT", tid, raw(PTRACE_INTERRUPT, tid, 0, 0))
+}
+pub(crate) fn listen(tid: Tid) -> Result<()> {
+    check("PTRACE_LISTEN", tid, raw(PTRACE_LISTEN, tid, 0, 0))
+}
+pub(crate) fn detach(tid: Tid, sig: Option<Signal>) -> Result<()> {
+    check(
+        "PTRACE_DETACH",
+        tid,
+        raw(PTRACE_DETACH, tid, 0, sig_data(sig)),
+    )
+}
+pub(crate) fn restart(request: u32, tid: Tid, sig: Option<Signal>) -> Result<()> {
+    check("ptrace restart", tid, raw(request, tid, 0, sig_data(sig)))
+}
+pub(crate) fn event_msg(tid: Tid) -> Result<u64> {
+    let mut msg: libc::c_ulong = 0;
+    let r = raw(PTRACE_GETEVENTMSG, tid, 0, &mut msg as *mut _ as usize);
+    check("PTRACE_GETEVENTMSG", tid, r).map(|()| msg as u64)
+}
+pub(crate) fn siginfo(tid: Tid) -> Result<libc::siginfo_t> {
+    // SAFETY: siginfo_t is plain data; all-zero is a valid value.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let r = raw(PTRACE_GETSIGINFO, tid, 0, &mut info as *mut _ as usize);
+    check("PTRACE_GETSIGINFO", tid, r).map(|()| info)
+}
+pub(crate) fn syscall_info(tid: Tid) -> Result<libc::ptrace_syscall_info> {
+    // SAFETY: plain data, all-zero is valid.
+    let mut info: libc::ptrace_syscall_info = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::ptrace_syscall_info>();
+    let r = raw(
+        PTRACE_GET_SYSCALL_INFO,
+        tid,
+        size,
+        &mut info as *mut _ as usize,
+    );
+    check("PTRACE_GET_SYSCALL_INFO", tid, r).map(|()| info)
+}
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn get_regs(tid: Tid) -> Result<libc::user_regs_struct> {
+    // SAFETY: plain data, all-zero is valid.
+    let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+    let r = raw(PTRACE_GETREGS, tid, 0, &mut regs as *mut _ as usize);
+    check("PTRACE_GETREGS", tid, r).map(|()| regs)
+}
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn set_regs(tid: Tid, regs: &libc::user_regs_struct) -> Result<()> {
+    check(
+        "PTRACE_SETREGS",
+        tid,
+        raw(PTRACE_SETREGS, tid, 0, regs as *const _ as usize),
+    )
+}
+
+/// A decoded wait status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Status {
+    Exited(i32),
+    Signaled {
+        sig: Signal,
+        core: bool,
+    },
+    /// Syscall-entry or -exit stop (SIGTRAP|0x80 with TRACESYSGOOD).
+    SyscallStop,
+    /// `PTRACE_EVENT_*` stop; `sig` is WSTOPSIG (for EVENT_STOP it tells a
+    /// group-stop from a trap).
+    Event {
+        event: i32,
+        sig: Signal,
+    },
+    /// Signal-delivery-stop (or the stop of an untraced child).
+    SignalStop(Signal),
+    Continued,
+}
+
+pub(crate) fn decode(status: i32) -> Status {
+    if libc::WIFEXITED(status) {
+        Status::Exited(libc::WEXITSTATUS(status))
+    } else if libc::WIFSIGNALED(status) {
+        Status::Signaled {
+            sig: Signal(libc::WTERMSIG(status)),
+            core: libc::WCOREDUMP(status),
+        }
+    } else if libc::WIFSTOPPED(status) {
+        let sig = libc::WSTOPSIG(status);
+        let event = (status >> 16) & 0xff;
+        if sig == (libc::SIGTRAP | 0x80) {
+            Status::SyscallStop
+        } else if event != 0 {
+            Status::Event {
+                event,
+                sig: Signal(sig),
+            }
+        } else {
+            Status::SignalStop(Signal(sig))
+        }
+    } else {
+        Status::Continued
+    }
+}
+
+/// Waits for any child or tracee of *this thread only* (`__WNOTHREAD`), so
+/// that several tracers in one process (tests) never take each other's
+/// events. Retries on EINTR.
+pub(crate) fn wait_any(flags: i32) -> std::result::Result<Option<(Tid, i32)>, i32> {
+    wait_for(-1, flags | libc::__WNOTHREAD)
+}
+
+/// `waitpid(pid, __WALL | flags)`; `Ok(None)` when WNOHANG found nothing.
+pub(crate) fn wait_for(pid: i32, flags: i32) -> std::result::Result<Option<(Tid, i32)>, i32> {
+    loop {
+        let mut status = 0;
+        // SAFETY: status is a valid out pointer.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::__WALL | flags) };
+        if r > 0 {
+            return Ok(Some((Tid(r), status)));
+        }
+        if r == 0 {
+            return Ok(None);
+        }
+        let e = errno();
+        if e != libc::EINTR {
+            return Err(e);
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! Leaving no thread stopped or traced, whatever way utap ends.
+//!
+//! * Normal end and errors: `Tracer::run` detaches every thread before it
+//!   returns, and dropping a `Tracer` (also while unwinding from a panic)
+//!   does the same.
+//! * SIGINT, SIGTERM, SIGHUP: [`catch_termination_signals`] installs a
+//!   handler that records the signal and rings every live tracer's
+//!   doorbell; each tracer then detaches everything and `run` returns
+//!   `EndReason::Signal`. The caller exits afterwards (utap: with status
+//!   128+signal). With no tracer alive the handler restores the default
+//!   action and re-raises, so the program still dies of the signal.
+//! * SIGKILL of utap, or a crash: the kernel detaches the tracees of a dead
+//!   tracer and wakes stopped ones; `-c` children (PTRACE_O_EXITKILL) are
+//!   killed with it, as with strace.
+//!
+//! Detaching a running thread means interrupting it first (PTRACE_DETACH
+//! needs a stop), passing on the signal of a signal-delivery-stop, and
+//! leaving a thread in a group-stop stopped, as it would be untraced.
+
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use super::Signal;
+
+const SLOTS: usize = 64;
+static TERM_SIGNAL: AtomicI32 = AtomicI32::new(0);
+static RINGS: [AtomicI32; SLOTS] = [const { AtomicI32::new(-1) }; SLOTS];
+
+/// Installs the SIGINT/SIGTERM/SIGHUP handler (idempotent).
+pub fn catch_termination_signals() -> std::io::Result<()> {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: installing an async-signal-safe handler.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_termination as *const () as usize;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The termination signal received, if any.
+pub fn termination_signal() -> Option<Signal> {
+    match TERM_SIGNAL.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some(Signal(s)),
+    }
+}
+
+extern "C" fn on_termination(sig: libc::c_int) {
+    let _ = TERM_SIGNAL.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+    let mut rung = false;
+    for slot in &RINGS {
+        let fd = slot.load(Ordering::SeqCst);
+        if fd >= 0 {
+            super::doorbell::ring(fd);
+            rung = true;
+        }
+    }
+    if !rung {
+        // SAFETY: async-signal-safe calls.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+            libc::raise(sig);
+        }
+    }
+}
+
+/// Registers a tracer's doorbell with the handler.
+pub(crate) fn register(fd: libc::c_int) {
+    for slot in &RINGS {
+        if slot
+            .compare_exchange(-1, fd, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            return;
+        }
+    }
+}
+
+pub(crate) fn unregister(fd: libc::c_int) {
+    for slot in &RINGS {
+        let _ = slot.compare_exchange(fd, -1, Ordering::SeqCst, Ordering::SeqCst);
+    }
+}
+
+use std::time::{Duration, Instant};
+
+use super::control::request_stop;
+use super::ptrace::{self, Status};
+use super::thread::Run;
+use super::{Tid, Tracer};
+
+impl Tracer {
+    /// Detaches every traced thread and waits until each is let go or
+    /// gone. Threads that vanish without a wait status (never expected, but
+    /// a hang here would leave tracees stopped) are checked every second
+    /// and given up on after a few seconds.
+    pub(crate) fn detach_all(&mut self) {
+        for (tid, _) in std::mem::take(&mut self.core.orphans) {
+            let _ = ptrace::detach(tid, None);
+        }
+        let tids: Vec<Tid> = self.core.threads.keys().copied().collect();
+        for tid in tids {
+            let Some(t) = self.core.threads.get_mut(&tid) else {
+                continue;
+            };
+            t.detach_pending = true;
+            t.attachments.clear();
+            match t.run {
+                Run::Stopped => {
+                    let sig = t.pending_signal.take();
+                    let _ = ptrace::detach(tid, sig);
+                    self.core.threads.remove(&tid);
+                }
+                Run::Running | Run::Listening => {
+                    if request_stop(t, false).is_err() {
+                        self.core.threads.remove(&tid);
+                    }
+                }
+                Run::Starting => {}
+            }
+        }
+        let mut patience = 5;
+        while !self.core.threads.is_empty() && patience > 0 {
+            self.doorbell
+                .set_deadline(Some(Instant::now() + Duration::from_secs(1)));
+            let Ok(Some((tid, status))) = ptrace::wait_any(libc::WUNTRACED) else {
+                break;
+            };
+            if tid == self.doorbell.pid {
+                self.doorbell.timer_fired();
+                self.doorbell.rearm();
+                patience -= 1;
+                self.core.threads.retain(|tid, _| thread_exists(*tid));
+                continue;
+            }
+            let st = ptrace::decode(status);
+            match st {
+                Status::Exited(_) | Status::Signaled { .. } => {
+                    self.core.threads.remove(&tid);
+                }
+                Status::Continued => {}
+                _ if self.core.threads.contains_key(&tid) => self.detach_stopped(tid, st),
+                // An auto-attached child we never heard of.
+                _ => {
+                    let _ = ptrace::detach(tid, None);
+                }
+            }
+        }
+        self.doorbell.set_deadline(None);
+        self.core.threads.clear();
+    }
+}
+
+fn thread_exists(tid: Tid) -> bool {
+    std::path::Path::new(&format!("/proc/{}", tid.0)).exists()
+}

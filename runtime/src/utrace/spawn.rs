@@ -1,0 +1,166 @@
+//! Starting a traced command from its first instruction (`utap -c CMD`).
+//!
+//! The tracer thread forks; the child stops itself with SIGSTOP; the
+//! tracer seizes it (with `PTRACE_O_EXITKILL`, so the command dies if utap
+//! is killed outright) and sends SIGCONT. This produces the extra stops the
+//! design notes describe — `PTRACE_EVENT_STOP` for the group-stop the
+//! child was in, another after SIGCONT, and the SIGCONT itself — which are
+//! consumed here, SIGCONT suppressed. The child then runs the caller's
+//! pre-exec hook (e.g. installing a seccomp filter; it must be
+//! async-signal-safe) and execs. `spawn` returns with the new program
+//! stopped at its exec stop, before its first instruction, so engines can
+//! be attached before it runs.
+
+use std::ffi::CString;
+
+use super::error::{Error, Result};
+use super::ptrace::{self, Status};
+use super::thread::{Run, Thread};
+use super::{Signal, Tid, Tracer};
+
+/// A command line to execute (no PATH search: `program` is a path).
+#[derive(Clone, Debug)]
+pub struct SpawnCommand {
+    argv: Vec<CString>,
+}
+
+impl SpawnCommand {
+    /// `program` with `args` (argv[0] is `program`).
+    pub fn new<S: AsRef<str>>(program: &str, args: &[S]) -> Result<SpawnCommand> {
+        let mut argv = vec![cstring(program)?];
+        for a in args {
+            argv.push(cstring(a.as_ref())?);
+        }
+        Ok(SpawnCommand { argv })
+    }
+
+    /// SystemTap's `-c CMD`: `/bin/sh -c "exec CMD"`.
+    pub fn shell(cmd: &str) -> Result<SpawnCommand> {
+        SpawnCommand::new("/bin/sh", &["-c", &format!("exec {cmd}")])
+    }
+}
+
+fn cstring(s: &str) -> Result<CString> {
+    CString::new(s).map_err(|_| Error::Spawn(format!("argument contains a NUL byte: {s:?}")))
+}
+
+/// A started command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Spawned {
+    pub pid: Tid,
+    /// What the pre-exec hook returned (true without a hook).
+    pub hook_ok: bool,
+}
+
+impl Tracer {
+    /// Starts `cmd` traced and returns it stopped at its exec stop. Attach
+    /// engines (with `FOLLOW` to cover its children), then `run`. A thread
+    /// left with no engine is detached when `run` starts. `hook` runs in the
+    /// child just before exec and must only make async-signal-safe calls;
+    /// its result is reported in `Spawned::hook_ok`.
+    pub fn spawn(
+        &mut self,
+        cmd: &SpawnCommand,
+        hook: Option<&mut dyn FnMut() -> bool>,
+    ) -> Result<Spawned> {
+        let mut argv: Vec<*const libc::c_char> = cmd.argv.iter().map(|a| a.as_ptr()).collect();
+        argv.push(std::ptr::null());
+        let mut fds = [0; 2];
+        // SAFETY: fds is a valid out array.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(Error::Spawn(format!(
+                "pipe: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        let [status_r, status_w] = fds;
+        // SAFETY: the child only makes async-signal-safe calls (and the
+        // caller's hook, which must too) before exec or _exit.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            unsafe { child(&argv, hook, status_w) }
+        }
+        // SAFETY: closing our copy of the write end.
+        unsafe { libc::close(status_w) };
+        let result = if pid < 0 {
+            Err(Error::Spawn(format!(
+                "fork: {}",
+                std::io::Error::last_os_error()
+            )))
+        } else {
+            self.adopt(Tid(pid), status_r)
+        };
+        // SAFETY: our read end.
+        unsafe { libc::close(status_r) };
+        result
+    }
+
+    /// Seizes the self-stopped child and runs it up to its exec stop.
+    fn adopt(&mut self, pid: Tid, status_r: libc::c_int) -> Result<Spawned> {
+        let early_end = |st: Status| Error::Spawn(format!("the child ended before exec: {st:?}"));
+        let st = wait(pid)?;
+        if st != Status::SignalStop(Signal::STOP) {
+            return Err(early_end(st));
+        }
+        ptrace::seize(pid, ptrace::OPTIONS | ptrace::O_EXITKILL)?;
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(pid.0, libc::SIGCONT) };
+        loop {
+            let st = wait(pid)?;
+            let sig = match st {
+                Status::Event {
+                    event: ptrace::EVENT_EXEC,
+                    ..
+                } => break,
+                Status::Exited(_) | Status::Signaled { .. } => return Err(early_end(st)),
+                Status::SignalStop(Signal::CONT) => None,
+                Status::SignalStop(s) => Some(s),
+                _ => None,
+            };
+            ptrace::restart(ptrace::PTRACE_CONT, pid, sig)?;
+        }
+        let mut byte = [0u8; 1];
+        // SAFETY: reading one byte into a local buffer.
+        let n = unsafe { libc::read(status_r, byte.as_mut_ptr().cast(), 1) };
+        let mut thread = Thread::new(pid, pid, Run::Stopped);
+        // Stopped inside execve: a PTRACE_SYSCALL resume sees its exit.
+        thread.in_syscall = true;
+        self.core.threads.insert(pid, thread);
+        self.core.pending_resolve.push(pid);
+        Ok(Spawned {
+            pid,
+            hook_ok: n == 1 && byte[0] == 1,
+        })
+    }
+}
+
+fn wait(pid: Tid) -> Result<Status> {
+    match ptrace::wait_for(pid.0, libc::WUNTRACED) {
+        Ok(Some((_, status))) => Ok(ptrace::decode(status)),
+        Ok(None) => Err(Error::Spawn("wait found no child".into())),
+        Err(errno) => Err(Error::Os {
+            op: "waitpid",
+            tid: pid,
+            errno,
+        }),
+    }
+}
+
+/// In the forked child. Async-signal-safe calls only.
+unsafe fn child(
+    argv: &[*const libc::c_char],
+    hook: Option<&mut dyn FnMut() -> bool>,
+    status_w: libc::c_int,
+) -> ! {
+    unsafe {
+        libc::raise(libc::SIGSTOP);
+        let ok = match hook {
+            Some(h) => h(),
+            None => true,
+        };
+        let byte = [ok as u8];
+        libc::write(status_w, byte.as_ptr().cast(), 1);
+        libc::execv(argv[0], argv.as_ptr());
+        libc::_exit(127)
+    }
+}

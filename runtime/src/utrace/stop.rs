@@ -1,0 +1,436 @@
+//! What the tracer does at each kind of stop, and how a stopped thread is
+//! resumed once its engines have spoken.
+//!
+//! * Syscall stops alternate entry/exit (`Thread::in_syscall`); a seccomp
+//!   stop is an entry unless `PTRACE_SYSCALL` already reported it.
+//! * `PTRACE_EVENT_STOP` carrying a stop signal is a group-stop: engines
+//!   get `report_jctl`, and the thread is resumed with `PTRACE_LISTEN` so it
+//!   stays stopped exactly as it would untraced, until SIGCONT (which
+//!   arrives as another `PTRACE_EVENT_STOP`, with SIGTRAP). Any other
+//!   `PTRACE_EVENT_STOP` is our `PTRACE_INTERRUPT` (quiesce) or a
+//!   notification trap.
+//! * Signal-delivery-stops go to `report_signal`; the signal chosen is
+//!   passed to the restarting request. A SIGTRAP after a step request is
+//!   the step's completion, reported as `report_quiesce(Event::Step)`.
+//! * `Interrupt` runs the injection report (`report_signal` with no
+//!   signal); an injected signal is queued with `tgkill` and delivered
+//!   unreported when it comes out.
+
+use super::control::EndReason;
+use super::cx::StopKind;
+use super::ptrace::{self, Status};
+use super::thread::{Mode, Run, Thread};
+use super::{
+    CloneInfo, CloneKind, Engine, Event, Events, ExitStatus, Jctl, ResumeAction, Signal, Tid,
+    Tracer,
+};
+
+impl Tracer {
+    /// Handles one wait status.
+    pub(crate) fn on_status(&mut self, tid: Tid, status: i32) {
+        let st = ptrace::decode(status);
+        let Some(thread) = self.core.threads.get_mut(&tid) else {
+            self.on_stranger(tid, st, status);
+            return;
+        };
+        match st {
+            Status::Exited(code) => return self.on_death(tid, ExitStatus::Exited(code)),
+            Status::Signaled { sig, core } => {
+                return self.on_death(tid, ExitStatus::Signaled { sig, core });
+            }
+            Status::Continued => return,
+            _ => {}
+        }
+        let first = thread.run == Run::Starting;
+        thread.run = Run::Stopped;
+        if thread.detach_pending {
+            return self.detach_stopped(tid, st);
+        }
+        match st {
+            Status::Event {
+                event: ptrace::EVENT_STOP,
+                sig,
+            } if first => {
+                thread.group_stopped = sig.is_stop_signal();
+                self.resolve(tid);
+            }
+            Status::SyscallStop => self.on_syscall_stop(tid),
+            Status::SignalStop(sig) => self.on_signal_stop(tid, sig),
+            Status::Event { event, sig } => self.on_event(tid, event, sig),
+            _ => {}
+        }
+    }
+
+    /// A stop from a thread we do not know yet: the first stop of a child
+    /// whose creator has not reported the clone. Kept until it does.
+    fn on_stranger(&mut self, tid: Tid, st: Status, status: i32) {
+        match st {
+            Status::Exited(_) | Status::Signaled { .. } => {
+                self.core.orphans.remove(&tid);
+            }
+            Status::Continued => {}
+            _ => {
+                self.core.orphans.insert(tid, status);
+            }
+        }
+    }
+
+    fn on_syscall_stop(&mut self, tid: Tid) {
+        let Some(thread) = self.core.threads.get_mut(&tid) else {
+            return;
+        };
+        let entry = !thread.in_syscall;
+        thread.in_syscall = entry;
+        let reported = if entry {
+            self.report(
+                tid,
+                Event::SyscallEntry,
+                StopKind::SyscallEntry,
+                Some(&mut |e: &mut dyn Engine, cx, a| e.report_syscall_entry(cx, a)),
+            )
+        } else {
+            self.report(
+                tid,
+                Event::SyscallExit,
+                StopKind::SyscallExit,
+                Some(&mut |e: &mut dyn Engine, cx, a| e.report_syscall_exit(cx, a)),
+            )
+        };
+        self.finish_stop(tid, reported);
+    }
+
+    fn on_seccomp(&mut self, tid: Tid) {
+        let Some(thread) = self.core.threads.get_mut(&tid) else {
+            return;
+        };
+        let mut reported = false;
+        if !thread.in_syscall {
+            thread.in_syscall = true;
+            reported = self.report(
+                tid,
+                Event::SyscallEntry,
+                StopKind::SeccompEntry,
+                Some(&mut |e: &mut dyn Engine, cx, a| e.report_syscall_entry(cx, a)),
+            );
+        }
+        self.finish_stop(tid, reported);
+    }
+
+    fn on_signal_stop(&mut self, tid: Tid, sig: Signal) {
+        let Some(thread) = self.core.threads.get_mut(&tid) else {
+            return;
+        };
+        if thread.stepping && sig == Signal::TRAP {
+            thread.stepping = false;
+            let reported = self.report(tid, Event::Step, StopKind::Other, None);
+            return self.finish_stop(tid, reported);
+        }
+        if thread.injected == Some(sig) {
+            thread.injected = None;
+            thread.pending_signal = Some(sig);
+            return self.finish_stop(tid, false);
+        }
+        thread.pending_signal = Some(sig);
+        let deliver = self.report_signal(tid, Some(sig));
+        if let Some(thread) = self.core.threads.get_mut(&tid) {
+            thread.pending_signal = deliver;
+        }
+        self.finish_stop(tid, false);
+    }
+
+    fn on_event(&mut self, tid: Tid, event: i32, sig: Signal) {
+        match event {
+            ptrace::EVENT_STOP => self.on_event_stop(tid, sig),
+            ptrace::EVENT_SECCOMP => self.on_seccomp(tid),
+            ptrace::EVENT_CLONE | ptrace::EVENT_FORK | ptrace::EVENT_VFORK => {
+                self.on_clone(tid, event)
+            }
+            ptrace::EVENT_EXEC => self.on_exec(tid),
+            ptrace::EVENT_EXIT => {
+                let status = ptrace::event_msg(tid).unwrap_or(0) as i32;
+                let reported = self.report(
+                    tid,
+                    Event::Exit,
+                    StopKind::Other,
+                    Some(&mut |e: &mut dyn Engine, cx, a| e.report_exit(cx, a, status)),
+                );
+                if libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL {
+                    // The kernel stops even a SIGKILLed thread at its exit
+                    // event; no engine may hold it there.
+                    self.release(tid);
+                }
+                self.finish_stop(tid, reported);
+            }
+            _ => self.finish_stop(tid, false),
+        }
+    }
+
+    /// Group-stop, SIGCONT notification, or our own interrupt.
+    fn on_event_stop(&mut self, tid: Tid, sig: Signal) {
+        let Some(thread) = self.core.threads.get_mut(&tid) else {
+            return;
+        };
+        thread.interrupted = false;
+        let jctl = if sig.is_stop_signal() {
+            // A new group-stop, or our interrupt of a thread still in one.
+            (!thread.group_stopped).then_some(Jctl::Stopped(sig))
+        } else {
+            thread.group_stopped.then_some(Jctl::Continued)
+        };
+        let mut reported = false;
+        if let Some(j) = jctl {
+            thread.group_stopped = matches!(j, Jctl::Stopped(_));
+            reported = self.report(
+                tid,
+                Event::Jctl,
+                StopKind::Other,
+                Some(&mut |e: &mut dyn Engine, cx, a| e.report_jctl(cx, a, j)),
+            );
+        }
+        self.finish_stop(tid, reported);
+    }
+
+    /// Cancels every engine's `Stop` on a thread that must go on.
+    fn release(&mut self, tid: Tid) {
+        if let Some(thread) = self.core.threads.get_mut(&tid) {
+            for a in &mut thread.attachments {
+                if a.action == ResumeAction::Stop {
+                    a.action = ResumeAction::Resume;
+                }
+            }
+        }
+    }
+
+    fn on_clone(&mut self, tid: Tid, event: i32) {
+        let Ok(msg) = ptrace::event_msg(tid) else {
+            return self.finish_stop(tid, false);
+        };
+        let child = Tid(msg as i32);
+        let Some(parent) = self.core.threads.get_mut(&tid) else {
+            return;
+        };
+        parent.in_syscall = true;
+        let kind = match event {
+            ptrace::EVENT_VFORK => CloneKind::Vfork,
+            ptrace::EVENT_FORK => CloneKind::Fork,
+            _ if is_thread_of(parent.tgid, child) => CloneKind::Thread,
+            _ => CloneKind::Fork,
+        };
+        let tgid = if kind == CloneKind::Thread {
+            parent.tgid
+        } else {
+            child
+        };
+        let mut thread = Thread::new(child, tgid, Run::Starting);
+        thread.source = parent.source;
+        thread.attachments = parent
+            .attachments
+            .iter()
+            .filter(|a| a.events.contains(Events::FOLLOW))
+            .map(|a| super::thread::Attachment {
+                action: ResumeAction::Resume,
+                ..*a
+            })
+            .collect();
+        self.core.threads.insert(child, thread);
+        let info = CloneInfo { child, kind };
+        let reported = self.report(
+            tid,
+            Event::Clone,
+            StopKind::Other,
+            Some(&mut |e: &mut dyn Engine, cx, a| e.report_clone(cx, a, &info)),
+        );
+        if let Some(status) = self.core.orphans.remove(&child) {
+            self.core.replay.push((child, status));
+        }
+        self.finish_stop(tid, reported);
+    }
+
+    fn on_exec(&mut self, tid: Tid) {
+        let former = ptrace::event_msg(tid).map(|m| Tid(m as i32)).unwrap_or(tid);
+        if former != tid {
+            // A non-leader thread exec'd and took over the leader's id.
+            if let Some(mut t) = self.core.threads.remove(&former) {
+                t.tid = tid;
+                t.run = Run::Stopped;
+                self.core.threads.insert(tid, t);
+            }
+        }
+        let Some(thread) = self.core.threads.get_mut(&tid) else {
+            return;
+        };
+        thread.in_syscall = true;
+        let reported = self.report(
+            tid,
+            Event::Exec,
+            StopKind::Other,
+            Some(&mut |e: &mut dyn Engine, cx, a| e.report_exec(cx, a, former)),
+        );
+        self.finish_stop(tid, reported);
+    }
+
+    fn on_death(&mut self, tid: Tid, status: ExitStatus) {
+        let Some(thread) = self.core.threads.remove(&tid) else {
+            return;
+        };
+        self.report_death(&thread, status);
+        if self.core.end_on_exit == Some(tid) && thread.tgid == tid {
+            self.ctl()
+                .end(EndReason::ProcessExited { pid: tid, status });
+        }
+    }
+
+    /// After the event's own reports: a quiesce report if one was asked
+    /// for and not made yet, then arbitration.
+    fn finish_stop(&mut self, tid: Tid, quiesced: bool) {
+        let Some(thread) = self.core.threads.get_mut(&tid) else {
+            return;
+        };
+        if std::mem::take(&mut thread.quiesce_due) && !quiesced {
+            self.report(tid, Event::None, StopKind::Other, None);
+        }
+        self.resolve(tid);
+    }
+
+    /// Arbitration at a stop: the smallest of the engines' last words
+    /// decides. `Stop` leaves the thread in its ptrace-stop; `Interrupt`
+    /// and `Report` make their reports now (the thread is already stopped)
+    /// and are then used up; anything else resumes it.
+    pub(crate) fn resolve(&mut self, tid: Tid) {
+        for round in 0..3 {
+            let Some(thread) = self.core.threads.get_mut(&tid) else {
+                return;
+            };
+            if thread.run != Run::Stopped {
+                return;
+            }
+            if thread.attachments.is_empty() || thread.detach_pending {
+                let sig = thread.pending_signal.take();
+                let _ = ptrace::detach(tid, sig);
+                self.core.threads.remove(&tid);
+                return;
+            }
+            let action = thread.prevailing();
+            match action {
+                ResumeAction::Stop => return,
+                ResumeAction::Interrupt | ResumeAction::Report if round < 2 => {
+                    for a in &mut thread.attachments {
+                        if a.action == action {
+                            a.action = ResumeAction::Resume;
+                        }
+                    }
+                    if action == ResumeAction::Interrupt {
+                        self.inject(tid);
+                    } else {
+                        self.report(tid, Event::None, StopKind::Other, None);
+                    }
+                }
+                _ => return self.resume(tid, action),
+            }
+        }
+        if let Some(thread) = self.core.threads.get(&tid) {
+            let action = thread.prevailing().max(ResumeAction::SingleStep);
+            self.resume(tid, action);
+        }
+    }
+
+    /// The report after `Interrupt`: engines may choose a signal to inject.
+    fn inject(&mut self, tid: Tid) {
+        let Some(sig) = self.report_signal(tid, None) else {
+            return;
+        };
+        let Some(thread) = self.core.threads.get_mut(&tid) else {
+            return;
+        };
+        // SAFETY: sending a signal to a thread we trace.
+        if unsafe { libc::syscall(libc::SYS_tgkill, thread.tgid.0, tid.0, sig.0) } == 0 {
+            thread.injected = Some(sig);
+        }
+    }
+
+    fn resume(&mut self, tid: Tid, action: ResumeAction) {
+        let Some(thread) = self.core.threads.get_mut(&tid) else {
+            return;
+        };
+        let mut mode = thread.mode_for(action);
+        let sig = thread.pending_signal.take();
+        let result = match mode {
+            Mode::Listen => {
+                ptrace::listen(tid).or_else(|_| ptrace::restart(Mode::Cont.request(), tid, sig))
+            }
+            Mode::Block => ptrace::restart(mode.request(), tid, sig).or_else(|_| {
+                thread.no_blockstep = true;
+                mode = Mode::Step;
+                ptrace::restart(mode.request(), tid, sig)
+            }),
+            _ => ptrace::restart(mode.request(), tid, sig),
+        };
+        // ESRCH: killed meanwhile; its death comes through wait.
+        let _ = result;
+        thread.mode = mode;
+        if mode != Mode::Syscall {
+            thread.in_syscall = false;
+        }
+        thread.stepping = matches!(mode, Mode::Step | Mode::Block);
+        thread.run = if mode == Mode::Listen {
+            Run::Listening
+        } else {
+            Run::Running
+        };
+        thread.consume_actions();
+    }
+
+    /// Detaches a thread that stopped with no engine left: the signal of a
+    /// signal-delivery-stop is passed on; a child it was creating is let go
+    /// too.
+    pub(crate) fn detach_stopped(&mut self, tid: Tid, st: Status) {
+        let Some(thread) = self.core.threads.remove(&tid) else {
+            return;
+        };
+        let sig = match st {
+            // A step's SIGTRAP is ours, not the program's.
+            Status::SignalStop(Signal::TRAP) if thread.stepping => None,
+            Status::SignalStop(s) => Some(s),
+            _ => thread.pending_signal,
+        };
+        let msg = || ptrace::event_msg(tid).ok().map(|m| Tid(m as i32));
+        match st {
+            Status::Event {
+                event: ptrace::EVENT_CLONE | ptrace::EVENT_FORK | ptrace::EVENT_VFORK,
+                ..
+            } => {
+                if let Some(child) = msg() {
+                    self.disown(child);
+                }
+            }
+            Status::Event {
+                event: ptrace::EVENT_EXEC,
+                ..
+            } => {
+                if let Some(former) = msg().filter(|&f| f != tid) {
+                    self.core.threads.remove(&former);
+                }
+            }
+            _ => {}
+        }
+        let _ = ptrace::detach(tid, sig);
+    }
+
+    /// A child the kernel attached for us that nobody wants: detach it at
+    /// its first stop (now, if that already came).
+    pub(crate) fn disown(&mut self, child: Tid) {
+        if self.core.orphans.remove(&child).is_some() {
+            let _ = ptrace::detach(child, None);
+        } else {
+            self.core.threads.entry(child).or_insert_with(|| {
+                let mut t = Thread::new(child, child, Run::Starting);
+                t.detach_pending = true;
+                t
+            });
+        }
+    }
+}
+
+fn is_thread_of(tgid: Tid, child: Tid) -> bool {
+    std::path::Path::new(&format!("/proc/{}/task/{}", tgid.0, child.0)).exists()
+}

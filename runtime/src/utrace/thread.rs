@@ -1,0 +1,174 @@
+//! Per-thread state: the engines attached to a thread, where the thread is
+//! (running, in a ptrace-stop, listening in a group-stop), and the
+//! arbitration of the engines' resume actions.
+
+use super::ptrace::{PTRACE_CONT, PTRACE_SINGLEBLOCK, PTRACE_SINGLESTEP, PTRACE_SYSCALL};
+use super::{EngineId, Events, ResumeAction, Signal, Tid};
+
+/// One engine attached to one thread.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Attachment {
+    pub engine: EngineId,
+    pub events: Events,
+    /// The engine's last word: its last callback return or `control`.
+    pub action: ResumeAction,
+}
+
+/// Where a traced thread is, as far as the tracer knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Run {
+    /// Resumed; its next stop will come through wait.
+    Running,
+    /// In a ptrace-stop: registers readable, waiting for our decision.
+    Stopped,
+    /// In a group-stop resumed with PTRACE_LISTEN: stopped as if untraced.
+    Listening,
+    /// Seized by the kernel on clone, its first stop not yet seen.
+    Starting,
+}
+
+/// Where syscall entries come from for a thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyscallSource {
+    /// `PTRACE_SYSCALL`: an entry and an exit stop for every syscall.
+    Ptrace,
+    /// A seccomp filter returning RET_TRACE (installed by the caller's
+    /// pre-exec hook): one stop per selected syscall, `PTRACE_CONT` between
+    /// them, `PTRACE_SYSCALL` only when an engine wants the exit.
+    Seccomp,
+}
+
+/// How a thread is resumed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Cont,
+    Syscall,
+    Step,
+    Block,
+    Listen,
+}
+
+impl Mode {
+    pub fn request(self) -> u32 {
+        match self {
+            Mode::Cont | Mode::Listen => PTRACE_CONT,
+            Mode::Syscall => PTRACE_SYSCALL,
+            Mode::Step => PTRACE_SINGLESTEP,
+            Mode::Block => PTRACE_SINGLEBLOCK,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Thread {
+    pub tid: Tid,
+    /// The process (thread group) id.
+    pub tgid: Tid,
+    pub attachments: Vec<Attachment>,
+    pub run: Run,
+    /// The next syscall-stop is an exit stop.
+    pub in_syscall: bool,
+    pub source: SyscallSource,
+    /// The mode the thread was last resumed with.
+    pub mode: Mode,
+    /// PTRACE_INTERRUPT sent; a PTRACE_EVENT_STOP trap is on its way.
+    pub interrupted: bool,
+    /// An engine asked for a quiesce report at the next stop.
+    pub quiesce_due: bool,
+    /// The thread is in a group-stop (resume with PTRACE_LISTEN).
+    pub group_stopped: bool,
+    /// Detach at the next stop (no engine left, or the session ends).
+    pub detach_pending: bool,
+    /// The signal of the current signal-delivery-stop, delivered on resume.
+    pub pending_signal: Option<Signal>,
+    /// A signal an engine injected: delivered unreported when it arrives.
+    pub injected: Option<Signal>,
+    /// A step was requested; the next SIGTRAP is its completion.
+    pub stepping: bool,
+    /// The real PTRACE_SINGLEBLOCK failed once: use single steps.
+    pub no_blockstep: bool,
+}
+
+impl Thread {
+    pub fn new(tid: Tid, tgid: Tid, run: Run) -> Thread {
+        Thread {
+            tid,
+            tgid,
+            attachments: Vec::new(),
+            run,
+            in_syscall: false,
+            source: SyscallSource::Ptrace,
+            mode: Mode::Cont,
+            interrupted: false,
+            quiesce_due: false,
+            group_stopped: false,
+            detach_pending: false,
+            pending_signal: None,
+            injected: None,
+            stepping: false,
+            no_blockstep: false,
+        }
+    }
+
+    pub fn attachment(&mut self, engine: EngineId) -> Option<&mut Attachment> {
+        self.attachments.iter_mut().find(|a| a.engine == engine)
+    }
+
+    /// The union of the engines' event masks.
+    pub fn events(&self) -> Events {
+        self.attachments
+            .iter()
+            .fold(Events::NONE, |m, a| m | a.events)
+    }
+
+    pub fn wants(&self, events: Events) -> bool {
+        self.attachments.iter().any(|a| a.events.intersects(events))
+    }
+
+    /// The prevailing action: the smallest of the engines' last words.
+    pub fn prevailing(&self) -> ResumeAction {
+        self.attachments
+            .iter()
+            .map(|a| a.action)
+            .min()
+            .unwrap_or(ResumeAction::Resume)
+    }
+
+    /// After the thread resumes, only `Stop` would have survived, and a
+    /// resuming thread has none.
+    pub fn consume_actions(&mut self) {
+        for a in &mut self.attachments {
+            if !a.action.is_persistent() {
+                a.action = ResumeAction::Resume;
+            }
+        }
+    }
+
+    /// How to resume for this action and the engines' masks.
+    pub fn mode_for(&self, action: ResumeAction) -> Mode {
+        if self.group_stopped {
+            return Mode::Listen;
+        }
+        match action {
+            ResumeAction::SingleStep => return Mode::Step,
+            ResumeAction::BlockStep if self.no_blockstep || !cfg!(target_arch = "x86_64") => {
+                return Mode::Step;
+            }
+            ResumeAction::BlockStep => return Mode::Block,
+            _ => {}
+        }
+        self.syscall_mode()
+    }
+
+    /// Cont or Syscall, from the engines' masks and the syscall source.
+    pub fn syscall_mode(&self) -> Mode {
+        let events = self.events();
+        let exit = events.contains(Events::SYSCALL_EXIT);
+        let entry = events.contains(Events::SYSCALL_ENTRY);
+        let syscall = match self.source {
+            SyscallSource::Seccomp => exit && self.in_syscall,
+            SyscallSource::Ptrace => exit || entry,
+        };
+        if syscall { Mode::Syscall } else { Mode::Cont }
+    }
+}
