@@ -141,7 +141,10 @@ fn bench_handler() {
         rust_out = black_box(rust_equivalent());
         rust_times.push(t.elapsed());
     }
-    assert_eq!(output, rust_out, "script and Rust computed different results");
+    assert_eq!(
+        output, rust_out,
+        "script and Rust computed different results"
+    );
     let (s, r) = (median(script_times), median(rust_times));
     println!(
         "handler speed: {N} array increments + string concatenations: script {:.0} ms, Rust std {:.0} ms: {:.2}x Rust's time (goal <= 3x)",

@@ -232,7 +232,11 @@ fn keeps_ir_and_reports_sizes() {
         ..Options::default()
     };
     let compiled = compile(&program, &sources, &options).expect("compiles");
-    assert!(compiled.ir.starts_with("; probe begin\nfunction "), "{}", compiled.ir);
+    assert!(
+        compiled.ir.starts_with("; probe begin\nfunction "),
+        "{}",
+        compiled.ir
+    );
     assert_eq!(compiled.sizes.len(), 1);
     assert_eq!(compiled.sizes[0].name, "probe begin");
     assert!(compiled.sizes[0].bytes > 0);
