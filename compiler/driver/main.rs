@@ -90,7 +90,12 @@ fn run(opts: &cli::Options) -> Result<u8, Failure> {
         eprint!("{}", diag::render_all(&checked.warnings, &map, colour));
     }
     if opts.pass == Some(2) {
-        print!("{}", check::dump::dump(&checked.program));
+        let dump = if opts.verbose > 0 {
+            check::dump::dump_verbose(&checked.program)
+        } else {
+            check::dump::dump(&checked.program)
+        };
+        print!("{dump}");
         return Ok(0);
     }
     let mut program = checked.program;

@@ -164,6 +164,9 @@ const TRACED: &[&str] = &[
     "umount2",
     "mlockall",
     "accept",
+    "select",
+    "pselect6",
+    "ppoll",
     "munlockall",
 ];
 

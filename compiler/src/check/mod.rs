@@ -173,6 +173,7 @@ fn finish(
     let env = retype::Env {
         globals: &program.globals,
         returns: &returns,
+        errors: Default::default(),
     };
     let mut functions = std::mem::take(&mut program.functions);
     for f in &mut functions {
@@ -223,6 +224,10 @@ fn finish(
                 SemError::new(span, format!("Eliding unused function '{name}'")).into_warning(),
             );
         }
+    }
+    let misuse = env.errors.take();
+    if !misuse.is_empty() {
+        return Err(misuse.into_iter().map(SemError::into_diagnostic).collect());
     }
     program.functions = functions;
     program.probes = probes;

@@ -12,6 +12,14 @@ use crate::program::*;
 pub fn solve_locals(low: &mut Lowerer, locals: &mut [LocalVar], tvs: &[usize], spans: &[Span]) {
     for ((l, tv), span) in locals.iter_mut().zip(tvs).zip(spans) {
         match low.types.resolve(Ty::Var(*tv)) {
+            Some(Type::Hist | Type::Void) => low.errors.push(
+                SemError::new(*span, "invalid type histogram")
+                    .label(format!(
+                        "'{}' cannot hold a histogram or a void value",
+                        l.name
+                    ))
+                    .help("print a histogram directly: print(@hist_log(s))"),
+            ),
             Some(Type::Stats) => low.errors.push(
                 SemError::new(
                     *span,
@@ -36,6 +44,10 @@ pub fn solve_globals_and_functions(low: &mut Lowerer) {
         let span = low.globals[i].span;
         let name = low.globals[i].name.clone();
         match low.types.resolve(Ty::Var(val)) {
+            Some(Type::Hist | Type::Void) => low.errors.push(
+                SemError::new(span, "invalid type histogram")
+                    .label(format!("'{name}' cannot hold a histogram or a void value")),
+            ),
             Some(t) => low.globals[i].ty = t,
             None => low.errors.push(
                 SemError::new(span, "unresolved type")
@@ -83,6 +95,9 @@ pub struct Env<'a> {
     pub globals: &'a [GlobalVar],
     /// Return types of the functions, by FuncId.
     pub returns: &'a [Type],
+    /// Statistics read as plain values (`print(s)`, `f(s)`), found once
+    /// every type is known.
+    pub errors: std::cell::RefCell<Vec<SemError>>,
 }
 
 impl Env<'_> {
@@ -230,5 +245,11 @@ impl Env<'_> {
                 e.ty
             }
         };
+        if matches!(e.kind, ExprKind::Load(_)) && e.ty == Type::Stats {
+            self.errors.borrow_mut().push(
+                SemError::new(e.span, "invalid type stat")
+                    .label("statistics are read with @count, @sum, @min, @max, @avg, @hist_*"),
+            );
+        }
     }
 }

@@ -65,11 +65,27 @@ pub fn entry_snapshot(nr: i64, args: &[u64; 6], mem: &dyn ReadMemory) -> EntrySn
             snap.values[i] = match arg.kind {
                 Kind::IntRef => read_exact(mem, args[i], 4).map(|b| i64::from(i32_at(&b, 0))),
                 Kind::OffPtr => read_exact(mem, args[i], 8).map(|b| i64_at(&b, 0)),
+                // An fd set fits one slot up to 64 descriptors.
+                Kind::FdSet(n) if args[usize::from(n) - 1] <= 64 => {
+                    read_exact(mem, args[i], 8).map(|b| i64_at(&b, 0))
+                }
+                Kind::InOutTimeval => read_exact(mem, args[i], 16)
+                    .and_then(|b| pack_time(i64_at(&b, 0), i64_at(&b, 8), 1_000_000)),
+                Kind::InOutTimespec => read_exact(mem, args[i], 16)
+                    .and_then(|b| pack_time(i64_at(&b, 0), i64_at(&b, 8), 1_000_000_000)),
                 _ => None,
             };
         }
     }
     snap
+}
+
+/// A time as one number of sub-second units, when it fits.
+fn pack_time(sec: i64, sub: i64, per_sec: i64) -> Option<i64> {
+    if !(0..per_sec).contains(&sub) {
+        return None;
+    }
+    sec.checked_mul(per_sec)?.checked_add(sub)
 }
 
 /// The completed call's arguments like `argstr(nr, args, Some(ret), mem)`,
@@ -327,6 +343,8 @@ impl Decoder<'_> {
             misc::IoctlArg::InInt => parts.push(resource::int_ref_str(self.mem, arg)),
             misc::IoctlArg::OutInt if out_ok => parts.push(resource::int_ref_str(self.mem, arg)),
             misc::IoctlArg::InWinsize => parts.push(misc::winsize_str(self.mem, arg)),
+            misc::IoctlArg::InTermios => parts.push(misc::termios_str(self.mem, arg)),
+            misc::IoctlArg::OutTermios if out_ok => parts.push(misc::termios_str(self.mem, arg)),
             misc::IoctlArg::OutWinsize if out_ok => parts.push(misc::winsize_str(self.mem, arg)),
             _ => parts.push(addr_str(arg)),
         }
@@ -590,6 +608,25 @@ impl Decoder<'_> {
                 None => addr_str(v),
             },
             Kind::OutFdPair => addr_str(v),
+            Kind::FdSet(n) => match self.entry_value(i) {
+                Some(word) if v != 0 => poll::fdset_bits_str(&[word as u64], by_index(n)),
+                _ => poll::fdset_str(self.mem, v, by_index(n)),
+            },
+            Kind::InOutTimeval => match self.entry_value(i) {
+                Some(t) if v != 0 => {
+                    format!("{{tv_sec={}, tv_usec={}}}", t / 1_000_000, t % 1_000_000)
+                }
+                _ => time::timeval_str(self.mem, v),
+            },
+            Kind::InOutTimespec => match self.entry_value(i) {
+                Some(t) if v != 0 => format!(
+                    "{{tv_sec={}, tv_nsec={}}}",
+                    t / 1_000_000_000,
+                    t % 1_000_000_000
+                ),
+                _ => time::timespec_str(self.mem, v),
+            },
+            Kind::Pselect6Sigmask => poll::pselect6_sigmask_str(self.mem, v),
             Kind::PollFds(n) => poll::pollfds_str(self.mem, v, by_index(n)),
             Kind::EpollOp => poll::epoll_op_str(v),
             Kind::EpollEvent => poll::epoll_event_str(self.mem, v),

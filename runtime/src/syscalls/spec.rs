@@ -132,6 +132,15 @@ pub enum Kind {
     PrioWhich,
     Msghdr,
     OutMsghdr,
+    /// select's `fd_set` of argument N descriptors (read at entry, updated
+    /// by the kernel: exact at exit only with an entry snapshot).
+    FdSet(u8),
+    /// select's timeout (`struct timeval`, updated by the kernel).
+    InOutTimeval,
+    /// pselect6/ppoll's timeout (`struct timespec`, updated by the kernel).
+    InOutTimespec,
+    /// pselect6's `{sigmask=[...], sigsetsize=8}`.
+    Pselect6Sigmask,
     /// poll's `struct pollfd` array; its length is argument N.
     PollFds(u8),
     EpollOp,
@@ -766,7 +775,7 @@ pub static SIGNATURES: &[Signature] = &[
         &[
             a("fds_uaddr", PollFds(2)),
             a("nfds", UInt),
-            a("tsp", Timespec),
+            a("tsp", InOutTimespec),
             a("sigmask", Sigset(5)),
             a("sigsetsize", ULong),
         ],
@@ -775,21 +784,21 @@ pub static SIGNATURES: &[Signature] = &[
         "select",
         &[
             a("n", Int),
-            a("readfds_uaddr", Ptr),
-            a("writefds_uaddr", Ptr),
-            a("exceptfds_uaddr", Ptr),
-            a("timeout_uaddr", Ptr),
+            a("readfds_uaddr", FdSet(1)),
+            a("writefds_uaddr", FdSet(1)),
+            a("exceptfds_uaddr", FdSet(1)),
+            a("timeout_uaddr", InOutTimeval),
         ],
     ),
     d(
         "pselect6",
         &[
             a("nfds", Int),
-            a("readfds", Ptr),
-            a("writefds", Ptr),
-            a("exceptfds", Ptr),
-            a("timeout", Timespec),
-            a("sigmask", Ptr),
+            a("readfds", FdSet(1)),
+            a("writefds", FdSet(1)),
+            a("exceptfds", FdSet(1)),
+            a("timeout", InOutTimespec),
+            a("sigmask", Pselect6Sigmask),
         ],
     ),
     d("epoll_create", &[a("size", Int)]),

@@ -17,8 +17,9 @@ const HEADER: &str = r#"// syscalls tapset: `syscall.NAME` and `syscall.NAME.ret
 //
 // Every alias sets `name`; entry aliases set `argstr` (strace's text for
 // the arguments) and, for the calls utap decodes in full, SystemTap's named
-// arguments; return aliases set `retstr` (SystemTap's return_str: "3",
-// "-2 (ENOENT)", "0x7f...") and also `argstr`, decoded with the return
+// arguments; return aliases set `retval` (the raw return value) and
+// `retstr` (SystemTap's return_str: "3", "-2 (ENOENT)", "0x7f...") as
+// SystemTap 4 does, and also `argstr`, decoded with the return
 // value so that output arguments (read's data, fstat's struct) show as
 // strace prints them at exit.
 //
@@ -77,7 +78,7 @@ pub fn syscalls_tapset() -> String {
         }
         let _ = write!(
             out,
-            "}}\nprobe syscall.{name}.return = process.syscall.return if ($syscall == {nr}) {{\n\tname = \"{name}\"\n\targstr = __syscall_argstr({nr})\n\tretstr = __syscall_retstr({nr}, $return)\n}}\n"
+            "}}\nprobe syscall.{name}.return = process.syscall.return if ($syscall == {nr}) {{\n\tname = \"{name}\"\n\targstr = __syscall_argstr({nr})\n\tretval = $return\n\tretstr = __syscall_retstr({nr}, $return)\n}}\n"
         );
     }
     out

@@ -92,9 +92,82 @@ impl fmt::Display for Signal {
     }
 }
 
+/// What delivering a signal to a thread would do now (utrace's signal
+/// disposition in `report_signal`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Disposition {
+    /// The program installed a handler.
+    Handler,
+    /// Ignored (SIG_IGN, or ignored by default).
+    Ignore,
+    Terminate,
+    CoreDump,
+    Stop,
+    Continue,
+}
+
+impl Signal {
+    /// The default action (SIG_DFL), per signal(7).
+    pub fn default_disposition(self) -> Disposition {
+        match self.0 {
+            libc::SIGCHLD | libc::SIGURG | libc::SIGWINCH => Disposition::Ignore,
+            libc::SIGCONT => Disposition::Continue,
+            libc::SIGSTOP | libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU => Disposition::Stop,
+            libc::SIGQUIT
+            | libc::SIGILL
+            | libc::SIGTRAP
+            | libc::SIGABRT
+            | libc::SIGBUS
+            | libc::SIGFPE
+            | libc::SIGSEGV
+            | libc::SIGXCPU
+            | libc::SIGXFSZ
+            | libc::SIGSYS => Disposition::CoreDump,
+            _ => Disposition::Terminate,
+        }
+    }
+
+    /// The disposition for thread `tid`, from the caught and ignored masks
+    /// in /proc (None if the thread is gone).
+    pub fn disposition_in(self, tid: super::Tid) -> Option<Disposition> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", tid.0)).ok()?;
+        let mask = |field: &str| {
+            let v = status.lines().find_map(|l| l.strip_prefix(field))?;
+            u64::from_str_radix(v.trim(), 16).ok()
+        };
+        let bit = 1u64.checked_shl(self.0 as u32 - 1).unwrap_or(0);
+        Some(if self.0 == libc::SIGKILL || self.0 == libc::SIGSTOP {
+            self.default_disposition()
+        } else if mask("SigCgt:")? & bit != 0 {
+            Disposition::Handler
+        } else if mask("SigIgn:")? & bit != 0 {
+            Disposition::Ignore
+        } else {
+            self.default_disposition()
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Signal;
+    use super::{Disposition, Signal};
+
+    #[test]
+    fn default_dispositions() {
+        assert_eq!(
+            Signal(libc::SIGCHLD).default_disposition(),
+            Disposition::Ignore
+        );
+        assert_eq!(
+            Signal(libc::SIGSEGV).default_disposition(),
+            Disposition::CoreDump
+        );
+        assert_eq!(
+            Signal(libc::SIGTSTP).default_disposition(),
+            Disposition::Stop
+        );
+        assert_eq!(Signal(40).default_disposition(), Disposition::Terminate);
+    }
 
     #[test]
     fn names() {

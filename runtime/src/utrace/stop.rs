@@ -51,8 +51,9 @@ impl Tracer {
                 event: ptrace::EVENT_STOP,
                 sig,
             } if first => {
+                // The kernel's first stop of a child it attached for us.
                 thread.group_stopped = sig.is_stop_signal();
-                self.resolve(tid);
+                self.finish_stop(tid, false);
             }
             Status::SyscallStop => self.on_syscall_stop(tid),
             Status::SignalStop(sig) => self.on_signal_stop(tid, sig),

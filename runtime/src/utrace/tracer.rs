@@ -18,7 +18,6 @@ use super::cx::{StopData, StopKind};
 use super::doorbell::{self, Doorbell};
 use super::error::{Error, Result};
 use super::ptrace::{self, Status};
-use super::thread::Run;
 use super::{
     Control, ControlStatus, Cx, Engine, EngineId, Event, Events, ExitStatus, ResumeAction, Signal,
     Tid, safety,
@@ -128,6 +127,8 @@ impl Tracer {
             }
         };
         self.detach_all();
+        // Commands that came too late still get their answers.
+        self.drain_commands();
         Ok(reason)
     }
 
@@ -453,15 +454,5 @@ impl TracerHandle {
     /// Asks the tracer to end the session (e.g. on Ctrl-C).
     pub fn end(&self) -> Result<()> {
         self.send(|c| c.end(EndReason::Requested))
-    }
-}
-
-impl Tracer {
-    /// Whether a thread is traced and in which state (for tests and -v).
-    pub fn is_traced(&self, tid: Tid) -> bool {
-        self.core
-            .threads
-            .get(&tid)
-            .is_some_and(|t| t.run != Run::Starting || !t.detach_pending)
     }
 }

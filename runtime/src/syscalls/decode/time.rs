@@ -50,6 +50,17 @@ pub fn time_comment(sec: i64, nsec: u64) -> Option<String> {
     }
 }
 
+/// `struct timeval`: `{tv_sec=0, tv_usec=1000}`.
+pub fn timeval_str(mem: &dyn ReadMemory, addr: u64) -> String {
+    if addr == 0 {
+        return "NULL".to_string();
+    }
+    match read_exact(mem, addr, 16) {
+        Some(b) => format!("{{tv_sec={}, tv_usec={}}}", i64_at(&b, 0), i64_at(&b, 8)),
+        None => addr_str(addr),
+    }
+}
+
 const UTIME_NOW: i64 = (1 << 30) - 1;
 const UTIME_OMIT: i64 = (1 << 30) - 2;
 
