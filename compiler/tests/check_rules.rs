@@ -822,3 +822,14 @@ fn missing_include_dir_is_a_clear_error() {
         "{e}"
     );
 }
+
+diag_test!(
+    misspelled_syscall_alias_suggests_the_tapset_name,
+    false,
+    "probe syscall.opnat { }",
+    [
+        "semantic error: probe point mismatch at position 2",
+        "1:15 no probe point matches 'syscall.opnat'",
+        "help: did you mean 'syscall.openat'?"
+    ]
+);
