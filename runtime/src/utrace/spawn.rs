@@ -25,7 +25,7 @@ pub struct SpawnCommand {
 }
 
 impl SpawnCommand {
-    /// `program` with `args` (argv[0] is `program`).
+    /// `program` with `args` (`argv[0]` is `program`).
     pub fn new<S: AsRef<str>>(program: &str, args: &[S]) -> Result<SpawnCommand> {
         let mut argv = vec![cstring(program)?];
         for a in args {
