@@ -161,6 +161,16 @@ const TRACED: &[&str] = &[
     "select",
     "pselect6",
     "ppoll",
+    "sched_getscheduler",
+    "sched_getparam",
+    "sched_setscheduler",
+    "sched_get_priority_max",
+    "sched_get_priority_min",
+    "timer_create",
+    "timer_settime",
+    "timer_getoverrun",
+    "timer_delete",
+    "rt_sigtimedwait",
     "munlockall",
 ];
 
