@@ -51,6 +51,10 @@ pub struct Options {
     #[arg(short = 'D', value_name = "NAME=VALUE", value_parser = parse_define)]
     pub defines: Vec<(String, String)>,
 
+    /// Set the initial value of global NAME (`-G NAME=VALUE`).
+    #[arg(short = 'G', value_name = "NAME=VALUE", value_parser = parse_define)]
+    pub global_values: Vec<(String, String)>,
+
     /// Stop the session after SECONDS.
     #[arg(short = 'T', value_name = "SECONDS")]
     pub timeout: Option<f64>,

@@ -336,3 +336,54 @@ pub enum PrintKind {
 }
 
 pub use utap_runtime::format::{ConvKind, Conversion, FormatFlags, FormatNum, FormatPiece};
+
+/// Which system calls the probes of one kind (entry or return) can fire
+/// on: what the seccomp filter must trace (issue 6).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SyscallNeed {
+    /// No probe of this kind.
+    Nothing,
+    /// Only these numbers (sorted, unique).
+    Some(Vec<u32>),
+    /// Every system call.
+    All,
+}
+
+impl Program {
+    /// The union of the syscall sets of every `process.syscall`
+    /// (`returns == false`) or `process.syscall.return` probe point.
+    pub fn syscall_need(&self, returns: bool) -> SyscallNeed {
+        let mut set: Vec<u32> = Vec::new();
+        let mut any = false;
+        for point in self.probes.iter().flat_map(|p| &p.points) {
+            let syscalls = match (&point.kind, returns) {
+                (
+                    PointKind::Process {
+                        event: ProcessEvent::Syscall { syscalls },
+                        ..
+                    },
+                    false,
+                )
+                | (
+                    PointKind::Process {
+                        event: ProcessEvent::SyscallReturn { syscalls },
+                        ..
+                    },
+                    true,
+                ) => syscalls,
+                _ => continue,
+            };
+            any = true;
+            match syscalls {
+                None => return SyscallNeed::All,
+                Some(s) => set.extend(s),
+            }
+        }
+        if !any {
+            return SyscallNeed::Nothing;
+        }
+        set.sort_unstable();
+        set.dedup();
+        SyscallNeed::Some(set)
+    }
+}

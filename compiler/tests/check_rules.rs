@@ -709,3 +709,127 @@ diag_test!(
         "2:23 statistics are read with @count, @sum, @min, @max, @avg, @hist_*"
     ]
 );
+
+#[test]
+fn p2_verbose_dump_shows_bodies() {
+    let p = ok(r#"global s, names
+function twice(x) { return x * 2 }
+probe process.syscall if ($syscall == 1 || $syscall == 0) {
+    names[tid()] = sprintf("%s:%-5d", execname(), twice($arg1))
+    s <<< $arg3
+    foreach ([t] in names- limit 3) { if (t > 0) println(t) else next }
+}
+probe end { print(@hist_log(s)) }
+"#);
+    assert_eq!(
+        check::dump::dump_verbose(&p),
+        r#"# globals
+names:string [long]
+s:stat
+# functions
+twice:long (x:long)
+  {
+    return (x * 2)
+  }
+# probes
+process.syscall /* syscalls 0,1 */ /* <- process.syscall */
+  # locals
+  t:long
+  {
+    names[tid()] = sprintf("%s:%-5d", execname(), twice($arg1))
+    s <<< $arg3
+    foreach ([t] in names- limit 3)
+      {
+        if ((t > 0))
+          println(t)
+        else
+          next
+      }
+  }
+end /* <- end */
+  {
+    print(@hist_log(s))
+  }
+"#
+    );
+}
+
+#[test]
+fn syscall_need_unions_the_probes_sets() {
+    let p = ok("probe syscall.write, syscall.read { } probe syscall.close.return { }");
+    assert_eq!(p.syscall_need(false), SyscallNeed::Some(vec![0, 1]));
+    assert_eq!(p.syscall_need(true), SyscallNeed::Some(vec![3]));
+    let p = ok("probe syscall.write { } probe process.syscall { }");
+    assert_eq!(p.syscall_need(false), SyscallNeed::All);
+    assert_eq!(p.syscall_need(true), SyscallNeed::Nothing);
+}
+
+/// A fresh tapset directory with the given files.
+fn tapset_dir(name: &str, files: &[(&str, &str)]) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("utap-check-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (f, text) in files {
+        std::fs::write(dir.join(f), text).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn include_dirs_private_names_and_used_files() {
+    let dir = tapset_dir(
+        "lib",
+        &[
+            (
+                "mylib.stp",
+                "global mylib_calls\nprivate function helper(x) { return x + 1 }\n\
+                 function visible(x) { mylib_calls++; return helper(x) }\n\
+                 probe begin { mylib_calls = 0 }\n",
+            ),
+            (
+                "unused.stp",
+                "probe begin { println(\"never included\") }\n",
+            ),
+        ],
+    );
+    let o = CheckOptions {
+        tapset_dirs: vec![dir.clone()],
+        ..Default::default()
+    };
+    // Using a function pulls in its file, including the file's begin probe;
+    // the unused file costs nothing.
+    let p = check_with("probe end { println(visible(1)) }", &o).unwrap();
+    assert_eq!(p.probes.len(), 2);
+    assert_eq!(p.probes[1].name, "begin");
+    let mut names: Vec<&str> = p.functions.iter().map(|f| f.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["helper", "visible"]);
+    // A private function is not visible outside its file.
+    let e = check_with("probe end { println(helper(1)) }", &o).unwrap_err();
+    assert!(e.starts_with("semantic error: unresolved function"), "{e}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn missing_include_dir_is_a_clear_error() {
+    let o = CheckOptions {
+        tapset_dirs: vec!["/no/such/tapsets".into()],
+        ..Default::default()
+    };
+    let e = check_with("probe begin { }", &o).unwrap_err();
+    assert!(
+        e.starts_with("semantic error: cannot read tapset directory '/no/such/tapsets'"),
+        "{e}"
+    );
+}
+
+diag_test!(
+    misspelled_syscall_alias_suggests_the_tapset_name,
+    false,
+    "probe syscall.opnat { }",
+    [
+        "semantic error: probe point mismatch at position 2",
+        "1:15 no probe point matches 'syscall.opnat'",
+        "help: did you mean 'syscall.openat'?"
+    ]
+);

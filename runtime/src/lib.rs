@@ -6,6 +6,7 @@ pub mod memory;
 pub mod procinfo;
 pub mod script;
 pub mod seccomp;
+pub mod session;
 pub mod syscalls;
 pub mod transport;
 pub mod utrace;

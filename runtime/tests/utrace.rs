@@ -79,6 +79,15 @@ fn tests() -> Vec<(&'static str, TestFn)> {
             panic_in_a_callback_detaches_everything,
         ),
         (
+            "parallel_tracers_in_one_process",
+            parallel_tracers_in_one_process,
+        ),
+        (
+            "exec_from_a_non_leader_thread",
+            exec_from_a_non_leader_thread,
+        ),
+        ("idle_tracer_uses_no_cpu", idle_tracer_uses_no_cpu),
+        (
             "stress_1000_threads_every_syscall",
             stress_1000_threads_every_syscall,
         ),
@@ -91,20 +100,19 @@ fn main() {
         return;
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let filters: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+    let (filters, skips) = parse_filters(&args);
     let exact = args.iter().any(|a| a == "--exact");
+    let matches = |name: &str, f: &String| {
+        if exact {
+            name == f
+        } else {
+            name.contains(f.as_str())
+        }
+    };
     let selected: Vec<_> = tests()
         .into_iter()
-        .filter(|(name, _)| {
-            filters.is_empty()
-                || filters.iter().any(|f| {
-                    if exact {
-                        name == f
-                    } else {
-                        name.contains(f.as_str())
-                    }
-                })
-        })
+        .filter(|(name, _)| filters.is_empty() || filters.iter().any(|f| matches(name, f)))
+        .filter(|(name, _)| !skips.iter().any(|f| matches(name, f)))
         .collect();
     if args.iter().any(|a| a == "--list") {
         for (name, _) in &selected {
@@ -148,6 +156,31 @@ fn main() {
         println!("failures: {failed:?}");
         std::process::exit(101);
     }
+}
+
+/// libtest-style arguments: filters, and `--skip F` exclusions; other
+/// options (and the values of those that take one) are ignored.
+fn parse_filters(args: &[String]) -> (Vec<String>, Vec<String>) {
+    const WITH_VALUE: [&str; 6] = [
+        "--test-threads",
+        "--format",
+        "--color",
+        "--logfile",
+        "-Z",
+        "--shuffle-seed",
+    ];
+    let (mut filters, mut skips) = (Vec::new(), Vec::new());
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--skip" {
+            skips.extend(it.next().cloned());
+        } else if WITH_VALUE.contains(&a.as_str()) {
+            it.next();
+        } else if !a.starts_with('-') {
+            filters.push(a.clone());
+        }
+    }
+    (filters, skips)
 }
 
 // ---------------------------------------------------------------- helpers
@@ -757,11 +790,14 @@ struct TreeCounter {
     deaths: BTreeMap<Tid, ExitStatus>,
     reaps: usize,
     pids: BTreeSet<Tid>,
+    seccomp_data: BTreeSet<u32>,
 }
 
 impl Engine for TreeCounter {
     fn report_syscall_entry(&mut self, cx: &mut Cx, _: ResumeAction) -> ResumeAction {
-        let nr = cx.syscall().unwrap().nr;
+        let info = cx.syscall().unwrap();
+        let nr = info.nr;
+        self.seccomp_data.extend(info.seccomp_data);
         self.entries.entry(cx.tid()).or_default().push(nr);
         self.pids.insert(cx.pid());
         ResumeAction::Resume
@@ -1275,10 +1311,11 @@ fn install_getppid_filter() -> bool {
         f(jeq, 1, 0, AUDIT_ARCH_X86_64),
         f(ret, 0, 0, RET_TRACE),
         f(ld, 0, 0, 0),
-        f(jeq, 2, 0, libc::SYS_getppid as u32),
+        f(jeq, 3, 0, libc::SYS_getppid as u32),
         f(jeq, 1, 0, libc::SYS_execve as u32),
         f(ret, 0, 0, RET_ALLOW),
         f(ret, 0, 0, RET_TRACE),
+        f(ret, 0, 0, RET_TRACE | 0x1234),
     ];
     let fprog = libc::sock_fprog {
         len: prog.len() as u16,
@@ -1317,6 +1354,7 @@ fn seccomp_entries_one_stop_per_syscall() {
         assert!(hook_ok);
         assert_eq!(end, exited(pid, 4));
         assert_eq!(c.entries[&pid], vec![GETPPID; 50], "{events:?}");
+        assert_eq!(c.seccomp_data, BTreeSet::from([0x1234]));
         let exits = c.exits.get(&pid).cloned().unwrap_or_default();
         // The exec stop `spawn` leaves the program at is inside execve, so
         // an exit engine sees execve return first.
@@ -1505,6 +1543,104 @@ fn panic_in_a_callback_detaches_everything() {
         assert_eq!(tracer_pid(pid, t), 0);
         assert!(matches!(state(pid, t), 'R' | 'S'));
     }
+    let c = read_counter(&file);
+    assert!(wait_until(5, || read_counter(&file) > c));
+    finish(child);
+}
+
+/// Several tracer threads in one process, and an untraced child waited for
+/// by yet another thread, all at once: each tracer sees exactly its own
+/// process (it waits with __WNOTHREAD) and nobody loses a child.
+fn parallel_tracers_in_one_process() {
+    let tracers: Vec<_> = (0..4)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let code = (20 + i).to_string();
+                let (c, end, pid) = count_tree(fixture_cmd("syscalls", &["3000", &code]), TREE);
+                assert_eq!(end, exited(pid, 20 + i));
+                assert_eq!(c.pids, BTreeSet::from([pid]));
+                c.entries[&pid].iter().filter(|&&n| n == GETPPID).count()
+            })
+        })
+        .collect();
+    let plain = std::thread::spawn(|| {
+        let st = Command::new(fixture("syscalls"))
+            .args(["100000", "33"])
+            .status()
+            .unwrap();
+        st.code()
+    });
+    for t in tracers {
+        assert_eq!(t.join().unwrap(), 3000);
+    }
+    assert_eq!(plain.join().unwrap(), Some(33));
+}
+
+/// A non-leader thread execs: it takes over the process id; the engines
+/// follow it (report_exec with the former id) and the new program's exit
+/// code comes through.
+fn exec_from_a_non_leader_thread() {
+    let syscalls = fixture("syscalls");
+    let cmd = fixture_cmd("threadexec", &[syscalls.to_str().unwrap(), "5", "12"]);
+    let (c, end, pid) = count_tree(cmd, TREE);
+    assert_eq!(end, exited(pid, 12));
+    assert_eq!(c.execs, vec![pid]);
+    assert_eq!(c.clones.len(), 1);
+    let thread = c.clones[0].child;
+    // Before the exec the thread made syscalls under its own id; after it,
+    // the new program's getppids are reported under the process id.
+    assert!(c.entries[&thread].contains(&libc::SYS_execve));
+    let after: Vec<_> = c.entries[&pid].iter().filter(|&&n| n == GETPPID).collect();
+    assert_eq!(after.len(), 5);
+    assert_eq!(c.deaths.get(&pid), Some(&ExitStatus::Exited(12)));
+}
+
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// A tracer whose tracee makes no event it must report sleeps: over half a
+/// second it spends (almost) no CPU time, while the tracee runs on.
+fn idle_tracer_uses_no_cpu() {
+    let (child, file) = start_ticker("block", 1);
+    let pid = child.id() as i32;
+    let used = on_tracer_thread(move || {
+        let mut tracer = Tracer::new().unwrap();
+        let e = tracer.add_engine(JobWatcher::default());
+        let mut ctl = tracer.ctl();
+        for tid in ctl.attach_process(Tid(pid)).unwrap() {
+            ctl.attach(tid, e, AttachMode::Create, Events::JCTL | Events::EXEC)
+                .unwrap();
+        }
+        let start = Rc::new(RefCell::new(None));
+        let used = Rc::new(RefCell::new(Duration::ZERO));
+        let (s2, u2) = (start.clone(), used.clone());
+        ctl.add_timer(Instant::now() + Duration::from_millis(50), move |ctl| {
+            let mut s = s2.borrow_mut();
+            match *s {
+                None => {
+                    *s = Some(thread_cpu_time());
+                    Some(Instant::now() + Duration::from_millis(500))
+                }
+                Some(t0) => {
+                    *u2.borrow_mut() = thread_cpu_time() - t0;
+                    ctl.end(EndReason::Requested);
+                    None
+                }
+            }
+        });
+        tracer.run().unwrap();
+        used.take()
+    });
+    assert!(
+        used < Duration::from_millis(5),
+        "the idle tracer used {used:?}"
+    );
     let c = read_counter(&file);
     assert!(wait_until(5, || read_counter(&file) > c));
     finish(child);

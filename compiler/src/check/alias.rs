@@ -50,6 +50,8 @@ pub struct Resolver<'a> {
     pub aliases: &'a [AliasDef],
     /// Aliases by the first component of each of their names.
     pub by_first: &'a HashMap<String, Vec<usize>>,
+    /// Names of tapset aliases not loaded (for "did you mean" only).
+    pub library_names: &'a [Vec<String>],
 }
 
 /// Indexes aliases `from..` by first name component into `index`.
@@ -232,6 +234,7 @@ impl Resolver<'_> {
             })
             .collect();
         v.extend(self.aliases.iter().flat_map(|a| a.names.iter().cloned()));
+        v.extend(self.library_names.iter().cloned());
         v
     }
 }

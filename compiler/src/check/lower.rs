@@ -68,6 +68,8 @@ pub trait TapsetLoader {
     fn take_errors(&mut self) -> Vec<crate::diag::Diagnostic>;
     /// The file a (partially parsed) tapset file counts as.
     fn canonical(&self, file: FileId) -> FileId;
+    /// Every alias name the tapsets define (for suggestions).
+    fn alias_names(&self) -> Vec<Vec<String>>;
 }
 
 /// A probe or function body being lowered.
@@ -185,6 +187,11 @@ impl<'l> Lowerer<'l> {
         let mut all = std::mem::take(&mut self.pending_probes);
         all.extend(probes);
         (aliases, all)
+    }
+
+    /// Every alias name the tapsets define (for suggestions).
+    pub fn library_alias_names(&self) -> Vec<Vec<String>> {
+        self.loader.alias_names()
     }
 
     /// The file `file` counts as for scoping (`private`, user globals).

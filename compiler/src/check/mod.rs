@@ -402,6 +402,10 @@ impl TapsetLoader for Loader<'_> {
         std::mem::take(&mut self.errors)
     }
 
+    fn alias_names(&self) -> Vec<Vec<String>> {
+        self.lib.all_aliases().map(|n| n.to_vec()).collect()
+    }
+
     fn canonical(&self, file: FileId) -> FileId {
         self.canon.get(&file).copied().unwrap_or(file)
     }
@@ -474,13 +478,24 @@ impl Session {
         let from = self.indexed;
         alias::index_aliases(&self.aliases, from, &mut self.by_first);
         self.indexed = self.aliases.len();
-        let resolved = match (Resolver {
+        let resolver = Resolver {
             aliases: &self.aliases,
             by_first: &self.by_first,
-        })
-        .resolve_list(&p.points)
-        {
+            library_names: &[],
+        };
+        let resolved = match resolver.resolve_list(&p.points) {
             Ok(r) => r,
+            Err(e) if e.message.starts_with("probe point mismatch") => {
+                // Again, with every tapset alias name for the suggestion.
+                let names = low.library_alias_names();
+                let resolver = Resolver {
+                    library_names: &names,
+                    ..resolver
+                };
+                low.errors
+                    .push(resolver.resolve_list(&p.points).err().unwrap_or(e));
+                return;
+            }
             Err(e) => {
                 low.errors.push(e);
                 return;

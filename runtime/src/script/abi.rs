@@ -318,6 +318,30 @@ pub extern "C" fn utap_print_hist(ctx: *mut HandlerContext, gid: i64, elem: i64)
     }
 }
 
+/// `sprint(@hist_log(s))`: the histogram as a string.
+pub extern "C" fn utap_sprint_hist(ctx: *mut HandlerContext, gid: i64, elem: i64) -> i64 {
+    let elision = st(ctx).limits.hist_elision;
+    let mut text = Vec::new();
+    let r = with_stat(ctx, gid, elem, false, |s| {
+        s.print_histogram(&mut text, elision)
+    });
+    match r {
+        Ok(Some(Ok(()))) => st(ctx).strings.make(&text),
+        Ok(Some(Err(e))) => {
+            st(ctx).raise(ctx, e.to_string());
+            0
+        }
+        Ok(None) => {
+            st(ctx).raise(ctx, crate::values::stats::StatError::Empty.to_string());
+            0
+        }
+        Err(e) => {
+            st(ctx).raise(ctx, e);
+            0
+        }
+    }
+}
+
 // ---- foreach ----------------------------------------------------------------
 
 fn push_iteration(s: &mut ScriptState, it: Iteration) -> i64 {
@@ -563,6 +587,7 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
         ("utap_stat_get", utap_stat_get as *const u8),
         ("utap_hist_bucket", utap_hist_bucket as *const u8),
         ("utap_print_hist", utap_print_hist as *const u8),
+        ("utap_sprint_hist", utap_sprint_hist as *const u8),
         ("utap_foreach_array", utap_foreach_array as *const u8),
         ("utap_foreach_hist", utap_foreach_hist as *const u8),
         ("utap_foreach_next", utap_foreach_next as *const u8),

@@ -33,10 +33,16 @@ pub fn interrupted() -> bool {
 }
 
 /// A small xorshift generator for `.randomize(M)` (no dependency, and
-/// nothing here needs cryptographic quality).
-struct Jitter(u64);
+/// nothing here needs cryptographic quality). Also used by the process
+/// session, whose tracer loop schedules the same timer probes.
+pub struct Jitter(u64);
 
 impl Jitter {
+    /// A generator seeded with `seed` and utap's pid (never zero).
+    pub fn new(seed: u64) -> Jitter {
+        Jitter((0x9e37_79b9_7f4a_7c15 ^ std::process::id() as u64 ^ seed.rotate_left(17)) | 1)
+    }
+
     fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
@@ -45,7 +51,7 @@ impl Jitter {
     }
 
     /// `period ± randomize`, at least 1 ns.
-    fn period(&mut self, t: &TimerPoint) -> Duration {
+    pub fn period(&mut self, t: &TimerPoint) -> Duration {
         let mut ns = t.period_ns as i128;
         if t.randomize_ns > 0 {
             let span = 2 * t.randomize_ns as i128 + 1;
@@ -68,7 +74,7 @@ pub fn run(rt: &mut ScriptRuntime, sink: &mut dyn OutputSink, time_limit: Option
 
 fn run_timers(rt: &mut ScriptRuntime, sink: &mut dyn OutputSink, deadline: Option<Instant>) {
     let timers = rt.timers();
-    let mut jitter = Jitter(0x9e37_79b9_7f4a_7c15 ^ std::process::id() as u64);
+    let mut jitter = Jitter::new(0);
     let now = Instant::now();
     let mut next: Vec<Instant> = timers.iter().map(|t| now + jitter.period(t)).collect();
     loop {

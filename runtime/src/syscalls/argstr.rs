@@ -65,11 +65,27 @@ pub fn entry_snapshot(nr: i64, args: &[u64; 6], mem: &dyn ReadMemory) -> EntrySn
             snap.values[i] = match arg.kind {
                 Kind::IntRef => read_exact(mem, args[i], 4).map(|b| i64::from(i32_at(&b, 0))),
                 Kind::OffPtr => read_exact(mem, args[i], 8).map(|b| i64_at(&b, 0)),
+                // An fd set fits one slot up to 64 descriptors.
+                Kind::FdSet(n) if args[usize::from(n) - 1] <= 64 => {
+                    read_exact(mem, args[i], 8).map(|b| i64_at(&b, 0))
+                }
+                Kind::InOutTimeval => read_exact(mem, args[i], 16)
+                    .and_then(|b| pack_time(i64_at(&b, 0), i64_at(&b, 8), 1_000_000)),
+                Kind::InOutTimespec => read_exact(mem, args[i], 16)
+                    .and_then(|b| pack_time(i64_at(&b, 0), i64_at(&b, 8), 1_000_000_000)),
                 _ => None,
             };
         }
     }
     snap
+}
+
+/// A time as one number of sub-second units, when it fits.
+fn pack_time(sec: i64, sub: i64, per_sec: i64) -> Option<i64> {
+    if !(0..per_sec).contains(&sub) {
+        return None;
+    }
+    sec.checked_mul(per_sec)?.checked_add(sub)
 }
 
 /// The completed call's arguments like `argstr(nr, args, Some(ret), mem)`,
@@ -553,6 +569,9 @@ impl Decoder<'_> {
             Kind::RusageWho => process::rusage_who_str(v),
             Kind::OutSiginfo if out_ok => process::siginfo_str(self.mem, v),
             Kind::OutSiginfo => addr_str(v),
+            Kind::Siginfo => process::siginfo_str(self.mem, v),
+            Kind::SchedPolicy => process::sched_policy_str(v),
+            Kind::Sigevent => process::sigevent_str(self.mem, v),
             Kind::Itimerspec => time::itimerspec_str(self.mem, v),
             Kind::OutItimerspec if out_ok => time::itimerspec_str(self.mem, v),
             Kind::OutItimerspec => addr_str(v),
@@ -592,6 +611,25 @@ impl Decoder<'_> {
                 None => addr_str(v),
             },
             Kind::OutFdPair => addr_str(v),
+            Kind::FdSet(n) => match self.entry_value(i) {
+                Some(word) if v != 0 => poll::fdset_bits_str(&[word as u64], by_index(n)),
+                _ => poll::fdset_str(self.mem, v, by_index(n)),
+            },
+            Kind::InOutTimeval => match self.entry_value(i) {
+                Some(t) if v != 0 => {
+                    format!("{{tv_sec={}, tv_usec={}}}", t / 1_000_000, t % 1_000_000)
+                }
+                _ => time::timeval_str(self.mem, v),
+            },
+            Kind::InOutTimespec => match self.entry_value(i) {
+                Some(t) if v != 0 => format!(
+                    "{{tv_sec={}, tv_nsec={}}}",
+                    t / 1_000_000_000,
+                    t % 1_000_000_000
+                ),
+                _ => time::timespec_str(self.mem, v),
+            },
+            Kind::Pselect6Sigmask => poll::pselect6_sigmask_str(self.mem, v),
             Kind::PollFds(n) => poll::pollfds_str(self.mem, v, by_index(n)),
             Kind::EpollOp => poll::epoll_op_str(v),
             Kind::EpollEvent => poll::epoll_event_str(self.mem, v),
@@ -808,6 +846,25 @@ mod tests {
         assert_eq!(
             entry_snapshot(nr("getpid"), &a, &before),
             EntrySnapshot::default()
+        );
+        // select's fd set and timeout: the kernel rewrites both.
+        let mut m = vec![0u8; 0x20];
+        m[0..8].copy_from_slice(&0b11_0000u64.to_ne_bytes());
+        m[0x10..0x18].copy_from_slice(&1i64.to_ne_bytes());
+        let before = Mem::new(0x1000, &m);
+        m[0..8].copy_from_slice(&0b01_0000u64.to_ne_bytes());
+        m[0x10..0x18].copy_from_slice(&0i64.to_ne_bytes());
+        m[0x18..0x20].copy_from_slice(&999_000i64.to_ne_bytes());
+        let after = Mem::new(0x1000, &m);
+        let a = args(&[6, 0x1000, 0, 0, 0x1010]);
+        let snap = entry_snapshot(nr("select"), &a, &before);
+        assert_eq!(
+            argstr_exit(nr("select"), &a, 1, &after, &snap),
+            "6, [4 5], NULL, NULL, {tv_sec=1, tv_usec=0}"
+        );
+        assert_eq!(
+            argstr(nr("select"), &a, Some(1), &after),
+            "6, [4], NULL, NULL, {tv_sec=0, tv_usec=999000}"
         );
     }
 

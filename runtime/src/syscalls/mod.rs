@@ -9,6 +9,7 @@ pub mod decode;
 pub mod errno;
 pub mod signals;
 pub mod spec;
+pub mod strace_compat;
 pub mod table;
 pub mod tapset;
 #[cfg(test)]

@@ -122,6 +122,10 @@ pub enum Kind {
     RusageWho,
     /// A `siginfo_t` the call fills (waitid).
     OutSiginfo,
+    /// A `siginfo_t` the call reads (rt_sigqueueinfo).
+    Siginfo,
+    SchedPolicy,
+    Sigevent,
     Itimerspec,
     OutItimerspec,
     Itimerval,
@@ -132,6 +136,15 @@ pub enum Kind {
     PrioWhich,
     Msghdr,
     OutMsghdr,
+    /// select's `fd_set` of argument N descriptors (read at entry, updated
+    /// by the kernel: exact at exit only with an entry snapshot).
+    FdSet(u8),
+    /// select's timeout (`struct timeval`, updated by the kernel).
+    InOutTimeval,
+    /// pselect6/ppoll's timeout (`struct timespec`, updated by the kernel).
+    InOutTimespec,
+    /// pselect6's `{sigmask=[...], sigsetsize=8}`.
+    Pselect6Sigmask,
     /// poll's `struct pollfd` array; its length is argument N.
     PollFds(u8),
     EpollOp,
@@ -766,7 +779,7 @@ pub static SIGNATURES: &[Signature] = &[
         &[
             a("fds_uaddr", PollFds(2)),
             a("nfds", UInt),
-            a("tsp", Timespec),
+            a("tsp", InOutTimespec),
             a("sigmask", Sigset(5)),
             a("sigsetsize", ULong),
         ],
@@ -775,21 +788,21 @@ pub static SIGNATURES: &[Signature] = &[
         "select",
         &[
             a("n", Int),
-            a("readfds_uaddr", Ptr),
-            a("writefds_uaddr", Ptr),
-            a("exceptfds_uaddr", Ptr),
-            a("timeout_uaddr", Ptr),
+            a("readfds_uaddr", FdSet(1)),
+            a("writefds_uaddr", FdSet(1)),
+            a("exceptfds_uaddr", FdSet(1)),
+            a("timeout_uaddr", InOutTimeval),
         ],
     ),
     d(
         "pselect6",
         &[
             a("nfds", Int),
-            a("readfds", Ptr),
-            a("writefds", Ptr),
-            a("exceptfds", Ptr),
-            a("timeout", Timespec),
-            a("sigmask", Ptr),
+            a("readfds", FdSet(1)),
+            a("writefds", FdSet(1)),
+            a("exceptfds", FdSet(1)),
+            a("timeout", InOutTimespec),
+            a("sigmask", Pselect6Sigmask),
         ],
     ),
     d("epoll_create", &[a("size", Int)]),
@@ -890,6 +903,55 @@ pub static SIGNATURES: &[Signature] = &[
     d("sysinfo", &[a("info_uaddr", Ptr)]),
     d("clone3", &[a("uargs", Ptr), a("size", ULong)]),
     d("flock", &[a("fd", Fd), a("operation", FlockOp)]),
+    d("sched_getscheduler", &[a("pid", Pid)]),
+    d("sched_getparam", &[a("pid", Pid), a("p_uaddr", OutIntRef)]),
+    d("sched_setparam", &[a("pid", Pid), a("p_uaddr", IntRef)]),
+    d(
+        "sched_setscheduler",
+        &[
+            a("pid", Pid),
+            a("policy", SchedPolicy),
+            a("p_uaddr", IntRef),
+        ],
+    ),
+    d("sched_get_priority_max", &[a("policy", SchedPolicy)]),
+    d("sched_get_priority_min", &[a("policy", SchedPolicy)]),
+    d(
+        "timer_create",
+        &[
+            a("clockid", ClockId),
+            a("evp_uaddr", Sigevent),
+            a("timerid_uaddr", OutIntRef),
+        ],
+    ),
+    d(
+        "timer_settime",
+        &[
+            a("timerid", Int),
+            a("flags", TimerFlags),
+            a("value_uaddr", Itimerspec),
+            a("ovalue_uaddr", OutItimerspec),
+        ],
+    ),
+    d(
+        "timer_gettime",
+        &[a("timerid", Int), a("value_uaddr", OutItimerspec)],
+    ),
+    d("timer_getoverrun", &[a("timerid", Int)]),
+    d("timer_delete", &[a("timerid", Int)]),
+    d(
+        "rt_sigtimedwait",
+        &[
+            a("uthese_uaddr", Sigset(4)),
+            a("uinfo_uaddr", OutSiginfo),
+            a("uts_uaddr", Timespec),
+            a("sigsetsize", ULong),
+        ],
+    ),
+    d(
+        "rt_sigqueueinfo",
+        &[a("pid", Pid), a("sig", Signal), a("uinfo_uaddr", Siginfo)],
+    ),
     d(
         "preadv",
         &[

@@ -56,6 +56,8 @@ pub struct SyscallInfo {
     pub arch: u32,
     pub instruction_pointer: u64,
     pub stack_pointer: u64,
+    /// At a seccomp stop: the 16 data bits of the filter's RET_TRACE.
+    pub seccomp_data: Option<u32>,
 }
 
 /// The context of one callback: the reported thread, the calling engine,
@@ -124,6 +126,7 @@ impl Cx<'_> {
             arch: raw.arch,
             instruction_pointer: raw.instruction_pointer,
             stack_pointer: raw.stack_pointer,
+            seccomp_data: None,
         };
         // SAFETY: `op` says which member of the union the kernel filled.
         unsafe {
@@ -135,6 +138,7 @@ impl Cx<'_> {
                 libc::PTRACE_SYSCALL_INFO_SECCOMP => {
                     info.nr = raw.u.seccomp.nr as i64;
                     info.args = raw.u.seccomp.args;
+                    info.seccomp_data = Some(raw.u.seccomp.ret_data);
                 }
                 libc::PTRACE_SYSCALL_INFO_EXIT => {
                     info.ret = Some(raw.u.exit.sval);

@@ -31,6 +31,40 @@
 //! # Ok::<(), utap_runtime::utrace::Error>(())
 //! ```
 //!
+//! # API at a glance
+//!
+//! * [`Tracer`] — created on the thread that will trace (it is not `Send`):
+//!   `new`, `add_engine(E) -> EngineId`, `engine::<E>(id)` /
+//!   `engine_mut` (read results back), `ctl()` (the [`Control`] below, before
+//!   `run`), `handle()` (a [`TracerHandle`] for other threads),
+//!   `spawn(&SpawnCommand, hook) -> Spawned` (`-c`), and `run() ->
+//!   EndReason`, which returns only after every thread is detached.
+//! * [`Control`] — the same surface for code outside `run`, for callbacks
+//!   (a [`Cx`] derefs to it), ticks and commands: `attach(tid, engine,
+//!   AttachMode, Events)`, `attach_process(pid) -> tids` (`-x`: seizes
+//!   every thread), `set_events`, `events`, `control(tid, engine,
+//!   ResumeAction) -> ControlStatus`, `detach`, `threads`, `process_of`,
+//!   `is_stopped`, `set_syscall_source(pid, SyscallSource::Seccomp)` (entries
+//!   from the caller's seccomp filter), `end(EndReason)`,
+//!   `end_when_exits(pid)`, `add_timer(deadline, tick) -> TimerId`,
+//!   `cancel_timer`.
+//! * [`Engine`] — implement the `report_*` callbacks you need (defaults
+//!   say `Resume`); each gets `&mut Cx` and the prevailing action, and
+//!   returns its own. [`Cx`] has the reported thread (`tid`, `pid`,
+//!   `engine`), `syscall()` ([`SyscallInfo`]: number, arguments, return
+//!   value, seccomp data), `regs`/`set_regs`, `set_syscall_return(v)` (at
+//!   entry: skip the call; at exit: replace the value), `siginfo`,
+//!   `disposition(sig)`, `memory()` (a `ReadMemory`).
+//! * Ticks: `add_timer(first, |ctl| -> Option<Instant>)` runs the closure on
+//!   the tracer thread at `first` and then at each deadline it returns
+//!   (`None` stops it): timer probes share the handlers' thread, so script
+//!   globals need no locks. The doorbell's timerfd wakes the loop; an idle
+//!   loop costs nothing.
+//! * The loop ends on `Control::end` / `TracerHandle::end` (e.g. Ctrl-C
+//!   from another thread), when the `end_when_exits` process dies
+//!   (`EndReason::ProcessExited` with its status), or on SIGINT/SIGTERM/SIGHUP
+//!   once [`catch_termination_signals`] is installed (`EndReason::Signal`).
+//!
 //! # Invariants
 //!
 //! * **One tracer thread** owns every ptrace relationship and runs every

@@ -25,7 +25,7 @@ pub struct SpawnCommand {
 }
 
 impl SpawnCommand {
-    /// `program` with `args` (argv[0] is `program`).
+    /// `program` with `args` (`argv[0]` is `program`).
     pub fn new<S: AsRef<str>>(program: &str, args: &[S]) -> Result<SpawnCommand> {
         let mut argv = vec![cstring(program)?];
         for a in args {
@@ -153,6 +153,10 @@ unsafe fn child(
     status_w: libc::c_int,
 ) -> ! {
     unsafe {
+        // The tracer thread may block signals; the command must not inherit that.
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
         libc::raise(libc::SIGSTOP);
         let ok = match hook {
             Some(h) => h(),

@@ -127,6 +127,8 @@ impl Tracer {
             }
         };
         self.detach_all();
+        // Commands that came too late still get their answers.
+        self.drain_commands();
         Ok(reason)
     }
 

@@ -53,6 +53,48 @@ pub fn pollfds_str(mem: &dyn ReadMemory, addr: u64, nfds: u64) -> String {
     format!("[{}]", items.join(", "))
 }
 
+/// The descriptors of an `fd_set` word list, below `nfds`: `[0 3]`.
+pub fn fdset_bits_str(words: &[u64], nfds: u64) -> String {
+    let fds: Vec<String> = (0..nfds.min(words.len() as u64 * 64))
+        .filter(|fd| words[(fd / 64) as usize] & (1 << (fd % 64)) != 0)
+        .map(|fd| fd.to_string())
+        .collect();
+    format!("[{}]", fds.join(" "))
+}
+
+/// select's `fd_set` of `nfds` descriptors in tracee memory.
+pub fn fdset_str(mem: &dyn ReadMemory, addr: u64, nfds: u64) -> String {
+    if addr == 0 {
+        return "NULL".to_string();
+    }
+    let nfds = nfds.min(1024);
+    let len = nfds.div_ceil(64) as usize * 8;
+    match read_exact(mem, addr, len) {
+        Some(b) => {
+            let words: Vec<u64> = (0..len / 8).map(|i| u64_at(&b, i * 8)).collect();
+            fdset_bits_str(&words, nfds)
+        }
+        None => addr_str(addr),
+    }
+}
+
+/// pselect6's sixth argument: `{sigmask=[USR1], sigsetsize=8}`.
+pub fn pselect6_sigmask_str(mem: &dyn ReadMemory, addr: u64) -> String {
+    if addr == 0 {
+        return "NULL".to_string();
+    }
+    match read_exact(mem, addr, 16) {
+        Some(b) => {
+            let (set, size) = (u64_at(&b, 0), u64_at(&b, 8));
+            format!(
+                "{{sigmask={}, sigsetsize={size}}}",
+                super::signal::sigset_str(mem, set, size)
+            )
+        }
+        None => addr_str(addr),
+    }
+}
+
 const EPOLL_OPS: &[Xlat] = &[
     (1, "EPOLL_CTL_ADD"),
     (2, "EPOLL_CTL_DEL"),
@@ -141,6 +183,28 @@ mod tests {
         );
         assert_eq!(pollfds_str(&mem, 0x1000, 0), "[]");
         assert_eq!(pollfds_str(&mem, 0x5000, 1), "0x5000");
+    }
+
+    #[test]
+    fn fd_sets() {
+        let mem = Mem::new(0x1000, &((1u64 << 3) | 1 | (1 << 40)).to_ne_bytes());
+        assert_eq!(fdset_str(&mem, 0x1000, 5), "[0 3]");
+        assert_eq!(fdset_str(&mem, 0x1000, 64), "[0 3 40]");
+        assert_eq!(fdset_str(&mem, 0, 5), "NULL");
+        assert_eq!(fdset_str(&mem, 0x1000, 0), "[]");
+        assert_eq!(fdset_str(&mem, 0x1000, 100), "0x1000");
+        assert_eq!(fdset_bits_str(&[0b101, 1], 66), "[0 2 64]");
+        assert_eq!(fdset_bits_str(&[0b101, 1], 2), "[0]");
+        let mut b = 0x2000u64.to_ne_bytes().to_vec();
+        b.extend_from_slice(&8u64.to_ne_bytes());
+        let mut m = vec![0u8; 0x1010];
+        m[..16].copy_from_slice(&b);
+        m[0x1000..0x1008].copy_from_slice(&(1u64 << 9).to_ne_bytes());
+        let mem = Mem::new(0x1000, &m);
+        assert_eq!(
+            pselect6_sigmask_str(&mem, 0x1000),
+            "{sigmask=[USR1], sigsetsize=8}"
+        );
     }
 
     #[test]

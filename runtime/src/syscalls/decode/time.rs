@@ -50,6 +50,17 @@ pub fn time_comment(sec: i64, nsec: u64) -> Option<String> {
     }
 }
 
+/// `struct timeval`: `{tv_sec=0, tv_usec=1000}`.
+pub fn timeval_str(mem: &dyn ReadMemory, addr: u64) -> String {
+    if addr == 0 {
+        return "NULL".to_string();
+    }
+    match read_exact(mem, addr, 16) {
+        Some(b) => format!("{{tv_sec={}, tv_usec={}}}", i64_at(&b, 0), i64_at(&b, 8)),
+        None => addr_str(addr),
+    }
+}
+
 const UTIME_NOW: i64 = (1 << 30) - 1;
 const UTIME_OMIT: i64 = (1 << 30) - 2;
 
@@ -174,6 +185,16 @@ mod tests {
         assert_eq!(clockid_str(1), "CLOCK_MONOTONIC");
         assert_eq!(clockid_str(42), "0x2a /* CLOCK_??? */");
         assert_eq!(timer_flags_str(1), "TIMER_ABSTIME");
+    }
+
+    #[test]
+    fn timevals() {
+        let mut b = 2i64.to_ne_bytes().to_vec();
+        b.extend_from_slice(&5i64.to_ne_bytes());
+        let mem = Mem::new(0x1000, &b);
+        assert_eq!(timeval_str(&mem, 0x1000), "{tv_sec=2, tv_usec=5}");
+        assert_eq!(timeval_str(&mem, 0), "NULL");
+        assert_eq!(timeval_str(&mem, 0x1008), "0x1008");
     }
 
     #[test]

@@ -1,0 +1,234 @@
+//! Process sessions: `utap script.stp -c CMD` and `-x PID`.
+//!
+//! A session runs the script's begin probes, starts the command (traced
+//! from its first instruction, with a seccomp filter that stops only on the
+//! syscalls the script probes) or attaches to every thread of a running
+//! process, and serves every process probe from one utrace engine attached
+//! to each thread of the target and its descendants ([`engine`]). Timer
+//! probes run on the same tracer thread, so script globals need no locks.
+//!
+//! The session ends when the target process exits, when a handler calls
+//! `exit()` or fails, at the `-T` limit, or on SIGINT/SIGTERM/SIGHUP; then
+//! every thread is detached (a command still running goes on untraced, as
+//! with SystemTap), the end probes run and the output queue is drained.
+
+mod engine;
+pub mod points;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+pub use points::{ProcessEvent, ProcessFilter, ProcessPoint};
+
+use crate::script::{OutputSink, ScriptRuntime};
+use crate::seccomp;
+use crate::transport::Producer;
+use crate::utrace::{
+    AttachMode, Control, EndReason, SpawnCommand, SyscallSource, Tid, Tracer,
+    catch_termination_signals,
+};
+use engine::{ScriptEngine, Shared, SharedRef};
+use points::Dispatch;
+
+/// What the session traces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// `-c CMD`: run `/bin/sh -c "exec CMD"`.
+    Command(String),
+    /// `-x PID`: attach to a running process.
+    Attach(i32),
+}
+
+#[derive(Clone, Debug)]
+pub struct SessionOptions {
+    pub target: Target,
+    /// `-T SECONDS`.
+    pub time_limit: Option<Duration>,
+    /// `-v`: say which syscall-stop strategy is used and why.
+    pub verbose: bool,
+}
+
+/// A session that could not start: the message for the user.
+#[derive(Debug)]
+pub struct SessionError(pub String);
+
+impl std::fmt::Display for SessionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Runs `script` over the target; returns utap's exit status (1 after a
+/// runtime error). `sink` is the transport's producer.
+pub fn run(
+    mut script: ScriptRuntime,
+    points: &[ProcessPoint],
+    opts: &SessionOptions,
+    mut sink: Producer,
+) -> Result<i32, SessionError> {
+    catch_termination_signals().map_err(|e| SessionError(format!("signal setup: {e}")))?;
+    let dispatch = Rc::new(Dispatch::new(points));
+    let mut tracer = Tracer::new().map_err(|e| SessionError(e.to_string()))?;
+    if !script.run_begin(&mut sink) {
+        return Ok(finish(&mut script, &mut sink));
+    }
+    let (pid, threads) = start_target(&mut tracer, &mut script, &dispatch, opts)?;
+    let shared: SharedRef = Rc::new(RefCell::new(Shared::new(script, sink, &dispatch)));
+    let id = tracer.add_engine(ScriptEngine {
+        shared: shared.clone(),
+        dispatch: dispatch.clone(),
+    });
+    shared.borrow_mut().engine = id;
+    {
+        let mut ctl = tracer.ctl();
+        for &t in &threads {
+            ctl.attach(t, id, AttachMode::Create, dispatch.events())
+                .map_err(|e| SessionError(format!("cannot trace {t}: {e}")))?;
+        }
+        ctl.end_when_exits(pid);
+        shared
+            .borrow_mut()
+            .adopt_process(&mut ctl, &dispatch, pid, &threads);
+        schedule_timers(&mut ctl, &shared, opts.time_limit);
+    }
+    let why = tracer.run().map_err(|e| SessionError(e.to_string()))?;
+    if opts.verbose {
+        eprintln!("utap: session ended: {why:?}");
+    }
+    drop(tracer);
+    let mut s = shared.borrow_mut();
+    let s = &mut *s;
+    Ok(finish(&mut s.script, &mut s.sink))
+}
+
+/// End (or error) probes, autoprinted globals, the error summary.
+fn finish(script: &mut ScriptRuntime, sink: &mut dyn OutputSink) -> i32 {
+    script.run_end(sink);
+    script.finish(sink)
+}
+
+/// Starts or attaches to the target; returns its pid and its threads.
+fn start_target(
+    tracer: &mut Tracer,
+    script: &mut ScriptRuntime,
+    dispatch: &Dispatch,
+    opts: &SessionOptions,
+) -> Result<(Tid, Vec<Tid>), SessionError> {
+    match &opts.target {
+        Target::Command(cmd) => {
+            let pid = spawn(tracer, cmd, dispatch.syscall_set(), opts.verbose)?;
+            script.set_target(pid.0 as i64);
+            Ok((pid, vec![pid]))
+        }
+        Target::Attach(pid) => {
+            let pid = Tid(*pid);
+            script.set_target(pid.0 as i64);
+            let threads = tracer
+                .ctl()
+                .attach_process(pid)
+                .map_err(|e| attach_error(pid, e))?;
+            if opts.verbose {
+                eprintln!(
+                    "utap: attached to {} thread(s) of {pid}; stopping on every syscall (no seccomp filter can be added to a running process)",
+                    threads.len()
+                );
+            }
+            Ok((pid, threads))
+        }
+    }
+}
+
+fn attach_error(pid: Tid, e: crate::utrace::Error) -> SessionError {
+    use crate::utrace::Error;
+    let why = match e {
+        Error::Gone(_)
+        | Error::NoSuchThread(_)
+        | Error::Os {
+            errno: libc::ESRCH | libc::ENOENT,
+            ..
+        } => "no such process".to_string(),
+        Error::Os {
+            errno: libc::EPERM, ..
+        } => "operation not permitted (it is traced already, \
+            belongs to another user, or kernel.yama.ptrace_scope forbids it)"
+            .to_string(),
+        other => other.to_string(),
+    };
+    SessionError(format!("cannot attach to process {pid}: {why}"))
+}
+
+/// Starts `/bin/sh -c "exec CMD"` traced from its first instruction, with a
+/// seccomp filter when the script's syscall set is known.
+fn spawn(
+    tracer: &mut Tracer,
+    cmd: &str,
+    syscalls: Option<&[u32]>,
+    verbose: bool,
+) -> Result<Tid, SessionError> {
+    let command = SpawnCommand::shell(&format!("exec {cmd}"))
+        .map_err(|e| SessionError(format!("cannot run {cmd:?}: {e}")))?;
+    // Built before fork: installing it in the child must not allocate.
+    let filter = syscalls.and_then(|s| seccomp::Filter::new(s.iter().copied()).ok());
+    let mut install = || filter.as_ref().is_some_and(|f| seccomp::install(f).is_ok());
+    let hook: Option<&mut dyn FnMut() -> bool> = match filter {
+        Some(_) => Some(&mut install),
+        None => None,
+    };
+    let spawned = tracer
+        .spawn(&command, hook)
+        .map_err(|e| SessionError(format!("cannot run {cmd:?}: {e}")))?;
+    let seccomp_on = filter.is_some() && spawned.hook_ok;
+    if seccomp_on {
+        tracer
+            .ctl()
+            .set_syscall_source(spawned.pid, SyscallSource::Seccomp);
+    }
+    if verbose {
+        eprintln!("{}", strategy_note(syscalls, seccomp_on));
+        if seccomp_on && seccomp::needs_no_new_privs() {
+            eprintln!(
+                "utap: without CAP_SYS_ADMIN the filter needs NO_NEW_PRIVS: setuid programs run without their privileges"
+            );
+        }
+    }
+    Ok(spawned.pid)
+}
+
+fn strategy_note(syscalls: Option<&[u32]>, seccomp_on: bool) -> String {
+    match (syscalls, seccomp_on) {
+        (Some(s), true) => format!(
+            "utap: seccomp filter stops only on {} syscall(s) (+ execve)",
+            s.len()
+        ),
+        (Some(_), false) => {
+            "utap: seccomp filter could not be installed; stopping on every syscall".into()
+        }
+        (None, _) => "utap: a probe takes every syscall; stopping on every syscall".into(),
+    }
+}
+
+/// Timer probes and the `-T` limit, as ticks of the tracer loop.
+fn schedule_timers(ctl: &mut Control, shared: &SharedRef, limit: Option<Duration>) {
+    let now = Instant::now();
+    let timers = shared.borrow().script.timers();
+    for t in timers {
+        let shared = shared.clone();
+        let mut jitter = crate::script::scheduler::Jitter::new(t.probe as u64);
+        ctl.add_timer(now + jitter.period(&t), move |ctl| {
+            let mut s = shared.borrow_mut();
+            let s = &mut *s;
+            if s.script.fire_timer(t.probe, &mut s.sink).stop {
+                ctl.end(EndReason::Requested);
+                return None;
+            }
+            Some(Instant::now() + jitter.period(&t))
+        });
+    }
+    if let Some(limit) = limit {
+        ctl.add_timer(now + limit, |ctl| {
+            ctl.end(EndReason::Requested);
+            None
+        });
+    }
+}

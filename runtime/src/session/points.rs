@@ -1,0 +1,228 @@
+//! Which compiled probes a process event fires, decided once at session
+//! start so that the event path only indexes tables.
+
+use crate::utrace::Events;
+
+/// A process probe point of the script, in runtime terms (the driver
+/// translates the checker's points into these).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcessPoint {
+    /// Index of the probe in the script image.
+    pub probe: usize,
+    pub filter: ProcessFilter,
+    pub event: ProcessEvent,
+}
+
+/// `process`, `process("PATH")` or `process(PID)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProcessFilter {
+    Any,
+    /// An absolute path, compared with the process's executable.
+    Path(String),
+    Pid(i32),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProcessEvent {
+    Begin,
+    End,
+    ThreadBegin,
+    ThreadEnd,
+    /// `None`: every syscall.
+    Syscall(Option<Vec<u32>>),
+    SyscallReturn(Option<Vec<u32>>),
+    Signal,
+    Quiesce,
+}
+
+/// One probe to fire, with the process it is limited to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Hook {
+    pub probe: usize,
+    pub filter: ProcessFilter,
+}
+
+/// Hooks per syscall number, each list in probe (declaration) order.
+#[derive(Default)]
+pub(crate) struct SyscallHooks {
+    by_nr: Vec<Vec<Hook>>,
+    /// Hooks on every syscall, merged into each `by_nr` list too; kept for
+    /// numbers beyond the table.
+    all: Vec<Hook>,
+    any: bool,
+}
+
+/// Syscall numbers the table covers directly (x86_64 has < 500).
+const TABLE: usize = 512;
+
+impl SyscallHooks {
+    fn add(&mut self, hook: Hook, set: &Option<Vec<u32>>) {
+        if self.by_nr.is_empty() {
+            self.by_nr = vec![Vec::new(); TABLE];
+        }
+        self.any = true;
+        match set {
+            None => {
+                self.all.push(hook.clone());
+                self.by_nr.iter_mut().for_each(|l| l.push(hook.clone()));
+            }
+            Some(nrs) => {
+                for &nr in nrs {
+                    if let Some(l) = self.by_nr.get_mut(nr as usize) {
+                        l.push(hook.clone());
+                    }
+                }
+            }
+        }
+    }
+
+    /// The hooks for syscall `nr`.
+    pub fn get(&self, nr: i64) -> &[Hook] {
+        match usize::try_from(nr).ok().and_then(|i| self.by_nr.get(i)) {
+            Some(l) => l,
+            None => &self.all,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        !self.any
+    }
+}
+
+/// Every process hook of a script, by event.
+#[derive(Default)]
+pub(crate) struct Dispatch {
+    pub begin: Vec<Hook>,
+    /// The `process("PATH").begin` hooks, which also fire when a process
+    /// execs PATH.
+    pub exec_begin: Vec<Hook>,
+    pub end: Vec<Hook>,
+    pub thread_begin: Vec<Hook>,
+    pub thread_end: Vec<Hook>,
+    pub signal: Vec<Hook>,
+    pub quiesce: Vec<Hook>,
+    pub entry: SyscallHooks,
+    pub exit: SyscallHooks,
+    /// The union of the syscall sets, `None` when some probe takes all.
+    syscalls: Option<Vec<u32>>,
+    /// Some probe is limited to `process("PATH")`: executables must be known.
+    pub path_filters: bool,
+}
+
+impl Dispatch {
+    pub fn new(points: &[ProcessPoint]) -> Dispatch {
+        let mut d = Dispatch {
+            syscalls: Some(Vec::new()),
+            ..Dispatch::default()
+        };
+        let mut sorted: Vec<&ProcessPoint> = points.iter().collect();
+        sorted.sort_by_key(|p| p.probe);
+        for p in sorted {
+            let hook = Hook {
+                probe: p.probe,
+                filter: p.filter.clone(),
+            };
+            let by_path = matches!(p.filter, ProcessFilter::Path(_));
+            d.path_filters |= by_path;
+            match &p.event {
+                ProcessEvent::Begin if by_path => {
+                    d.exec_begin.push(hook.clone());
+                    d.begin.push(hook);
+                }
+                ProcessEvent::Begin => d.begin.push(hook),
+                ProcessEvent::End => d.end.push(hook),
+                ProcessEvent::ThreadBegin => d.thread_begin.push(hook),
+                ProcessEvent::ThreadEnd => d.thread_end.push(hook),
+                ProcessEvent::Signal => d.signal.push(hook),
+                ProcessEvent::Quiesce => d.quiesce.push(hook),
+                ProcessEvent::Syscall(set) => {
+                    d.note_syscalls(set);
+                    d.entry.add(hook, set);
+                }
+                ProcessEvent::SyscallReturn(set) => {
+                    d.note_syscalls(set);
+                    d.exit.add(hook, set);
+                }
+            }
+        }
+        if let Some(s) = &mut d.syscalls {
+            s.sort_unstable();
+            s.dedup();
+        }
+        d
+    }
+
+    fn note_syscalls(&mut self, set: &Option<Vec<u32>>) {
+        match (set, &mut self.syscalls) {
+            (Some(nrs), Some(all)) => all.extend(nrs),
+            _ => self.syscalls = None,
+        }
+    }
+
+    /// The syscalls any probe can fire on: what a seccomp filter must stop
+    /// on (`None` = every syscall).
+    pub fn syscall_set(&self) -> Option<&[u32]> {
+        self.syscalls.as_deref()
+    }
+
+    /// The utrace events the script's engine needs on every thread.
+    pub fn events(&self) -> Events {
+        // Lifecycle events are always wanted: they keep the process
+        // facts (execname, thread counts for process.end) current.
+        let mut e = Events::CLONE | Events::EXEC | Events::DEATH | Events::FOLLOW;
+        if !self.entry.is_empty() {
+            e |= Events::SYSCALL_ENTRY;
+        }
+        if !self.exit.is_empty() {
+            // The entry stop records the arguments the return probe sees.
+            e |= Events::SYSCALL_ENTRY | Events::SYSCALL_EXIT;
+        }
+        if !self.signal.is_empty() {
+            e |= Events::SIGNAL;
+        }
+        if !self.quiesce.is_empty() {
+            e |= Events::QUIESCE;
+        }
+        e
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(probe: usize, event: ProcessEvent) -> ProcessPoint {
+        ProcessPoint {
+            probe,
+            filter: ProcessFilter::Any,
+            event,
+        }
+    }
+
+    #[test]
+    fn syscall_hooks_are_indexed_by_number_in_probe_order() {
+        let d = Dispatch::new(&[
+            point(2, ProcessEvent::Syscall(Some(vec![1]))),
+            point(0, ProcessEvent::Syscall(None)),
+            point(1, ProcessEvent::Syscall(Some(vec![1, 0]))),
+        ]);
+        let probes = |nr| d.entry.get(nr).iter().map(|h| h.probe).collect::<Vec<_>>();
+        assert_eq!(probes(1), vec![0, 1, 2]);
+        assert_eq!(probes(0), vec![0, 1]);
+        assert_eq!(probes(7), vec![0]);
+        assert_eq!(probes(100_000), vec![0]);
+        assert_eq!(d.syscall_set(), None);
+    }
+
+    #[test]
+    fn the_syscall_set_is_the_union_of_entry_and_return_sets() {
+        let d = Dispatch::new(&[
+            point(0, ProcessEvent::Syscall(Some(vec![257]))),
+            point(1, ProcessEvent::SyscallReturn(Some(vec![1, 257]))),
+            point(2, ProcessEvent::Begin),
+        ]);
+        assert_eq!(d.syscall_set(), Some(&[1, 257][..]));
+        assert!(d.events().contains(Events::SYSCALL_EXIT));
+        assert!(!d.events().contains(Events::SIGNAL));
+    }
+}
