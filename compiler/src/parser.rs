@@ -309,7 +309,7 @@ pub struct Ctx {
 /// A `->field` or `[index]` after a target variable or `@cast`.
 pub enum Suffix {
     Field(String, usize, usize),
-    Index(Expr),
+    Index(Box<Expr>),
 }
 
 /// A parsed `foreach (...)` header, waiting for its body.
@@ -369,31 +369,30 @@ impl Ctx {
         NodeId(n)
     }
 
-    pub fn expr(&self, kind: ExprKind, l: usize, r: usize) -> Expr {
-        Expr {
+    pub fn expr(&self, kind: ExprKind, l: usize, r: usize) -> Box<Expr> {
+        Box::new(Expr {
             id: self.id(),
             kind,
             span: self.span(l, r),
-        }
+        })
     }
 
-    pub fn binary(&self, op: BinOp, lhs: Expr, rhs: Expr, l: usize, r: usize) -> Expr {
-        self.expr(
-            ExprKind::Binary {
-                op,
-                lhs: Box::new(lhs),
-                rhs: Box::new(rhs),
-            },
-            l,
-            r,
-        )
+    pub fn binary(
+        &self,
+        op: BinOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+        l: usize,
+        r: usize,
+    ) -> Box<Expr> {
+        self.expr(ExprKind::Binary { op, lhs, rhs }, l, r)
     }
 
-    pub fn stmt(&self, kind: StmtKind, l: usize, r: usize) -> Stmt {
-        Stmt {
+    pub fn stmt(&self, kind: StmtKind, l: usize, r: usize) -> Box<Stmt> {
+        Box::new(Stmt {
             kind,
             span: self.span(l, r),
-        }
+        })
     }
 
     /// `-N` in a literal: SystemTap allows down to -2^63.
@@ -406,12 +405,12 @@ impl Ctx {
 
     pub fn alias(
         &self,
-        names: Vec<(ProbePoint, AliasKind)>,
-        targets: Vec<ProbePoint>,
+        names: Vec<(Box<ProbePoint>, AliasKind)>,
+        targets: Vec<Box<ProbePoint>>,
         body: Block,
         l: usize,
         r: usize,
-    ) -> ActionResult<Item> {
+    ) -> ActionResult<Vec<Item>> {
         let mut kind = AliasKind::Prologue;
         let mut points = Vec::with_capacity(names.len());
         for (p, k) in names {
@@ -426,16 +425,16 @@ impl Ctx {
             if k == AliasKind::Epilogue {
                 kind = AliasKind::Epilogue;
             }
-            points.push(p);
+            points.push(*p);
         }
-        Ok(Item::Alias(Alias {
+        Ok(vec![Item::Alias(Alias {
             names: points,
             kind,
-            targets,
+            targets: targets.into_iter().map(|p| *p).collect(),
             body,
             private: false,
             span: self.span(l, r),
-        }))
+        })])
     }
 
     pub fn global(
@@ -476,17 +475,18 @@ impl Ctx {
 
     pub fn for_loop(
         &self,
-        (init, cond, step): (Option<Expr>, Option<Expr>, Option<Expr>),
-        body: Stmt,
+        head: Box<(Option<Expr>, Option<Expr>, Option<Expr>)>,
+        body: Box<Stmt>,
         l: usize,
         r: usize,
-    ) -> Stmt {
+    ) -> Box<Stmt> {
+        let (init, cond, step) = *head;
         self.stmt(
             StmtKind::For {
                 init,
                 cond,
                 step,
-                body: Box::new(body),
+                body,
             },
             l,
             r,
@@ -504,7 +504,7 @@ impl Ctx {
         limit: Option<Expr>,
         l: usize,
         r: usize,
-    ) -> ActionResult<ForeachHead> {
+    ) -> ActionResult<Box<ForeachHead>> {
         let mut sort: Option<ForeachSort> = None;
         let mut add = |by, descending, agg| {
             if sort.is_some() {
@@ -543,17 +543,17 @@ impl Ctx {
             };
             add(SortBy::Value, d, agg)?;
         }
-        Ok(ForeachHead {
+        Ok(Box::new(ForeachHead {
             value,
             keys: key_names,
             source,
             slice,
             sort,
             limit,
-        })
+        }))
     }
 
-    pub fn foreach(&self, h: ForeachHead, body: Stmt, l: usize, r: usize) -> Stmt {
+    pub fn foreach(&self, h: Box<ForeachHead>, body: Box<Stmt>, l: usize, r: usize) -> Box<Stmt> {
         let span = self.span(l, r);
         self.stmt(
             StmtKind::Foreach(Box::new(Foreach {
@@ -563,7 +563,7 @@ impl Ctx {
                 slice: h.slice,
                 sort: h.sort,
                 limit: h.limit,
-                body: Box::new(body),
+                body,
                 span,
             })),
             l,
@@ -578,7 +578,7 @@ impl Ctx {
         path: Vec<Suffix>,
         l: usize,
         r: usize,
-    ) -> ActionResult<Expr> {
+    ) -> ActionResult<Box<Expr>> {
         let (name, mut pretty) = split_pretty(&name);
         if pretty > 0 && !path.is_empty() {
             return Err(user(
@@ -616,7 +616,7 @@ impl Ctx {
                     }
                     comps.push(TargetComp::Field(f));
                 }
-                Suffix::Index(e) => comps.push(TargetComp::Index(Box::new(e))),
+                Suffix::Index(e) => comps.push(TargetComp::Index(e)),
             }
         }
         let _ = (l, r);
@@ -631,7 +631,7 @@ impl Ctx {
         path: Vec<Suffix>,
         l: usize,
         r: usize,
-    ) -> ActionResult<Expr> {
+    ) -> ActionResult<Box<Expr>> {
         if name == "cast" {
             return self.cast(args, path, l, r);
         }
@@ -642,8 +642,8 @@ impl Ctx {
                 (None, _) => Ok(hist),
                 (Some(Suffix::Index(key)), None) => Ok(self.expr(
                     ExprKind::Index {
-                        base: IndexBase::Hist(Box::new(hist)),
-                        keys: vec![key],
+                        base: IndexBase::Hist(hist),
+                        keys: vec![*key],
                     },
                     l,
                     r,
@@ -696,7 +696,7 @@ impl Ctx {
         path: Vec<Suffix>,
         l: usize,
         r: usize,
-    ) -> ActionResult<Expr> {
+    ) -> ActionResult<Box<Expr>> {
         let string_arg = |e: Option<&Expr>| match e.map(|e| &e.kind) {
             Some(ExprKind::Str(s)) if !s.is_empty() => Some(s.clone()),
             _ => None,
@@ -740,7 +740,7 @@ impl Ctx {
         mut args: Vec<Expr>,
         l: usize,
         r: usize,
-    ) -> ActionResult<Expr> {
+    ) -> ActionResult<Box<Expr>> {
         let kind = match (name.as_str(), args.len()) {
             ("hist_log", 1) => HistKind::Log,
             ("hist_linear", 4) => {
