@@ -78,7 +78,6 @@ pub fn parse_file(
 ) -> Result<Script, Vec<Diagnostic>> {
     let text = map.text(file);
     let raw = lexer::lex(text);
-    let whole = Span::new(file, 0, 0);
     if raw.is_empty() && !opts.tapset {
         return Err(vec![empty_file(map, file, "")]);
     }
@@ -86,14 +85,38 @@ pub fn parse_file(
     if tokens.is_empty() && !opts.tapset {
         return Err(vec![empty_file(map, file, " after preprocessing")]);
     }
+    let items = match run_grammar(tokens, file, ids) {
+        Ok(items) => items,
+        Err(e) => {
+            let at = error_offset(&e);
+            let mut diags = vec![syntax_error(e, map, file, opts)];
+            report_more_errors(map, file, opts, ids, at, &mut diags);
+            return Err(diags);
+        }
+    };
+    let script = Script { file, items };
+    let problems = validate(&script, opts);
+    if problems.is_empty() {
+        Ok(script)
+    } else {
+        Err(problems)
+    }
+}
+
+/// Runs the grammar over laid-out tokens.
+fn run_grammar(
+    tokens: Vec<Token>,
+    file: FileId,
+    ids: &mut NodeIds,
+) -> Result<Vec<Item>, LalrError> {
     let ctx = Ctx {
         file,
         next_id: Cell::new(ids.next),
     };
     let stream = tokens.into_iter().map(|t| match t.tok {
         Tok::Error(e) => Err(Fail {
-            message: e.message.clone(),
-            help: e.help.clone(),
+            message: e.message,
+            help: e.help,
             start: t.start,
             end: t.end,
         }),
@@ -101,17 +124,50 @@ pub fn parse_file(
     });
     let result = grammar::ScriptParser::new().parse(&ctx, stream);
     ids.next = ctx.next_id.get();
-    let items = match result {
-        Ok(items) => items,
-        Err(e) => return Err(vec![syntax_error(e, map, file, opts)]),
-    };
-    let _ = whole;
-    let script = Script { file, items };
-    let problems = validate(&script, opts);
-    if problems.is_empty() {
-        Ok(script)
-    } else {
-        Err(problems)
+    result
+}
+
+/// Where a grammar error happened (byte offset).
+fn error_offset(e: &LalrError) -> usize {
+    match e {
+        ParseError::User { error } => error.start,
+        ParseError::UnrecognizedToken { token, .. } | ParseError::ExtraToken { token } => token.0,
+        ParseError::UnrecognizedEof { location, .. } | ParseError::InvalidToken { location } => {
+            *location
+        }
+    }
+}
+
+/// At most this many syntax errors are reported for one file.
+const MAX_ERRORS: usize = 20;
+
+/// Like SystemTap, goes on after a syntax error from the next `probe`,
+/// `global`, `function` or `private` keyword, to report later errors too.
+fn report_more_errors(
+    map: &SourceMap,
+    file: FileId,
+    opts: &ParseOptions,
+    ids: &mut NodeIds,
+    mut after: usize,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let tokens = preprocess::preprocess(lexer::lex(map.text(file)), &opts.pp_config());
+    while diags.len() < MAX_ERRORS {
+        let restart = tokens.iter().position(|t| {
+            t.start > after
+                && matches!(
+                    t.tok,
+                    Tok::Probe | Tok::Global | Tok::Function | Tok::Private
+                )
+        });
+        let Some(i) = restart else { return };
+        match run_grammar(layout::layout(tokens[i..].to_vec()), file, ids) {
+            Ok(_) => return,
+            Err(e) => {
+                after = error_offset(&e).max(tokens[i].start);
+                diags.push(syntax_error(e, map, file, opts));
+            }
+        }
     }
 }
 
