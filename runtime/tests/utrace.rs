@@ -939,9 +939,9 @@ fn job_control_stop_continue() {
     handle.barrier().unwrap();
     kill(pid, libc::SIGSTOP);
     let tids = tids_of(pid);
-    assert!(wait_until(5, || tids
-        .iter()
-        .all(|&t| matches!(state(pid, t), 'T' | 't'))));
+    // Stopped: a listening tracee shows as `t` (the kernel keeps it in
+    // TASK_TRACED), untraced it would be `T`.
+    assert!(wait_until(5, || tids.iter().all(|&t| state(pid, t) == 't')));
     std::thread::sleep(Duration::from_millis(50));
     let c1 = read_counter(&file);
     std::thread::sleep(Duration::from_millis(150));
@@ -1006,7 +1006,7 @@ fn sigkill_while_stopped() {
             core: false,
         };
         assert_eq!(end, EndReason::ProcessExited { pid, status });
-        assert!(took < Duration::from_secs(1), "took {took:?}");
+        assert!(took < Duration::from_secs(2), "took {took:?}");
     });
 }
 
@@ -1400,7 +1400,7 @@ fn ticks_run_on_the_tracer_thread() {
         for (i, t) in times.iter().enumerate() {
             let due = Duration::from_millis(50) * (i as u32 + 1);
             assert!(
-                *t >= due && *t < due + Duration::from_millis(40),
+                *t >= due && *t < due + Duration::from_millis(250),
                 "tick {i} at {t:?}"
             );
         }
