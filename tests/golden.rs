@@ -19,6 +19,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -309,15 +310,29 @@ fn main() {
             check_case(&case, bless).map_err(Failed::from)
         }));
     }
-    let conf_dir = root().join("../shared/conformance/run");
+    // `../shared` next to the workspace; from a worktree under `wt/`, one
+    // level further up.
+    let matched = Arc::new(AtomicUsize::new(0));
+    let mut conf_total = 0;
+    let conf_dir = ["../shared/conformance/run", "../../shared/conformance/run"]
+        .iter()
+        .map(|p| root().join(p))
+        .find(|p| p.is_dir())
+        .unwrap_or_else(|| root().join("../shared/conformance/run"));
     if conf_dir.is_dir() {
         let exceptions = Arc::new(exceptions());
         for case in cases_in(&conf_dir, true) {
             let name = format!("conformance::{}", case.name);
             let exceptions = exceptions.clone();
+            let matched = matched.clone();
+            conf_total += 1;
             trials.push(Trial::test(name, move || {
                 let expected_failure = exceptions.iter().find(|(n, _)| *n == case.name);
-                match (check_case(&case, false), expected_failure) {
+                let result = check_case(&case, false);
+                if result.is_ok() {
+                    matched.fetch_add(1, Ordering::Relaxed);
+                }
+                match (result, expected_failure) {
                     (Ok(()), None) => Ok(()),
                     (Err(e), None) => Err(Failed::from(e)),
                     (Err(_), Some(_)) => Ok(()),
@@ -338,5 +353,12 @@ fn main() {
             conf_dir.display()
         );
     }
-    libtest_mimic::run(&args, trials).exit();
+    let conclusion = libtest_mimic::run(&args, trials);
+    if conf_total > 0 && conclusion.num_filtered_out == 0 {
+        eprintln!(
+            "conformance run: {} of {conf_total} cases produce exactly the expected output",
+            matched.load(Ordering::Relaxed)
+        );
+    }
+    conclusion.exit();
 }

@@ -51,6 +51,10 @@ pub struct Options {
     #[arg(short = 'D', value_name = "NAME=VALUE", value_parser = parse_define)]
     pub defines: Vec<(String, String)>,
 
+    /// Set the initial value of global NAME (`-G NAME=VALUE`).
+    #[arg(short = 'G', value_name = "NAME=VALUE", value_parser = parse_define)]
+    pub global_values: Vec<(String, String)>,
+
     /// Stop the session after SECONDS.
     #[arg(short = 'T', value_name = "SECONDS")]
     pub timeout: Option<f64>,
@@ -67,8 +71,10 @@ pub struct Options {
     #[arg(long = "suppress-handler-errors")]
     pub suppress_handler_errors: bool,
 
-    /// The script file (unless -e), then the script's arguments.
-    #[arg(value_name = "SCRIPT.stp [ARGS]", trailing_var_arg = true)]
+    /// The script file (unless -e), then the script's arguments. Options may
+    /// come before or after them (`utap script.stp -c CMD`), as with stap's
+    /// getopt; a `--` ends the options.
+    #[arg(value_name = "SCRIPT.stp [ARGS]", allow_negative_numbers = true)]
     pub rest: Vec<String>,
 }
 

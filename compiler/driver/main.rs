@@ -2,6 +2,8 @@
 //! library call, and `-p N` stops after pass N and prints its result.
 
 mod cli;
+mod session;
+mod trace;
 
 use clap::Parser;
 use std::io::IsTerminal;
@@ -15,7 +17,7 @@ use utap_compiler::source::SourceMap;
 fn main() -> ExitCode {
     let opts = cli::Options::parse();
     match run(&opts) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(status) => ExitCode::from(status),
         Err(Failure::Message(m)) => {
             eprintln!("utap: {m}");
             ExitCode::FAILURE
@@ -41,7 +43,8 @@ fn check_options(opts: &cli::Options) -> check::CheckOptions {
     }
 }
 
-fn run(opts: &cli::Options) -> Result<(), Failure> {
+/// Runs the passes; the exit status of a run (1 after a runtime error).
+fn run(opts: &cli::Options) -> Result<u8, Failure> {
     if let Some((pattern, vars)) = opts
         .list
         .as_ref()
@@ -53,7 +56,7 @@ fn run(opts: &cli::Options) -> Result<(), Failure> {
         let text = check::listing::list(&mut map, pattern, vars, &check_options(opts), &mut ids)
             .map_err(|d| report(&d, &map))?;
         print!("{text}");
-        return Ok(());
+        return Ok(0);
     }
     let (source, args) = opts.script().map_err(Failure::Message)?;
     let mut map = SourceMap::new();
@@ -79,7 +82,7 @@ fn run(opts: &cli::Options) -> Result<(), Failure> {
         parser::parse_file(&map, file, &parse_opts, &mut ids).map_err(|d| report(&d, &map))?;
     if opts.pass == Some(1) {
         print!("{}", print::script(&script));
-        return Ok(());
+        return Ok(0);
     }
     let checked = check::check(&mut map, script, &check_options(opts), &mut ids)
         .map_err(|d| report(&d, &map))?;
@@ -87,22 +90,36 @@ fn run(opts: &cli::Options) -> Result<(), Failure> {
         let colour = std::io::stderr().is_terminal();
         eprint!("{}", diag::render_all(&checked.warnings, &map, colour));
     }
+    if opts.pass == Some(2) {
+        let dump = if opts.verbose > 0 {
+            check::dump::dump_verbose(&checked.program)
+        } else {
+            check::dump::dump(&checked.program)
+        };
+        print!("{dump}");
+        return Ok(0);
+    }
+    let mut program = checked.program;
+    let compiled = session::translate(opts, &map, &mut program).map_err(|e| pass_error(e, &map))?;
     match opts.pass {
-        Some(2) => {
-            let dump = if opts.verbose > 0 {
-                check::dump::dump_verbose(&checked.program)
-            } else {
-                check::dump::dump(&checked.program)
-            };
-            print!("{dump}");
-            Ok(())
+        Some(3) => {
+            print!("{}", compiled.ir);
+            Ok(0)
         }
-        Some(n) => Err(Failure::Message(format!(
-            "pass {n} (-p{n}) is not yet supported"
-        ))),
-        None => Err(Failure::Message(
-            "running scripts (pass 5) is not yet supported".into(),
-        )),
+        Some(4) => {
+            session::print_sizes(&compiled);
+            Ok(0)
+        }
+        _ => session::run(opts, &program, &compiled)
+            .map(|status| status as u8)
+            .map_err(|e| pass_error(e, &map)),
+    }
+}
+
+fn pass_error(e: session::PassError, map: &SourceMap) -> Failure {
+    match e {
+        session::PassError::Message(m) => Failure::Message(m),
+        session::PassError::Diagnostics(d) => report(&d, map),
     }
 }
 

@@ -250,7 +250,7 @@ pub enum Tok {
     /// A probe-point component name, wildcards included (`sys*call`).
     Component(String),
     /// Malformed input, reported if the parser reaches it.
-    Error(LexError),
+    Error(Box<LexError>),
 }
 
 /// A token with its byte span in the text it came from.
@@ -277,7 +277,7 @@ pub fn lex(text: &str) -> Vec<Token> {
             Ok(tok) => (tok, span.end),
             Err(e) => {
                 let end = e.opener.map_or(span.end, |n| span.start + n);
-                (Tok::Error(e), end)
+                (Tok::Error(Box::new(e)), end)
             }
         };
         out.push(Token {
@@ -573,7 +573,8 @@ impl fmt::Display for Tok {
             return write!(f, "'{op}'");
         }
         match self {
-            Tok::Ident(s) | Tok::Component(s) => write!(f, "identifier '{s}'"),
+            Tok::Ident(s) => write!(f, "identifier '{s}'"),
+            Tok::Component(s) => write!(f, "probe point component '{s}'"),
             Tok::Target(s) => write!(f, "target variable '${s}'"),
             Tok::AtWord(s) => write!(f, "'@{s}'"),
             Tok::Num(n) => write!(f, "number '{n}'"),
@@ -693,5 +694,14 @@ mod tests {
                 Tok::Embedded(" int x; ".into()),
             ]
         );
+    }
+}
+
+#[cfg(test)]
+mod size {
+    /// Tokens are moved through several passes: keep them small.
+    #[test]
+    fn token_is_small() {
+        assert!(std::mem::size_of::<super::Tok>() <= 32);
     }
 }

@@ -92,8 +92,8 @@ pub fn parse_file(
     };
     let stream = tokens.into_iter().map(|t| match t.tok {
         Tok::Error(e) => Err(Fail {
-            message: e.message,
-            help: e.help,
+            message: e.message.clone(),
+            help: e.help.clone(),
             start: t.start,
             end: t.end,
         }),
@@ -128,8 +128,8 @@ pub fn parse_expr(
     };
     let stream = tokens.into_iter().map(|t| match t.tok {
         Tok::Error(e) => Err(Fail {
-            message: e.message,
-            help: e.help,
+            message: e.message.clone(),
+            help: e.help.clone(),
             start: t.start,
             end: t.end,
         }),
@@ -174,7 +174,7 @@ fn syntax_error(e: LalrError, map: &SourceMap, file: FileId, opts: &ParseOptions
     match e {
         ParseError::User { error } => {
             let mut d = Diagnostic::parse_error(error.message)
-                .with_label(Span::new(file, error.start, error.end), "");
+                .with_label(Span::new(file, error.start, error.end), "here");
             if let Some(help) = error.help {
                 d = d.with_help(help);
             }
@@ -198,7 +198,7 @@ fn syntax_error(e: LalrError, map: &SourceMap, file: FileId, opts: &ParseOptions
         }
         ParseError::ExtraToken { token: (l, tok, r) } => {
             Diagnostic::parse_error(format!("unexpected {tok}"))
-                .with_label(Span::new(file, l, r), "")
+                .with_label(Span::new(file, l, r), "here")
         }
         ParseError::InvalidToken { location } => Diagnostic::parse_error("invalid token")
             .with_label(Span::new(file, location, location), ""),
@@ -860,14 +860,14 @@ const PRINT_FUNCTIONS: &[&str] = &[
 impl Validator {
     fn error(&mut self, message: &str, span: Span) {
         self.problems
-            .push(Diagnostic::parse_error(message).with_label(span, ""));
+            .push(Diagnostic::parse_error(message).with_label(span, "here"));
     }
 
     fn embedded(&mut self, e: &Embedded) {
         if !self.guru {
             self.problems.push(
                 Diagnostic::parse_error("embedded code in unprivileged script; need stap -g")
-                    .with_label(e.span, "")
+                    .with_label(e.span, "here")
                     .with_note("utap runs no embedded C; guru mode only lets the checker say so"),
             );
         }
@@ -1045,13 +1045,13 @@ impl Validator {
                     Diagnostic::parse_error(format!(
                         "{name} needs at least two values after the delimiter"
                     ))
-                    .with_label(span, ""),
+                    .with_label(span, "here"),
                 );
             }
         } else if !name.ends_with("ln") && args.is_empty() {
             self.problems.push(
                 Diagnostic::parse_error(format!("{name} needs at least one value"))
-                    .with_label(span, ""),
+                    .with_label(span, "here"),
             );
         }
     }

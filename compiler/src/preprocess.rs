@@ -72,13 +72,23 @@ pub fn stap_arch(machine: &str) -> &str {
 
 /// Substitutes arguments, then resolves conditionals.
 pub fn preprocess(tokens: Vec<Token>, cfg: &PpConfig) -> Vec<Token> {
-    let substituted = substitute_args(tokens, &cfg.args);
-    Conditionals::new(substituted, cfg).run()
+    // Most scripts use neither: then the tokens pass through untouched.
+    let tokens = if tokens.iter().any(|t| is_arg_ref(&t.tok)) {
+        substitute_args(tokens, &cfg.args)
+    } else {
+        tokens
+    };
+    let conditional =
+        |t: &Token| matches!(t.tok, Tok::PpIf | Tok::PpThen | Tok::PpElse | Tok::PpEnd);
+    if !tokens.iter().any(conditional) {
+        return tokens;
+    }
+    Conditionals::new(tokens, cfg).run()
 }
 
 fn error_token(message: impl Into<String>, at: &Token) -> Token {
     Token {
-        tok: Tok::Error(LexError::new(message)),
+        tok: Tok::Error(Box::new(LexError::new(message))),
         start: at.start,
         end: at.end,
         glued: at.glued,
@@ -95,9 +105,9 @@ pub fn substitute_args(tokens: Vec<Token>, args: &[String]) -> Vec<Token> {
                 Some(i) => {
                     for (k, sub) in lexer::lex(&args[i]).into_iter().enumerate() {
                         let tok = if is_arg_ref(&sub.tok) {
-                            Tok::Error(LexError::new(
+                            Tok::Error(Box::new(LexError::new(
                                 "invalid nested substitution of command line arguments",
-                            ))
+                            )))
                         } else {
                             sub.tok
                         };

@@ -639,3 +639,43 @@ fn level(e: &Expr) -> u8 {
         _ => VALUE,
     }
 }
+
+/// The printer's promise, checked by the fuzzer and the regression tests:
+/// if `text` parses, its canonical text parses too and prints identically;
+/// if it does not, its diagnostics render. Returns what broke the promise.
+pub fn check_round_trip(text: &str, opts: &crate::parser::ParseOptions) -> Result<(), String> {
+    use crate::parser::{NodeIds, parse_file};
+    let mut map = crate::source::SourceMap::new();
+    let file = map.add("input.stp", text);
+    let mut ids = NodeIds::default();
+    let parsed = match parse_file(&map, file, opts, &mut ids) {
+        Ok(s) => s,
+        Err(diags) => {
+            let text = crate::diag::render_all(&diags, &map, false);
+            return match diags.is_empty() || text.is_empty() {
+                true => Err("rejected without a diagnostic".into()),
+                false => Ok(()),
+            };
+        }
+    };
+    let first = script(&parsed);
+    let again = map.add("canonical.stp", first.clone());
+    let plain = crate::parser::ParseOptions {
+        guru: opts.guru,
+        ..Default::default()
+    };
+    match parse_file(&map, again, &plain, &mut ids) {
+        Ok(s) => {
+            let second = script(&s);
+            if second == first {
+                Ok(())
+            } else {
+                Err(format!("printing is not stable:\n{first}\n---\n{second}"))
+            }
+        }
+        Err(d) => Err(format!(
+            "canonical text does not parse:\n{first}\n{}",
+            crate::diag::render_all(&d, &map, false)
+        )),
+    }
+}

@@ -39,9 +39,12 @@ impl SourceFile {
 
     /// The text of a 1-based line, without its newline.
     pub fn line_text(&self, line: usize) -> &str {
+        let Some(index) = line.checked_sub(1) else {
+            return "";
+        };
         let start = self
             .line_starts
-            .get(line - 1)
+            .get(index)
             .copied()
             .unwrap_or(self.text.len());
         let end = self
@@ -109,6 +112,8 @@ mod tests {
         assert_eq!(map.line_col(Span::new(f, 16, 17)), (2, 3));
         assert_eq!(map.location(Span::new(f, 22, 23)), "a.stp:3:1");
         assert_eq!(map.get(f).line_text(2), "  x = 1");
+        assert_eq!(map.get(f).line_text(0), "");
+        assert_eq!(map.get(f).line_text(99), "");
         // Past the end clamps.
         assert_eq!(map.line_col(Span::new(f, 999, 999)), (4, 1));
     }

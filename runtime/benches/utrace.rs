@@ -34,8 +34,25 @@ fn fixture() -> PathBuf {
     out
 }
 
+/// One run: stops seen, wall time, the tracer thread's CPU time.
+#[derive(Clone, Copy)]
+struct Run {
+    stops: u64,
+    wall: Duration,
+    cpu: Duration,
+}
+
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 /// The minimal tracer: PTRACE_SYSCALL at every stop, nothing else.
-fn bare(program: &Path) -> (u64, Duration) {
+fn bare(program: &Path) -> Run {
     let prog = CString::new(program.to_str().unwrap()).unwrap();
     let count = CString::new(CALLS).unwrap();
     let argv = [prog.as_ptr(), count.as_ptr(), std::ptr::null()];
@@ -51,7 +68,7 @@ fn bare(program: &Path) -> (u64, Duration) {
         let opts = 0x01 | 0x10 | 0x10_0000; // TRACESYSGOOD | TRACEEXEC | EXITKILL
         assert_eq!(libc::ptrace(libc::PTRACE_SEIZE, pid, 0, opts), 0);
         libc::kill(pid, libc::SIGCONT);
-        let start = Instant::now();
+        let (start, cpu0) = (Instant::now(), thread_cpu());
         let mut stops = 0u64;
         loop {
             libc::waitpid(pid, &mut st, libc::__WALL);
@@ -69,7 +86,11 @@ fn bare(program: &Path) -> (u64, Duration) {
             };
             libc::ptrace(libc::PTRACE_SYSCALL, pid, 0, deliver);
         }
-        (stops, start.elapsed())
+        Run {
+            stops,
+            wall: start.elapsed(),
+            cpu: thread_cpu() - cpu0,
+        }
     }
 }
 
@@ -87,7 +108,7 @@ impl Engine for Nothing {
 }
 
 /// The same program through the core with a do-nothing engine.
-fn core(program: &Path) -> (u64, Duration) {
+fn core(program: &Path) -> Run {
     let mut tracer = Tracer::new().unwrap();
     let e = tracer.add_engine(Nothing(0));
     let cmd = SpawnCommand::new(program.to_str().unwrap(), &[CALLS]).unwrap();
@@ -101,10 +122,14 @@ fn core(program: &Path) -> (u64, Duration) {
     )
     .unwrap();
     ctl.end_when_exits(child.pid);
-    let start = Instant::now();
+    let (start, cpu0) = (Instant::now(), thread_cpu());
     tracer.run().unwrap();
-    let elapsed = start.elapsed();
-    (tracer.engine::<Nothing>(e).unwrap().0, elapsed)
+    let (wall, cpu) = (start.elapsed(), thread_cpu() - cpu0);
+    Run {
+        stops: tracer.engine::<Nothing>(e).unwrap().0,
+        wall,
+        cpu,
+    }
 }
 
 fn pin_to_cpu0() {
@@ -116,36 +141,37 @@ fn pin_to_cpu0() {
 }
 
 fn measure(program: &Path, label: &str) {
-    let mut best_bare = (0, Duration::MAX);
-    let mut best_core = (0, Duration::MAX);
+    let mut bare_runs = Vec::new();
+    let mut core_runs = Vec::new();
     for _ in 0..ROUNDS {
-        let b = bare(program);
-        if b.1 < best_bare.1 {
-            best_bare = b;
-        }
-        let c = core(program);
-        if c.1 < best_core.1 {
-            best_core = c;
-        }
+        bare_runs.push(bare(program));
+        core_runs.push(core(program));
     }
-    let rate = |(n, d): (u64, Duration)| n as f64 / d.as_secs_f64();
-    let (rb, rc) = (rate(best_bare), rate(best_core));
+    let best = |runs: &[Run]| *runs.iter().min_by_key(|r| r.wall).unwrap();
+    let least_cpu = |runs: &[Run]| runs.iter().map(|r| r.cpu).min().unwrap();
+    let (b, c) = (best(&bare_runs), best(&core_runs));
+    let rate = |r: Run| r.stops as f64 / r.wall.as_secs_f64();
+    let per_stop = |d: Duration, n: u64| d.as_secs_f64() * 1e6 / n as f64;
+    for (name, r, runs) in [
+        ("bare ptrace loop", b, &bare_runs),
+        ("core + engine", c, &core_runs),
+    ] {
+        println!(
+            "{label:9} {name:16} {:>7} stops in {:>6.3} s = {:>9.0} events/s; tracer CPU {:.3} us/stop",
+            r.stops,
+            r.wall.as_secs_f64(),
+            rate(r),
+            per_stop(least_cpu(runs), r.stops)
+        );
+    }
+    let extra = per_stop(least_cpu(&core_runs), c.stops) - per_stop(least_cpu(&bare_runs), b.stops);
     println!(
-        "{label:9} bare ptrace loop: {:>7} stops in {:>6.3} s = {:>9.0} events/s",
-        best_bare.0,
-        best_bare.1.as_secs_f64(),
-        rb
-    );
-    println!(
-        "{label:9} core + engine:    {:>7} stops in {:>6.3} s = {:>9.0} events/s",
-        best_core.0,
-        best_core.1.as_secs_f64(),
-        rc
-    );
-    println!(
-        "{label:9} overhead of the core per stop: {:+.1}% (ratio bare/core events/s = {:.3})\n",
-        (rb / rc - 1.0) * 100.0,
-        rb / rc
+        "{label:9} overhead of the core: {:+.1}% per stop (bare/core events/s = {:.3}); {:+.3} us tracer CPU per stop = {:+.1}% of a {:.2} us stop\n",
+        (rate(b) / rate(c) - 1.0) * 100.0,
+        rate(b) / rate(c),
+        extra,
+        extra / per_stop(b.wall, b.stops) * 100.0,
+        per_stop(b.wall, b.stops)
     );
 }
 

@@ -8,23 +8,17 @@
 //! same set with `utap_runtime::syscalls::{argstr_exit, retstr}` (taking
 //! an `entry_snapshot` at each entry stop, as a tracer does).
 //!
-//! Adaptations of strace's lines (SystemTap conventions, documented in
-//! runtime/src/syscalls/argstr.rs):
-//! 1. A failure is `= -2 (ENOENT)` (SystemTap's return_str), where strace
-//!    prints `= -1 ENOENT (No such file or directory)`.
-//! 2. brk's return value is decimal in SystemTap, hex in strace.
-//! 3. strace appends decoded details to some return values (`fcntl(3,
-//!    F_GETFD) = 0x1 (flags FD_CLOEXEC)`, `poll(...) = 1 ([{fd=3,
-//!    revents=POLLIN}])`, `= 0 (Timeout)`); SystemTap's retstr is the bare
-//!    number (`1`, `0`).
-//! 4. Octal returns (umask): strace pads to three digits (`000`), SystemTap's
-//!    `%#o` does not (`0`).
-//! The pids differ between the two runs: getpid's and set_tid_address's
-//! results and kill's and pidfd_open's first argument read `PID`, the child's pid (clone's result, wait4's argument
-//! and result) `CHILD` in both.
-//! Formatting only: strace's `PID ` prefix (from -f with -o) and the spaces
-//! that align ` = ` are dropped; strace's `--- SIGNAL {...} ---` lines are
-//! signal deliveries, which utap reports through process.signal, not here.
+//! strace's lines are rewritten in SystemTap's conventions by
+//! `utap_runtime::syscalls::strace_compat` (failures as `-2 (ENOENT)`,
+//! brk's decimal return, bare decorated return values, umask's octal
+//! without padding), which lists and tests each difference.
+//!
+//! Specific to this test: the pids differ between the two runs, so
+//! getpid's and set_tid_address's results and the first argument of kill
+//! and pidfd_open read `PID`, and the child's pid (clone's result, wait4's
+//! argument and result) reads `CHILD`, in both outputs. Signal deliveries
+//! (strace's `--- SIGUSR1 ... ---`) are not calls: utap reports them through
+//! process.signal.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -33,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use utap_runtime::memory::{Fault, ReadMemory};
-use utap_runtime::syscalls::errno::{errno_number, errno_str};
+use utap_runtime::syscalls::strace_compat::strace_line_to_systemtap;
 use utap_runtime::syscalls::{
     EntrySnapshot, argstr_exit, entry_snapshot, retstr, syscall_name, syscall_number,
 };
@@ -167,6 +161,16 @@ const TRACED: &[&str] = &[
     "select",
     "pselect6",
     "ppoll",
+    "sched_getscheduler",
+    "sched_getparam",
+    "sched_setscheduler",
+    "sched_get_priority_max",
+    "sched_get_priority_min",
+    "timer_create",
+    "timer_settime",
+    "timer_getoverrun",
+    "timer_delete",
+    "rt_sigtimedwait",
     "munlockall",
 ];
 
@@ -249,58 +253,10 @@ fn strace_lines(argv: &[&Path], traced: &[&str], out: &Path) -> Vec<String> {
     let own_exec = format!("execve(\"{}\", ", bin.display());
     let lines = text
         .lines()
-        .filter_map(adapt_strace_line)
+        .filter_map(|l| strace_line_to_systemtap(l).expect("a strace line"))
         .skip_while(|l| l.starts_with(&own_exec))
         .collect();
     hide_pids(lines, &pid)
-}
-
-/// One strace line in utap's form, or None for lines that are not calls.
-fn adapt_strace_line(line: &str) -> Option<String> {
-    // Drop the "PID " prefix.
-    let line = line.split_once(' ').map_or(line, |(pid, rest)| {
-        if pid.chars().all(|c| c.is_ascii_digit()) {
-            rest.trim_start()
-        } else {
-            line
-        }
-    });
-    if line.starts_with("---") || line.starts_with("+++") {
-        return None;
-    }
-    let (call, ret) = line.rsplit_once(" = ").expect("a call line has ` = `");
-    let call = call.trim_end();
-    let ret = match ret.split_once(' ') {
-        // "-1 ENOENT (No such file or directory)" -> "-2 (ENOENT)"
-        Some(("-1", rest)) => {
-            let name = rest.split(' ').next().unwrap();
-            let n = errno_number(name).unwrap_or_else(|| panic!("unknown errno {name}"));
-            format!("{} ({})", -n, errno_str(n))
-        }
-        // "0x1 (flags FD_CLOEXEC)" -> "1", "0 (Timeout)" -> "0"
-        Some((num, rest)) if rest.starts_with('(') => match num.strip_prefix("0x") {
-            Some(hex) => i64::from_str_radix(hex, 16)
-                .expect("hex return")
-                .to_string(),
-            None => num.to_string(),
-        },
-        _ if call.starts_with("umask(") => {
-            let v = i64::from_str_radix(ret, 8).expect("umask returns octal");
-            if v == 0 {
-                "0".to_string()
-            } else {
-                format!("0{v:o}")
-            }
-        }
-        _ if call.starts_with("brk(") => {
-            let hex = ret.trim_start_matches("0x");
-            i64::from_str_radix(hex, 16)
-                .expect("brk returns hex")
-                .to_string()
-        }
-        _ => ret.to_string(),
-    };
-    Some(format!("{call} = {ret}"))
 }
 
 /// Tracee memory through /proc/PID/mem.
@@ -478,40 +434,6 @@ fn assert_same_lines(expected: &[String], actual: &[String]) {
         expected.len(),
         actual.len(),
         "strace: {expected:#?}\nutap: {actual:#?}"
-    );
-}
-
-#[test]
-fn strace_lines_are_adapted_as_documented() {
-    assert_eq!(
-        adapt_strace_line(
-            "123 openat(AT_FDCWD, \"x\", O_RDONLY)   = -1 ENOENT (No such file or directory)"
-        ),
-        Some("openat(AT_FDCWD, \"x\", O_RDONLY) = -2 (ENOENT)".to_string())
-    );
-    assert_eq!(
-        adapt_strace_line("brk(NULL)                         = 0x55555555a000"),
-        Some("brk(NULL) = 93824992256000".to_string())
-    );
-    assert_eq!(
-        adapt_strace_line("poll([{fd=3, events=POLLIN}], 1, 0) = 1 ([{fd=3, revents=POLLIN}])"),
-        Some("poll([{fd=3, events=POLLIN}], 1, 0) = 1".to_string())
-    );
-    assert_eq!(
-        adapt_strace_line("umask(022) = 000"),
-        Some("umask(022) = 0".to_string())
-    );
-    assert_eq!(
-        adapt_strace_line("poll([], 0, 0)                          = 0 (Timeout)"),
-        Some("poll([], 0, 0) = 0".to_string())
-    );
-    assert_eq!(
-        adapt_strace_line("123 --- SIGUSR1 {si_signo=SIGUSR1} ---"),
-        None
-    );
-    assert_eq!(
-        adapt_strace_line("write(1, \"a = b\", 5) = 5"),
-        Some("write(1, \"a = b\", 5) = 5".to_string())
     );
 }
 

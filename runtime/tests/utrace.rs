@@ -791,6 +791,8 @@ struct TreeCounter {
     reaps: usize,
     pids: BTreeSet<Tid>,
     seccomp_data: BTreeSet<u32>,
+    /// cx.pid() at each death.
+    death_pids: BTreeSet<Tid>,
 }
 
 impl Engine for TreeCounter {
@@ -817,6 +819,7 @@ impl Engine for TreeCounter {
     }
     fn report_death(&mut self, cx: &mut Cx, status: ExitStatus) {
         self.deaths.insert(cx.tid(), status);
+        self.death_pids.insert(cx.pid());
     }
     fn report_reap(&mut self, _cx: &mut Cx) {
         self.reaps += 1;
@@ -860,6 +863,11 @@ fn follows_100_threads() {
     assert_eq!(c.reaps, 101);
     assert_eq!(c.deaths[&pid], ExitStatus::Exited(3));
     assert_eq!(c.pids, BTreeSet::from([pid]));
+    assert_eq!(
+        c.death_pids,
+        BTreeSet::from([pid]),
+        "a dead thread's process is known"
+    );
 }
 
 /// `sh -c "exec forkexec 3"`: the shell execs the fixture, which forks and

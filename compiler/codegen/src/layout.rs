@@ -210,7 +210,8 @@ pub fn globals(p: &Program, maxstringlen: usize) -> Result<(Vec<GlobalSpec>, usi
         let init = g.init.as_ref().map(|l| match l {
             Literal::Num(n) => InitValue::Long(*n),
             Literal::Str(s) => {
-                let b = utap_runtime::values::strings::stored(s.as_bytes(), maxstringlen);
+                let raw = utap_compiler::lexer::string_bytes(s);
+                let b = utap_runtime::values::strings::stored(&raw, maxstringlen);
                 InitValue::Str(b.to_vec())
             }
         });
@@ -226,4 +227,13 @@ pub fn globals(p: &Program, maxstringlen: usize) -> Result<(Vec<GlobalSpec>, usi
         });
     }
     Ok((out, long_slots))
+}
+
+/// The globals to print at exit, in the order they were declared.
+pub fn autoprint_order(p: &Program) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..p.globals.len())
+        .filter(|&i| p.globals[i].autoprint)
+        .collect();
+    v.sort_by_key(|&i| (p.globals[i].span.file, p.globals[i].span.start));
+    v
 }

@@ -250,6 +250,7 @@ pub fn compile(
         regexes: tables.regexes,
         locations: tables.locations.table,
         long_slots,
+        autoprint_order: layout::autoprint_order(program),
     };
     Ok(CompiledScript {
         image: Arc::new(image),

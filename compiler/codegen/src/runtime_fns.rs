@@ -28,6 +28,7 @@ const IMPORTS: &[(&str, usize, bool)] = &[
     ("utap_stat_get", 3, true),
     ("utap_hist_bucket", 3, true),
     ("utap_print_hist", 2, false),
+    ("utap_sprint_hist", 2, true),
     ("utap_foreach_array", 6, true),
     ("utap_foreach_hist", 4, true),
     ("utap_foreach_next", 1, true),

@@ -37,7 +37,9 @@ impl<'a> Tables<'a> {
     /// The handle of a string literal (stored as the runtime would keep
     /// it: up to a NUL, at most MAXSTRINGLEN - 1 bytes).
     pub fn literal(&mut self, s: &str) -> i64 {
-        let bytes = utap_runtime::values::strings::stored(s.as_bytes(), self.maxstringlen);
+        // Raw bytes of escapes such as "\231" come as U+10FF80.. chars.
+        let raw = utap_compiler::lexer::string_bytes(s);
+        let bytes = utap_runtime::values::strings::stored(&raw, self.maxstringlen);
         if bytes.is_empty() {
             return utap_runtime::script::strings::EMPTY;
         }

@@ -1136,6 +1136,16 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
         kind: PrintKind,
         args: &[Expr],
     ) -> Result<Value, CodegenError> {
+        if let (PrintKind::Sprint, [a]) = (kind, args)
+            && let ExprKind::Hist { target, .. } = &a.kind
+        {
+            let loc = self.loc(a.span);
+            let (g, elem) = self.stat_target(target)?;
+            self.set_location(loc);
+            let h = self.call("utap_sprint_hist", &[g, elem]);
+            self.check_error();
+            return Ok(h);
+        }
         if !matches!(kind, PrintKind::Print | PrintKind::Println) {
             return Err(CodegenError::new(
                 e.span,

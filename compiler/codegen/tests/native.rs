@@ -219,3 +219,25 @@ fn every_builtin_has_a_runtime_implementation() {
         "builtins without an implementation: {missing:?}"
     );
 }
+
+#[test]
+fn keeps_ir_and_reports_sizes() {
+    let program = Program {
+        probes: vec![begin_probe(vec![])],
+        ..Program::default()
+    };
+    let sources = SourceList(vec![("t.stp".into(), "probe begin {}".into())]);
+    let options = Options {
+        keep_ir: true,
+        ..Options::default()
+    };
+    let compiled = compile(&program, &sources, &options).expect("compiles");
+    assert!(
+        compiled.ir.starts_with("; probe begin\nfunction "),
+        "{}",
+        compiled.ir
+    );
+    assert_eq!(compiled.sizes.len(), 1);
+    assert_eq!(compiled.sizes[0].name, "probe begin");
+    assert!(compiled.sizes[0].bytes > 0);
+}

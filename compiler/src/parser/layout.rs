@@ -21,7 +21,6 @@ use crate::lexer::{Tok, Token};
 
 /// Runs the pass.
 pub fn layout(tokens: Vec<Token>) -> Vec<Token> {
-    let tokens = glue_strings_and_members(tokens);
     let mut pass = Layout {
         out: Vec::with_capacity(tokens.len() + tokens.len() / 4),
         frames: Vec::new(),
@@ -29,7 +28,20 @@ pub fn layout(tokens: Vec<Token>) -> Vec<Token> {
         probe: None,
     };
     let mut iter = tokens.into_iter().peekable();
-    while let Some(t) = iter.next() {
+    let mut after_arrow = false;
+    while let Some(mut t) = iter.next() {
+        if let Tok::Str(s) = &mut t.tok {
+            while let Some(next) = iter.next_if(|n| matches!(n.tok, Tok::Str(_))) {
+                if let Tok::Str(more) = next.tok {
+                    s.push_str(&more);
+                }
+                t.end = next.end;
+            }
+        }
+        if after_arrow && let Some(k) = t.tok.keyword() {
+            t.tok = Tok::Ident(k.to_string());
+        }
+        after_arrow = matches!(t.tok, Tok::Arrow);
         if pass.frames.is_empty() {
             pass.top_level(t, &mut iter);
         } else {
@@ -37,39 +49,6 @@ pub fn layout(tokens: Vec<Token>) -> Vec<Token> {
         }
     }
     pass.out
-}
-
-fn glue_strings_and_members(tokens: Vec<Token>) -> Vec<Token> {
-    let mut out: Vec<Token> = Vec::with_capacity(tokens.len());
-    for mut t in tokens {
-        match (&mut t.tok, out.last_mut()) {
-            (
-                Tok::Str(s),
-                Some(Token {
-                    tok: Tok::Str(prev),
-                    end,
-                    ..
-                }),
-            ) => {
-                prev.push_str(s);
-                *end = t.end;
-                continue;
-            }
-            (
-                tok,
-                Some(Token {
-                    tok: Tok::Arrow, ..
-                }),
-            ) => {
-                if let Some(k) = tok.keyword() {
-                    *tok = Tok::Ident(k.to_string());
-                }
-            }
-            _ => {}
-        }
-        out.push(t);
-    }
-    out
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -76,6 +76,79 @@ extern "C" fn utap_bi_max(_: *mut HandlerContext, a: i64, b: i64) -> i64 {
     a.max(b)
 }
 
+extern "C" fn utap_bi_big_endian2(_: *mut HandlerContext, v: i64) -> i64 {
+    (v as u16).swap_bytes() as i64
+}
+
+extern "C" fn utap_bi_big_endian4(_: *mut HandlerContext, v: i64) -> i64 {
+    (v as u32).swap_bytes() as i64
+}
+
+extern "C" fn utap_bi_big_endian8(_: *mut HandlerContext, v: i64) -> i64 {
+    v.swap_bytes()
+}
+
+/// `print_char(c)`: one byte of output.
+extern "C" fn utap_bi_print_char(ctx: *mut HandlerContext, c: i64) -> i64 {
+    st(ctx).out.push(c as u8);
+    0
+}
+
+/// `randint(n)`: uniform in `0..n` (0 for `n <= 0`).
+extern "C" fn utap_bi_randint(ctx: *mut HandlerContext, n: i64) -> i64 {
+    if n <= 0 {
+        return 0;
+    }
+    let s = st(ctx);
+    // xorshift64*: fast and good enough for sampling decisions.
+    s.rng ^= s.rng >> 12;
+    s.rng ^= s.rng << 25;
+    s.rng ^= s.rng >> 27;
+    let r = s.rng.wrapping_mul(0x2545_f491_4f6c_dd1d);
+    (r % n as u64) as i64
+}
+
+/// `ctime(epochsecs)` as SystemTap's tapset prints it (UTC, and only for
+/// times a 32-bit `time_t` can hold).
+pub fn ctime(t: i64) -> String {
+    if t < i32::MIN as i64 {
+        return "a long, long time ago...".into();
+    }
+    if t > i32::MAX as i64 {
+        return "far far in the future...".into();
+    }
+    let days = t.div_euclid(86_400);
+    let secs = t.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + (month <= 2) as i64;
+    const WDAY: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MON: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "{} {} {:2} {:02}:{:02}:{:02} {}",
+        WDAY[days.rem_euclid(7) as usize],
+        MON[(month - 1) as usize],
+        day,
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        year
+    )
+}
+
+extern "C" fn utap_bi_ctime(ctx: *mut HandlerContext, t: i64) -> i64 {
+    string_result(ctx, ctime(t).as_bytes())
+}
+
 // ---- strings -------------------------------------------------------------------
 
 extern "C" fn utap_bi_strlen(ctx: *mut HandlerContext, s: i64) -> i64 {
@@ -348,6 +421,12 @@ extern "C" fn utap_bi_syscall_argstr(ctx: *mut HandlerContext, nr: i64) -> i64 {
     string_result(ctx, text.as_bytes())
 }
 
+/// `syscall_num(name)`: the number, or -1.
+extern "C" fn utap_bi_syscall_num(ctx: *mut HandlerContext, name: i64) -> i64 {
+    let name = String::from_utf8_lossy(st(ctx).strings.get(name)).into_owned();
+    crate::syscalls::builtins::syscall_num(&name)
+}
+
 extern "C" fn utap_bi_syscall_retstr(ctx: *mut HandlerContext, nr: i64, ret: i64) -> i64 {
     let text = crate::syscalls::builtins::syscall_retstr(nr, ret);
     string_result(ctx, text.as_bytes())
@@ -359,7 +438,11 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
         ("__syscall_argstr", utap_bi_syscall_argstr as *const u8),
         ("__syscall_retstr", utap_bi_syscall_retstr as *const u8),
         ("abs", utap_bi_abs as *const u8),
+        ("big_endian2", utap_bi_big_endian2 as *const u8),
+        ("big_endian4", utap_bi_big_endian4 as *const u8),
+        ("big_endian8", utap_bi_big_endian8 as *const u8),
         ("cpu", utap_bi_cpu as *const u8),
+        ("ctime", utap_bi_ctime as *const u8),
         ("egid", utap_bi_egid as *const u8),
         ("euid", utap_bi_euid as *const u8),
         ("execname", utap_bi_execname as *const u8),
@@ -377,7 +460,9 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
         ("min", utap_bi_min as *const u8),
         ("pid", utap_bi_pid as *const u8),
         ("pp", utap_bi_pp as *const u8),
+        ("print_char", utap_bi_print_char as *const u8),
         ("quiesce", utap_bi_quiesce as *const u8),
+        ("randint", utap_bi_randint as *const u8),
         ("resume", utap_bi_resume as *const u8),
         ("stop", utap_bi_stop as *const u8),
         ("str_replace", utap_bi_str_replace as *const u8),
@@ -385,6 +470,7 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
         ("strlen", utap_bi_strlen as *const u8),
         ("strtol", utap_bi_strtol as *const u8),
         ("substr", utap_bi_substr as *const u8),
+        ("syscall_num", utap_bi_syscall_num as *const u8),
         ("target", utap_bi_target as *const u8),
         ("text_str", utap_bi_text_str as *const u8),
         ("text_strn", utap_bi_text_strn as *const u8),
@@ -410,4 +496,20 @@ pub fn long_to_string_symbol() -> (&'static str, *const u8) {
         "utap_bi_long_to_string",
         utap_bi_long_to_string as *const u8,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ctime;
+
+    #[test]
+    fn ctime_as_systemtap() {
+        assert_eq!(ctime(0), "Thu Jan  1 00:00:00 1970");
+        assert_eq!(ctime(-1), "Wed Dec 31 23:59:59 1969");
+        assert_eq!(ctime(1234567890), "Fri Feb 13 23:31:30 2009");
+        assert_eq!(ctime(-2147483648), "Fri Dec 13 20:45:52 1901");
+        assert_eq!(ctime(-2147483649), "a long, long time ago...");
+        assert_eq!(ctime(2147483647), "Tue Jan 19 03:14:07 2038");
+        assert_eq!(ctime(2147483648), "far far in the future...");
+    }
 }

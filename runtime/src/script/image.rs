@@ -98,4 +98,6 @@ pub struct ScriptImage {
     pub locations: Vec<String>,
     /// Number of long scalar slots.
     pub long_slots: usize,
+    /// The globals printed at exit, in declaration order.
+    pub autoprint_order: Vec<usize>,
 }

@@ -48,10 +48,8 @@ impl OutputSink for BufferSink {
 /// Appends the values of the globals to print at exit, in declaration
 /// order.
 pub fn autoprint(state: &ScriptState, out: &mut Vec<u8>) {
-    for (spec, var) in state.image.globals.iter().zip(&state.globals.vars) {
-        if !spec.autoprint {
-            continue;
-        }
+    for &i in &state.image.autoprint_order {
+        let (spec, var) = (&state.image.globals[i], &state.globals.vars[i]);
         let value = match var {
             Global::Long(slot) => GlobalValue::Long(state.globals.longs[*slot as usize]),
             Global::Str(s) => GlobalValue::Str(s),

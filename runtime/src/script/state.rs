@@ -57,6 +57,8 @@ pub struct ScriptState {
     pub control: Vec<ControlRequest>,
     /// `target()`: the -c/-x process, 0 without one.
     pub target: i64,
+    /// State of `randint`'s generator.
+    pub rng: u64,
     /// What `execname()`, `ppid()`, `uid()`... report, per thread.
     pub procs: crate::procinfo::ProcCache,
 }
@@ -95,6 +97,9 @@ impl ScriptState {
             control: Vec::new(),
             target: 0,
             procs: crate::procinfo::ProcCache::new(),
+            rng: 0x9e37_79b9_7f4a_7c15
+                ^ (std::process::id() as u64) << 32
+                ^ crate::procinfo::gettimeofday_ns() as u64,
         }
     }
 

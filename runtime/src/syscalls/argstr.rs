@@ -319,15 +319,29 @@ impl Decoder<'_> {
         format!("[{}]", items.join(", "))
     }
 
+    /// How many pointers precede the NULL that ends the array at `addr`
+    /// (execve's environment), reading 64 pointers at a time.
     fn count_pointers(&self, addr: u64) -> Option<usize> {
+        const BLOCK: usize = 64;
         if addr == 0 {
             return None;
         }
-        (0..4096).find_map(|i| match self.pointer_at(addr.wrapping_add(8 * i as u64)) {
-            Some(0) => Some(Some(i)),
-            Some(_) => None,
-            None => Some(None),
-        })?
+        let mut count = 0;
+        while count < 65536 {
+            let at = addr.wrapping_add(8 * count as u64);
+            let block = read_bytes(self.mem, at, BLOCK * 8).filter(|b| b.len() >= 8)?;
+            for chunk in block.chunks_exact(8) {
+                if u64_at(chunk, 0) == 0 {
+                    return Some(count);
+                }
+                count += 1;
+            }
+            if block.len() < BLOCK * 8 {
+                // The array runs into unreadable memory before its NULL.
+                return None;
+            }
+        }
+        None
     }
 
     fn ioctl(&self) -> Vec<String> {
@@ -569,6 +583,9 @@ impl Decoder<'_> {
             Kind::RusageWho => process::rusage_who_str(v),
             Kind::OutSiginfo if out_ok => process::siginfo_str(self.mem, v),
             Kind::OutSiginfo => addr_str(v),
+            Kind::Siginfo => process::siginfo_str(self.mem, v),
+            Kind::SchedPolicy => process::sched_policy_str(v),
+            Kind::Sigevent => process::sigevent_str(self.mem, v),
             Kind::Itimerspec => time::itimerspec_str(self.mem, v),
             Kind::OutItimerspec if out_ok => time::itimerspec_str(self.mem, v),
             Kind::OutItimerspec => addr_str(v),
@@ -843,6 +860,25 @@ mod tests {
         assert_eq!(
             entry_snapshot(nr("getpid"), &a, &before),
             EntrySnapshot::default()
+        );
+        // select's fd set and timeout: the kernel rewrites both.
+        let mut m = vec![0u8; 0x20];
+        m[0..8].copy_from_slice(&0b11_0000u64.to_ne_bytes());
+        m[0x10..0x18].copy_from_slice(&1i64.to_ne_bytes());
+        let before = Mem::new(0x1000, &m);
+        m[0..8].copy_from_slice(&0b01_0000u64.to_ne_bytes());
+        m[0x10..0x18].copy_from_slice(&0i64.to_ne_bytes());
+        m[0x18..0x20].copy_from_slice(&999_000i64.to_ne_bytes());
+        let after = Mem::new(0x1000, &m);
+        let a = args(&[6, 0x1000, 0, 0, 0x1010]);
+        let snap = entry_snapshot(nr("select"), &a, &before);
+        assert_eq!(
+            argstr_exit(nr("select"), &a, 1, &after, &snap),
+            "6, [4 5], NULL, NULL, {tv_sec=1, tv_usec=0}"
+        );
+        assert_eq!(
+            argstr(nr("select"), &a, Some(1), &after),
+            "6, [4], NULL, NULL, {tv_sec=0, tv_usec=999000}"
         );
     }
 

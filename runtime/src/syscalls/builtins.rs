@@ -140,6 +140,9 @@ long_decoder!(/// `_rusage_who_str(who)`: "RUSAGE_SELF".
 long_decoder!(/// `_umountflags_str(flags)`: "MNT_DETACH".
     umountflags_str => file::umount_flags_str);
 
+long_decoder!(/// `_sched_policy_str(policy)`: "SCHED_FIFO".
+    sched_policy_str => process::sched_policy_str);
+
 /// `_wait_status_str(status)`: a wait status as strace shows it inside
 /// wait4: "[{WIFEXITED(s) && WEXITSTATUS(s) == 3}]".
 pub fn wait_status_str(status: i64) -> String {
@@ -188,6 +191,7 @@ pub static LONG_TO_STRING: &[(&str, LongDecoder)] = &[
     ("_waitid_which_str", waitid_which_str),
     ("_rusage_who_str", rusage_who_str),
     ("_umountflags_str", umountflags_str),
+    ("_sched_policy_str", sched_policy_str),
     ("_itimer_which_str", itimer_which_str),
     ("_inotify_watch_mask_str", inotify_watch_mask_str),
     ("_priority_which_str", priority_which_str),

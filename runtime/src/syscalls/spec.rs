@@ -122,6 +122,10 @@ pub enum Kind {
     RusageWho,
     /// A `siginfo_t` the call fills (waitid).
     OutSiginfo,
+    /// A `siginfo_t` the call reads (rt_sigqueueinfo).
+    Siginfo,
+    SchedPolicy,
+    Sigevent,
     Itimerspec,
     OutItimerspec,
     Itimerval,
@@ -899,6 +903,55 @@ pub static SIGNATURES: &[Signature] = &[
     d("sysinfo", &[a("info_uaddr", Ptr)]),
     d("clone3", &[a("uargs", Ptr), a("size", ULong)]),
     d("flock", &[a("fd", Fd), a("operation", FlockOp)]),
+    d("sched_getscheduler", &[a("pid", Pid)]),
+    d("sched_getparam", &[a("pid", Pid), a("p_uaddr", OutIntRef)]),
+    d("sched_setparam", &[a("pid", Pid), a("p_uaddr", IntRef)]),
+    d(
+        "sched_setscheduler",
+        &[
+            a("pid", Pid),
+            a("policy", SchedPolicy),
+            a("p_uaddr", IntRef),
+        ],
+    ),
+    d("sched_get_priority_max", &[a("policy", SchedPolicy)]),
+    d("sched_get_priority_min", &[a("policy", SchedPolicy)]),
+    d(
+        "timer_create",
+        &[
+            a("clockid", ClockId),
+            a("evp_uaddr", Sigevent),
+            a("timerid_uaddr", OutIntRef),
+        ],
+    ),
+    d(
+        "timer_settime",
+        &[
+            a("timerid", Int),
+            a("flags", TimerFlags),
+            a("value_uaddr", Itimerspec),
+            a("ovalue_uaddr", OutItimerspec),
+        ],
+    ),
+    d(
+        "timer_gettime",
+        &[a("timerid", Int), a("value_uaddr", OutItimerspec)],
+    ),
+    d("timer_getoverrun", &[a("timerid", Int)]),
+    d("timer_delete", &[a("timerid", Int)]),
+    d(
+        "rt_sigtimedwait",
+        &[
+            a("uthese_uaddr", Sigset(4)),
+            a("uinfo_uaddr", OutSiginfo),
+            a("uts_uaddr", Timespec),
+            a("sigsetsize", ULong),
+        ],
+    ),
+    d(
+        "rt_sigqueueinfo",
+        &[a("pid", Pid), a("sig", Signal), a("uinfo_uaddr", Siginfo)],
+    ),
     d(
         "preadv",
         &[

@@ -126,6 +126,7 @@ fn named_arg(out: &mut String, n: usize, arg: &Arg) {
         | Kind::Personality
         | Kind::IdType
         | Kind::RusageWho
+        | Kind::SchedPolicy
         | Kind::ItimerWhich
         | Kind::TimerfdFlags
         | Kind::InotifyMask
@@ -177,6 +178,7 @@ fn decoder_builtin(kind: Kind) -> Option<&'static str> {
         Kind::MlockallFlags => "_mlockall_flags_str",
         Kind::IdType => "_waitid_which_str",
         Kind::RusageWho => "_rusage_who_str",
+        Kind::SchedPolicy => "_sched_policy_str",
         Kind::UmountFlags => "_umountflags_str",
         Kind::InotifyMask => "_inotify_watch_mask_str",
         Kind::PrioWhich => "_priority_which_str",

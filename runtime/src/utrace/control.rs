@@ -4,6 +4,7 @@
 //! with; all of it runs on the tracer thread, so none of it takes a lock.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::time::Instant;
 
 use super::error::{Error, Result};
@@ -69,13 +70,36 @@ pub(crate) struct Timer {
     pub tick: Option<Tick>,
 }
 
+/// Thread ids are small distinct integers chosen by the kernel, not by an
+/// adversary: a multiplicative hash is enough and keeps the several map
+/// lookups of every stop cheap (SipHash would cost more than the rest of
+/// the core's work on a stop).
+#[derive(Default)]
+pub(crate) struct TidHasher(u64);
+
+impl Hasher for TidHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_i32(&mut self, n: i32) {
+        self.0 = (n as u32 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+pub(crate) type TidMap<V> = HashMap<Tid, V, BuildHasherDefault<TidHasher>>;
+
 /// State shared by the tracer loop and everything that controls it.
 #[derive(Default)]
 pub(crate) struct Core {
-    pub threads: HashMap<Tid, Thread>,
+    pub threads: TidMap<Thread>,
     /// First stops of auto-attached children whose creator has not
     /// reported the clone yet (wait can deliver them in either order).
-    pub orphans: HashMap<Tid, i32>,
+    pub orphans: TidMap<i32>,
     /// Wait statuses to handle again (adopted orphans).
     pub replay: Vec<(Tid, i32)>,
     /// Stopped threads whose engines changed their minds.

@@ -21,8 +21,7 @@ use super::cx::StopKind;
 use super::ptrace::{self, Status};
 use super::thread::{Mode, Run, Thread};
 use super::{
-    CloneInfo, CloneKind, Engine, Event, Events, ExitStatus, Jctl, ResumeAction, Signal, Tid,
-    Tracer,
+    CloneInfo, CloneKind, Engine, Event, ExitStatus, Jctl, ResumeAction, Signal, Tid, Tracer,
 };
 
 impl Tracer {
@@ -211,6 +210,7 @@ impl Tracer {
             return;
         };
         parent.in_syscall = true;
+        let parent = &*parent;
         let kind = match event {
             ptrace::EVENT_VFORK => CloneKind::Vfork,
             ptrace::EVENT_FORK => CloneKind::Fork,
@@ -222,18 +222,10 @@ impl Tracer {
         } else {
             child
         };
-        let mut thread = Thread::new(child, tgid, Run::Starting);
-        thread.source = parent.source;
-        thread.attachments = parent
-            .attachments
-            .iter()
-            .filter(|a| a.events.contains(Events::FOLLOW))
-            .map(|a| super::thread::Attachment {
-                action: ResumeAction::Resume,
-                ..*a
-            })
-            .collect();
-        self.core.threads.insert(child, thread);
+        // A child adopted early (its creator's report never came) keeps
+        // its state; otherwise it starts with the FOLLOW engines.
+        let thread = parent.child(child, tgid);
+        self.core.threads.entry(child).or_insert(thread);
         let info = CloneInfo { child, kind };
         let reported = self.report(
             tid,
@@ -279,6 +271,28 @@ impl Tracer {
             self.ctl()
                 .end(EndReason::ProcessExited { pid: tid, status });
         }
+        if !self.core.orphans.is_empty() {
+            self.adopt_orphans_of(&thread);
+        }
+    }
+
+    /// Children whose creator died before its clone report (SIGKILL right
+    /// after fork) would wait at their first stop forever: they get the
+    /// dead creator's FOLLOW engines (or are detached, having none).
+    fn adopt_orphans_of(&mut self, dead: &Thread) {
+        let orphans: Vec<Tid> = self.core.orphans.keys().copied().collect();
+        for o in orphans {
+            let Some((tgid, ppid)) = proc_ids(o) else {
+                continue;
+            };
+            if tgid != dead.tgid && ppid != dead.tgid {
+                continue;
+            }
+            if let Some(status) = self.core.orphans.remove(&o) {
+                self.core.threads.insert(o, dead.child(o, tgid));
+                self.core.replay.push((o, status));
+            }
+        }
     }
 
     /// After the event's own reports: a quiesce report if one was asked
@@ -298,7 +312,9 @@ impl Tracer {
     /// and `Report` make their reports now (the thread is already stopped)
     /// and are then used up; anything else resumes it.
     pub(crate) fn resolve(&mut self, tid: Tid) {
-        for round in 0..3 {
+        // Interrupt/Report reports may ask again; after two rounds they
+        // count as Resume (utrace does not loop on report_quiesce either).
+        for round in 0.. {
             let Some(thread) = self.core.threads.get_mut(&tid) else {
                 return;
             };
@@ -326,12 +342,9 @@ impl Tracer {
                         self.report(tid, Event::None, StopKind::Other, None);
                     }
                 }
+                // resume() treats a left-over Interrupt/Report as Resume.
                 _ => return self.resume(tid, action),
             }
-        }
-        if let Some(thread) = self.core.threads.get(&tid) {
-            let action = thread.prevailing().max(ResumeAction::SingleStep);
-            self.resume(tid, action);
         }
     }
 
@@ -430,6 +443,16 @@ impl Tracer {
             });
         }
     }
+}
+
+/// Tgid and PPid of a thread, from /proc.
+fn proc_ids(tid: Tid) -> Option<(Tid, Tid)> {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", tid.0)).ok()?;
+    let field = |name: &str| -> Option<Tid> {
+        let v = status.lines().find_map(|l| l.strip_prefix(name))?;
+        v.trim().parse().ok().map(Tid)
+    };
+    Some((field("Tgid:")?, field("PPid:")?))
 }
 
 fn is_thread_of(tgid: Tid, child: Tid) -> bool {

@@ -110,6 +110,23 @@ impl Thread {
         }
     }
 
+    /// A thread or process this one created: traced by the kernel's
+    /// auto-attach, with this thread's FOLLOW engines and syscall source.
+    pub fn child(&self, tid: Tid, tgid: Tid) -> Thread {
+        let mut child = Thread::new(tid, tgid, Run::Starting);
+        child.source = self.source;
+        child.attachments = self
+            .attachments
+            .iter()
+            .filter(|a| a.events.contains(Events::FOLLOW))
+            .map(|a| Attachment {
+                action: ResumeAction::Resume,
+                ..*a
+            })
+            .collect();
+        child
+    }
+
     pub fn attachment(&mut self, engine: EngineId) -> Option<&mut Attachment> {
         self.attachments.iter_mut().find(|a| a.engine == engine)
     }

@@ -687,6 +687,11 @@ mod tests {
             "{st_mode=S_IFCHR|0620, st_rdev=makedev(0x88, 0x3), ...}"
         );
         assert_eq!(stat_str(&mem, 0x3000), "0x3000");
+        assert_eq!(makedev_str(libc::makedev(8, 1)), "makedev(0x8, 0x1)");
+        assert_eq!(
+            makedev_str(libc::makedev(259, 65537)),
+            "makedev(0x103, 0x10001)"
+        );
         assert_eq!(stat_str(&mem, 0), "NULL");
     }
 }

@@ -69,6 +69,9 @@ mod tests {
     fn enums() {
         assert_eq!(xlat_str(8, T, "X_???"), "D");
         assert_eq!(xlat_str(9, T, "X_???"), "0x9 /* X_??? */");
+        assert_eq!(xlat_lookup(2, T), Some("B"));
+        assert_eq!(xlat_lookup(3, T), None);
+        assert_eq!(unknown_str(0x2a, "X_???"), "0x2a /* X_??? */");
         assert_eq!(as_int(0xffff_ffff), -1);
         assert_eq!(as_int(0x1_0000_0005), 5);
     }

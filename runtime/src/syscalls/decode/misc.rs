@@ -1,7 +1,7 @@
 //! Arguments of ioctl and futex, which strace decodes by request / operation.
 
 use super::bytes::*;
-use super::flags::{Xlat, as_int, flags_str, xlat_lookup};
+use super::flags::{Xlat, flags_str, xlat_lookup};
 
 /// Request names; where two subsystems share a number strace names both,
 /// as for the sound timer and terminal requests.
@@ -305,11 +305,6 @@ pub fn futex_op_str(op: u64) -> String {
 /// The futex command without the private / clock bits.
 pub fn futex_cmd(op: u64) -> u64 {
     op & 0xffff_ffff & !(FUTEX_PRIVATE | FUTEX_CLOCK_REALTIME)
-}
-
-/// An `int` argument in decimal.
-pub fn int_str(v: u64) -> String {
-    as_int(v).to_string()
 }
 
 #[cfg(test)]

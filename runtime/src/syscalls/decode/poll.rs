@@ -193,6 +193,8 @@ mod tests {
         assert_eq!(fdset_str(&mem, 0, 5), "NULL");
         assert_eq!(fdset_str(&mem, 0x1000, 0), "[]");
         assert_eq!(fdset_str(&mem, 0x1000, 100), "0x1000");
+        assert_eq!(fdset_bits_str(&[0b101, 1], 66), "[0 2 64]");
+        assert_eq!(fdset_bits_str(&[0b101, 1], 2), "[0]");
         let mut b = 0x2000u64.to_ne_bytes().to_vec();
         b.extend_from_slice(&8u64.to_ne_bytes());
         let mut m = vec![0u8; 0x1010];

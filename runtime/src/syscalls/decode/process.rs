@@ -365,6 +365,65 @@ pub fn siginfo_str(mem: &dyn crate::memory::ReadMemory, addr: u64) -> String {
     }
 }
 
+/// A scheduling policy: `SCHED_OTHER`, `SCHED_FIFO|SCHED_RESET_ON_FORK`.
+pub fn sched_policy_str(policy: u64) -> String {
+    const T: &[Xlat] = &[
+        (0, "SCHED_OTHER"),
+        (1, "SCHED_FIFO"),
+        (2, "SCHED_RR"),
+        (3, "SCHED_BATCH"),
+        (4, "SCHED_ISO"),
+        (5, "SCHED_IDLE"),
+        (6, "SCHED_DEADLINE"),
+        (7, "SCHED_EXT"),
+    ];
+    let p = policy & 0xffff_ffff;
+    let base = super::flags::xlat_str(p & !0x4000_0000, T, "SCHED_???");
+    if p & 0x4000_0000 != 0 {
+        format!("{base}|SCHED_RESET_ON_FORK")
+    } else {
+        base
+    }
+}
+
+/// `struct sigevent`: `{sigev_value={sival_int=7, sival_ptr=0x7},
+/// sigev_signo=SIGALRM, sigev_notify=SIGEV_SIGNAL}`.
+pub fn sigevent_str(mem: &dyn crate::memory::ReadMemory, addr: u64) -> String {
+    use super::strings::addr_str;
+    if addr == 0 {
+        return "NULL".to_string();
+    }
+    let Some(b) = read_exact(mem, addr, 32) else {
+        return addr_str(addr);
+    };
+    let value = u64_at(&b, 0);
+    let (signo, notify) = (i32_at(&b, 8), i32_at(&b, 12));
+    let head = format!(
+        "{{sigev_value={{sival_int={}, sival_ptr={}}}, sigev_signo={}",
+        value as u32 as i32,
+        addr_str(value),
+        strace_signame(i64::from(signo))
+    );
+    let tail = match notify {
+        0 => "sigev_notify=SIGEV_SIGNAL".to_string(),
+        1 => "sigev_notify=SIGEV_NONE".to_string(),
+        2 => format!(
+            "sigev_notify=SIGEV_THREAD, sigev_notify_function={}, sigev_notify_attributes={}",
+            addr_str(u64_at(&b, 16)),
+            addr_str(u64_at(&b, 24))
+        ),
+        4 => format!(
+            "sigev_notify=SIGEV_THREAD_ID, sigev_notify_thread_id={}",
+            i32_at(&b, 16)
+        ),
+        n => format!(
+            "sigev_notify={}",
+            super::flags::unknown_str(n as u32 as u64, "SIGEV_???")
+        ),
+    };
+    format!("{head}, {tail}}}")
+}
+
 /// A pid argument (an `int`, negative for process groups).
 pub fn pid_str(pid: u64) -> String {
     as_int(pid).to_string()
@@ -484,6 +543,32 @@ mod tests {
         );
         let mem = crate::syscalls::testmem::Mem::new(0x1000, &[0; 48]);
         assert_eq!(siginfo_str(&mem, 0x1000), "{}");
+    }
+
+    #[test]
+    fn scheduling_and_sigevents() {
+        assert_eq!(sched_policy_str(0), "SCHED_OTHER");
+        assert_eq!(
+            sched_policy_str(0x4000_0001),
+            "SCHED_FIFO|SCHED_RESET_ON_FORK"
+        );
+        assert_eq!(sched_policy_str(9), "0x9 /* SCHED_??? */");
+        let mut b = [0u8; 32];
+        b[0..8].copy_from_slice(&7u64.to_ne_bytes());
+        b[8..12].copy_from_slice(&14i32.to_ne_bytes());
+        let mem = crate::syscalls::testmem::Mem::new(0x1000, &b);
+        assert_eq!(
+            sigevent_str(&mem, 0x1000),
+            "{sigev_value={sival_int=7, sival_ptr=0x7}, sigev_signo=SIGALRM, sigev_notify=SIGEV_SIGNAL}"
+        );
+        b[12..16].copy_from_slice(&4i32.to_ne_bytes());
+        b[16..20].copy_from_slice(&99i32.to_ne_bytes());
+        let mem = crate::syscalls::testmem::Mem::new(0x1000, &b);
+        assert!(
+            sigevent_str(&mem, 0x1000)
+                .ends_with("sigev_notify=SIGEV_THREAD_ID, sigev_notify_thread_id=99}")
+        );
+        assert_eq!(sigevent_str(&mem, 0), "NULL");
     }
 
     #[test]

@@ -232,6 +232,19 @@ mod tests {
     }
 
     #[test]
+    fn id_lists() {
+        let mut b = Vec::new();
+        for id in [0u32, 4, 27] {
+            b.extend_from_slice(&id.to_ne_bytes());
+        }
+        let mem = Mem::new(0x1000, &b);
+        assert_eq!(id_list_str(&mem, 0x1000, 3), "[0, 4, 27]");
+        assert_eq!(id_list_str(&mem, 0x1000, 0), "[]");
+        assert_eq!(id_list_str(&mem, 0, 3), "NULL");
+        assert_eq!(id_list_str(&mem, 0x1000, 4), "0x1000");
+    }
+
+    #[test]
     fn small_outputs() {
         let mut b = 0x7fff_f7dd_2740u64.to_ne_bytes().to_vec();
         b.extend_from_slice(&[0x7c, 0x35, 3, 0]);

@@ -242,6 +242,26 @@ mod tests {
     }
 
     #[test]
+    fn raw_reads() {
+        let mem = Mem::new(0x1000, b"abc\0def");
+        assert_eq!(
+            read_cstring(&mem, 0x1000, 100),
+            Some((b"abc".to_vec(), true))
+        );
+        assert_eq!(read_cstring(&mem, 0x1000, 2), Some((b"ab".to_vec(), false)));
+        assert_eq!(
+            read_cstring(&mem, 0x1004, 100),
+            Some((b"def".to_vec(), false))
+        );
+        assert_eq!(read_cstring(&mem, 0x2000, 100), None);
+        assert_eq!(read_bytes(&mem, 0x1005, 10), Some(b"ef".to_vec()));
+        assert_eq!(read_bytes(&mem, 0x2000, 1), None);
+        assert_eq!(read_bytes(&mem, 0x2000, 0), Some(Vec::new()));
+        assert_eq!(addr_str(0), "NULL");
+        assert_eq!(addr_str(0x7fff_0000), "0x7fff0000");
+    }
+
+    #[test]
     fn buffers() {
         let mem = Mem::new(0x1000, &[b'x'; 100]);
         assert_eq!(buffer_str(&mem, 0x1000, 3), r#""xxx""#);

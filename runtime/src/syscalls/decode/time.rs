@@ -188,6 +188,16 @@ mod tests {
     }
 
     #[test]
+    fn timevals() {
+        let mut b = 2i64.to_ne_bytes().to_vec();
+        b.extend_from_slice(&5i64.to_ne_bytes());
+        let mem = Mem::new(0x1000, &b);
+        assert_eq!(timeval_str(&mem, 0x1000), "{tv_sec=2, tv_usec=5}");
+        assert_eq!(timeval_str(&mem, 0), "NULL");
+        assert_eq!(timeval_str(&mem, 0x1008), "0x1008");
+    }
+
+    #[test]
     fn itimers() {
         let mut b = Vec::new();
         for v in [0i64, 0, 1, 500] {

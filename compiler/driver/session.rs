@@ -1,0 +1,153 @@
+//! Passes 3 to 5 of the driver: compile the checked program to native code
+//! (`-p3` prints the Cranelift IR, `-p4` the code sizes) and run it.
+//! Sessions without process probes run here with the begin/end/timer
+//! scheduler; their output goes through the transport queue.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use utap_codegen::{CompiledScript, Options as CodegenOptions, Sources, compile};
+use utap_compiler::ast::{FileId, Literal};
+use utap_compiler::diag::Diagnostic;
+use utap_compiler::program::{Program, Type};
+use utap_compiler::source::SourceMap;
+use utap_runtime::script::{Limits, RuntimeOptions, ScriptRuntime, scheduler};
+use utap_runtime::transport::{self, Config, Output, Transport};
+
+use crate::{cli, trace};
+use utap_runtime::session::SessionOptions;
+
+/// The driver's view of the source files, for error locations.
+struct MapSources<'a>(&'a SourceMap);
+
+impl Sources for MapSources<'_> {
+    fn name(&self, file: FileId) -> &str {
+        self.0.name(file)
+    }
+    fn text(&self, file: FileId) -> &str {
+        self.0.text(file)
+    }
+}
+
+/// Why a later pass stopped.
+pub enum PassError {
+    Message(String),
+    Diagnostics(Vec<Diagnostic>),
+}
+
+/// The limits from `-D`.
+pub fn limits(opts: &cli::Options) -> Result<Limits, PassError> {
+    let defs: Vec<String> = opts
+        .defines
+        .iter()
+        .map(|(n, v)| format!("{n}={v}"))
+        .collect();
+    Limits::from_defines(&defs).map_err(PassError::Message)
+}
+
+/// `-G NAME=VALUE`: a global's initial value (a number for a long).
+fn apply_global_values(opts: &cli::Options, program: &mut Program) -> Result<(), PassError> {
+    for (name, value) in &opts.global_values {
+        let Some(g) = program.globals.iter_mut().find(|g| g.name == *name) else {
+            return Err(PassError::Message(format!(
+                "-G: no global variable '{name}' in the script"
+            )));
+        };
+        g.init = Some(match g.ty {
+            Type::Long => Literal::Num(value.trim().parse().map_err(|_| {
+                PassError::Message(format!("-G {name}: '{value}' is not a number"))
+            })?),
+            _ => Literal::Str(value.clone()),
+        });
+    }
+    Ok(())
+}
+
+/// Pass 3 and 4: native code for every handler.
+pub fn translate(
+    opts: &cli::Options,
+    map: &SourceMap,
+    program: &mut Program,
+) -> Result<CompiledScript, PassError> {
+    apply_global_values(opts, program)?;
+    let options = CodegenOptions {
+        limits: limits(opts)?,
+        keep_ir: opts.pass == Some(3),
+    };
+    compile(program, &MapSources(map), &options).map_err(|e| {
+        PassError::Diagnostics(vec![
+            Diagnostic::semantic_error(e.message.clone()).with_label(e.span, e.message),
+        ])
+    })
+}
+
+/// `-p4`: what was compiled.
+pub fn print_sizes(compiled: &CompiledScript) {
+    let total: usize = compiled.sizes.iter().map(|s| s.bytes).sum();
+    for s in &compiled.sizes {
+        println!("{}: {} bytes", s.name, s.bytes);
+    }
+    println!(
+        "{} functions, {} bytes of native code",
+        compiled.sizes.len(),
+        total
+    );
+}
+
+fn start_transport(
+    opts: &cli::Options,
+) -> Result<(Transport, transport::Producer, usize), PassError> {
+    let mut config = Config::stdout();
+    if let Some(mb) = opts.buffer_mb {
+        config.buffer_bytes =
+            transport::parse_buffer_mb(&mb.to_string()).map_err(PassError::Message)? << 20;
+    }
+    if let Some(path) = &opts.output {
+        config.output = Output::file(std::path::Path::new(path))
+            .map_err(|e| PassError::Message(format!("cannot open output file '{path}': {e}")))?;
+    }
+    let bytes = config.buffer_bytes;
+    let (t, p) = Transport::start(config)
+        .map_err(|e| PassError::Message(format!("cannot start output: {e}")))?;
+    Ok((t, p, bytes))
+}
+
+/// Pass 5: runs the session; returns the exit status.
+pub fn run(
+    opts: &cli::Options,
+    program: &Program,
+    compiled: &CompiledScript,
+) -> Result<i32, PassError> {
+    let target = trace::target(opts, program).map_err(PassError::Message)?;
+    let options = RuntimeOptions {
+        limits: limits(opts)?,
+        suppress_errors: opts.suppress_handler_errors,
+        target: 0,
+    };
+    let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
+    let (transport, mut producer, buffer_bytes) = start_transport(opts)?;
+    let limit = opts.timeout.map(Duration::from_secs_f64);
+    let status = match target {
+        Some(target) => {
+            let points = trace::process_points(program).map_err(PassError::Message)?;
+            let session = SessionOptions {
+                target,
+                time_limit: limit,
+                verbose: opts.verbose > 0,
+            };
+            utap_runtime::session::run(rt, &points, &session, producer)
+                .map_err(|e| PassError::Message(e.to_string()))?
+        }
+        None => {
+            scheduler::install_interrupt_handler();
+            let status = scheduler::run(&mut rt, &mut producer, limit);
+            drop(producer);
+            status
+        }
+    };
+    let stats = transport.finish();
+    if stats.lost > 0 {
+        eprint!("{}", transport::lost_warning(stats.lost, buffer_bytes));
+    }
+    Ok(status)
+}

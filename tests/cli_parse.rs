@@ -1,0 +1,106 @@
+//! The `utap` command line around the front end: `-p1`, diagnostics and
+//! exit status, script arguments, and the options not implemented yet.
+
+use std::process::{Command, Output};
+
+fn utap(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_utap"))
+        .args(args)
+        .output()
+        .expect("utap runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn p1_prints_the_canonical_form() {
+    let out = utap(&[
+        "-p1",
+        "-e",
+        "probe begin{printf(\"%d\\n\",$1+1)exit()}",
+        "41",
+    ]);
+    assert_eq!(text(&out.stderr), "");
+    assert_eq!(
+        text(&out.stdout),
+        "probe begin {\n  printf(\"%d\\n\", 41 + 1);\n  exit();\n}\n"
+    );
+    assert!(out.status.success());
+}
+
+#[test]
+fn p1_reads_a_file_and_passes_arguments() {
+    let dir = std::env::temp_dir().join(format!("utap-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s.stp");
+    std::fs::write(&path, "global x = @1\nprobe end { println(x, $#) }\n").unwrap();
+    let out = utap(&["-p1", path.to_str().unwrap(), "hello", "-x"]);
+    assert_eq!(
+        text(&out.stdout),
+        "global x = \"hello\"\nprobe end {\n  println(x, 2);\n}\n"
+    );
+    assert!(out.status.success());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn parse_errors_go_to_stderr_with_location_and_exit_1() {
+    let out = utap(&["-p1", "-e", "probe begin {\n  x = \n}"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stdout), "");
+    assert_eq!(
+        text(&out.stderr),
+        "parse error: expected an expression
+   ,-[ <input>:3:1 ]
+   |
+ 3 | }
+   | |  
+   | `-- found '}'
+---'
+"
+    );
+}
+
+#[test]
+fn missing_script_file() {
+    let out = utap(&["-p1", "/nonexistent/x.stp"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "utap: input file '/nonexistent/x.stp' is missing\n"
+    );
+}
+
+#[test]
+fn version_and_help() {
+    let out = utap(&["-V"]);
+    assert!(out.status.success());
+    assert!(text(&out.stdout).starts_with("utap "));
+    let out = utap(&["-h"]);
+    assert!(out.status.success());
+    for opt in [
+        "-e", "-c", "-x", "-o", "-p", "-v", "-l", "-L", "-I", "-D", "-T", "-s", "-g", "-h", "-V",
+    ] {
+        assert!(
+            text(&out.stdout).contains(&format!("  {opt}")),
+            "{opt} in help"
+        );
+    }
+    assert!(text(&out.stdout).contains("--suppress-handler-errors"));
+}
+
+#[test]
+fn usage_errors() {
+    let out = utap(&["-p1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "utap: no script given (a SCRIPT.stp file or -e SCRIPT)\n"
+    );
+    let out = utap(&["-p", "9", "-e", "probe begin {}"]);
+    assert!(!out.status.success());
+    let out = utap(&["-D", "=1", "-e", "probe begin {}"]);
+    assert!(!out.status.success());
+}
