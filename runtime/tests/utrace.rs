@@ -454,6 +454,7 @@ fn two_engines_conflicting_actions() {
                     ));
                     c.push(n.to_string());
                     c.push(format!("{:?}", ctl.control(pid, a, ResumeAction::Detach)));
+                    c.push(format!("{:?}", ctl.barrier(pid, a)));
                     return None;
                 }
                 _ => unreachable!(),
@@ -483,6 +484,17 @@ fn two_engines_conflicting_actions() {
             ("B", GETPPID, ResumeAction::Stop)
         );
         // After A detached, B alone saw the other 35 getppids.
+        assert_eq!(checks[5], "Ok(Done)");
+        assert_eq!(
+            checks[6],
+            format!(
+                "{:?}",
+                Err::<(), _>(Error::NotAttached {
+                    tid: pid,
+                    engine: a
+                })
+            )
+        );
         let b_after = log[entries_when_held..]
             .iter()
             .filter(|(n, nr, _)| *n == "B" && *nr == GETPPID)
