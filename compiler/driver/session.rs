@@ -9,12 +9,13 @@ use std::time::Duration;
 use utap_codegen::{CompiledScript, Options as CodegenOptions, Sources, compile};
 use utap_compiler::ast::{FileId, Literal};
 use utap_compiler::diag::Diagnostic;
-use utap_compiler::program::{PointKind, Program, Type};
+use utap_compiler::program::{Program, Type};
 use utap_compiler::source::SourceMap;
 use utap_runtime::script::{Limits, RuntimeOptions, ScriptRuntime, scheduler};
 use utap_runtime::transport::{self, Config, Output, Transport};
 
-use crate::cli;
+use crate::{cli, trace};
+use utap_runtime::session::SessionOptions;
 
 /// The driver's view of the source files, for error locations.
 struct MapSources<'a>(&'a SourceMap);
@@ -93,14 +94,6 @@ pub fn print_sizes(compiled: &CompiledScript) {
     );
 }
 
-fn has_process_probes(program: &Program) -> bool {
-    program
-        .probes
-        .iter()
-        .flat_map(|p| &p.points)
-        .any(|pt| matches!(pt.kind, PointKind::Process { .. }))
-}
-
 fn start_transport(
     opts: &cli::Options,
 ) -> Result<(Transport, transport::Producer, usize), PassError> {
@@ -125,11 +118,7 @@ pub fn run(
     program: &Program,
     compiled: &CompiledScript,
 ) -> Result<i32, PassError> {
-    if has_process_probes(program) || opts.command.is_some() || opts.pid.is_some() {
-        return Err(PassError::Message(
-            "process probes and -c/-x are not yet supported".into(),
-        ));
-    }
+    let target = trace::target(opts, program).map_err(PassError::Message)?;
     let options = RuntimeOptions {
         limits: limits(opts)?,
         suppress_errors: opts.suppress_handler_errors,
@@ -137,10 +126,25 @@ pub fn run(
     };
     let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
     let (transport, mut producer, buffer_bytes) = start_transport(opts)?;
-    scheduler::install_interrupt_handler();
     let limit = opts.timeout.map(Duration::from_secs_f64);
-    let status = scheduler::run(&mut rt, &mut producer, limit);
-    drop(producer);
+    let status = match target {
+        Some(target) => {
+            let points = trace::process_points(program).map_err(PassError::Message)?;
+            let session = SessionOptions {
+                target,
+                time_limit: limit,
+                verbose: opts.verbose > 0,
+            };
+            utap_runtime::session::run(rt, &points, &session, producer)
+                .map_err(|e| PassError::Message(e.to_string()))?
+        }
+        None => {
+            scheduler::install_interrupt_handler();
+            let status = scheduler::run(&mut rt, &mut producer, limit);
+            drop(producer);
+            status
+        }
+    };
     let stats = transport.finish();
     if stats.lost > 0 {
         eprint!("{}", transport::lost_warning(stats.lost, buffer_bytes));

@@ -504,7 +504,7 @@ impl Session {
         let name = p
             .points
             .iter()
-            .map(|pt| point_text(pt))
+            .map(point_text)
             .collect::<Vec<_>>()
             .join(", ");
         // Points without alias bodies and of the same family share one

@@ -8,7 +8,7 @@
 //! call. Names start with `utap_` so a typo cannot resolve to a libc
 //! symbol.
 
-use crate::values::map::{Key, Sort, SortBy};
+use crate::values::map::{Key, KeyPart, Sort, SortBy};
 use crate::values::stats::{Stat, StatOp};
 use crate::values::strings as vstr;
 
@@ -139,17 +139,22 @@ fn with_keys<R>(
 pub extern "C" fn utap_arr_get(ctx: *mut HandlerContext, gid: i64) -> i64 {
     enum Got {
         Long(i64),
-        Str(Option<Vec<u8>>),
+        Str(*const [u8]),
     }
     let got = with_keys(ctx, gid, |g, k, _| match g {
         Global::LongArray(m) => Got::Long(m.get(k).copied().unwrap_or(0)),
-        Global::StrArray(m) => Got::Str(m.get(k).cloned()),
+        Global::StrArray(m) => match m.get(k) {
+            Some(v) => Got::Str(v.as_slice() as *const [u8]),
+            None => Got::Long(0),
+        },
         _ => Got::Long(0),
     });
     match got {
         Got::Long(v) => v,
-        Got::Str(None) => 0,
-        Got::Str(Some(v)) => st(ctx).strings.make(&v),
+        // SAFETY: the value lives in the array, which nothing changes
+        // between the lookup and this copy into the arena (a different
+        // field of the state).
+        Got::Str(p) => st(ctx).strings.make(unsafe { &*p }),
     }
 }
 
@@ -455,36 +460,22 @@ pub extern "C" fn utap_foreach_next(ctx: *mut HandlerContext, iter: i64) -> i64 
                 return 0;
             };
             *pos += 1;
-            let g = &s.globals.vars[*global as usize];
-            let (key, value): (Option<&[crate::values::map::KeyPart]>, i64) = match g {
+            let strings = &mut s.strings;
+            let (key, value) = match &s.globals.vars[*global as usize] {
                 Global::LongArray(m) => (m.key(id), m.value(id).copied().unwrap_or(0)),
-                Global::StrArray(m) => (m.key(id), 0),
+                Global::StrArray(m) => (m.key(id), m.value(id).map_or(0, |v| strings.make(v))),
                 Global::StatArray(m, _) => (m.key(id), 0),
                 _ => (None, 0),
             };
+            // A stale entry (deleted during the loop) is skipped.
             let Some(key) = key else { continue };
-            // Strings are copied into the arena after the borrow ends.
             let mut raw = [0i64; MAX_KEYS];
-            let mut strs: [Option<Vec<u8>>; MAX_KEYS] = Default::default();
-            for (i, part) in key.iter().enumerate() {
-                match part {
-                    crate::values::map::KeyPart::Long(v) => raw[i] = *v,
-                    crate::values::map::KeyPart::Str(b) => strs[i] = Some(b.to_vec()),
-                }
+            for (slot, part) in raw.iter_mut().zip(key) {
+                *slot = match part {
+                    KeyPart::Long(v) => *v,
+                    KeyPart::Str(b) => strings.make(b),
+                };
             }
-            let str_value = match g {
-                Global::StrArray(m) => m.value(id).cloned(),
-                _ => None,
-            };
-            for (i, b) in strs.iter().enumerate() {
-                if let Some(b) = b {
-                    raw[i] = s.strings.make(b);
-                }
-            }
-            let value = match str_value {
-                Some(v) => s.strings.make(&v),
-                None => value,
-            };
             unsafe {
                 (*ctx).keys = raw;
                 (*ctx).foreach_value = value;

@@ -166,8 +166,8 @@ fn spawn(
     syscalls: Option<&[u32]>,
     verbose: bool,
 ) -> Result<Tid, SessionError> {
-    let command = SpawnCommand::shell(&format!("exec {cmd}"))
-        .map_err(|e| SessionError(format!("cannot run {cmd:?}: {e}")))?;
+    let command =
+        SpawnCommand::shell(cmd).map_err(|e| SessionError(format!("cannot run {cmd:?}: {e}")))?;
     // Built before fork: installing it in the child must not allocate.
     let filter = syscalls.and_then(|s| seccomp::Filter::new(s.iter().copied()).ok());
     let mut install = || filter.as_ref().is_some_and(|f| seccomp::install(f).is_ok());

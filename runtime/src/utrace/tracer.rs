@@ -242,7 +242,7 @@ impl Tracer {
         }
         scratch.clear();
         scratch.extend(thread.attachments.iter().map(|a| a.engine));
-        let mut stop = StopData::new(kind);
+        let mut stop = StopData::new(kind, thread.tgid);
         let mut prevailing = ResumeAction::Resume;
         let mut quiesced = false;
         for &id in scratch.iter() {
@@ -303,7 +303,7 @@ impl Tracer {
         }
         scratch.clear();
         scratch.extend(thread.attachments.iter().map(|a| a.engine));
-        let mut stop = StopData::new(StopKind::Other);
+        let mut stop = StopData::new(StopKind::Other, thread.tgid);
         let mut prevailing = ResumeAction::Resume;
         for &id in scratch.iter() {
             let Some(events) = attached_events(core, tid, id) else {
@@ -342,7 +342,7 @@ impl Tracer {
 
     /// Post-mortem reports: death then reap, to engines that asked.
     pub(crate) fn report_death(&mut self, thread: &super::thread::Thread, status: ExitStatus) {
-        let mut stop = StopData::new(StopKind::Dead);
+        let mut stop = StopData::new(StopKind::Dead, thread.tgid);
         for a in &thread.attachments {
             let engine = &mut *self.engines[a.engine.0 as usize];
             let mut cx = Cx {
