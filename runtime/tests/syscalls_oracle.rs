@@ -541,8 +541,14 @@ fn system_tools_decode_as_strace() {
     .into_iter()
     .map(|(argv, mutates)| (argv.into_iter().map(String::from).collect(), mutates))
     .collect();
+    let mut ran = 0;
     for (argv, mutates) in &cases {
         let argv: Vec<&Path> = argv.iter().map(Path::new).collect();
+        // A minimal system may lack a tool; most must be there.
+        if !argv[0].exists() {
+            continue;
+        }
+        ran += 1;
         if *mutates {
             fresh_scratch(&dir);
         }
@@ -554,4 +560,5 @@ fn system_tools_decode_as_strace() {
         assert!(!expected.is_empty(), "{argv:?}: no strace lines");
         assert_same_lines(&expected, &actual);
     }
+    assert!(ran >= cases.len() - 3, "only {ran} of the tools exist");
 }

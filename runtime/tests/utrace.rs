@@ -454,6 +454,7 @@ fn two_engines_conflicting_actions() {
                     ));
                     c.push(n.to_string());
                     c.push(format!("{:?}", ctl.control(pid, a, ResumeAction::Detach)));
+                    c.push(format!("{:?}", ctl.barrier(pid, a)));
                     return None;
                 }
                 _ => unreachable!(),
@@ -483,6 +484,17 @@ fn two_engines_conflicting_actions() {
             ("B", GETPPID, ResumeAction::Stop)
         );
         // After A detached, B alone saw the other 35 getppids.
+        assert_eq!(checks[5], "Ok(Done)");
+        assert_eq!(
+            checks[6],
+            format!(
+                "{:?}",
+                Err::<(), _>(Error::NotAttached {
+                    tid: pid,
+                    engine: a
+                })
+            )
+        );
         let b_after = log[entries_when_held..]
             .iter()
             .filter(|(n, nr, _)| *n == "B" && *nr == GETPPID)
@@ -939,9 +951,9 @@ fn job_control_stop_continue() {
     handle.barrier().unwrap();
     kill(pid, libc::SIGSTOP);
     let tids = tids_of(pid);
-    assert!(wait_until(5, || tids
-        .iter()
-        .all(|&t| matches!(state(pid, t), 'T' | 't'))));
+    // Stopped: a listening tracee shows as `t` (the kernel keeps it in
+    // TASK_TRACED), untraced it would be `T`.
+    assert!(wait_until(5, || tids.iter().all(|&t| state(pid, t) == 't')));
     std::thread::sleep(Duration::from_millis(50));
     let c1 = read_counter(&file);
     std::thread::sleep(Duration::from_millis(150));
@@ -1006,7 +1018,7 @@ fn sigkill_while_stopped() {
             core: false,
         };
         assert_eq!(end, EndReason::ProcessExited { pid, status });
-        assert!(took < Duration::from_secs(1), "took {took:?}");
+        assert!(took < Duration::from_secs(2), "took {took:?}");
     });
 }
 
@@ -1400,7 +1412,7 @@ fn ticks_run_on_the_tracer_thread() {
         for (i, t) in times.iter().enumerate() {
             let due = Duration::from_millis(50) * (i as u32 + 1);
             assert!(
-                *t >= due && *t < due + Duration::from_millis(40),
+                *t >= due && *t < due + Duration::from_millis(250),
                 "tick {i} at {t:?}"
             );
         }

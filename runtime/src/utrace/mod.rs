@@ -44,7 +44,7 @@
 //!   AttachMode, Events)`, `attach_process(pid) -> tids` (`-x`: seizes
 //!   every thread), `set_events`, `events`, `control(tid, engine,
 //!   ResumeAction) -> ControlStatus`, `detach`, `threads`, `process_of`,
-//!   `is_stopped`, `set_syscall_source(pid, SyscallSource::Seccomp)` (entries
+//!   `is_stopped`, `barrier`, `set_syscall_source(pid, SyscallSource::Seccomp)` (entries
 //!   from the caller's seccomp filter), `end(EndReason)`,
 //!   `end_when_exits(pid)`, `add_timer(deadline, tick) -> TimerId`,
 //!   `cancel_timer`.

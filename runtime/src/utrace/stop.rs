@@ -5,7 +5,8 @@
 //!   stop is an entry unless `PTRACE_SYSCALL` already reported it.
 //! * `PTRACE_EVENT_STOP` carrying a stop signal is a group-stop: engines
 //!   get `report_jctl`, and the thread is resumed with `PTRACE_LISTEN` so it
-//!   stays stopped exactly as it would untraced, until SIGCONT (which
+//!   stays stopped exactly as it would untraced (the kernel still shows a
+//!   listening tracee as `t`, not `T`), until SIGCONT (which
 //!   arrives as another `PTRACE_EVENT_STOP`, with SIGTRAP). Any other
 //!   `PTRACE_EVENT_STOP` is our `PTRACE_INTERRUPT` (quiesce) or a
 //!   notification trap.
