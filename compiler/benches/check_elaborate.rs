@@ -12,7 +12,7 @@ use utap_compiler::source::SourceMap;
 
 const SCRIPT: &str = "global calls\n\
 probe syscall.*, syscall.*.return { calls[name]++; if (pid() == 0) println(argstr) }\n\
-probe signal.* { println(sig_name) }\n";
+probe signal.* { println(name) }\n";
 
 /// A typical script: two syscall aliases.
 const TYPICAL: &str =

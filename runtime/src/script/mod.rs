@@ -26,6 +26,8 @@ pub mod scheduler;
 pub mod sink;
 pub mod state;
 pub mod strings;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 

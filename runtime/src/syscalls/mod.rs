@@ -6,10 +6,10 @@
 //! - [`table`]: every x86_64 system call (number, name, argument count,
 //!   strace class);
 //! - [`spec`]: the named, typed arguments of the ~210 calls decoded in
-//!   full, which drive both [`argstr`] and the tapset's named variables;
+//!   full, which drive both [`argstr()`] and the tapset's named variables;
 //! - [`decode`]: one module per family turning raw values and tracee
 //!   memory into strace's text;
-//! - [`argstr`]: `argstr`/`retstr` (and the entry snapshot for values the
+//! - [`mod@argstr`]: `argstr`/`retstr` (and the entry snapshot for values the
 //!   kernel rewrites);
 //! - [`errno`], [`signals`]: SystemTap's and strace's names;
 //! - [`builtins`]: the functions the tapsets call, with script-friendly
