@@ -270,7 +270,8 @@ fn define(
     sizes: &mut Vec<FunctionSize>,
 ) -> Result<(), CodegenError> {
     if options.keep_ir {
-        ir.push_str(&format!("; {what}\n{}\n", ctx.func.display()));
+        let text = ctx.func.display().to_string();
+        ir.push_str(&format!("; {what}\n{}\n", name_callees(module, &text)));
     }
     module.define_function(id, ctx).map_err(|e| {
         CodegenError::new(
@@ -285,4 +286,34 @@ fn define(
     });
     module.clear_context(ctx);
     Ok(())
+}
+
+/// Appends the symbol name to each `fnN = u0:K` declaration of the IR
+/// text, so `-p3` shows which runtime function or script function a call
+/// goes to.
+fn name_callees(module: &JITModule, text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        out.push_str(line);
+        let target = line
+            .trim_start()
+            .starts_with("fn")
+            .then(|| line.split_once(" u0:"))
+            .flatten()
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .and_then(|n| n.parse::<u32>().ok());
+        let name = target.and_then(|index| {
+            let id = FuncId::from_u32(index);
+            let (_, decl) = module
+                .declarations()
+                .get_functions()
+                .find(|(f, _)| *f == id)?;
+            decl.name.clone()
+        });
+        if let Some(name) = name {
+            out.push_str(&format!("  ; {name}"));
+        }
+        out.push('\n');
+    }
+    out
 }

@@ -7,6 +7,12 @@
 //! state and sets `ctx.error`, which native code tests right after the
 //! call. Names start with `utap_` so a typo cannot resolve to a libc
 //! symbol.
+//!
+//! Every function is `unsafe`: its `ctx` must be the context of the
+//! handler run in progress (compiled code passes its first argument
+//! through), and array arguments must point to `n` readable words.
+// That contract is the same for every function: it is stated once above.
+#![allow(clippy::missing_safety_doc)]
 
 use crate::values::map::{Key, KeyPart, Sort, SortBy};
 use crate::values::stats::{Stat, StatOp};
@@ -48,7 +54,7 @@ pub fn stat_op(n: i64) -> StatOp {
 
 // ---- errors and control ------------------------------------------------
 
-pub extern "C" fn utap_raise(ctx: *mut HandlerContext, kind: i64) {
+pub unsafe extern "C" fn utap_raise(ctx: *mut HandlerContext, kind: i64) {
     let msg = match kind {
         RAISE_DIVISION_BY_ZERO => "division by 0",
         RAISE_MAXACTION => "MAXACTION exceeded",
@@ -59,7 +65,7 @@ pub extern "C" fn utap_raise(ctx: *mut HandlerContext, kind: i64) {
 }
 
 /// Entering a `catch`: clears the error and returns its message.
-pub extern "C" fn utap_catch(ctx: *mut HandlerContext) -> i64 {
+pub unsafe extern "C" fn utap_catch(ctx: *mut HandlerContext) -> i64 {
     let s = st(ctx);
     unsafe { (*ctx).error = 0 };
     let msg = std::mem::take(&mut s.error_message);
@@ -68,17 +74,17 @@ pub extern "C" fn utap_catch(ctx: *mut HandlerContext) -> i64 {
 
 // ---- strings -------------------------------------------------------------
 
-pub extern "C" fn utap_str_concat(ctx: *mut HandlerContext, a: i64, b: i64) -> i64 {
+pub unsafe extern "C" fn utap_str_concat(ctx: *mut HandlerContext, a: i64, b: i64) -> i64 {
     st(ctx).strings.concat(a, b)
 }
 
-pub extern "C" fn utap_str_cmp(ctx: *mut HandlerContext, a: i64, b: i64) -> i64 {
+pub unsafe extern "C" fn utap_str_cmp(ctx: *mut HandlerContext, a: i64, b: i64) -> i64 {
     let s = &st(ctx).strings;
     vstr::compare(s.get(a), s.get(b)) as i64
 }
 
 /// `s =~ regex[id]` (1 or 0).
-pub extern "C" fn utap_str_match(ctx: *mut HandlerContext, s: i64, id: i64) -> i64 {
+pub unsafe extern "C" fn utap_str_match(ctx: *mut HandlerContext, s: i64, id: i64) -> i64 {
     let state = st(ctx);
     let id = id as usize;
     if state.regexes[id].is_none() {
@@ -96,7 +102,7 @@ pub extern "C" fn utap_str_match(ctx: *mut HandlerContext, s: i64, id: i64) -> i
 
 // ---- string scalars ------------------------------------------------------
 
-pub extern "C" fn utap_gstr_get(ctx: *mut HandlerContext, gid: i64) -> i64 {
+pub unsafe extern "C" fn utap_gstr_get(ctx: *mut HandlerContext, gid: i64) -> i64 {
     let s = st(ctx);
     match &s.globals.vars[gid as usize] {
         Global::Str(v) => s.strings.make(v),
@@ -104,7 +110,7 @@ pub extern "C" fn utap_gstr_get(ctx: *mut HandlerContext, gid: i64) -> i64 {
     }
 }
 
-pub extern "C" fn utap_gstr_set(ctx: *mut HandlerContext, gid: i64, h: i64) {
+pub unsafe extern "C" fn utap_gstr_set(ctx: *mut HandlerContext, gid: i64, h: i64) {
     let s = st(ctx);
     let max = s.limits.max_string_len;
     if let Global::Str(v) = &mut s.globals.vars[gid as usize] {
@@ -136,7 +142,7 @@ fn with_keys<R>(
 }
 
 /// `a[k]` (0 or "" when missing; a string comes back as a new handle).
-pub extern "C" fn utap_arr_get(ctx: *mut HandlerContext, gid: i64) -> i64 {
+pub unsafe extern "C" fn utap_arr_get(ctx: *mut HandlerContext, gid: i64) -> i64 {
     enum Got {
         Long(i64),
         Str(*const [u8]),
@@ -159,7 +165,7 @@ pub extern "C" fn utap_arr_get(ctx: *mut HandlerContext, gid: i64) -> i64 {
 }
 
 /// `a[k] = v`.
-pub extern "C" fn utap_arr_set(ctx: *mut HandlerContext, gid: i64, v: i64) {
+pub unsafe extern "C" fn utap_arr_set(ctx: *mut HandlerContext, gid: i64, v: i64) {
     let value: Option<Vec<u8>> = match &st(ctx).globals.vars[gid as usize] {
         Global::StrArray(_) => Some(st(ctx).strings.get(v).to_vec()),
         _ => None,
@@ -180,7 +186,7 @@ pub extern "C" fn utap_arr_set(ctx: *mut HandlerContext, gid: i64, v: i64) {
 }
 
 /// `a[k] += delta` on a long array; returns the new value.
-pub extern "C" fn utap_arr_add(ctx: *mut HandlerContext, gid: i64, delta: i64) -> i64 {
+pub unsafe extern "C" fn utap_arr_add(ctx: *mut HandlerContext, gid: i64, delta: i64) -> i64 {
     let r = with_keys(ctx, gid, |g, k, _| match g {
         Global::LongArray(m) => m.get_or_insert_with(k, || 0).map(|v| {
             *v = v.wrapping_add(delta);
@@ -195,7 +201,7 @@ pub extern "C" fn utap_arr_add(ctx: *mut HandlerContext, gid: i64, delta: i64) -
 }
 
 /// `[k] in a`.
-pub extern "C" fn utap_arr_exists(ctx: *mut HandlerContext, gid: i64) -> i64 {
+pub unsafe extern "C" fn utap_arr_exists(ctx: *mut HandlerContext, gid: i64) -> i64 {
     with_keys(ctx, gid, |g, k, _| match g {
         Global::LongArray(m) => m.contains(k),
         Global::StrArray(m) => m.contains(k),
@@ -205,7 +211,7 @@ pub extern "C" fn utap_arr_exists(ctx: *mut HandlerContext, gid: i64) -> i64 {
 }
 
 /// `delete a[k]`.
-pub extern "C" fn utap_arr_delete(ctx: *mut HandlerContext, gid: i64) {
+pub unsafe extern "C" fn utap_arr_delete(ctx: *mut HandlerContext, gid: i64) {
     with_keys(ctx, gid, |g, k, _| match g {
         Global::LongArray(m) => drop(m.remove(k)),
         Global::StrArray(m) => drop(m.remove(k)),
@@ -215,7 +221,7 @@ pub extern "C" fn utap_arr_delete(ctx: *mut HandlerContext, gid: i64) {
 }
 
 /// `delete g` for any global: an array is emptied, a scalar reset.
-pub extern "C" fn utap_global_clear(ctx: *mut HandlerContext, gid: i64) {
+pub unsafe extern "C" fn utap_global_clear(ctx: *mut HandlerContext, gid: i64) {
     let s = st(ctx);
     match &mut s.globals.vars[gid as usize] {
         Global::Long(slot) => s.globals.longs[*slot as usize] = 0,
@@ -261,14 +267,19 @@ fn with_stat<R>(
 }
 
 /// `s <<< v`.
-pub extern "C" fn utap_stat_add(ctx: *mut HandlerContext, gid: i64, elem: i64, v: i64) {
+pub unsafe extern "C" fn utap_stat_add(ctx: *mut HandlerContext, gid: i64, elem: i64, v: i64) {
     if let Err(e) = with_stat(ctx, gid, elem, true, |s| s.add(v)) {
         st(ctx).raise(ctx, e);
     }
 }
 
 /// `@op(s)`: `@count`/`@sum` of nothing are 0, the others an error.
-pub extern "C" fn utap_stat_get(ctx: *mut HandlerContext, gid: i64, elem: i64, op: i64) -> i64 {
+pub unsafe extern "C" fn utap_stat_get(
+    ctx: *mut HandlerContext,
+    gid: i64,
+    elem: i64,
+    op: i64,
+) -> i64 {
     let op = stat_op(op);
     let r = with_stat(ctx, gid, elem, false, |s| s.get(op));
     match r {
@@ -290,7 +301,12 @@ pub extern "C" fn utap_stat_get(ctx: *mut HandlerContext, gid: i64, elem: i64, o
 }
 
 /// `@hist_log(s)[i]`.
-pub extern "C" fn utap_hist_bucket(ctx: *mut HandlerContext, gid: i64, elem: i64, i: i64) -> i64 {
+pub unsafe extern "C" fn utap_hist_bucket(
+    ctx: *mut HandlerContext,
+    gid: i64,
+    elem: i64,
+    i: i64,
+) -> i64 {
     match with_stat(ctx, gid, elem, false, |s| s.bucket(i)) {
         Ok(Some(Ok(v))) => v,
         Ok(Some(Err(e))) => {
@@ -309,7 +325,7 @@ pub extern "C" fn utap_hist_bucket(ctx: *mut HandlerContext, gid: i64, elem: i64
 }
 
 /// `print(@hist_log(s))`: appends the histogram to the output.
-pub extern "C" fn utap_print_hist(ctx: *mut HandlerContext, gid: i64, elem: i64) {
+pub unsafe extern "C" fn utap_print_hist(ctx: *mut HandlerContext, gid: i64, elem: i64) {
     let elision = st(ctx).limits.hist_elision;
     let mut text = Vec::new();
     let r = with_stat(ctx, gid, elem, false, |s| {
@@ -324,7 +340,7 @@ pub extern "C" fn utap_print_hist(ctx: *mut HandlerContext, gid: i64, elem: i64)
 }
 
 /// `sprint(@hist_log(s))`: the histogram as a string.
-pub extern "C" fn utap_sprint_hist(ctx: *mut HandlerContext, gid: i64, elem: i64) -> i64 {
+pub unsafe extern "C" fn utap_sprint_hist(ctx: *mut HandlerContext, gid: i64, elem: i64) -> i64 {
     let elision = st(ctx).limits.hist_elision;
     let mut text = Vec::new();
     let r = with_stat(ctx, gid, elem, false, |s| {
@@ -361,7 +377,7 @@ fn push_iteration(s: &mut ScriptState, it: Iteration) -> i64 {
 
 /// Starts `foreach ([k..] in a <sort> limit n)`; `mask` has bit i set when
 /// key column i is fixed by a slice (`a[*, "x"]`), its value in ctx.keys.
-pub extern "C" fn utap_foreach_array(
+pub unsafe extern "C" fn utap_foreach_array(
     ctx: *mut HandlerContext,
     gid: i64,
     sort: i64,
@@ -406,7 +422,7 @@ pub extern "C" fn utap_foreach_array(
 }
 
 /// Starts `foreach (b in @hist_xxx(s) limit n)`.
-pub extern "C" fn utap_foreach_hist(
+pub unsafe extern "C" fn utap_foreach_hist(
     ctx: *mut HandlerContext,
     gid: i64,
     elem: i64,
@@ -434,7 +450,7 @@ pub extern "C" fn utap_foreach_hist(
 
 /// Moves to the next element: 1 with its keys in `ctx.keys` and its value
 /// in `ctx.foreach_value`, or 0 at the end.
-pub extern "C" fn utap_foreach_next(ctx: *mut HandlerContext, iter: i64) -> i64 {
+pub unsafe extern "C" fn utap_foreach_next(ctx: *mut HandlerContext, iter: i64) -> i64 {
     let s = st(ctx);
     let Some(Some(it)) = s.iterations.get_mut(iter as usize) else {
         return 0;
@@ -486,7 +502,7 @@ pub extern "C" fn utap_foreach_next(ctx: *mut HandlerContext, iter: i64) -> i64 
 }
 
 /// Ends a `foreach` (also done for all loops at the end of a run).
-pub extern "C" fn utap_foreach_end(ctx: *mut HandlerContext, iter: i64) {
+pub unsafe extern "C" fn utap_foreach_end(ctx: *mut HandlerContext, iter: i64) {
     if let Some(slot) = st(ctx).iterations.get_mut(iter as usize) {
         *slot = None;
     }
@@ -495,7 +511,7 @@ pub extern "C" fn utap_foreach_end(ctx: *mut HandlerContext, iter: i64) {
 // ---- output -------------------------------------------------------------------
 
 /// `printf(formats[fmt], args...)`: appends to the run's output.
-pub extern "C" fn utap_printf(ctx: *mut HandlerContext, fmt: i64, args: *const i64, n: i64) {
+pub unsafe extern "C" fn utap_printf(ctx: *mut HandlerContext, fmt: i64, args: *const i64, n: i64) {
     let s = st(ctx);
     let args = unsafe { std::slice::from_raw_parts(args, n as usize) };
     let mut out = std::mem::take(&mut s.out);
@@ -507,7 +523,7 @@ pub extern "C" fn utap_printf(ctx: *mut HandlerContext, fmt: i64, args: *const i
 }
 
 /// `sprintf(formats[fmt], args...)`: a new string.
-pub extern "C" fn utap_sprintf(
+pub unsafe extern "C" fn utap_sprintf(
     ctx: *mut HandlerContext,
     fmt: i64,
     args: *const i64,
@@ -531,7 +547,7 @@ pub const PRINT_TO_STRING: i64 = 4;
 /// The print family without a format: `print println printd printdln`
 /// and `sprint sprintln sprintd sprintdln`. `mask` bit i: argument i is a
 /// string. Returns the string for the `s` forms, else 0.
-pub extern "C" fn utap_print(
+pub unsafe extern "C" fn utap_print(
     ctx: *mut HandlerContext,
     flags: i64,
     mask: i64,

@@ -105,7 +105,7 @@ impl ScriptState {
 
     /// Records a runtime error: native code sees `ctx.error` and unwinds.
     #[cold]
-    pub fn raise(&mut self, ctx: *mut HandlerContext, message: impl Into<String>) {
+    pub(crate) fn raise(&mut self, ctx: *mut HandlerContext, message: impl Into<String>) {
         self.error_message = message.into();
         // SAFETY: ctx is the live context of the running handler.
         unsafe { (*ctx).error = 1 };

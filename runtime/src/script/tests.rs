@@ -22,7 +22,7 @@ unsafe extern "C" fn begin_exit(ctx: *mut HandlerContext) {
 }
 unsafe extern "C" fn begin_fail(ctx: *mut HandlerContext) {
     unsafe { (*ctx).location = 1 };
-    utap_raise(ctx, RAISE_DIVISION_BY_ZERO);
+    unsafe { utap_raise(ctx, RAISE_DIVISION_BY_ZERO) };
 }
 unsafe extern "C" fn end_h(ctx: *mut HandlerContext) {
     say(ctx, "end\n");
