@@ -244,6 +244,11 @@ fn state(pid: i32, tid: i32) -> char {
         .unwrap_or('?')
 }
 
+/// Not stopped (any way) and not dead: R, S or D.
+fn is_running(state: char) -> bool {
+    matches!(state, 'R' | 'S' | 'D')
+}
+
 fn tracer_pid(pid: i32, tid: i32) -> i32 {
     status_field(pid, tid, "TracerPid:")
         .and_then(|s| s.parse().ok())
@@ -1102,11 +1107,7 @@ fn tracer_killed_leaves_tracee_running(sig: i32) {
     assert_eq!(st.code(), Some(128 + sig));
     for &t in &tids {
         assert_eq!(tracer_pid(pid, t), 0);
-        assert!(
-            matches!(state(pid, t), 'R' | 'S'),
-            "thread {t} is {}",
-            state(pid, t)
-        );
+        assert!(is_running(state(pid, t)), "thread {t} is {}", state(pid, t));
     }
     let c = read_counter(&file);
     assert!(wait_until(5, || read_counter(&file) > c));
@@ -1159,7 +1160,7 @@ fn detach_racing_a_stop_leaves_it_running() {
     assert_ne!(tracer_pid(pid, pid), 0);
     let c = read_counter(&file);
     assert!(wait_until(5, || read_counter(&file) > c));
-    assert!(matches!(state(pid, worker.0), 'R' | 'S'));
+    assert!(is_running(state(pid, worker.0)));
     handle.end().unwrap();
     assert_eq!(
         tracer_thread.join().unwrap(),
@@ -1561,7 +1562,7 @@ fn panic_in_a_callback_detaches_everything() {
     assert!(outcome, "the engine panicked");
     for t in tids_of(pid) {
         assert_eq!(tracer_pid(pid, t), 0);
-        assert!(matches!(state(pid, t), 'R' | 'S'));
+        assert!(is_running(state(pid, t)));
     }
     let c = read_counter(&file);
     assert!(wait_until(5, || read_counter(&file) > c));
