@@ -108,7 +108,7 @@
 //! | report_syscall_entry/exit | syscall-stops (entry/exit told apart by alternation) or `PTRACE_EVENT_SECCOMP`; details from `PTRACE_GET_SYSCALL_INFO` |
 //! | report_clone | `PTRACE_EVENT_CLONE/FORK/VFORK`; the child is already seized; engines with `FOLLOW` are attached, others may attach; unwanted children are detached |
 //! | report_exec | `PTRACE_EVENT_EXEC` (a non-leader exec moves the thread to the leader's id) |
-//! | report_exit | `PTRACE_EVENT_EXIT` |
+//! | report_exit | `PTRACE_EVENT_EXIT` (a SIGKILLed thread is never held there) |
 //! | report_death, report_reap | the thread's exit status from `waitpid`, then it is forgotten |
 //! | report_jctl | `PTRACE_EVENT_STOP` with a stop signal (group-stop; resumed with `PTRACE_LISTEN`), and the trap after SIGCONT |
 
