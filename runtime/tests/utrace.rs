@@ -57,6 +57,10 @@ fn tests() -> Vec<(&'static str, TestFn)> {
             tracer_sigint_leaves_tracee_running,
         ),
         (
+            "tracer_sighup_leaves_tracee_running",
+            tracer_sighup_leaves_tracee_running,
+        ),
+        (
             "detach_racing_a_stop_leaves_it_running",
             detach_racing_a_stop_leaves_it_running,
         ),
@@ -1120,6 +1124,10 @@ fn tracer_sigterm_leaves_tracee_running() {
 
 fn tracer_sigint_leaves_tracee_running() {
     tracer_killed_leaves_tracee_running(libc::SIGINT);
+}
+
+fn tracer_sighup_leaves_tracee_running() {
+    tracer_killed_leaves_tracee_running(libc::SIGHUP);
 }
 
 /// Seed 002's race: STOP is on its way (the thread interrupted, its stop
