@@ -45,6 +45,7 @@ fn tests() -> Vec<(&'static str, TestFn)> {
         ),
         ("follows_100_threads", follows_100_threads),
         ("follows_fork_exec_chain", follows_fork_exec_chain),
+        ("follows_vfork", follows_vfork),
         ("exit_codes_unchanged", exit_codes_unchanged),
         ("job_control_stop_continue", job_control_stop_continue),
         ("sigkill_while_stopped", sigkill_while_stopped),
@@ -905,6 +906,22 @@ fn follows_fork_exec_chain() {
     let mut codes: Vec<i32> = c.deaths.values().map(|s| s.code()).collect();
     codes.sort();
     assert_eq!(codes, vec![7, 8, 9, 10]);
+}
+
+/// posix_spawn (a vfork: the parent waits until the child execs) is
+/// followed, and both exit codes come through.
+fn follows_vfork() {
+    let syscalls = fixture("syscalls");
+    let cmd = fixture_cmd("spawner", &[syscalls.to_str().unwrap(), "7", "40"]);
+    let (c, end, pid) = count_tree(cmd, TREE);
+    assert_eq!(end, exited(pid, 41));
+    assert_eq!(c.clones.len(), 1);
+    assert_eq!(c.clones[0].kind, CloneKind::Vfork);
+    let child = c.clones[0].child;
+    assert_eq!(c.execs, vec![child]);
+    let getppids = c.entries[&child].iter().filter(|&&n| n == GETPPID).count();
+    assert_eq!(getppids, 7);
+    assert_eq!(c.deaths[&child], ExitStatus::Exited(40));
 }
 
 /// Exit codes and deaths by signal come through unchanged.
