@@ -440,6 +440,23 @@ fn two_engines_conflicting_actions() {
                 engine: b
             })
         );
+        assert_eq!(
+            ctl.attach(pid, a, AttachMode::MatchExisting, Events::NONE),
+            Ok(Attached::Existing)
+        );
+        assert_eq!(
+            ctl.attach(
+                Tid(pid.0 + 1_000_000),
+                a,
+                AttachMode::MatchExisting,
+                Events::NONE
+            ),
+            Err(Error::NotAttached {
+                tid: Tid(pid.0 + 1_000_000),
+                engine: a
+            })
+        );
+        assert_eq!(ctl.events(pid, b), Ok(Events::SYSCALL_ENTRY));
         ctl.end_when_exits(pid);
         // A script of checks, one per tick, 100 ms apart.
         let checks = Rc::new(RefCell::new(Vec::<String>::new()));
