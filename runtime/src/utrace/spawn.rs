@@ -61,7 +61,9 @@ impl Tracer {
     /// a seccomp RET_TRACE filter, call `set_syscall_source(pid,
     /// SyscallSource::Seccomp)` (only if `hook_ok`: otherwise stay with
     /// `PTRACE_SYSCALL`), and follow every child: an untraced process
-    /// under a RET_TRACE filter gets ENOSYS from the filtered calls.
+    /// under a RET_TRACE filter gets ENOSYS from the filtered calls. For the
+    /// same reason a command still running when the session ends early is
+    /// best killed (strace's `--seccomp-bpf` implies `--kill-on-exit`).
     pub fn spawn(
         &mut self,
         cmd: &SpawnCommand,
