@@ -1580,7 +1580,7 @@ fn panic_in_a_callback_detaches_everything() {
     impl Engine for Panicky {
         fn report_syscall_entry(&mut self, _cx: &mut Cx, _: ResumeAction) -> ResumeAction {
             self.0 += 1;
-            assert!(self.0 < 20, "engine bug");
+            assert!(self.0 < 20, "an intentional engine bug: this test expects the panic");
             ResumeAction::Resume
         }
     }
