@@ -227,6 +227,11 @@ impl ScriptRuntime {
         for d in state.diagnostics.drain(..) {
             sink.warn(&d);
         }
+        if state.strings.exhausted && ctx.error == 0 {
+            ctx.error = 1;
+            state.error_message =
+                "out of string memory (2 GiB of strings in one handler run)".into();
+        }
         let error = ctx.error != 0;
         if error {
             self.errors += 1;
