@@ -45,6 +45,7 @@ fn tests() -> Vec<(&'static str, TestFn)> {
         ),
         ("follows_100_threads", follows_100_threads),
         ("follows_fork_exec_chain", follows_fork_exec_chain),
+        ("follows_vfork", follows_vfork),
         ("exit_codes_unchanged", exit_codes_unchanged),
         ("job_control_stop_continue", job_control_stop_continue),
         ("sigkill_while_stopped", sigkill_while_stopped),
@@ -55,6 +56,10 @@ fn tests() -> Vec<(&'static str, TestFn)> {
         (
             "tracer_sigint_leaves_tracee_running",
             tracer_sigint_leaves_tracee_running,
+        ),
+        (
+            "tracer_sighup_leaves_tracee_running",
+            tracer_sighup_leaves_tracee_running,
         ),
         (
             "detach_racing_a_stop_leaves_it_running",
@@ -435,6 +440,23 @@ fn two_engines_conflicting_actions() {
                 engine: b
             })
         );
+        assert_eq!(
+            ctl.attach(pid, a, AttachMode::MatchExisting, Events::NONE),
+            Ok(Attached::Existing)
+        );
+        assert_eq!(
+            ctl.attach(
+                Tid(pid.0 + 1_000_000),
+                a,
+                AttachMode::MatchExisting,
+                Events::NONE
+            ),
+            Err(Error::NotAttached {
+                tid: Tid(pid.0 + 1_000_000),
+                engine: a
+            })
+        );
+        assert_eq!(ctl.events(pid, b), Ok(Events::SYSCALL_ENTRY));
         ctl.end_when_exits(pid);
         // A script of checks, one per tick, 100 ms apart.
         let checks = Rc::new(RefCell::new(Vec::<String>::new()));
@@ -903,6 +925,22 @@ fn follows_fork_exec_chain() {
     assert_eq!(codes, vec![7, 8, 9, 10]);
 }
 
+/// posix_spawn (a vfork: the parent waits until the child execs) is
+/// followed, and both exit codes come through.
+fn follows_vfork() {
+    let syscalls = fixture("syscalls");
+    let cmd = fixture_cmd("spawner", &[syscalls.to_str().unwrap(), "7", "40"]);
+    let (c, end, pid) = count_tree(cmd, TREE);
+    assert_eq!(end, exited(pid, 41));
+    assert_eq!(c.clones.len(), 1);
+    assert_eq!(c.clones[0].kind, CloneKind::Vfork);
+    let child = c.clones[0].child;
+    assert_eq!(c.execs, vec![child]);
+    let getppids = c.entries[&child].iter().filter(|&&n| n == GETPPID).count();
+    assert_eq!(getppids, 7);
+    assert_eq!(c.deaths[&child], ExitStatus::Exited(40));
+}
+
 /// Exit codes and deaths by signal come through unchanged.
 fn exit_codes_unchanged() {
     let (_, end, pid) = count_tree(fixture_cmd("syscalls", &["10", "42"]), TREE);
@@ -1120,6 +1158,10 @@ fn tracer_sigterm_leaves_tracee_running() {
 
 fn tracer_sigint_leaves_tracee_running() {
     tracer_killed_leaves_tracee_running(libc::SIGINT);
+}
+
+fn tracer_sighup_leaves_tracee_running() {
+    tracer_killed_leaves_tracee_running(libc::SIGHUP);
 }
 
 /// Seed 002's race: STOP is on its way (the thread interrupted, its stop
@@ -1538,7 +1580,7 @@ fn panic_in_a_callback_detaches_everything() {
     impl Engine for Panicky {
         fn report_syscall_entry(&mut self, _cx: &mut Cx, _: ResumeAction) -> ResumeAction {
             self.0 += 1;
-            assert!(self.0 < 20, "engine bug");
+            assert!(self.0 < 20, "an intentional engine bug: this test expects the panic");
             ResumeAction::Resume
         }
     }
