@@ -150,7 +150,13 @@ fn run_case(case: &Case) -> Result<Run, String> {
     if let Some(c) = read_opt(&file("cmd")) {
         cmd.arg("-c").arg(c.trim());
     }
-    cmd.arg(&case.script);
+    // Relative to the case directory when the script is there, so that
+    // messages quoting the script's path do not depend on the checkout.
+    let script = match (case.script.parent(), case.script.file_name()) {
+        (Some(parent), Some(name)) if parent == case.dir => PathBuf::from(name),
+        _ => case.script.clone(),
+    };
+    cmd.arg(script);
     if let Some(args) = read_opt(&file("args")) {
         cmd.args(shell_words(&args));
     }

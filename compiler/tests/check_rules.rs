@@ -833,3 +833,21 @@ diag_test!(
         "help: did you mean 'syscall.openat'?"
     ]
 );
+
+#[test]
+fn misspelt_local_is_warned_about() {
+    let src = "function f(a) { return b + a }\nprobe begin { name = \"x\"; printf(\"%s\\n\", nmae); f(1) }";
+    let mut map = SourceMap::new();
+    let file = map.add("t.stp", src);
+    let mut ids = NodeIds::default();
+    let script = parse_file(&map, file, &ParseOptions::default(), &mut ids).unwrap();
+    let out = check::check(&mut map, script, &CheckOptions::default(), &mut ids).unwrap();
+    let w: Vec<String> = out.warnings.iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        w,
+        [
+            "warning: never-assigned local variable 'b'",
+            "warning: never-assigned local variable 'nmae' (similar: name)"
+        ]
+    );
+}

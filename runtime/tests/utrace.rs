@@ -45,6 +45,7 @@ fn tests() -> Vec<(&'static str, TestFn)> {
         ),
         ("follows_100_threads", follows_100_threads),
         ("follows_fork_exec_chain", follows_fork_exec_chain),
+        ("follows_vfork", follows_vfork),
         ("exit_codes_unchanged", exit_codes_unchanged),
         ("job_control_stop_continue", job_control_stop_continue),
         ("sigkill_while_stopped", sigkill_while_stopped),
@@ -55,6 +56,10 @@ fn tests() -> Vec<(&'static str, TestFn)> {
         (
             "tracer_sigint_leaves_tracee_running",
             tracer_sigint_leaves_tracee_running,
+        ),
+        (
+            "tracer_sighup_leaves_tracee_running",
+            tracer_sighup_leaves_tracee_running,
         ),
         (
             "detach_racing_a_stop_leaves_it_running",
@@ -87,6 +92,7 @@ fn tests() -> Vec<(&'static str, TestFn)> {
             exec_from_a_non_leader_thread,
         ),
         ("idle_tracer_uses_no_cpu", idle_tracer_uses_no_cpu),
+        ("killed_doorbell_is_replaced", killed_doorbell_is_replaced),
         (
             "stress_1000_threads_every_syscall",
             stress_1000_threads_every_syscall,
@@ -242,6 +248,11 @@ fn state(pid: i32, tid: i32) -> char {
     status_field(pid, tid, "State:")
         .and_then(|s| s.chars().next())
         .unwrap_or('?')
+}
+
+/// Not stopped (any way) and not dead: R, S or D.
+fn is_running(state: char) -> bool {
+    matches!(state, 'R' | 'S' | 'D')
 }
 
 fn tracer_pid(pid: i32, tid: i32) -> i32 {
@@ -430,6 +441,23 @@ fn two_engines_conflicting_actions() {
                 engine: b
             })
         );
+        assert_eq!(
+            ctl.attach(pid, a, AttachMode::MatchExisting, Events::NONE),
+            Ok(Attached::Existing)
+        );
+        assert_eq!(
+            ctl.attach(
+                Tid(pid.0 + 1_000_000),
+                a,
+                AttachMode::MatchExisting,
+                Events::NONE
+            ),
+            Err(Error::NotAttached {
+                tid: Tid(pid.0 + 1_000_000),
+                engine: a
+            })
+        );
+        assert_eq!(ctl.events(pid, b), Ok(Events::SYSCALL_ENTRY));
         ctl.end_when_exits(pid);
         // A script of checks, one per tick, 100 ms apart.
         let checks = Rc::new(RefCell::new(Vec::<String>::new()));
@@ -898,6 +926,22 @@ fn follows_fork_exec_chain() {
     assert_eq!(codes, vec![7, 8, 9, 10]);
 }
 
+/// posix_spawn (a vfork: the parent waits until the child execs) is
+/// followed, and both exit codes come through.
+fn follows_vfork() {
+    let syscalls = fixture("syscalls");
+    let cmd = fixture_cmd("spawner", &[syscalls.to_str().unwrap(), "7", "40"]);
+    let (c, end, pid) = count_tree(cmd, TREE);
+    assert_eq!(end, exited(pid, 41));
+    assert_eq!(c.clones.len(), 1);
+    assert_eq!(c.clones[0].kind, CloneKind::Vfork);
+    let child = c.clones[0].child;
+    assert_eq!(c.execs, vec![child]);
+    let getppids = c.entries[&child].iter().filter(|&&n| n == GETPPID).count();
+    assert_eq!(getppids, 7);
+    assert_eq!(c.deaths[&child], ExitStatus::Exited(40));
+}
+
 /// Exit codes and deaths by signal come through unchanged.
 fn exit_codes_unchanged() {
     let (_, end, pid) = count_tree(fixture_cmd("syscalls", &["10", "42"]), TREE);
@@ -1102,11 +1146,7 @@ fn tracer_killed_leaves_tracee_running(sig: i32) {
     assert_eq!(st.code(), Some(128 + sig));
     for &t in &tids {
         assert_eq!(tracer_pid(pid, t), 0);
-        assert!(
-            matches!(state(pid, t), 'R' | 'S'),
-            "thread {t} is {}",
-            state(pid, t)
-        );
+        assert!(is_running(state(pid, t)), "thread {t} is {}", state(pid, t));
     }
     let c = read_counter(&file);
     assert!(wait_until(5, || read_counter(&file) > c));
@@ -1119,6 +1159,10 @@ fn tracer_sigterm_leaves_tracee_running() {
 
 fn tracer_sigint_leaves_tracee_running() {
     tracer_killed_leaves_tracee_running(libc::SIGINT);
+}
+
+fn tracer_sighup_leaves_tracee_running() {
+    tracer_killed_leaves_tracee_running(libc::SIGHUP);
 }
 
 /// Seed 002's race: STOP is on its way (the thread interrupted, its stop
@@ -1159,7 +1203,7 @@ fn detach_racing_a_stop_leaves_it_running() {
     assert_ne!(tracer_pid(pid, pid), 0);
     let c = read_counter(&file);
     assert!(wait_until(5, || read_counter(&file) > c));
-    assert!(matches!(state(pid, worker.0), 'R' | 'S'));
+    assert!(is_running(state(pid, worker.0)));
     handle.end().unwrap();
     assert_eq!(
         tracer_thread.join().unwrap(),
@@ -1537,7 +1581,10 @@ fn panic_in_a_callback_detaches_everything() {
     impl Engine for Panicky {
         fn report_syscall_entry(&mut self, _cx: &mut Cx, _: ResumeAction) -> ResumeAction {
             self.0 += 1;
-            assert!(self.0 < 20, "engine bug");
+            assert!(
+                self.0 < 20,
+                "an intentional engine bug: this test expects the panic"
+            );
             ResumeAction::Resume
         }
     }
@@ -1561,7 +1608,7 @@ fn panic_in_a_callback_detaches_everything() {
     assert!(outcome, "the engine panicked");
     for t in tids_of(pid) {
         assert_eq!(tracer_pid(pid, t), 0);
-        assert!(matches!(state(pid, t), 'R' | 'S'));
+        assert!(is_running(state(pid, t)));
     }
     let c = read_counter(&file);
     assert!(wait_until(5, || read_counter(&file) > c));
@@ -1664,4 +1711,26 @@ fn idle_tracer_uses_no_cpu() {
     let c = read_counter(&file);
     assert!(wait_until(5, || read_counter(&file) > c));
     finish(child);
+}
+
+/// The doorbell (the tracer thread's wake-up child) killed by somebody: the
+/// tracer starts another, and existing handles still reach it.
+fn killed_doorbell_is_replaced() {
+    let (tx, rx) = mpsc::channel();
+    let tracer_thread = std::thread::spawn(move || {
+        let mut tracer = Tracer::new().unwrap();
+        let me = unsafe { libc::gettid() };
+        let children = std::fs::read_to_string(format!("/proc/self/task/{me}/children")).unwrap();
+        let doorbell: i32 = children.trim().parse().unwrap();
+        tx.send((tracer.handle(), doorbell)).unwrap();
+        tracer.run().unwrap()
+    });
+    let (handle, doorbell) = rx.recv().unwrap();
+    assert_eq!(handle.call(|c| c.threads().len()), Ok(0));
+    kill(doorbell, libc::SIGKILL);
+    for _ in 0..3 {
+        assert_eq!(handle.call(|c| c.threads().len()), Ok(0));
+    }
+    handle.end().unwrap();
+    assert_eq!(tracer_thread.join().unwrap(), EndReason::Requested);
 }

@@ -170,7 +170,7 @@ pub fn compile(
             &f.locals,
             f.params,
         );
-        t.finish_body(&f.body, None)?;
+        t.finish_body(&f.body, &[])?;
         define(
             &mut module,
             &mut ctx,
@@ -198,13 +198,9 @@ pub fn compile(
             &p.locals,
             0,
         );
-        // One condition for the handler: it applies when every point of
-        // the probe has one (the usual case is a single point).
-        let cond = match p.points.as_slice() {
-            [only] => only.condition.as_ref(),
-            _ => None,
-        };
-        t.finish_body(&p.body, cond)?;
+        let conds: Vec<Option<&utap_compiler::program::Expr>> =
+            p.points.iter().map(|pt| pt.condition.as_ref()).collect();
+        t.finish_body(&p.body, &conds)?;
         define(
             &mut module,
             &mut ctx,

@@ -15,7 +15,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 use crate::values::map::{Key, KeyPart, Sort, SortBy};
-use crate::values::stats::{Stat, StatOp};
+use crate::values::stats::{Stat, StatError, StatOp};
 use crate::values::strings as vstr;
 
 use super::context::{HandlerContext, MAX_KEYS};
@@ -166,18 +166,15 @@ pub unsafe extern "C" fn utap_arr_get(ctx: *mut HandlerContext, gid: i64) -> i64
 
 /// `a[k] = v`.
 pub unsafe extern "C" fn utap_arr_set(ctx: *mut HandlerContext, gid: i64, v: i64) {
-    let value: Option<Vec<u8>> = match &st(ctx).globals.vars[gid as usize] {
-        Global::StrArray(_) => Some(st(ctx).strings.get(v).to_vec()),
-        _ => None,
-    };
+    // The string value stays in the arena, which the array update below
+    // does not touch: borrow it by pointer next to the key borrow.
+    let value: *const [u8] = st(ctx).strings.get(v);
     let r = with_keys(ctx, gid, |g, k, max| match g {
         Global::LongArray(m) => m.set(k, v),
-        Global::StrArray(m) => {
-            let mut bytes = value.unwrap_or_default();
-            let keep = vstr::stored(&bytes, max).len();
-            bytes.truncate(keep);
-            m.set(k, bytes)
-        }
+        Global::StrArray(m) => m.get_or_insert_with(k, Vec::new).map(|slot| {
+            // SAFETY: see above; the arena is not changed during the call.
+            vstr::assign(slot, unsafe { &*value }, max)
+        }),
         _ => Ok(()),
     });
     if let Err(e) = r {
@@ -273,6 +270,24 @@ pub unsafe extern "C" fn utap_stat_add(ctx: *mut HandlerContext, gid: i64, elem:
     }
 }
 
+/// Reads a statistic (see [`with_stat`]); a missing one, a failing read
+/// or an array overflow raises its error and gives `None`.
+fn read_stat<R>(
+    ctx: *mut HandlerContext,
+    gid: i64,
+    elem: i64,
+    f: impl FnOnce(&mut Stat) -> Result<R, StatError>,
+) -> Option<R> {
+    let message = match with_stat(ctx, gid, elem, false, f) {
+        Ok(Some(Ok(v))) => return Some(v),
+        Ok(Some(Err(e))) => e.to_string(),
+        Ok(None) => StatError::Empty.to_string(),
+        Err(e) => e,
+    };
+    st(ctx).raise(ctx, message);
+    None
+}
+
 /// `@op(s)`: `@count`/`@sum` of nothing are 0, the others an error.
 pub unsafe extern "C" fn utap_stat_get(
     ctx: *mut HandlerContext,
@@ -281,23 +296,12 @@ pub unsafe extern "C" fn utap_stat_get(
     op: i64,
 ) -> i64 {
     let op = stat_op(op);
-    let r = with_stat(ctx, gid, elem, false, |s| s.get(op));
-    match r {
-        Ok(Some(Ok(v))) => v,
-        Ok(None) if matches!(op, StatOp::Count | StatOp::Sum) => 0,
-        Ok(None) => {
-            st(ctx).raise(ctx, crate::values::stats::StatError::Empty.to_string());
-            0
-        }
-        Ok(Some(Err(e))) => {
-            st(ctx).raise(ctx, e.to_string());
-            0
-        }
-        Err(e) => {
-            st(ctx).raise(ctx, e);
-            0
-        }
+    if matches!(op, StatOp::Count | StatOp::Sum)
+        && let Ok(None) = with_stat(ctx, gid, elem, false, |_| ())
+    {
+        return 0;
     }
+    read_stat(ctx, gid, elem, |s| s.get(op)).unwrap_or(0)
 }
 
 /// `@hist_log(s)[i]`.
@@ -307,60 +311,28 @@ pub unsafe extern "C" fn utap_hist_bucket(
     elem: i64,
     i: i64,
 ) -> i64 {
-    match with_stat(ctx, gid, elem, false, |s| s.bucket(i)) {
-        Ok(Some(Ok(v))) => v,
-        Ok(Some(Err(e))) => {
-            st(ctx).raise(ctx, e.to_string());
-            0
-        }
-        Ok(None) => {
-            st(ctx).raise(ctx, crate::values::stats::StatError::Empty.to_string());
-            0
-        }
-        Err(e) => {
-            st(ctx).raise(ctx, e);
-            0
-        }
-    }
+    read_stat(ctx, gid, elem, |s| s.bucket(i)).unwrap_or(0)
+}
+
+/// The histogram of a statistic as `print` shows it.
+fn histogram_text(ctx: *mut HandlerContext, gid: i64, elem: i64) -> Option<Vec<u8>> {
+    let elision = st(ctx).limits.hist_elision;
+    read_stat(ctx, gid, elem, |s| {
+        let mut text = Vec::new();
+        s.print_histogram(&mut text, elision).map(|()| text)
+    })
 }
 
 /// `print(@hist_log(s))`: appends the histogram to the output.
 pub unsafe extern "C" fn utap_print_hist(ctx: *mut HandlerContext, gid: i64, elem: i64) {
-    let elision = st(ctx).limits.hist_elision;
-    let mut text = Vec::new();
-    let r = with_stat(ctx, gid, elem, false, |s| {
-        s.print_histogram(&mut text, elision)
-    });
-    match r {
-        Ok(Some(Ok(()))) => st(ctx).out.extend_from_slice(&text),
-        Ok(Some(Err(e))) => st(ctx).raise(ctx, e.to_string()),
-        Ok(None) => st(ctx).raise(ctx, crate::values::stats::StatError::Empty.to_string()),
-        Err(e) => st(ctx).raise(ctx, e),
+    if let Some(text) = histogram_text(ctx, gid, elem) {
+        st(ctx).out.extend_from_slice(&text);
     }
 }
 
 /// `sprint(@hist_log(s))`: the histogram as a string.
 pub unsafe extern "C" fn utap_sprint_hist(ctx: *mut HandlerContext, gid: i64, elem: i64) -> i64 {
-    let elision = st(ctx).limits.hist_elision;
-    let mut text = Vec::new();
-    let r = with_stat(ctx, gid, elem, false, |s| {
-        s.print_histogram(&mut text, elision)
-    });
-    match r {
-        Ok(Some(Ok(()))) => st(ctx).strings.make(&text),
-        Ok(Some(Err(e))) => {
-            st(ctx).raise(ctx, e.to_string());
-            0
-        }
-        Ok(None) => {
-            st(ctx).raise(ctx, crate::values::stats::StatError::Empty.to_string());
-            0
-        }
-        Err(e) => {
-            st(ctx).raise(ctx, e);
-            0
-        }
-    }
+    histogram_text(ctx, gid, elem).map_or(0, |text| st(ctx).strings.make(&text))
 }
 
 // ---- foreach ----------------------------------------------------------------

@@ -299,12 +299,12 @@ extern "C" fn utap_bi_gettimeofday_ns(_: *mut HandlerContext) -> i64 {
 
 extern "C" fn utap_bi_pp(ctx: *mut HandlerContext) -> i64 {
     let state = st(ctx);
-    let idx = unsafe { (*ctx).probe_index } as usize;
+    let (idx, point) = unsafe { ((*ctx).probe_index as usize, (*ctx).point_index as usize) };
     let text = state
         .image
         .probes
         .get(idx)
-        .and_then(|p| p.points.first())
+        .and_then(|p| p.points.get(point))
         .map(|p| p.text.clone())
         .unwrap_or_default();
     state.strings.make(text.as_bytes())

@@ -88,9 +88,9 @@ impl Timers {
         self.next.iter().min().copied()
     }
 
-    /// The probe of the earliest timer due at `now`, rescheduled for its
-    /// next period (a timer that fell behind does not fire in a burst).
-    pub fn pop_due(&mut self, now: Instant) -> Option<usize> {
+    /// The earliest timer due at `now`, rescheduled for its next period
+    /// (a timer that fell behind does not fire in a burst).
+    pub fn pop_due(&mut self, now: Instant) -> Option<TimerPoint> {
         let i = (0..self.points.len())
             .filter(|&i| self.next[i] <= now)
             .min_by_key(|&i| self.next[i])?;
@@ -99,7 +99,7 @@ impl Timers {
         if self.next[i] < now {
             self.next[i] = now + period;
         }
-        Some(self.points[i].probe)
+        Some(self.points[i])
     }
 }
 
@@ -124,8 +124,8 @@ fn run_timers(rt: &mut ScriptRuntime, sink: &mut dyn OutputSink, deadline: Optio
         if deadline.is_some_and(|d| now >= d) {
             return;
         }
-        if let Some(probe) = timers.pop_due(now) {
-            if rt.fire_timer(probe, sink).stop {
+        if let Some(timer) = timers.pop_due(now) {
+            if rt.fire_timer_point(timer, sink).stop {
                 return;
             }
             continue;
@@ -152,6 +152,7 @@ mod tests {
     fn timers_fire_in_deadline_order_and_reschedule() {
         let t = |probe, ms: u64| TimerPoint {
             probe,
+            point: 0,
             period_ns: ms * 1_000_000,
             randomize_ns: 0,
         };
@@ -159,10 +160,11 @@ mod tests {
         let start = timers.next_deadline().unwrap() - Duration::from_millis(10);
         let at = |ms| start + Duration::from_millis(ms);
         assert_eq!(timers.pop_due(at(5)), None);
-        assert_eq!(timers.pop_due(at(10)), Some(0));
+        let probe = |t: Option<TimerPoint>| t.map(|t| t.probe);
+        assert_eq!(probe(timers.pop_due(at(10))), Some(0));
         assert_eq!(timers.pop_due(at(10)), None);
-        assert_eq!(timers.pop_due(at(26)), Some(0));
-        assert_eq!(timers.pop_due(at(26)), Some(1));
+        assert_eq!(probe(timers.pop_due(at(26))), Some(0));
+        assert_eq!(probe(timers.pop_due(at(26))), Some(1));
         assert_eq!(timers.next_deadline(), Some(at(30)));
     }
 }

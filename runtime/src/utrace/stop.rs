@@ -16,6 +16,9 @@
 //! * `Interrupt` runs the injection report (`report_signal` with no
 //!   signal); an injected signal is queued with `tgkill` and delivered
 //!   unreported when it comes out.
+//! * The kernel stops even a SIGKILLed thread at `PTRACE_EVENT_EXIT`; there
+//!   every engine's `Stop` is cancelled, so SIGKILL always ends a thread
+//!   promptly.
 
 use super::control::EndReason;
 use super::cx::StopKind;
