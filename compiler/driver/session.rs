@@ -94,22 +94,17 @@ pub fn print_sizes(compiled: &CompiledScript) {
     );
 }
 
-fn start_transport(
-    opts: &cli::Options,
-) -> Result<(Transport, transport::Producer, usize), PassError> {
+fn start_transport(opts: &cli::Options) -> Result<(Transport, transport::Producer), PassError> {
     let mut config = Config::stdout();
     if let Some(mb) = opts.buffer_mb {
         config.buffer_bytes =
-            transport::parse_buffer_mb(&mb.to_string()).map_err(PassError::Message)? << 20;
+            transport::parse_buffer_mb(&mb.to_string()).map_err(PassError::Message)?;
     }
     if let Some(path) = &opts.output {
         config.output = Output::file(std::path::Path::new(path))
             .map_err(|e| PassError::Message(format!("cannot open output file '{path}': {e}")))?;
     }
-    let bytes = config.buffer_bytes;
-    let (t, p) = Transport::start(config)
-        .map_err(|e| PassError::Message(format!("cannot start output: {e}")))?;
-    Ok((t, p, bytes))
+    Transport::start(config).map_err(|e| PassError::Message(format!("cannot start output: {e}")))
 }
 
 /// Pass 5: runs the session; returns the exit status.
@@ -125,7 +120,7 @@ pub fn run(
         target: 0,
     };
     let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
-    let (transport, mut producer, buffer_bytes) = start_transport(opts)?;
+    let (transport, mut producer) = start_transport(opts)?;
     let limit = opts.timeout.map(Duration::from_secs_f64);
     let status = match target {
         Some(target) => {
@@ -145,9 +140,7 @@ pub fn run(
             status
         }
     };
-    let stats = transport.finish();
-    if stats.lost > 0 {
-        eprint!("{}", transport::lost_warning(stats.lost, buffer_bytes));
-    }
+    // The transport reports lost messages itself.
+    transport.finish();
     Ok(status)
 }

@@ -92,6 +92,7 @@ fn tests() -> Vec<(&'static str, TestFn)> {
             exec_from_a_non_leader_thread,
         ),
         ("idle_tracer_uses_no_cpu", idle_tracer_uses_no_cpu),
+        ("killed_doorbell_is_replaced", killed_doorbell_is_replaced),
         (
             "stress_1000_threads_every_syscall",
             stress_1000_threads_every_syscall,
@@ -1580,7 +1581,10 @@ fn panic_in_a_callback_detaches_everything() {
     impl Engine for Panicky {
         fn report_syscall_entry(&mut self, _cx: &mut Cx, _: ResumeAction) -> ResumeAction {
             self.0 += 1;
-            assert!(self.0 < 20, "an intentional engine bug: this test expects the panic");
+            assert!(
+                self.0 < 20,
+                "an intentional engine bug: this test expects the panic"
+            );
             ResumeAction::Resume
         }
     }
@@ -1707,4 +1711,26 @@ fn idle_tracer_uses_no_cpu() {
     let c = read_counter(&file);
     assert!(wait_until(5, || read_counter(&file) > c));
     finish(child);
+}
+
+/// The doorbell (the tracer thread's wake-up child) killed by somebody: the
+/// tracer starts another, and existing handles still reach it.
+fn killed_doorbell_is_replaced() {
+    let (tx, rx) = mpsc::channel();
+    let tracer_thread = std::thread::spawn(move || {
+        let mut tracer = Tracer::new().unwrap();
+        let me = unsafe { libc::gettid() };
+        let children = std::fs::read_to_string(format!("/proc/self/task/{me}/children")).unwrap();
+        let doorbell: i32 = children.trim().parse().unwrap();
+        tx.send((tracer.handle(), doorbell)).unwrap();
+        tracer.run().unwrap()
+    });
+    let (handle, doorbell) = rx.recv().unwrap();
+    assert_eq!(handle.call(|c| c.threads().len()), Ok(0));
+    kill(doorbell, libc::SIGKILL);
+    for _ in 0..3 {
+        assert_eq!(handle.call(|c| c.threads().len()), Ok(0));
+    }
+    handle.end().unwrap();
+    assert_eq!(tracer_thread.join().unwrap(), EndReason::Requested);
 }

@@ -327,6 +327,7 @@ fn histogram_text(ctx: *mut HandlerContext, gid: i64, elem: i64) -> Option<Vec<u
 pub unsafe extern "C" fn utap_print_hist(ctx: *mut HandlerContext, gid: i64, elem: i64) {
     if let Some(text) = histogram_text(ctx, gid, elem) {
         st(ctx).out.extend_from_slice(&text);
+        st(ctx).flush_if_large();
     }
 }
 
@@ -492,6 +493,7 @@ pub unsafe extern "C" fn utap_printf(ctx: *mut HandlerContext, fmt: i64, args: *
     if let Err(e) = r {
         s.raise(ctx, e);
     }
+    s.flush_if_large();
 }
 
 /// `sprintf(formats[fmt], args...)`: a new string.
@@ -542,6 +544,7 @@ pub unsafe extern "C" fn utap_print(
         let mut out = std::mem::take(&mut s.out);
         super::printing::print(s, args, mask as u64, delim, newline, &mut out);
         s.out = out;
+        s.flush_if_large();
         0
     }
 }

@@ -210,6 +210,11 @@ impl ScriptRuntime {
         self.state.memory = memory.map(|m| unsafe {
             std::mem::transmute::<&dyn ReadMemory, &'static dyn ReadMemory>(m) as *const _
         });
+        // SAFETY: as for `memory`: only used during the call.
+        self.state.sink = Some(unsafe {
+            std::mem::transmute::<&mut dyn OutputSink, &'static mut dyn OutputSink>(&mut *sink)
+                as *mut _
+        });
         // SAFETY: `handler` was compiled for this image; the context and
         // the state it points to live (and are not otherwise borrowed)
         // during the call.

@@ -128,3 +128,35 @@ fn fire_returns_the_values_a_guru_handler_wrote() {
     assert!(!outcome.error && !outcome.stop);
     assert_eq!(outcome.probe.ret, 42);
 }
+
+unsafe extern "C" fn chatty(ctx: *mut HandlerContext) {
+    for _ in 0..3000 {
+        say(ctx, &"x".repeat(99));
+        say(ctx, "\n");
+        unsafe { (*(*ctx).state).flush_if_large() };
+    }
+}
+
+/// Counts the messages a run hands over.
+#[derive(Default)]
+struct Counting {
+    pushes: usize,
+    bytes: usize,
+}
+
+impl super::OutputSink for Counting {
+    fn push(&mut self, bytes: &[u8]) {
+        self.pushes += 1;
+        self.bytes += bytes.len();
+    }
+    fn warn(&mut self, _: &str) {}
+}
+
+#[test]
+fn large_output_is_handed_over_in_pieces_in_order() {
+    let mut rt = runtime(vec![probe(Trigger::Begin(0), chatty)]);
+    let mut sink = Counting::default();
+    rt.fire(0, &ProbeValues::default(), None, &mut sink);
+    assert_eq!(sink.bytes, 300_000);
+    assert_eq!(sink.pushes, 300_000 / super::state::FLUSH_AT + 1);
+}

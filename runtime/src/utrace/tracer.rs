@@ -121,7 +121,10 @@ impl Tracer {
                 }
             };
             if tid == self.doorbell.pid {
-                self.on_doorbell(status)?;
+                if let Err(e) = self.on_doorbell(status) {
+                    self.detach_all();
+                    return Err(e);
+                }
             } else {
                 self.on_status(tid, status);
             }
@@ -153,13 +156,9 @@ impl Tracer {
                 self.doorbell.rearm();
                 self.drain_commands();
             }
-            Status::Exited(_) | Status::Signaled { .. } => {
-                // Somebody killed it: get a new one.
-                self.doorbell.forget();
-                let old = std::mem::replace(&mut self.doorbell, Doorbell::new()?);
-                safety::unregister(old.ring.as_raw_fd());
-                safety::register(self.doorbell.ring.as_raw_fd());
-            }
+            // Somebody killed it: a new child on the same eventfd, so
+            // existing handles keep working.
+            Status::Exited(_) | Status::Signaled { .. } => self.doorbell.respawn()?,
             _ => {}
         }
         Ok(())
