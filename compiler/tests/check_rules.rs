@@ -851,3 +851,13 @@ fn misspelt_local_is_warned_about() {
         ]
     );
 }
+
+#[test]
+fn parms_expands_to_the_six_arguments() {
+    let p = ok("probe process.syscall { println($$parms) }");
+    let dump = check::dump::dump_verbose(&p);
+    assert!(
+        dump.contains(r#"println(sprintf("$arg1=%#x $arg2=%#x $arg3=%#x $arg4=%#x $arg5=%#x $arg6=%#x", $arg1, $arg2, $arg3, $arg4, $arg5, $arg6))"#),
+        "{dump}"
+    );
+}

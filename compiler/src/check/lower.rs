@@ -773,6 +773,17 @@ impl<'l> Lowerer<'l> {
                 Some((lv, t)) => self.load(lv, t, span),
                 None => bad(span),
             },
+            ast::ExprKind::Target(t)
+                if matches!(t.name.as_str(), "$parms" | "$vars")
+                    && t.path.is_empty()
+                    && !body.families.is_empty()
+                    && body
+                        .families
+                        .iter()
+                        .all(|f| f.context_var("arg1").is_some()) =>
+            {
+                all_args(span)
+            }
             ast::ExprKind::Target(t) => match self.lower_target(t, span, body, false) {
                 Some((cv, ty)) => (mk(ExprKind::Context(cv), Type::Long, span), ty),
                 None => bad(span),
@@ -1500,6 +1511,28 @@ impl<'l> Lowerer<'l> {
         )
         .label("not available in this probe".to_string())
     }
+}
+
+/// `$$parms` / `$$vars` in a syscall probe, as SystemTap expands it:
+/// `sprintf("$arg1=%#x ... $arg6=%#x", $arg1, ..., $arg6)`.
+fn all_args(span: Span) -> Lowered {
+    let text: Vec<String> = (1..=6).map(|i| format!("$arg{i}=%#x")).collect();
+    let format = utap_runtime::format::parse(&text.join(" ")).ok();
+    let args = (0..6)
+        .map(|i| mk(ExprKind::Context(ContextVar::Arg(i)), Type::Long, span))
+        .collect();
+    (
+        mk(
+            ExprKind::Print {
+                kind: PrintKind::Sprintf,
+                format,
+                args,
+            },
+            Type::String,
+            span,
+        ),
+        STRING,
+    )
 }
 
 fn decl_ty(t: ast::TypeDecl) -> Ty {
