@@ -5,11 +5,19 @@
 //! - `NAME.args`: script arguments, one line of shell words;
 //! - `NAME.opts`: utap options, one line of shell words (`-D X=Y`, `-G`,
 //!   `--suppress-handler-errors`, `-g`, `-T N` ...);
-//! - `NAME.cmd`: a command to trace (`-c`);
+//! - `NAME.cmd`: a command to trace (`-c`); `$FIXTURES` in it names the
+//!   directory of the compiled test fixtures (tests/fixtures/);
+//! - `NAME.filter`: how to make stdout deterministic before comparing it
+//!   (pids, times, the dynamic loader's start-up), one directive a line:
+//!   `after REGEX` drops every line up to the first match, inclusive;
+//!   `drop REGEX` drops matching lines; `replace REGEX => TEXT` rewrites
+//!   matches; `squeeze` turns runs of spaces into one; `sort` sorts the
+//!   lines;
 //! - expected `NAME.out` (stdout), `NAME.err` (stderr), `NAME.exit` (exit
 //!   status; 0 when absent).
 //!
-//! Cases come from `tests/golden/` (every expectation checked) and from
+//! Cases come from `tests/golden/` (every expectation checked), from
+//! `tests/examples/` (the same side files for each script of `examples/`), and from
 //! `../shared/conformance/run/` (SystemTap's test suite: stdout only;
 //! `tests/conformance-run-exceptions.txt` lists the cases expected to
 //! fail, each with its reason). `UTAP_BLESS=1` rewrites the expectations
@@ -109,8 +117,11 @@ fn conformance_opts(words: Vec<String>) -> Vec<String> {
 }
 
 struct Case {
+    /// Where the side files are.
     dir: PathBuf,
     name: String,
+    /// The script to run, relative to `dir` (error messages name it so).
+    script: PathBuf,
     conformance: bool,
 }
 
@@ -124,6 +135,10 @@ fn run_case(case: &Case) -> Result<Run, String> {
     let file = |ext: &str| case.dir.join(format!("{}.{ext}", case.name));
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_utap"));
     cmd.current_dir(&case.dir);
+    cmd.env("FIXTURES", env!("UTAP_FIXTURES"));
+    // cargo points LD_LIBRARY_PATH at its build directories; traced
+    // commands would search them all for every library they load.
+    cmd.env_remove("LD_LIBRARY_PATH");
     if let Some(opts) = read_opt(&file("opts")) {
         let words = shell_words(&opts);
         cmd.args(if case.conformance {
@@ -135,7 +150,13 @@ fn run_case(case: &Case) -> Result<Run, String> {
     if let Some(c) = read_opt(&file("cmd")) {
         cmd.arg("-c").arg(c.trim());
     }
-    cmd.arg(format!("{}.stp", case.name));
+    // Relative to the case directory when the script is there, so that
+    // messages quoting the script's path do not depend on the checkout.
+    let script = match (case.script.parent(), case.script.file_name()) {
+        (Some(parent), Some(name)) if parent == case.dir => PathBuf::from(name),
+        _ => case.script.clone(),
+    };
+    cmd.arg(script);
     if let Some(args) = read_opt(&file("args")) {
         cmd.args(shell_words(&args));
     }
@@ -168,11 +189,61 @@ fn run_case(case: &Case) -> Result<Run, String> {
         }
         std::thread::sleep(Duration::from_millis(5));
     };
+    let stdout = t_out.join().unwrap_or_default();
+    let stdout = match read_opt(&file("filter")) {
+        Some(f) => normalize(&f, &stdout)?,
+        None => stdout,
+    };
     Ok(Run {
-        stdout: t_out.join().unwrap_or_default(),
+        stdout,
         stderr: t_err.join().unwrap_or_default(),
         status: status.code().unwrap_or(128 + 9),
     })
+}
+
+/// Applies a case's `.filter` directives to its output.
+fn normalize(filter: &str, out: &[u8]) -> Result<Vec<u8>, String> {
+    let text = String::from_utf8_lossy(out);
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let re = |r: &str| regex::Regex::new(r).map_err(|e| format!("bad filter regex {r:?}: {e}"));
+    for d in filter
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        if d == "squeeze" {
+            // Runs of spaces (column padding that depends on widths) to one.
+            let r = re("  +")?;
+            for l in &mut lines {
+                *l = r.replace_all(l, " ").into_owned();
+            }
+            continue;
+        }
+        if let Some(r) = d.strip_prefix("after ") {
+            let r = re(r)?;
+            let at = lines.iter().position(|l| r.is_match(l));
+            lines.drain(..at.map_or(lines.len(), |i| i + 1));
+        } else if let Some(r) = d.strip_prefix("drop ") {
+            let r = re(r)?;
+            lines.retain(|l| !r.is_match(l));
+        } else if let Some(rest) = d.strip_prefix("replace ") {
+            let (r, with) = rest
+                .split_once(" => ")
+                .ok_or(format!("bad filter line {d:?}"))?;
+            let r = re(r)?;
+            for l in &mut lines {
+                *l = r.replace_all(l, with).into_owned();
+            }
+        } else if d == "sort" {
+            lines.sort();
+        } else {
+            return Err(format!("unknown filter directive {d:?}"));
+        }
+    }
+    Ok(lines
+        .iter()
+        .flat_map(|l| format!("{l}\n").into_bytes())
+        .collect())
 }
 
 /// A readable difference: the common lines, then what was expected and
@@ -265,8 +336,15 @@ fn check_case(case: &Case, bless: bool) -> Result<(), String> {
     }
 }
 
+/// The cases of `dir`: its `NAME.stp` files.
 fn cases_in(dir: &Path, conformance: bool) -> Vec<Case> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
+    cases_of(dir, dir, Path::new(""), conformance)
+}
+
+/// One case per `NAME.stp` of `scripts` (which is `rel` seen from `dir`),
+/// with its side files in `dir`.
+fn cases_of(scripts: &Path, dir: &Path, rel: &Path, conformance: bool) -> Vec<Case> {
+    let mut names: Vec<String> = std::fs::read_dir(scripts)
         .map(|rd| {
             rd.filter_map(|e| e.ok())
                 .filter_map(|e| {
@@ -281,6 +359,7 @@ fn cases_in(dir: &Path, conformance: bool) -> Vec<Case> {
         .into_iter()
         .map(|name| Case {
             dir: dir.to_path_buf(),
+            script: rel.join(format!("{name}.stp")),
             name,
             conformance,
         })
@@ -306,6 +385,14 @@ fn main() {
     let mut trials = Vec::new();
     for case in cases_in(&root().join("tests/golden"), false) {
         let name = format!("golden::{}", case.name);
+        trials.push(Trial::test(name, move || {
+            check_case(&case, bless).map_err(Failed::from)
+        }));
+    }
+    let examples = root().join("examples");
+    let rel = Path::new("../../examples");
+    for case in cases_of(&examples, &root().join("tests/examples"), rel, false) {
+        let name = format!("examples::{}", case.name);
         trials.push(Trial::test(name, move || {
             check_case(&case, bless).map_err(Failed::from)
         }));

@@ -71,8 +71,10 @@ pub struct Options {
     #[arg(long = "suppress-handler-errors")]
     pub suppress_handler_errors: bool,
 
-    /// The script file (unless -e), then the script's arguments.
-    #[arg(value_name = "SCRIPT.stp [ARGS]", trailing_var_arg = true)]
+    /// The script file (unless -e), then the script's arguments. Options may
+    /// come before or after them (`utap script.stp -c CMD`), as with stap's
+    /// getopt; a `--` ends the options.
+    #[arg(value_name = "SCRIPT.stp [ARGS]", allow_negative_numbers = true)]
     pub rest: Vec<String>,
 }
 

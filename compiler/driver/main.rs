@@ -3,6 +3,7 @@
 
 mod cli;
 mod session;
+mod trace;
 
 use clap::Parser;
 use std::io::IsTerminal;

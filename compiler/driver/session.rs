@@ -9,12 +9,13 @@ use std::time::Duration;
 use utap_codegen::{CompiledScript, Options as CodegenOptions, Sources, compile};
 use utap_compiler::ast::{FileId, Literal};
 use utap_compiler::diag::Diagnostic;
-use utap_compiler::program::{PointKind, Program, Type};
+use utap_compiler::program::{Program, Type};
 use utap_compiler::source::SourceMap;
 use utap_runtime::script::{Limits, RuntimeOptions, ScriptRuntime, scheduler};
 use utap_runtime::transport::{self, Config, Output, Transport};
 
-use crate::cli;
+use crate::{cli, trace};
+use utap_runtime::session::SessionOptions;
 
 /// The driver's view of the source files, for error locations.
 struct MapSources<'a>(&'a SourceMap);
@@ -74,8 +75,9 @@ pub fn translate(
         keep_ir: opts.pass == Some(3),
     };
     compile(program, &MapSources(map), &options).map_err(|e| {
+        let label = e.message.lines().next().unwrap_or_default().to_string();
         PassError::Diagnostics(vec![
-            Diagnostic::semantic_error(e.message.clone()).with_label(e.span, e.message),
+            Diagnostic::semantic_error(e.message).with_label(e.span, label),
         ])
     })
 }
@@ -93,30 +95,17 @@ pub fn print_sizes(compiled: &CompiledScript) {
     );
 }
 
-fn has_process_probes(program: &Program) -> bool {
-    program
-        .probes
-        .iter()
-        .flat_map(|p| &p.points)
-        .any(|pt| matches!(pt.kind, PointKind::Process { .. }))
-}
-
-fn start_transport(
-    opts: &cli::Options,
-) -> Result<(Transport, transport::Producer, usize), PassError> {
+fn start_transport(opts: &cli::Options) -> Result<(Transport, transport::Producer), PassError> {
     let mut config = Config::stdout();
     if let Some(mb) = opts.buffer_mb {
         config.buffer_bytes =
-            transport::parse_buffer_mb(&mb.to_string()).map_err(PassError::Message)? << 20;
+            transport::parse_buffer_mb(&mb.to_string()).map_err(PassError::Message)?;
     }
     if let Some(path) = &opts.output {
         config.output = Output::file(std::path::Path::new(path))
             .map_err(|e| PassError::Message(format!("cannot open output file '{path}': {e}")))?;
     }
-    let bytes = config.buffer_bytes;
-    let (t, p) = Transport::start(config)
-        .map_err(|e| PassError::Message(format!("cannot start output: {e}")))?;
-    Ok((t, p, bytes))
+    Transport::start(config).map_err(|e| PassError::Message(format!("cannot start output: {e}")))
 }
 
 /// Pass 5: runs the session; returns the exit status.
@@ -125,25 +114,34 @@ pub fn run(
     program: &Program,
     compiled: &CompiledScript,
 ) -> Result<i32, PassError> {
-    if has_process_probes(program) || opts.command.is_some() || opts.pid.is_some() {
-        return Err(PassError::Message(
-            "process probes and -c/-x are not yet supported".into(),
-        ));
-    }
+    let target = trace::target(opts, program).map_err(PassError::Message)?;
     let options = RuntimeOptions {
         limits: limits(opts)?,
         suppress_errors: opts.suppress_handler_errors,
         target: 0,
     };
     let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
-    let (transport, mut producer, buffer_bytes) = start_transport(opts)?;
-    scheduler::install_interrupt_handler();
+    let (transport, mut producer) = start_transport(opts)?;
     let limit = opts.timeout.map(Duration::from_secs_f64);
-    let status = scheduler::run(&mut rt, &mut producer, limit);
-    drop(producer);
-    let stats = transport.finish();
-    if stats.lost > 0 {
-        eprint!("{}", transport::lost_warning(stats.lost, buffer_bytes));
-    }
+    let status = match target {
+        Some(target) => {
+            let points = trace::process_points(program).map_err(PassError::Message)?;
+            let session = SessionOptions {
+                target,
+                time_limit: limit,
+                verbose: opts.verbose > 0,
+            };
+            utap_runtime::session::run(rt, &points, &session, producer)
+                .map_err(|e| PassError::Message(e.to_string()))?
+        }
+        None => {
+            scheduler::install_interrupt_handler();
+            let status = scheduler::run(&mut rt, &mut producer, limit);
+            drop(producer);
+            status
+        }
+    };
+    // The transport reports lost messages itself.
+    transport.finish();
     Ok(status)
 }

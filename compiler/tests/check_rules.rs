@@ -39,7 +39,7 @@ fn err(src: &str) -> String {
 #[test]
 fn whole_stdlib_checks() {
     let p = ok(
-        "probe syscall.*, syscall.*.return { println(name, argstr) } probe signal.* { println(sig_name) }",
+        "probe syscall.*, syscall.*.return { println(name, argstr) } probe signal.* { println(name) }",
     );
     assert!(p.probes.len() > 600, "{}", p.probes.len());
 }
@@ -637,7 +637,7 @@ fn listing_process_points_with_variables() {
     assert_eq!(
         text,
         "process.begin
-process.end
+process.end $code:long
 process.quiesce
 process.signal $signal:long $code:long
 process.syscall $syscall:long $arg1:long $arg2:long $arg3:long $arg4:long $arg5:long $arg6:long
@@ -833,3 +833,31 @@ diag_test!(
         "help: did you mean 'syscall.openat'?"
     ]
 );
+
+#[test]
+fn misspelt_local_is_warned_about() {
+    let src = "function f(a) { return b + a }\nprobe begin { name = \"x\"; printf(\"%s\\n\", nmae); f(1) }";
+    let mut map = SourceMap::new();
+    let file = map.add("t.stp", src);
+    let mut ids = NodeIds::default();
+    let script = parse_file(&map, file, &ParseOptions::default(), &mut ids).unwrap();
+    let out = check::check(&mut map, script, &CheckOptions::default(), &mut ids).unwrap();
+    let w: Vec<String> = out.warnings.iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        w,
+        [
+            "warning: never-assigned local variable 'b'",
+            "warning: never-assigned local variable 'nmae' (similar: name)"
+        ]
+    );
+}
+
+#[test]
+fn parms_expands_to_the_six_arguments() {
+    let p = ok("probe process.syscall { println($$parms) }");
+    let dump = check::dump::dump_verbose(&p);
+    assert!(
+        dump.contains(r#"println(sprintf("$arg1=%#x $arg2=%#x $arg3=%#x $arg4=%#x $arg5=%#x $arg6=%#x", $arg1, $arg2, $arg3, $arg4, $arg5, $arg6))"#),
+        "{dump}"
+    );
+}

@@ -45,6 +45,7 @@ fn tests() -> Vec<(&'static str, TestFn)> {
         ),
         ("follows_100_threads", follows_100_threads),
         ("follows_fork_exec_chain", follows_fork_exec_chain),
+        ("follows_vfork", follows_vfork),
         ("exit_codes_unchanged", exit_codes_unchanged),
         ("job_control_stop_continue", job_control_stop_continue),
         ("sigkill_while_stopped", sigkill_while_stopped),
@@ -55,6 +56,10 @@ fn tests() -> Vec<(&'static str, TestFn)> {
         (
             "tracer_sigint_leaves_tracee_running",
             tracer_sigint_leaves_tracee_running,
+        ),
+        (
+            "tracer_sighup_leaves_tracee_running",
+            tracer_sighup_leaves_tracee_running,
         ),
         (
             "detach_racing_a_stop_leaves_it_running",
@@ -87,6 +92,7 @@ fn tests() -> Vec<(&'static str, TestFn)> {
             exec_from_a_non_leader_thread,
         ),
         ("idle_tracer_uses_no_cpu", idle_tracer_uses_no_cpu),
+        ("killed_doorbell_is_replaced", killed_doorbell_is_replaced),
         (
             "stress_1000_threads_every_syscall",
             stress_1000_threads_every_syscall,
@@ -242,6 +248,11 @@ fn state(pid: i32, tid: i32) -> char {
     status_field(pid, tid, "State:")
         .and_then(|s| s.chars().next())
         .unwrap_or('?')
+}
+
+/// Not stopped (any way) and not dead: R, S or D.
+fn is_running(state: char) -> bool {
+    matches!(state, 'R' | 'S' | 'D')
 }
 
 fn tracer_pid(pid: i32, tid: i32) -> i32 {
@@ -430,6 +441,23 @@ fn two_engines_conflicting_actions() {
                 engine: b
             })
         );
+        assert_eq!(
+            ctl.attach(pid, a, AttachMode::MatchExisting, Events::NONE),
+            Ok(Attached::Existing)
+        );
+        assert_eq!(
+            ctl.attach(
+                Tid(pid.0 + 1_000_000),
+                a,
+                AttachMode::MatchExisting,
+                Events::NONE
+            ),
+            Err(Error::NotAttached {
+                tid: Tid(pid.0 + 1_000_000),
+                engine: a
+            })
+        );
+        assert_eq!(ctl.events(pid, b), Ok(Events::SYSCALL_ENTRY));
         ctl.end_when_exits(pid);
         // A script of checks, one per tick, 100 ms apart.
         let checks = Rc::new(RefCell::new(Vec::<String>::new()));
@@ -454,6 +482,7 @@ fn two_engines_conflicting_actions() {
                     ));
                     c.push(n.to_string());
                     c.push(format!("{:?}", ctl.control(pid, a, ResumeAction::Detach)));
+                    c.push(format!("{:?}", ctl.barrier(pid, a)));
                     return None;
                 }
                 _ => unreachable!(),
@@ -483,6 +512,17 @@ fn two_engines_conflicting_actions() {
             ("B", GETPPID, ResumeAction::Stop)
         );
         // After A detached, B alone saw the other 35 getppids.
+        assert_eq!(checks[5], "Ok(Done)");
+        assert_eq!(
+            checks[6],
+            format!(
+                "{:?}",
+                Err::<(), _>(Error::NotAttached {
+                    tid: pid,
+                    engine: a
+                })
+            )
+        );
         let b_after = log[entries_when_held..]
             .iter()
             .filter(|(n, nr, _)| *n == "B" && *nr == GETPPID)
@@ -791,6 +831,8 @@ struct TreeCounter {
     reaps: usize,
     pids: BTreeSet<Tid>,
     seccomp_data: BTreeSet<u32>,
+    /// cx.pid() at each death.
+    death_pids: BTreeSet<Tid>,
 }
 
 impl Engine for TreeCounter {
@@ -817,6 +859,7 @@ impl Engine for TreeCounter {
     }
     fn report_death(&mut self, cx: &mut Cx, status: ExitStatus) {
         self.deaths.insert(cx.tid(), status);
+        self.death_pids.insert(cx.pid());
     }
     fn report_reap(&mut self, _cx: &mut Cx) {
         self.reaps += 1;
@@ -860,6 +903,11 @@ fn follows_100_threads() {
     assert_eq!(c.reaps, 101);
     assert_eq!(c.deaths[&pid], ExitStatus::Exited(3));
     assert_eq!(c.pids, BTreeSet::from([pid]));
+    assert_eq!(
+        c.death_pids,
+        BTreeSet::from([pid]),
+        "a dead thread's process is known"
+    );
 }
 
 /// `sh -c "exec forkexec 3"`: the shell execs the fixture, which forks and
@@ -876,6 +924,22 @@ fn follows_fork_exec_chain() {
     let mut codes: Vec<i32> = c.deaths.values().map(|s| s.code()).collect();
     codes.sort();
     assert_eq!(codes, vec![7, 8, 9, 10]);
+}
+
+/// posix_spawn (a vfork: the parent waits until the child execs) is
+/// followed, and both exit codes come through.
+fn follows_vfork() {
+    let syscalls = fixture("syscalls");
+    let cmd = fixture_cmd("spawner", &[syscalls.to_str().unwrap(), "7", "40"]);
+    let (c, end, pid) = count_tree(cmd, TREE);
+    assert_eq!(end, exited(pid, 41));
+    assert_eq!(c.clones.len(), 1);
+    assert_eq!(c.clones[0].kind, CloneKind::Vfork);
+    let child = c.clones[0].child;
+    assert_eq!(c.execs, vec![child]);
+    let getppids = c.entries[&child].iter().filter(|&&n| n == GETPPID).count();
+    assert_eq!(getppids, 7);
+    assert_eq!(c.deaths[&child], ExitStatus::Exited(40));
 }
 
 /// Exit codes and deaths by signal come through unchanged.
@@ -931,9 +995,9 @@ fn job_control_stop_continue() {
     handle.barrier().unwrap();
     kill(pid, libc::SIGSTOP);
     let tids = tids_of(pid);
-    assert!(wait_until(5, || tids
-        .iter()
-        .all(|&t| matches!(state(pid, t), 'T' | 't'))));
+    // Stopped: a listening tracee shows as `t` (the kernel keeps it in
+    // TASK_TRACED), untraced it would be `T`.
+    assert!(wait_until(5, || tids.iter().all(|&t| state(pid, t) == 't')));
     std::thread::sleep(Duration::from_millis(50));
     let c1 = read_counter(&file);
     std::thread::sleep(Duration::from_millis(150));
@@ -998,7 +1062,7 @@ fn sigkill_while_stopped() {
             core: false,
         };
         assert_eq!(end, EndReason::ProcessExited { pid, status });
-        assert!(took < Duration::from_secs(1), "took {took:?}");
+        assert!(took < Duration::from_secs(2), "took {took:?}");
     });
 }
 
@@ -1082,11 +1146,7 @@ fn tracer_killed_leaves_tracee_running(sig: i32) {
     assert_eq!(st.code(), Some(128 + sig));
     for &t in &tids {
         assert_eq!(tracer_pid(pid, t), 0);
-        assert!(
-            matches!(state(pid, t), 'R' | 'S'),
-            "thread {t} is {}",
-            state(pid, t)
-        );
+        assert!(is_running(state(pid, t)), "thread {t} is {}", state(pid, t));
     }
     let c = read_counter(&file);
     assert!(wait_until(5, || read_counter(&file) > c));
@@ -1099,6 +1159,10 @@ fn tracer_sigterm_leaves_tracee_running() {
 
 fn tracer_sigint_leaves_tracee_running() {
     tracer_killed_leaves_tracee_running(libc::SIGINT);
+}
+
+fn tracer_sighup_leaves_tracee_running() {
+    tracer_killed_leaves_tracee_running(libc::SIGHUP);
 }
 
 /// Seed 002's race: STOP is on its way (the thread interrupted, its stop
@@ -1139,7 +1203,7 @@ fn detach_racing_a_stop_leaves_it_running() {
     assert_ne!(tracer_pid(pid, pid), 0);
     let c = read_counter(&file);
     assert!(wait_until(5, || read_counter(&file) > c));
-    assert!(matches!(state(pid, worker.0), 'R' | 'S'));
+    assert!(is_running(state(pid, worker.0)));
     handle.end().unwrap();
     assert_eq!(
         tracer_thread.join().unwrap(),
@@ -1392,7 +1456,7 @@ fn ticks_run_on_the_tracer_thread() {
         for (i, t) in times.iter().enumerate() {
             let due = Duration::from_millis(50) * (i as u32 + 1);
             assert!(
-                *t >= due && *t < due + Duration::from_millis(40),
+                *t >= due && *t < due + Duration::from_millis(250),
                 "tick {i} at {t:?}"
             );
         }
@@ -1517,7 +1581,10 @@ fn panic_in_a_callback_detaches_everything() {
     impl Engine for Panicky {
         fn report_syscall_entry(&mut self, _cx: &mut Cx, _: ResumeAction) -> ResumeAction {
             self.0 += 1;
-            assert!(self.0 < 20, "engine bug");
+            assert!(
+                self.0 < 20,
+                "an intentional engine bug: this test expects the panic"
+            );
             ResumeAction::Resume
         }
     }
@@ -1541,7 +1608,7 @@ fn panic_in_a_callback_detaches_everything() {
     assert!(outcome, "the engine panicked");
     for t in tids_of(pid) {
         assert_eq!(tracer_pid(pid, t), 0);
-        assert!(matches!(state(pid, t), 'R' | 'S'));
+        assert!(is_running(state(pid, t)));
     }
     let c = read_counter(&file);
     assert!(wait_until(5, || read_counter(&file) > c));
@@ -1644,4 +1711,26 @@ fn idle_tracer_uses_no_cpu() {
     let c = read_counter(&file);
     assert!(wait_until(5, || read_counter(&file) > c));
     finish(child);
+}
+
+/// The doorbell (the tracer thread's wake-up child) killed by somebody: the
+/// tracer starts another, and existing handles still reach it.
+fn killed_doorbell_is_replaced() {
+    let (tx, rx) = mpsc::channel();
+    let tracer_thread = std::thread::spawn(move || {
+        let mut tracer = Tracer::new().unwrap();
+        let me = unsafe { libc::gettid() };
+        let children = std::fs::read_to_string(format!("/proc/self/task/{me}/children")).unwrap();
+        let doorbell: i32 = children.trim().parse().unwrap();
+        tx.send((tracer.handle(), doorbell)).unwrap();
+        tracer.run().unwrap()
+    });
+    let (handle, doorbell) = rx.recv().unwrap();
+    assert_eq!(handle.call(|c| c.threads().len()), Ok(0));
+    kill(doorbell, libc::SIGKILL);
+    for _ in 0..3 {
+        assert_eq!(handle.call(|c| c.threads().len()), Ok(0));
+    }
+    handle.end().unwrap();
+    assert_eq!(tracer_thread.join().unwrap(), EndReason::Requested);
 }

@@ -170,7 +170,7 @@ pub fn compile(
             &f.locals,
             f.params,
         );
-        t.finish_body(&f.body, None)?;
+        t.finish_body(&f.body, &[])?;
         define(
             &mut module,
             &mut ctx,
@@ -198,13 +198,9 @@ pub fn compile(
             &p.locals,
             0,
         );
-        // One condition for the handler: it applies when every point of
-        // the probe has one (the usual case is a single point).
-        let cond = match p.points.as_slice() {
-            [only] => only.condition.as_ref(),
-            _ => None,
-        };
-        t.finish_body(&p.body, cond)?;
+        let conds: Vec<Option<&utap_compiler::program::Expr>> =
+            p.points.iter().map(|pt| pt.condition.as_ref()).collect();
+        t.finish_body(&p.body, &conds)?;
         define(
             &mut module,
             &mut ctx,
@@ -270,7 +266,8 @@ fn define(
     sizes: &mut Vec<FunctionSize>,
 ) -> Result<(), CodegenError> {
     if options.keep_ir {
-        ir.push_str(&format!("; {what}\n{}\n", ctx.func.display()));
+        let text = ctx.func.display().to_string();
+        ir.push_str(&format!("; {what}\n{}\n", name_callees(module, &text)));
     }
     module.define_function(id, ctx).map_err(|e| {
         CodegenError::new(
@@ -285,4 +282,34 @@ fn define(
     });
     module.clear_context(ctx);
     Ok(())
+}
+
+/// Appends the symbol name to each `fnN = u0:K` declaration of the IR
+/// text, so `-p3` shows which runtime function or script function a call
+/// goes to.
+fn name_callees(module: &JITModule, text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        out.push_str(line);
+        let target = line
+            .trim_start()
+            .starts_with("fn")
+            .then(|| line.split_once(" u0:"))
+            .flatten()
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .and_then(|n| n.parse::<u32>().ok());
+        let name = target.and_then(|index| {
+            let id = FuncId::from_u32(index);
+            let (_, decl) = module
+                .declarations()
+                .get_functions()
+                .find(|(f, _)| *f == id)?;
+            decl.name.clone()
+        });
+        if let Some(name) = name {
+            out.push_str(&format!("  ; {name}"));
+        }
+        out.push('\n');
+    }
+    out
 }

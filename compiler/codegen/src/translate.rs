@@ -156,20 +156,14 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
     }
 
     /// Emits the body and the exits, and finishes the function.
+    /// `conditions` are the `if (...)` guards of the probe's points (the
+    /// one of the point that fired, `ctx.point_index`, applies).
     pub fn finish_body(
         mut self,
         body: &p::Block,
-        condition: Option<&Expr>,
+        conditions: &[Option<&Expr>],
     ) -> Result<(), CodegenError> {
-        if let Some(cond) = condition {
-            let c = self.expr(cond)?;
-            let go = self.b.create_block();
-            let stop = self.b.create_block();
-            self.b.ins().brif(c, go, &[], stop, &[]);
-            self.b.switch_to_block(stop);
-            self.jump_exit_default();
-            self.b.switch_to_block(go);
-        }
+        self.point_conditions(conditions)?;
         self.block(body)?;
         self.jump_exit_default();
         // Exits.
@@ -189,6 +183,41 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
         self.b.seal_all_blocks();
         let config = self.module.target_config();
         self.b.finalize(config);
+        Ok(())
+    }
+
+    /// Leaves the handler when the condition of the point that fired is
+    /// false.
+    fn point_conditions(&mut self, conditions: &[Option<&Expr>]) -> Result<(), CodegenError> {
+        if conditions.iter().all(Option::is_none) {
+            return Ok(());
+        }
+        let go = self.b.create_block();
+        let stop = self.b.create_block();
+        let single = conditions.len() == 1;
+        let point = if single {
+            None
+        } else {
+            Some(self.load_ctx(offset_of!(HandlerContext, point_index)))
+        };
+        for (i, cond) in conditions.iter().enumerate() {
+            let Some(cond) = cond else { continue };
+            let next = self.b.create_block();
+            if let Some(point) = point {
+                let this = self.b.create_block();
+                let is = self.b.ins().icmp_imm_s(IntCC::Equal, point, i as i64);
+                self.b.ins().brif(is, this, &[], next, &[]);
+                self.b.switch_to_block(this);
+            }
+            let c = self.expr(cond)?;
+            self.b.ins().brif(c, go, &[], stop, &[]);
+            self.b.switch_to_block(next);
+        }
+        // A point without a condition.
+        self.b.ins().jump(go, &[]);
+        self.b.switch_to_block(stop);
+        self.jump_exit_default();
+        self.b.switch_to_block(go);
         Ok(())
     }
 
@@ -821,6 +850,11 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
                         "the regular expression of =~ must be a string literal",
                     ));
                 };
+                // Patterns are literals: a bad one is a compile-time error,
+                // as in SystemTap's translator.
+                if let Err(e) = utap_runtime::values::strings::Regex::new(pattern) {
+                    return Err(CodegenError::new(rhs.span, e.to_string()));
+                }
                 let s = self.expr(lhs)?;
                 let id = self.t.regex(pattern);
                 let id = self.iconst(id);

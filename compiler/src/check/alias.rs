@@ -214,10 +214,11 @@ impl Resolver<'_> {
             .map(|k| k.join("."))
             .map(|k| (edit_distance(&k, &written), k))
             .min();
-        if let Some((d, k)) = best {
-            if d > 0 && d <= written.len().max(3) / 2 {
-                e = e.help(format!("did you mean '{k}'?"));
-            }
+        if let Some((d, k)) = best
+            && d > 0
+            && d <= written.len().max(3) / 2
+        {
+            e = e.help(format!("did you mean '{k}'?"));
         }
         e
     }

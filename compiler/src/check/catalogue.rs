@@ -123,6 +123,9 @@ const SYSCALL_RETURN_VARS: &[ContextVarDef] = &[
     var("syscall", ContextVar::Syscall, false),
     var("return", ContextVar::Return, true),
 ];
+/// `$code` of `process.end`: the exit status (128 + N when killed by
+/// signal N).
+const END_VARS: &[ContextVarDef] = &[var("code", ContextVar::Code, false)];
 const SIGNAL_VARS: &[ContextVarDef] = &[
     var("signal", ContextVar::Signal, true),
     var("code", ContextVar::Code, false),
@@ -200,7 +203,12 @@ pub static FAMILIES: &[Family] = &[
         &[],
         "a process starts (or is already running)"
     ),
-    process_family!(["end"], End, &[], "a process exits"),
+    process_family!(
+        ["end"],
+        End,
+        END_VARS,
+        "a process exits ($code: its exit status)"
+    ),
     process_family!(["thread", "begin"], ThreadBegin, &[], "a thread starts"),
     process_family!(["thread", "end"], ThreadEnd, &[], "a thread exits"),
     process_family!(

@@ -56,13 +56,11 @@ pub fn list_with_library(
     let mut text = String::new();
     for (name, expansions) in found {
         text.push_str(&name);
-        if vars {
-            if let Some(first) = expansions.first() {
-                for v in first {
-                    if expansions.iter().all(|e| e.contains(v)) {
-                        text.push(' ');
-                        text.push_str(v);
-                    }
+        if vars && let Some(first) = expansions.first() {
+            for v in first {
+                if expansions.iter().all(|e| e.contains(v)) {
+                    text.push(' ');
+                    text.push_str(v);
                 }
             }
         }

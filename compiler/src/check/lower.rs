@@ -12,7 +12,7 @@ use std::rc::Rc;
 
 use super::catalogue::{ContextVarDef, FAMILIES, Family, FamilyKind};
 use super::error::SemError;
-use super::types::{Tv, Ty, Types, type_name};
+use super::types::{Tv, Ty, Types};
 use crate::ast::{self, FileId, Span};
 use crate::ast::{AssignOp, BinOp, UnOp};
 use crate::builtins;
@@ -489,9 +489,7 @@ impl<'l> Lowerer<'l> {
     fn lower_foreach(&mut self, f: &ast::Foreach, body: &mut Body) -> Option<Foreach> {
         let (source, key_tvs, val_ty) = match &f.source {
             ast::ForeachSource::Array(name) => {
-                let Some(g) = self.array_global(name, body.file, f.keys.len(), name.span) else {
-                    return None;
-                };
+                let g = self.array_global(name, body.file, f.keys.len(), name.span)?;
                 let keys = self.global_arity(g, f.keys.len(), name.span)?;
                 if keys.is_empty() {
                     self.err(
@@ -775,6 +773,17 @@ impl<'l> Lowerer<'l> {
                 Some((lv, t)) => self.load(lv, t, span),
                 None => bad(span),
             },
+            ast::ExprKind::Target(t)
+                if matches!(t.name.as_str(), "$parms" | "$vars")
+                    && t.path.is_empty()
+                    && !body.families.is_empty()
+                    && body
+                        .families
+                        .iter()
+                        .all(|f| f.context_var("arg1").is_some()) =>
+            {
+                all_args(span)
+            }
             ast::ExprKind::Target(t) => match self.lower_target(t, span, body, false) {
                 Some((cv, ty)) => (mk(ExprKind::Context(cv), Type::Long, span), ty),
                 None => bad(span),
@@ -1112,10 +1121,10 @@ impl<'l> Lowerer<'l> {
         }
         // A script (or tapset) function shadows a builtin of the same name.
         let user = self.find_function(&name.name, body.file);
-        if user.is_none() {
-            if let Some(b) = builtins::lookup(&name.name) {
-                return self.lower_builtin(b, args, span, body);
-            }
+        if user.is_none()
+            && let Some(b) = builtins::lookup(&name.name)
+        {
+            return self.lower_builtin(b, args, span, body);
         }
         let Some(f) = user else {
             let mut e = SemError::new(name.span, "unresolved function")
@@ -1316,13 +1325,13 @@ impl<'l> Lowerer<'l> {
                         format!("{} needs a delimiter and at least one value", name.name),
                     ));
                 }
-                if let Some(first) = args.first() {
-                    if !matches!(first.kind, ast::ExprKind::Str(_)) {
-                        self.err(SemError::new(
-                            first.span,
-                            "print delimiter must be a string literal",
-                        ));
-                    }
+                if let Some(first) = args.first()
+                    && !matches!(first.kind, ast::ExprKind::Str(_))
+                {
+                    self.err(SemError::new(
+                        first.span,
+                        "print delimiter must be a string literal",
+                    ));
                 }
             }
             _ => {
@@ -1459,15 +1468,15 @@ impl<'l> Lowerer<'l> {
             .filter(|f| f.context_var(&t.name).is_some())
             .map(|f| format!("\"{}\"", f.pattern_text("(PATH_OR_PID)")))
             .collect();
-        if let Some(n) = t.name.strip_prefix("arg") {
-            if !n.parse::<u8>().is_ok_and(|n| (1..=6).contains(&n))
-                && body.families.iter().all(|f| {
-                    f.kind == FamilyKind::Process(super::catalogue::ProcessEventKind::Syscall)
-                })
-            {
-                return SemError::new(span, "invalid syscall argument number (1-6)")
-                    .label("the arguments are $arg1 .. $arg6");
-            }
+        if let Some(n) = t.name.strip_prefix("arg")
+            && !n.parse::<u8>().is_ok_and(|n| (1..=6).contains(&n))
+            && body
+                .families
+                .iter()
+                .all(|f| f.kind == FamilyKind::Process(super::catalogue::ProcessEventKind::Syscall))
+        {
+            return SemError::new(span, "invalid syscall argument number (1-6)")
+                .label("the arguments are $arg1 .. $arg6");
         }
         if owners.is_empty() {
             if !t.path.is_empty() {
@@ -1500,8 +1509,30 @@ impl<'l> Lowerer<'l> {
             span,
             format!("only {} {verb} {dollar}", owners.join(" and ")),
         )
-        .label(format!("not available in this probe"))
+        .label("not available in this probe".to_string())
     }
+}
+
+/// `$$parms` / `$$vars` in a syscall probe, as SystemTap expands it:
+/// `sprintf("$arg1=%#x ... $arg6=%#x", $arg1, ..., $arg6)`.
+fn all_args(span: Span) -> Lowered {
+    let text: Vec<String> = (1..=6).map(|i| format!("$arg{i}=%#x")).collect();
+    let format = utap_runtime::format::parse(&text.join(" ")).ok();
+    let args = (0..6)
+        .map(|i| mk(ExprKind::Context(ContextVar::Arg(i)), Type::Long, span))
+        .collect();
+    (
+        mk(
+            ExprKind::Print {
+                kind: PrintKind::Sprintf,
+                format,
+                args,
+            },
+            Type::String,
+            span,
+        ),
+        STRING,
+    )
 }
 
 fn decl_ty(t: ast::TypeDecl) -> Ty {
@@ -1528,8 +1559,4 @@ pub fn contains_defined(e: &ast::Expr) -> bool {
         }
         _ => false,
     }
-}
-
-pub fn describe(t: Type) -> &'static str {
-    type_name(t)
 }

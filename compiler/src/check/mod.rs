@@ -181,13 +181,18 @@ fn finish(
     }
     let pure_fns = elide::pure_functions(&functions);
     let mut probes = std::mem::take(&mut program.probes);
-    for (p, (_, spans)) in probes.iter_mut().zip(&session.probe_local_tvs) {
+    for f in &functions {
+        warn_never_assigned(&mut session, &f.body, &f.locals, f.params, &[]);
+    }
+    let local_info = std::mem::take(&mut session.probe_local_tvs);
+    for (p, (_, spans)) in probes.iter_mut().zip(&local_info) {
         env.block(&mut p.body, &p.locals);
         for pt in &mut p.points {
             if let Some(c) = &mut pt.condition {
                 env.expr(c, &p.locals);
             }
         }
+        warn_never_assigned(&mut session, &p.body, &p.locals, 0, spans);
         let elided = elide::dead_locals(&mut p.body, &pure_fns);
         if session.verbose > 0 {
             for l in elided {
@@ -239,6 +244,42 @@ fn finish(
         },
         session.heads,
     ))
+}
+
+/// "never-assigned local variable 'x' (similar: y)" for the user's code:
+/// almost always a misspelt name, which would silently read 0 or "".
+fn warn_never_assigned(
+    session: &mut Session,
+    body: &Block,
+    locals: &[LocalVar],
+    params: usize,
+    spans: &[Span],
+) {
+    for (l, span) in rules::never_assigned(body, locals, params) {
+        let decl = spans.get(l.0 as usize).copied().unwrap_or(span);
+        if decl.file != session.user_file {
+            continue;
+        }
+        let name = &locals[l.0 as usize].name;
+        let similar = locals
+            .iter()
+            .filter(|o| &o.name != name)
+            .map(|o| (alias::edit_distance(&o.name, name), o.name.as_str()))
+            .filter(|(d, o)| {
+                let longest = o.len().max(name.len());
+                longest >= 3 && *d <= longest / 2
+            })
+            .min();
+        let mut message = format!("never-assigned local variable '{name}'");
+        if let Some((_, s)) = similar {
+            message.push_str(&format!(" (similar: {s})"));
+        }
+        session.warnings.push(
+            SemError::new(span, message)
+                .label("read here, never given a value")
+                .into_warning(),
+        );
+    }
 }
 
 /// Sorts a parsed file's items into the symbol tables.
@@ -504,7 +545,7 @@ impl Session {
         let name = p
             .points
             .iter()
-            .map(|pt| point_text(pt))
+            .map(point_text)
             .collect::<Vec<_>>()
             .join(", ");
         // Points without alias bodies and of the same family share one

@@ -254,3 +254,135 @@ pub fn apply(program: &mut Program) -> Vec<SemError> {
     }
     errors
 }
+
+/// Locals of a body that are read but never assigned (SystemTap warns:
+/// usually a misspelt name). `params` leading locals count as assigned.
+/// Returns each such local with the span of its first read.
+pub fn never_assigned(body: &Block, locals: &[LocalVar], params: usize) -> Vec<(LocalId, Span)> {
+    let mut written: HashSet<u32> = (0..params as u32).collect();
+    let mut loads: Vec<(u32, Span)> = Vec::new();
+    locals_block(body, &mut written, &mut loads);
+    let mut out: Vec<(LocalId, Span)> = Vec::new();
+    for (l, span) in loads {
+        if !written.contains(&l)
+            && (l as usize) < locals.len()
+            && !out.iter().any(|(o, _)| o.0 == l)
+        {
+            out.push((LocalId(l), span));
+        }
+    }
+    out
+}
+
+fn locals_block(b: &Block, w: &mut HashSet<u32>, r: &mut Vec<(u32, Span)>) {
+    for s in &b.stmts {
+        locals_stmt(s, w, r);
+    }
+}
+
+fn locals_stmt(s: &Stmt, w: &mut HashSet<u32>, r: &mut Vec<(u32, Span)>) {
+    match &s.kind {
+        StmtKind::Expr(e) => locals_expr(e, w, r),
+        StmtKind::Block(b) => locals_block(b, w, r),
+        StmtKind::If { cond, then, else_ } => {
+            locals_expr(cond, w, r);
+            locals_stmt(then, w, r);
+            if let Some(e) = else_ {
+                locals_stmt(e, w, r);
+            }
+        }
+        StmtKind::While { cond, body } => {
+            locals_expr(cond, w, r);
+            locals_stmt(body, w, r);
+        }
+        StmtKind::For {
+            init,
+            cond,
+            step,
+            body,
+        } => {
+            for e in [init, cond, step].into_iter().flatten() {
+                locals_expr(e, w, r);
+            }
+            locals_stmt(body, w, r);
+        }
+        StmtKind::Foreach(f) => {
+            w.extend(f.keys.iter().map(|k| k.0));
+            w.extend(f.value.iter().map(|k| k.0));
+            if let ForeachSource::Hist(h) = &f.source {
+                locals_expr(h, w, r);
+            }
+            for e in f.slice.iter().flatten().flatten() {
+                locals_expr(e, w, r);
+            }
+            if let Some(l) = &f.limit {
+                locals_expr(l, w, r);
+            }
+            locals_stmt(&f.body, w, r);
+        }
+        StmtKind::Return(Some(e)) => locals_expr(e, w, r),
+        StmtKind::Delete(lv) => locals_lvalue(lv, true, s.span, w, r),
+        StmtKind::Try {
+            body,
+            catch_var,
+            catch,
+        } => {
+            w.extend(catch_var.iter().map(|k| k.0));
+            locals_block(body, w, r);
+            locals_block(catch, w, r);
+        }
+        _ => {}
+    }
+}
+
+fn locals_lvalue(
+    lv: &LValue,
+    write: bool,
+    span: Span,
+    w: &mut HashSet<u32>,
+    r: &mut Vec<(u32, Span)>,
+) {
+    match lv {
+        LValue::Local(l) if write => {
+            w.insert(l.0);
+        }
+        LValue::Local(l) => r.push((l.0, span)),
+        LValue::Elem { keys, .. } => keys.iter().for_each(|k| locals_expr(k, w, r)),
+        _ => {}
+    }
+}
+
+fn locals_expr(e: &Expr, w: &mut HashSet<u32>, r: &mut Vec<(u32, Span)>) {
+    match &e.kind {
+        ExprKind::Load(lv)
+        | ExprKind::StatGet { target: lv, .. }
+        | ExprKind::Hist { target: lv, .. } => locals_lvalue(lv, false, e.span, w, r),
+        ExprKind::Assign {
+            target: lv, value, ..
+        }
+        | ExprKind::StatAdd { target: lv, value } => {
+            locals_expr(value, w, r);
+            locals_lvalue(lv, true, e.span, w, r);
+        }
+        ExprKind::IncDec { target, .. } => locals_lvalue(target, true, e.span, w, r),
+        ExprKind::Unary { expr, .. } => locals_expr(expr, w, r),
+        ExprKind::Binary { lhs, rhs, .. } => {
+            locals_expr(lhs, w, r);
+            locals_expr(rhs, w, r);
+        }
+        ExprKind::Ternary { cond, then, else_ } => {
+            locals_expr(cond, w, r);
+            locals_expr(then, w, r);
+            locals_expr(else_, w, r);
+        }
+        ExprKind::HistBucket { hist, index } => {
+            locals_expr(hist, w, r);
+            locals_expr(index, w, r);
+        }
+        ExprKind::In { keys, .. } => keys.iter().for_each(|k| locals_expr(k, w, r)),
+        ExprKind::Call { args, .. }
+        | ExprKind::Builtin { args, .. }
+        | ExprKind::Print { args, .. } => args.iter().for_each(|a| locals_expr(a, w, r)),
+        ExprKind::Long(_) | ExprKind::Str(_) | ExprKind::Context(_) => {}
+    }
+}

@@ -162,10 +162,16 @@ impl Library {
             f.loaded.iter_mut().for_each(|l| *l = true);
             return Some(f.text.to_string());
         }
-        let mut text: Vec<u8> = f
-            .text
-            .bytes()
-            .map(|b| if b == b'\n' { b'\n' } else { b' ' })
+        // Everything after the last wanted item is left out (positions
+        // before it are unchanged).
+        let end = wanted
+            .iter()
+            .map(|&i| f.defs.items[i].range.end)
+            .max()
+            .unwrap_or(0);
+        let mut text: Vec<u8> = f.text.as_bytes()[..end]
+            .iter()
+            .map(|&b| if b == b'\n' { b'\n' } else { b' ' })
             .collect();
         for i in wanted {
             f.loaded[i] = true;
@@ -528,16 +534,12 @@ function emb() %{ /* function c() */ %}
         );
         // First use: the wanted item plus the file's plain probes.
         let cut = lib.take_items(0, &[1]).unwrap();
-        assert_eq!(cut.len(), text.len());
+        // Cut after the last wanted item; everything before keeps its place.
+        let probe = "probe begin { a = f(1) }";
+        assert_eq!(cut.len(), text.find(probe).unwrap() + probe.len());
         assert_eq!(
             cut.lines().map(str::trim).collect::<Vec<_>>(),
-            [
-                "",
-                "function f(x) { return x }",
-                "",
-                "probe begin { a = f(1) }",
-                ""
-            ]
+            ["", "function f(x) { return x }", "", probe]
         );
         assert_eq!(lib.take_items(0, &[1]), None);
     }

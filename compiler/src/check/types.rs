@@ -126,13 +126,13 @@ fn mismatch(span: Span, t1: Type, t2: Type, first: Option<Span>) -> SemError {
         format!("type mismatch ({} vs. {})", type_name(t1), type_name(t2)),
     )
     .label(format!("used as {} here", type_name(t1)));
-    if let Some(first) = first {
-        if first != span {
-            e = e.also(
-                first,
-                format!("type was first inferred here ({})", type_name(t2)),
-            );
-        }
+    if let Some(first) = first
+        && first != span
+    {
+        e = e.also(
+            first,
+            format!("type was first inferred here ({})", type_name(t2)),
+        );
     }
     e
 }

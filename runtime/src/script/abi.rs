@@ -7,9 +7,15 @@
 //! state and sets `ctx.error`, which native code tests right after the
 //! call. Names start with `utap_` so a typo cannot resolve to a libc
 //! symbol.
+//!
+//! Every function is `unsafe`: its `ctx` must be the context of the
+//! handler run in progress (compiled code passes its first argument
+//! through), and array arguments must point to `n` readable words.
+// That contract is the same for every function: it is stated once above.
+#![allow(clippy::missing_safety_doc)]
 
-use crate::values::map::{Key, Sort, SortBy};
-use crate::values::stats::{Stat, StatOp};
+use crate::values::map::{Key, KeyPart, Sort, SortBy};
+use crate::values::stats::{Stat, StatError, StatOp};
 use crate::values::strings as vstr;
 
 use super::context::{HandlerContext, MAX_KEYS};
@@ -48,7 +54,7 @@ pub fn stat_op(n: i64) -> StatOp {
 
 // ---- errors and control ------------------------------------------------
 
-pub extern "C" fn utap_raise(ctx: *mut HandlerContext, kind: i64) {
+pub unsafe extern "C" fn utap_raise(ctx: *mut HandlerContext, kind: i64) {
     let msg = match kind {
         RAISE_DIVISION_BY_ZERO => "division by 0",
         RAISE_MAXACTION => "MAXACTION exceeded",
@@ -59,7 +65,7 @@ pub extern "C" fn utap_raise(ctx: *mut HandlerContext, kind: i64) {
 }
 
 /// Entering a `catch`: clears the error and returns its message.
-pub extern "C" fn utap_catch(ctx: *mut HandlerContext) -> i64 {
+pub unsafe extern "C" fn utap_catch(ctx: *mut HandlerContext) -> i64 {
     let s = st(ctx);
     unsafe { (*ctx).error = 0 };
     let msg = std::mem::take(&mut s.error_message);
@@ -68,17 +74,17 @@ pub extern "C" fn utap_catch(ctx: *mut HandlerContext) -> i64 {
 
 // ---- strings -------------------------------------------------------------
 
-pub extern "C" fn utap_str_concat(ctx: *mut HandlerContext, a: i64, b: i64) -> i64 {
+pub unsafe extern "C" fn utap_str_concat(ctx: *mut HandlerContext, a: i64, b: i64) -> i64 {
     st(ctx).strings.concat(a, b)
 }
 
-pub extern "C" fn utap_str_cmp(ctx: *mut HandlerContext, a: i64, b: i64) -> i64 {
+pub unsafe extern "C" fn utap_str_cmp(ctx: *mut HandlerContext, a: i64, b: i64) -> i64 {
     let s = &st(ctx).strings;
     vstr::compare(s.get(a), s.get(b)) as i64
 }
 
 /// `s =~ regex[id]` (1 or 0).
-pub extern "C" fn utap_str_match(ctx: *mut HandlerContext, s: i64, id: i64) -> i64 {
+pub unsafe extern "C" fn utap_str_match(ctx: *mut HandlerContext, s: i64, id: i64) -> i64 {
     let state = st(ctx);
     let id = id as usize;
     if state.regexes[id].is_none() {
@@ -96,7 +102,7 @@ pub extern "C" fn utap_str_match(ctx: *mut HandlerContext, s: i64, id: i64) -> i
 
 // ---- string scalars ------------------------------------------------------
 
-pub extern "C" fn utap_gstr_get(ctx: *mut HandlerContext, gid: i64) -> i64 {
+pub unsafe extern "C" fn utap_gstr_get(ctx: *mut HandlerContext, gid: i64) -> i64 {
     let s = st(ctx);
     match &s.globals.vars[gid as usize] {
         Global::Str(v) => s.strings.make(v),
@@ -104,7 +110,7 @@ pub extern "C" fn utap_gstr_get(ctx: *mut HandlerContext, gid: i64) -> i64 {
     }
 }
 
-pub extern "C" fn utap_gstr_set(ctx: *mut HandlerContext, gid: i64, h: i64) {
+pub unsafe extern "C" fn utap_gstr_set(ctx: *mut HandlerContext, gid: i64, h: i64) {
     let s = st(ctx);
     let max = s.limits.max_string_len;
     if let Global::Str(v) = &mut s.globals.vars[gid as usize] {
@@ -136,37 +142,39 @@ fn with_keys<R>(
 }
 
 /// `a[k]` (0 or "" when missing; a string comes back as a new handle).
-pub extern "C" fn utap_arr_get(ctx: *mut HandlerContext, gid: i64) -> i64 {
+pub unsafe extern "C" fn utap_arr_get(ctx: *mut HandlerContext, gid: i64) -> i64 {
     enum Got {
         Long(i64),
-        Str(Option<Vec<u8>>),
+        Str(*const [u8]),
     }
     let got = with_keys(ctx, gid, |g, k, _| match g {
         Global::LongArray(m) => Got::Long(m.get(k).copied().unwrap_or(0)),
-        Global::StrArray(m) => Got::Str(m.get(k).cloned()),
+        Global::StrArray(m) => match m.get(k) {
+            Some(v) => Got::Str(v.as_slice() as *const [u8]),
+            None => Got::Long(0),
+        },
         _ => Got::Long(0),
     });
     match got {
         Got::Long(v) => v,
-        Got::Str(None) => 0,
-        Got::Str(Some(v)) => st(ctx).strings.make(&v),
+        // SAFETY: the value lives in the array, which nothing changes
+        // between the lookup and this copy into the arena (a different
+        // field of the state).
+        Got::Str(p) => st(ctx).strings.make(unsafe { &*p }),
     }
 }
 
 /// `a[k] = v`.
-pub extern "C" fn utap_arr_set(ctx: *mut HandlerContext, gid: i64, v: i64) {
-    let value: Option<Vec<u8>> = match &st(ctx).globals.vars[gid as usize] {
-        Global::StrArray(_) => Some(st(ctx).strings.get(v).to_vec()),
-        _ => None,
-    };
+pub unsafe extern "C" fn utap_arr_set(ctx: *mut HandlerContext, gid: i64, v: i64) {
+    // The string value stays in the arena, which the array update below
+    // does not touch: borrow it by pointer next to the key borrow.
+    let value: *const [u8] = st(ctx).strings.get(v);
     let r = with_keys(ctx, gid, |g, k, max| match g {
         Global::LongArray(m) => m.set(k, v),
-        Global::StrArray(m) => {
-            let mut bytes = value.unwrap_or_default();
-            let keep = vstr::stored(&bytes, max).len();
-            bytes.truncate(keep);
-            m.set(k, bytes)
-        }
+        Global::StrArray(m) => m.get_or_insert_with(k, Vec::new).map(|slot| {
+            // SAFETY: see above; the arena is not changed during the call.
+            vstr::assign(slot, unsafe { &*value }, max)
+        }),
         _ => Ok(()),
     });
     if let Err(e) = r {
@@ -175,7 +183,7 @@ pub extern "C" fn utap_arr_set(ctx: *mut HandlerContext, gid: i64, v: i64) {
 }
 
 /// `a[k] += delta` on a long array; returns the new value.
-pub extern "C" fn utap_arr_add(ctx: *mut HandlerContext, gid: i64, delta: i64) -> i64 {
+pub unsafe extern "C" fn utap_arr_add(ctx: *mut HandlerContext, gid: i64, delta: i64) -> i64 {
     let r = with_keys(ctx, gid, |g, k, _| match g {
         Global::LongArray(m) => m.get_or_insert_with(k, || 0).map(|v| {
             *v = v.wrapping_add(delta);
@@ -190,7 +198,7 @@ pub extern "C" fn utap_arr_add(ctx: *mut HandlerContext, gid: i64, delta: i64) -
 }
 
 /// `[k] in a`.
-pub extern "C" fn utap_arr_exists(ctx: *mut HandlerContext, gid: i64) -> i64 {
+pub unsafe extern "C" fn utap_arr_exists(ctx: *mut HandlerContext, gid: i64) -> i64 {
     with_keys(ctx, gid, |g, k, _| match g {
         Global::LongArray(m) => m.contains(k),
         Global::StrArray(m) => m.contains(k),
@@ -200,7 +208,7 @@ pub extern "C" fn utap_arr_exists(ctx: *mut HandlerContext, gid: i64) -> i64 {
 }
 
 /// `delete a[k]`.
-pub extern "C" fn utap_arr_delete(ctx: *mut HandlerContext, gid: i64) {
+pub unsafe extern "C" fn utap_arr_delete(ctx: *mut HandlerContext, gid: i64) {
     with_keys(ctx, gid, |g, k, _| match g {
         Global::LongArray(m) => drop(m.remove(k)),
         Global::StrArray(m) => drop(m.remove(k)),
@@ -210,7 +218,7 @@ pub extern "C" fn utap_arr_delete(ctx: *mut HandlerContext, gid: i64) {
 }
 
 /// `delete g` for any global: an array is emptied, a scalar reset.
-pub extern "C" fn utap_global_clear(ctx: *mut HandlerContext, gid: i64) {
+pub unsafe extern "C" fn utap_global_clear(ctx: *mut HandlerContext, gid: i64) {
     let s = st(ctx);
     match &mut s.globals.vars[gid as usize] {
         Global::Long(slot) => s.globals.longs[*slot as usize] = 0,
@@ -256,90 +264,76 @@ fn with_stat<R>(
 }
 
 /// `s <<< v`.
-pub extern "C" fn utap_stat_add(ctx: *mut HandlerContext, gid: i64, elem: i64, v: i64) {
+pub unsafe extern "C" fn utap_stat_add(ctx: *mut HandlerContext, gid: i64, elem: i64, v: i64) {
     if let Err(e) = with_stat(ctx, gid, elem, true, |s| s.add(v)) {
         st(ctx).raise(ctx, e);
     }
 }
 
+/// Reads a statistic (see [`with_stat`]); a missing one, a failing read
+/// or an array overflow raises its error and gives `None`.
+fn read_stat<R>(
+    ctx: *mut HandlerContext,
+    gid: i64,
+    elem: i64,
+    f: impl FnOnce(&mut Stat) -> Result<R, StatError>,
+) -> Option<R> {
+    let message = match with_stat(ctx, gid, elem, false, f) {
+        Ok(Some(Ok(v))) => return Some(v),
+        Ok(Some(Err(e))) => e.to_string(),
+        Ok(None) => StatError::Empty.to_string(),
+        Err(e) => e,
+    };
+    st(ctx).raise(ctx, message);
+    None
+}
+
 /// `@op(s)`: `@count`/`@sum` of nothing are 0, the others an error.
-pub extern "C" fn utap_stat_get(ctx: *mut HandlerContext, gid: i64, elem: i64, op: i64) -> i64 {
+pub unsafe extern "C" fn utap_stat_get(
+    ctx: *mut HandlerContext,
+    gid: i64,
+    elem: i64,
+    op: i64,
+) -> i64 {
     let op = stat_op(op);
-    let r = with_stat(ctx, gid, elem, false, |s| s.get(op));
-    match r {
-        Ok(Some(Ok(v))) => v,
-        Ok(None) if matches!(op, StatOp::Count | StatOp::Sum) => 0,
-        Ok(None) => {
-            st(ctx).raise(ctx, crate::values::stats::StatError::Empty.to_string());
-            0
-        }
-        Ok(Some(Err(e))) => {
-            st(ctx).raise(ctx, e.to_string());
-            0
-        }
-        Err(e) => {
-            st(ctx).raise(ctx, e);
-            0
-        }
+    if matches!(op, StatOp::Count | StatOp::Sum)
+        && let Ok(None) = with_stat(ctx, gid, elem, false, |_| ())
+    {
+        return 0;
     }
+    read_stat(ctx, gid, elem, |s| s.get(op)).unwrap_or(0)
 }
 
 /// `@hist_log(s)[i]`.
-pub extern "C" fn utap_hist_bucket(ctx: *mut HandlerContext, gid: i64, elem: i64, i: i64) -> i64 {
-    match with_stat(ctx, gid, elem, false, |s| s.bucket(i)) {
-        Ok(Some(Ok(v))) => v,
-        Ok(Some(Err(e))) => {
-            st(ctx).raise(ctx, e.to_string());
-            0
-        }
-        Ok(None) => {
-            st(ctx).raise(ctx, crate::values::stats::StatError::Empty.to_string());
-            0
-        }
-        Err(e) => {
-            st(ctx).raise(ctx, e);
-            0
-        }
-    }
+pub unsafe extern "C" fn utap_hist_bucket(
+    ctx: *mut HandlerContext,
+    gid: i64,
+    elem: i64,
+    i: i64,
+) -> i64 {
+    read_stat(ctx, gid, elem, |s| s.bucket(i)).unwrap_or(0)
+}
+
+/// The histogram of a statistic as `print` shows it.
+fn histogram_text(ctx: *mut HandlerContext, gid: i64, elem: i64) -> Option<Vec<u8>> {
+    let elision = st(ctx).limits.hist_elision;
+    read_stat(ctx, gid, elem, |s| {
+        let mut text = Vec::new();
+        s.print_histogram(&mut text, elision).map(|()| text)
+    })
 }
 
 /// `print(@hist_log(s))`: appends the histogram to the output.
-pub extern "C" fn utap_print_hist(ctx: *mut HandlerContext, gid: i64, elem: i64) {
-    let elision = st(ctx).limits.hist_elision;
-    let mut text = Vec::new();
-    let r = with_stat(ctx, gid, elem, false, |s| {
-        s.print_histogram(&mut text, elision)
-    });
-    match r {
-        Ok(Some(Ok(()))) => st(ctx).out.extend_from_slice(&text),
-        Ok(Some(Err(e))) => st(ctx).raise(ctx, e.to_string()),
-        Ok(None) => st(ctx).raise(ctx, crate::values::stats::StatError::Empty.to_string()),
-        Err(e) => st(ctx).raise(ctx, e),
+pub unsafe extern "C" fn utap_print_hist(ctx: *mut HandlerContext, gid: i64, elem: i64) {
+    if let Some(text) = histogram_text(ctx, gid, elem) {
+        st(ctx).out.extend_from_slice(&text);
+        st(ctx).flush_if_large();
     }
 }
 
 /// `sprint(@hist_log(s))`: the histogram as a string.
-pub extern "C" fn utap_sprint_hist(ctx: *mut HandlerContext, gid: i64, elem: i64) -> i64 {
-    let elision = st(ctx).limits.hist_elision;
-    let mut text = Vec::new();
-    let r = with_stat(ctx, gid, elem, false, |s| {
-        s.print_histogram(&mut text, elision)
-    });
-    match r {
-        Ok(Some(Ok(()))) => st(ctx).strings.make(&text),
-        Ok(Some(Err(e))) => {
-            st(ctx).raise(ctx, e.to_string());
-            0
-        }
-        Ok(None) => {
-            st(ctx).raise(ctx, crate::values::stats::StatError::Empty.to_string());
-            0
-        }
-        Err(e) => {
-            st(ctx).raise(ctx, e);
-            0
-        }
-    }
+pub unsafe extern "C" fn utap_sprint_hist(ctx: *mut HandlerContext, gid: i64, elem: i64) -> i64 {
+    histogram_text(ctx, gid, elem).map_or(0, |text| st(ctx).strings.make(&text))
 }
 
 // ---- foreach ----------------------------------------------------------------
@@ -356,7 +350,7 @@ fn push_iteration(s: &mut ScriptState, it: Iteration) -> i64 {
 
 /// Starts `foreach ([k..] in a <sort> limit n)`; `mask` has bit i set when
 /// key column i is fixed by a slice (`a[*, "x"]`), its value in ctx.keys.
-pub extern "C" fn utap_foreach_array(
+pub unsafe extern "C" fn utap_foreach_array(
     ctx: *mut HandlerContext,
     gid: i64,
     sort: i64,
@@ -401,7 +395,7 @@ pub extern "C" fn utap_foreach_array(
 }
 
 /// Starts `foreach (b in @hist_xxx(s) limit n)`.
-pub extern "C" fn utap_foreach_hist(
+pub unsafe extern "C" fn utap_foreach_hist(
     ctx: *mut HandlerContext,
     gid: i64,
     elem: i64,
@@ -429,7 +423,7 @@ pub extern "C" fn utap_foreach_hist(
 
 /// Moves to the next element: 1 with its keys in `ctx.keys` and its value
 /// in `ctx.foreach_value`, or 0 at the end.
-pub extern "C" fn utap_foreach_next(ctx: *mut HandlerContext, iter: i64) -> i64 {
+pub unsafe extern "C" fn utap_foreach_next(ctx: *mut HandlerContext, iter: i64) -> i64 {
     let s = st(ctx);
     let Some(Some(it)) = s.iterations.get_mut(iter as usize) else {
         return 0;
@@ -455,36 +449,22 @@ pub extern "C" fn utap_foreach_next(ctx: *mut HandlerContext, iter: i64) -> i64 
                 return 0;
             };
             *pos += 1;
-            let g = &s.globals.vars[*global as usize];
-            let (key, value): (Option<&[crate::values::map::KeyPart]>, i64) = match g {
+            let strings = &mut s.strings;
+            let (key, value) = match &s.globals.vars[*global as usize] {
                 Global::LongArray(m) => (m.key(id), m.value(id).copied().unwrap_or(0)),
-                Global::StrArray(m) => (m.key(id), 0),
+                Global::StrArray(m) => (m.key(id), m.value(id).map_or(0, |v| strings.make(v))),
                 Global::StatArray(m, _) => (m.key(id), 0),
                 _ => (None, 0),
             };
+            // A stale entry (deleted during the loop) is skipped.
             let Some(key) = key else { continue };
-            // Strings are copied into the arena after the borrow ends.
             let mut raw = [0i64; MAX_KEYS];
-            let mut strs: [Option<Vec<u8>>; MAX_KEYS] = Default::default();
-            for (i, part) in key.iter().enumerate() {
-                match part {
-                    crate::values::map::KeyPart::Long(v) => raw[i] = *v,
-                    crate::values::map::KeyPart::Str(b) => strs[i] = Some(b.to_vec()),
-                }
+            for (slot, part) in raw.iter_mut().zip(key) {
+                *slot = match part {
+                    KeyPart::Long(v) => *v,
+                    KeyPart::Str(b) => strings.make(b),
+                };
             }
-            let str_value = match g {
-                Global::StrArray(m) => m.value(id).cloned(),
-                _ => None,
-            };
-            for (i, b) in strs.iter().enumerate() {
-                if let Some(b) = b {
-                    raw[i] = s.strings.make(b);
-                }
-            }
-            let value = match str_value {
-                Some(v) => s.strings.make(&v),
-                None => value,
-            };
             unsafe {
                 (*ctx).keys = raw;
                 (*ctx).foreach_value = value;
@@ -495,7 +475,7 @@ pub extern "C" fn utap_foreach_next(ctx: *mut HandlerContext, iter: i64) -> i64 
 }
 
 /// Ends a `foreach` (also done for all loops at the end of a run).
-pub extern "C" fn utap_foreach_end(ctx: *mut HandlerContext, iter: i64) {
+pub unsafe extern "C" fn utap_foreach_end(ctx: *mut HandlerContext, iter: i64) {
     if let Some(slot) = st(ctx).iterations.get_mut(iter as usize) {
         *slot = None;
     }
@@ -504,7 +484,7 @@ pub extern "C" fn utap_foreach_end(ctx: *mut HandlerContext, iter: i64) {
 // ---- output -------------------------------------------------------------------
 
 /// `printf(formats[fmt], args...)`: appends to the run's output.
-pub extern "C" fn utap_printf(ctx: *mut HandlerContext, fmt: i64, args: *const i64, n: i64) {
+pub unsafe extern "C" fn utap_printf(ctx: *mut HandlerContext, fmt: i64, args: *const i64, n: i64) {
     let s = st(ctx);
     let args = unsafe { std::slice::from_raw_parts(args, n as usize) };
     let mut out = std::mem::take(&mut s.out);
@@ -513,10 +493,11 @@ pub extern "C" fn utap_printf(ctx: *mut HandlerContext, fmt: i64, args: *const i
     if let Err(e) = r {
         s.raise(ctx, e);
     }
+    s.flush_if_large();
 }
 
 /// `sprintf(formats[fmt], args...)`: a new string.
-pub extern "C" fn utap_sprintf(
+pub unsafe extern "C" fn utap_sprintf(
     ctx: *mut HandlerContext,
     fmt: i64,
     args: *const i64,
@@ -540,7 +521,7 @@ pub const PRINT_TO_STRING: i64 = 4;
 /// The print family without a format: `print println printd printdln`
 /// and `sprint sprintln sprintd sprintdln`. `mask` bit i: argument i is a
 /// string. Returns the string for the `s` forms, else 0.
-pub extern "C" fn utap_print(
+pub unsafe extern "C" fn utap_print(
     ctx: *mut HandlerContext,
     flags: i64,
     mask: i64,
@@ -563,6 +544,7 @@ pub extern "C" fn utap_print(
         let mut out = std::mem::take(&mut s.out);
         super::printing::print(s, args, mask as u64, delim, newline, &mut out);
         s.out = out;
+        s.flush_if_large();
         0
     }
 }

@@ -90,7 +90,9 @@ extern "C" fn utap_bi_big_endian8(_: *mut HandlerContext, v: i64) -> i64 {
 
 /// `print_char(c)`: one byte of output.
 extern "C" fn utap_bi_print_char(ctx: *mut HandlerContext, c: i64) -> i64 {
-    st(ctx).out.push(c as u8);
+    let s = st(ctx);
+    s.out.push(c as u8);
+    s.flush_if_large();
     0
 }
 
@@ -299,12 +301,12 @@ extern "C" fn utap_bi_gettimeofday_ns(_: *mut HandlerContext) -> i64 {
 
 extern "C" fn utap_bi_pp(ctx: *mut HandlerContext) -> i64 {
     let state = st(ctx);
-    let idx = unsafe { (*ctx).probe_index } as usize;
+    let (idx, point) = unsafe { ((*ctx).probe_index as usize, (*ctx).point_index as usize) };
     let text = state
         .image
         .probes
         .get(idx)
-        .and_then(|p| p.points.first())
+        .and_then(|p| p.points.get(point))
         .map(|p| p.text.clone())
         .unwrap_or_default();
     state.strings.make(text.as_bytes())

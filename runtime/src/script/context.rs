@@ -58,8 +58,10 @@ pub struct HandlerContext {
     pub foreach_value: i64,
     /// The firing event's values; guru code may write `ret` and `signal`.
     pub probe: ProbeValues,
-    /// Index of the running probe (for `pp()`).
+    /// Index of the running probe.
     pub probe_index: i64,
+    /// Which of the probe's points fired (its condition and `pp()`).
+    pub point_index: i64,
     /// Everything else: strings, globals, output, the tracee.
     pub state: *mut ScriptState,
 }

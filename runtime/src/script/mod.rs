@@ -26,6 +26,8 @@ pub mod scheduler;
 pub mod sink;
 pub mod state;
 pub mod strings;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 
@@ -69,6 +71,8 @@ pub struct Outcome {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TimerPoint {
     pub probe: usize,
+    /// Which point of the probe.
+    pub point: usize,
     pub period_ns: u64,
     pub randomize_ns: u64,
 }
@@ -121,6 +125,7 @@ impl ScriptRuntime {
             foreach_value: 0,
             probe: ProbeValues::default(),
             probe_index: 0,
+            point_index: 0,
             state: std::ptr::null_mut(),
         });
         ScriptRuntime {
@@ -157,11 +162,26 @@ impl ScriptRuntime {
         self.errors
     }
 
-    /// Runs probe `index`'s handler for one event. `memory` is the memory
-    /// of the event's process (for `user_string` and friends).
+    /// Runs probe `index`'s handler for one event of its first point.
+    /// `memory` is the memory of the event's process (for `user_string`
+    /// and friends).
     pub fn fire(
         &mut self,
         index: usize,
+        probe: &ProbeValues,
+        memory: Option<&dyn ReadMemory>,
+        sink: &mut dyn OutputSink,
+    ) -> Outcome {
+        self.fire_point(index, 0, probe, memory, sink)
+    }
+
+    /// [`ScriptRuntime::fire`] for an event of point `point` of the probe
+    /// (a probe listing several points checks that point's condition and
+    /// reports it in `pp()`).
+    pub fn fire_point(
+        &mut self,
+        index: usize,
+        point: usize,
         probe: &ProbeValues,
         memory: Option<&dyn ReadMemory>,
         sink: &mut dyn OutputSink,
@@ -182,12 +202,18 @@ impl ScriptRuntime {
         };
         ctx.probe = *probe;
         ctx.probe_index = index as i64;
+        ctx.point_index = point as i64;
         ctx.long_globals = self.state.globals.longs.as_mut_ptr();
         ctx.state = &mut *self.state;
         // SAFETY: the memory reference outlives this call, and `end_run`
         // forgets it before returning.
         self.state.memory = memory.map(|m| unsafe {
             std::mem::transmute::<&dyn ReadMemory, &'static dyn ReadMemory>(m) as *const _
+        });
+        // SAFETY: as for `memory`: only used during the call.
+        self.state.sink = Some(unsafe {
+            std::mem::transmute::<&mut dyn OutputSink, &'static mut dyn OutputSink>(&mut *sink)
+                as *mut _
         });
         // SAFETY: `handler` was compiled for this image; the context and
         // the state it points to live (and are not otherwise borrowed)
@@ -205,6 +231,11 @@ impl ScriptRuntime {
         }
         for d in state.diagnostics.drain(..) {
             sink.warn(&d);
+        }
+        if state.strings.exhausted && ctx.error == 0 {
+            ctx.error = 1;
+            state.error_message =
+                "out of string memory (2 GiB of strings in one handler run)".into();
         }
         let error = ctx.error != 0;
         if error {
@@ -231,32 +262,37 @@ impl ScriptRuntime {
         outcome
     }
 
-    /// Probe indexes whose points match `pick`, ordered by priority then
-    /// declaration.
-    fn ordered(&self, pick: impl Fn(&Trigger) -> Option<i64>) -> Vec<usize> {
-        let mut v: Vec<(i64, usize)> = Vec::new();
+    /// `(probe, point)` of the points matching `pick`, ordered by priority
+    /// then declaration.
+    fn ordered(&self, pick: impl Fn(&Trigger) -> Option<i64>) -> Vec<(usize, usize)> {
+        let mut v: Vec<(i64, usize, usize)> = Vec::new();
         for (i, p) in self.state.image.probes.iter().enumerate() {
-            for pt in &p.points {
+            for (j, pt) in p.points.iter().enumerate() {
                 if let Some(prio) = pick(&pt.trigger) {
-                    v.push((prio, i));
+                    v.push((prio, i, j));
                 }
             }
         }
-        v.sort_by_key(|&(prio, i)| (prio, i));
-        v.into_iter().map(|(_, i)| i).collect()
+        v.sort_by_key(|&(prio, i, j)| (prio, i, j));
+        v.into_iter().map(|(_, i, j)| (i, j)).collect()
     }
 
-    fn run_ordered(&mut self, probes: Vec<usize>, phase: Phase, sink: &mut dyn OutputSink) {
+    fn run_ordered(
+        &mut self,
+        probes: Vec<(usize, usize)>,
+        phase: Phase,
+        sink: &mut dyn OutputSink,
+    ) {
         let us = ProbeValues {
             pid: std::process::id() as i64,
             tid: unsafe { libc::gettid() } as i64,
             ..ProbeValues::default()
         };
-        for i in probes {
+        for (i, j) in probes {
             if self.phase != phase {
                 break;
             }
-            self.fire(i, &us, None, sink);
+            self.fire_point(i, j, &us, None, sink);
         }
     }
 
@@ -278,7 +314,7 @@ impl ScriptRuntime {
     pub fn timers(&self) -> Vec<TimerPoint> {
         let mut v = Vec::new();
         for (i, p) in self.state.image.probes.iter().enumerate() {
-            for pt in &p.points {
+            for (j, pt) in p.points.iter().enumerate() {
                 if let Trigger::Timer {
                     period_ns,
                     randomize_ns,
@@ -286,6 +322,7 @@ impl ScriptRuntime {
                 {
                     v.push(TimerPoint {
                         probe: i,
+                        point: j,
                         period_ns,
                         randomize_ns,
                     });
@@ -295,14 +332,29 @@ impl ScriptRuntime {
         v
     }
 
-    /// Fires a timer probe (no process context).
+    /// Fires probe `probe` for its (first) timer point.
     pub fn fire_timer(&mut self, probe: usize, sink: &mut dyn OutputSink) -> Outcome {
+        let timer = self
+            .timers()
+            .into_iter()
+            .find(|t| t.probe == probe)
+            .unwrap_or(TimerPoint {
+                probe,
+                point: 0,
+                period_ns: 0,
+                randomize_ns: 0,
+            });
+        self.fire_timer_point(timer, sink)
+    }
+
+    /// Fires a timer point (no process context).
+    pub fn fire_timer_point(&mut self, timer: TimerPoint, sink: &mut dyn OutputSink) -> Outcome {
         let us = ProbeValues {
             pid: std::process::id() as i64,
             tid: unsafe { libc::gettid() } as i64,
             ..ProbeValues::default()
         };
-        self.fire(probe, &us, None, sink)
+        self.fire_point(timer.probe, timer.point, &us, None, sink)
     }
 
     /// Ends the session: end probes (or, after an error, error probes).

@@ -7,9 +7,46 @@ use crate::format::{Arg, ConvKind, FormatNum, FormatPiece, PRINT_BUFFER_SIZE};
 
 use super::state::ScriptState;
 
+/// Typed arguments, on the stack for the usual handful (no allocation per
+/// print on the hot path).
+struct Typed<'a> {
+    inline: [Arg<'a>; 16],
+    len: usize,
+    spill: Vec<Arg<'a>>,
+}
+
+impl<'a> Typed<'a> {
+    fn new(n: usize) -> Self {
+        Typed {
+            inline: [Arg::Long(0); 16],
+            len: 0,
+            spill: if n > 16 {
+                Vec::with_capacity(n)
+            } else {
+                Vec::new()
+            },
+        }
+    }
+    fn push(&mut self, a: Arg<'a>) {
+        if self.spill.capacity() > 0 {
+            self.spill.push(a);
+        } else if self.len < self.inline.len() {
+            self.inline[self.len] = a;
+            self.len += 1;
+        }
+    }
+    fn as_slice(&self) -> &[Arg<'a>] {
+        if self.spill.capacity() > 0 {
+            &self.spill
+        } else {
+            &self.inline[..self.len]
+        }
+    }
+}
+
 /// Types `args` by the conversions of `pieces`.
-fn typed_by_format<'a>(s: &'a ScriptState, pieces: &[FormatPiece], args: &[i64]) -> Vec<Arg<'a>> {
-    let mut typed = Vec::with_capacity(args.len());
+fn typed_by_format<'a>(s: &'a ScriptState, pieces: &[FormatPiece], args: &[i64]) -> Typed<'a> {
+    let mut typed = Typed::new(args.len());
     let mut next = args.iter().copied();
     for piece in pieces {
         let FormatPiece::Conv(c) = piece else {
@@ -35,7 +72,7 @@ pub fn printf(s: &ScriptState, fmt: usize, args: &[i64], out: &mut Vec<u8>) -> R
     let typed = typed_by_format(s, pieces, args);
     // SAFETY: `memory` is only set during a run (see ScriptRuntime::fire).
     let mem = s.memory.map(|m| unsafe { &*m });
-    crate::format::format_into_mem(out, pieces, &typed, PRINT_BUFFER_SIZE, mem)
+    crate::format::format_into_mem(out, pieces, typed.as_slice(), PRINT_BUFFER_SIZE, mem)
         .map_err(|e| e.to_string())
 }
 
@@ -43,7 +80,7 @@ pub fn printf(s: &ScriptState, fmt: usize, args: &[i64], out: &mut Vec<u8>) -> R
 pub fn sprintf(s: &ScriptState, fmt: usize, args: &[i64], out: &mut Vec<u8>) {
     let pieces = &s.image.formats[fmt];
     let typed = typed_by_format(s, pieces, args);
-    crate::format::sprintf_into(out, pieces, &typed, s.limits.max_string_len);
+    crate::format::sprintf_into(out, pieces, typed.as_slice(), s.limits.max_string_len);
 }
 
 /// `print`/`println`/`printd`/`printdln` (and their `s` forms): bit `i` of
@@ -56,17 +93,14 @@ pub fn print(
     newline: bool,
     out: &mut Vec<u8>,
 ) {
-    let typed: Vec<Arg<'_>> = args
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| {
-            if i < 64 && string_mask & (1 << i) != 0 {
-                Arg::Str(s.strings.get(v))
-            } else {
-                Arg::Long(v)
-            }
-        })
-        .collect();
+    let mut typed = Typed::new(args.len());
+    for (i, &v) in args.iter().enumerate() {
+        typed.push(if i < 64 && string_mask & (1 << i) != 0 {
+            Arg::Str(s.strings.get(v))
+        } else {
+            Arg::Long(v)
+        });
+    }
     let delim = delim.map(|d| s.strings.get(d));
-    crate::format::print_args(out, &typed, delim, newline);
+    crate::format::print_args(out, typed.as_slice(), delim, newline);
 }

@@ -61,6 +61,48 @@ impl Jitter {
     }
 }
 
+/// The timer probes of a session and when each fires next. A process
+/// session's tracer loop embeds one: sleep (or wait for ptrace events)
+/// until [`Timers::next_deadline`], then fire what [`Timers::pop_due`]
+/// returns with [`ScriptRuntime::fire_timer`].
+pub struct Timers {
+    points: Vec<TimerPoint>,
+    next: Vec<Instant>,
+    jitter: Jitter,
+}
+
+impl Timers {
+    pub fn new(points: Vec<TimerPoint>) -> Timers {
+        let mut jitter = Jitter(0x9e37_79b9_7f4a_7c15 ^ std::process::id() as u64);
+        let now = Instant::now();
+        let next = points.iter().map(|t| now + jitter.period(t)).collect();
+        Timers {
+            points,
+            next,
+            jitter,
+        }
+    }
+
+    /// When the earliest timer fires (None without timers).
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.next.iter().min().copied()
+    }
+
+    /// The earliest timer due at `now`, rescheduled for its next period
+    /// (a timer that fell behind does not fire in a burst).
+    pub fn pop_due(&mut self, now: Instant) -> Option<TimerPoint> {
+        let i = (0..self.points.len())
+            .filter(|&i| self.next[i] <= now)
+            .min_by_key(|&i| self.next[i])?;
+        let period = self.jitter.period(&self.points[i]);
+        self.next[i] += period;
+        if self.next[i] < now {
+            self.next[i] = now + period;
+        }
+        Some(self.points[i])
+    }
+}
+
 /// Runs a whole session; returns the exit status.
 pub fn run(rt: &mut ScriptRuntime, sink: &mut dyn OutputSink, time_limit: Option<Duration>) -> i32 {
     let start = Instant::now();
@@ -73,10 +115,7 @@ pub fn run(rt: &mut ScriptRuntime, sink: &mut dyn OutputSink, time_limit: Option
 }
 
 fn run_timers(rt: &mut ScriptRuntime, sink: &mut dyn OutputSink, deadline: Option<Instant>) {
-    let timers = rt.timers();
-    let mut jitter = Jitter::new(0);
-    let now = Instant::now();
-    let mut next: Vec<Instant> = timers.iter().map(|t| now + jitter.period(t)).collect();
+    let mut timers = Timers::new(rt.timers());
     loop {
         if interrupted() {
             return;
@@ -85,26 +124,14 @@ fn run_timers(rt: &mut ScriptRuntime, sink: &mut dyn OutputSink, deadline: Optio
         if deadline.is_some_and(|d| now >= d) {
             return;
         }
-        // Fire every due timer, earliest first.
-        let due = (0..timers.len())
-            .filter(|&i| next[i] <= now)
-            .min_by_key(|&i| next[i]);
-        if let Some(i) = due {
-            let outcome = rt.fire_timer(timers[i].probe, sink);
-            next[i] += jitter.period(&timers[i]);
-            if next[i] < now {
-                // Fell behind (a slow handler): do not fire in a burst.
-                next[i] = now + jitter.period(&timers[i]);
-            }
-            if outcome.stop {
+        if let Some(timer) = timers.pop_due(now) {
+            if rt.fire_timer_point(timer, sink).stop {
                 return;
             }
             continue;
         }
-        let mut wake = next
-            .iter()
-            .min()
-            .copied()
+        let mut wake = timers
+            .next_deadline()
             .unwrap_or(now + Duration::from_secs(3600));
         if let Some(d) = deadline {
             wake = wake.min(d);
@@ -114,5 +141,30 @@ fn run_timers(rt: &mut ScriptRuntime, sink: &mut dyn OutputSink, deadline: Optio
             .saturating_duration_since(now)
             .min(Duration::from_millis(20));
         std::thread::sleep(nap);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timers_fire_in_deadline_order_and_reschedule() {
+        let t = |probe, ms: u64| TimerPoint {
+            probe,
+            point: 0,
+            period_ns: ms * 1_000_000,
+            randomize_ns: 0,
+        };
+        let mut timers = Timers::new(vec![t(0, 10), t(1, 25)]);
+        let start = timers.next_deadline().unwrap() - Duration::from_millis(10);
+        let at = |ms| start + Duration::from_millis(ms);
+        assert_eq!(timers.pop_due(at(5)), None);
+        let probe = |t: Option<TimerPoint>| t.map(|t| t.probe);
+        assert_eq!(probe(timers.pop_due(at(10))), Some(0));
+        assert_eq!(timers.pop_due(at(10)), None);
+        assert_eq!(probe(timers.pop_due(at(26))), Some(0));
+        assert_eq!(probe(timers.pop_due(at(26))), Some(1));
+        assert_eq!(timers.next_deadline(), Some(at(30)));
     }
 }

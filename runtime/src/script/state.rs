@@ -12,7 +12,11 @@ use super::context::HandlerContext;
 use super::globals::Globals;
 use super::image::ScriptImage;
 use super::limits::Limits;
+use super::sink::OutputSink;
 use super::strings::Strings;
+
+/// Output of a run beyond this many bytes is handed to the sink at once.
+pub const FLUSH_AT: usize = 64 * 1024;
 
 /// A `foreach` in progress.
 pub enum Iteration {
@@ -49,6 +53,8 @@ pub struct ScriptState {
     pub regexes: Vec<Option<Regex>>,
     /// The memory of the process the current event belongs to.
     pub memory: Option<*const dyn ReadMemory>,
+    /// Where the current run's output goes (set for the run only).
+    pub sink: Option<*mut dyn OutputSink>,
     /// Scratch buffer of the `sprint*` functions.
     pub print_scratch: Vec<u8>,
     /// Warnings (`warn()`) of the current run, for the sink's stderr side.
@@ -92,6 +98,7 @@ impl ScriptState {
             tokenizer: Tokenizer::new(),
             regexes,
             memory: None,
+            sink: None,
             print_scratch: Vec::new(),
             diagnostics: Vec::new(),
             control: Vec::new(),
@@ -105,7 +112,7 @@ impl ScriptState {
 
     /// Records a runtime error: native code sees `ctx.error` and unwinds.
     #[cold]
-    pub fn raise(&mut self, ctx: *mut HandlerContext, message: impl Into<String>) {
+    pub(crate) fn raise(&mut self, ctx: *mut HandlerContext, message: impl Into<String>) {
         self.error_message = message.into();
         // SAFETY: ctx is the live context of the running handler.
         unsafe { (*ctx).error = 1 };
@@ -119,10 +126,26 @@ impl ScriptState {
         }
     }
 
+    /// Hands a large run's output over in pieces (as SystemTap flushes a
+    /// full print buffer), so a handler that prints megabytes does not need
+    /// a transport buffer as large as its whole output.
+    #[inline]
+    pub fn flush_if_large(&mut self) {
+        if self.out.len() >= FLUSH_AT
+            && let Some(sink) = self.sink
+        {
+            // SAFETY: `sink` is set by `ScriptRuntime::fire_point` for the
+            // duration of the run, from a live exclusive borrow.
+            unsafe { (*sink).push(&self.out) };
+            self.out.clear();
+        }
+    }
+
     /// Frees what a handler run left behind.
     pub fn end_run(&mut self) {
         self.strings.reset();
         self.iterations.clear();
         self.memory = None;
+        self.sink = None;
     }
 }

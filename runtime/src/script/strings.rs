@@ -29,6 +29,9 @@ pub struct Strings {
     literals: Box<[u8]>,
     arena: Vec<u8>,
     scratch: Vec<u8>,
+    /// A run made more string bytes than a handle can address (2 GiB):
+    /// later strings of the run are empty and the run ends in an error.
+    pub exhausted: bool,
     /// MAXSTRINGLEN: strings keep at most `maxstringlen - 1` bytes.
     pub maxstringlen: usize,
 }
@@ -39,6 +42,7 @@ impl Strings {
             literals: literals.into_boxed_slice(),
             arena: Vec::with_capacity(64 * 1024),
             scratch: Vec::new(),
+            exhausted: false,
             maxstringlen,
         }
     }
@@ -62,6 +66,9 @@ impl Strings {
     #[inline]
     pub fn make(&mut self, bytes: &[u8]) -> i64 {
         let bytes = vstr::stored(bytes, self.maxstringlen);
+        if !self.room_for(bytes.len()) {
+            return EMPTY;
+        }
         let start = self.arena.len();
         self.arena.extend_from_slice(bytes);
         pack(start, bytes.len())
@@ -84,6 +91,9 @@ impl Strings {
     #[inline]
     pub fn concat(&mut self, a: i64, b: i64) -> i64 {
         let cap = vstr::capacity(self.maxstringlen);
+        if !self.room_for(cap) {
+            return EMPTY;
+        }
         let (ua, ub) = (a as u64, b as u64);
         let a_len = (ua & LEN_MASK) as usize;
         let a_start = ((ua >> 32) & START_MASK) as usize;
@@ -123,6 +133,16 @@ impl Strings {
     #[inline]
     pub fn reset(&mut self) {
         self.arena.clear();
+        self.exhausted = false;
+    }
+
+    /// Whether `n` more bytes stay addressable by a handle.
+    #[inline]
+    fn room_for(&mut self, n: usize) -> bool {
+        if self.arena.len() + n > START_MASK as usize {
+            self.exhausted = true;
+        }
+        !self.exhausted
     }
 }
 

@@ -35,6 +35,13 @@ pub(crate) struct Shared {
     entry_args: HashMap<i32, [i64; 6]>,
     /// Threads a script asked to quiesce, whose quiesce report is due.
     quiescing: Vec<i32>,
+    /// The command runs under a seccomp filter: detaching would make every
+    /// syscall the filter traps fail with ENOSYS (a RET_TRACE filter with
+    /// no tracer), so when the script ends first the session keeps tracing
+    /// passively until the command exits.
+    pub linger: bool,
+    /// The script has ended (end probes run): the exit status.
+    pub finished: Option<i32>,
 }
 
 pub(crate) type SharedRef = Rc<RefCell<Shared>>;
@@ -50,6 +57,8 @@ impl Shared {
             want_exe: dispatch.path_filters,
             entry_args: HashMap::new(),
             quiescing: Vec::new(),
+            linger: false,
+            finished: None,
         }
     }
 
@@ -93,6 +102,9 @@ impl Shared {
             values: *values,
             stop: false,
         };
+        if self.finished.is_some() {
+            return fired;
+        }
         let memory = ProcessMemory::new(values.tid as i32);
         for hook in hooks {
             if !self.matches(&hook.filter, values.pid as i32) {
@@ -104,11 +116,23 @@ impl Shared {
             fired.values = outcome.probe;
             fired.stop |= self.apply(ctl, &outcome, values.tid);
             if outcome.stop {
-                ctl.end(EndReason::Requested);
+                self.end(ctl);
                 break;
             }
         }
         fired
+    }
+
+    /// Ends the script (exit(), an error, -T): end probes now, and the
+    /// tracing too unless the command must be shepherded (see `linger`).
+    pub fn end(&mut self, ctl: &mut Control) {
+        if self.finished.is_none() {
+            self.script.run_end(&mut self.sink);
+            self.finished = Some(self.script.finish(&mut self.sink));
+        }
+        if !self.linger {
+            ctl.end(EndReason::Requested);
+        }
     }
 
     /// Carries out a handler's thread-control requests; true when the

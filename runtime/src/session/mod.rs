@@ -11,6 +11,14 @@
 //! `exit()` or fails, at the `-T` limit, or on SIGINT/SIGTERM/SIGHUP; then
 //! every thread is detached (a command still running goes on untraced, as
 //! with SystemTap), the end probes run and the output queue is drained.
+//!
+//! One exception: a command started under a seccomp filter cannot be left
+//! untraced, because the kernel fails every syscall a RET_TRACE filter
+//! traps with ENOSYS when no tracer is attached (why strace's
+//! `--seccomp-bpf` kills its command on exit). When the script ends first,
+//! its end probes run and its output is written at once, and utap stays as
+//! a passive tracer until the command exits. SIGINT/SIGTERM still detach
+//! at once.
 
 mod engine;
 pub mod points;
@@ -25,8 +33,7 @@ use crate::script::{OutputSink, ScriptRuntime};
 use crate::seccomp;
 use crate::transport::Producer;
 use crate::utrace::{
-    AttachMode, Control, EndReason, SpawnCommand, SyscallSource, Tid, Tracer,
-    catch_termination_signals,
+    AttachMode, Control, SpawnCommand, SyscallSource, Tid, Tracer, catch_termination_signals,
 };
 use engine::{ScriptEngine, Shared, SharedRef};
 use points::Dispatch;
@@ -73,8 +80,9 @@ pub fn run(
     if !script.run_begin(&mut sink) {
         return Ok(finish(&mut script, &mut sink));
     }
-    let (pid, threads) = start_target(&mut tracer, &mut script, &dispatch, opts)?;
+    let (pid, threads, seccomp_on) = start_target(&mut tracer, &mut script, &dispatch, opts)?;
     let shared: SharedRef = Rc::new(RefCell::new(Shared::new(script, sink, &dispatch)));
+    shared.borrow_mut().linger = seccomp_on;
     let id = tracer.add_engine(ScriptEngine {
         shared: shared.clone(),
         dispatch: dispatch.clone(),
@@ -99,7 +107,10 @@ pub fn run(
     drop(tracer);
     let mut s = shared.borrow_mut();
     let s = &mut *s;
-    Ok(finish(&mut s.script, &mut s.sink))
+    Ok(match s.finished {
+        Some(status) => status,
+        None => finish(&mut s.script, &mut s.sink),
+    })
 }
 
 /// End (or error) probes, autoprinted globals, the error summary.
@@ -108,18 +119,19 @@ fn finish(script: &mut ScriptRuntime, sink: &mut dyn OutputSink) -> i32 {
     script.finish(sink)
 }
 
-/// Starts or attaches to the target; returns its pid and its threads.
+/// Starts or attaches to the target; returns its pid, its threads and
+/// whether a seccomp filter selects its syscall stops.
 fn start_target(
     tracer: &mut Tracer,
     script: &mut ScriptRuntime,
     dispatch: &Dispatch,
     opts: &SessionOptions,
-) -> Result<(Tid, Vec<Tid>), SessionError> {
+) -> Result<(Tid, Vec<Tid>, bool), SessionError> {
     match &opts.target {
         Target::Command(cmd) => {
-            let pid = spawn(tracer, cmd, dispatch.syscall_set(), opts.verbose)?;
+            let (pid, seccomp_on) = spawn(tracer, cmd, dispatch.syscall_set(), opts.verbose)?;
             script.set_target(pid.0 as i64);
-            Ok((pid, vec![pid]))
+            Ok((pid, vec![pid], seccomp_on))
         }
         Target::Attach(pid) => {
             let pid = Tid(*pid);
@@ -134,7 +146,7 @@ fn start_target(
                     threads.len()
                 );
             }
-            Ok((pid, threads))
+            Ok((pid, threads, false))
         }
     }
 }
@@ -165,9 +177,9 @@ fn spawn(
     cmd: &str,
     syscalls: Option<&[u32]>,
     verbose: bool,
-) -> Result<Tid, SessionError> {
-    let command = SpawnCommand::shell(&format!("exec {cmd}"))
-        .map_err(|e| SessionError(format!("cannot run {cmd:?}: {e}")))?;
+) -> Result<(Tid, bool), SessionError> {
+    let command =
+        SpawnCommand::shell(cmd).map_err(|e| SessionError(format!("cannot run {cmd:?}: {e}")))?;
     // Built before fork: installing it in the child must not allocate.
     let filter = syscalls.and_then(|s| seccomp::Filter::new(s.iter().copied()).ok());
     let mut install = || filter.as_ref().is_some_and(|f| seccomp::install(f).is_ok());
@@ -192,7 +204,7 @@ fn spawn(
             );
         }
     }
-    Ok(spawned.pid)
+    Ok((spawned.pid, seccomp_on))
 }
 
 fn strategy_note(syscalls: Option<&[u32]>, seccomp_on: bool) -> String {
@@ -218,16 +230,20 @@ fn schedule_timers(ctl: &mut Control, shared: &SharedRef, limit: Option<Duration
         ctl.add_timer(now + jitter.period(&t), move |ctl| {
             let mut s = shared.borrow_mut();
             let s = &mut *s;
+            if s.finished.is_some() {
+                return None;
+            }
             if s.script.fire_timer(t.probe, &mut s.sink).stop {
-                ctl.end(EndReason::Requested);
+                s.end(ctl);
                 return None;
             }
             Some(Instant::now() + jitter.period(&t))
         });
     }
     if let Some(limit) = limit {
-        ctl.add_timer(now + limit, |ctl| {
-            ctl.end(EndReason::Requested);
+        let shared = shared.clone();
+        ctl.add_timer(now + limit, move |ctl| {
+            shared.borrow_mut().end(ctl);
             None
         });
     }

@@ -319,15 +319,29 @@ impl Decoder<'_> {
         format!("[{}]", items.join(", "))
     }
 
+    /// How many pointers precede the NULL that ends the array at `addr`
+    /// (execve's environment), reading 64 pointers at a time.
     fn count_pointers(&self, addr: u64) -> Option<usize> {
+        const BLOCK: usize = 64;
         if addr == 0 {
             return None;
         }
-        (0..4096).find_map(|i| match self.pointer_at(addr.wrapping_add(8 * i as u64)) {
-            Some(0) => Some(Some(i)),
-            Some(_) => None,
-            None => Some(None),
-        })?
+        let mut count = 0;
+        while count < 65536 {
+            let at = addr.wrapping_add(8 * count as u64);
+            let block = read_bytes(self.mem, at, BLOCK * 8).filter(|b| b.len() >= 8)?;
+            for chunk in block.chunks_exact(8) {
+                if u64_at(chunk, 0) == 0 {
+                    return Some(count);
+                }
+                count += 1;
+            }
+            if block.len() < BLOCK * 8 {
+                // The array runs into unreadable memory before its NULL.
+                return None;
+            }
+        }
+        None
     }
 
     fn ioctl(&self) -> Vec<String> {

@@ -298,6 +298,14 @@ impl Control<'_> {
         Ok(())
     }
 
+    /// utrace_barrier on the tracer thread: callbacks run synchronously
+    /// here, so every effect of `engine`'s earlier answers on `tid` is
+    /// already applied. Fails if the engine is no longer attached (it
+    /// detached, or the thread is gone), like utrace's -ESRCH.
+    pub fn barrier(&self, tid: Tid, engine: EngineId) -> Result<()> {
+        self.events(tid, engine).map(|_| ())
+    }
+
     /// Threads currently traced, sorted.
     pub fn threads(&self) -> Vec<Tid> {
         let mut v: Vec<Tid> = self.core.threads.keys().copied().collect();

@@ -24,15 +24,18 @@ pub(crate) enum StopKind {
 /// Per-stop cache.
 pub(crate) struct StopData {
     pub kind: StopKind,
+    /// The reported thread's process (known even after its death).
+    pid: Tid,
     #[cfg(target_arch = "x86_64")]
     regs: Option<Regs>,
     syscall: Option<SyscallInfo>,
 }
 
 impl StopData {
-    pub fn new(kind: StopKind) -> StopData {
+    pub fn new(kind: StopKind, pid: Tid) -> StopData {
         StopData {
             kind,
+            pid,
             #[cfg(target_arch = "x86_64")]
             regs: None,
             syscall: None,
@@ -90,7 +93,7 @@ impl Cx<'_> {
 
     /// Its process (thread group) id.
     pub fn pid(&self) -> Tid {
-        self.ctl.process_of(self.tid).unwrap_or(self.tid)
+        self.stop.pid
     }
 
     /// The engine this callback belongs to.

@@ -105,9 +105,14 @@ impl Doorbell {
         unsafe { libc::timerfd_settime(self.timer.as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
     }
 
-    /// The child died and was reaped: never signal its pid again.
-    pub fn forget(&mut self) {
+    /// The child died (and was reaped): start another on the same
+    /// descriptors.
+    pub fn respawn(&mut self) -> Result<()> {
         self.alive = false;
+        self.armed = None;
+        self.pid = spawn_child(self.ring.as_raw_fd(), self.timer.as_raw_fd())?;
+        self.alive = true;
+        Ok(())
     }
 
     /// The timer fired (the doorbell stopped for it): forget the armed time.

@@ -44,7 +44,7 @@
 //!   AttachMode, Events)`, `attach_process(pid) -> tids` (`-x`: seizes
 //!   every thread), `set_events`, `events`, `control(tid, engine,
 //!   ResumeAction) -> ControlStatus`, `detach`, `threads`, `process_of`,
-//!   `is_stopped`, `set_syscall_source(pid, SyscallSource::Seccomp)` (entries
+//!   `is_stopped`, `barrier`, `set_syscall_source(pid, SyscallSource::Seccomp)` (entries
 //!   from the caller's seccomp filter), `end(EndReason)`,
 //!   `end_when_exits(pid)`, `add_timer(deadline, tick) -> TimerId`,
 //!   `cancel_timer`.
@@ -108,9 +108,24 @@
 //! | report_syscall_entry/exit | syscall-stops (entry/exit told apart by alternation) or `PTRACE_EVENT_SECCOMP`; details from `PTRACE_GET_SYSCALL_INFO` |
 //! | report_clone | `PTRACE_EVENT_CLONE/FORK/VFORK`; the child is already seized; engines with `FOLLOW` are attached, others may attach; unwanted children are detached |
 //! | report_exec | `PTRACE_EVENT_EXEC` (a non-leader exec moves the thread to the leader's id) |
-//! | report_exit | `PTRACE_EVENT_EXIT` |
+//! | report_exit | `PTRACE_EVENT_EXIT` (a SIGKILLed thread is never held there) |
 //! | report_death, report_reap | the thread's exit status from `waitpid`, then it is forgotten |
 //! | report_jctl | `PTRACE_EVENT_STOP` with a stop signal (group-stop; resumed with `PTRACE_LISTEN`), and the trap after SIGCONT |
+//!
+//! # Limits (ptrace's, mostly)
+//!
+//! * `Report` cannot be softer than `Interrupt`: both are a
+//!   `PTRACE_INTERRUPT`, which makes a blocking syscall restart
+//!   transparently (as a stop signal would).
+//! * A listening group-stopped tracee shows as `t` in `ps`, not `T`.
+//! * Entry and exit syscall-stops are told apart by alternation (no extra
+//!   syscall per stop); `spawn` leaves a program inside `execve`, so an exit
+//!   engine's first report is execve's return.
+//! * Registers, `set_syscall_return` and `BlockStep` are x86_64 (elsewhere:
+//!   `Error::Unsupported`, single step).
+//! * A child whose creator was SIGKILLed between fork and its clone report
+//!   is adopted with the creator's FOLLOW engines when the creator's death
+//!   is seen (found through /proc).
 
 mod action;
 mod control;

@@ -57,7 +57,13 @@ impl Tracer {
     /// engines (with `FOLLOW` to cover its children), then `run`. A thread
     /// left with no engine is detached when `run` starts. `hook` runs in the
     /// child just before exec and must only make async-signal-safe calls;
-    /// its result is reported in `Spawned::hook_ok`.
+    /// its result is reported in `Spawned::hook_ok`. When the hook installed
+    /// a seccomp RET_TRACE filter, call `set_syscall_source(pid,
+    /// SyscallSource::Seccomp)` (only if `hook_ok`: otherwise stay with
+    /// `PTRACE_SYSCALL`), and follow every child: an untraced process
+    /// under a RET_TRACE filter gets ENOSYS from the filtered calls. For the
+    /// same reason a command still running when the session ends early is
+    /// best killed (strace's `--seccomp-bpf` implies `--kill-on-exit`).
     pub fn spawn(
         &mut self,
         cmd: &SpawnCommand,

@@ -5,7 +5,8 @@
 //!   stop is an entry unless `PTRACE_SYSCALL` already reported it.
 //! * `PTRACE_EVENT_STOP` carrying a stop signal is a group-stop: engines
 //!   get `report_jctl`, and the thread is resumed with `PTRACE_LISTEN` so it
-//!   stays stopped exactly as it would untraced, until SIGCONT (which
+//!   stays stopped exactly as it would untraced (the kernel still shows a
+//!   listening tracee as `t`, not `T`), until SIGCONT (which
 //!   arrives as another `PTRACE_EVENT_STOP`, with SIGTRAP). Any other
 //!   `PTRACE_EVENT_STOP` is our `PTRACE_INTERRUPT` (quiesce) or a
 //!   notification trap.
@@ -15,6 +16,9 @@
 //! * `Interrupt` runs the injection report (`report_signal` with no
 //!   signal); an injected signal is queued with `tgkill` and delivered
 //!   unreported when it comes out.
+//! * The kernel stops even a SIGKILLed thread at `PTRACE_EVENT_EXIT`; there
+//!   every engine's `Stop` is cancelled, so SIGKILL always ends a thread
+//!   promptly.
 
 use super::control::EndReason;
 use super::cx::StopKind;

@@ -121,7 +121,10 @@ impl Tracer {
                 }
             };
             if tid == self.doorbell.pid {
-                self.on_doorbell(status)?;
+                if let Err(e) = self.on_doorbell(status) {
+                    self.detach_all();
+                    return Err(e);
+                }
             } else {
                 self.on_status(tid, status);
             }
@@ -153,13 +156,9 @@ impl Tracer {
                 self.doorbell.rearm();
                 self.drain_commands();
             }
-            Status::Exited(_) | Status::Signaled { .. } => {
-                // Somebody killed it: get a new one.
-                self.doorbell.forget();
-                let old = std::mem::replace(&mut self.doorbell, Doorbell::new()?);
-                safety::unregister(old.ring.as_raw_fd());
-                safety::register(self.doorbell.ring.as_raw_fd());
-            }
+            // Somebody killed it: a new child on the same eventfd, so
+            // existing handles keep working.
+            Status::Exited(_) | Status::Signaled { .. } => self.doorbell.respawn()?,
             _ => {}
         }
         Ok(())
@@ -242,7 +241,7 @@ impl Tracer {
         }
         scratch.clear();
         scratch.extend(thread.attachments.iter().map(|a| a.engine));
-        let mut stop = StopData::new(kind);
+        let mut stop = StopData::new(kind, thread.tgid);
         let mut prevailing = ResumeAction::Resume;
         let mut quiesced = false;
         for &id in scratch.iter() {
@@ -303,7 +302,7 @@ impl Tracer {
         }
         scratch.clear();
         scratch.extend(thread.attachments.iter().map(|a| a.engine));
-        let mut stop = StopData::new(StopKind::Other);
+        let mut stop = StopData::new(StopKind::Other, thread.tgid);
         let mut prevailing = ResumeAction::Resume;
         for &id in scratch.iter() {
             let Some(events) = attached_events(core, tid, id) else {
@@ -342,7 +341,7 @@ impl Tracer {
 
     /// Post-mortem reports: death then reap, to engines that asked.
     pub(crate) fn report_death(&mut self, thread: &super::thread::Thread, status: ExitStatus) {
-        let mut stop = StopData::new(StopKind::Dead);
+        let mut stop = StopData::new(StopKind::Dead, thread.tgid);
         for a in &thread.attachments {
             let engine = &mut *self.engines[a.engine.0 as usize];
             let mut cx = Cx {

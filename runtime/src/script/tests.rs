@@ -1,0 +1,162 @@
+//! The runtime's session logic with handlers written in Rust against the
+//! same ABI compiled code uses.
+
+use std::sync::Arc;
+
+use super::abi::{RAISE_DIVISION_BY_ZERO, utap_raise};
+use super::context::HandlerContext;
+use super::image::{PointSpec, ProbeSpec, ScriptImage, Trigger};
+use super::sink::BufferSink;
+use super::{Phase, ProbeValues, RuntimeOptions, ScriptRuntime, scheduler};
+
+fn say(ctx: *mut HandlerContext, text: &str) {
+    unsafe { (*(*ctx).state).out.extend_from_slice(text.as_bytes()) };
+}
+
+unsafe extern "C" fn begin_a(ctx: *mut HandlerContext) {
+    say(ctx, "begin a\n");
+}
+unsafe extern "C" fn begin_exit(ctx: *mut HandlerContext) {
+    say(ctx, "begin exit\n");
+    unsafe { (*(*ctx).state).exit_requested = true };
+}
+unsafe extern "C" fn begin_fail(ctx: *mut HandlerContext) {
+    unsafe { (*ctx).location = 1 };
+    unsafe { utap_raise(ctx, RAISE_DIVISION_BY_ZERO) };
+}
+unsafe extern "C" fn end_h(ctx: *mut HandlerContext) {
+    say(ctx, "end\n");
+}
+unsafe extern "C" fn error_h(ctx: *mut HandlerContext) {
+    say(ctx, "error probe\n");
+}
+unsafe extern "C" fn process_h(ctx: *mut HandlerContext) {
+    // Guru-style write to $return.
+    unsafe { (*ctx).probe.ret = (*ctx).probe.args[0] * 2 };
+}
+
+fn probe(trigger: Trigger, handler: super::HandlerFn) -> ProbeSpec {
+    ProbeSpec {
+        points: vec![PointSpec {
+            trigger,
+            text: String::new(),
+        }],
+        handler,
+    }
+}
+
+fn runtime(probes: Vec<ProbeSpec>) -> ScriptRuntime {
+    let image = ScriptImage {
+        probes,
+        locations: vec![String::new(), "operator '/' at t.stp:1:2".into()],
+        ..ScriptImage::default()
+    };
+    ScriptRuntime::new(Arc::new(image), RuntimeOptions::default())
+}
+
+#[test]
+fn begin_priorities_then_exit_then_end() {
+    let mut rt = runtime(vec![
+        probe(Trigger::End(0), end_h),
+        probe(Trigger::Begin(5), begin_exit),
+        probe(Trigger::Begin(0), begin_a),
+        probe(Trigger::Begin(9), begin_a),
+    ]);
+    let mut sink = BufferSink::default();
+    assert_eq!(scheduler::run(&mut rt, &mut sink, None), 0);
+    assert_eq!(
+        String::from_utf8(sink.out).unwrap(),
+        "begin a\nbegin exit\nend\n"
+    );
+}
+
+#[test]
+fn an_error_skips_end_probes_and_runs_error_probes() {
+    let mut rt = runtime(vec![
+        probe(Trigger::Begin(0), begin_fail),
+        probe(Trigger::Begin(1), begin_a),
+        probe(Trigger::End(0), end_h),
+        probe(Trigger::Error(0), error_h),
+    ]);
+    let mut sink = BufferSink::default();
+    assert_eq!(scheduler::run(&mut rt, &mut sink, None), 1);
+    assert_eq!(rt.phase(), Phase::Error);
+    assert_eq!(String::from_utf8(sink.out).unwrap(), "error probe\n");
+    assert_eq!(
+        sink.err,
+        [
+            "ERROR: division by 0 near operator '/' at t.stp:1:2",
+            "WARNING: Number of errors: 1, skipped probes: 0",
+            "Pass 5: run failed.  [man error::pass5]"
+        ]
+    );
+}
+
+#[test]
+fn suppressed_errors_are_counted_and_the_session_goes_on() {
+    let image = ScriptImage {
+        probes: vec![
+            probe(Trigger::Begin(0), begin_fail),
+            probe(Trigger::Begin(1), begin_exit),
+            probe(Trigger::End(0), end_h),
+        ],
+        ..ScriptImage::default()
+    };
+    let options = RuntimeOptions {
+        suppress_errors: true,
+        ..RuntimeOptions::default()
+    };
+    let mut rt = ScriptRuntime::new(Arc::new(image), options);
+    let mut sink = BufferSink::default();
+    assert_eq!(scheduler::run(&mut rt, &mut sink, None), 0);
+    assert_eq!(String::from_utf8(sink.out).unwrap(), "begin exit\nend\n");
+    assert_eq!(
+        sink.err,
+        ["WARNING: Number of errors: 1, skipped probes: 0"]
+    );
+}
+
+#[test]
+fn fire_returns_the_values_a_guru_handler_wrote() {
+    let mut rt = runtime(vec![probe(Trigger::Process, process_h)]);
+    let mut sink = BufferSink::default();
+    let values = ProbeValues {
+        args: [21, 0, 0, 0, 0, 0],
+        ..ProbeValues::default()
+    };
+    let outcome = rt.fire(0, &values, None, &mut sink);
+    assert!(!outcome.error && !outcome.stop);
+    assert_eq!(outcome.probe.ret, 42);
+}
+
+unsafe extern "C" fn chatty(ctx: *mut HandlerContext) {
+    for _ in 0..3000 {
+        say(ctx, &"x".repeat(99));
+        say(ctx, "\n");
+        unsafe { (*(*ctx).state).flush_if_large() };
+    }
+}
+
+/// Counts the messages a run hands over.
+#[derive(Default)]
+struct Counting {
+    pushes: usize,
+    bytes: usize,
+}
+
+impl super::OutputSink for Counting {
+    fn push(&mut self, bytes: &[u8]) {
+        self.pushes += 1;
+        self.bytes += bytes.len();
+    }
+    fn warn(&mut self, _: &str) {}
+}
+
+#[test]
+fn large_output_is_handed_over_in_pieces_in_order() {
+    let mut rt = runtime(vec![probe(Trigger::Begin(0), chatty)]);
+    let mut sink = Counting::default();
+    rt.fire(0, &ProbeValues::default(), None, &mut sink);
+    assert_eq!(sink.bytes, 300_000);
+    assert_eq!(sink.pushes, 300_000 / super::state::FLUSH_AT + 1);
+}
