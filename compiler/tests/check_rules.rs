@@ -861,3 +861,17 @@ fn parms_expands_to_the_six_arguments() {
         "{dump}"
     );
 }
+
+#[test]
+fn side_effect_free_statements_are_dropped() {
+    let p = ok("global g\nprobe begin { \"text\"; g + 1; strlen(\"x\"); g = 2; println(g) }");
+    assert_eq!(p.probes[0].body.stmts.len(), 2, "g = 2; println(g)");
+}
+
+#[test]
+fn recursive_calls_are_kept() {
+    let p = ok(
+        "function r(n) { return r(n + 1) }\nfunction one() { return 1 }\nprobe begin { r(0); one() }",
+    );
+    assert_eq!(p.probes[0].body.stmts.len(), 1, "r(0) stays, one() goes");
+}
