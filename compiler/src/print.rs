@@ -660,8 +660,10 @@ pub fn check_round_trip(text: &str, opts: &crate::parser::ParseOptions) -> Resul
     };
     let first = script(&parsed);
     let again = map.add("canonical.stp", first.clone());
+    // The canonical text has no arguments or conditionals left.
     let plain = crate::parser::ParseOptions {
         guru: opts.guru,
+        tapset: opts.tapset,
         ..Default::default()
     };
     match parse_file(&map, again, &plain, &mut ids) {

@@ -473,3 +473,20 @@ fn guru_mode_allows_embedded_code_through_the_parser() {
     );
     assert_eq!(r.unwrap().items.len(), 3);
 }
+
+#[test]
+fn goes_on_after_an_error_like_systemtap() {
+    let text = errors("probe begin { x = }\nglobal 1\nprobe end { y = 1 }\nfunction f( {}\n");
+    let headlines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("parse error"))
+        .collect();
+    assert_eq!(
+        headlines,
+        vec![
+            "parse error: expected an expression",
+            "parse error: expected an identifier",
+            "parse error: expected an identifier or ')'",
+        ]
+    );
+}
