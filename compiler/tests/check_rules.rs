@@ -875,3 +875,13 @@ fn recursive_calls_are_kept() {
     );
     assert_eq!(p.probes[0].body.stmts.len(), 1, "r(0) stays, one() goes");
 }
+
+diag_test!(
+    value_of_a_statement_only_call,
+    false,
+    "probe begin { x = print(1) }",
+    [
+        "semantic error: unresolved type",
+        "1:15 'x' is given the value of something that has none"
+    ]
+);
