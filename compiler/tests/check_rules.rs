@@ -885,3 +885,14 @@ diag_test!(
         "1:15 'x' is given the value of something that has none"
     ]
 );
+
+diag_test!(
+    foreach_key_filter_types,
+    false,
+    "global a\nprobe begin { a[1, \"x\"] = 1; foreach ([i, j] in a[\"y\", *]) println(i) }",
+    [
+        "semantic error: type mismatch (string vs. long)",
+        "2:51 used as string here",
+        "2:17 type was first inferred here (long)"
+    ]
+);

@@ -529,6 +529,7 @@ impl<'l> Lowerer<'l> {
             }
         };
         let mut keys = Vec::new();
+        let key_types = key_tvs.clone();
         for (k, t) in f.keys.iter().zip(key_tvs) {
             let (id, tv) = body.local(&mut self.types, &k.name, k.span);
             self.unify(Ty::Var(tv), t, k.span);
@@ -539,10 +540,36 @@ impl<'l> Lowerer<'l> {
             self.unify(Ty::Var(tv), val_ty, v.span);
             id
         });
+        if let Some(s) = &f.slice {
+            if s.len() != f.keys.len() {
+                self.err(
+                    SemError::new(
+                        f.span,
+                        format!("inconsistent arity ({} vs {})", s.len(), f.keys.len()),
+                    )
+                    .label("the key filter needs one entry (or *) per key"),
+                );
+            }
+        }
+        // `arr[*, "x"]`: each given key has the type of its column.
         let slice = f.slice.as_ref().map(|s| {
             s.iter()
-                .zip(0..)
-                .map(|(k, _)| k.as_ref().map(|k| self.lower_expr(k, body).0))
+                .zip(
+                    key_types
+                        .iter()
+                        .copied()
+                        .map(Some)
+                        .chain(std::iter::repeat(None)),
+                )
+                .map(|(k, t)| {
+                    k.as_ref().map(|k| {
+                        let (x, kt) = self.lower_expr(k, body);
+                        if let Some(t) = t {
+                            self.unify(kt, t, k.span);
+                        }
+                        x
+                    })
+                })
                 .collect()
         });
         let limit = f.limit.as_ref().map(|l| {
