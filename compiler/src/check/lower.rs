@@ -936,7 +936,19 @@ impl<'l> Lowerer<'l> {
             }
             ast::ExprKind::Call { name, args } => self.lower_call(name, args, span, body),
             ast::ExprKind::Stat { op, expr, args } => {
-                let _ = args;
+                // `@variance(s, bits)`: the optional precision is checked
+                // but not kept (the program has no field for it; runtime
+                // uses SystemTap's default).
+                for a in args {
+                    let (_, t) = self.lower_expr(a, body);
+                    self.unify(t, LONG, a.span);
+                }
+                if !args.is_empty() && *op != ast::StatOp::Variance {
+                    self.err(SemError::new(
+                        span,
+                        "unexpected argument to a statistics extractor",
+                    ));
+                }
                 let Some(lv) = self.stat_target(expr, body) else {
                     return bad(span);
                 };
