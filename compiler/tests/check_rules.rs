@@ -875,3 +875,24 @@ fn recursive_calls_are_kept() {
     );
     assert_eq!(p.probes[0].body.stmts.len(), 1, "r(0) stays, one() goes");
 }
+
+diag_test!(
+    value_of_a_statement_only_call,
+    false,
+    "probe begin { x = print(1) }",
+    [
+        "semantic error: unresolved type",
+        "1:15 'x' is given the value of something that has none"
+    ]
+);
+
+diag_test!(
+    foreach_key_filter_types,
+    false,
+    "global a\nprobe begin { a[1, \"x\"] = 1; foreach ([i, j] in a[\"y\", *]) println(i) }",
+    [
+        "semantic error: type mismatch (string vs. long)",
+        "2:51 used as string here",
+        "2:17 type was first inferred here (long)"
+    ]
+);
