@@ -677,7 +677,8 @@ fn listing_aliases_shows_their_variables() {
 
 #[test]
 fn dead_code_warnings_under_verbose() {
-    let src = "function unused() { return 1 }\nprobe begin { x = 1 }\nprobe end { println(1) }";
+    let src =
+        "global g\nfunction unused() { return 1 }\nprobe begin { x = 1 }\nprobe end { println(1) }";
     let mut map = SourceMap::new();
     let file = map.add("t.stp", src);
     let mut ids = NodeIds::default();
@@ -693,6 +694,7 @@ fn dead_code_warnings_under_verbose() {
         [
             "warning: Eliding unused variable 'x'",
             "warning: side-effect-free probe 'begin'",
+            "warning: Eliding unused variable 'g'",
             "warning: Eliding unused function 'unused'"
         ]
     );
