@@ -898,3 +898,17 @@ diag_test!(
         "2:17 type was first inferred here (long)"
     ]
 );
+
+#[test]
+fn listing_a_pattern_that_matches_nothing_fails_silently() {
+    let mut map = SourceMap::new();
+    let mut ids = NodeIds::default();
+    let r = listing::list(
+        &mut map,
+        "nosuch.*",
+        false,
+        &CheckOptions::default(),
+        &mut ids,
+    );
+    assert_eq!(r, Err(Vec::new()));
+}
