@@ -714,20 +714,22 @@ diag_test!(
 
 #[test]
 fn p2_verbose_dump_shows_bodies() {
-    let p = ok(r#"global s, names
+    let p = ok(r#"global s, names, greeting = "hi", total
 function twice(x) { return x * 2 }
 probe process.syscall if ($syscall == 1 || $syscall == 0) {
     names[tid()] = sprintf("%s:%-5d", execname(), twice($arg1))
     s <<< $arg3
     foreach ([t] in names- limit 3) { if (t > 0) println(t) else next }
 }
-probe end { print(@hist_log(s)) }
+probe end { print(@hist_log(s)); println(greeting); total++ }
 "#);
     assert_eq!(
         check::dump::dump_verbose(&p),
         r#"# globals
 names:string [long]
 s:stat
+greeting:string = "hi"
+total:long /* printed at exit */
 # functions
 twice:long (x:long)
   {
@@ -751,6 +753,8 @@ process.syscall /* syscalls 0,1 */ /* <- process.syscall */
 end /* <- end */
   {
     print(@hist_log(s))
+    println(greeting)
+    total++
   }
 "#
     );
