@@ -70,7 +70,16 @@ fn render(program: &Program, verbose: bool) -> String {
         if let Some(size) = g.size {
             let _ = write!(name, "[{size}]");
         }
-        let _ = writeln!(out, "{}", sig(&name, g.ty, g.keys.as_deref()));
+        let mut line = sig(&name, g.ty, g.keys.as_deref());
+        match (&g.init, verbose) {
+            (Some(crate::ast::Literal::Num(n)), true) => line.push_str(&format!(" = {n}")),
+            (Some(crate::ast::Literal::Str(v)), true) => line.push_str(&format!(" = {v:?}")),
+            _ => {}
+        }
+        if verbose && g.autoprint {
+            line.push_str(" /* printed at exit */");
+        }
+        let _ = writeln!(out, "{line}");
     }
     let mut functions: Vec<&FunctionDef> = program.functions.iter().collect();
     functions.sort_by(|a, b| a.name.cmp(&b.name));
