@@ -489,3 +489,67 @@ fn continues_expression(tok: &Tok) -> bool {
             | Tok::Limit
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lexer::lex;
+
+    /// The laid-out stream as text, `|` marking statement starts.
+    fn shown(text: &str) -> String {
+        layout(lex(text))
+            .iter()
+            .map(|t| match &t.tok {
+                Tok::StmtStart => "|".to_string(),
+                Tok::Component(c) => format!("<{c}>"),
+                Tok::Ident(s) => s.clone(),
+                Tok::Num(n) => n.to_string(),
+                Tok::Str(s) => format!("{s:?}"),
+                Tok::Target(s) => format!("${s}"),
+                other => other
+                    .keyword()
+                    .or(other.operator())
+                    .unwrap_or("?")
+                    .to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn marks_where_statements_begin() {
+        assert_eq!(
+            shown("probe p { a = b -c d }"),
+            "probe <p> { | a = b - c | d }"
+        );
+        assert_eq!(shown("probe p { a ++b }"), "probe <p> { | a ++ | b }");
+        assert_eq!(shown("probe p { --a ++b }"), "probe <p> { | -- a | ++ b }");
+        assert_eq!(shown("probe p { a; ;b }"), "probe <p> { | a ; | ; | b }");
+        assert_eq!(
+            shown("probe p { if (x) y else { } }"),
+            "probe <p> { | if ( x ) | y else | { } }"
+        );
+        assert_eq!(shown("probe p { next -1 }"), "probe <p> { | next | - 1 }");
+        assert_eq!(
+            shown("function f() { return -1 }"),
+            "function f ( ) { | return - 1 }"
+        );
+        assert_eq!(
+            shown("probe p { try { } catch (e) { } x }"),
+            "probe <p> { | try { } catch ( e ) { } | x }"
+        );
+    }
+
+    #[test]
+    fn joins_probe_point_components_and_glues_strings() {
+        assert_eq!(
+            shown("probe sys*call.return, a if (x*y) { f(\"a\" \"b\") }"),
+            "probe <sys*call> . <return> , <a> if ( x * y ) { | f ( \"ab\" ) }"
+        );
+        assert_eq!(shown("probe a * b {}"), "probe <a> <*> <b> { }");
+        assert_eq!(
+            shown("probe p { $t->function }"),
+            "probe <p> { | $t -> function }"
+        );
+    }
+}
