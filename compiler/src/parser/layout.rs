@@ -17,7 +17,13 @@
 //!   [`Tok::Component`] (`sys*call`; `a * b` with spaces stays three tokens
 //!   and is rejected), so `*` there is a wildcard, not a multiplication.
 
-use crate::lexer::{Tok, Token};
+use crate::lexer::{LexError, Tok, Token};
+
+/// Deepest nesting of brackets, blocks and statement bodies accepted, and
+/// most operators in one statement: every later pass walks the tree
+/// recursively, so pathological input must not overflow the stack.
+pub const MAX_NESTING: usize = 256;
+pub const MAX_OPERATORS: usize = 1000;
 
 /// Runs the pass.
 pub fn layout(tokens: Vec<Token>) -> Vec<Token> {
@@ -26,6 +32,8 @@ pub fn layout(tokens: Vec<Token>) -> Vec<Token> {
         frames: Vec::new(),
         prev: Prev::StmtStart,
         probe: None,
+        header_run: 0,
+        operators: 0,
     };
     let mut iter = tokens.into_iter().peekable();
     let mut after_arrow = false;
@@ -42,6 +50,17 @@ pub fn layout(tokens: Vec<Token>) -> Vec<Token> {
             t.tok = Tok::Ident(k.to_string());
         }
         after_arrow = matches!(t.tok, Tok::Arrow);
+        if let Some(limit) = pass.over_limit(&t) {
+            pass.out.push(Token {
+                tok: Tok::Error(Box::new(LexError {
+                    message: limit,
+                    help: Some("utap bounds these so that no pass can run out of stack".into()),
+                    opener: None,
+                })),
+                ..t
+            });
+            break;
+        }
         if pass.frames.is_empty() {
             pass.top_level(t, &mut iter);
         } else {
@@ -133,6 +152,10 @@ struct Layout {
     frames: Vec<Frame>,
     prev: Prev,
     probe: Option<ProbeState>,
+    /// Statement bodies opened without a block (`if (a) while (b) ...`).
+    header_run: usize,
+    /// Operators since the current statement began.
+    operators: usize,
 }
 
 fn is_component_piece(tok: &Tok) -> bool {
@@ -202,12 +225,41 @@ impl Layout {
     }
 
     fn open_block(&mut self, t: Token, kind: BlockKind) {
+        self.operators = 0;
         self.frames.push(Frame::Block(kind));
         self.prev = Prev::StmtStart;
         self.out.push(t);
     }
 
+    /// Which limit `t` would exceed, if any.
+    fn over_limit(&mut self, t: &Token) -> Option<String> {
+        if self.frames.len() + self.header_run > MAX_NESTING {
+            return Some(format!("nesting too deep: more than {MAX_NESTING} levels"));
+        }
+        let punctuation = matches!(
+            t.tok,
+            Tok::LParen
+                | Tok::RParen
+                | Tok::LBracket
+                | Tok::RBracket
+                | Tok::LBrace
+                | Tok::RBrace
+                | Tok::Comma
+                | Tok::Semi
+        );
+        if t.tok.operator().is_some() && !punctuation {
+            self.operators += 1;
+            if self.operators > MAX_OPERATORS {
+                return Some(format!(
+                    "expression too complex: more than {MAX_OPERATORS} operators in one statement"
+                ));
+            }
+        }
+        None
+    }
+
     fn mark_statement(&mut self, at: &Token) {
+        self.operators = 0;
         self.out.push(Token {
             tok: Tok::StmtStart,
             start: at.start,
@@ -231,6 +283,9 @@ impl Layout {
             Tok::LBracket => self.frames.push(Frame::Bracket(false)),
             Tok::RParen | Tok::RBracket => {
                 let frame = self.frames.pop();
+                if let Some(Frame::Paren(ParenKind::Header, _)) = frame {
+                    self.header_run += 1;
+                }
                 if let Some(Frame::Block(_)) = self.frames.last() {
                     self.prev = after_close(frame);
                 }
@@ -351,9 +406,13 @@ impl Layout {
 
     fn begin_statement_or_else(&mut self, t: Token) {
         if let Tok::Else = t.tok {
+            self.header_run += 1;
             self.prev = Prev::StmtStart;
             self.out.push(t);
             return;
+        }
+        if !matches!(t.tok, Tok::If | Tok::While | Tok::For | Tok::Foreach) {
+            self.header_run = 0;
         }
         self.mark_statement(&t);
         match t.tok {
