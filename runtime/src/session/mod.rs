@@ -103,6 +103,7 @@ pub fn run(
     let why = tracer.run().map_err(|e| SessionError(e.to_string()))?;
     if opts.verbose {
         eprintln!("utap: session ended: {why:?}");
+        eprintln!("utap: {} ptrace stops", tracer.ctl().stop_count());
     }
     drop(tracer);
     let mut s = shared.borrow_mut();

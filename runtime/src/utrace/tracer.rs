@@ -18,6 +18,7 @@ use super::cx::{StopData, StopKind};
 use super::doorbell::{self, Doorbell};
 use super::error::{Error, Result};
 use super::ptrace::{self, Status};
+use super::thread::Attachment;
 use super::{
     Control, ControlStatus, Cx, Engine, EngineId, Event, Events, ExitStatus, ResumeAction, Signal,
     Tid, safety,
@@ -236,7 +237,13 @@ impl Tracer {
             return false;
         };
         let explicit = wanted.is_empty();
-        if !explicit && !thread.wants(wanted) {
+        let exit = event == Event::SyscallExit;
+        let wants = if exit {
+            thread.wants_exit()
+        } else {
+            thread.wants(wanted)
+        };
+        if !explicit && !wants {
             return false;
         }
         scratch.clear();
@@ -261,10 +268,11 @@ impl Tracer {
                 quiesced = true;
             }
             let Some(call) = call.as_mut() else { continue };
-            let Some(events) = attached_events(core, tid, id) else {
+            let Some(a) = attachment_of(core, tid, id) else {
                 continue;
             };
-            if !explicit && events.intersects(wanted) {
+            // An engine that declined this syscall's exit is not told.
+            if !explicit && a.events.intersects(wanted) && !(exit && a.skip_exit) {
                 let engine = &mut *engines[id.0 as usize];
                 let mut cx = Cx {
                     ctl: Control { core: &mut *core },
@@ -363,12 +371,16 @@ impl Tracer {
 }
 
 fn attached_events(core: &Core, tid: Tid, id: EngineId) -> Option<Events> {
+    attachment_of(core, tid, id).map(|a| a.events)
+}
+
+fn attachment_of(core: &Core, tid: Tid, id: EngineId) -> Option<Attachment> {
     core.threads
         .get(&tid)?
         .attachments
         .iter()
         .find(|a| a.engine == id)
-        .map(|a| a.events)
+        .copied()
 }
 
 /// Records an engine's answer; `Detach` removes the engine from the thread.
