@@ -76,6 +76,10 @@ fn tests() -> Vec<(&'static str, TestFn)> {
             exit_stops_chosen_per_syscall,
         ),
         (
+            "colocation_moves_only_the_tracer_and_restores_it",
+            colocation_moves_only_the_tracer_and_restores_it,
+        ),
+        (
             "ticks_run_on_the_tracer_thread",
             ticks_run_on_the_tracer_thread,
         ),
@@ -1508,6 +1512,52 @@ fn exit_stops_chosen_per_syscall() {
     assert_eq!((n, exits), (50, 25));
     let (_, _, stops_all) = run(SyscallSource::Ptrace, 1);
     assert_eq!(stops_half, stops_all);
+}
+
+/// The calling thread's CPU mask (as a list) and scheduling policy.
+fn placement() -> (Vec<usize>, i32) {
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set);
+        let cpus = (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect();
+        (cpus, libc::sched_getscheduler(0))
+    }
+}
+
+/// Every co-location mode traces correctly, and the tracer thread's own
+/// affinity and policy are back as they were when `run` returns.
+fn colocation_moves_only_the_tracer_and_restores_it() {
+    for mode in [
+        Colocation::Off,
+        Colocation::Pin,
+        Colocation::Idle,
+        Colocation::Poll,
+    ] {
+        let (entries, before, after) = on_tracer_thread(move || {
+            let before = placement();
+            let mut tracer = Tracer::new().unwrap();
+            tracer.set_colocation(mode);
+            let e = tracer.add_engine(TreeCounter::default());
+            let child = tracer
+                .spawn(&fixture_cmd("syscalls", &["500", "4"]), None)
+                .unwrap();
+            let mut ctl = tracer.ctl();
+            ctl.attach(child.pid, e, AttachMode::Create, Events::SYSCALL_ENTRY)
+                .unwrap();
+            ctl.end_when_exits(child.pid);
+            assert_eq!(tracer.run().unwrap(), exited(child.pid, 4));
+            let c = tracer.engine::<TreeCounter>(e).unwrap();
+            let getppids = c.entries[&child.pid]
+                .iter()
+                .filter(|&&n| n == GETPPID)
+                .count();
+            (getppids, before, placement())
+        });
+        assert_eq!(entries, 500, "{mode:?}");
+        assert_eq!(before, after, "{mode:?}");
+    }
 }
 
 /// Ticks run at their deadlines on the tracer thread, between reports, and

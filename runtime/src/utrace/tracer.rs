@@ -13,6 +13,7 @@ use std::os::fd::AsRawFd;
 use std::sync::{Arc, mpsc};
 use std::time::Instant;
 
+use super::colocate::{Colocation, Colocator};
 use super::control::{Core, EndReason};
 use super::cx::{StopData, StopKind};
 use super::doorbell::{self, Doorbell};
@@ -40,6 +41,8 @@ pub struct Tracer {
     sender: mpsc::Sender<Command>,
     /// Reused list of the engines of the thread being reported.
     scratch: Vec<EngineId>,
+    /// Brings the tracer thread to its tracees' CPU (see `colocate`).
+    colocator: Colocator,
     /// ptrace relationships belong to this thread: not Send.
     _not_send: PhantomData<*const ()>,
 }
@@ -57,6 +60,7 @@ impl Tracer {
             commands,
             sender,
             scratch: Vec::new(),
+            colocator: Colocator::new(Colocation::from_env()),
             _not_send: PhantomData,
         })
     }
@@ -87,6 +91,12 @@ impl Tracer {
         }
     }
 
+    /// How the tracer thread places itself during `run` (default: from
+    /// `UTAP_COLOCATE`, else [`colocate::DEFAULT`](super::colocate::DEFAULT)).
+    pub fn set_colocation(&mut self, mode: Colocation) {
+        self.colocator.set_mode(mode);
+    }
+
     /// A handle for other threads.
     pub fn handle(&self) -> TracerHandle {
         TracerHandle {
@@ -109,10 +119,11 @@ impl Tracer {
                 break EndReason::Signal(sig);
             }
             self.doorbell.set_deadline(self.next_deadline());
-            let (tid, status) = match ptrace::wait_any(libc::WUNTRACED) {
+            let (tid, status) = match self.colocator.wait() {
                 Ok(Some(w)) => w,
                 Ok(None) => continue,
                 Err(errno) => {
+                    self.colocator.restore();
                     self.detach_all();
                     return Err(Error::Os {
                         op: "waitpid",
@@ -123,13 +134,18 @@ impl Tracer {
             };
             if tid == self.doorbell.pid {
                 if let Err(e) = self.on_doorbell(status) {
+                    self.colocator.restore();
                     self.detach_all();
                     return Err(e);
                 }
             } else {
+                if libc::WIFSTOPPED(status) {
+                    self.colocator.at_stop(tid);
+                }
                 self.on_status(tid, status);
             }
         };
+        self.colocator.restore();
         self.detach_all();
         // Commands that came too late still get their answers.
         self.drain_commands();
