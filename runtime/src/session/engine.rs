@@ -136,8 +136,8 @@ impl Shared {
     }
 
     /// Carries out a handler's thread-control requests; true when the
-    /// current thread is to stay stopped.
-    fn apply(&mut self, ctl: &mut Control, outcome: &Outcome, current: i64) -> bool {
+    /// current thread is to stay stopped (`current` is -1 in a timer).
+    pub fn apply(&mut self, ctl: &mut Control, outcome: &Outcome, current: i64) -> bool {
         let mut stop = false;
         for req in &outcome.control {
             match *req {
