@@ -33,6 +33,7 @@ pub fn layout(tokens: Vec<Token>) -> Vec<Token> {
         prev: Prev::StmtStart,
         probe: None,
         header_run: 0,
+        in_body: false,
         operators: 0,
     };
     let mut iter = tokens.into_iter().peekable();
@@ -152,8 +153,11 @@ struct Layout {
     frames: Vec<Frame>,
     prev: Prev,
     probe: Option<ProbeState>,
-    /// Statement bodies opened without a block (`if (a) while (b) ...`).
+    /// Statement bodies opened without a block (`if (a) while (b) ...`,
+    /// `else if` chains).
     header_run: usize,
+    /// The next statement is the body of a header or `else`.
+    in_body: bool,
     /// Operators since the current statement began.
     operators: usize,
 }
@@ -285,6 +289,7 @@ impl Layout {
                 let frame = self.frames.pop();
                 if let Some(Frame::Paren(ParenKind::Header, _)) = frame {
                     self.header_run += 1;
+                    self.in_body = true;
                 }
                 if let Some(Frame::Block(_)) = self.frames.last() {
                     self.prev = after_close(frame);
@@ -406,12 +411,12 @@ impl Layout {
 
     fn begin_statement_or_else(&mut self, t: Token) {
         if let Tok::Else = t.tok {
-            self.header_run += 1;
+            self.in_body = true;
             self.prev = Prev::StmtStart;
             self.out.push(t);
             return;
         }
-        if !matches!(t.tok, Tok::If | Tok::While | Tok::For | Tok::Foreach) {
+        if !std::mem::take(&mut self.in_body) {
             self.header_run = 0;
         }
         self.mark_statement(&t);
