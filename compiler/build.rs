@@ -2,6 +2,12 @@
 mod stdlib;
 
 fn main() {
-    lalrpop::process_src().unwrap();
+    // The stdlib generator's rerun-if-changed lines switch off cargo's
+    // "any file changed" rule, so the grammar needs its own.
+    lalrpop::Configuration::new()
+        .use_cargo_dir_conventions()
+        .emit_rerun_directives(true)
+        .process()
+        .unwrap();
     stdlib::generate();
 }

@@ -75,8 +75,9 @@ pub fn translate(
         keep_ir: opts.pass == Some(3),
     };
     compile(program, &MapSources(map), &options).map_err(|e| {
+        let label = e.message.lines().next().unwrap_or_default().to_string();
         PassError::Diagnostics(vec![
-            Diagnostic::semantic_error(e.message.clone()).with_label(e.span, e.message),
+            Diagnostic::semantic_error(e.message).with_label(e.span, label),
         ])
     })
 }

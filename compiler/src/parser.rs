@@ -39,6 +39,22 @@ pub struct ParseOptions {
 }
 
 impl ParseOptions {
+    /// The session a fuzzer input's first byte selects (script arguments,
+    /// guru mode, tapset), shared by the fuzz target and its regression test.
+    pub fn for_fuzz_input(mode: u8) -> ParseOptions {
+        ParseOptions {
+            args: match mode % 3 {
+                0 => vec![],
+                1 => vec!["1".into(), "x y".into()],
+                _ => vec!["probe".into(), "$1".into(), "\"s".into()],
+            },
+            guru: mode & 4 != 0,
+            tapset: mode & 8 != 0,
+            arch: Some("x86_64".into()),
+            kernel_release: Some("6.18.0".into()),
+        }
+    }
+
     fn pp_config(&self) -> PpConfig {
         let mut cfg = PpConfig::host(self.args.clone(), self.guru);
         if let Some(arch) = &self.arch {
@@ -78,7 +94,6 @@ pub fn parse_file(
 ) -> Result<Script, Vec<Diagnostic>> {
     let text = map.text(file);
     let raw = lexer::lex(text);
-    let whole = Span::new(file, 0, 0);
     if raw.is_empty() && !opts.tapset {
         return Err(vec![empty_file(map, file, "")]);
     }
@@ -86,14 +101,38 @@ pub fn parse_file(
     if tokens.is_empty() && !opts.tapset {
         return Err(vec![empty_file(map, file, " after preprocessing")]);
     }
+    let items = match run_grammar(tokens, file, ids) {
+        Ok(items) => items,
+        Err(e) => {
+            let at = error_offset(&e);
+            let mut diags = vec![syntax_error(e, map, file, opts)];
+            report_more_errors(map, file, opts, ids, at, &mut diags);
+            return Err(diags);
+        }
+    };
+    let script = Script { file, items };
+    let problems = validate(&script, opts);
+    if problems.is_empty() {
+        Ok(script)
+    } else {
+        Err(problems)
+    }
+}
+
+/// Runs the grammar over laid-out tokens.
+fn run_grammar(
+    tokens: Vec<Token>,
+    file: FileId,
+    ids: &mut NodeIds,
+) -> Result<Vec<Item>, LalrError> {
     let ctx = Ctx {
         file,
         next_id: Cell::new(ids.next),
     };
     let stream = tokens.into_iter().map(|t| match t.tok {
         Tok::Error(e) => Err(Fail {
-            message: e.message.clone(),
-            help: e.help.clone(),
+            message: e.message,
+            help: e.help,
             start: t.start,
             end: t.end,
         }),
@@ -101,17 +140,50 @@ pub fn parse_file(
     });
     let result = grammar::ScriptParser::new().parse(&ctx, stream);
     ids.next = ctx.next_id.get();
-    let items = match result {
-        Ok(items) => items,
-        Err(e) => return Err(vec![syntax_error(e, map, file, opts)]),
-    };
-    let _ = whole;
-    let script = Script { file, items };
-    let problems = validate(&script, opts);
-    if problems.is_empty() {
-        Ok(script)
-    } else {
-        Err(problems)
+    result
+}
+
+/// Where a grammar error happened (byte offset).
+fn error_offset(e: &LalrError) -> usize {
+    match e {
+        ParseError::User { error } => error.start,
+        ParseError::UnrecognizedToken { token, .. } | ParseError::ExtraToken { token } => token.0,
+        ParseError::UnrecognizedEof { location, .. } | ParseError::InvalidToken { location } => {
+            *location
+        }
+    }
+}
+
+/// At most this many syntax errors are reported for one file.
+const MAX_ERRORS: usize = 20;
+
+/// Like SystemTap, goes on after a syntax error from the next `probe`,
+/// `global`, `function` or `private` keyword, to report later errors too.
+fn report_more_errors(
+    map: &SourceMap,
+    file: FileId,
+    opts: &ParseOptions,
+    ids: &mut NodeIds,
+    mut after: usize,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let tokens = preprocess::preprocess(lexer::lex(map.text(file)), &opts.pp_config());
+    while diags.len() < MAX_ERRORS {
+        let restart = tokens.iter().position(|t| {
+            t.start > after
+                && matches!(
+                    t.tok,
+                    Tok::Probe | Tok::Global | Tok::Function | Tok::Private
+                )
+        });
+        let Some(i) = restart else { return };
+        match run_grammar(layout::layout(tokens[i..].to_vec()), file, ids) {
+            Ok(_) => return,
+            Err(e) => {
+                after = error_offset(&e).max(tokens[i].start);
+                diags.push(syntax_error(e, map, file, opts));
+            }
+        }
     }
 }
 
@@ -309,7 +381,7 @@ pub struct Ctx {
 /// A `->field` or `[index]` after a target variable or `@cast`.
 pub enum Suffix {
     Field(String, usize, usize),
-    Index(Expr),
+    Index(Box<Expr>),
 }
 
 /// A parsed `foreach (...)` header, waiting for its body.
@@ -369,31 +441,30 @@ impl Ctx {
         NodeId(n)
     }
 
-    pub fn expr(&self, kind: ExprKind, l: usize, r: usize) -> Expr {
-        Expr {
+    pub fn expr(&self, kind: ExprKind, l: usize, r: usize) -> Box<Expr> {
+        Box::new(Expr {
             id: self.id(),
             kind,
             span: self.span(l, r),
-        }
+        })
     }
 
-    pub fn binary(&self, op: BinOp, lhs: Expr, rhs: Expr, l: usize, r: usize) -> Expr {
-        self.expr(
-            ExprKind::Binary {
-                op,
-                lhs: Box::new(lhs),
-                rhs: Box::new(rhs),
-            },
-            l,
-            r,
-        )
+    pub fn binary(
+        &self,
+        op: BinOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+        l: usize,
+        r: usize,
+    ) -> Box<Expr> {
+        self.expr(ExprKind::Binary { op, lhs, rhs }, l, r)
     }
 
-    pub fn stmt(&self, kind: StmtKind, l: usize, r: usize) -> Stmt {
-        Stmt {
+    pub fn stmt(&self, kind: StmtKind, l: usize, r: usize) -> Box<Stmt> {
+        Box::new(Stmt {
             kind,
             span: self.span(l, r),
-        }
+        })
     }
 
     /// `-N` in a literal: SystemTap allows down to -2^63.
@@ -406,12 +477,12 @@ impl Ctx {
 
     pub fn alias(
         &self,
-        names: Vec<(ProbePoint, AliasKind)>,
-        targets: Vec<ProbePoint>,
+        names: Vec<(Box<ProbePoint>, AliasKind)>,
+        targets: Vec<Box<ProbePoint>>,
         body: Block,
         l: usize,
         r: usize,
-    ) -> ActionResult<Item> {
+    ) -> ActionResult<Vec<Item>> {
         let mut kind = AliasKind::Prologue;
         let mut points = Vec::with_capacity(names.len());
         for (p, k) in names {
@@ -426,16 +497,16 @@ impl Ctx {
             if k == AliasKind::Epilogue {
                 kind = AliasKind::Epilogue;
             }
-            points.push(p);
+            points.push(*p);
         }
-        Ok(Item::Alias(Alias {
+        Ok(vec![Item::Alias(Alias {
             names: points,
             kind,
-            targets,
+            targets: targets.into_iter().map(|p| *p).collect(),
             body,
             private: false,
             span: self.span(l, r),
-        }))
+        })])
     }
 
     pub fn global(
@@ -476,17 +547,18 @@ impl Ctx {
 
     pub fn for_loop(
         &self,
-        (init, cond, step): (Option<Expr>, Option<Expr>, Option<Expr>),
-        body: Stmt,
+        head: Box<(Option<Expr>, Option<Expr>, Option<Expr>)>,
+        body: Box<Stmt>,
         l: usize,
         r: usize,
-    ) -> Stmt {
+    ) -> Box<Stmt> {
+        let (init, cond, step) = *head;
         self.stmt(
             StmtKind::For {
                 init,
                 cond,
                 step,
-                body: Box::new(body),
+                body,
             },
             l,
             r,
@@ -504,7 +576,7 @@ impl Ctx {
         limit: Option<Expr>,
         l: usize,
         r: usize,
-    ) -> ActionResult<ForeachHead> {
+    ) -> ActionResult<Box<ForeachHead>> {
         let mut sort: Option<ForeachSort> = None;
         let mut add = |by, descending, agg| {
             if sort.is_some() {
@@ -543,17 +615,17 @@ impl Ctx {
             };
             add(SortBy::Value, d, agg)?;
         }
-        Ok(ForeachHead {
+        Ok(Box::new(ForeachHead {
             value,
             keys: key_names,
             source,
             slice,
             sort,
             limit,
-        })
+        }))
     }
 
-    pub fn foreach(&self, h: ForeachHead, body: Stmt, l: usize, r: usize) -> Stmt {
+    pub fn foreach(&self, h: Box<ForeachHead>, body: Box<Stmt>, l: usize, r: usize) -> Box<Stmt> {
         let span = self.span(l, r);
         self.stmt(
             StmtKind::Foreach(Box::new(Foreach {
@@ -563,7 +635,7 @@ impl Ctx {
                 slice: h.slice,
                 sort: h.sort,
                 limit: h.limit,
-                body: Box::new(body),
+                body,
                 span,
             })),
             l,
@@ -578,7 +650,7 @@ impl Ctx {
         path: Vec<Suffix>,
         l: usize,
         r: usize,
-    ) -> ActionResult<Expr> {
+    ) -> ActionResult<Box<Expr>> {
         let (name, mut pretty) = split_pretty(&name);
         if pretty > 0 && !path.is_empty() {
             return Err(user(
@@ -616,7 +688,7 @@ impl Ctx {
                     }
                     comps.push(TargetComp::Field(f));
                 }
-                Suffix::Index(e) => comps.push(TargetComp::Index(Box::new(e))),
+                Suffix::Index(e) => comps.push(TargetComp::Index(e)),
             }
         }
         let _ = (l, r);
@@ -631,7 +703,7 @@ impl Ctx {
         path: Vec<Suffix>,
         l: usize,
         r: usize,
-    ) -> ActionResult<Expr> {
+    ) -> ActionResult<Box<Expr>> {
         if name == "cast" {
             return self.cast(args, path, l, r);
         }
@@ -642,8 +714,8 @@ impl Ctx {
                 (None, _) => Ok(hist),
                 (Some(Suffix::Index(key)), None) => Ok(self.expr(
                     ExprKind::Index {
-                        base: IndexBase::Hist(Box::new(hist)),
-                        keys: vec![key],
+                        base: IndexBase::Hist(hist),
+                        keys: vec![*key],
                     },
                     l,
                     r,
@@ -696,7 +768,7 @@ impl Ctx {
         path: Vec<Suffix>,
         l: usize,
         r: usize,
-    ) -> ActionResult<Expr> {
+    ) -> ActionResult<Box<Expr>> {
         let string_arg = |e: Option<&Expr>| match e.map(|e| &e.kind) {
             Some(ExprKind::Str(s)) if !s.is_empty() => Some(s.clone()),
             _ => None,
@@ -740,7 +812,7 @@ impl Ctx {
         mut args: Vec<Expr>,
         l: usize,
         r: usize,
-    ) -> ActionResult<Expr> {
+    ) -> ActionResult<Box<Expr>> {
         let kind = match (name.as_str(), args.len()) {
             ("hist_log", 1) => HistKind::Log,
             ("hist_linear", 4) => {

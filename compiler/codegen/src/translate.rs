@@ -850,6 +850,11 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
                         "the regular expression of =~ must be a string literal",
                     ));
                 };
+                // Patterns are literals: a bad one is a compile-time error,
+                // as in SystemTap's translator.
+                if let Err(e) = utap_runtime::values::strings::Regex::new(pattern) {
+                    return Err(CodegenError::new(rhs.span, e.to_string()));
+                }
                 let s = self.expr(lhs)?;
                 let id = self.t.regex(pattern);
                 let id = self.iconst(id);

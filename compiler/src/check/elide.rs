@@ -8,8 +8,9 @@ use std::collections::HashSet;
 use crate::builtins;
 use crate::program::*;
 
-/// Drops dead local assignments from a body (repeatedly, since dropping
-/// one can make another dead). Returns the locals elided.
+/// Drops dead local assignments and side-effect-free expression
+/// statements from a body (repeatedly, since dropping one can make another
+/// dead). Returns the locals elided.
 pub fn dead_locals(body: &mut Block, pure_fns: &[bool]) -> Vec<LocalId> {
     let mut elided = Vec::new();
     loop {
@@ -46,6 +47,8 @@ fn drop_block(b: &mut Block, read: &HashSet<u32>, dropped: &mut HashSet<u32>, pf
                 dropped.insert(l.0);
                 return false;
             }
+            // A side-effect-free expression statement (`"text"`, `a + b`).
+            StmtKind::Expr(e) if pure(e, pf) => return false,
             StmtKind::Block(inner) => drop_block(inner, read, dropped, pf),
             StmtKind::If { then, else_, .. } => {
                 drop_stmt(then, read, dropped, pf);
@@ -66,10 +69,11 @@ fn drop_stmt(s: &mut Stmt, read: &HashSet<u32>, dropped: &mut HashSet<u32>, pf: 
 }
 
 /// Which functions have no side effect (they write no global, print
-/// nothing and call only such functions and pure builtins); a fixed point
-/// over the call graph, starting from "all pure".
+/// nothing and call only such functions and pure builtins): the least
+/// fixed point over the call graph, so recursive functions stay impure (a
+/// call can exhaust MAXNESTING, an error the script must see).
 pub fn pure_functions(functions: &[FunctionDef]) -> Vec<bool> {
-    let mut pf = vec![true; functions.len()];
+    let mut pf = vec![false; functions.len()];
     loop {
         let next: Vec<bool> = functions.iter().map(|f| block_pure(&f.body, &pf)).collect();
         if next == pf {
@@ -93,19 +97,8 @@ fn stmt_pure(s: &Stmt, pf: &[bool]) -> bool {
                 && stmt_pure(then, pf)
                 && else_.as_ref().is_none_or(|e| stmt_pure(e, pf))
         }
-        StmtKind::While { cond, body } => local_effects_only(cond, pf) && stmt_pure(body, pf),
-        StmtKind::For {
-            init,
-            cond,
-            step,
-            body,
-        } => {
-            [init, cond, step]
-                .into_iter()
-                .flatten()
-                .all(|e| local_effects_only(e, pf))
-                && stmt_pure(body, pf)
-        }
+        // Loops can exhaust MAXACTION, an error the script must see.
+        StmtKind::While { .. } | StmtKind::For { .. } => false,
         StmtKind::Return(e) => e.as_ref().is_none_or(|e| local_effects_only(e, pf)),
         StmtKind::Next | StmtKind::Break | StmtKind::Continue => true,
         // Loops over globals are reads, but keep it simple: not pure.

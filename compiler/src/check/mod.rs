@@ -115,6 +115,8 @@ pub fn check_with_library(
         aliases,
         by_first: HashMap::new(),
         indexed: 0,
+        patterns_loaded: Default::default(),
+        targets_queued: 0,
         probes_out: Vec::new(),
         probe_local_tvs: Vec::new(),
         warnings: Vec::new(),
@@ -224,6 +226,20 @@ fn finish(
             .map(|d| (d.ast.name.span, d.ast.name.name.clone()))
             .collect();
         unused.sort_by_key(|(s, _)| s.start);
+        let mut globals: Vec<(Span, String)> = low
+            .syms
+            .globals
+            .values()
+            .flatten()
+            .filter(|d| d.file == session.user_file && d.id.is_none())
+            .map(|d| (d.ast.name.span, d.ast.name.name.clone()))
+            .collect();
+        globals.sort_by_key(|(s, _)| s.start);
+        for (span, name) in globals {
+            session.warnings.push(
+                SemError::new(span, format!("Eliding unused variable '{name}'")).into_warning(),
+            );
+        }
         for (span, name) in unused {
             session.warnings.push(
                 SemError::new(span, format!("Eliding unused function '{name}'")).into_warning(),
@@ -455,6 +471,10 @@ impl TapsetLoader for Loader<'_> {
 /// The probes being built.
 struct Session {
     aliases: Vec<AliasDef>,
+    /// Point patterns whose tapset aliases are loaded.
+    patterns_loaded: std::collections::HashSet<Vec<String>>,
+    /// `aliases[..targets_queued]` have had their targets' aliases loaded.
+    targets_queued: usize,
     /// Index of `aliases[..indexed]` by first name component.
     by_first: HashMap<String, Vec<usize>>,
     indexed: usize,
@@ -476,40 +496,25 @@ impl Session {
             .iter()
             .map(|p| p.components.iter().map(|c| c.name.clone()).collect())
             .collect();
-        let mut seen = std::collections::HashSet::new();
-        while let Some(pattern) = work.pop() {
-            if !seen.insert(pattern.clone()) {
+        loop {
+            // Targets of aliases not looked at yet may name tapset aliases.
+            for a in &self.aliases[self.targets_queued..] {
+                for t in &a.ast.targets {
+                    work.push(t.components.iter().map(|c| c.name.clone()).collect());
+                }
+            }
+            self.targets_queued = self.aliases.len();
+            let Some(pattern) = work.pop() else { break };
+            if self.patterns_loaded.contains(&pattern) {
                 continue;
             }
             let refs: Vec<&str> = pattern.iter().map(|s| s.as_str()).collect();
             if low.load_aliases(&refs) {
                 let (aliases, probes) = low.take_loaded();
-                for a in &aliases {
-                    for t in &a.ast.targets {
-                        work.push(t.components.iter().map(|c| c.name.clone()).collect());
-                    }
-                }
                 self.aliases.extend(aliases);
                 low.requeue_probes(probes);
             }
-        }
-        // Targets of aliases already known may name tapset aliases too.
-        let targets: Vec<Vec<String>> = self
-            .aliases
-            .iter()
-            .flat_map(|a| a.ast.targets.iter())
-            .map(|t| t.components.iter().map(|c| c.name.clone()).collect())
-            .filter(|t| !seen.contains(t))
-            .collect();
-        for t in targets {
-            if seen.insert(t.clone()) {
-                let refs: Vec<&str> = t.iter().map(|s| s.as_str()).collect();
-                if low.load_aliases(&refs) {
-                    let (aliases, probes) = low.take_loaded();
-                    self.aliases.extend(aliases);
-                    low.requeue_probes(probes);
-                }
-            }
+            self.patterns_loaded.insert(pattern);
         }
     }
 

@@ -110,9 +110,13 @@ impl Shared {
             if !self.matches(&hook.filter, values.pid as i32) {
                 continue;
             }
-            let outcome =
-                self.script
-                    .fire(hook.probe, &fired.values, Some(&memory), &mut self.sink);
+            let outcome = self.script.fire_point(
+                hook.probe,
+                hook.point,
+                &fired.values,
+                Some(&memory),
+                &mut self.sink,
+            );
             fired.values = outcome.probe;
             fired.stop |= self.apply(ctl, &outcome, values.tid);
             if outcome.stop {
