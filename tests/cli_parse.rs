@@ -36,7 +36,9 @@ fn p1_reads_a_file_and_passes_arguments() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("s.stp");
     std::fs::write(&path, "global x = @1\nprobe end { println(x, $#) }\n").unwrap();
-    let out = utap(&["-p1", path.to_str().unwrap(), "hello", "-x"]);
+    // As with stap's getopt, options may follow the script; `--` makes the
+    // rest script arguments even when they look like options.
+    let out = utap(&["-p1", path.to_str().unwrap(), "hello", "--", "-x"]);
     assert_eq!(
         text(&out.stdout),
         "global x = \"hello\"\nprobe end {\n  println(x, 2);\n}\n"

@@ -28,10 +28,11 @@ pub fn target(opts: &cli::Options, program: &Program) -> Result<Option<Target>, 
 pub fn process_points(program: &Program) -> Result<Vec<ProcessPoint>, String> {
     let mut out = Vec::new();
     for (probe, p) in program.probes.iter().enumerate() {
-        for pt in &p.points {
+        for (point, pt) in p.points.iter().enumerate() {
             if let PointKind::Process { target, event } = &pt.kind {
                 out.push(ProcessPoint {
                     probe,
+                    point,
                     filter: filter(target)?,
                     event: event_of(event),
                 });

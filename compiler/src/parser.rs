@@ -39,6 +39,22 @@ pub struct ParseOptions {
 }
 
 impl ParseOptions {
+    /// The session a fuzzer input's first byte selects (script arguments,
+    /// guru mode, tapset), shared by the fuzz target and its regression test.
+    pub fn for_fuzz_input(mode: u8) -> ParseOptions {
+        ParseOptions {
+            args: match mode % 3 {
+                0 => vec![],
+                1 => vec!["1".into(), "x y".into()],
+                _ => vec!["probe".into(), "$1".into(), "\"s".into()],
+            },
+            guru: mode & 4 != 0,
+            tapset: mode & 8 != 0,
+            arch: Some("x86_64".into()),
+            kernel_release: Some("6.18.0".into()),
+        }
+    }
+
     fn pp_config(&self) -> PpConfig {
         let mut cfg = PpConfig::host(self.args.clone(), self.guru);
         if let Some(arch) = &self.arch {

@@ -162,16 +162,54 @@ fn shell_words_split_like_sh() {
     );
 }
 
-/// Prints every sem/fail case's diagnostics (run with --nocapture to review).
+/// Every `run/` case (what the codegen executes) passes the checker too.
 #[test]
-fn show_fail_messages() {
-    let Some(root) = corpus() else { return };
-    if std::env::var("SHOW").is_err() {
+fn run_cases_pass_the_checker() {
+    let Some(root) = corpus() else {
+        eprintln!("skipped: ../shared/conformance not found");
         return;
-    }
-    for case in cases(&root.join("fail")) {
-        if let Err((_, msg)) = run(&case) {
-            println!("=== {}\n{msg}", case.display());
+    };
+    let mut failures = Vec::new();
+    let cases = cases(&root.join("../run"));
+    for case in &cases {
+        if let Err((_, msg)) = run(case) {
+            failures.push(format!("{}:\n{msg}", case.display()));
         }
     }
+    assert!(cases.len() >= 100, "{} run cases", cases.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The project's examples check (guru mode: fault injection needs it).
+#[test]
+fn examples_pass_the_checker() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    let mut failures = Vec::new();
+    for path in entries.flatten().map(|e| e.path()) {
+        if path.extension().is_none_or(|e| e != "stp") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut map = SourceMap::new();
+        let file = map.add(path.display().to_string(), text);
+        let mut ids = NodeIds::default();
+        let popts = ParseOptions {
+            guru: true,
+            ..Default::default()
+        };
+        let result = parse_file(&map, file, &popts, &mut ids).and_then(|script| {
+            let opts = CheckOptions {
+                guru: true,
+                ..Default::default()
+            };
+            check(&mut map, script, &opts, &mut ids).map(|_| ())
+        });
+        if let Err(d) = result {
+            failures.push(utap_compiler::diag::render_all(&d, &map, false));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

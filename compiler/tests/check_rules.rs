@@ -677,7 +677,8 @@ fn listing_aliases_shows_their_variables() {
 
 #[test]
 fn dead_code_warnings_under_verbose() {
-    let src = "function unused() { return 1 }\nprobe begin { x = 1 }\nprobe end { println(1) }";
+    let src =
+        "global g\nfunction unused() { return 1 }\nprobe begin { x = 1 }\nprobe end { println(1) }";
     let mut map = SourceMap::new();
     let file = map.add("t.stp", src);
     let mut ids = NodeIds::default();
@@ -693,6 +694,7 @@ fn dead_code_warnings_under_verbose() {
         [
             "warning: Eliding unused variable 'x'",
             "warning: side-effect-free probe 'begin'",
+            "warning: Eliding unused variable 'g'",
             "warning: Eliding unused function 'unused'"
         ]
     );
@@ -712,20 +714,22 @@ diag_test!(
 
 #[test]
 fn p2_verbose_dump_shows_bodies() {
-    let p = ok(r#"global s, names
+    let p = ok(r#"global s, names, greeting = "hi", total
 function twice(x) { return x * 2 }
 probe process.syscall if ($syscall == 1 || $syscall == 0) {
     names[tid()] = sprintf("%s:%-5d", execname(), twice($arg1))
     s <<< $arg3
     foreach ([t] in names- limit 3) { if (t > 0) println(t) else next }
 }
-probe end { print(@hist_log(s)) }
+probe end { print(@hist_log(s)); println(greeting); total++ }
 "#);
     assert_eq!(
         check::dump::dump_verbose(&p),
         r#"# globals
 names:string [long]
 s:stat
+greeting:string = "hi"
+total:long /* printed at exit */
 # functions
 twice:long (x:long)
   {
@@ -749,6 +753,8 @@ process.syscall /* syscalls 0,1 */ /* <- process.syscall */
 end /* <- end */
   {
     print(@hist_log(s))
+    println(greeting)
+    total++
   }
 "#
     );
@@ -874,4 +880,39 @@ fn recursive_calls_are_kept() {
         "function r(n) { return r(n + 1) }\nfunction one() { return 1 }\nprobe begin { r(0); one() }",
     );
     assert_eq!(p.probes[0].body.stmts.len(), 1, "r(0) stays, one() goes");
+}
+
+diag_test!(
+    value_of_a_statement_only_call,
+    false,
+    "probe begin { x = print(1) }",
+    [
+        "semantic error: unresolved type",
+        "1:15 'x' is given the value of something that has none"
+    ]
+);
+
+diag_test!(
+    foreach_key_filter_types,
+    false,
+    "global a\nprobe begin { a[1, \"x\"] = 1; foreach ([i, j] in a[\"y\", *]) println(i) }",
+    [
+        "semantic error: type mismatch (string vs. long)",
+        "2:51 used as string here",
+        "2:17 type was first inferred here (long)"
+    ]
+);
+
+#[test]
+fn listing_a_pattern_that_matches_nothing_fails_silently() {
+    let mut map = SourceMap::new();
+    let mut ids = NodeIds::default();
+    let r = listing::list(
+        &mut map,
+        "nosuch.*",
+        false,
+        &CheckOptions::default(),
+        &mut ids,
+    );
+    assert_eq!(r, Err(Vec::new()));
 }

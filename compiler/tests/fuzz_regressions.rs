@@ -5,20 +5,6 @@
 use utap_compiler::parser::ParseOptions;
 use utap_compiler::print::check_round_trip;
 
-fn options_for(mode: u8) -> ParseOptions {
-    ParseOptions {
-        args: match mode % 3 {
-            0 => vec![],
-            1 => vec!["1".into(), "x y".into()],
-            _ => vec!["probe".into(), "$1".into(), "\"s".into()],
-        },
-        guru: mode & 4 != 0,
-        tapset: mode & 8 != 0,
-        arch: Some("x86_64".into()),
-        kernel_release: Some("6.18.0".into()),
-    }
-}
-
 #[test]
 fn fuzz_regressions() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-regressions");
@@ -32,7 +18,9 @@ fn fuzz_regressions() {
         let data = std::fs::read(path).unwrap();
         let (mode, text) = data.split_first().map_or((0, &[][..]), |(m, t)| (*m, t));
         let text = String::from_utf8_lossy(text);
-        match std::panic::catch_unwind(|| check_round_trip(&text, &options_for(mode))) {
+        match std::panic::catch_unwind(|| {
+            check_round_trip(&text, &ParseOptions::for_fuzz_input(mode))
+        }) {
             Ok(Ok(())) => {}
             Ok(Err(e)) => failures.push(format!("{}: {e}", path.display())),
             Err(_) => failures.push(format!("{}: panicked", path.display())),

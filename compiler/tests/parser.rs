@@ -490,3 +490,36 @@ fn goes_on_after_an_error_like_systemtap() {
         ]
     );
 }
+
+fn first_line_of(text: &str) -> String {
+    errors(text).lines().next().unwrap().to_string()
+}
+
+#[test]
+fn pathological_nesting_is_refused_not_overflowed() {
+    let ops = |n: usize| format!("probe p {{ x = {}1 }}", "1+".repeat(n));
+    let ifs = |n: usize| format!("probe p {{ {}x }}", "if (1) ".repeat(n));
+    let parens = |n: usize| format!("probe p {{ x = {}1{} }}", "(".repeat(n), ")".repeat(n));
+    assert!(parse(&ops(999)).is_ok());
+    assert!(parse(&ifs(254)).is_ok());
+    assert!(parse(&parens(254)).is_ok());
+    let else_ifs = |n: usize| format!("probe p {{ if (0) x {}}}", "else if (1) x ".repeat(n));
+    assert!(parse(&else_ifs(254)).is_ok());
+    assert_eq!(
+        first_line_of(&else_ifs(5000)),
+        "parse error: nesting too deep: more than 256 levels"
+    );
+    let first_line = |t: &str| errors(t).lines().next().unwrap().to_string();
+    assert_eq!(
+        first_line(&ops(5000)),
+        "parse error: expression too complex: more than 1000 operators in one statement"
+    );
+    assert_eq!(
+        first_line(&ifs(5000)),
+        "parse error: nesting too deep: more than 256 levels"
+    );
+    assert_eq!(
+        first_line(&parens(5000)),
+        "parse error: nesting too deep: more than 256 levels"
+    );
+}

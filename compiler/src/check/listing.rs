@@ -15,6 +15,8 @@ use crate::program::*;
 use crate::source::SourceMap;
 
 /// Lists the points matching `pattern`; `vars` adds variables (`-L`).
+/// A pattern that matches nothing is an `Err` with no diagnostics (the
+/// caller exits 1 without a message, as SystemTap does).
 pub fn list(
     map: &mut SourceMap,
     pattern: &str,
@@ -41,7 +43,18 @@ pub fn list_with_library(
         separate_points: true,
         ..opts.clone()
     };
-    let (out, heads) = check_with_library(map, script, &opts, ids, lib)?;
+    // As SystemTap: a pattern that matches nothing lists nothing and fails
+    // silently (the resolution error shows from -vv on).
+    let (out, heads) = check_with_library(map, script, &opts, ids, lib).map_err(|diags| {
+        let no_match = diags
+            .iter()
+            .all(|d| d.message.starts_with("probe point mismatch"));
+        if no_match && opts.verbose < 2 {
+            Vec::new()
+        } else {
+            diags
+        }
+    })?;
     // name -> the variable lists of each expansion
     let mut found: BTreeMap<String, Vec<Vec<String>>> = BTreeMap::new();
     for (probe, head) in out.program.probes.iter().zip(heads) {

@@ -529,6 +529,7 @@ impl<'l> Lowerer<'l> {
             }
         };
         let mut keys = Vec::new();
+        let key_types = key_tvs.clone();
         for (k, t) in f.keys.iter().zip(key_tvs) {
             let (id, tv) = body.local(&mut self.types, &k.name, k.span);
             self.unify(Ty::Var(tv), t, k.span);
@@ -539,10 +540,36 @@ impl<'l> Lowerer<'l> {
             self.unify(Ty::Var(tv), val_ty, v.span);
             id
         });
+        if let Some(s) = &f.slice {
+            if s.len() != f.keys.len() {
+                self.err(
+                    SemError::new(
+                        f.span,
+                        format!("inconsistent arity ({} vs {})", s.len(), f.keys.len()),
+                    )
+                    .label("the key filter needs one entry (or *) per key"),
+                );
+            }
+        }
+        // `arr[*, "x"]`: each given key has the type of its column.
         let slice = f.slice.as_ref().map(|s| {
             s.iter()
-                .zip(0..)
-                .map(|(k, _)| k.as_ref().map(|k| self.lower_expr(k, body).0))
+                .zip(
+                    key_types
+                        .iter()
+                        .copied()
+                        .map(Some)
+                        .chain(std::iter::repeat(None)),
+                )
+                .map(|(k, t)| {
+                    k.as_ref().map(|k| {
+                        let (x, kt) = self.lower_expr(k, body);
+                        if let Some(t) = t {
+                            self.unify(kt, t, k.span);
+                        }
+                        x
+                    })
+                })
                 .collect()
         });
         let limit = f.limit.as_ref().map(|l| {
@@ -909,7 +936,19 @@ impl<'l> Lowerer<'l> {
             }
             ast::ExprKind::Call { name, args } => self.lower_call(name, args, span, body),
             ast::ExprKind::Stat { op, expr, args } => {
-                let _ = args;
+                // `@variance(s, bits)`: the optional precision is checked
+                // but not kept (the program has no field for it; runtime
+                // uses SystemTap's default).
+                for a in args {
+                    let (_, t) = self.lower_expr(a, body);
+                    self.unify(t, LONG, a.span);
+                }
+                if !args.is_empty() && *op != ast::StatOp::Variance {
+                    self.err(SemError::new(
+                        span,
+                        "unexpected argument to a statistics extractor",
+                    ));
+                }
                 let Some(lv) = self.stat_target(expr, body) else {
                     return bad(span);
                 };

@@ -226,6 +226,20 @@ fn finish(
             .map(|d| (d.ast.name.span, d.ast.name.name.clone()))
             .collect();
         unused.sort_by_key(|(s, _)| s.start);
+        let mut globals: Vec<(Span, String)> = low
+            .syms
+            .globals
+            .values()
+            .flatten()
+            .filter(|d| d.file == session.user_file && d.id.is_none())
+            .map(|d| (d.ast.name.span, d.ast.name.name.clone()))
+            .collect();
+        globals.sort_by_key(|(s, _)| s.start);
+        for (span, name) in globals {
+            session.warnings.push(
+                SemError::new(span, format!("Eliding unused variable '{name}'")).into_warning(),
+            );
+        }
         for (span, name) in unused {
             session.warnings.push(
                 SemError::new(span, format!("Eliding unused function '{name}'")).into_warning(),

@@ -12,14 +12,17 @@ use crate::program::*;
 pub fn solve_locals(low: &mut Lowerer, locals: &mut [LocalVar], tvs: &[usize], spans: &[Span]) {
     for ((l, tv), span) in locals.iter_mut().zip(tvs).zip(spans) {
         match low.types.resolve(Ty::Var(*tv)) {
-            Some(Type::Hist | Type::Void) => low.errors.push(
+            Some(Type::Hist) => low.errors.push(
                 SemError::new(*span, "invalid type histogram")
-                    .label(format!(
-                        "'{}' cannot hold a histogram or a void value",
-                        l.name
-                    ))
+                    .label(format!("'{}' cannot hold a histogram", l.name))
                     .help("print a histogram directly: print(@hist_log(s))"),
             ),
+            Some(Type::Void) => low
+                .errors
+                .push(SemError::new(*span, "unresolved type").label(format!(
+                    "'{}' is given the value of something that has none",
+                    l.name
+                ))),
             Some(Type::Stats) => low.errors.push(
                 SemError::new(
                     *span,
@@ -44,10 +47,12 @@ pub fn solve_globals_and_functions(low: &mut Lowerer) {
         let span = low.globals[i].span;
         let name = low.globals[i].name.clone();
         match low.types.resolve(Ty::Var(val)) {
-            Some(Type::Hist | Type::Void) => low.errors.push(
-                SemError::new(span, "invalid type histogram")
-                    .label(format!("'{name}' cannot hold a histogram or a void value")),
-            ),
+            Some(Type::Hist | Type::Void) => {
+                low.errors
+                    .push(SemError::new(span, "unresolved type").label(format!(
+                        "'{name}' is given the value of something that has none"
+                    )))
+            }
             Some(t) => low.globals[i].ty = t,
             None => low.errors.push(
                 SemError::new(span, "unresolved type")

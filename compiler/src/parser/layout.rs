@@ -17,7 +17,13 @@
 //!   [`Tok::Component`] (`sys*call`; `a * b` with spaces stays three tokens
 //!   and is rejected), so `*` there is a wildcard, not a multiplication.
 
-use crate::lexer::{Tok, Token};
+use crate::lexer::{LexError, Tok, Token};
+
+/// Deepest nesting of brackets, blocks and statement bodies accepted, and
+/// most operators in one statement: every later pass walks the tree
+/// recursively, so pathological input must not overflow the stack.
+pub const MAX_NESTING: usize = 256;
+pub const MAX_OPERATORS: usize = 1000;
 
 /// Runs the pass.
 pub fn layout(tokens: Vec<Token>) -> Vec<Token> {
@@ -26,6 +32,9 @@ pub fn layout(tokens: Vec<Token>) -> Vec<Token> {
         frames: Vec::new(),
         prev: Prev::StmtStart,
         probe: None,
+        header_run: 0,
+        in_body: false,
+        operators: 0,
     };
     let mut iter = tokens.into_iter().peekable();
     let mut after_arrow = false;
@@ -42,6 +51,17 @@ pub fn layout(tokens: Vec<Token>) -> Vec<Token> {
             t.tok = Tok::Ident(k.to_string());
         }
         after_arrow = matches!(t.tok, Tok::Arrow);
+        if let Some(limit) = pass.over_limit(&t) {
+            pass.out.push(Token {
+                tok: Tok::Error(Box::new(LexError {
+                    message: limit,
+                    help: Some("utap bounds these so that no pass can run out of stack".into()),
+                    opener: None,
+                })),
+                ..t
+            });
+            break;
+        }
         if pass.frames.is_empty() {
             pass.top_level(t, &mut iter);
         } else {
@@ -133,6 +153,13 @@ struct Layout {
     frames: Vec<Frame>,
     prev: Prev,
     probe: Option<ProbeState>,
+    /// Statement bodies opened without a block (`if (a) while (b) ...`,
+    /// `else if` chains).
+    header_run: usize,
+    /// The next statement is the body of a header or `else`.
+    in_body: bool,
+    /// Operators since the current statement began.
+    operators: usize,
 }
 
 fn is_component_piece(tok: &Tok) -> bool {
@@ -202,12 +229,41 @@ impl Layout {
     }
 
     fn open_block(&mut self, t: Token, kind: BlockKind) {
+        self.operators = 0;
         self.frames.push(Frame::Block(kind));
         self.prev = Prev::StmtStart;
         self.out.push(t);
     }
 
+    /// Which limit `t` would exceed, if any.
+    fn over_limit(&mut self, t: &Token) -> Option<String> {
+        if self.frames.len() + self.header_run > MAX_NESTING {
+            return Some(format!("nesting too deep: more than {MAX_NESTING} levels"));
+        }
+        let punctuation = matches!(
+            t.tok,
+            Tok::LParen
+                | Tok::RParen
+                | Tok::LBracket
+                | Tok::RBracket
+                | Tok::LBrace
+                | Tok::RBrace
+                | Tok::Comma
+                | Tok::Semi
+        );
+        if t.tok.operator().is_some() && !punctuation {
+            self.operators += 1;
+            if self.operators > MAX_OPERATORS {
+                return Some(format!(
+                    "expression too complex: more than {MAX_OPERATORS} operators in one statement"
+                ));
+            }
+        }
+        None
+    }
+
     fn mark_statement(&mut self, at: &Token) {
+        self.operators = 0;
         self.out.push(Token {
             tok: Tok::StmtStart,
             start: at.start,
@@ -231,6 +287,10 @@ impl Layout {
             Tok::LBracket => self.frames.push(Frame::Bracket(false)),
             Tok::RParen | Tok::RBracket => {
                 let frame = self.frames.pop();
+                if let Some(Frame::Paren(ParenKind::Header, _)) = frame {
+                    self.header_run += 1;
+                    self.in_body = true;
+                }
                 if let Some(Frame::Block(_)) = self.frames.last() {
                     self.prev = after_close(frame);
                 }
@@ -351,9 +411,13 @@ impl Layout {
 
     fn begin_statement_or_else(&mut self, t: Token) {
         if let Tok::Else = t.tok {
+            self.in_body = true;
             self.prev = Prev::StmtStart;
             self.out.push(t);
             return;
+        }
+        if !std::mem::take(&mut self.in_body) {
+            self.header_run = 0;
         }
         self.mark_statement(&t);
         match t.tok {
@@ -488,4 +552,68 @@ fn continues_expression(tok: &Tok) -> bool {
             | Tok::RBracket
             | Tok::Limit
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lexer::lex;
+
+    /// The laid-out stream as text, `|` marking statement starts.
+    fn shown(text: &str) -> String {
+        layout(lex(text))
+            .iter()
+            .map(|t| match &t.tok {
+                Tok::StmtStart => "|".to_string(),
+                Tok::Component(c) => format!("<{c}>"),
+                Tok::Ident(s) => s.clone(),
+                Tok::Num(n) => n.to_string(),
+                Tok::Str(s) => format!("{s:?}"),
+                Tok::Target(s) => format!("${s}"),
+                other => other
+                    .keyword()
+                    .or(other.operator())
+                    .unwrap_or("?")
+                    .to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn marks_where_statements_begin() {
+        assert_eq!(
+            shown("probe p { a = b -c d }"),
+            "probe <p> { | a = b - c | d }"
+        );
+        assert_eq!(shown("probe p { a ++b }"), "probe <p> { | a ++ | b }");
+        assert_eq!(shown("probe p { --a ++b }"), "probe <p> { | -- a | ++ b }");
+        assert_eq!(shown("probe p { a; ;b }"), "probe <p> { | a ; | ; | b }");
+        assert_eq!(
+            shown("probe p { if (x) y else { } }"),
+            "probe <p> { | if ( x ) | y else | { } }"
+        );
+        assert_eq!(shown("probe p { next -1 }"), "probe <p> { | next | - 1 }");
+        assert_eq!(
+            shown("function f() { return -1 }"),
+            "function f ( ) { | return - 1 }"
+        );
+        assert_eq!(
+            shown("probe p { try { } catch (e) { } x }"),
+            "probe <p> { | try { } catch ( e ) { } | x }"
+        );
+    }
+
+    #[test]
+    fn joins_probe_point_components_and_glues_strings() {
+        assert_eq!(
+            shown("probe sys*call.return, a if (x*y) { f(\"a\" \"b\") }"),
+            "probe <sys*call> . <return> , <a> if ( x * y ) { | f ( \"ab\" ) }"
+        );
+        assert_eq!(shown("probe a * b {}"), "probe <a> <*> <b> { }");
+        assert_eq!(
+            shown("probe p { $t->function }"),
+            "probe <p> { | $t -> function }"
+        );
+    }
 }

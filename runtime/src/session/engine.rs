@@ -110,9 +110,13 @@ impl Shared {
             if !self.matches(&hook.filter, values.pid as i32) {
                 continue;
             }
-            let outcome =
-                self.script
-                    .fire(hook.probe, &fired.values, Some(&memory), &mut self.sink);
+            let outcome = self.script.fire_point(
+                hook.probe,
+                hook.point,
+                &fired.values,
+                Some(&memory),
+                &mut self.sink,
+            );
             fired.values = outcome.probe;
             fired.stop |= self.apply(ctl, &outcome, values.tid);
             if outcome.stop {
@@ -136,8 +140,8 @@ impl Shared {
     }
 
     /// Carries out a handler's thread-control requests; true when the
-    /// current thread is to stay stopped.
-    fn apply(&mut self, ctl: &mut Control, outcome: &Outcome, current: i64) -> bool {
+    /// current thread is to stay stopped (`current` is -1 in a timer).
+    pub fn apply(&mut self, ctl: &mut Control, outcome: &Outcome, current: i64) -> bool {
         let mut stop = false;
         for req in &outcome.control {
             match *req {

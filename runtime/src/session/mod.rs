@@ -234,7 +234,10 @@ fn schedule_timers(ctl: &mut Control, shared: &SharedRef, limit: Option<Duration
             if s.finished.is_some() {
                 return None;
             }
-            if s.script.fire_timer(t.probe, &mut s.sink).stop {
+            let outcome = s.script.fire_timer(t.probe, &mut s.sink);
+            // resume()/quiesce()/stop(tid) from a timer: no current thread.
+            s.apply(ctl, &outcome, -1);
+            if outcome.stop {
                 s.end(ctl);
                 return None;
             }

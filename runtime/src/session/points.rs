@@ -9,6 +9,8 @@ use crate::utrace::Events;
 pub struct ProcessPoint {
     /// Index of the probe in the script image.
     pub probe: usize,
+    /// Index of the point within the probe (its condition, its `pp()`).
+    pub point: usize,
     pub filter: ProcessFilter,
     pub event: ProcessEvent,
 }
@@ -39,6 +41,7 @@ pub enum ProcessEvent {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Hook {
     pub probe: usize,
+    pub point: usize,
     pub filter: ProcessFilter,
 }
 
@@ -116,10 +119,11 @@ impl Dispatch {
             ..Dispatch::default()
         };
         let mut sorted: Vec<&ProcessPoint> = points.iter().collect();
-        sorted.sort_by_key(|p| p.probe);
+        sorted.sort_by_key(|p| (p.probe, p.point));
         for p in sorted {
             let hook = Hook {
                 probe: p.probe,
+                point: p.point,
                 filter: p.filter.clone(),
             };
             let by_path = matches!(p.filter, ProcessFilter::Path(_));
@@ -194,6 +198,7 @@ mod tests {
     fn point(probe: usize, event: ProcessEvent) -> ProcessPoint {
         ProcessPoint {
             probe,
+            point: 0,
             filter: ProcessFilter::Any,
             event,
         }
