@@ -440,3 +440,79 @@ pub enum AssignOp {
     /// `<<<`: add a value to a statistics aggregate.
     Stat,
 }
+
+impl UnOp {
+    /// The operator as written.
+    pub fn text(self) -> &'static str {
+        match self {
+            UnOp::Neg => "-",
+            UnOp::Plus => "+",
+            UnOp::Not => "!",
+            UnOp::BitNot => "~",
+        }
+    }
+}
+
+impl BinOp {
+    /// The operator as written.
+    pub fn text(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Mod => "%",
+            BinOp::Shl => "<<",
+            BinOp::Shr => ">>",
+            BinOp::BitAnd => "&",
+            BinOp::BitOr => "|",
+            BinOp::BitXor => "^",
+            BinOp::And => "&&",
+            BinOp::Or => "||",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Concat => ".",
+            BinOp::Match => "=~",
+            BinOp::NotMatch => "!~",
+        }
+    }
+}
+
+impl AssignOp {
+    /// The operator as written.
+    pub fn text(self) -> &'static str {
+        match self {
+            AssignOp::Assign => "=",
+            AssignOp::Add => "+=",
+            AssignOp::Sub => "-=",
+            AssignOp::Mul => "*=",
+            AssignOp::Div => "/=",
+            AssignOp::Mod => "%=",
+            AssignOp::Shl => "<<=",
+            AssignOp::Shr => ">>=",
+            AssignOp::BitAnd => "&=",
+            AssignOp::BitOr => "|=",
+            AssignOp::BitXor => "^=",
+            AssignOp::Concat => ".=",
+            AssignOp::Stat => "<<<",
+        }
+    }
+}
+
+impl StatOp {
+    /// The extractor's name without the `@` (`count`, `sum`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            StatOp::Count => "count",
+            StatOp::Sum => "sum",
+            StatOp::Min => "min",
+            StatOp::Max => "max",
+            StatOp::Avg => "avg",
+            StatOp::Variance => "variance",
+        }
+    }
+}

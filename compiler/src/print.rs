@@ -67,61 +67,6 @@ fn binary_level(op: BinOp) -> u8 {
     }
 }
 
-pub fn binop_text(op: BinOp) -> &'static str {
-    match op {
-        BinOp::Add => "+",
-        BinOp::Sub => "-",
-        BinOp::Mul => "*",
-        BinOp::Div => "/",
-        BinOp::Mod => "%",
-        BinOp::Shl => "<<",
-        BinOp::Shr => ">>",
-        BinOp::BitAnd => "&",
-        BinOp::BitOr => "|",
-        BinOp::BitXor => "^",
-        BinOp::And => "&&",
-        BinOp::Or => "||",
-        BinOp::Lt => "<",
-        BinOp::Le => "<=",
-        BinOp::Gt => ">",
-        BinOp::Ge => ">=",
-        BinOp::Eq => "==",
-        BinOp::Ne => "!=",
-        BinOp::Concat => ".",
-        BinOp::Match => "=~",
-        BinOp::NotMatch => "!~",
-    }
-}
-
-pub fn assignop_text(op: AssignOp) -> &'static str {
-    match op {
-        AssignOp::Assign => "=",
-        AssignOp::Add => "+=",
-        AssignOp::Sub => "-=",
-        AssignOp::Mul => "*=",
-        AssignOp::Div => "/=",
-        AssignOp::Mod => "%=",
-        AssignOp::Shl => "<<=",
-        AssignOp::Shr => ">>=",
-        AssignOp::BitAnd => "&=",
-        AssignOp::BitOr => "|=",
-        AssignOp::BitXor => "^=",
-        AssignOp::Concat => ".=",
-        AssignOp::Stat => "<<<",
-    }
-}
-
-pub fn stat_name(op: StatOp) -> &'static str {
-    match op {
-        StatOp::Count => "count",
-        StatOp::Sum => "sum",
-        StatOp::Min => "min",
-        StatOp::Max => "max",
-        StatOp::Avg => "avg",
-        StatOp::Variance => "variance",
-    }
-}
-
 /// A string literal with quotes and escapes that lex back to `s`.
 pub fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
@@ -430,7 +375,7 @@ impl Printer {
         if let Some(s) = &f.sort {
             if s.by == SortBy::Value {
                 if let Some(agg) = s.agg {
-                    let _ = write!(self.out, " @{}", stat_name(agg));
+                    let _ = write!(self.out, " @{}", agg.name());
                 }
                 self.out.push_str(if s.descending { "-" } else { "+" });
             }
@@ -513,12 +458,7 @@ impl Printer {
                 self.out.push(')');
             }
             ExprKind::Unary { op, expr } => {
-                let text = match op {
-                    UnOp::Neg => "-",
-                    UnOp::Plus => "+",
-                    UnOp::Not => "!",
-                    UnOp::BitNot => "~",
-                };
+                let text = op.text();
                 self.out.push_str(text);
                 let mark = self.out.len();
                 self.expr(expr, UNARY);
@@ -548,12 +488,12 @@ impl Printer {
                     l => (l, l + 1),
                 };
                 self.expr(lhs, lmin);
-                let _ = write!(self.out, " {} ", binop_text(*op));
+                let _ = write!(self.out, " {} ", op.text());
                 self.expr(rhs, rmin);
             }
             ExprKind::Assign { op, target, value } => {
                 self.expr(target, TERNARY);
-                let _ = write!(self.out, " {} ", assignop_text(*op));
+                let _ = write!(self.out, " {} ", op.text());
                 self.expr(value, ASSIGN);
             }
             ExprKind::Ternary { cond, then, else_ } => {
@@ -584,7 +524,7 @@ impl Printer {
                 self.out.push(')');
             }
             ExprKind::Stat { op, expr, args } => {
-                let _ = write!(self.out, "@{}(", stat_name(*op));
+                let _ = write!(self.out, "@{}(", op.name());
                 self.expr(expr, 0);
                 for a in args {
                     self.out.push_str(", ");

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::types::type_name;
-use crate::ast::{AssignOp, BinOp, IncDecOp, StatOp, UnOp};
+use crate::ast::IncDecOp;
 use crate::program::*;
 
 fn sig(name: &str, ty: Type, keys: Option<&[Type]>) -> String {
@@ -286,19 +286,14 @@ impl Bodies<'_> {
             ExprKind::Load(lv) => self.lvalue(lv, locals),
             ExprKind::Context(c) => context_name(*c),
             ExprKind::Unary { op, expr } => {
-                let o = match op {
-                    UnOp::Neg => "-",
-                    UnOp::Plus => "+",
-                    UnOp::Not => "!",
-                    UnOp::BitNot => "~",
-                };
+                let o = op.text();
                 format!("{o}({})", self.expr(expr, locals))
             }
             ExprKind::Binary { op, lhs, rhs } => {
                 format!(
                     "({} {} {})",
                     self.expr(lhs, locals),
-                    bin_op(*op),
+                    op.text(),
                     self.expr(rhs, locals)
                 )
             }
@@ -312,7 +307,7 @@ impl Bodies<'_> {
                 format!(
                     "{} {} {}",
                     self.lvalue(target, locals),
-                    assign_op(*op),
+                    op.text(),
                     self.expr(value, locals)
                 )
             }
@@ -333,7 +328,7 @@ impl Bodies<'_> {
                 )
             }
             ExprKind::StatGet { op, target } => {
-                format!("@{}({})", stat_name(*op), self.lvalue(target, locals))
+                format!("@{}({})", op.name(), self.lvalue(target, locals))
             }
             ExprKind::Hist { kind, target } => match kind {
                 HistKind::Log => format!("@hist_log({})", self.lvalue(target, locals)),
@@ -390,61 +385,6 @@ fn context_name(c: ContextVar) -> String {
         ContextVar::Return => "$return".into(),
         ContextVar::Signal => "$signal".into(),
         ContextVar::Code => "$code".into(),
-    }
-}
-
-fn bin_op(op: BinOp) -> &'static str {
-    match op {
-        BinOp::Add => "+",
-        BinOp::Sub => "-",
-        BinOp::Mul => "*",
-        BinOp::Div => "/",
-        BinOp::Mod => "%",
-        BinOp::Shl => "<<",
-        BinOp::Shr => ">>",
-        BinOp::BitAnd => "&",
-        BinOp::BitOr => "|",
-        BinOp::BitXor => "^",
-        BinOp::And => "&&",
-        BinOp::Or => "||",
-        BinOp::Lt => "<",
-        BinOp::Le => "<=",
-        BinOp::Gt => ">",
-        BinOp::Ge => ">=",
-        BinOp::Eq => "==",
-        BinOp::Ne => "!=",
-        BinOp::Concat => ".",
-        BinOp::Match => "=~",
-        BinOp::NotMatch => "!~",
-    }
-}
-
-fn assign_op(op: AssignOp) -> &'static str {
-    match op {
-        AssignOp::Assign => "=",
-        AssignOp::Add => "+=",
-        AssignOp::Sub => "-=",
-        AssignOp::Mul => "*=",
-        AssignOp::Div => "/=",
-        AssignOp::Mod => "%=",
-        AssignOp::Shl => "<<=",
-        AssignOp::Shr => ">>=",
-        AssignOp::BitAnd => "&=",
-        AssignOp::BitOr => "|=",
-        AssignOp::BitXor => "^=",
-        AssignOp::Concat => ".=",
-        AssignOp::Stat => "<<<",
-    }
-}
-
-fn stat_name(op: StatOp) -> &'static str {
-    match op {
-        StatOp::Count => "count",
-        StatOp::Sum => "sum",
-        StatOp::Min => "min",
-        StatOp::Max => "max",
-        StatOp::Avg => "avg",
-        StatOp::Variance => "variance",
     }
 }
 

@@ -103,6 +103,7 @@ pub fn run(
     let why = tracer.run().map_err(|e| SessionError(e.to_string()))?;
     if opts.verbose {
         eprintln!("utap: session ended: {why:?}");
+        eprintln!("utap: {} ptrace stops", tracer.ctl().stop_count());
     }
     drop(tracer);
     let mut s = shared.borrow_mut();
@@ -233,7 +234,10 @@ fn schedule_timers(ctl: &mut Control, shared: &SharedRef, limit: Option<Duration
             if s.finished.is_some() {
                 return None;
             }
-            if s.script.fire_timer(t.probe, &mut s.sink).stop {
+            let outcome = s.script.fire_timer(t.probe, &mut s.sink);
+            // resume()/quiesce()/stop(tid) from a timer: no current thread.
+            s.apply(ctl, &outcome, -1);
+            if outcome.stop {
                 s.end(ctl);
                 return None;
             }

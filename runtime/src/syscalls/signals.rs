@@ -46,6 +46,11 @@ static STANDARD: [&str; 32] = [
     "SIGSYS",
 ];
 
+/// The name of standard signal `n` (1..=31), e.g. "SIGINT".
+pub fn standard_name(n: i32) -> &'static str {
+    STANDARD[n as usize]
+}
+
 /// The kernel's first real-time signal (glibc reserves 32 and 33 and
 /// reports SIGRTMIN as 34; the kernel numbering is what tracers see).
 pub const KERNEL_SIGRTMIN: i64 = 32;

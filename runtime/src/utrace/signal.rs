@@ -35,44 +35,11 @@ impl Signal {
     }
 
     /// The conventional name: `SIGINT`, `SIGRTMIN+3`, or `SIG70` when
-    /// out of range.
+    /// out of range (the standard names come from the syscall tables).
     pub fn name(self) -> String {
-        const NAMES: [&str; 32] = [
-            "SIG0",
-            "SIGHUP",
-            "SIGINT",
-            "SIGQUIT",
-            "SIGILL",
-            "SIGTRAP",
-            "SIGABRT",
-            "SIGBUS",
-            "SIGFPE",
-            "SIGKILL",
-            "SIGUSR1",
-            "SIGSEGV",
-            "SIGUSR2",
-            "SIGPIPE",
-            "SIGALRM",
-            "SIGTERM",
-            "SIGSTKFLT",
-            "SIGCHLD",
-            "SIGCONT",
-            "SIGSTOP",
-            "SIGTSTP",
-            "SIGTTIN",
-            "SIGTTOU",
-            "SIGURG",
-            "SIGXCPU",
-            "SIGXFSZ",
-            "SIGVTALRM",
-            "SIGPROF",
-            "SIGWINCH",
-            "SIGIO",
-            "SIGPWR",
-            "SIGSYS",
-        ];
         match self.0 {
-            n @ 0..=31 => NAMES[n as usize].to_string(),
+            0 => "SIG0".to_string(),
+            n @ 1..=31 => crate::syscalls::signals::standard_name(n).to_string(),
             // The kernel's SIGRTMIN is 32; glibc reserves 32 and 33.
             n @ 32..=64 => format!("SIGRTMIN+{}", n - 32),
             n => format!("SIG{n}"),

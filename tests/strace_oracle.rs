@@ -1,0 +1,202 @@
+//! Oracle tests: utap against strace on the same deterministic fixture and
+//! the same process tree (utap runs `/bin/sh -c "exec CMD"`; so does
+//! strace here).
+//!
+//! What is adapted, and only this (SystemTap's conventions where they
+//! differ from strace's):
+//! - return values in SystemTap's `retstr` form: a failure is `-2 (ENOENT)`
+//!   where strace prints `-1 ENOENT (No such file or directory)` (done by
+//!   `strace_compat::strace_line_to_systemtap`, whose docs list the rest);
+//! - formatting: strace's `PID ` prefix (`-f -o`) and the spaces that
+//!   align ` = ` are dropped; utap's lines start with the tid;
+//! - pids: the fixture's pid appears in `getpid() = PID` and `kill(PID, 0)`
+//!   and differs between the two runs, so it is replaced by `PID`;
+//! - counting by syscall entry: the command's first execve (of /bin/sh)
+//!   happens before tracing starts (as with SystemTap's `-c`, the target
+//!   is started stopped at its exec, and probes see it from there), and
+//!   calls that never return (exit_group, exit) are not counted by
+//!   `strace -c`, which tallies calls as they finish. Counting by syscall
+//!   return needs no adaptation at all.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use support::*;
+use utap_runtime::syscalls::strace_compat::strace_line_to_systemtap;
+
+/// The calls compared line by line.
+const COMPARED: &[&str] = &[
+    "openat", "close", "read", "write", "lseek", "getpid", "kill",
+];
+
+fn strace_available() -> bool {
+    if have("strace") {
+        return true;
+    }
+    println!("strace is not installed: oracle test skipped");
+    false
+}
+
+/// Runs `strace -f -qq OPTS -o FILE /bin/sh -c "exec CMD"`; returns FILE's text.
+fn strace(opts: &[&str], cmd: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("utap-oracle-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let file = dir.join(format!("{}.txt", RUNS.fetch_add(1, Ordering::SeqCst)));
+    let mut c = command("strace");
+    c.args(["-f", "-qq"]).args(opts).arg("-o").arg(&file);
+    c.args(["/bin/sh", "-c", &format!("exec {cmd}")]);
+    // Its status is the command's (forker exits 3).
+    let out = run(c);
+    assert!(out.stderr.is_empty(), "strace failed: {}", out.stderr);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let _ = std::fs::remove_file(&file);
+    text
+}
+
+/// `(pid, rest)` of a line that starts with a number.
+fn split_pid(line: &str) -> Option<(&str, &str)> {
+    let (pid, rest) = line.split_once(' ')?;
+    pid.bytes()
+        .all(|b| b.is_ascii_digit())
+        .then_some((pid, rest.trim_start()))
+}
+
+/// The calls of the process that exec'd `program`, from that exec on,
+/// limited to [`COMPARED`], with its pid replaced by `PID`. `convert`
+/// turns a line (without the pid) into `name(args) = retstr`.
+fn calls_after_exec(
+    text: &str,
+    program: &str,
+    convert: impl Fn(&str) -> Option<String>,
+) -> Vec<String> {
+    let exec = format!("execve(\"{program}\"");
+    let mut lines = text.lines().filter_map(split_pid);
+    let pid = lines
+        .by_ref()
+        .find(|(_, rest)| rest.starts_with(&exec))
+        .map(|(pid, _)| pid.to_string())
+        .unwrap_or_else(|| panic!("no exec of {program} in:\n{text}"));
+    lines
+        .filter(|(p, _)| *p == pid)
+        .filter_map(|(_, rest)| convert(rest))
+        .filter(|call| COMPARED.iter().any(|n| call.starts_with(&format!("{n}("))))
+        .map(|call| pid_normalised(&call, &pid))
+        .collect()
+}
+
+fn pid_normalised(call: &str, pid: &str) -> String {
+    call.replace(&format!("= {pid}"), "= PID")
+        .replace(&format!("({pid},"), "(PID,")
+}
+
+#[test]
+fn strace_example_lines_equal_strace() {
+    if !strace_available() {
+        return;
+    }
+    let program = fixture("syscalls");
+    let script =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/strace.stp"))
+            .unwrap();
+    let ours = finish(utap(&script, &["-c", &program]).spawn().unwrap());
+    assert_eq!(ours.status, 0, "utap failed: {}", ours.stderr);
+    let theirs = strace(&[], &program);
+
+    let utap_calls = calls_after_exec(&ours.stdout, &program, |l| Some(l.to_string()));
+    let strace_calls = calls_after_exec(&theirs, &program, |l| {
+        strace_line_to_systemtap(l).unwrap_or_else(|e| panic!("{e}"))
+    });
+    // The fixture's own calls must be there (not only the loader's).
+    for expected in [
+        "openat(AT_FDCWD, \"/nonexistent/utap-fixture\", O_RDONLY) = -2 (ENOENT)",
+        "write(3, \"hello\\n\", 6) = 6",
+        "close(-1) = -9 (EBADF)",
+        "kill(PID, 0) = 0",
+    ] {
+        assert!(
+            utap_calls.iter().any(|c| c == expected),
+            "no {expected} in {utap_calls:#?}"
+        );
+    }
+    assert_eq!(utap_calls, strace_calls);
+}
+
+/// `name count` per line from a counting script's output.
+fn utap_counts(out: &str) -> BTreeMap<String, u64> {
+    out.lines()
+        .map(|l| {
+            let (name, n) = l
+                .split_once(' ')
+                .unwrap_or_else(|| panic!("bad line {l:?}"));
+            (name.to_string(), n.parse().unwrap())
+        })
+        .collect()
+}
+
+/// The `calls` column of `strace -c` per syscall name.
+fn strace_counts(table: &str) -> BTreeMap<String, u64> {
+    table
+        .lines()
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            // % time, seconds, usecs/call, calls, [errors,] syscall
+            if cols.len() < 5 || !cols[0].contains('.') || cols.last() == Some(&"total") {
+                return None;
+            }
+            Some((cols.last()?.to_string(), cols[3].parse().ok()?))
+        })
+        .collect()
+}
+
+const COUNT: &str = r#"
+global n
+probe process.syscall%s { n[syscall_name($syscall)]++ }
+probe end { foreach (s+ in n) printf("%s %d\n", s, n[s]) }
+"#;
+
+fn counts(return_probe: bool, program: &str) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
+    let script = COUNT.replacen("%s", if return_probe { ".return" } else { "" }, 1);
+    let ours = finish(utap(&script, &["-c", program]).spawn().unwrap());
+    assert!(ours.stderr.is_empty(), "utap failed: {}", ours.stderr);
+    (
+        utap_counts(&ours.stdout),
+        strace_counts(&strace(&["-c"], program)),
+    )
+}
+
+#[test]
+fn syscall_return_counts_equal_strace_c_over_a_process_tree() {
+    if !strace_available() {
+        return;
+    }
+    // forker: sh exec'ing a parent that forks two children, one exec'ing.
+    let (ours, theirs) = counts(true, &fixture("forker"));
+    assert_eq!(ours.get("clone"), Some(&2), "{ours:?}");
+    assert_eq!(ours, theirs);
+}
+
+#[test]
+fn syscall_entry_counts_equal_strace_c_over_a_process_tree() {
+    if !strace_available() {
+        return;
+    }
+    let (mut ours, mut theirs) = counts(false, &fixture("forker"));
+    // Never returning: counted at entry only. Three processes exit.
+    assert_eq!(ours.remove("exit_group"), Some(3), "{ours:?}");
+    // sh's own execve precedes tracing.
+    *theirs.get_mut("execve").unwrap() -= 1;
+    assert_eq!(ours, theirs);
+}
+
+#[test]
+fn syscall_counts_of_the_oracle_fixture_equal_strace_c() {
+    if !strace_available() {
+        return;
+    }
+    let (ours, theirs) = counts(true, &fixture("syscalls"));
+    assert_eq!(ours.get("openat").copied(), theirs.get("openat").copied());
+    assert_eq!(ours, theirs);
+}

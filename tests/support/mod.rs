@@ -1,0 +1,200 @@
+//! Helpers shared by the end-to-end session tests (strace oracle, attach,
+//! guru control): running utap and the fixtures with a time limit, and
+//! reading a process's state from /proc.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long any one utap run or wait may take before the test fails.
+pub const LIMIT: Duration = Duration::from_secs(20);
+
+/// The compiled fixture `name` (tests/fixtures/).
+pub fn fixture(name: &str) -> String {
+    format!("{}/{name}", env!("UTAP_FIXTURES"))
+}
+
+pub fn utap_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_utap")
+}
+
+/// A command without cargo's LD_LIBRARY_PATH (a traced program would
+/// search every build directory for each library it loads).
+pub fn command(program: &str) -> Command {
+    let mut c = Command::new(program);
+    c.env_remove("LD_LIBRARY_PATH");
+    c.stdin(Stdio::null());
+    c
+}
+
+/// `utap` with a script given as text (`-e`), its output piped.
+pub fn utap(script: &str, args: &[&str]) -> Command {
+    let mut c = command(utap_bin());
+    c.args(args).arg("-e").arg(script);
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    c
+}
+
+/// What a finished process left.
+#[derive(Debug)]
+pub struct Outcome {
+    pub stdout: String,
+    pub stderr: String,
+    /// The exit status, or 128+signal.
+    pub status: i32,
+}
+
+/// Waits for `child` (its stdout and stderr piped) at most [`LIMIT`],
+/// killing it then and failing the test.
+pub fn finish(mut child: Child) -> Outcome {
+    let mut out = child.stdout.take().expect("stdout piped");
+    let mut err = child.stderr.take().expect("stderr piped");
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if start.elapsed() > LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("timed out after {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    use std::os::unix::process::ExitStatusExt;
+    Outcome {
+        stdout: t_out.join().unwrap(),
+        stderr: t_err.join().unwrap(),
+        status: status
+            .code()
+            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
+    }
+}
+
+/// Runs `cmd` to the end.
+pub fn run(mut cmd: Command) -> Outcome {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    finish(cmd.spawn().expect("spawn"))
+}
+
+/// A running fixture that is killed when dropped.
+pub struct Running {
+    pub child: Child,
+}
+
+impl Running {
+    /// Starts fixture `name` with `args` and waits for its "ready" line.
+    pub fn ready(name: &str, args: &[&str]) -> Running {
+        let mut c = command(&fixture(name));
+        c.args(args).stdout(Stdio::piped()).stderr(Stdio::null());
+        let mut child = c.spawn().expect("spawn fixture");
+        let mut line = String::new();
+        let mut out = BufReader::new(child.stdout.take().expect("piped"));
+        out.read_line(&mut line).expect("read ready");
+        assert_eq!(line, "ready\n");
+        Running { child }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Whether it has exited (and is reaped).
+    pub fn exited(&mut self) -> Option<i32> {
+        self.child
+            .try_wait()
+            .ok()
+            .flatten()
+            .map(|s| s.code().unwrap_or(-1))
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The value of `field` in /proc/TID/status (e.g. "State", "TracerPid").
+pub fn status_field(tid: i32, field: &str) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .map(|v| v.trim().to_string())
+}
+
+/// The state letter of a thread (R, S, t, T, Z...).
+pub fn state(tid: i32) -> char {
+    status_field(tid, "State")
+        .and_then(|s| s.chars().next())
+        .unwrap_or('?')
+}
+
+/// The threads of process `pid`.
+pub fn threads(pid: i32) -> Vec<i32> {
+    let mut v: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Asserts that every thread of `pid` runs untraced and is not stopped.
+pub fn assert_running_untraced(pid: i32) {
+    let tids = threads(pid);
+    assert!(!tids.is_empty(), "process {pid} is gone");
+    for tid in tids {
+        let st = state(tid);
+        assert!(
+            st != 't' && st != 'T',
+            "thread {tid} of {pid} is stopped ({st})"
+        );
+        assert_eq!(
+            status_field(tid, "TracerPid").as_deref(),
+            Some("0"),
+            "thread {tid} of {pid} is still traced"
+        );
+    }
+}
+
+/// Waits until `cond` holds (at most [`LIMIT`]).
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < LIMIT, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Whether `program` can be run (e.g. strace).
+pub fn have(program: &str) -> bool {
+    Command::new(program)
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// Sends `sig` to `pid`.
+pub fn signal(pid: i32, sig: i32) {
+    // SAFETY: kill(2) has no memory effects.
+    assert_eq!(unsafe { libc::kill(pid, sig) }, 0, "kill({pid}, {sig})");
+}
