@@ -659,17 +659,13 @@ impl Ctx {
                 r,
             ));
         }
-        let path = self.target_path(path, &mut pretty, l, r)?;
+        let path = self.target_path(path, &mut pretty)?;
         Ok(self.expr(ExprKind::Target(TargetVar { name, path, pretty }), l, r))
     }
 
-    fn target_path(
-        &self,
-        path: Vec<Suffix>,
-        pretty: &mut u8,
-        l: usize,
-        r: usize,
-    ) -> ActionResult<Vec<TargetComp>> {
+    /// The `->field` / `[index]` path; a trailing `$` on the last field
+    /// sets `pretty`.
+    fn target_path(&self, path: Vec<Suffix>, pretty: &mut u8) -> ActionResult<Vec<TargetComp>> {
         let last = path.len().saturating_sub(1);
         let mut comps = Vec::with_capacity(path.len());
         for (i, s) in path.into_iter().enumerate() {
@@ -691,7 +687,6 @@ impl Ctx {
                 Suffix::Index(e) => comps.push(TargetComp::Index(e)),
             }
         }
-        let _ = (l, r);
         Ok(comps)
     }
 
@@ -791,7 +786,7 @@ impl Ctx {
             None => None,
         };
         let mut pretty = 0;
-        let path = self.target_path(path, &mut pretty, l, r)?;
+        let path = self.target_path(path, &mut pretty)?;
         let expr = Box::new(args.remove(0));
         Ok(self.expr(
             ExprKind::Cast {
