@@ -110,7 +110,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--calls", type=int, default=200000)
-    ap.add_argument("--spin", type=int, default=200_000_000, help="iterations per spin thread")
+    ap.add_argument("--spin", type=int, default=600_000_000, help="iterations per spin thread")
     a = ap.parse_args()
     loop, spin, threads = fixture("loop"), fixture("spin"), fixture("threads")
     load_before = load()
@@ -131,11 +131,15 @@ def main():
         ("untraced", [loop, big], None),
         ("utap syscall.kill", [UTAP, UNUSED, "-c", f"{loop} {big}"], None),
         ("utap start-up (loop 0)", [UTAP, UNUSED, "-c", f"{loop} 0"], None),
+        ("strace seccomp kill", ["strace", "-f", "-c", "-o", "/dev/null", "--seccomp-bpf", "-e", "trace=kill",
+                                 loop, big], None),
     ], a.rounds)
     net = idle["utap syscall.kill"] - idle["utap start-up (loop 0)"]
     print(f"\nno probed syscall (loop {big}): untraced {idle['untraced']:.3f} s, "
           f"utap syscall.kill {idle['utap syscall.kill']:.3f} s = {idle['utap syscall.kill'] / idle['untraced']:.2f}x "
-          f"({net / idle['untraced']:.2f}x without utap's {idle['utap start-up (loop 0)'] * 1000:.0f} ms start-up)")
+          f"({net / idle['untraced']:.2f}x without utap's {idle['utap start-up (loop 0)'] * 1000:.0f} ms start-up); "
+          f"strace --seccomp-bpf -e trace=kill {idle['strace seccomp kill']:.3f} s = "
+          f"{idle['strace seccomp kill'] / idle['untraced']:.2f}x")
 
     # 3. Parallelism: 2 CPU-bound threads (getppid every 1M iterations, probed).
     it = str(a.spin)

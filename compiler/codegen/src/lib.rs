@@ -83,7 +83,7 @@ fn new_module() -> Result<JITModule, CodegenError> {
     let err = |e: String| CodegenError::new(Span::default(), format!("native code generator: {e}"));
     let mut flags = settings::builder();
     flags
-        .set("opt_level", "speed")
+        .set("opt_level", "none")
         .map_err(|e| err(e.to_string()))?;
     flags
         .set("is_pic", "false")
