@@ -93,15 +93,26 @@ pub fn parse_file(
     ids: &mut NodeIds,
 ) -> Result<Script, Vec<Diagnostic>> {
     let text = map.text(file);
-    let raw = lexer::lex(text);
-    if raw.is_empty() && !opts.tapset {
-        return Err(vec![empty_file(map, file, "")]);
-    }
-    let tokens = layout::layout(preprocess::preprocess(raw, &opts.pp_config()));
-    if tokens.is_empty() && !opts.tapset {
-        return Err(vec![empty_file(map, file, " after preprocessing")]);
-    }
-    let items = match run_grammar(tokens, file, ids) {
+    let result = if preprocess::may_need(text) {
+        let raw = lexer::lex(text);
+        if raw.is_empty() && !opts.tapset {
+            return Err(vec![empty_file(map, file, "")]);
+        }
+        let tokens = preprocess::preprocess(raw, &opts.pp_config());
+        // Layout never empties a non-empty stream, so this is the laid-out test too.
+        if tokens.is_empty() && !opts.tapset {
+            return Err(vec![empty_file(map, file, " after preprocessing")]);
+        }
+        run_grammar(layout::laid_out(tokens), file, ids)
+    } else {
+        // Nothing to preprocess: stream the tokens, never holding them all.
+        let mut tokens = lexer::tokens(text).peekable();
+        if tokens.peek().is_none() && !opts.tapset {
+            return Err(vec![empty_file(map, file, "")]);
+        }
+        run_grammar(layout::laid_out(tokens), file, ids)
+    };
+    let items = match result {
         Ok(items) => items,
         Err(e) => {
             let at = error_offset(&e);
@@ -121,7 +132,7 @@ pub fn parse_file(
 
 /// Runs the grammar over laid-out tokens.
 fn run_grammar(
-    tokens: Vec<Token>,
+    tokens: impl IntoIterator<Item = Token>,
     file: FileId,
     ids: &mut NodeIds,
 ) -> Result<Vec<Item>, LalrError> {
@@ -177,7 +188,7 @@ fn report_more_errors(
                 )
         });
         let Some(i) = restart else { return };
-        match run_grammar(layout::layout(tokens[i..].to_vec()), file, ids) {
+        match run_grammar(layout::laid_out(tokens[i..].to_vec()), file, ids) {
             Ok(_) => return,
             Err(e) => {
                 after = error_offset(&e).max(tokens[i].start);
@@ -209,7 +220,9 @@ pub fn parse_expr(
     });
     let result = grammar::ExprParser::new().parse(&ctx, stream);
     ids.next = ctx.next_id.get();
-    result.map_err(|e| vec![syntax_error(e, map, file, &ParseOptions::default())])
+    result
+        .map(|e| *e)
+        .map_err(|e| vec![syntax_error(e, map, file, &ParseOptions::default())])
 }
 
 fn empty_file(map: &SourceMap, file: FileId, how: &str) -> Diagnostic {
@@ -388,20 +401,21 @@ pub enum Suffix {
 /// `[k1, k2]` list that must be followed by `in`.
 pub enum Operand {
     Expr(Box<Expr>),
-    Keys(Vec<Box<Expr>>, usize, usize),
+    Keys(Vec<Box<Expr>>, u32, u32),
 }
 
-/// What follows an operand in a chain (with the operator's position).
+/// What follows an operand in a chain (with the operator's position;
+/// offsets are `u32` as in [`Span`], which keeps parser symbols small).
 pub enum Link {
-    Binary(BinOp, usize, usize, Operand),
-    In(usize, Ident),
-    Match(BinOp, usize, String, usize, usize),
+    Binary(BinOp, u32, Operand),
+    In(u32, Ident),
+    Match(BinOp, u32, String, u32, u32),
 }
 
 impl Link {
     fn start(&self) -> usize {
         match self {
-            Link::Binary(_, l, ..) | Link::In(l, _) | Link::Match(_, l, ..) => *l,
+            Link::Binary(_, l, _) | Link::In(l, _) | Link::Match(_, l, ..) => *l as usize,
         }
     }
 }
@@ -466,7 +480,7 @@ impl Climber<'_> {
             _ => return None,
         }
         match self.links.next() {
-            Some(Link::Binary(op, _, _, operand)) => {
+            Some(Link::Binary(op, _, operand)) => {
                 self.pending = Some(operand);
                 Some(op)
             }
@@ -483,9 +497,11 @@ impl Climber<'_> {
     fn operand(&mut self) -> ActionResult<Box<Expr>> {
         match self.pending.take() {
             Some(Operand::Expr(e)) => Ok(e),
-            Some(Operand::Keys(_, l, r)) => {
-                Err(user("expected 'in' after a [key, ...] list", l, r))
-            }
+            Some(Operand::Keys(_, l, r)) => Err(user(
+                "expected 'in' after a [key, ...] list",
+                l as usize,
+                r as usize,
+            )),
             None => Err(user("expected an expression", 0, 0)),
         }
     }
@@ -500,9 +516,13 @@ impl Climber<'_> {
                 Some(Link::In(_, array)) => {
                     let end = array.span.end as usize;
                     let keys = keys.into_iter().map(|k| *k).collect();
-                    Ok(self.ctx.expr(ExprKind::In { keys, array }, l, end))
+                    Ok(self.ctx.expr(ExprKind::In { keys, array }, l as usize, end))
                 }
-                _ => Err(user("expected 'in' after a [key, ...] list", l, r)),
+                _ => Err(user(
+                    "expected 'in' after a [key, ...] list",
+                    l as usize,
+                    r as usize,
+                )),
             };
         }
         let key = self.comparison()?;
@@ -531,7 +551,7 @@ impl Climber<'_> {
             let Some(Link::Match(op, _, s, sl, r)) = self.links.next() else {
                 unreachable!("just peeked")
             };
-            let rhs = self.ctx.expr(ExprKind::Str(s), sl, r);
+            let rhs = self.ctx.expr(ExprKind::Str(s), sl as usize, r as usize);
             return Ok(self.binary(op, lhs, rhs));
         }
         while let Some(op) = self.next_binary(TIERS[COMPARE_TIER]) {
@@ -731,11 +751,11 @@ impl Ctx {
         })
     }
 
-    pub fn globals(&self, vars: Vec<Global>, private: bool) -> Vec<Item> {
+    pub fn globals(&self, vars: Vec<Box<Global>>, private: bool) -> Vec<Item> {
         vars.into_iter()
             .map(|mut g| {
                 g.private = private;
-                Item::Global(g)
+                Item::Global(*g)
             })
             .collect()
     }
