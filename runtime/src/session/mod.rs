@@ -17,8 +17,11 @@
 //! traps with ENOSYS when no tracer is attached (why strace's
 //! `--seccomp-bpf` kills its command on exit). When the script ends first,
 //! its end probes run and its output is written at once, and utap stays as
-//! a passive tracer until the command exits. SIGINT/SIGTERM still detach
-//! at once.
+//! a passive tracer until the command exits. SIGINT, SIGTERM and SIGHUP
+//! kill such a command (and its traced descendants) before utap detaches,
+//! as strace's `--seccomp-bpf` does (it implies `--kill-on-exit`); the end
+//! probes then run as usual. Without a filter (`-x`, or a probe on every
+//! syscall) these signals detach and the command goes on untraced.
 
 mod engine;
 pub mod points;
@@ -95,6 +98,9 @@ pub fn run(
                 .map_err(|e| SessionError(format!("cannot trace {t}: {e}")))?;
         }
         ctl.end_when_exits(pid);
+        if seccomp_on {
+            ctl.kill_on_signal();
+        }
         shared
             .borrow_mut()
             .adopt_process(&mut ctl, &dispatch, pid, &threads);
