@@ -384,6 +384,164 @@ pub enum Suffix {
     Index(Box<Expr>),
 }
 
+/// An operand of a binary-operator chain: a unary expression, or the
+/// `[k1, k2]` list that must be followed by `in`.
+pub enum Operand {
+    Expr(Box<Expr>),
+    Keys(Vec<Box<Expr>>, usize, usize),
+}
+
+/// What follows an operand in a chain (with the operator's position).
+pub enum Link {
+    Binary(BinOp, usize, usize, Operand),
+    In(usize, Ident),
+    Match(BinOp, usize, String, usize, usize),
+}
+
+impl Link {
+    fn start(&self) -> usize {
+        match self {
+            Link::Binary(_, l, ..) | Link::In(l, _) | Link::Match(_, l, ..) => *l,
+        }
+    }
+}
+
+/// SystemTap's precedence over a flat chain (its parse_logical_or ...
+/// parse_multiplicative), one tier per function level.
+struct Climber<'c> {
+    ctx: &'c Ctx,
+    /// The operand to read next.
+    pending: Option<Operand>,
+    links: std::iter::Peekable<std::vec::IntoIter<Link>>,
+}
+
+/// The binary tiers, loosest first; `IN_TIER` and `COMPARE_TIER` are special.
+const TIERS: &[&[BinOp]] = &[
+    &[BinOp::Or],
+    &[BinOp::And],
+    &[BinOp::BitOr],
+    &[BinOp::BitXor],
+    &[BinOp::BitAnd],
+    &[],
+    &[
+        BinOp::Lt,
+        BinOp::Gt,
+        BinOp::Le,
+        BinOp::Ge,
+        BinOp::Eq,
+        BinOp::Ne,
+    ],
+    &[BinOp::Shl, BinOp::Shr],
+    &[BinOp::Concat],
+    &[BinOp::Add, BinOp::Sub],
+    &[BinOp::Mul, BinOp::Div, BinOp::Mod],
+];
+const IN_TIER: usize = 5;
+const COMPARE_TIER: usize = 6;
+
+fn span_of(e: &Expr) -> (usize, usize) {
+    (e.span.start as usize, e.span.end as usize)
+}
+
+impl Climber<'_> {
+    fn tier(&mut self, t: usize) -> ActionResult<Box<Expr>> {
+        match t {
+            IN_TIER => return self.array_in(),
+            COMPARE_TIER => return self.comparison(),
+            t if t >= TIERS.len() => return self.operand(),
+            _ => {}
+        }
+        let mut lhs = self.tier(t + 1)?;
+        while let Some(op) = self.next_binary(TIERS[t]) {
+            let rhs = self.tier(t + 1)?;
+            lhs = self.binary(op, lhs, rhs);
+        }
+        Ok(lhs)
+    }
+
+    /// Takes a `Binary` link whose operator is one of `ops`.
+    fn next_binary(&mut self, ops: &[BinOp]) -> Option<BinOp> {
+        match self.links.peek() {
+            Some(Link::Binary(op, ..)) if ops.contains(op) => {}
+            _ => return None,
+        }
+        match self.links.next() {
+            Some(Link::Binary(op, _, _, operand)) => {
+                self.pending = Some(operand);
+                Some(op)
+            }
+            _ => None,
+        }
+    }
+
+    fn binary(&self, op: BinOp, lhs: Box<Expr>, rhs: Box<Expr>) -> Box<Expr> {
+        let (l, _) = span_of(&lhs);
+        let (_, r) = span_of(&rhs);
+        self.ctx.binary(op, lhs, rhs, l, r)
+    }
+
+    fn operand(&mut self) -> ActionResult<Box<Expr>> {
+        match self.pending.take() {
+            Some(Operand::Expr(e)) => Ok(e),
+            Some(Operand::Keys(_, l, r)) => {
+                Err(user("expected 'in' after a [key, ...] list", l, r))
+            }
+            None => Err(user("expected an expression", 0, 0)),
+        }
+    }
+
+    /// `KEY in ARRAY`, `[K1, K2] in ARRAY` (not chained), or a comparison.
+    fn array_in(&mut self) -> ActionResult<Box<Expr>> {
+        if let Some(Operand::Keys(..)) = self.pending {
+            let Some(Operand::Keys(keys, l, r)) = self.pending.take() else {
+                unreachable!("just matched")
+            };
+            return match self.links.next() {
+                Some(Link::In(_, array)) => {
+                    let end = array.span.end as usize;
+                    let keys = keys.into_iter().map(|k| *k).collect();
+                    Ok(self.ctx.expr(ExprKind::In { keys, array }, l, end))
+                }
+                _ => Err(user("expected 'in' after a [key, ...] list", l, r)),
+            };
+        }
+        let key = self.comparison()?;
+        if let Some(Link::In(..)) = self.links.peek() {
+            let Some(Link::In(_, array)) = self.links.next() else {
+                unreachable!("just peeked")
+            };
+            let (l, _) = span_of(&key);
+            let end = array.span.end as usize;
+            return Ok(self.ctx.expr(
+                ExprKind::In {
+                    keys: vec![*key],
+                    array,
+                },
+                l,
+                end,
+            ));
+        }
+        Ok(key)
+    }
+
+    /// `a =~ "re"` (once), or a chain of comparisons.
+    fn comparison(&mut self) -> ActionResult<Box<Expr>> {
+        let mut lhs = self.tier(COMPARE_TIER + 1)?;
+        if let Some(Link::Match(..)) = self.links.peek() {
+            let Some(Link::Match(op, _, s, sl, r)) = self.links.next() else {
+                unreachable!("just peeked")
+            };
+            let rhs = self.ctx.expr(ExprKind::Str(s), sl, r);
+            return Ok(self.binary(op, lhs, rhs));
+        }
+        while let Some(op) = self.next_binary(TIERS[COMPARE_TIER]) {
+            let rhs = self.tier(COMPARE_TIER + 1)?;
+            lhs = self.binary(op, lhs, rhs);
+        }
+        Ok(lhs)
+    }
+}
+
 /// A parsed `foreach (...)` header, waiting for its body.
 pub struct ForeachHead {
     value: Option<Ident>,
@@ -465,6 +623,43 @@ impl Ctx {
             kind,
             span: self.span(l, r),
         })
+    }
+
+    /// Builds the tree of a binary-operator chain (`key`: a `[k, ...] in`
+    /// key, which may be a comparison at most).
+    pub fn climb(&self, first: Operand, rest: Vec<Link>, key: bool) -> ActionResult<Box<Expr>> {
+        if rest.is_empty()
+            && let Operand::Expr(e) = first
+        {
+            return Ok(e);
+        }
+        let mut c = Climber {
+            ctx: self,
+            pending: Some(first),
+            links: rest.into_iter().peekable(),
+        };
+        let e = if key {
+            c.tier(COMPARE_TIER)?
+        } else {
+            c.tier(0)?
+        };
+        match c.links.next() {
+            None => Ok(e),
+            Some(link) => {
+                let at = link.start();
+                let what = match link {
+                    Link::In(..) => "'in'".to_string(),
+                    Link::Match(op, ..) => format!("'{}'", op.text()),
+                    Link::Binary(op, ..) => format!("'{}'", op.text()),
+                };
+                let message = if key {
+                    format!("expected ',' or ']', found {what}")
+                } else {
+                    format!("{what} cannot continue this expression here; use parentheses")
+                };
+                Err(user(message, at, at + 1))
+            }
+        }
     }
 
     /// `-N` in a literal: SystemTap allows down to -2^63.
@@ -659,17 +854,13 @@ impl Ctx {
                 r,
             ));
         }
-        let path = self.target_path(path, &mut pretty, l, r)?;
+        let path = self.target_path(path, &mut pretty)?;
         Ok(self.expr(ExprKind::Target(TargetVar { name, path, pretty }), l, r))
     }
 
-    fn target_path(
-        &self,
-        path: Vec<Suffix>,
-        pretty: &mut u8,
-        l: usize,
-        r: usize,
-    ) -> ActionResult<Vec<TargetComp>> {
+    /// The `->field` / `[index]` path; a trailing `$` on the last field
+    /// sets `pretty`.
+    fn target_path(&self, path: Vec<Suffix>, pretty: &mut u8) -> ActionResult<Vec<TargetComp>> {
         let last = path.len().saturating_sub(1);
         let mut comps = Vec::with_capacity(path.len());
         for (i, s) in path.into_iter().enumerate() {
@@ -691,7 +882,6 @@ impl Ctx {
                 Suffix::Index(e) => comps.push(TargetComp::Index(e)),
             }
         }
-        let _ = (l, r);
         Ok(comps)
     }
 
@@ -791,7 +981,7 @@ impl Ctx {
             None => None,
         };
         let mut pretty = 0;
-        let path = self.target_path(path, &mut pretty, l, r)?;
+        let path = self.target_path(path, &mut pretty)?;
         let expr = Box::new(args.remove(0));
         Ok(self.expr(
             ExprKind::Cast {

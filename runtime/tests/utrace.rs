@@ -72,6 +72,14 @@ fn tests() -> Vec<(&'static str, TestFn)> {
             seccomp_entries_one_stop_per_syscall,
         ),
         (
+            "exit_stops_chosen_per_syscall",
+            exit_stops_chosen_per_syscall,
+        ),
+        (
+            "colocation_moves_only_the_tracer_and_restores_it",
+            colocation_moves_only_the_tracer_and_restores_it,
+        ),
+        (
             "ticks_run_on_the_tracer_thread",
             ticks_run_on_the_tracer_thread,
         ),
@@ -1428,6 +1436,127 @@ fn seccomp_entries_one_stop_per_syscall() {
             vec![]
         };
         assert_eq!(exits, want_exits, "{events:?}");
+    }
+}
+
+/// Wants the exit of every other getppid (`Cx::want_syscall_exit` at
+/// entry), or of none, or of all; records the exits it is told about.
+struct ExitChooser {
+    /// Which getppid entries (0-based) want their exit: every `every`-th;
+    /// 0 = none.
+    every: usize,
+    getppids: usize,
+    exits: Vec<i64>,
+}
+
+impl Engine for ExitChooser {
+    fn report_syscall_entry(&mut self, cx: &mut Cx, _: ResumeAction) -> ResumeAction {
+        if cx.syscall().unwrap().nr == GETPPID {
+            let want = self.every != 0 && self.getppids % self.every == 0;
+            cx.want_syscall_exit(want);
+            self.getppids += 1;
+        }
+        ResumeAction::Resume
+    }
+    fn report_syscall_exit(&mut self, cx: &mut Cx, _: ResumeAction) -> ResumeAction {
+        self.exits.push(cx.syscall().unwrap().nr);
+        ResumeAction::Resume
+    }
+}
+
+/// The exit stop is chosen per syscall at its entry: with seccomp entries a
+/// declined exit costs no stop (counted with `Control::stop_count`), with
+/// PTRACE_SYSCALL it still stops (inherent) but is not reported.
+fn exit_stops_chosen_per_syscall() {
+    let run = |source: SyscallSource, every: usize| {
+        on_tracer_thread(move || {
+            let mut tracer = Tracer::new().unwrap();
+            let e = tracer.add_engine(ExitChooser {
+                every,
+                getppids: 0,
+                exits: Vec::new(),
+            });
+            let mut hook = install_getppid_filter;
+            let hook: Option<&mut dyn FnMut() -> bool> = match source {
+                SyscallSource::Seccomp => Some(&mut hook),
+                SyscallSource::Ptrace => None,
+            };
+            let child = tracer
+                .spawn(&fixture_cmd("syscalls", &["50", "4"]), hook)
+                .unwrap();
+            let mut ctl = tracer.ctl();
+            ctl.set_syscall_source(child.pid, source);
+            let events = Events::SYSCALL_ENTRY | Events::SYSCALL_EXIT;
+            ctl.attach(child.pid, e, AttachMode::Create, events)
+                .unwrap();
+            ctl.end_when_exits(child.pid);
+            assert_eq!(tracer.run().unwrap(), exited(child.pid, 4));
+            let c = tracer.engine_mut::<ExitChooser>(e).unwrap();
+            let getppid_exits = c.exits.iter().filter(|&&n| n == GETPPID).count();
+            (c.getppids, getppid_exits, tracer.ctl().stop_count())
+        })
+    };
+    // Seccomp: 50 entry stops; exit stops only where wanted.
+    let (n, all_exits, all_stops) = run(SyscallSource::Seccomp, 1);
+    assert_eq!((n, all_exits), (50, 50));
+    let (n, half_exits, half_stops) = run(SyscallSource::Seccomp, 2);
+    assert_eq!((n, half_exits), (50, 25));
+    let (n, no_exits, no_stops) = run(SyscallSource::Seccomp, 0);
+    assert_eq!((n, no_exits), (50, 0));
+    assert_eq!(all_stops - half_stops, 25);
+    assert_eq!(all_stops - no_stops, 50);
+    // Entry stops + wanted exit stops + a few for exec and exit.
+    assert!(no_stops >= 50 && no_stops < 60, "{no_stops} stops");
+    // PTRACE_SYSCALL: every syscall stops twice; only wanted exits reported.
+    let (n, exits, stops_half) = run(SyscallSource::Ptrace, 2);
+    assert_eq!((n, exits), (50, 25));
+    let (_, _, stops_all) = run(SyscallSource::Ptrace, 1);
+    assert_eq!(stops_half, stops_all);
+}
+
+/// The calling thread's CPU mask (as a list) and scheduling policy.
+fn placement() -> (Vec<usize>, i32) {
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set);
+        let cpus = (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect();
+        (cpus, libc::sched_getscheduler(0))
+    }
+}
+
+/// Every co-location mode traces correctly, and the tracer thread's own
+/// affinity and policy are back as they were when `run` returns.
+fn colocation_moves_only_the_tracer_and_restores_it() {
+    for mode in [
+        Colocation::Off,
+        Colocation::Pin,
+        Colocation::Idle,
+        Colocation::Poll,
+    ] {
+        let (entries, before, after) = on_tracer_thread(move || {
+            let before = placement();
+            let mut tracer = Tracer::new().unwrap();
+            tracer.set_colocation(mode);
+            let e = tracer.add_engine(TreeCounter::default());
+            let child = tracer
+                .spawn(&fixture_cmd("syscalls", &["500", "4"]), None)
+                .unwrap();
+            let mut ctl = tracer.ctl();
+            ctl.attach(child.pid, e, AttachMode::Create, Events::SYSCALL_ENTRY)
+                .unwrap();
+            ctl.end_when_exits(child.pid);
+            assert_eq!(tracer.run().unwrap(), exited(child.pid, 4));
+            let c = tracer.engine::<TreeCounter>(e).unwrap();
+            let getppids = c.entries[&child.pid]
+                .iter()
+                .filter(|&&n| n == GETPPID)
+                .count();
+            (getppids, before, placement())
+        });
+        assert_eq!(entries, 500, "{mode:?}");
+        assert_eq!(before, after, "{mode:?}");
     }
 }
 

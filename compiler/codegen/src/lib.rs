@@ -83,10 +83,22 @@ fn new_module() -> Result<JITModule, CodegenError> {
     let err = |e: String| CodegenError::new(Span::default(), format!("native code generator: {e}"));
     let mut flags = settings::builder();
     flags
-        .set("opt_level", "speed")
+        .set("opt_level", "none")
         .map_err(|e| err(e.to_string()))?;
     flags
         .set("is_pic", "false")
+        .map_err(|e| err(e.to_string()))?;
+    // The IR verifier costs a pass over every function of every compile
+    // (a `syscall.*` script has hundreds): debug builds keep it.
+    flags
+        .set(
+            "enable_verifier",
+            if cfg!(debug_assertions) {
+                "true"
+            } else {
+                "false"
+            },
+        )
         .map_err(|e| err(e.to_string()))?;
     let isa = cranelift_native::builder()
         .map_err(|e| err(e.to_string()))?

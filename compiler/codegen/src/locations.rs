@@ -38,12 +38,26 @@ const KEYWORDS: &[&str] = &[
 
 /// Describes the token starting at byte `at` of `file`.
 pub fn describe(sources: &dyn Sources, file: FileId, at: usize) -> String {
+    describe_with(sources, file, at, &line_starts(sources.text(file)))
+}
+
+/// [`describe`] with the file's line starts already known (a tapset has
+/// thousands of locations: counting lines from the top for each one made
+/// compiling `syscall.*` quadratic in the tapset's size).
+fn describe_with(sources: &dyn Sources, file: FileId, at: usize, starts: &[usize]) -> String {
     let text = sources.text(file);
     let at = at.min(text.len());
     let rest = &text[at..];
     let (kind, tok) = token_at(rest);
-    let (line, col) = line_col(text, at);
+    let (line, col) = line_col(starts, at);
     format!("{kind} '{tok}' at {}:{line}:{col}", sources.name(file))
+}
+
+/// Byte offsets at which the lines of `text` start.
+fn line_starts(text: &str) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect()
 }
 
 /// The first token at or after `from` (skipping blanks and comments).
@@ -118,11 +132,10 @@ fn first_char_len(s: &str) -> usize {
     s.chars().next().map_or(0, char::len_utf8)
 }
 
-fn line_col(text: &str, at: usize) -> (usize, usize) {
-    let before = &text[..at];
-    let line = before.matches('\n').count() + 1;
-    let col = at - before.rfind('\n').map_or(0, |p| p + 1) + 1;
-    (line, col)
+/// 1-based line and column of byte `at`, from the line starts.
+fn line_col(starts: &[usize], at: usize) -> (usize, usize) {
+    let line = starts.partition_point(|&s| s <= at).max(1);
+    (line, at - starts[line - 1] + 1)
 }
 
 /// The location table of a compiled script, interned by position.
@@ -130,6 +143,8 @@ fn line_col(text: &str, at: usize) -> (usize, usize) {
 pub struct Locations {
     pub table: Vec<String>,
     index: HashMap<(FileId, usize), u32>,
+    /// Line starts per file, computed on first use.
+    lines: HashMap<FileId, Vec<usize>>,
 }
 
 impl Locations {
@@ -138,6 +153,7 @@ impl Locations {
         Locations {
             table: vec![String::new()],
             index: HashMap::new(),
+            lines: HashMap::new(),
         }
     }
 
@@ -147,7 +163,11 @@ impl Locations {
             return id;
         }
         let id = self.table.len() as u32;
-        self.table.push(describe(sources, file, at));
+        let starts = self
+            .lines
+            .entry(file)
+            .or_insert_with(|| line_starts(sources.text(file)));
+        self.table.push(describe_with(sources, file, at, starts));
         self.index.insert((file, at), id);
         id
     }

@@ -216,7 +216,11 @@ impl Engine for ScriptEngine {
         let mut s = self.shared.borrow_mut();
         let d = &*self.dispatch;
         let args = info.args.map(|a| a as i64);
-        if !d.exit.get(info.nr as i64).is_empty() {
+        if d.exit.get(info.nr as i64).is_empty() {
+            // No return probe on this syscall: no exit stop (under seccomp
+            // the thread goes on with PTRACE_CONT).
+            cx.want_syscall_exit(false);
+        } else {
             s.entry_args.insert(cx.tid().0, args);
         }
         let hooks = d.entry.get(info.nr as i64);

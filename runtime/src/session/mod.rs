@@ -109,6 +109,7 @@ pub fn run(
     let why = tracer.run().map_err(|e| SessionError(e.to_string()))?;
     if opts.verbose {
         eprintln!("utap: session ended: {why:?}");
+        eprintln!("utap: {} ptrace stops", tracer.ctl().stop_count());
     }
     drop(tracer);
     let mut s = shared.borrow_mut();
@@ -187,7 +188,13 @@ fn spawn(
     let command =
         SpawnCommand::shell(cmd).map_err(|e| SessionError(format!("cannot run {cmd:?}: {e}")))?;
     // Built before fork: installing it in the child must not allocate.
-    let filter = syscalls.and_then(|s| seccomp::Filter::new(s.iter().copied()).ok());
+    // A probe on every syscall still gets a filter (tracing every number
+    // x86_64 has, far beyond its ≈460): one stop per syscall instead of
+    // PTRACE_SYSCALL's two, and exits only where a return probe wants them.
+    let filter = match syscalls {
+        Some(s) => seccomp::Filter::new(s.iter().copied()).ok(),
+        None => seccomp::Filter::new(0..EVERY_SYSCALL).ok(),
+    };
     let mut install = || filter.as_ref().is_some_and(|f| seccomp::install(f).is_ok());
     let hook: Option<&mut dyn FnMut() -> bool> = match filter {
         Some(_) => Some(&mut install),
@@ -213,8 +220,15 @@ fn spawn(
     Ok((spawned.pid, seccomp_on))
 }
 
+/// Syscall numbers a filter for "every syscall" traces (x86_64 has < 512;
+/// larger numbers fail with ENOSYS anyway).
+const EVERY_SYSCALL: u32 = 1024;
+
 fn strategy_note(syscalls: Option<&[u32]>, seccomp_on: bool) -> String {
     match (syscalls, seccomp_on) {
+        (None, true) => {
+            "utap: a probe takes every syscall; seccomp filter stops once on each (+ exits with a return probe)".into()
+        }
         (Some(s), true) => format!(
             "utap: seccomp filter stops only on {} syscall(s) (+ execve)",
             s.len()
@@ -222,7 +236,9 @@ fn strategy_note(syscalls: Option<&[u32]>, seccomp_on: bool) -> String {
         (Some(_), false) => {
             "utap: seccomp filter could not be installed; stopping on every syscall".into()
         }
-        (None, _) => "utap: a probe takes every syscall; stopping on every syscall".into(),
+        (None, false) => {
+            "utap: seccomp filter could not be installed; stopping twice on every syscall".into()
+        }
     }
 }
 

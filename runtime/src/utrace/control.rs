@@ -111,6 +111,8 @@ pub(crate) struct Core {
     pub timers: Vec<Timer>,
     pub next_timer: u64,
     pub engine_count: u32,
+    /// ptrace-stops handled so far (every wait status but deaths).
+    pub stops: u64,
 }
 
 /// The tracer's controls, lent to callbacks, ticks and commands.
@@ -156,6 +158,7 @@ impl Control<'_> {
             engine,
             events,
             action: ResumeAction::Resume,
+            skip_exit: false,
         });
         thread.detach_pending = false;
         self.mode_changed(tid);
@@ -331,6 +334,13 @@ impl Control<'_> {
         for t in self.core.threads.values_mut().filter(|t| t.tgid == pid) {
             t.source = source;
         }
+    }
+
+    /// How many ptrace-stops the tracer has handled so far (syscall,
+    /// seccomp, signal, event and interrupt stops; deaths are not stops).
+    /// What tracing has cost the tracees, for `-v` and the tests.
+    pub fn stop_count(&self) -> u64 {
+        self.core.stops
     }
 
     /// Ends `run` after the current report; every thread is detached.

@@ -121,6 +121,15 @@ impl Cx<'_> {
         ) {
             return Err(Error::Unsupported("syscall details outside a syscall stop"));
         }
+        #[cfg(target_arch = "x86_64")]
+        if self.stop.kind == StopKind::SyscallExit {
+            // One PTRACE_GETREGS has it all (GET_SYSCALL_INFO at an exit
+            // gives only the return value, and the number would need the
+            // registers anyway).
+            let info = exit_from_regs(&self.regs()?);
+            self.stop.syscall = Some(info);
+            return Ok(info);
+        }
         let raw = ptrace::syscall_info(self.tid)?;
         let mut info = SyscallInfo {
             nr: -1,
@@ -166,6 +175,33 @@ impl Cx<'_> {
     #[cfg(not(target_arch = "x86_64"))]
     fn exit_number_and_args(&mut self, _info: &mut SyscallInfo) -> Result<()> {
         Ok(())
+    }
+
+    /// At a syscall entry: whether this engine wants the exit report of
+    /// this syscall (by default it does when it subscribed SYSCALL_EXIT).
+    /// `false` declines it: the engine is not told of this exit, and when
+    /// no engine wants it and entries come from seccomp, the thread goes
+    /// on with `PTRACE_CONT` and the exit costs no stop at all. The choice
+    /// holds for the current syscall only (utrace engines did the same by
+    /// changing their event mask at entry and back at the next one).
+    /// Ignored outside syscall-entry reports.
+    pub fn want_syscall_exit(&mut self, want: bool) {
+        if !matches!(
+            self.stop.kind,
+            StopKind::SyscallEntry | StopKind::SeccompEntry
+        ) {
+            return;
+        }
+        let (tid, engine) = (self.tid, self.engine);
+        if let Some(a) = self
+            .ctl
+            .core
+            .threads
+            .get_mut(&tid)
+            .and_then(|t| t.attachment(engine))
+        {
+            a.skip_exit = !want;
+        }
     }
 
     /// The thread's registers.
@@ -228,6 +264,37 @@ impl Cx<'_> {
     /// The thread's memory, for `user_string` and friends.
     pub fn memory(&self) -> ProcessMemory {
         ProcessMemory { pid: self.tid }
+    }
+}
+
+/// A syscall at its exit stop, from the registers: the number in
+/// `orig_rax`, the preserved argument registers, the result in `rax`.
+#[cfg(target_arch = "x86_64")]
+fn exit_from_regs(r: &Regs) -> SyscallInfo {
+    const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+    const AUDIT_ARCH_I386: u32 = 0x4000_0003;
+    // A 32-bit (compat) task runs with the 32-bit user code segment.
+    let compat = r.cs == 0x23;
+    let (arch, args) = if compat {
+        (
+            AUDIT_ARCH_I386,
+            [r.rbx, r.rcx, r.rdx, r.rsi, r.rdi, r.rbp].map(|a| a as u32 as u64),
+        )
+    } else {
+        (AUDIT_ARCH_X86_64, [r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9])
+    };
+    SyscallInfo {
+        nr: r.orig_rax as i64,
+        args,
+        ret: Some(if compat {
+            r.rax as u32 as i32 as i64
+        } else {
+            r.rax as i64
+        }),
+        arch,
+        instruction_pointer: r.rip,
+        stack_pointer: r.rsp,
+        seccomp_data: None,
     }
 }
 

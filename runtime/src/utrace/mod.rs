@@ -37,7 +37,8 @@
 //!   `new`, `add_engine(E) -> EngineId`, `engine::<E>(id)` /
 //!   `engine_mut` (read results back), `ctl()` (the [`Control`] below, before
 //!   `run`), `handle()` (a [`TracerHandle`] for other threads),
-//!   `spawn(&SpawnCommand, hook) -> Spawned` (`-c`), and `run() ->
+//!   `spawn(&SpawnCommand, hook) -> Spawned` (`-c`), `set_colocation`
+//!   (where the tracer thread runs: [`colocate`]), and `run() ->
 //!   EndReason`, which returns only after every thread is detached.
 //! * [`Control`] — the same surface for code outside `run`, for callbacks
 //!   (a [`Cx`] derefs to it), ticks and commands: `attach(tid, engine,
@@ -47,13 +48,16 @@
 //!   `is_stopped`, `barrier`, `set_syscall_source(pid, SyscallSource::Seccomp)` (entries
 //!   from the caller's seccomp filter), `end(EndReason)`,
 //!   `end_when_exits(pid)`, `add_timer(deadline, tick) -> TimerId`,
-//!   `cancel_timer`.
+//!   `cancel_timer`, `stop_count()` (ptrace-stops so far: what tracing
+//!   cost the tracees).
 //! * [`Engine`] — implement the `report_*` callbacks you need (defaults
 //!   say `Resume`); each gets `&mut Cx` and the prevailing action, and
 //!   returns its own. [`Cx`] has the reported thread (`tid`, `pid`,
 //!   `engine`), `syscall()` ([`SyscallInfo`]: number, arguments, return
 //!   value, seccomp data), `regs`/`set_regs`, `set_syscall_return(v)` (at
-//!   entry: skip the call; at exit: replace the value), `siginfo`,
+//!   entry: skip the call; at exit: replace the value),
+//!   `want_syscall_exit(bool)` (at an entry: whether this engine wants
+//!   this syscall's exit; see *Costs* below), `siginfo`,
 //!   `disposition(sig)`, `memory()` (a `ReadMemory`).
 //! * Ticks: `add_timer(first, |ctl| -> Option<Instant>)` runs the closure on
 //!   the tracer thread at `first` and then at each deadline it returns
@@ -64,6 +68,24 @@
 //!   from another thread), when the `end_when_exits` process dies
 //!   (`EndReason::ProcessExited` with its status), or on SIGINT/SIGTERM/SIGHUP
 //!   once [`catch_termination_signals`] is installed (`EndReason::Signal`).
+//!
+//! # Costs: what a stop is paid for
+//!
+//! A ptrace-stop is two context switches, ≈3 µs when tracer and tracee
+//! share a CPU and up to ≈45 µs when it wakes an idle one. So:
+//!
+//! * With [`SyscallSource::Seccomp`] a syscall the caller's filter allows
+//!   costs nothing; a traced one costs one stop (`PTRACE_CONT` after it).
+//! * Its exit costs a second stop only if an engine with `SYSCALL_EXIT`
+//!   still wants it: an engine declines per syscall with
+//!   `Cx::want_syscall_exit(false)` in `report_syscall_entry` (the script
+//!   engine does so for every syscall without a return probe). Under
+//!   `PTRACE_SYSCALL` the exit stop is inherent; a declined exit is then
+//!   only not reported.
+//! * Syscall details cost one `PTRACE_GET_SYSCALL_INFO` at an entry and
+//!   one `PTRACE_GETREGS` at an exit, fetched on first use and cached.
+//! * `Control::stop_count` counts the stops (utap prints it under `-v`).
+//! * Where the tracer thread runs: [`colocate`] (measured, default off).
 //!
 //! # Invariants
 //!
@@ -128,6 +150,7 @@
 //!   is seen (found through /proc).
 
 mod action;
+pub mod colocate;
 mod control;
 mod cx;
 mod doorbell;
@@ -143,6 +166,7 @@ mod thread;
 mod tracer;
 
 pub use action::ResumeAction;
+pub use colocate::Colocation;
 pub use control::{AttachMode, Attached, Control, ControlStatus, EndReason, Tick, TimerId};
 #[cfg(target_arch = "x86_64")]
 pub use cx::Regs;

@@ -44,6 +44,7 @@ impl Tracer {
             Status::Continued => return,
             _ => {}
         }
+        self.core.stops += 1;
         let first = thread.run == Run::Starting;
         thread.run = Run::Stopped;
         if thread.detach_pending {
@@ -85,6 +86,9 @@ impl Tracer {
         };
         let entry = !thread.in_syscall;
         thread.in_syscall = entry;
+        if entry {
+            thread.reset_exit_choices();
+        }
         let reported = if entry {
             self.report(
                 tid,
@@ -110,6 +114,7 @@ impl Tracer {
         let mut reported = false;
         if !thread.in_syscall {
             thread.in_syscall = true;
+            thread.reset_exit_choices();
             reported = self.report(
                 tid,
                 Event::SyscallEntry,
@@ -213,6 +218,11 @@ impl Tracer {
         let Some(parent) = self.core.threads.get_mut(&tid) else {
             return;
         };
+        if !parent.in_syscall {
+            // The clone's entry was not reported (not in the seccomp
+            // filter's set): engines have not chosen about its exit.
+            parent.reset_exit_choices();
+        }
         parent.in_syscall = true;
         let parent = &*parent;
         let kind = match event {

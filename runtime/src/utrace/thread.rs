@@ -12,6 +12,10 @@ pub(crate) struct Attachment {
     pub events: Events,
     /// The engine's last word: its last callback return or `control`.
     pub action: ResumeAction,
+    /// At the current syscall's entry the engine said it does not want
+    /// this syscall's exit report (`Cx::want_syscall_exit(false)`); reset
+    /// at every entry.
+    pub skip_exit: bool,
 }
 
 /// Where a traced thread is, as far as the tracer knows.
@@ -121,6 +125,7 @@ impl Thread {
             .filter(|a| a.events.contains(Events::FOLLOW))
             .map(|a| Attachment {
                 action: ResumeAction::Resume,
+                skip_exit: false,
                 ..*a
             })
             .collect();
@@ -140,6 +145,22 @@ impl Thread {
 
     pub fn wants(&self, events: Events) -> bool {
         self.attachments.iter().any(|a| a.events.intersects(events))
+    }
+
+    /// Some engine wants the exit report of the syscall the thread is in:
+    /// it subscribed SYSCALL_EXIT and did not decline this syscall's exit
+    /// at its entry.
+    pub fn wants_exit(&self) -> bool {
+        self.attachments
+            .iter()
+            .any(|a| a.events.contains(Events::SYSCALL_EXIT) && !a.skip_exit)
+    }
+
+    /// A new syscall entry: every engine's exit choice starts over.
+    pub fn reset_exit_choices(&mut self) {
+        self.attachments
+            .iter_mut()
+            .for_each(|a| a.skip_exit = false);
     }
 
     /// The prevailing action: the smallest of the engines' last words.
@@ -178,13 +199,15 @@ impl Thread {
     }
 
     /// Cont or Syscall, from the engines' masks and the syscall source.
+    /// Under seccomp the exit stop is taken only for a syscall some engine
+    /// still wants the exit of (per-syscall choice at its entry); under
+    /// `PTRACE_SYSCALL` entry and exit always both stop.
     pub fn syscall_mode(&self) -> Mode {
-        let events = self.events();
-        let exit = events.contains(Events::SYSCALL_EXIT);
-        let entry = events.contains(Events::SYSCALL_ENTRY);
         let syscall = match self.source {
-            SyscallSource::Seccomp => exit && self.in_syscall,
-            SyscallSource::Ptrace => exit || entry,
+            SyscallSource::Seccomp => self.in_syscall && self.wants_exit(),
+            SyscallSource::Ptrace => self
+                .events()
+                .intersects(Events::SYSCALL_ENTRY | Events::SYSCALL_EXIT),
         };
         if syscall { Mode::Syscall } else { Mode::Cont }
     }

@@ -13,11 +13,13 @@ use std::os::fd::AsRawFd;
 use std::sync::{Arc, mpsc};
 use std::time::Instant;
 
+use super::colocate::{Colocation, Colocator};
 use super::control::{Core, EndReason};
 use super::cx::{StopData, StopKind};
 use super::doorbell::{self, Doorbell};
 use super::error::{Error, Result};
 use super::ptrace::{self, Status};
+use super::thread::Attachment;
 use super::{
     Control, ControlStatus, Cx, Engine, EngineId, Event, Events, ExitStatus, ResumeAction, Signal,
     Tid, safety,
@@ -39,6 +41,8 @@ pub struct Tracer {
     sender: mpsc::Sender<Command>,
     /// Reused list of the engines of the thread being reported.
     scratch: Vec<EngineId>,
+    /// Brings the tracer thread to its tracees' CPU (see `colocate`).
+    colocator: Colocator,
     /// ptrace relationships belong to this thread: not Send.
     _not_send: PhantomData<*const ()>,
 }
@@ -56,6 +60,7 @@ impl Tracer {
             commands,
             sender,
             scratch: Vec::new(),
+            colocator: Colocator::new(Colocation::from_env()),
             _not_send: PhantomData,
         })
     }
@@ -86,6 +91,12 @@ impl Tracer {
         }
     }
 
+    /// How the tracer thread places itself during `run` (default: from
+    /// `UTAP_COLOCATE`, else [`colocate::DEFAULT`](super::colocate::DEFAULT)).
+    pub fn set_colocation(&mut self, mode: Colocation) {
+        self.colocator.set_mode(mode);
+    }
+
     /// A handle for other threads.
     pub fn handle(&self) -> TracerHandle {
         TracerHandle {
@@ -111,10 +122,11 @@ impl Tracer {
                 break EndReason::Signal(sig);
             }
             self.doorbell.set_deadline(self.next_deadline());
-            let (tid, status) = match ptrace::wait_any(libc::WUNTRACED) {
+            let (tid, status) = match self.colocator.wait() {
                 Ok(Some(w)) => w,
                 Ok(None) => continue,
                 Err(errno) => {
+                    self.colocator.restore();
                     self.detach_all();
                     return Err(Error::Os {
                         op: "waitpid",
@@ -125,13 +137,18 @@ impl Tracer {
             };
             if tid == self.doorbell.pid {
                 if let Err(e) = self.on_doorbell(status) {
+                    self.colocator.restore();
                     self.detach_all();
                     return Err(e);
                 }
             } else {
+                if libc::WIFSTOPPED(status) {
+                    self.colocator.at_stop(tid);
+                }
                 self.on_status(tid, status);
             }
         };
+        self.colocator.restore();
         self.detach_all();
         // Commands that came too late still get their answers.
         self.drain_commands();
@@ -250,7 +267,13 @@ impl Tracer {
             return false;
         };
         let explicit = wanted.is_empty();
-        if !explicit && !thread.wants(wanted) {
+        let exit = event == Event::SyscallExit;
+        let wants = if exit {
+            thread.wants_exit()
+        } else {
+            thread.wants(wanted)
+        };
+        if !explicit && !wants {
             return false;
         }
         scratch.clear();
@@ -275,10 +298,11 @@ impl Tracer {
                 quiesced = true;
             }
             let Some(call) = call.as_mut() else { continue };
-            let Some(events) = attached_events(core, tid, id) else {
+            let Some(a) = attachment_of(core, tid, id) else {
                 continue;
             };
-            if !explicit && events.intersects(wanted) {
+            // An engine that declined this syscall's exit is not told.
+            if !explicit && a.events.intersects(wanted) && !(exit && a.skip_exit) {
                 let engine = &mut *engines[id.0 as usize];
                 let mut cx = Cx {
                     ctl: Control { core: &mut *core },
@@ -377,12 +401,16 @@ impl Tracer {
 }
 
 fn attached_events(core: &Core, tid: Tid, id: EngineId) -> Option<Events> {
+    attachment_of(core, tid, id).map(|a| a.events)
+}
+
+fn attachment_of(core: &Core, tid: Tid, id: EngineId) -> Option<Attachment> {
     core.threads
         .get(&tid)?
         .attachments
         .iter()
         .find(|a| a.engine == id)
-        .map(|a| a.events)
+        .copied()
 }
 
 /// Records an engine's answer; `Detach` removes the engine from the thread.
