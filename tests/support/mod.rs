@@ -5,7 +5,6 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -283,4 +282,27 @@ impl Drop for Live {
             let _ = c.wait();
         }
     }
+}
+
+/// CPU time (user + system, clock ticks) process `pid` has used.
+fn cpu_ticks(pid: i32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which ends with the last ')'.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // utime and stime are fields 14 and 15 of the whole line.
+    num(11) + num(12)
+}
+
+/// Process `pid` uses (almost) no CPU over 300 ms: a sleeping program that
+/// is not spinning on failing syscalls.
+pub fn assert_idle(pid: i32) {
+    let before = cpu_ticks(pid);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let used = cpu_ticks(pid) - before;
+    assert!(
+        used < 10,
+        "process {pid} used {used} ticks of CPU in 300 ms"
+    );
 }
