@@ -151,11 +151,22 @@ pub fn substitute_args(tokens: Vec<Token>, args: &[String]) -> Vec<Token> {
 /// characters inside strings or comments, but never says no wrongly: when it
 /// says no, the lexer's tokens can go straight to the parser.
 pub fn may_need(text: &str) -> bool {
-    text.as_bytes().windows(2).any(|w| match w[0] {
-        b'%' => matches!(w[1], b'(' | b'?' | b':' | b')'),
-        b'$' | b'@' => w[1] == b'#' || w[1].is_ascii_digit(),
-        _ => false,
-    })
+    let after = |lead: char, wanted: fn(u8) -> bool| {
+        // `str::find` with one ASCII char is a memchr: fast on large files.
+        let mut from = 0;
+        while let Some(i) = text[from..].find(lead) {
+            let at = from + i + 1;
+            if text.as_bytes().get(at).is_some_and(|&b| wanted(b)) {
+                return true;
+            }
+            from = at;
+        }
+        false
+    };
+    let arg_ref = |b: u8| b == b'#' || b.is_ascii_digit();
+    after('%', |b| matches!(b, b'(' | b'?' | b':' | b')'))
+        || after('$', arg_ref)
+        || after('@', arg_ref)
 }
 
 fn is_arg_ref(tok: &Tok) -> bool {
@@ -580,6 +591,32 @@ fn bracket(p: &[char], start: usize, c: char) -> Option<(bool, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn may_need_finds_every_preprocessor_and_argument_token() {
+        for text in [
+            "%( arch == \"x86_64\" %? a %: b %)",
+            "x %?",
+            "x %:",
+            "%)",
+            "probe begin { print($1) }",
+            "@2",
+            "$#",
+            "f(@#)",
+        ] {
+            assert!(may_need(text), "{text}");
+        }
+        for text in [
+            "",
+            "%",
+            "$",
+            "a % b",
+            "$arg1 @count(x) printf(\"%d\")",
+            "x$",
+        ] {
+            assert!(!may_need(text), "{text}");
+        }
+    }
 
     fn cfg(args: &[&str]) -> PpConfig {
         PpConfig {

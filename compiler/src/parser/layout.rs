@@ -63,6 +63,7 @@ pub struct LaidOut<I: Iterator<Item = Token>> {
 impl<I: Iterator<Item = Token>> Iterator for LaidOut<I> {
     type Item = Token;
 
+    #[inline]
     fn next(&mut self) -> Option<Token> {
         loop {
             if let Some(t) = self.pass.out.pop_front() {
@@ -79,6 +80,7 @@ impl<I: Iterator<Item = Token>> Iterator for LaidOut<I> {
 
 impl<I: Iterator<Item = Token>> LaidOut<I> {
     /// Lays out one input token (and the string pieces glued to it).
+    #[inline]
     fn step(&mut self, mut t: Token) {
         let iter = &mut self.input;
         let pass = &mut self.pass;
@@ -318,6 +320,7 @@ impl Layout {
     }
 
     /// A token inside a probe or function body.
+    #[inline]
     fn body(&mut self, t: Token) {
         match self.frames.last() {
             Some(Frame::Block(_)) => self.statement_level(t),
