@@ -10,7 +10,10 @@ use crate::cli;
 pub fn target(opts: &cli::Options, program: &Program) -> Result<Option<Target>, String> {
     match (&opts.command, opts.pid) {
         (Some(_), Some(_)) => Err("-c and -x cannot be used together".into()),
-        (Some(cmd), None) => Ok(Some(Target::Command(cmd.clone()))),
+        (Some(cmd), None) => {
+            check_command(cmd)?;
+            Ok(Some(Target::Command(cmd.clone())))
+        }
         (None, Some(pid)) => {
             if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
                 return Err(format!("cannot attach to process {pid}: no such process"));
@@ -80,4 +83,55 @@ fn resolve(path: &str) -> Result<String, String> {
         .and_then(|p| std::fs::canonicalize(p).ok())
         .map(|p| p.to_string_lossy().into_owned())
         .ok_or_else(|| format!("cannot find executable '{path}' of process(\"{path}\")"))
+}
+
+/// Characters that make `-c CMD` more than a program and its arguments.
+const SHELL_SYNTAX: &[char] = &[
+    '$', '`', '\\', '"', '\'', ';', '&', '|', '<', '>', '(', ')', '{', '}', '*', '?', '[', ']',
+    '~', '#', '=', '!', '\n',
+];
+
+/// Fails before anything starts when CMD is a plain program with arguments
+/// whose program `/bin/sh -c "exec CMD"` could not run: `exec` looks a name
+/// up in PATH only (never a builtin or function), so the same lookup here
+/// gives the shell's answer. Commands with shell syntax are left to the
+/// shell.
+fn check_command(cmd: &str) -> Result<(), String> {
+    if cmd.contains(SHELL_SYNTAX) {
+        return Ok(());
+    }
+    let Some(program) = cmd.split_whitespace().next() else {
+        return Err("-c needs a command".into());
+    };
+    if program.contains('/') {
+        let path = std::path::Path::new(program);
+        return match std::fs::metadata(path) {
+            Err(_) => Err(format!("cannot run '{program}': no such file or directory")),
+            Ok(m) if m.is_dir() || !executable(path) => {
+                Err(format!("cannot run '{program}': permission denied"))
+            }
+            Ok(_) => Ok(()),
+        };
+    }
+    // Without PATH the shell uses its own default: leave it to the shell.
+    let Some(dirs) = std::env::var_os("PATH") else {
+        return Ok(());
+    };
+    let found = std::env::split_paths(&dirs)
+        .map(|d| d.join(program))
+        .any(|p| p.is_file() && executable(&p));
+    match found {
+        true => Ok(()),
+        false => Err(format!("cannot run '{program}': command not found")),
+    }
+}
+
+/// access(X_OK), as the shell's exec decides.
+fn executable(path: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: a valid NUL-terminated path.
+    unsafe { libc::access(c.as_ptr(), libc::X_OK) == 0 }
 }

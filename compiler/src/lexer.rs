@@ -266,13 +266,36 @@ pub struct Token {
 
 /// Lexes a whole text. Never fails: bad input becomes [`Tok::Error`] tokens.
 pub fn lex(text: &str) -> Vec<Token> {
-    let mut out = Vec::with_capacity(text.len() / 4);
-    let mut lexer = Tok::lexer(text);
-    let mut prev_end = usize::MAX;
-    while let Some(result) = lexer.next() {
-        let span = lexer.span();
-        let glued = span.start == prev_end;
-        prev_end = span.end;
+    // Real scripts have about one token per 3 bytes; reserving for one per 2
+    // only reserves address space, and avoids copying the vector as it grows.
+    let mut out = Vec::with_capacity(text.len() / 2 + 1);
+    out.extend(tokens(text));
+    out
+}
+
+/// The tokens of a text as a stream (what [`lex`] collects), for passes
+/// that need no second look at them.
+pub fn tokens(text: &str) -> Tokens<'_> {
+    Tokens {
+        lexer: Tok::lexer(text),
+        prev_end: usize::MAX,
+    }
+}
+
+/// See [`tokens`].
+pub struct Tokens<'t> {
+    lexer: logos::Lexer<'t, Tok>,
+    prev_end: usize,
+}
+
+impl Iterator for Tokens<'_> {
+    type Item = Token;
+
+    fn next(&mut self) -> Option<Token> {
+        let result = self.lexer.next()?;
+        let span = self.lexer.span();
+        let glued = span.start == self.prev_end;
+        self.prev_end = span.end;
         let (tok, end) = match result {
             Ok(tok) => (tok, span.end),
             Err(e) => {
@@ -280,14 +303,13 @@ pub fn lex(text: &str) -> Vec<Token> {
                 (Tok::Error(Box::new(e)), end)
             }
         };
-        out.push(Token {
+        Some(Token {
             tok,
             start: span.start,
             end,
             glued,
-        });
+        })
     }
-    out
 }
 
 /// `strtoull(text, &end, 0)` as SystemTap uses it: the whole text must be a

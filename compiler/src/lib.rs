@@ -14,3 +14,4 @@ pub mod preprocess;
 pub mod print;
 pub mod program;
 pub mod source;
+pub mod walk;

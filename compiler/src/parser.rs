@@ -93,15 +93,26 @@ pub fn parse_file(
     ids: &mut NodeIds,
 ) -> Result<Script, Vec<Diagnostic>> {
     let text = map.text(file);
-    let raw = lexer::lex(text);
-    if raw.is_empty() && !opts.tapset {
-        return Err(vec![empty_file(map, file, "")]);
-    }
-    let tokens = layout::layout(preprocess::preprocess(raw, &opts.pp_config()));
-    if tokens.is_empty() && !opts.tapset {
-        return Err(vec![empty_file(map, file, " after preprocessing")]);
-    }
-    let items = match run_grammar(tokens, file, ids) {
+    let result = if preprocess::may_need(text) {
+        let raw = lexer::lex(text);
+        if raw.is_empty() && !opts.tapset {
+            return Err(vec![empty_file(map, file, "")]);
+        }
+        let tokens = preprocess::preprocess(raw, &opts.pp_config());
+        // Layout never empties a non-empty stream, so this is the laid-out test too.
+        if tokens.is_empty() && !opts.tapset {
+            return Err(vec![empty_file(map, file, " after preprocessing")]);
+        }
+        run_grammar(layout::laid_out(tokens), file, ids)
+    } else {
+        // Nothing to preprocess: stream the tokens, never holding them all.
+        let mut tokens = lexer::tokens(text).peekable();
+        if tokens.peek().is_none() && !opts.tapset {
+            return Err(vec![empty_file(map, file, "")]);
+        }
+        run_grammar(layout::laid_out(tokens), file, ids)
+    };
+    let items = match result {
         Ok(items) => items,
         Err(e) => {
             let at = error_offset(&e);
@@ -121,7 +132,7 @@ pub fn parse_file(
 
 /// Runs the grammar over laid-out tokens.
 fn run_grammar(
-    tokens: Vec<Token>,
+    tokens: impl IntoIterator<Item = Token>,
     file: FileId,
     ids: &mut NodeIds,
 ) -> Result<Vec<Item>, LalrError> {
@@ -177,7 +188,7 @@ fn report_more_errors(
                 )
         });
         let Some(i) = restart else { return };
-        match run_grammar(layout::layout(tokens[i..].to_vec()), file, ids) {
+        match run_grammar(layout::laid_out(tokens[i..].to_vec()), file, ids) {
             Ok(_) => return,
             Err(e) => {
                 after = error_offset(&e).max(tokens[i].start);
@@ -209,7 +220,9 @@ pub fn parse_expr(
     });
     let result = grammar::ExprParser::new().parse(&ctx, stream);
     ids.next = ctx.next_id.get();
-    result.map_err(|e| vec![syntax_error(e, map, file, &ParseOptions::default())])
+    result
+        .map(|e| *e)
+        .map_err(|e| vec![syntax_error(e, map, file, &ParseOptions::default())])
 }
 
 fn empty_file(map: &SourceMap, file: FileId, how: &str) -> Diagnostic {
@@ -384,6 +397,171 @@ pub enum Suffix {
     Index(Box<Expr>),
 }
 
+/// An operand of a binary-operator chain: a unary expression, or the
+/// `[k1, k2]` list that must be followed by `in`.
+pub enum Operand {
+    Expr(Box<Expr>),
+    Keys(Vec<Box<Expr>>, u32, u32),
+}
+
+/// What follows an operand in a chain (with the operator's position;
+/// offsets are `u32` as in [`Span`], which keeps parser symbols small).
+pub enum Link {
+    Binary(BinOp, u32, Operand),
+    In(u32, Ident),
+    Match(BinOp, u32, String, u32, u32),
+}
+
+impl Link {
+    fn start(&self) -> usize {
+        match self {
+            Link::Binary(_, l, _) | Link::In(l, _) | Link::Match(_, l, ..) => *l as usize,
+        }
+    }
+}
+
+/// SystemTap's precedence over a flat chain (its parse_logical_or ...
+/// parse_multiplicative), one tier per function level.
+struct Climber<'c> {
+    ctx: &'c Ctx,
+    /// The operand to read next.
+    pending: Option<Operand>,
+    links: std::iter::Peekable<std::vec::IntoIter<Link>>,
+}
+
+/// The binary tiers, loosest first; `IN_TIER` and `COMPARE_TIER` are special.
+const TIERS: &[&[BinOp]] = &[
+    &[BinOp::Or],
+    &[BinOp::And],
+    &[BinOp::BitOr],
+    &[BinOp::BitXor],
+    &[BinOp::BitAnd],
+    &[],
+    &[
+        BinOp::Lt,
+        BinOp::Gt,
+        BinOp::Le,
+        BinOp::Ge,
+        BinOp::Eq,
+        BinOp::Ne,
+    ],
+    &[BinOp::Shl, BinOp::Shr],
+    &[BinOp::Concat],
+    &[BinOp::Add, BinOp::Sub],
+    &[BinOp::Mul, BinOp::Div, BinOp::Mod],
+];
+const IN_TIER: usize = 5;
+const COMPARE_TIER: usize = 6;
+
+fn span_of(e: &Expr) -> (usize, usize) {
+    (e.span.start as usize, e.span.end as usize)
+}
+
+impl Climber<'_> {
+    fn tier(&mut self, t: usize) -> ActionResult<Box<Expr>> {
+        match t {
+            IN_TIER => return self.array_in(),
+            COMPARE_TIER => return self.comparison(),
+            t if t >= TIERS.len() => return self.operand(),
+            _ => {}
+        }
+        let mut lhs = self.tier(t + 1)?;
+        while let Some(op) = self.next_binary(TIERS[t]) {
+            let rhs = self.tier(t + 1)?;
+            lhs = self.binary(op, lhs, rhs);
+        }
+        Ok(lhs)
+    }
+
+    /// Takes a `Binary` link whose operator is one of `ops`.
+    fn next_binary(&mut self, ops: &[BinOp]) -> Option<BinOp> {
+        match self.links.peek() {
+            Some(Link::Binary(op, ..)) if ops.contains(op) => {}
+            _ => return None,
+        }
+        match self.links.next() {
+            Some(Link::Binary(op, _, operand)) => {
+                self.pending = Some(operand);
+                Some(op)
+            }
+            _ => None,
+        }
+    }
+
+    fn binary(&self, op: BinOp, lhs: Box<Expr>, rhs: Box<Expr>) -> Box<Expr> {
+        let (l, _) = span_of(&lhs);
+        let (_, r) = span_of(&rhs);
+        self.ctx.binary(op, lhs, rhs, l, r)
+    }
+
+    fn operand(&mut self) -> ActionResult<Box<Expr>> {
+        match self.pending.take() {
+            Some(Operand::Expr(e)) => Ok(e),
+            Some(Operand::Keys(_, l, r)) => Err(user(
+                "expected 'in' after a [key, ...] list",
+                l as usize,
+                r as usize,
+            )),
+            None => Err(user("expected an expression", 0, 0)),
+        }
+    }
+
+    /// `KEY in ARRAY`, `[K1, K2] in ARRAY` (not chained), or a comparison.
+    fn array_in(&mut self) -> ActionResult<Box<Expr>> {
+        if let Some(Operand::Keys(..)) = self.pending {
+            let Some(Operand::Keys(keys, l, r)) = self.pending.take() else {
+                unreachable!("just matched")
+            };
+            return match self.links.next() {
+                Some(Link::In(_, array)) => {
+                    let end = array.span.end as usize;
+                    let keys = keys.into_iter().map(|k| *k).collect();
+                    Ok(self.ctx.expr(ExprKind::In { keys, array }, l as usize, end))
+                }
+                _ => Err(user(
+                    "expected 'in' after a [key, ...] list",
+                    l as usize,
+                    r as usize,
+                )),
+            };
+        }
+        let key = self.comparison()?;
+        if let Some(Link::In(..)) = self.links.peek() {
+            let Some(Link::In(_, array)) = self.links.next() else {
+                unreachable!("just peeked")
+            };
+            let (l, _) = span_of(&key);
+            let end = array.span.end as usize;
+            return Ok(self.ctx.expr(
+                ExprKind::In {
+                    keys: vec![*key],
+                    array,
+                },
+                l,
+                end,
+            ));
+        }
+        Ok(key)
+    }
+
+    /// `a =~ "re"` (once), or a chain of comparisons.
+    fn comparison(&mut self) -> ActionResult<Box<Expr>> {
+        let mut lhs = self.tier(COMPARE_TIER + 1)?;
+        if let Some(Link::Match(..)) = self.links.peek() {
+            let Some(Link::Match(op, _, s, sl, r)) = self.links.next() else {
+                unreachable!("just peeked")
+            };
+            let rhs = self.ctx.expr(ExprKind::Str(s), sl as usize, r as usize);
+            return Ok(self.binary(op, lhs, rhs));
+        }
+        while let Some(op) = self.next_binary(TIERS[COMPARE_TIER]) {
+            let rhs = self.tier(COMPARE_TIER + 1)?;
+            lhs = self.binary(op, lhs, rhs);
+        }
+        Ok(lhs)
+    }
+}
+
 /// A parsed `foreach (...)` header, waiting for its body.
 pub struct ForeachHead {
     value: Option<Ident>,
@@ -467,6 +645,43 @@ impl Ctx {
         })
     }
 
+    /// Builds the tree of a binary-operator chain (`key`: a `[k, ...] in`
+    /// key, which may be a comparison at most).
+    pub fn climb(&self, first: Operand, rest: Vec<Link>, key: bool) -> ActionResult<Box<Expr>> {
+        if rest.is_empty()
+            && let Operand::Expr(e) = first
+        {
+            return Ok(e);
+        }
+        let mut c = Climber {
+            ctx: self,
+            pending: Some(first),
+            links: rest.into_iter().peekable(),
+        };
+        let e = if key {
+            c.tier(COMPARE_TIER)?
+        } else {
+            c.tier(0)?
+        };
+        match c.links.next() {
+            None => Ok(e),
+            Some(link) => {
+                let at = link.start();
+                let what = match link {
+                    Link::In(..) => "'in'".to_string(),
+                    Link::Match(op, ..) => format!("'{}'", op.text()),
+                    Link::Binary(op, ..) => format!("'{}'", op.text()),
+                };
+                let message = if key {
+                    format!("expected ',' or ']', found {what}")
+                } else {
+                    format!("{what} cannot continue this expression here; use parentheses")
+                };
+                Err(user(message, at, at + 1))
+            }
+        }
+    }
+
     /// `-N` in a literal: SystemTap allows down to -2^63.
     pub fn negative_literal(&self, n: u64, l: usize, r: usize) -> ActionResult<i64> {
         if n > 1 << 63 {
@@ -536,11 +751,11 @@ impl Ctx {
         })
     }
 
-    pub fn globals(&self, vars: Vec<Global>, private: bool) -> Vec<Item> {
+    pub fn globals(&self, vars: Vec<Box<Global>>, private: bool) -> Vec<Item> {
         vars.into_iter()
             .map(|mut g| {
                 g.private = private;
-                Item::Global(g)
+                Item::Global(*g)
             })
             .collect()
     }

@@ -73,14 +73,27 @@ pub fn stap_arch(machine: &str) -> &str {
 /// Substitutes arguments, then resolves conditionals.
 pub fn preprocess(tokens: Vec<Token>, cfg: &PpConfig) -> Vec<Token> {
     // Most scripts use neither: then the tokens pass through untouched.
-    let tokens = if tokens.iter().any(|t| is_arg_ref(&t.tok)) {
-        substitute_args(tokens, &cfg.args)
+    // One scan finds out which passes are needed (a large file's token
+    // vector is big enough that every extra scan shows).
+    let is_conditional =
+        |t: &Token| matches!(t.tok, Tok::PpIf | Tok::PpThen | Tok::PpElse | Tok::PpEnd);
+    let (mut args, mut conditional) = (false, false);
+    for t in &tokens {
+        args |= is_arg_ref(&t.tok);
+        conditional |= is_conditional(t);
+        if args && conditional {
+            break;
+        }
+    }
+    let tokens = if args {
+        // An argument's text may itself hold `%(`, so look again.
+        let tokens = substitute_args(tokens, &cfg.args);
+        conditional = tokens.iter().any(is_conditional);
+        tokens
     } else {
         tokens
     };
-    let conditional =
-        |t: &Token| matches!(t.tok, Tok::PpIf | Tok::PpThen | Tok::PpElse | Tok::PpEnd);
-    if !tokens.iter().any(conditional) {
+    if !conditional {
         return tokens;
     }
     Conditionals::new(tokens, cfg).run()
@@ -131,6 +144,18 @@ pub fn substitute_args(tokens: Vec<Token>, args: &[String]) -> Vec<Token> {
         }
     }
     out
+}
+
+/// Whether `text` might hold a token [`preprocess`] acts on (`%(` `%?`
+/// `%:` `%)`, `$N` `@N` `$#` `@#`). A byte scan, so it may say yes for such
+/// characters inside strings or comments, but never says no wrongly: when it
+/// says no, the lexer's tokens can go straight to the parser.
+pub fn may_need(text: &str) -> bool {
+    text.as_bytes().windows(2).any(|w| match w[0] {
+        b'%' => matches!(w[1], b'(' | b'?' | b':' | b')'),
+        b'$' | b'@' => w[1] == b'#' || w[1].is_ascii_digit(),
+        _ => false,
+    })
 }
 
 fn is_arg_ref(tok: &Tok) -> bool {

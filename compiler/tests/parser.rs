@@ -523,3 +523,27 @@ fn pathological_nesting_is_refused_not_overflowed() {
         "parse error: nesting too deep: more than 256 levels"
     );
 }
+
+#[test]
+fn chains_that_systemtap_rejects() {
+    assert_eq!(
+        first_line_of("probe p { x = a in b in c }"),
+        "parse error: 'in' cannot continue this expression here; use parentheses"
+    );
+    assert_eq!(
+        first_line_of("probe p { x = a < b =~ \"x\" }"),
+        "parse error: '=~' cannot continue this expression here; use parentheses"
+    );
+    assert_eq!(
+        first_line_of("probe p { x = [a && b] in c }"),
+        "parse error: expected ',' or ']', found '&&'"
+    );
+    assert_eq!(
+        first_line_of("probe p { x = [a] + 1 }"),
+        "parse error: expected 'in' after a [key, ...] list"
+    );
+    assert_eq!(
+        body("x = (a in b) in c\ny = (a =~ \"x\") . b"),
+        lines(&["x = (a in b) in c;", "y = (a =~ \"x\") . b;"])
+    );
+}

@@ -5,7 +5,6 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -197,4 +196,113 @@ pub fn have(program: &str) -> bool {
 pub fn signal(pid: i32, sig: i32) {
     // SAFETY: kill(2) has no memory effects.
     assert_eq!(unsafe { libc::kill(pid, sig) }, 0, "kill({pid}, {sig})");
+}
+
+/// A running utap whose stdout is read line by line as it comes.
+pub struct Live {
+    child: Option<Child>,
+    lines: std::sync::mpsc::Receiver<String>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Live {
+    /// Spawns `cmd` (its stdout and stderr piped).
+    pub fn spawn(mut cmd: Command) -> Live {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn utap");
+        let out = BufReader::new(child.stdout.take().expect("piped"));
+        let mut err = child.stderr.take().expect("piped");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in out.lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        });
+        Live {
+            child: Some(child),
+            lines,
+            stderr: Some(stderr),
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().expect("running").id() as i32
+    }
+
+    /// The next line of stdout (within [`LIMIT`]).
+    pub fn line(&self) -> String {
+        self.lines
+            .recv_timeout(LIMIT)
+            .unwrap_or_else(|e| panic!("no line from utap: {e}"))
+    }
+
+    /// Waits for the end (within [`LIMIT`]): the rest of stdout, stderr,
+    /// the status.
+    pub fn finish(mut self) -> Outcome {
+        let mut child = self.child.take().expect("running");
+        let start = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().expect("wait") {
+                break s;
+            }
+            if start.elapsed() > LIMIT {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("utap did not end within {LIMIT:?}");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let mut stdout = String::new();
+        while let Ok(l) = self.lines.recv_timeout(LIMIT) {
+            stdout.push_str(&l);
+            stdout.push('\n');
+        }
+        use std::os::unix::process::ExitStatusExt;
+        Outcome {
+            stdout,
+            stderr: self.stderr.take().unwrap().join().unwrap(),
+            status: status
+                .code()
+                .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
+        }
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// CPU time (user + system, clock ticks) process `pid` has used.
+fn cpu_ticks(pid: i32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which ends with the last ')'.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // utime and stime are fields 14 and 15 of the whole line.
+    num(11) + num(12)
+}
+
+/// Process `pid` uses (almost) no CPU over 300 ms: a sleeping program that
+/// is not spinning on failing syscalls.
+pub fn assert_idle(pid: i32) {
+    let before = cpu_ticks(pid);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let used = cpu_ticks(pid) - before;
+    assert!(
+        used < 10,
+        "process {pid} used {used} ticks of CPU in 300 ms"
+    );
 }

@@ -6,128 +6,12 @@
 use std::collections::HashMap;
 
 use utap_compiler::ast::Literal;
-use utap_compiler::program::{
-    Block, Expr, ExprKind, Foreach, ForeachSource, HistKind, LValue, Program, Stmt, StmtKind, Type,
-};
+use utap_compiler::program::{ExprKind, HistKind, LValue, Program, Type};
+use utap_compiler::walk;
 use utap_runtime::script::image::{GlobalSpec, InitValue, KeyType, ValueType};
 use utap_runtime::values::stats::{HistSpec, StatSpec};
 
 use crate::CodegenError;
-
-/// Calls `f` on every expression of the program, depth first.
-pub fn walk_program(p: &Program, f: &mut dyn FnMut(&Expr)) {
-    for func in &p.functions {
-        walk_block(&func.body, f);
-    }
-    for probe in &p.probes {
-        for pt in &probe.points {
-            if let Some(c) = &pt.condition {
-                walk_expr(c, f);
-            }
-        }
-        walk_block(&probe.body, f);
-    }
-}
-
-fn walk_block(b: &Block, f: &mut dyn FnMut(&Expr)) {
-    for s in &b.stmts {
-        walk_stmt(s, f);
-    }
-}
-
-fn walk_stmt(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
-    match &s.kind {
-        StmtKind::Expr(e) => walk_expr(e, f),
-        StmtKind::Block(b) => walk_block(b, f),
-        StmtKind::If { cond, then, else_ } => {
-            walk_expr(cond, f);
-            walk_stmt(then, f);
-            if let Some(e) = else_ {
-                walk_stmt(e, f);
-            }
-        }
-        StmtKind::While { cond, body } => {
-            walk_expr(cond, f);
-            walk_stmt(body, f);
-        }
-        StmtKind::For {
-            init,
-            cond,
-            step,
-            body,
-        } => {
-            for e in [init, cond, step].into_iter().flatten() {
-                walk_expr(e, f);
-            }
-            walk_stmt(body, f);
-        }
-        StmtKind::Foreach(fe) => walk_foreach(fe, f),
-        StmtKind::Return(Some(e)) => walk_expr(e, f),
-        StmtKind::Delete(lv) => walk_lvalue(lv, f),
-        StmtKind::Try { body, catch, .. } => {
-            walk_block(body, f);
-            walk_block(catch, f);
-        }
-        StmtKind::Next | StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {}
-    }
-}
-
-fn walk_foreach(fe: &Foreach, f: &mut dyn FnMut(&Expr)) {
-    if let ForeachSource::Hist(h) = &fe.source {
-        walk_expr(h, f);
-    }
-    for e in fe.slice.iter().flatten().flatten() {
-        walk_expr(e, f);
-    }
-    if let Some(l) = &fe.limit {
-        walk_expr(l, f);
-    }
-    walk_stmt(&fe.body, f);
-}
-
-fn walk_lvalue(lv: &LValue, f: &mut dyn FnMut(&Expr)) {
-    if let LValue::Elem { keys, .. } = lv {
-        for k in keys {
-            walk_expr(k, f);
-        }
-    }
-}
-
-fn walk_expr(e: &Expr, f: &mut dyn FnMut(&Expr)) {
-    f(e);
-    match &e.kind {
-        ExprKind::Long(_) | ExprKind::Str(_) | ExprKind::Context(_) => {}
-        ExprKind::Load(lv) => walk_lvalue(lv, f),
-        ExprKind::Unary { expr, .. } => walk_expr(expr, f),
-        ExprKind::Binary { lhs, rhs, .. } => {
-            walk_expr(lhs, f);
-            walk_expr(rhs, f);
-        }
-        ExprKind::Ternary { cond, then, else_ } => {
-            walk_expr(cond, f);
-            walk_expr(then, f);
-            walk_expr(else_, f);
-        }
-        ExprKind::Assign { target, value, .. } => {
-            walk_lvalue(target, f);
-            walk_expr(value, f);
-        }
-        ExprKind::IncDec { target, .. } => walk_lvalue(target, f),
-        ExprKind::StatAdd { target, value } => {
-            walk_lvalue(target, f);
-            walk_expr(value, f);
-        }
-        ExprKind::StatGet { target, .. } | ExprKind::Hist { target, .. } => walk_lvalue(target, f),
-        ExprKind::HistBucket { hist, index } => {
-            walk_expr(hist, f);
-            walk_expr(index, f);
-        }
-        ExprKind::In { keys, .. } => keys.iter().for_each(|k| walk_expr(k, f)),
-        ExprKind::Call { args, .. }
-        | ExprKind::Builtin { args, .. }
-        | ExprKind::Print { args, .. } => args.iter().for_each(|a| walk_expr(a, f)),
-    }
-}
 
 /// The global a statistics lvalue names.
 pub fn stat_global(lv: &LValue) -> Option<u32> {
@@ -143,7 +27,7 @@ pub fn stat_global(lv: &LValue) -> Option<u32> {
 fn hist_specs(p: &Program) -> Result<HashMap<u32, HistSpec>, CodegenError> {
     let mut specs: HashMap<u32, HistSpec> = HashMap::new();
     let mut err = None;
-    walk_program(p, &mut |e| {
+    walk::program(p, &mut |e| {
         let ExprKind::Hist { kind, target } = &e.kind else {
             return;
         };

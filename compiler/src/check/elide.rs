@@ -7,6 +7,7 @@ use std::collections::HashSet;
 
 use crate::builtins;
 use crate::program::*;
+use crate::walk;
 
 /// Drops dead local assignments and side-effect-free expression
 /// statements from a body (repeatedly, since dropping one can make another
@@ -223,109 +224,18 @@ pub fn prune_functions(program: &mut Program) {
     }
 }
 
+/// Calls `f` on the callee of every call in `b`.
 fn walk_calls_block(b: &mut Block, f: &mut dyn FnMut(&mut FuncId)) {
-    for s in &mut b.stmts {
-        walk_calls_stmt(s, f);
-    }
-}
-
-fn walk_calls_stmt(s: &mut Stmt, f: &mut dyn FnMut(&mut FuncId)) {
-    match &mut s.kind {
-        StmtKind::Expr(e) => walk_calls_expr(e, f),
-        StmtKind::Block(b) => walk_calls_block(b, f),
-        StmtKind::If { cond, then, else_ } => {
-            walk_calls_expr(cond, f);
-            walk_calls_stmt(then, f);
-            if let Some(e) = else_ {
-                walk_calls_stmt(e, f);
-            }
-        }
-        StmtKind::While { cond, body } => {
-            walk_calls_expr(cond, f);
-            walk_calls_stmt(body, f);
-        }
-        StmtKind::For {
-            init,
-            cond,
-            step,
-            body,
-        } => {
-            for e in [init, cond, step].into_iter().flatten() {
-                walk_calls_expr(e, f);
-            }
-            walk_calls_stmt(body, f);
-        }
-        StmtKind::Foreach(fe) => {
-            if let ForeachSource::Hist(h) = &mut fe.source {
-                walk_calls_expr(h, f);
-            }
-            for e in fe.slice.iter_mut().flatten().flatten() {
-                walk_calls_expr(e, f);
-            }
-            if let Some(l) = &mut fe.limit {
-                walk_calls_expr(l, f);
-            }
-            walk_calls_stmt(&mut fe.body, f);
-        }
-        StmtKind::Return(Some(e)) => walk_calls_expr(e, f),
-        StmtKind::Delete(lv) => walk_calls_lvalue(lv, f),
-        StmtKind::Try { body, catch, .. } => {
-            walk_calls_block(body, f);
-            walk_calls_block(catch, f);
-        }
-        _ => {}
-    }
-}
-
-fn walk_calls_lvalue(lv: &mut LValue, f: &mut dyn FnMut(&mut FuncId)) {
-    if let LValue::Elem { keys, .. } = lv {
-        for k in keys {
-            walk_calls_expr(k, f);
-        }
-    }
+    walk::block_mut(b, &mut |e| walk_call(e, f));
 }
 
 fn walk_calls_expr(e: &mut Expr, f: &mut dyn FnMut(&mut FuncId)) {
-    match &mut e.kind {
-        ExprKind::Call { func, args } => {
-            f(func);
-            for a in args {
-                walk_calls_expr(a, f);
-            }
-        }
-        ExprKind::Builtin { args, .. } | ExprKind::Print { args, .. } => {
-            for a in args {
-                walk_calls_expr(a, f);
-            }
-        }
-        ExprKind::Load(lv)
-        | ExprKind::IncDec { target: lv, .. }
-        | ExprKind::StatGet { target: lv, .. }
-        | ExprKind::Hist { target: lv, .. } => walk_calls_lvalue(lv, f),
-        ExprKind::Assign { target, value, .. } | ExprKind::StatAdd { target, value } => {
-            walk_calls_lvalue(target, f);
-            walk_calls_expr(value, f);
-        }
-        ExprKind::Unary { expr, .. } => walk_calls_expr(expr, f),
-        ExprKind::Binary { lhs, rhs, .. } => {
-            walk_calls_expr(lhs, f);
-            walk_calls_expr(rhs, f);
-        }
-        ExprKind::Ternary { cond, then, else_ } => {
-            walk_calls_expr(cond, f);
-            walk_calls_expr(then, f);
-            walk_calls_expr(else_, f);
-        }
-        ExprKind::HistBucket { hist, index } => {
-            walk_calls_expr(hist, f);
-            walk_calls_expr(index, f);
-        }
-        ExprKind::In { keys, .. } => {
-            for k in keys {
-                walk_calls_expr(k, f);
-            }
-        }
-        ExprKind::Long(_) | ExprKind::Str(_) | ExprKind::Context(_) => {}
+    walk::expr_mut(e, &mut |e| walk_call(e, f));
+}
+
+fn walk_call(e: &mut Expr, f: &mut dyn FnMut(&mut FuncId)) {
+    if let ExprKind::Call { func, .. } = &mut e.kind {
+        f(func);
     }
 }
 

@@ -18,6 +18,8 @@
 //!   and is rejected), so `*` there is a wildcard, not a multiplication.
 
 use crate::lexer::{LexError, Tok, Token};
+use std::collections::VecDeque;
+use std::iter::Peekable;
 
 /// Deepest nesting of brackets, blocks and statement bodies accepted, and
 /// most operators in one statement: every later pass walks the tree
@@ -27,18 +29,59 @@ pub const MAX_OPERATORS: usize = 1000;
 
 /// Runs the pass.
 pub fn layout(tokens: Vec<Token>) -> Vec<Token> {
-    let mut pass = Layout {
-        out: Vec::with_capacity(tokens.len() + tokens.len() / 4),
-        frames: Vec::new(),
-        prev: Prev::StmtStart,
-        probe: None,
-        header_run: 0,
-        in_body: false,
-        operators: 0,
-    };
-    let mut iter = tokens.into_iter().peekable();
-    let mut after_arrow = false;
-    while let Some(mut t) = iter.next() {
+    laid_out(tokens).collect()
+}
+
+/// [`layout`] as a stream: the grammar pulls tokens one by one, so no
+/// second copy of a large file's token vector is ever built.
+pub fn laid_out<I: IntoIterator<Item = Token>>(tokens: I) -> LaidOut<I::IntoIter> {
+    LaidOut {
+        pass: Layout {
+            out: VecDeque::with_capacity(4),
+            frames: Vec::new(),
+            prev: Prev::StmtStart,
+            probe: None,
+            header_run: 0,
+            in_body: false,
+            operators: 0,
+        },
+        input: tokens.into_iter().peekable(),
+        after_arrow: false,
+        done: false,
+    }
+}
+
+/// The laid-out token stream (see [`laid_out`]).
+pub struct LaidOut<I: Iterator<Item = Token>> {
+    pass: Layout,
+    input: Peekable<I>,
+    after_arrow: bool,
+    /// A limit was exceeded: nothing follows the error token.
+    done: bool,
+}
+
+impl<I: Iterator<Item = Token>> Iterator for LaidOut<I> {
+    type Item = Token;
+
+    fn next(&mut self) -> Option<Token> {
+        loop {
+            if let Some(t) = self.pass.out.pop_front() {
+                return Some(t);
+            }
+            if self.done {
+                return None;
+            }
+            let t = self.input.next()?;
+            self.step(t);
+        }
+    }
+}
+
+impl<I: Iterator<Item = Token>> LaidOut<I> {
+    /// Lays out one input token (and the string pieces glued to it).
+    fn step(&mut self, mut t: Token) {
+        let iter = &mut self.input;
+        let pass = &mut self.pass;
         if let Tok::Str(s) = &mut t.tok {
             while let Some(next) = iter.next_if(|n| matches!(n.tok, Tok::Str(_))) {
                 if let Tok::Str(more) = next.tok {
@@ -47,12 +90,14 @@ pub fn layout(tokens: Vec<Token>) -> Vec<Token> {
                 t.end = next.end;
             }
         }
-        if after_arrow && let Some(k) = t.tok.keyword() {
+        if self.after_arrow
+            && let Some(k) = t.tok.keyword()
+        {
             t.tok = Tok::Ident(k.to_string());
         }
-        after_arrow = matches!(t.tok, Tok::Arrow);
+        self.after_arrow = matches!(t.tok, Tok::Arrow);
         if let Some(limit) = pass.over_limit(&t) {
-            pass.out.push(Token {
+            pass.out.push_back(Token {
                 tok: Tok::Error(Box::new(LexError {
                     message: limit,
                     help: Some("utap bounds these so that no pass can run out of stack".into()),
@@ -60,15 +105,15 @@ pub fn layout(tokens: Vec<Token>) -> Vec<Token> {
                 })),
                 ..t
             });
-            break;
+            self.done = true;
+            return;
         }
         if pass.frames.is_empty() {
-            pass.top_level(t, &mut iter);
+            pass.top_level(t, iter);
         } else {
             pass.body(t);
         }
     }
-    pass.out
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,7 +194,7 @@ enum ProbeState {
 }
 
 struct Layout {
-    out: Vec<Token>,
+    out: VecDeque<Token>,
     frames: Vec<Frame>,
     prev: Prev,
     probe: Option<ProbeState>,
@@ -175,7 +220,7 @@ fn piece_text(tok: &Tok) -> &str {
 }
 
 impl Layout {
-    fn top_level(&mut self, t: Token, rest: &mut std::iter::Peekable<std::vec::IntoIter<Token>>) {
+    fn top_level(&mut self, t: Token, rest: &mut Peekable<impl Iterator<Item = Token>>) {
         match (self.probe, &t.tok) {
             (_, Tok::Probe) => self.probe = Some(ProbeState::Component),
             (Some(ProbeState::Condition(depth)), tok) => {
@@ -201,7 +246,7 @@ impl Layout {
                     end = next.end;
                 }
                 self.probe = Some(ProbeState::AfterComponent);
-                self.out.push(Token {
+                self.out.push_back(Token {
                     tok: Tok::Component(name),
                     end,
                     ..t
@@ -225,14 +270,14 @@ impl Layout {
             }
             _ => {}
         }
-        self.out.push(t);
+        self.out.push_back(t);
     }
 
     fn open_block(&mut self, t: Token, kind: BlockKind) {
         self.operators = 0;
         self.frames.push(Frame::Block(kind));
         self.prev = Prev::StmtStart;
-        self.out.push(t);
+        self.out.push_back(t);
     }
 
     /// Which limit `t` would exceed, if any.
@@ -264,7 +309,7 @@ impl Layout {
 
     fn mark_statement(&mut self, at: &Token) {
         self.operators = 0;
-        self.out.push(Token {
+        self.out.push_back(Token {
             tok: Tok::StmtStart,
             start: at.start,
             end: at.start,
@@ -297,7 +342,7 @@ impl Layout {
             }
             _ => {}
         }
-        self.out.push(t);
+        self.out.push_back(t);
     }
 
     fn statement_level(&mut self, t: Token) {
@@ -310,7 +355,7 @@ impl Layout {
                 BlockKind::Try => Prev::Catch,
                 _ => Prev::StmtStart,
             };
-            self.out.push(t);
+            self.out.push_back(t);
             return;
         }
         match self.prev {
@@ -328,7 +373,7 @@ impl Layout {
                     Tok::LBracket => index,
                     Tok::Semi => {
                         self.prev = Prev::StmtStart;
-                        self.out.push(t);
+                        self.out.push_back(t);
                         return;
                     }
                     _ => continues_expression(&t.tok),
@@ -353,7 +398,7 @@ impl Layout {
                     Tok::Arrow => self.prev = Prev::Member { prefixed },
                     _ => self.prev = Prev::Operand { prefixed: false },
                 }
-                self.out.push(t);
+                self.out.push_back(t);
             }
             Prev::Member { prefixed } => {
                 self.prev = Prev::OperandEnd {
@@ -362,19 +407,19 @@ impl Layout {
                     index: true,
                     prefixed,
                 };
-                self.out.push(t);
+                self.out.push_back(t);
             }
             Prev::KeywordEnd => match t.tok {
                 Tok::Semi => {
                     self.prev = Prev::StmtStart;
-                    self.out.push(t);
+                    self.out.push_back(t);
                 }
                 _ => self.begin_statement_or_else(t),
             },
             Prev::Return => match t.tok {
                 Tok::Semi => {
                     self.prev = Prev::StmtStart;
-                    self.out.push(t);
+                    self.out.push_back(t);
                 }
                 _ => self.operand(t, false),
             },
@@ -382,18 +427,18 @@ impl Layout {
                 if let Tok::LParen = t.tok {
                     self.frames.push(Frame::Paren(ParenKind::Header, false));
                 }
-                self.out.push(t);
+                self.out.push_back(t);
             }
             Prev::BlockOf(kind) => {
                 if let Tok::LBrace = t.tok {
                     return self.open_block(t, kind);
                 }
-                self.out.push(t);
+                self.out.push_back(t);
             }
             Prev::Catch => match t.tok {
                 Tok::Catch => {
                     self.prev = Prev::CatchRest;
-                    self.out.push(t);
+                    self.out.push_back(t);
                 }
                 _ => self.begin_statement_or_else(t),
             },
@@ -401,10 +446,10 @@ impl Layout {
                 Tok::LParen => {
                     self.frames
                         .push(Frame::Paren(ParenKind::CatchHeader, false));
-                    self.out.push(t);
+                    self.out.push_back(t);
                 }
                 Tok::LBrace => self.open_block(t, BlockKind::Catch),
-                _ => self.out.push(t),
+                _ => self.out.push_back(t),
             },
         }
     }
@@ -413,7 +458,7 @@ impl Layout {
         if let Tok::Else = t.tok {
             self.in_body = true;
             self.prev = Prev::StmtStart;
-            self.out.push(t);
+            self.out.push_back(t);
             return;
         }
         if !std::mem::take(&mut self.in_body) {
@@ -423,28 +468,28 @@ impl Layout {
         match t.tok {
             Tok::Semi => {
                 self.prev = Prev::StmtStart;
-                self.out.push(t);
+                self.out.push_back(t);
             }
             Tok::LBrace => self.open_block(t, BlockKind::Stmt),
             Tok::If | Tok::While | Tok::For | Tok::Foreach => {
                 self.prev = Prev::Header;
-                self.out.push(t);
+                self.out.push_back(t);
             }
             Tok::Try => {
                 self.prev = Prev::BlockOf(BlockKind::Try);
-                self.out.push(t);
+                self.out.push_back(t);
             }
             Tok::Next | Tok::Break | Tok::Continue | Tok::Embedded(_) => {
                 self.prev = Prev::KeywordEnd;
-                self.out.push(t);
+                self.out.push_back(t);
             }
             Tok::Return => {
                 self.prev = Prev::Return;
-                self.out.push(t);
+                self.out.push_back(t);
             }
             Tok::Delete => {
                 self.prev = Prev::Operand { prefixed: false };
-                self.out.push(t);
+                self.out.push_back(t);
             }
             _ => self.operand(t, false),
         }
@@ -474,7 +519,7 @@ impl Layout {
             Tok::Num(_) | Tok::Str(_) | Tok::Embedded(_) => end(true, None, false),
             _ => Prev::Operand { prefixed: false },
         };
-        self.out.push(t);
+        self.out.push_back(t);
     }
 }
 

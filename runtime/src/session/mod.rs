@@ -2,7 +2,7 @@
 //!
 //! A session runs the script's begin probes, starts the command (traced
 //! from its first instruction, with a seccomp filter that stops only on the
-//! syscalls the script probes) or attaches to every thread of a running
+//! syscalls the script probes, if it probes any) or attaches to every thread of a running
 //! process, and serves every process probe from one utrace engine attached
 //! to each thread of the target and its descendants ([`engine`]). Timer
 //! probes run on the same tracer thread, so script globals need no locks.
@@ -17,8 +17,14 @@
 //! traps with ENOSYS when no tracer is attached (why strace's
 //! `--seccomp-bpf` kills its command on exit). When the script ends first,
 //! its end probes run and its output is written at once, and utap stays as
-//! a passive tracer until the command exits. SIGINT/SIGTERM still detach
-//! at once.
+//! a passive tracer until the command exits. SIGINT, SIGTERM and SIGHUP
+//! kill such a command (and its traced descendants) before utap detaches,
+//! as strace's `--seccomp-bpf` does (it implies `--kill-on-exit`); the end
+//! probes then run as usual. A script with any syscall probe gets a filter
+//! (one that traps every number when a probe takes every syscall: one stop
+//! per syscall instead of PTRACE_SYSCALL's two). Without a filter (`-x`, or
+//! a script without syscall probes) these signals detach and the command
+//! goes on untraced.
 
 mod engine;
 pub mod points;
@@ -36,7 +42,7 @@ use crate::utrace::{
     AttachMode, Control, SpawnCommand, SyscallSource, Tid, Tracer, catch_termination_signals,
 };
 use engine::{ScriptEngine, Shared, SharedRef};
-use points::Dispatch;
+use points::{Dispatch, SyscallNeed};
 
 /// What the session traces.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,6 +101,9 @@ pub fn run(
                 .map_err(|e| SessionError(format!("cannot trace {t}: {e}")))?;
         }
         ctl.end_when_exits(pid);
+        if seccomp_on {
+            ctl.kill_on_signal();
+        }
         shared
             .borrow_mut()
             .adopt_process(&mut ctl, &dispatch, pid, &threads);
@@ -130,7 +139,7 @@ fn start_target(
 ) -> Result<(Tid, Vec<Tid>, bool), SessionError> {
     match &opts.target {
         Target::Command(cmd) => {
-            let (pid, seccomp_on) = spawn(tracer, cmd, dispatch.syscall_set(), opts.verbose)?;
+            let (pid, seccomp_on) = spawn(tracer, cmd, dispatch.syscall_need(), opts.verbose)?;
             script.set_target(pid.0 as i64);
             Ok((pid, vec![pid], seccomp_on))
         }
@@ -172,11 +181,11 @@ fn attach_error(pid: Tid, e: crate::utrace::Error) -> SessionError {
 }
 
 /// Starts `/bin/sh -c "exec CMD"` traced from its first instruction, with a
-/// seccomp filter when the script's syscall set is known.
+/// seccomp filter when the script probes syscalls.
 fn spawn(
     tracer: &mut Tracer,
     cmd: &str,
-    syscalls: Option<&[u32]>,
+    syscalls: SyscallNeed,
     verbose: bool,
 ) -> Result<(Tid, bool), SessionError> {
     let command =
@@ -186,8 +195,9 @@ fn spawn(
     // x86_64 has, far beyond its ≈460): one stop per syscall instead of
     // PTRACE_SYSCALL's two, and exits only where a return probe wants them.
     let filter = match syscalls {
-        Some(s) => seccomp::Filter::new(s.iter().copied()).ok(),
-        None => seccomp::Filter::new(0..EVERY_SYSCALL).ok(),
+        SyscallNeed::Nothing => None,
+        SyscallNeed::Some(s) => seccomp::Filter::new(s.iter().copied()).ok(),
+        SyscallNeed::All => seccomp::Filter::new(0..EVERY_SYSCALL).ok(),
     };
     let mut install = || filter.as_ref().is_some_and(|f| seccomp::install(f).is_ok());
     let hook: Option<&mut dyn FnMut() -> bool> = match filter {
@@ -218,19 +228,20 @@ fn spawn(
 /// larger numbers fail with ENOSYS anyway).
 const EVERY_SYSCALL: u32 = 1024;
 
-fn strategy_note(syscalls: Option<&[u32]>, seccomp_on: bool) -> String {
+fn strategy_note(syscalls: SyscallNeed, seccomp_on: bool) -> String {
     match (syscalls, seccomp_on) {
-        (None, true) => {
+        (SyscallNeed::Nothing, _) => "utap: no syscall probe; no seccomp filter, no syscall stops".into(),
+        (SyscallNeed::All, true) => {
             "utap: a probe takes every syscall; seccomp filter stops once on each (+ exits with a return probe)".into()
         }
-        (Some(s), true) => format!(
+        (SyscallNeed::Some(s), true) => format!(
             "utap: seccomp filter stops only on {} syscall(s) (+ execve)",
             s.len()
         ),
-        (Some(_), false) => {
+        (SyscallNeed::Some(_), false) => {
             "utap: seccomp filter could not be installed; stopping on every syscall".into()
         }
-        (None, false) => {
+        (SyscallNeed::All, false) => {
             "utap: seccomp filter could not be installed; stopping twice on every syscall".into()
         }
     }

@@ -92,6 +92,16 @@ impl SyscallHooks {
     }
 }
 
+/// Which syscalls the script's probes need to stop on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyscallNeed<'a> {
+    /// No syscall probe: no filter at all (a filter always traps execve,
+    /// which would fail with ENOSYS once the command runs untraced).
+    Nothing,
+    Some(&'a [u32]),
+    All,
+}
+
 /// Every process hook of a script, by event.
 #[derive(Default)]
 pub(crate) struct Dispatch {
@@ -164,9 +174,13 @@ impl Dispatch {
     }
 
     /// The syscalls any probe can fire on: what a seccomp filter must stop
-    /// on (`None` = every syscall).
-    pub fn syscall_set(&self) -> Option<&[u32]> {
-        self.syscalls.as_deref()
+    /// on.
+    pub fn syscall_need(&self) -> SyscallNeed<'_> {
+        match &self.syscalls {
+            _ if self.entry.is_empty() && self.exit.is_empty() => SyscallNeed::Nothing,
+            Some(set) => SyscallNeed::Some(set),
+            None => SyscallNeed::All,
+        }
     }
 
     /// The utrace events the script's engine needs on every thread.
@@ -216,7 +230,7 @@ mod tests {
         assert_eq!(probes(0), vec![0, 1]);
         assert_eq!(probes(7), vec![0]);
         assert_eq!(probes(100_000), vec![0]);
-        assert_eq!(d.syscall_set(), None);
+        assert_eq!(d.syscall_need(), SyscallNeed::All);
     }
 
     #[test]
@@ -226,7 +240,7 @@ mod tests {
             point(1, ProcessEvent::SyscallReturn(Some(vec![1, 257]))),
             point(2, ProcessEvent::Begin),
         ]);
-        assert_eq!(d.syscall_set(), Some(&[1, 257][..]));
+        assert_eq!(d.syscall_need(), SyscallNeed::Some(&[1, 257]));
         assert!(d.events().contains(Events::SYSCALL_EXIT));
         assert!(!d.events().contains(Events::SIGNAL));
     }

@@ -106,6 +106,8 @@ pub(crate) struct Core {
     pub pending_resolve: Vec<Tid>,
     pub end: Option<EndReason>,
     pub end_on_exit: Option<Tid>,
+    /// A termination signal kills every traced process (`kill_on_signal`).
+    pub kill_on_signal: bool,
     pub timers: Vec<Timer>,
     pub next_timer: u64,
     pub engine_count: u32,
@@ -349,6 +351,15 @@ impl Control<'_> {
     /// Ends `run` when process `pid` has exited.
     pub fn end_when_exits(&mut self, pid: Tid) {
         self.core.end_on_exit = Some(pid);
+    }
+
+    /// On SIGINT/SIGTERM/SIGHUP (with `catch_termination_signals`), kill
+    /// every traced process instead of leaving it running untraced, as
+    /// strace's `--kill-on-exit` (implied by its `--seccomp-bpf`): a
+    /// process under a seccomp RET_TRACE filter cannot run untraced (the
+    /// calls the filter traps fail with ENOSYS).
+    pub fn kill_on_signal(&mut self) {
+        self.core.kill_on_signal = true;
     }
 
     /// Calls `tick` on the tracer thread at `first`, then at each deadline

@@ -47,7 +47,9 @@
 //!   ResumeAction) -> ControlStatus`, `detach`, `threads`, `process_of`,
 //!   `is_stopped`, `barrier`, `set_syscall_source(pid, SyscallSource::Seccomp)` (entries
 //!   from the caller's seccomp filter), `end(EndReason)`,
-//!   `end_when_exits(pid)`, `add_timer(deadline, tick) -> TimerId`,
+//!   `end_when_exits(pid)`, `kill_on_signal()` (SIGINT/SIGTERM/SIGHUP kill
+//!   the tracees instead of detaching them: for commands under a seccomp
+//!   RET_TRACE filter), `add_timer(deadline, tick) -> TimerId`,
 //!   `cancel_timer`, `stop_count()` (ptrace-stops so far: what tracing
 //!   cost the tracees).
 //! * [`Engine`] — implement the `report_*` callbacks you need (defaults
@@ -67,7 +69,8 @@
 //! * The loop ends on `Control::end` / `TracerHandle::end` (e.g. Ctrl-C
 //!   from another thread), when the `end_when_exits` process dies
 //!   (`EndReason::ProcessExited` with its status), or on SIGINT/SIGTERM/SIGHUP
-//!   once [`catch_termination_signals`] is installed (`EndReason::Signal`).
+//!   once [`catch_termination_signals`] is installed (`EndReason::Signal`;
+//!   with `kill_on_signal` every traced process is SIGKILLed first).
 //!
 //! # Costs: what a stop is paid for
 //!

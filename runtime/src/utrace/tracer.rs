@@ -116,6 +116,9 @@ impl Tracer {
                 break end;
             }
             if let Some(sig) = safety::termination_signal() {
+                if self.core.kill_on_signal {
+                    self.kill_all();
+                }
                 break EndReason::Signal(sig);
             }
             self.doorbell.set_deadline(self.next_deadline());
@@ -150,6 +153,17 @@ impl Tracer {
         // Commands that came too late still get their answers.
         self.drain_commands();
         Ok(reason)
+    }
+
+    /// SIGKILLs every traced process (and auto-attached children not yet
+    /// reported), while still traced: they die without running untraced.
+    fn kill_all(&mut self) {
+        let tids = self.core.threads.values().map(|t| t.tgid);
+        let orphans = self.core.orphans.keys().copied();
+        for pid in tids.chain(orphans) {
+            // SAFETY: kill(2) has no memory effects.
+            unsafe { libc::kill(pid.0, libc::SIGKILL) };
+        }
     }
 
     /// Deferred work: adopted orphans, re-arbitration, due ticks.

@@ -4,7 +4,7 @@
 #  2. `utap -p1` wall time on a 100-line script, mean of 200 runs (goal <= 5 ms).
 # Say whether the machine was otherwise idle when quoting the figures.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 cargo bench -q -p utap-compiler --bench parse 2>/dev/null | grep '^parse:'
 cargo build -q --release --bin utap
 script=$(mktemp --suffix=.stp)

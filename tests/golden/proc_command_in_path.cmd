@@ -1,0 +1,1 @@
+false --ignored-argument

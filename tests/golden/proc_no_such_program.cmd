@@ -1,0 +1,1 @@
+/nonexistent/utap-program
