@@ -17,19 +17,27 @@
 //! tracer at once. The alternative to moving is never sleeping: `Poll`
 //! keeps the tracer's CPU awake between close stops.
 //!
+//! `SCHED_IDLE` loses to every other runnable task on its CPU, so an
+//! `Idle` tracer watches its own run-queue wait (`schedstat`): more than
+//! 10% of the time since the last check and it becomes a normal unpinned
+//! thread for a second, then tries again.
+//!
 //! # Measured (tests/bench/overhead.py, `UTAP_COLOCATE=off|pin|idle|poll`)
 //!
-//! On the 2-CPU VM with the other CPU busy (load 2–7: the only machine
-//! state available while this was written), `syscall.*` counting over
-//! 200,000 getppid: off 0.63–0.68 s, pin 0.64 s, idle 0.58–0.63 s; with a
-//! third busy task: off 1.28 s, poll 1.29–2.18 s, idle 0.99–1.20 s. When
-//! both CPUs run other work, `SCHED_IDLE` can starve the tracer behind
-//! them: 0.34 s in one run but 2.59 s in the next, against 0.44–0.63 s
-//! for off; `poll` burns CPU the other work needs. Neither gain is
-//! safe, so the default stays `Off`: the scheduler already co-locates
-//! tracer and tracee when the other CPU is busy, which is where every
-//! measurement above was made. The idle-machine case (where DESIGN.md
-//! measured ≈45 µs per stop) still has to be measured with these modes.
+//! 2-CPU VM, `syscall.*` counting (one seccomp stop per syscall):
+//!
+//! * Other CPU idle, `loop 20000`: off 0.33–1.04 s, pin 0.38–0.69 s,
+//!   poll 0.40–0.41 s, **idle 0.088–0.091 s** (`strace -f -c`: 0.42–1.50 s).
+//!   Pinning alone does not help (the woken tracee is placed on the idle
+//!   CPU); polling keeps only the tracer's side awake.
+//! * Other CPU busy (load 2.4), `loop 200000`: off 0.683 s, pin 0.672 s,
+//!   idle 0.606 s: the scheduler already shares the free CPU.
+//! * Both CPUs busy with other work, `loop 50000`: off 0.36–0.57 s, idle
+//!   0.27–0.53 s (without the starvation guard idle took up to 2.59 s).
+//! * A 2-thread CPU-bound tracee keeps both CPUs (the guard unpins the
+//!   tracer when a spinning thread shares its CPU).
+//!
+//! So `Idle` is the default.
 
 use std::time::{Duration, Instant};
 
@@ -43,7 +51,7 @@ pub enum Colocation {
     /// Pinned to the CPU of the thread it last handled.
     Pin,
     /// Pinned as `Pin`, and in `SCHED_IDLE` so the tracee is woken on the
-    /// shared CPU. Starves the tracer when other work shares that CPU.
+    /// shared CPU; backs off while other work shares that CPU.
     Idle,
     /// Not co-location but its alternative: after each stop the tracer
     /// polls `waitpid(WNOHANG)` for up to [`POLL`] before it sleeps, so its
@@ -65,9 +73,9 @@ impl Colocation {
     }
 }
 
-/// The default: the only mode never measured slower than the scheduler's
-/// own placement (see the module docs).
-pub const DEFAULT: Colocation = Colocation::Off;
+/// The default: 4–12x fewer seconds per stop than the scheduler's own
+/// placement on an idle machine, no worse under load (module docs).
+pub const DEFAULT: Colocation = Colocation::Idle;
 
 /// How long a `Poll` tracer polls after a stop before it sleeps.
 pub const POLL: Duration = Duration::from_micros(50);
@@ -75,11 +83,22 @@ pub const POLL: Duration = Duration::from_micros(50);
 /// How often the tracee's CPU is looked up again.
 pub const RECHECK: Duration = Duration::from_millis(2);
 
+/// `Idle` gives up (for [`BACKOFF`]) when the tracer waited on a run
+/// queue for more than this share of the time since the last check.
+const STARVED: f64 = 0.1;
+
+/// How long a starved `Idle` tracer stays a normal, unpinned thread.
+pub const BACKOFF: Duration = Duration::from_secs(1);
+
 /// The tracer thread's placement state.
 pub(crate) struct Colocator {
     mode: Colocation,
     cpu: Option<usize>,
     checked: Option<Instant>,
+    /// `Idle`: the tracer's run-queue wait (`schedstat`) at the last check.
+    run_delay: Option<u64>,
+    /// `Idle` backed off (other work shares the CPU) until then.
+    backoff: Option<Instant>,
     /// The tracer thread's affinity and policy before it moved, restored
     /// when `run` ends.
     saved: Option<(libc::cpu_set_t, i32)>,
@@ -91,6 +110,8 @@ impl Colocator {
             mode,
             cpu: None,
             checked: None,
+            run_delay: None,
+            backoff: None,
             saved: None,
         }
     }
@@ -132,7 +153,11 @@ impl Colocator {
         {
             return;
         }
+        let since = self.checked.map(|t| now.duration_since(t));
         self.checked = Some(now);
+        if self.mode == Colocation::Idle && self.starved(now, since) {
+            return;
+        }
         let Some(cpu) = last_cpu(tid) else { return };
         if self.cpu == Some(cpu) {
             return;
@@ -153,6 +178,32 @@ impl Colocator {
         }
     }
 
+    /// `SCHED_IDLE` loses to any other runnable task on the CPU: when the
+    /// tracer spent more than `STARVED` of the last interval waiting to
+    /// run, it becomes a normal unpinned thread for `BACKOFF` (and then
+    /// tries again). True while backing off.
+    fn starved(&mut self, now: Instant, since: Option<Duration>) -> bool {
+        if let Some(until) = self.backoff {
+            if now < until {
+                return true;
+            }
+            self.backoff = None;
+            self.run_delay = None;
+        }
+        let delay = run_delay();
+        let previous = std::mem::replace(&mut self.run_delay, delay);
+        let (Some(delay), Some(previous), Some(since)) = (delay, previous, since) else {
+            return false;
+        };
+        let waited = delay.saturating_sub(previous) as f64;
+        if self.saved.is_some() && waited > STARVED * since.as_nanos() as f64 {
+            self.restore();
+            self.backoff = Some(now + BACKOFF);
+            return true;
+        }
+        false
+    }
+
     /// Puts the tracer thread back as it was (end of `run`).
     pub fn restore(&mut self) {
         if let Some((set, policy)) = self.saved.take() {
@@ -162,6 +213,7 @@ impl Colocator {
         }
         self.cpu = None;
         self.checked = None;
+        self.run_delay = None;
     }
 }
 
@@ -180,6 +232,31 @@ fn set_policy(policy: i32) {
     unsafe { libc::sched_setscheduler(0, policy, &param) };
 }
 
+/// Nanoseconds the calling thread has waited on a run queue
+/// (`/proc/thread-self/schedstat`, second field), read without allocating.
+fn run_delay() -> Option<u64> {
+    let mut buf = [0u8; 128];
+    let text = read_small(b"/proc/thread-self/schedstat\0", &mut buf)?;
+    let field = text.split(|&b| b == b' ').nth(1)?;
+    std::str::from_utf8(field).ok()?.trim().parse().ok()
+}
+
+/// Reads a small file (NUL-terminated path) into `buf`.
+fn read_small<'b>(path: &[u8], buf: &'b mut [u8]) -> Option<&'b [u8]> {
+    // SAFETY: `path` is NUL-terminated.
+    let fd = unsafe { libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: reading into `buf`, then closing our own fd.
+    let len = unsafe {
+        let len = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+        libc::close(fd);
+        len
+    };
+    buf.get(..usize::try_from(len).ok()?)
+}
+
 /// The CPU `tid` last ran on (field 39 of `/proc/TID/stat`), read without
 /// allocating.
 fn last_cpu(tid: Tid) -> Option<usize> {
@@ -191,19 +268,8 @@ fn last_cpu(tid: Tid) -> Option<usize> {
     n += digits;
     path[n..n + 5].copy_from_slice(b"/stat");
     // path[n + 5] is the terminating NUL.
-    // SAFETY: `path` is NUL-terminated.
-    let fd = unsafe { libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return None;
-    }
     let mut buf = [0u8; 1024];
-    // SAFETY: reading into `buf`, then closing our own fd.
-    let len = unsafe {
-        let len = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
-        libc::close(fd);
-        len
-    };
-    let text = buf.get(..usize::try_from(len).ok()?)?;
+    let text = read_small(&path[..n + 6], &mut buf)?;
     // Fields after the command (which may contain spaces) start with the
     // state, field 3; the CPU is field 39.
     let after = &text[text.iter().rposition(|&b| b == b')')? + 1..];
@@ -251,5 +317,6 @@ mod tests {
         let ncpu = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) } as usize;
         assert!(cpu < ncpu, "cpu {cpu} of {ncpu}");
         assert_eq!(last_cpu(Tid(-5)), None);
+        assert!(run_delay().is_some());
     }
 }
