@@ -18,24 +18,27 @@
 //! keeps the tracer's CPU awake between close stops.
 //!
 //! `SCHED_IDLE` loses to every other runnable task on its CPU, so an
-//! `Idle` tracer watches its own run-queue wait (`schedstat`): more than
-//! 10% of the time since the last check and it becomes a normal unpinned
-//! thread for a second, then tries again.
+//! `Idle` tracer is one only while nothing else is runnable (the running
+//! count of `/proc/loadavg`, at most every 2 ms): otherwise it is a normal
+//! unpinned thread for 200 ms, then looks again. (Watching its own
+//! run-queue wait instead does not work: a co-located tracer waits behind
+//! its own tracee by design.)
 //!
 //! # Measured (tests/bench/overhead.py, `UTAP_COLOCATE=off|pin|idle|poll`)
 //!
 //! 2-CPU VM, `syscall.*` counting (one seccomp stop per syscall):
 //!
-//! * Other CPU idle, `loop 20000`: off 0.33–1.04 s, pin 0.38–0.69 s,
-//!   poll 0.40–0.41 s, **idle 0.088–0.091 s** (`strace -f -c`: 0.42–1.50 s).
+//! * Other CPU idle, `loop 20000`: off 0.33–1.20 s, pin 0.38–0.69 s,
+//!   poll 0.40–0.41 s, **idle 0.088–0.29 s** (`strace -f -c`: 0.42–1.50 s).
 //!   Pinning alone does not help (the woken tracee is placed on the idle
 //!   CPU); polling keeps only the tracer's side awake.
 //! * Other CPU busy (load 2.4), `loop 200000`: off 0.683 s, pin 0.672 s,
 //!   idle 0.606 s: the scheduler already shares the free CPU.
-//! * Both CPUs busy with other work, `loop 50000`: off 0.36–0.57 s, idle
-//!   0.27–0.53 s (without the starvation guard idle took up to 2.59 s).
-//! * A 2-thread CPU-bound tracee keeps both CPUs (the guard unpins the
-//!   tracer when a spinning thread shares its CPU).
+//! * Both CPUs busy with other work, `loop 50000`: off 0.18–0.87 s, idle
+//!   0.19–0.29 s (without the guard idle took up to 2.59 s).
+//! * A 2-thread CPU-bound tracee keeps both CPUs: `spin 2` 0.46–0.54 s
+//!   untraced, 0.48–0.52 s traced (one thread alone 0.44 s); its running
+//!   threads make the tracer a normal unpinned thread.
 //!
 //! So `Idle` is the default.
 
@@ -83,20 +86,15 @@ pub const POLL: Duration = Duration::from_micros(50);
 /// How often the tracee's CPU is looked up again.
 pub const RECHECK: Duration = Duration::from_millis(2);
 
-/// `Idle` gives up (for [`BACKOFF`]) when the tracer waited on a run
-/// queue for more than this share of the time since the last check.
-const STARVED: f64 = 0.1;
-
-/// How long a starved `Idle` tracer stays a normal, unpinned thread.
-pub const BACKOFF: Duration = Duration::from_secs(1);
+/// How long an `Idle` tracer that found other work runnable stays a
+/// normal, unpinned thread.
+pub const BACKOFF: Duration = Duration::from_millis(200);
 
 /// The tracer thread's placement state.
 pub(crate) struct Colocator {
     mode: Colocation,
     cpu: Option<usize>,
     checked: Option<Instant>,
-    /// `Idle`: the tracer's run-queue wait (`schedstat`) at the last check.
-    run_delay: Option<u64>,
     /// `Idle` backed off (other work shares the CPU) until then.
     backoff: Option<Instant>,
     /// The tracer thread's affinity and policy before it moved, restored
@@ -110,7 +108,6 @@ impl Colocator {
             mode,
             cpu: None,
             checked: None,
-            run_delay: None,
             backoff: None,
             saved: None,
         }
@@ -153,9 +150,8 @@ impl Colocator {
         {
             return;
         }
-        let since = self.checked.map(|t| now.duration_since(t));
         self.checked = Some(now);
-        if self.mode == Colocation::Idle && self.starved(now, since) {
+        if self.mode == Colocation::Idle && self.starved(now) {
             return;
         }
         let Some(cpu) = last_cpu(tid) else { return };
@@ -178,25 +174,18 @@ impl Colocator {
         }
     }
 
-    /// `SCHED_IDLE` loses to any other runnable task on the CPU: when the
-    /// tracer spent more than `STARVED` of the last interval waiting to
-    /// run, it becomes a normal unpinned thread for `BACKOFF` (and then
-    /// tries again). True while backing off.
-    fn starved(&mut self, now: Instant, since: Option<Duration>) -> bool {
+    /// `SCHED_IDLE` loses to any other runnable task on its CPU: while
+    /// anything but the tracer itself is runnable (other work, or other
+    /// tracee threads: the tracee of this stop is stopped), the tracer is a
+    /// normal unpinned thread, re-checked after `BACKOFF`. True then.
+    fn starved(&mut self, now: Instant) -> bool {
         if let Some(until) = self.backoff {
             if now < until {
                 return true;
             }
             self.backoff = None;
-            self.run_delay = None;
         }
-        let delay = run_delay();
-        let previous = std::mem::replace(&mut self.run_delay, delay);
-        let (Some(delay), Some(previous), Some(since)) = (delay, previous, since) else {
-            return false;
-        };
-        let waited = delay.saturating_sub(previous) as f64;
-        if self.saved.is_some() && waited > STARVED * since.as_nanos() as f64 {
+        if others_running().unwrap_or(true) {
             self.restore();
             self.backoff = Some(now + BACKOFF);
             return true;
@@ -213,7 +202,6 @@ impl Colocator {
         }
         self.cpu = None;
         self.checked = None;
-        self.run_delay = None;
     }
 }
 
@@ -232,13 +220,15 @@ fn set_policy(policy: i32) {
     unsafe { libc::sched_setscheduler(0, policy, &param) };
 }
 
-/// Nanoseconds the calling thread has waited on a run queue
-/// (`/proc/thread-self/schedstat`, second field), read without allocating.
-fn run_delay() -> Option<u64> {
+/// Whether any task but the caller is runnable system-wide (the running
+/// count of `/proc/loadavg`, which includes the caller).
+fn others_running() -> Option<bool> {
     let mut buf = [0u8; 128];
-    let text = read_small(b"/proc/thread-self/schedstat\0", &mut buf)?;
-    let field = text.split(|&b| b == b' ').nth(1)?;
-    std::str::from_utf8(field).ok()?.trim().parse().ok()
+    let text = read_small(b"/proc/loadavg\0", &mut buf)?;
+    let field = text.split(|&b| b == b' ').nth(3)?;
+    let running = field.split(|&b| b == b'/').next()?;
+    let n: u64 = std::str::from_utf8(running).ok()?.parse().ok()?;
+    Some(n > 1)
 }
 
 /// Reads a small file (NUL-terminated path) into `buf`.
@@ -317,6 +307,6 @@ mod tests {
         let ncpu = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) } as usize;
         assert!(cpu < ncpu, "cpu {cpu} of {ncpu}");
         assert_eq!(last_cpu(Tid(-5)), None);
-        assert!(run_delay().is_some());
+        assert!(others_running().is_some());
     }
 }
