@@ -17,19 +17,30 @@
 //! tracer at once. The alternative to moving is never sleeping: `Poll`
 //! keeps the tracer's CPU awake between close stops.
 //!
+//! `SCHED_IDLE` loses to every other runnable task on its CPU, so an
+//! `Idle` tracer is one only while nothing else is runnable (the running
+//! count of `/proc/loadavg`, at most every 2 ms): otherwise it is a normal
+//! unpinned thread for 200 ms, then looks again. (Watching its own
+//! run-queue wait instead does not work: a co-located tracer waits behind
+//! its own tracee by design.)
+//!
 //! # Measured (tests/bench/overhead.py, `UTAP_COLOCATE=off|pin|idle|poll`)
 //!
-//! On the 2-CPU VM with the other CPU busy (load 2–7: the only machine
-//! state available while this was written), `syscall.*` counting over
-//! 200,000 getppid: off 0.63–0.68 s, pin 0.64 s, idle 0.58–0.63 s; with a
-//! third busy task: off 1.28 s, poll 1.29–2.18 s, idle 0.99–1.20 s. When
-//! both CPUs run other work, `SCHED_IDLE` can starve the tracer behind
-//! them: 0.34 s in one run but 2.59 s in the next, against 0.44–0.63 s
-//! for off; `poll` burns CPU the other work needs. Neither gain is
-//! safe, so the default stays `Off`: the scheduler already co-locates
-//! tracer and tracee when the other CPU is busy, which is where every
-//! measurement above was made. The idle-machine case (where DESIGN.md
-//! measured ≈45 µs per stop) still has to be measured with these modes.
+//! 2-CPU VM, `syscall.*` counting (one seccomp stop per syscall):
+//!
+//! * Other CPU idle, `loop 20000`: off 0.33–1.20 s, pin 0.38–0.69 s,
+//!   poll 0.40–0.41 s, **idle 0.088–0.29 s** (`strace -f -c`: 0.42–1.50 s).
+//!   Pinning alone does not help (the woken tracee is placed on the idle
+//!   CPU); polling keeps only the tracer's side awake.
+//! * Other CPU busy (load 2.4), `loop 200000`: off 0.683 s, pin 0.672 s,
+//!   idle 0.606 s: the scheduler already shares the free CPU.
+//! * Both CPUs busy with other work, `loop 50000`: off 0.18–0.87 s, idle
+//!   0.19–0.29 s (without the guard idle took up to 2.59 s).
+//! * A 2-thread CPU-bound tracee keeps both CPUs: `spin 2` 0.46–0.54 s
+//!   untraced, 0.48–0.52 s traced (one thread alone 0.44 s); its running
+//!   threads make the tracer a normal unpinned thread.
+//!
+//! So `Idle` is the default.
 
 use std::time::{Duration, Instant};
 
@@ -43,7 +54,7 @@ pub enum Colocation {
     /// Pinned to the CPU of the thread it last handled.
     Pin,
     /// Pinned as `Pin`, and in `SCHED_IDLE` so the tracee is woken on the
-    /// shared CPU. Starves the tracer when other work shares that CPU.
+    /// shared CPU; backs off while other work shares that CPU.
     Idle,
     /// Not co-location but its alternative: after each stop the tracer
     /// polls `waitpid(WNOHANG)` for up to [`POLL`] before it sleeps, so its
@@ -65,9 +76,9 @@ impl Colocation {
     }
 }
 
-/// The default: the only mode never measured slower than the scheduler's
-/// own placement (see the module docs).
-pub const DEFAULT: Colocation = Colocation::Off;
+/// The default: 4–12x fewer seconds per stop than the scheduler's own
+/// placement on an idle machine, no worse under load (module docs).
+pub const DEFAULT: Colocation = Colocation::Idle;
 
 /// How long a `Poll` tracer polls after a stop before it sleeps.
 pub const POLL: Duration = Duration::from_micros(50);
@@ -75,11 +86,17 @@ pub const POLL: Duration = Duration::from_micros(50);
 /// How often the tracee's CPU is looked up again.
 pub const RECHECK: Duration = Duration::from_millis(2);
 
+/// How long an `Idle` tracer that found other work runnable stays a
+/// normal, unpinned thread.
+pub const BACKOFF: Duration = Duration::from_millis(200);
+
 /// The tracer thread's placement state.
 pub(crate) struct Colocator {
     mode: Colocation,
     cpu: Option<usize>,
     checked: Option<Instant>,
+    /// `Idle` backed off (other work shares the CPU) until then.
+    backoff: Option<Instant>,
     /// The tracer thread's affinity and policy before it moved, restored
     /// when `run` ends.
     saved: Option<(libc::cpu_set_t, i32)>,
@@ -91,6 +108,7 @@ impl Colocator {
             mode,
             cpu: None,
             checked: None,
+            backoff: None,
             saved: None,
         }
     }
@@ -133,6 +151,9 @@ impl Colocator {
             return;
         }
         self.checked = Some(now);
+        if self.mode == Colocation::Idle && self.starved(now) {
+            return;
+        }
         let Some(cpu) = last_cpu(tid) else { return };
         if self.cpu == Some(cpu) {
             return;
@@ -151,6 +172,25 @@ impl Colocator {
         if unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) } == 0 {
             self.cpu = Some(cpu);
         }
+    }
+
+    /// `SCHED_IDLE` loses to any other runnable task on its CPU: while
+    /// anything but the tracer itself is runnable (other work, or other
+    /// tracee threads: the tracee of this stop is stopped), the tracer is a
+    /// normal unpinned thread, re-checked after `BACKOFF`. True then.
+    fn starved(&mut self, now: Instant) -> bool {
+        if let Some(until) = self.backoff {
+            if now < until {
+                return true;
+            }
+            self.backoff = None;
+        }
+        if others_running().unwrap_or(true) {
+            self.restore();
+            self.backoff = Some(now + BACKOFF);
+            return true;
+        }
+        false
     }
 
     /// Puts the tracer thread back as it was (end of `run`).
@@ -180,6 +220,33 @@ fn set_policy(policy: i32) {
     unsafe { libc::sched_setscheduler(0, policy, &param) };
 }
 
+/// Whether any task but the caller is runnable system-wide (the running
+/// count of `/proc/loadavg`, which includes the caller).
+fn others_running() -> Option<bool> {
+    let mut buf = [0u8; 128];
+    let text = read_small(b"/proc/loadavg\0", &mut buf)?;
+    let field = text.split(|&b| b == b' ').nth(3)?;
+    let running = field.split(|&b| b == b'/').next()?;
+    let n: u64 = std::str::from_utf8(running).ok()?.parse().ok()?;
+    Some(n > 1)
+}
+
+/// Reads a small file (NUL-terminated path) into `buf`.
+fn read_small<'b>(path: &[u8], buf: &'b mut [u8]) -> Option<&'b [u8]> {
+    // SAFETY: `path` is NUL-terminated.
+    let fd = unsafe { libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: reading into `buf`, then closing our own fd.
+    let len = unsafe {
+        let len = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+        libc::close(fd);
+        len
+    };
+    buf.get(..usize::try_from(len).ok()?)
+}
+
 /// The CPU `tid` last ran on (field 39 of `/proc/TID/stat`), read without
 /// allocating.
 fn last_cpu(tid: Tid) -> Option<usize> {
@@ -191,19 +258,8 @@ fn last_cpu(tid: Tid) -> Option<usize> {
     n += digits;
     path[n..n + 5].copy_from_slice(b"/stat");
     // path[n + 5] is the terminating NUL.
-    // SAFETY: `path` is NUL-terminated.
-    let fd = unsafe { libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return None;
-    }
     let mut buf = [0u8; 1024];
-    // SAFETY: reading into `buf`, then closing our own fd.
-    let len = unsafe {
-        let len = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
-        libc::close(fd);
-        len
-    };
-    let text = buf.get(..usize::try_from(len).ok()?)?;
+    let text = read_small(&path[..n + 6], &mut buf)?;
     // Fields after the command (which may contain spaces) start with the
     // state, field 3; the CPU is field 39.
     let after = &text[text.iter().rposition(|&b| b == b')')? + 1..];
@@ -251,5 +307,6 @@ mod tests {
         let ncpu = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) } as usize;
         assert!(cpu < ncpu, "cpu {cpu} of {ncpu}");
         assert_eq!(last_cpu(Tid(-5)), None);
+        assert!(others_running().is_some());
     }
 }
