@@ -408,7 +408,7 @@ pub enum Operand {
 /// offsets are `u32` as in [`Span`], which keeps parser symbols small).
 pub enum Link {
     Binary(BinOp, u32, Operand),
-    In(u32, Ident),
+    In(u32, Box<Ident>),
     Match(BinOp, u32, String, u32, u32),
 }
 
@@ -516,6 +516,7 @@ impl Climber<'_> {
                 Some(Link::In(_, array)) => {
                     let end = array.span.end as usize;
                     let keys = keys.into_iter().map(|k| *k).collect();
+                    let array = *array;
                     Ok(self.ctx.expr(ExprKind::In { keys, array }, l as usize, end))
                 }
                 _ => Err(user(
@@ -535,7 +536,7 @@ impl Climber<'_> {
             return Ok(self.ctx.expr(
                 ExprKind::In {
                     keys: vec![*key],
-                    array,
+                    array: *array,
                 },
                 l,
                 end,
