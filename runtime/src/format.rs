@@ -342,70 +342,24 @@ pub fn format_into_mem(
         let precision = num(c.precision);
         let arg = next();
         let f = c.flags;
+        if let Some((base, signed, upper, alt)) = integer_conversion(c.kind) {
+            let f = FormatFlags {
+                alt: f.alt || alt,
+                ..f
+            };
+            number(
+                &mut w,
+                arg.long() as u64,
+                base,
+                width,
+                precision,
+                f,
+                signed,
+                upper,
+            );
+            continue;
+        }
         match c.kind {
-            ConvKind::Signed => number(
-                &mut w,
-                arg.long() as u64,
-                10,
-                width,
-                precision,
-                f,
-                true,
-                false,
-            ),
-            ConvKind::Unsigned => number(
-                &mut w,
-                arg.long() as u64,
-                10,
-                width,
-                precision,
-                f,
-                false,
-                false,
-            ),
-            ConvKind::Octal => number(
-                &mut w,
-                arg.long() as u64,
-                8,
-                width,
-                precision,
-                f,
-                false,
-                false,
-            ),
-            ConvKind::HexLower => number(
-                &mut w,
-                arg.long() as u64,
-                16,
-                width,
-                precision,
-                f,
-                false,
-                false,
-            ),
-            ConvKind::HexUpper => number(
-                &mut w,
-                arg.long() as u64,
-                16,
-                width,
-                precision,
-                f,
-                false,
-                true,
-            ),
-            ConvKind::Pointer => {
-                let f = FormatFlags { alt: true, ..f };
-                number(
-                    &mut w,
-                    arg.long() as u64,
-                    16,
-                    width,
-                    precision,
-                    f,
-                    false,
-                    false,
-                )
-            }
             ConvKind::Str => string(&mut w, arg.bytes(), width, precision, f),
             ConvKind::Char => character(&mut w, arg.long() as u8, width, f),
             ConvKind::Binary => binary(&mut w, arg.long(), width, precision, f),
@@ -417,6 +371,7 @@ pub fn format_into_mem(
                 }
             }
             ConvKind::Percent => unreachable!("handled above"),
+            _ => unreachable!("integer conversions handled above"),
         }
     }
     Ok(())
@@ -484,6 +439,21 @@ impl Writer<'_> {
 
 /// The kernel-derived `number()`: sign, `0x`/`0` prefix, zero or space
 /// padding to `width`, at least `precision` digits.
+#[allow(clippy::too_many_arguments)]
+/// How an integer conversion prints: base, signed, upper-case digits, and
+/// whether `#` is implied (`%p` is `%#x`). `None` for the other kinds.
+fn integer_conversion(kind: ConvKind) -> Option<(u64, bool, bool, bool)> {
+    Some(match kind {
+        ConvKind::Signed => (10, true, false, false),
+        ConvKind::Unsigned => (10, false, false, false),
+        ConvKind::Octal => (8, false, false, false),
+        ConvKind::HexLower => (16, false, false, false),
+        ConvKind::HexUpper => (16, false, true, false),
+        ConvKind::Pointer => (16, false, false, true),
+        _ => return None,
+    })
+}
+
 #[allow(clippy::too_many_arguments)]
 fn number(
     w: &mut Writer<'_>,
