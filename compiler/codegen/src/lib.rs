@@ -93,6 +93,13 @@ fn new_module() -> Result<JITModule, CodegenError> {
     flags
         .set("is_pic", "false")
         .map_err(|e| err(e.to_string()))?;
+    // Register allocation was the largest part of compiling a `syscall.*`
+    // script (≈40% of `-p4` of examples/syscalltop.stp with the
+    // backtracking allocator); handlers are short and call the runtime
+    // often, so the single-pass allocator's extra moves cost little.
+    flags
+        .set("regalloc_algorithm", "single_pass")
+        .map_err(|e| err(e.to_string()))?;
     // The IR verifier costs a pass over every function of every compile
     // (a `syscall.*` script has hundreds): debug builds keep it.
     flags
