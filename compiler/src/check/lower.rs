@@ -235,10 +235,7 @@ impl<'l> Lowerer<'l> {
             self.loader.load_global(&mut self.syms, name);
         }
         let decls = self.syms.globals.get_mut(name)?;
-        let idx = decls
-            .iter()
-            .position(|d| d.file == file)
-            .or_else(|| decls.iter().position(|d| !d.ast.private && d.file != user))?;
+        let idx = visible(decls, file, user, |d| (d.file, d.ast.private))?;
         let decl = &mut decls[idx];
         if let Some(id) = decl.id {
             return Some(id);
@@ -314,10 +311,7 @@ impl<'l> Lowerer<'l> {
             self.loader.load_function(&mut self.syms, name);
         }
         let decls = self.syms.functions.get_mut(name)?;
-        let idx = decls
-            .iter()
-            .position(|d| d.file == file)
-            .or_else(|| decls.iter().position(|d| !d.ast.private && d.file != user))?;
+        let idx = visible(decls, file, user, |d| (d.file, d.ast.private))?;
         let decl = &mut decls[idx];
         if let Some(id) = decl.id {
             return Some(id);
@@ -1598,4 +1592,21 @@ pub fn contains_defined(e: &ast::Expr) -> bool {
         }
         _ => false,
     }
+}
+
+/// Which of a name's declarations code in `file` sees: its own file's
+/// first, else one that is neither private nor the user script's (tapset
+/// code does not see the user's globals and functions).
+fn visible<D>(
+    decls: &[D],
+    file: FileId,
+    user: FileId,
+    where_: impl Fn(&D) -> (FileId, bool),
+) -> Option<usize> {
+    decls.iter().position(|d| where_(d).0 == file).or_else(|| {
+        decls.iter().position(|d| {
+            let (f, private) = where_(d);
+            !private && f != user
+        })
+    })
 }
