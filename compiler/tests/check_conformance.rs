@@ -3,19 +3,18 @@
 //! semantic error (not a parse error), except the cases listed in
 //! `check_conformance_exceptions.txt` with a reason each.
 
+mod common;
+
+use common::shell_words;
 use std::path::{Path, PathBuf};
 
 use utap_compiler::check::{CheckOptions, check};
 use utap_compiler::parser::{NodeIds, ParseOptions, parse_file};
 use utap_compiler::source::SourceMap;
 
-/// `../shared` next to the workspace root (or next to the worktrees' parent).
+/// The semantic cases of the shared conformance corpus.
 fn corpus() -> Option<PathBuf> {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    ["../shared/conformance/sem", "../../shared/conformance/sem"]
-        .iter()
-        .map(|p| workspace.join(p))
-        .find(|p| p.is_dir())
+    common::shared_dir().map(|d| d.join("conformance/sem"))
 }
 
 fn exceptions() -> Vec<String> {
@@ -24,51 +23,6 @@ fn exceptions() -> Vec<String> {
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
         .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
         .collect()
-}
-
-/// Splits a `.args` line into POSIX-shell words (single and double quotes).
-fn shell_words(line: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = line.trim().chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_word = true;
-                for c in chars.by_ref() {
-                    if c == '\'' {
-                        break;
-                    }
-                    cur.push(c);
-                }
-            }
-            '"' => {
-                in_word = true;
-                while let Some(c) = chars.next() {
-                    match c {
-                        '"' => break,
-                        '\\' => cur.extend(chars.next()),
-                        c => cur.push(c),
-                    }
-                }
-            }
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            c => {
-                in_word = true;
-                cur.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(cur);
-    }
-    words
 }
 
 /// Parses and checks one case: Ok, Err(parse error text) or Err(semantic).
