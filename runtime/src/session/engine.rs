@@ -131,8 +131,7 @@ impl Shared {
     /// tracing too unless the command must be shepherded (see `linger`).
     pub fn end(&mut self, ctl: &mut Control) {
         if self.finished.is_none() {
-            self.script.run_end(&mut self.sink);
-            self.finished = Some(self.script.finish(&mut self.sink));
+            self.finished = Some(super::finish(&mut self.script, &mut self.sink));
         }
         if !self.linger {
             ctl.end(EndReason::Requested);

@@ -124,7 +124,7 @@ pub fn run(
 }
 
 /// End (or error) probes, autoprinted globals, the error summary.
-fn finish(script: &mut ScriptRuntime, sink: &mut dyn OutputSink) -> i32 {
+pub(crate) fn finish(script: &mut ScriptRuntime, sink: &mut dyn OutputSink) -> i32 {
     script.run_end(sink);
     script.finish(sink)
 }
