@@ -832,7 +832,7 @@ impl Ctx {
 
     pub fn for_loop(
         &self,
-        head: Box<(Option<Expr>, Option<Expr>, Option<Expr>)>,
+        head: Box<(Option<Box<Expr>>, Option<Box<Expr>>, Option<Box<Expr>>)>,
         body: Box<Stmt>,
         l: usize,
         r: usize,
