@@ -1182,12 +1182,9 @@ fn validate(script: &Script, opts: &ParseOptions, bodies: bool) -> Vec<Diagnosti
             }
             Item::Function(f) => {
                 v.in_function = true;
-                let mut seen = HashSet::new();
-                for p in &f.params {
-                    if !seen.insert(&p.name.name) {
-                        v.error("duplicate parameter names", p.name.span);
-                    }
-                }
+                for_each_repeat(f.params.iter().map(|p| &p.name), |name| {
+                    v.error("duplicate parameter names", name.span)
+                });
                 match &f.body {
                     FunctionBody::Block(b) => v.block(b),
                     FunctionBody::Embedded(e) => v.embedded(e),
@@ -1196,6 +1193,31 @@ fn validate(script: &Script, opts: &ParseOptions, bodies: bool) -> Vec<Diagnosti
         }
     }
     v.problems
+}
+
+/// Calls `repeat` for each name equal to an earlier one, in order: a
+/// linear scan for the few parameters a function usually has (no hashing,
+/// no allocation), a set beyond that.
+fn for_each_repeat<'a>(
+    names: impl ExactSizeIterator<Item = &'a Ident>,
+    mut repeat: impl FnMut(&'a Ident),
+) {
+    if names.len() <= 8 {
+        let mut seen: [&str; 8] = [""; 8];
+        for (i, name) in names.enumerate() {
+            if seen[..i].contains(&name.name.as_str()) {
+                repeat(name);
+            }
+            seen[i] = &name.name;
+        }
+    } else {
+        let mut seen = HashSet::new();
+        for name in names {
+            if !seen.insert(&name.name) {
+                repeat(name);
+            }
+        }
+    }
 }
 
 struct Validator {
