@@ -538,9 +538,7 @@ pub unsafe extern "C" fn utap_print(
         s.print_scratch = out;
         h
     } else {
-        let mut out = std::mem::take(&mut s.out);
-        out.text(|b| super::printing::print(s, args, mask as u64, delim, newline, b));
-        s.out = out;
+        super::printing::print_out(s, args, mask as u64, delim, newline);
         s.flush_if_large();
         0
     }

@@ -11,12 +11,15 @@
 //! final text, as before.
 //!
 //! Record layout (native byte order, never leaves the process):
-//! `TEXT len:u32 bytes` | `PRINTF fmt:u32 argc:u32 (LONG v:i64 | STR len:u32 bytes)*`.
+//! `TEXT len:u32 bytes` | `PRINTF fmt:u32 ARGS` |
+//! `PRINT newline:u8 (0 | 1 len:u32 delimiter) ARGS`, where
+//! ARGS is `argc:u32 (LONG v:i64 | STR len:u32 bytes)*`.
 
-use crate::format::{Arg, ConvKind, FormatPiece, PRINT_BUFFER_SIZE, format_into_mem};
+use crate::format::{Arg, ConvKind, FormatPiece, PRINT_BUFFER_SIZE, format_into_mem, print_args};
 
 const TEXT: u8 = 0;
 const PRINTF: u8 = 1;
+const PRINT: u8 = 2;
 const LONG: u8 = 0;
 const STR: u8 = 1;
 
@@ -93,23 +96,46 @@ impl RunOutput {
     /// caller checks [`can_defer`] and [`RunOutput::is_deferred`] first.
     pub fn printf_record(&mut self, fmt: usize, args: &[Arg<'_>]) {
         self.open_text = None;
-        let b = &mut self.buf;
-        b.push(PRINTF);
-        b.extend_from_slice(&(fmt as u32).to_ne_bytes());
-        b.extend_from_slice(&(args.len() as u32).to_ne_bytes());
+        self.buf.push(PRINTF);
+        self.buf.extend_from_slice(&(fmt as u32).to_ne_bytes());
+        self.args(args);
+    }
+
+    /// Queues `print*(args)` (with `delim` between values, and a newline)
+    /// for the output thread. The caller checks [`RunOutput::is_deferred`].
+    pub fn print_record(&mut self, args: &[Arg<'_>], delim: Option<&[u8]>, newline: bool) {
+        self.open_text = None;
+        self.buf.extend_from_slice(&[PRINT, newline as u8]);
+        match delim {
+            None => self.buf.push(0),
+            Some(d) => {
+                self.buf.push(1);
+                self.bytes(d);
+            }
+        }
+        self.args(args);
+    }
+
+    fn args(&mut self, args: &[Arg<'_>]) {
+        self.buf
+            .extend_from_slice(&(args.len() as u32).to_ne_bytes());
         for a in args {
             match *a {
                 Arg::Long(v) => {
-                    b.push(LONG);
-                    b.extend_from_slice(&v.to_ne_bytes());
+                    self.buf.push(LONG);
+                    self.buf.extend_from_slice(&v.to_ne_bytes());
                 }
                 Arg::Str(s) => {
-                    b.push(STR);
-                    b.extend_from_slice(&(s.len() as u32).to_ne_bytes());
-                    b.extend_from_slice(s);
+                    self.buf.push(STR);
+                    self.bytes(s);
                 }
             }
         }
+    }
+
+    fn bytes(&mut self, b: &[u8]) {
+        self.buf.extend_from_slice(&(b.len() as u32).to_ne_bytes());
+        self.buf.extend_from_slice(b);
     }
 }
 
@@ -130,6 +156,7 @@ pub fn render(formats: &[Vec<FormatPiece>], mut input: &[u8], out: &mut Vec<u8>)
         let ok = match tag {
             TEXT => take_str(&mut input).map(|t| out.extend_from_slice(t)),
             PRINTF => render_printf(formats, &mut input, &mut args, out),
+            PRINT => render_print(&mut input, &mut args, out),
             _ => None,
         };
         if ok.is_none() {
@@ -145,6 +172,28 @@ fn render_printf<'a>(
     out: &mut Vec<u8>,
 ) -> Option<()> {
     let pieces = formats.get(take_u32(input)? as usize)?;
+    take_args(input, args)?;
+    // Without memory to read (deferred formats have no %m) this cannot fail.
+    let _ = format_into_mem(out, pieces, args, PRINT_BUFFER_SIZE, None);
+    Some(())
+}
+
+fn render_print<'a>(
+    input: &mut &'a [u8],
+    args: &mut Vec<Arg<'a>>,
+    out: &mut Vec<u8>,
+) -> Option<()> {
+    let head = take(input, 2)?;
+    let delim = match head[1] {
+        0 => None,
+        _ => Some(take_str(input)?),
+    };
+    take_args(input, args)?;
+    print_args(out, args, delim, head[0] != 0);
+    Some(())
+}
+
+fn take_args<'a>(input: &mut &'a [u8], args: &mut Vec<Arg<'a>>) -> Option<()> {
     let argc = take_u32(input)?;
     args.clear();
     for _ in 0..argc {
@@ -156,8 +205,6 @@ fn render_printf<'a>(
             _ => return None,
         });
     }
-    // Without memory to read (deferred formats have no %m) this cannot fail.
-    let _ = format_into_mem(out, pieces, args, PRINT_BUFFER_SIZE, None);
     Some(())
 }
 
@@ -212,7 +259,11 @@ mod tests {
                 later.extend(b"<te");
                 later.extend(b"xt>");
             }
+            now.text(|b| print_args(b, args, Some(b", "), i == 0));
+            later.print_record(args, Some(b", "), i == 0);
         }
+        now.text(|b| print_args(b, &[Arg::Long(7)], None, false));
+        later.print_record(&[Arg::Long(7)], None, false);
         let mut rendered = Vec::new();
         render(&f, later.as_bytes(), &mut rendered);
         assert_eq!(
@@ -221,7 +272,7 @@ mod tests {
         );
         assert_eq!(
             now.as_bytes(),
-            b"open=-3\n[ab   |   ff|A]<text>=-9223372036854775808\n"
+            b"open=-3\nopen, -3\n[ab   |   ff|A]<text>ab, 255, 65=-9223372036854775808\n, -92233720368547758087"
         );
     }
 

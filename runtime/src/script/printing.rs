@@ -108,6 +108,35 @@ pub fn print(
     newline: bool,
     out: &mut Vec<u8>,
 ) {
+    let typed = typed_by_mask(s, args, string_mask);
+    let delim = delim.map(|d| s.strings.get(d));
+    crate::format::print_args(out, typed.as_slice(), delim, newline);
+}
+
+/// [`print`] onto the run's output: queued as a record for the output
+/// thread when the output is deferred.
+pub fn print_out(
+    s: &mut ScriptState,
+    args: &[i64],
+    string_mask: u64,
+    delim: Option<i64>,
+    newline: bool,
+) {
+    let mut out = std::mem::take(&mut s.out);
+    {
+        let s: &ScriptState = s;
+        if out.is_deferred() {
+            let typed = typed_by_mask(s, args, string_mask);
+            let delim = delim.map(|d| s.strings.get(d));
+            out.print_record(typed.as_slice(), delim, newline);
+        } else {
+            out.text(|b| print(s, args, string_mask, delim, newline, b));
+        }
+    }
+    s.out = out;
+}
+
+fn typed_by_mask<'a>(s: &'a ScriptState, args: &[i64], string_mask: u64) -> Typed<'a> {
     let mut typed = Typed::new(args.len());
     for (i, &v) in args.iter().enumerate() {
         typed.push(if i < 64 && string_mask & (1 << i) != 0 {
@@ -116,6 +145,5 @@ pub fn print(
             Arg::Long(v)
         });
     }
-    let delim = delim.map(|d| s.strings.get(d));
-    crate::format::print_args(out, typed.as_slice(), delim, newline);
+    typed
 }
