@@ -112,8 +112,14 @@ pub fn print_sizes(compiled: &CompiledScript) {
     );
 }
 
-fn start_transport(opts: &cli::Options) -> Result<(Transport, transport::Producer), PassError> {
+/// Starts the output thread; handlers' `printf` output is formatted there
+/// (`rt` queues records from now on).
+fn start_transport(
+    opts: &cli::Options,
+    rt: &mut ScriptRuntime,
+) -> Result<(Transport, transport::Producer), PassError> {
     let mut config = Config::stdout();
+    config.render = Some(rt.defer_formatting());
     if let Some(mb) = opts.buffer_mb {
         config.buffer_bytes =
             transport::parse_buffer_mb(&mb.to_string()).map_err(PassError::Message)?;
@@ -138,7 +144,7 @@ pub fn run(
         target: 0,
     };
     let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
-    let (transport, mut producer) = start_transport(opts)?;
+    let (transport, mut producer) = start_transport(opts, &mut rt)?;
     let limit = opts.timeout.map(Duration::from_secs_f64);
     let status = match target {
         Some(target) => {

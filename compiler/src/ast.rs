@@ -199,10 +199,12 @@ pub enum StmtKind {
         cond: Expr,
         body: Box<Stmt>,
     },
+    /// The three clauses are boxed: inline they would make every
+    /// statement (and every `Vec<Stmt>` slot) three expressions larger.
     For {
-        init: Option<Expr>,
-        cond: Option<Expr>,
-        step: Option<Expr>,
+        init: Option<Box<Expr>>,
+        cond: Option<Box<Expr>>,
+        step: Option<Box<Expr>>,
         body: Box<Stmt>,
     },
     Foreach(Box<Foreach>),

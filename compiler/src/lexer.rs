@@ -36,24 +36,27 @@ impl LexError {
             opener: None,
         }
     }
-    fn unterminated(message: &str, opener: usize, help: &str) -> LexError {
-        LexError {
+    fn unterminated(message: &str, opener: usize, help: &str) -> Box<LexError> {
+        Box::new(LexError {
             message: message.into(),
             help: Some(help.into()),
             opener: Some(opener),
-        }
+        })
     }
 }
 
-fn bad_char(lex: &mut logos::Lexer<Tok>) -> LexError {
+fn bad_char(lex: &mut logos::Lexer<Tok>) -> Box<LexError> {
     let c = lex.slice().chars().next().unwrap_or('?');
-    LexError::new(format!("unexpected character '{}'", c.escape_default()))
+    Box::new(LexError::new(format!(
+        "unexpected character '{}'",
+        c.escape_default()
+    )))
 }
 
 /// A token of the language. The variants without a logos pattern are made
 /// by later passes over the token stream.
 #[derive(Logos, Clone, Debug, PartialEq)]
-#[logos(error(LexError, bad_char))]
+#[logos(error(Box<LexError>, bad_char))]
 #[logos(skip r"[ \t\r\n\x0b\x0c]+")]
 #[logos(skip(r"#[^\n]*", allow_greedy = true))]
 #[logos(skip(r"//[^\n]*", allow_greedy = true))]
@@ -300,7 +303,7 @@ impl Iterator for Tokens<'_> {
             Ok(tok) => (tok, span.end),
             Err(e) => {
                 let end = e.opener.map_or(span.end, |n| span.start + n);
-                (Tok::Error(Box::new(e)), end)
+                (Tok::Error(e), end)
             }
         };
         Some(Token {
@@ -328,11 +331,12 @@ pub fn parse_number(text: &str) -> Option<u64> {
     u64::from_str_radix(digits, radix).ok()
 }
 
-fn number(lex: &mut logos::Lexer<Tok>) -> Result<u64, LexError> {
-    parse_number(lex.slice()).ok_or_else(|| LexError::new("number invalid or out of range"))
+fn number(lex: &mut logos::Lexer<Tok>) -> Result<u64, Box<LexError>> {
+    parse_number(lex.slice())
+        .ok_or_else(|| Box::new(LexError::new("number invalid or out of range")))
 }
 
-fn block_comment(lex: &mut logos::Lexer<Tok>) -> FilterResult<(), LexError> {
+fn block_comment(lex: &mut logos::Lexer<Tok>) -> FilterResult<(), Box<LexError>> {
     match lex.remainder().find("*/") {
         Some(i) => {
             lex.bump(i + 2);
@@ -349,7 +353,7 @@ fn block_comment(lex: &mut logos::Lexer<Tok>) -> FilterResult<(), LexError> {
     }
 }
 
-fn embedded_code(lex: &mut logos::Lexer<Tok>) -> Result<String, LexError> {
+fn embedded_code(lex: &mut logos::Lexer<Tok>) -> Result<String, Box<LexError>> {
     match lex.remainder().find("%}") {
         Some(i) => {
             let code = lex.remainder()[..i].to_string();
@@ -370,7 +374,7 @@ fn embedded_code(lex: &mut logos::Lexer<Tok>) -> Result<String, LexError> {
 /// Scans a string literal after its opening quote, decoding escapes as C
 /// would for the escapes SystemTap passes through (`\a \b \t \n \v \f \r
 /// \\ \ooo \xhh`); any other escaped character stands for itself.
-fn string_literal(lex: &mut logos::Lexer<Tok>) -> Result<String, LexError> {
+fn string_literal(lex: &mut logos::Lexer<Tok>) -> Result<String, Box<LexError>> {
     let rest = lex.remainder().as_bytes();
     let mut bytes = Vec::new();
     let mut i = 0;

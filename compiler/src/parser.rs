@@ -112,8 +112,8 @@ pub fn parse_file(
         }
         run_grammar(layout::laid_out(tokens), file, ids)
     };
-    let items = match result {
-        Ok(items) => items,
+    let (items, suspect) = match result {
+        Ok(parsed) => parsed,
         Err(e) => {
             let at = error_offset(&e);
             let mut diags = vec![syntax_error(e, map, file, opts)];
@@ -122,7 +122,11 @@ pub fn parse_file(
         }
     };
     let script = Script { file, items };
-    let problems = validate(&script, opts);
+    let problems = validate(&script, opts, suspect);
+    debug_assert!(
+        suspect || validate(&script, opts, true).len() == problems.len(),
+        "the grammar's actions missed something the body checks report"
+    );
     if problems.is_empty() {
         Ok(script)
     } else {
@@ -135,11 +139,8 @@ fn run_grammar(
     tokens: impl IntoIterator<Item = Token>,
     file: FileId,
     ids: &mut NodeIds,
-) -> Result<Vec<Item>, LalrError> {
-    let ctx = Ctx {
-        file,
-        next_id: Cell::new(ids.next),
-    };
+) -> Result<(Vec<Item>, bool), LalrError> {
+    let ctx = Ctx::new(file, ids);
     let stream = tokens.into_iter().map(|t| match t.tok {
         Tok::Error(e) => Err(Fail {
             message: e.message,
@@ -151,7 +152,7 @@ fn run_grammar(
     });
     let result = grammar::ScriptParser::new().parse(&ctx, stream);
     ids.next = ctx.next_id.get();
-    result
+    result.map(|items| (items, ctx.bodies_suspect()))
 }
 
 /// Where a grammar error happened (byte offset).
@@ -205,10 +206,7 @@ pub fn parse_expr(
     ids: &mut NodeIds,
 ) -> Result<Expr, Vec<Diagnostic>> {
     let tokens = lexer::lex(map.text(file));
-    let ctx = Ctx {
-        file,
-        next_id: Cell::new(ids.next),
-    };
+    let ctx = Ctx::new(file, ids);
     let stream = tokens.into_iter().map(|t| match t.tok {
         Tok::Error(e) => Err(Fail {
             message: e.message.clone(),
@@ -385,10 +383,18 @@ fn describe_expected(expected: &[String]) -> String {
 
 // ------------------------------------------------------- grammar actions
 
-/// State the grammar's actions share: the file and the id counter.
+/// State the grammar's actions share: the file, the id counter, and what
+/// the actions noticed for the checks after parsing.
 pub struct Ctx {
     file: FileId,
     next_id: Cell<u32>,
+    /// Set when a body may hold something [`validate`] reports, so that a
+    /// clean file skips the walk over every statement and expression.
+    suspect: Cell<bool>,
+    /// Histograms built, less those in a place a bare one may stand.
+    loose_hists: Cell<u32>,
+    /// `return` statements since the last probe, alias or function.
+    pending_returns: Cell<u32>,
 }
 
 /// A `->field` or `[index]` after a target variable or `@cast`.
@@ -610,6 +616,68 @@ const OTHER_AT_WORDS: &[&str] = &[
 ];
 
 impl Ctx {
+    fn new(file: FileId, ids: &NodeIds) -> Ctx {
+        Ctx {
+            file,
+            next_id: Cell::new(ids.next),
+            suspect: Cell::new(false),
+            loose_hists: Cell::new(0),
+            pending_returns: Cell::new(0),
+        }
+    }
+
+    /// Whether [`validate`] must walk the bodies: something built may be
+    /// reported there.
+    fn bodies_suspect(&self) -> bool {
+        self.suspect.get() || self.loose_hists.get() != 0 || self.pending_returns.get() != 0
+    }
+
+    /// Something [`validate`] may report was built.
+    pub fn suspect(&self) {
+        self.suspect.set(true);
+    }
+
+    /// A histogram now stands where a bare one may (a print argument, a
+    /// foreach source, an indexed histogram).
+    fn hist_placed(&self) {
+        self.loose_hists.set(self.loose_hists.get().wrapping_sub(1));
+    }
+
+    /// `return` at statement level.
+    pub fn return_stmt(&self, value: Option<Expr>, l: usize, r: usize) -> Box<Stmt> {
+        self.pending_returns.set(self.pending_returns.get() + 1);
+        self.stmt(StmtKind::Return(value), l, r)
+    }
+
+    /// A probe, alias or function was reduced: the `return`s since the
+    /// previous one are inside it, which is fine only in a function.
+    pub fn item_done(&self, function: bool) {
+        if !function && self.pending_returns.get() != 0 {
+            self.suspect();
+        }
+        self.pending_returns.set(0);
+    }
+
+    /// `name(args)`, noting a print-family call whose arguments break the
+    /// rules or that holds a bare histogram.
+    pub fn call(&self, name: Ident, args: Vec<Expr>, l: usize, r: usize) -> Box<Expr> {
+        if let Some(print) = PrintCall::of(&name.name) {
+            if print.problem(&args, self.span(l, r)).is_some() {
+                self.suspect();
+            }
+            if print.bare_hist_ok(&args) && matches!(args[0].kind, ExprKind::Hist { .. }) {
+                self.hist_placed();
+            }
+        }
+        self.expr(ExprKind::Call { name, args }, l, r)
+    }
+
+    /// `foreach (k in @hist_log(v))`.
+    pub fn hist_source(&self, h: Box<Expr>) -> ForeachSource {
+        self.hist_placed();
+        ForeachSource::Hist(h)
+    }
+
     pub fn span(&self, l: usize, r: usize) -> Span {
         Span::new(self.file, l, r)
     }
@@ -699,6 +767,7 @@ impl Ctx {
         l: usize,
         r: usize,
     ) -> ActionResult<Vec<Item>> {
+        self.item_done(false);
         let mut kind = AliasKind::Prologue;
         let mut points = Vec::with_capacity(names.len());
         for (p, k) in names {
@@ -763,7 +832,7 @@ impl Ctx {
 
     pub fn for_loop(
         &self,
-        head: Box<(Option<Expr>, Option<Expr>, Option<Expr>)>,
+        head: Box<(Option<Box<Expr>>, Option<Box<Expr>>, Option<Box<Expr>>)>,
         body: Box<Stmt>,
         l: usize,
         r: usize,
@@ -923,14 +992,17 @@ impl Ctx {
             let mut path = path.into_iter();
             return match (path.next(), path.next()) {
                 (None, _) => Ok(hist),
-                (Some(Suffix::Index(key)), None) => Ok(self.expr(
-                    ExprKind::Index {
-                        base: IndexBase::Hist(hist),
-                        keys: vec![*key],
-                    },
-                    l,
-                    r,
-                )),
+                (Some(Suffix::Index(key)), None) => Ok({
+                    self.hist_placed();
+                    self.expr(
+                        ExprKind::Index {
+                            base: IndexBase::Hist(hist),
+                            keys: vec![*key],
+                        },
+                        l,
+                        r,
+                    )
+                }),
                 _ => Err(user("a histogram takes one [bucket] index", l, r)),
             };
         }
@@ -1045,6 +1117,7 @@ impl Ctx {
             _ => return Err(user("expected @hist_log or @hist_linear", l, r)),
         };
         let expr = Box::new(args.remove(0));
+        self.loose_hists.set(self.loose_hists.get().wrapping_add(1));
         Ok(self.expr(ExprKind::Hist { kind, expr }, l, r))
     }
 }
@@ -1073,11 +1146,15 @@ fn is_number_literal(e: &Expr) -> bool {
 
 // ------------------------------------------------------------- validation
 
-/// The checks SystemTap makes while parsing, on the finished tree.
-fn validate(script: &Script, opts: &ParseOptions) -> Vec<Diagnostic> {
+/// The checks SystemTap makes while parsing, on the finished tree. The
+/// bodies (statements, expressions, probe-point conditions) are walked only
+/// when the grammar's actions saw something there that may be reported
+/// (`bodies`): a clean large file is not walked twice.
+fn validate(script: &Script, opts: &ParseOptions, bodies: bool) -> Vec<Diagnostic> {
     let mut v = Validator {
         guru: opts.guru,
         in_function: false,
+        bodies,
         problems: Vec::new(),
     };
     let mut globals: HashSet<&str> = HashSet::new();
@@ -1105,12 +1182,9 @@ fn validate(script: &Script, opts: &ParseOptions) -> Vec<Diagnostic> {
             }
             Item::Function(f) => {
                 v.in_function = true;
-                let mut seen = HashSet::new();
-                for p in &f.params {
-                    if !seen.insert(&p.name.name) {
-                        v.error("duplicate parameter names", p.name.span);
-                    }
-                }
+                for_each_repeat(f.params.iter().map(|p| &p.name), |name| {
+                    v.error("duplicate parameter names", name.span)
+                });
                 match &f.body {
                     FunctionBody::Block(b) => v.block(b),
                     FunctionBody::Embedded(e) => v.embedded(e),
@@ -1121,9 +1195,36 @@ fn validate(script: &Script, opts: &ParseOptions) -> Vec<Diagnostic> {
     v.problems
 }
 
+/// Calls `repeat` for each name equal to an earlier one, in order: a
+/// linear scan for the few parameters a function usually has (no hashing,
+/// no allocation), a set beyond that.
+fn for_each_repeat<'a>(
+    names: impl ExactSizeIterator<Item = &'a Ident>,
+    mut repeat: impl FnMut(&'a Ident),
+) {
+    if names.len() <= 8 {
+        let mut seen: [&str; 8] = [""; 8];
+        for (i, name) in names.enumerate() {
+            if seen[..i].contains(&name.name.as_str()) {
+                repeat(name);
+            }
+            seen[i] = &name.name;
+        }
+    } else {
+        let mut seen = HashSet::new();
+        for name in names {
+            if !seen.insert(&name.name) {
+                repeat(name);
+            }
+        }
+    }
+}
+
 struct Validator {
     guru: bool,
     in_function: bool,
+    /// Walk statements and expressions (see [`validate`]).
+    bodies: bool,
     problems: Vec<Diagnostic>,
 }
 
@@ -1157,12 +1258,18 @@ impl Validator {
     }
 
     fn probe_point(&mut self, p: &ProbePoint) {
+        if !self.bodies {
+            return;
+        }
         if let Some(c) = &p.condition {
             self.expr(c, false);
         }
     }
 
     fn block(&mut self, b: &Block) {
+        if !self.bodies {
+            return;
+        }
         for s in &b.stmts {
             self.stmt(s);
         }
@@ -1273,16 +1380,11 @@ impl Validator {
                 }
             }
             ExprKind::Call { name, args } => {
-                let printing = PRINT_FUNCTIONS.contains(&name.name.as_str());
-                if printing {
-                    self.print_call(&name.name, args, e.span);
+                let print = PrintCall::of(&name.name);
+                if let Some(problem) = print.and_then(|p| p.problem(args, e.span)) {
+                    self.problems.push(problem);
                 }
-                let bare_hist_ok = printing
-                    && matches!(
-                        name.name.as_str(),
-                        "print" | "println" | "sprint" | "sprintln"
-                    )
-                    && args.len() == 1;
+                let bare_hist_ok = print.is_some_and(|p| p.bare_hist_ok(args));
                 for a in args {
                     self.expr(a, bare_hist_ok);
                 }
@@ -1303,14 +1405,34 @@ impl Validator {
             }
         }
     }
+}
 
-    /// The argument rules of the print family, as SystemTap's parser has them.
-    fn print_call(&mut self, name: &str, args: &[Expr], span: Span) {
+/// A call to one of the print family, whose arguments SystemTap's parser checks.
+#[derive(Clone, Copy)]
+struct PrintCall<'n> {
+    name: &'n str,
+}
+
+impl<'n> PrintCall<'n> {
+    fn of(name: &'n str) -> Option<PrintCall<'n>> {
+        PRINT_FUNCTIONS
+            .contains(&name)
+            .then_some(PrintCall { name })
+    }
+
+    /// A bare histogram may be the one argument of `print`-style calls.
+    fn bare_hist_ok(self, args: &[Expr]) -> bool {
+        matches!(self.name, "print" | "println" | "sprint" | "sprintln") && args.len() == 1
+    }
+
+    /// The broken argument rule, as SystemTap's parser has them.
+    fn problem(self, args: &[Expr], span: Span) -> Option<Diagnostic> {
+        let name = self.name;
         let first_is_literal = matches!(args.first().map(|a| &a.kind), Some(ExprKind::Str(_)));
         let at = args.first().map_or(span, |a| a.span);
         if name.ends_with('f') {
             if !first_is_literal {
-                self.problems.push(
+                return Some(
                     Diagnostic::parse_error("expected literal string")
                         .with_label(at, "the format must be a string literal")
                         .with_help(format!("{name}(\"format\", values...)")),
@@ -1318,13 +1440,13 @@ impl Validator {
             }
         } else if name.contains("printd") {
             if !first_is_literal {
-                self.problems.push(
+                return Some(
                     Diagnostic::parse_error("expected literal string")
                         .with_label(at, "the delimiter must be a string literal")
                         .with_help(format!("{name}(\"delimiter\", value1, value2...)")),
                 );
             } else if args.len() < 3 {
-                self.problems.push(
+                return Some(
                     Diagnostic::parse_error(format!(
                         "{name} needs at least two values after the delimiter"
                     ))
@@ -1332,10 +1454,11 @@ impl Validator {
                 );
             }
         } else if !name.ends_with("ln") && args.is_empty() {
-            self.problems.push(
+            return Some(
                 Diagnostic::parse_error(format!("{name} needs at least one value"))
                     .with_label(span, "here"),
             );
         }
+        None
     }
 }

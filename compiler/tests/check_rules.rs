@@ -29,13 +29,6 @@ fn ok(src: &str) -> Program {
     check_with(src, &opts(false)).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn err(src: &str) -> String {
-    match check_with(src, &opts(false)) {
-        Ok(_) => panic!("accepted: {src}"),
-        Err(e) => e,
-    }
-}
-
 #[test]
 fn whole_stdlib_checks() {
     let p = ok(

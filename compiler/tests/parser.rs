@@ -547,3 +547,30 @@ fn chains_that_systemtap_rejects() {
         lines(&["x = (a in b) in c;", "y = (a =~ \"x\") . b;"])
     );
 }
+
+#[test]
+fn every_repeated_parameter_is_reported_where_it_repeats() {
+    // Few parameters are compared in place, many through a set: both ways
+    // report each repeat, in order.
+    let where_ = |text: &str| -> Vec<String> {
+        errors(text)
+            .lines()
+            .filter(|l| l.contains("t.stp:"))
+            .map(|l| l.trim().to_string())
+            .collect()
+    };
+    let few = "function f(a, b, a, b, c) {}";
+    let many = "function g(p1, p2, p3, p4, p5, p6, p7, p8, p9, p2, p10, p9) {}";
+    for (text, cols) in [(few, [18, 21]), (many, [48, 57])] {
+        let lines = where_(text);
+        assert_eq!(lines.len(), 2, "{text}: {lines:?}");
+        for (line, col) in lines.iter().zip(cols) {
+            assert!(line.contains(&format!("t.stp:1:{col} ]")), "{text}: {line}");
+        }
+        let headlines = errors(text)
+            .lines()
+            .filter(|l| *l == "parse error: duplicate parameter names")
+            .count();
+        assert_eq!(headlines, 2, "{text}");
+    }
+}

@@ -17,6 +17,7 @@ fn bench_push(label: &str, buffer_bytes: usize, n: u64) {
         buffer_bytes,
         output: devnull(),
         control: Some(Box::new(std::io::sink())),
+        render: None,
     })
     .unwrap();
     let start = Instant::now();

@@ -8,9 +8,15 @@
 //! - an architecture other than x86_64 (an i386 binary, `int $0x80`) and the
 //!   x32 ABI (nr with bit 30 set) get TRACE, so the tracer still sees them;
 //! - execve and execveat are always traced (exec events must reach us);
-//! - the set is compiled both as a chain of range tests (short for small
-//!   sets) and as a bitmask lookup (bounded for any set), and the shorter
-//!   program whose jumps fit wins.
+//! - the set is compiled as range tests on the syscall number — a chain for
+//!   a few ranges, a binary search for more — so that the kernel can
+//!   precompute the filter's verdict per syscall number (the seccomp action
+//!   cache, Linux 5.11+, only understands loads of `nr`/`arch`, jumps on
+//!   constants and returns): an allowed syscall then never runs the filter.
+//!   A bitmask lookup (shifts, which defeat the cache) is the fallback for a
+//!   set whose search would need jumps longer than BPF allows. Measured with
+//!   47 traced numbers over `loop 2000000`: bitmask 1.36x untraced, range
+//!   tests 1.15x, the same as a filter of one range.
 //!
 //! Build the [`Filter`] before fork: [`install`] only makes system calls
 //! and is async-signal-safe, so it can run in the forked child before exec.
@@ -86,12 +92,10 @@ impl Filter {
         set.sort_unstable();
         set.dedup();
         let ranges = to_ranges(&set);
-        let candidates = [linear(&ranges), bitmask(&set)];
-        let program = candidates
-            .into_iter()
-            .filter_map(|body| assemble(body).ok())
-            .min_by_key(Vec::len)
+        let body = search(&ranges)
+            .or_else(|| with_returns(bitmask(&set)))
             .ok_or(BuildError::TooLarge)?;
+        let program = assemble(body)?;
         Ok(Filter { program })
     }
 
@@ -185,6 +189,26 @@ fn linear(ranges: &[(u32, u32)]) -> Vec<Insn> {
     body
 }
 
+/// Ranges per leaf of [`search`]: up to 8 tests in a row cost less than
+/// more levels of splitting.
+const LEAF_RANGES: usize = 8;
+
+/// Range tests as a binary search: `jge` on the first number of the upper
+/// half splits, leaves are [`linear`] chains with their own returns. `None`
+/// if a jump over a lower half would be longer than 255 instructions.
+fn search(ranges: &[(u32, u32)]) -> Option<Vec<sock_filter>> {
+    if ranges.len() <= LEAF_RANGES {
+        return with_returns(linear(ranges));
+    }
+    let (low, high) = ranges.split_at(ranges.len() / 2);
+    let lower = search(low)?;
+    let skip = u8::try_from(lower.len()).ok()?;
+    let mut body = vec![insn(JGE_K, high[0].0, skip, 0)];
+    body.extend(lower);
+    body.extend(search(high)?);
+    Some(body)
+}
+
 /// A lookup in a bitmask of 32-bit words: X = 1 << (nr % 32), A = nr / 32,
 /// then one test per non-empty word.
 fn bitmask(sorted: &[u32]) -> Vec<Insn> {
@@ -217,51 +241,48 @@ fn bitmask(sorted: &[u32]) -> Vec<Insn> {
     body
 }
 
-/// Wraps a body in the architecture and x32 checks and the two returns,
-/// and resolves jumps; fails if a jump is longer than 255 instructions or
-/// the program longer than the kernel allows.
-fn assemble(body: Vec<Insn>) -> Result<Vec<sock_filter>, BuildError> {
-    let mut insns = vec![
-        stmt(LD_W_ABS, OFF_ARCH),
-        jump(JEQ_K, AUDIT_ARCH_X86_64, To::Skip(0), To::Trace),
-        stmt(LD_W_ABS, OFF_NR),
-        jump(JGE_K, X32_SYSCALL_BIT, To::Trace, To::Skip(0)),
+/// Ends `body` with its own `ret ALLOW; ret TRACE` and resolves its jumps,
+/// so no jump leaves the piece: pieces compose into programs longer than a
+/// BPF jump (255 instructions) can span. `None` if a jump is too long.
+fn with_returns(mut body: Vec<Insn>) -> Option<Vec<sock_filter>> {
+    let allow = body.len();
+    body.push(stmt(RET_K, libc::SECCOMP_RET_ALLOW));
+    body.push(stmt(RET_K, libc::SECCOMP_RET_TRACE));
+    let offset = |at: usize, to: To| -> Option<u8> {
+        let target = match to {
+            To::Skip(n) => return Some(n),
+            To::Allow => allow,
+            To::Trace => allow + 1,
+        };
+        u8::try_from(target - at - 1).ok()
+    };
+    body.iter()
+        .enumerate()
+        .map(|(at, i)| Some(insn(i.code, i.k, offset(at, i.jt)?, offset(at, i.jf)?)))
+        .collect()
+}
+
+fn insn(code: u16, k: u32, jt: u8, jf: u8) -> sock_filter {
+    sock_filter { code, jt, jf, k }
+}
+
+/// Puts the architecture and x32 checks (each tracing what it rejects)
+/// before a body built by [`with_returns`]; fails if the program is longer
+/// than the kernel allows.
+fn assemble(body: Vec<sock_filter>) -> Result<Vec<sock_filter>, BuildError> {
+    let trace = insn(RET_K, libc::SECCOMP_RET_TRACE, 0, 0);
+    let mut program = vec![
+        insn(LD_W_ABS, OFF_ARCH, 0, 0),
+        insn(JEQ_K, AUDIT_ARCH_X86_64, 1, 0),
+        trace,
+        insn(LD_W_ABS, OFF_NR, 0, 0),
+        insn(JGE_K, X32_SYSCALL_BIT, 0, 1),
+        trace,
     ];
-    insns.extend(body);
-    let allow = insns.len();
-    let trace = allow + 1;
-    if trace + 1 > BPF_MAXINSNS {
+    program.extend(body);
+    if program.len() > BPF_MAXINSNS {
         return Err(BuildError::TooLarge);
     }
-    let resolve = |at: usize, to: To| -> Result<u8, BuildError> {
-        let off = match to {
-            To::Skip(n) => n as usize,
-            To::Trace => trace - at - 1,
-            To::Allow => allow - at - 1,
-        };
-        u8::try_from(off).map_err(|_| BuildError::TooLarge)
-    };
-    let mut program = Vec::with_capacity(trace + 1);
-    for (at, insn) in insns.iter().enumerate() {
-        program.push(sock_filter {
-            code: insn.code,
-            jt: resolve(at, insn.jt)?,
-            jf: resolve(at, insn.jf)?,
-            k: insn.k,
-        });
-    }
-    program.push(sock_filter {
-        code: RET_K,
-        jt: 0,
-        jf: 0,
-        k: libc::SECCOMP_RET_ALLOW,
-    });
-    program.push(sock_filter {
-        code: RET_K,
-        jt: 0,
-        jf: 0,
-        k: libc::SECCOMP_RET_TRACE,
-    });
     Ok(program)
 }
 
@@ -348,4 +369,66 @@ fn has_cap_sys_admin() -> bool {
     let mut data = [Data::default(); 2];
     let rc = unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) };
     rc == 0 && data[0].effective & (1 << CAP_SYS_ADMIN) != 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `program` on one syscall (a classic-BPF interpreter for the
+    /// opcodes this module emits) and returns the verdict.
+    fn run(program: &[sock_filter], arch: u32, nr: u32) -> u32 {
+        let (mut a, mut x, mut pc) = (0u32, 0u32, 0usize);
+        loop {
+            let i = program[pc];
+            pc += 1;
+            let mut branch = |taken: bool| pc += usize::from(if taken { i.jt } else { i.jf });
+            match i.code {
+                LD_W_ABS => a = if i.k == OFF_ARCH { arch } else { nr },
+                LD_IMM => a = i.k,
+                ALU_AND_K => a &= i.k,
+                ALU_RSH_K => a >>= i.k,
+                ALU_LSH_X => a <<= x,
+                TAX => x = a,
+                TXA => a = x,
+                JEQ_K => branch(a == i.k),
+                JGE_K => branch(a >= i.k),
+                JSET_K => branch(a & i.k != 0),
+                RET_K => return i.k,
+                code => panic!("unexpected opcode {code:#x}"),
+            }
+        }
+    }
+
+    /// Every shape (chain, search, bitmask) traces exactly its set, the
+    /// always-traced execs, and everything of another ABI.
+    #[test]
+    fn programs_trace_exactly_their_set() {
+        let sets: Vec<Vec<u32>> = vec![
+            vec![],
+            vec![1],
+            vec![0, 1, 2, 3, 110, 111, 435],
+            (0..460).step_by(2).collect(),
+            (0..460).step_by(3).chain(200..260).collect(),
+            (0..460).filter(|n| n % 7 != 0).collect(),
+            (0..2000).step_by(2).collect(),
+        ];
+        for set in sets {
+            let filter = Filter::new(set.iter().copied()).unwrap();
+            for nr in 0..2100 {
+                let want = set.contains(&nr) || ALWAYS_TRACED.contains(&nr);
+                let got = run(&filter.program, AUDIT_ARCH_X86_64, nr);
+                let expect = if want {
+                    libc::SECCOMP_RET_TRACE
+                } else {
+                    libc::SECCOMP_RET_ALLOW
+                };
+                assert_eq!(got, expect, "nr {nr} in a set of {}", set.len());
+            }
+            let x32 = run(&filter.program, AUDIT_ARCH_X86_64, X32_SYSCALL_BIT | 1);
+            assert_eq!(x32, libc::SECCOMP_RET_TRACE);
+            let i386 = run(&filter.program, 0x4000_0003, 20);
+            assert_eq!(i386, libc::SECCOMP_RET_TRACE);
+        }
+    }
 }

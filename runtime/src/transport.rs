@@ -8,6 +8,11 @@
 //! tracer; [`Transport::finish`] drains everything and then reports the count
 //! with SystemTap's wording (see [`lost_warning`]).
 //!
+//! A message need not be final text: with a [`Renderer`] in the config, the
+//! output thread turns each batch into text before writing it, so that
+//! formatting happens there instead of on the tracer thread (the script
+//! runtime queues `printf` records; see `script::output`).
+//!
 //! Control messages (runtime warnings and errors) take a separate unbounded
 //! path to stderr and are never dropped.
 //!
@@ -75,6 +80,10 @@ impl Output {
     }
 }
 
+/// Turns a batch of whole messages into the bytes to write (on the output
+/// thread). Messages are pushed whole, so a batch never ends inside one.
+pub type Renderer = Box<dyn FnMut(&[u8], &mut Vec<u8>) + Send>;
+
 /// How to build a [`Transport`].
 pub struct Config {
     /// Ring capacity in bytes (`-s MB` × 2^20).
@@ -83,6 +92,8 @@ pub struct Config {
     pub output: Output,
     /// Destination of control messages; `None` means stderr (fd 2).
     pub control: Option<Box<dyn Write + Send>>,
+    /// Renders messages into text; `None`: messages are the text.
+    pub render: Option<Renderer>,
 }
 
 impl Config {
@@ -92,6 +103,7 @@ impl Config {
             buffer_bytes: DEFAULT_BUFFER_MB << 20,
             output: Output::Stdout,
             control: None,
+            render: None,
         }
     }
 }
@@ -232,6 +244,7 @@ impl Transport {
         let (ctl_tx, ctl_rx) = mpsc::channel();
         let output = config.output.into_writer();
         let control = config.control.unwrap_or_else(|| Box::new(RawFd(2)));
+        let render = config.render;
 
         // The thread needs `Shared` and `Shared` needs the thread's handle:
         // hand the Arc over through a channel once it exists.
@@ -246,6 +259,9 @@ impl Transport {
                     output,
                     control,
                     shared,
+                    render,
+                    scratch: Vec::new(),
+                    text: Vec::new(),
                     bytes_written: 0,
                     error: None,
                 }
@@ -339,6 +355,11 @@ struct OutputLoop {
     output: Box<dyn Write + Send>,
     control: Box<dyn Write + Send>,
     shared: Arc<Shared>,
+    render: Option<Renderer>,
+    /// A batch that wrapped around the ring, made contiguous for `render`.
+    scratch: Vec<u8>,
+    /// Rendered text of a batch.
+    text: Vec<u8>,
     bytes_written: u64,
     error: Option<io::Error>,
 }
@@ -398,12 +419,24 @@ impl OutputLoop {
         };
         let (a, b) = chunk.as_slices();
         if self.error.is_none() {
-            let result = self
-                .output
-                .write_all(a)
-                .and_then(|_| self.output.write_all(b));
+            let result = match &mut self.render {
+                None => write_both(&mut self.output, a, b).map(|()| n),
+                Some(render) => {
+                    let batch = if b.is_empty() {
+                        a
+                    } else {
+                        self.scratch.clear();
+                        self.scratch.extend_from_slice(a);
+                        self.scratch.extend_from_slice(b);
+                        &self.scratch
+                    };
+                    self.text.clear();
+                    render(batch, &mut self.text);
+                    self.output.write_all(&self.text).map(|()| self.text.len())
+                }
+            };
             match result {
-                Ok(()) => self.bytes_written += n as u64,
+                Ok(written) => self.bytes_written += written as u64,
                 Err(e) => self.error = Some(e),
             }
         }
@@ -427,6 +460,11 @@ impl OutputLoop {
         let _ = self.control.write_all(msg);
         let _ = self.control.flush();
     }
+}
+
+fn write_both(out: &mut dyn Write, a: &[u8], b: &[u8]) -> io::Result<()> {
+    out.write_all(a)?;
+    out.write_all(b)
 }
 
 /// An unbuffered writer on a file descriptor we do not own (stdout/stderr):

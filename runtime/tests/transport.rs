@@ -66,6 +66,7 @@ fn config(buffer_bytes: usize, output: Output, control: &Captured) -> Config {
         buffer_bytes,
         output,
         control: Some(Box::new(control.clone())),
+        render: None,
     }
 }
 
@@ -99,6 +100,40 @@ fn messages_arrive_whole_and_in_order() {
     } else {
         assert_eq!(ctl.text(), "");
     }
+}
+
+/// A renderer sees whole messages only, also when they wrap around the
+/// end of the ring, and what it makes is what gets written.
+#[test]
+fn renderer_gets_whole_messages_across_the_ring_end() {
+    let dir = tempdir();
+    let path = dir.join("render.out");
+    let ctl = Captured::default();
+    let mut cfg = config(61, Output::file(&path).unwrap(), &ctl);
+    // Messages are "<len byte><lowercase text>"; rendered upper-cased.
+    cfg.render = Some(Box::new(|mut batch: &[u8], text: &mut Vec<u8>| {
+        while let Some((&n, rest)) = batch.split_first() {
+            let (msg, rest) = rest.split_at(n as usize);
+            text.extend(msg.iter().map(u8::to_ascii_uppercase));
+            batch = rest;
+        }
+    }));
+    let (t, mut p) = Transport::start(cfg).unwrap();
+    let mut expected = String::new();
+    for i in 0..20_000u32 {
+        let body = format!("m{}-", i % 997);
+        let mut msg = vec![body.len() as u8];
+        msg.extend_from_slice(body.as_bytes());
+        while !p.push(&msg) {
+            std::thread::yield_now();
+        }
+        expected.push_str(&body.to_uppercase());
+    }
+    drop(p);
+    let stats = t.finish();
+    assert!(stats.error.is_none(), "{:?}", stats.error);
+    assert_eq!(stats.bytes_written, expected.len() as u64);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), expected);
 }
 
 #[test]

@@ -26,6 +26,7 @@ fn idle_output_thread_sleeps_and_wakes_for_each_message() {
         buffer_bytes: 4096,
         output: Output::Writer(Box::new(writer)),
         control: None,
+        render: None,
     })
     .unwrap();
     for round in 0..20 {

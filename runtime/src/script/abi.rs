@@ -326,7 +326,7 @@ fn histogram_text(ctx: *mut HandlerContext, gid: i64, elem: i64) -> Option<Vec<u
 /// `print(@hist_log(s))`: appends the histogram to the output.
 pub unsafe extern "C" fn utap_print_hist(ctx: *mut HandlerContext, gid: i64, elem: i64) {
     if let Some(text) = histogram_text(ctx, gid, elem) {
-        st(ctx).out.extend_from_slice(&text);
+        st(ctx).out.extend(&text);
         st(ctx).flush_if_large();
     }
 }
@@ -487,10 +487,7 @@ pub unsafe extern "C" fn utap_foreach_end(ctx: *mut HandlerContext, iter: i64) {
 pub unsafe extern "C" fn utap_printf(ctx: *mut HandlerContext, fmt: i64, args: *const i64, n: i64) {
     let s = st(ctx);
     let args = unsafe { std::slice::from_raw_parts(args, n as usize) };
-    let mut out = std::mem::take(&mut s.out);
-    let r = super::printing::printf(s, fmt as usize, args, &mut out);
-    s.out = out;
-    if let Err(e) = r {
+    if let Err(e) = super::printing::printf(s, fmt as usize, args) {
         s.raise(ctx, e);
     }
     s.flush_if_large();
@@ -541,9 +538,7 @@ pub unsafe extern "C" fn utap_print(
         s.print_scratch = out;
         h
     } else {
-        let mut out = std::mem::take(&mut s.out);
-        super::printing::print(s, args, mask as u64, delim, newline, &mut out);
-        s.out = out;
+        super::printing::print_out(s, args, mask as u64, delim, newline);
         s.flush_if_large();
         0
     }

@@ -91,7 +91,7 @@ extern "C" fn utap_bi_big_endian8(_: *mut HandlerContext, v: i64) -> i64 {
 /// `print_char(c)`: one byte of output.
 extern "C" fn utap_bi_print_char(ctx: *mut HandlerContext, c: i64) -> i64 {
     let s = st(ctx);
-    s.out.push(c as u8);
+    s.out.extend(&[c as u8]);
     s.flush_if_large();
     0
 }

@@ -21,6 +21,7 @@ pub mod context;
 pub mod globals;
 pub mod image;
 pub mod limits;
+pub mod output;
 pub mod printing;
 pub mod scheduler;
 pub mod sink;
@@ -152,6 +153,16 @@ impl ScriptRuntime {
         &mut self.state.procs
     }
 
+    /// From now on `printf` queues records instead of text; the returned
+    /// renderer (for [`crate::transport::Config::render`]) turns them into
+    /// text on the output thread. Every sink this runtime pushes to must
+    /// then render (see [`output`]).
+    pub fn defer_formatting(&mut self) -> crate::transport::Renderer {
+        self.state.out = output::RunOutput::new(true);
+        let image = Arc::clone(&self.state.image);
+        Box::new(move |batch, text| output::render(&image.formats, batch, text))
+    }
+
     /// `target()` (set once the -c command is started).
     pub fn set_target(&mut self, pid: i64) {
         self.state.target = pid;
@@ -226,7 +237,7 @@ impl ScriptRuntime {
         let ctx = &mut *self.ctx;
         let state = &mut *self.state;
         if !state.out.is_empty() {
-            sink.push(&state.out);
+            sink.push(state.out.as_bytes());
             state.out.clear();
         }
         for d in state.diagnostics.drain(..) {
@@ -381,13 +392,16 @@ impl ScriptRuntime {
     /// Prints the autoprinted globals and the error summary; returns the
     /// exit status (1 after a runtime error).
     pub fn finish(&mut self, sink: &mut dyn OutputSink) -> i32 {
-        let mut out = Vec::new();
+        let mut out = std::mem::take(&mut self.state.out);
+        out.clear();
         if self.phase != Phase::Error {
-            sink::autoprint(&self.state, &mut out);
+            out.text(|b| sink::autoprint(&self.state, b));
         }
         if !out.is_empty() {
-            sink.push(&out);
+            sink.push(out.as_bytes());
         }
+        out.clear();
+        self.state.out = out;
         if self.errors > 0 {
             sink.warn(&format!(
                 "WARNING: Number of errors: {}, skipped probes: 0",

@@ -66,14 +66,29 @@ fn typed_by_format<'a>(s: &'a ScriptState, pieces: &[FormatPiece], args: &[i64])
     typed
 }
 
-/// `printf(formats[fmt], args...)` onto `out`.
-pub fn printf(s: &ScriptState, fmt: usize, args: &[i64], out: &mut Vec<u8>) -> Result<(), String> {
-    let pieces = &s.image.formats[fmt];
-    let typed = typed_by_format(s, pieces, args);
-    // SAFETY: `memory` is only set during a run (see ScriptRuntime::fire).
-    let mem = s.memory.map(|m| unsafe { &*m });
-    crate::format::format_into_mem(out, pieces, typed.as_slice(), PRINT_BUFFER_SIZE, mem)
-        .map_err(|e| e.to_string())
+/// `printf(formats[fmt], args...)` onto the run's output: queued as a
+/// record for the output thread when the output is deferred and the format
+/// does not read memory, formatted here otherwise.
+pub fn printf(s: &mut ScriptState, fmt: usize, args: &[i64]) -> Result<(), String> {
+    let mut out = std::mem::take(&mut s.out);
+    let r = {
+        let s: &ScriptState = s;
+        let pieces = &s.image.formats[fmt];
+        let typed = typed_by_format(s, pieces, args);
+        if out.is_deferred() && super::output::can_defer(pieces) {
+            out.printf_record(fmt, typed.as_slice());
+            Ok(())
+        } else {
+            // SAFETY: `memory` is only set during a run (see ScriptRuntime::fire).
+            let mem = s.memory.map(|m| unsafe { &*m });
+            out.text(|b| {
+                crate::format::format_into_mem(b, pieces, typed.as_slice(), PRINT_BUFFER_SIZE, mem)
+            })
+            .map_err(|e| e.to_string())
+        }
+    };
+    s.out = out;
+    r
 }
 
 /// `sprintf(formats[fmt], args...)` onto `out` (an empty buffer).
@@ -93,6 +108,35 @@ pub fn print(
     newline: bool,
     out: &mut Vec<u8>,
 ) {
+    let typed = typed_by_mask(s, args, string_mask);
+    let delim = delim.map(|d| s.strings.get(d));
+    crate::format::print_args(out, typed.as_slice(), delim, newline);
+}
+
+/// [`print`] onto the run's output: queued as a record for the output
+/// thread when the output is deferred.
+pub fn print_out(
+    s: &mut ScriptState,
+    args: &[i64],
+    string_mask: u64,
+    delim: Option<i64>,
+    newline: bool,
+) {
+    let mut out = std::mem::take(&mut s.out);
+    {
+        let s: &ScriptState = s;
+        if out.is_deferred() {
+            let typed = typed_by_mask(s, args, string_mask);
+            let delim = delim.map(|d| s.strings.get(d));
+            out.print_record(typed.as_slice(), delim, newline);
+        } else {
+            out.text(|b| print(s, args, string_mask, delim, newline, b));
+        }
+    }
+    s.out = out;
+}
+
+fn typed_by_mask<'a>(s: &'a ScriptState, args: &[i64], string_mask: u64) -> Typed<'a> {
     let mut typed = Typed::new(args.len());
     for (i, &v) in args.iter().enumerate() {
         typed.push(if i < 64 && string_mask & (1 << i) != 0 {
@@ -101,6 +145,5 @@ pub fn print(
             Arg::Long(v)
         });
     }
-    let delim = delim.map(|d| s.strings.get(d));
-    crate::format::print_args(out, typed.as_slice(), delim, newline);
+    typed
 }

@@ -12,6 +12,7 @@ use super::context::HandlerContext;
 use super::globals::Globals;
 use super::image::ScriptImage;
 use super::limits::Limits;
+use super::output::RunOutput;
 use super::sink::OutputSink;
 use super::strings::Strings;
 
@@ -41,7 +42,7 @@ pub struct ScriptState {
     pub strings: Strings,
     pub globals: Globals,
     /// Output of the current handler run (pushed to the sink at its end).
-    pub out: Vec<u8>,
+    pub out: RunOutput,
     /// The message of the pending runtime error (`HandlerContext::error`).
     pub error_message: String,
     /// `exit()` was called.
@@ -91,7 +92,7 @@ impl ScriptState {
             limits,
             strings,
             globals,
-            out: Vec::with_capacity(4096),
+            out: RunOutput::new(false),
             error_message: String::new(),
             exit_requested: false,
             iterations: Vec::new(),
@@ -136,7 +137,7 @@ impl ScriptState {
         {
             // SAFETY: `sink` is set by `ScriptRuntime::fire_point` for the
             // duration of the run, from a live exclusive borrow.
-            unsafe { (*sink).push(&self.out) };
+            unsafe { (*sink).push(self.out.as_bytes()) };
             self.out.clear();
         }
     }

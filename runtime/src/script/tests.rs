@@ -10,7 +10,7 @@ use super::sink::BufferSink;
 use super::{Phase, ProbeValues, RuntimeOptions, ScriptRuntime, scheduler};
 
 fn say(ctx: *mut HandlerContext, text: &str) {
-    unsafe { (*(*ctx).state).out.extend_from_slice(text.as_bytes()) };
+    unsafe { (*(*ctx).state).out.extend(text.as_bytes()) };
 }
 
 unsafe extern "C" fn begin_a(ctx: *mut HandlerContext) {
