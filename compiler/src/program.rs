@@ -145,18 +145,18 @@ pub enum ProcessEvent {
     Quiesce,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Block {
     pub stmts: Vec<Stmt>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Stmt {
     pub kind: StmtKind,
     pub span: Span,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum StmtKind {
     Expr(Expr),
     Block(Block),
@@ -189,7 +189,7 @@ pub enum StmtKind {
     },
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Foreach {
     pub source: ForeachSource,
     /// Locals receiving the keys (one per key column; for a histogram, one:
@@ -203,13 +203,13 @@ pub struct Foreach {
     pub body: Box<Stmt>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum ForeachSource {
     Array(GlobalId),
     Hist(Box<Expr>),
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Expr {
     pub kind: ExprKind,
     pub ty: Type,
@@ -217,7 +217,7 @@ pub struct Expr {
 }
 
 /// Something that can be assigned, incremented, deleted or `<<<`-ed.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum LValue {
     Local(LocalId),
     Global(GlobalId),
@@ -240,7 +240,7 @@ pub enum ContextVar {
     Code,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum ExprKind {
     Long(i64),
     Str(String),

@@ -24,7 +24,7 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{DataDescription, DataId, FuncId, Linkage, Module, default_libcall_names};
 
 use utap_compiler::ast::Span;
-use utap_compiler::program::{PointKind, Program};
+use utap_compiler::program::{PointKind, ProbeDef, Program};
 use utap_runtime::script::Limits;
 use utap_runtime::script::image::{HandlerFn, PointSpec, ProbeSpec, ScriptImage, Trigger};
 
@@ -81,6 +81,20 @@ pub struct CompiledScript {
     pub sizes: Vec<FunctionSize>,
     /// Owns the machine code the image's handlers point into.
     _module: JITModule,
+}
+
+/// Whether probe `b` translates to exactly the IR of probe `a` (the
+/// expansions of a wildcard whose alias bodies were elided have the same
+/// body, spans included): then `b` need not be translated. The translator
+/// reads of the locals only whether there are any (see `Translator::new`).
+fn same_translation(a: &ProbeDef, b: &ProbeDef) -> bool {
+    a.locals.is_empty() == b.locals.is_empty()
+        && a.points.len() == b.points.len()
+        && a.points
+            .iter()
+            .zip(&b.points)
+            .all(|(x, y)| x.condition == y.condition)
+        && a.body == b.body
 }
 
 /// Defines the read-only table of per-probe constants of shared handlers.
@@ -254,6 +268,9 @@ pub fn compile(
     let mut grouper = sharing::Grouper::default();
     let mut func = Function::new();
     for (i, p) in program.probes.iter().enumerate() {
+        if i > 0 && same_translation(&program.probes[i - 1], p) && grouper.repeat_last(i) {
+            continue;
+        }
         func.clear();
         func.signature = handler_sig.clone();
         let b = cranelift_frontend::FunctionBuilder::new(&mut func, &mut fctx);

@@ -90,6 +90,8 @@ pub struct Grouper {
     groups: Vec<Group>,
     by_hash: HashMap<u64, Vec<usize>, BuildHasherDefault<FxHasher>>,
     consts: Vec<(Inst, i64)>,
+    /// The group of the handler added last.
+    last: Option<usize>,
 }
 
 impl Grouper {
@@ -98,10 +100,21 @@ impl Grouper {
     pub fn add(&mut self, probe: usize, func: &mut Function) {
         blank(func, &mut self.consts);
         let values: Vec<i64> = self.consts.iter().map(|&(_, v)| v).collect();
+        // Expansions of one wildcard come one after the other: try the
+        // last group before hashing.
+        if let Some(g) = self.last
+            && self.groups[g].shape == *func
+        {
+            self.groups[g].members.push((probe, values));
+            return;
+        }
         let candidates = self.by_hash.entry(shape_hash(func)).or_default();
         let groups = &mut self.groups;
-        match candidates.iter().find(|&&g| groups[g].shape == *func) {
-            Some(&g) => groups[g].members.push((probe, values)),
+        let g = match candidates.iter().find(|&&g| groups[g].shape == *func) {
+            Some(&g) => {
+                groups[g].members.push((probe, values));
+                g
+            }
             None => {
                 candidates.push(groups.len());
                 groups.push(Group {
@@ -109,8 +122,21 @@ impl Grouper {
                     consts: self.consts.iter().map(|&(inst, _)| inst).collect(),
                     members: vec![(probe, values)],
                 });
+                groups.len() - 1
             }
-        }
+        };
+        self.last = Some(g);
+    }
+
+    /// Adds `probe`, whose handler is known to translate exactly as the
+    /// one added last (without translating it). False when nothing was
+    /// added yet.
+    pub fn repeat_last(&mut self, probe: usize) -> bool {
+        let Some(g) = self.last else { return false };
+        let members = &mut self.groups[g].members;
+        let values = members.last().expect("a group has members").1.clone();
+        members.push((probe, values));
+        true
     }
 
     /// The groups, in order of their first member.
