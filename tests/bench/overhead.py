@@ -8,7 +8,8 @@ Also: the tracer co-location modes (UTAP_COLOCATE=off|pin|idle), a workload
 making no probed syscall, a 2-thread CPU-bound tracee (`spin`), compile +
 start-up time of typical scripts, and peak RSS tracing 100 threads.
 
-Usage: tests/bench/overhead.py [--rounds R] [--calls N] [--quick]
+Usage: tests/bench/overhead.py [--rounds R] [--calls N] [--startup]
+(--startup: only the compile + start-up times and the peak RSS.)
 Needs: a release build (cargo build --release), strace. Say the load
 (printed) with the figures: other engineers' builds make stops cheap.
 """
@@ -111,8 +112,16 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--calls", type=int, default=200000)
     ap.add_argument("--spin", type=int, default=600_000_000, help="iterations per spin thread")
+    ap.add_argument("--startup", action="store_true", help="only compile + start-up and peak RSS")
     a = ap.parse_args()
     loop, spin, threads = fixture("loop"), fixture("spin"), fixture("threads")
+    if not a.startup:
+        tracing_overhead(a, loop, spin)
+    startup_and_memory(a, loop, threads)
+
+
+def tracing_overhead(a, loop, spin):
+    """Sections 1-3: the loop workload, no probed syscall, parallelism."""
     load_before = load()
 
     # 1. Overhead on the loop workload.
@@ -154,6 +163,11 @@ def main():
     for n in ["2 threads untraced", "2 threads utap syscall.getppid", "2 threads utap colocate=off"]:
         print(f"  {n:32} {par[n]:6.2f} s  {2 * one / par[n]:.2f} CPUs")
 
+
+
+def startup_and_memory(a, loop, threads):
+    """Sections 4-5: compile + start-up of typical scripts, peak RSS."""
+    print(f"load before compile + start-up: {load():.2f}")
     # 4. Compile + start-up of typical scripts (the command does nothing).
     st = alternate([
         ("untraced loop 0", [loop, "0"], None),
