@@ -82,16 +82,33 @@ pub fn translate(
     })
 }
 
-/// `-p4`: what was compiled.
+/// `-p4`: what was compiled (probe handlers that differ only in constants
+/// share one function).
 pub fn print_sizes(compiled: &CompiledScript) {
     let total: usize = compiled.sizes.iter().map(|s| s.bytes).sum();
     for s in &compiled.sizes {
-        println!("{}: {} bytes", s.name, s.bytes);
+        if s.shared_by > 1 {
+            println!(
+                "{}: {} bytes, shared by {} probes",
+                s.name, s.bytes, s.shared_by
+            );
+        } else {
+            println!("{}: {} bytes", s.name, s.bytes);
+        }
     }
+    let probes = compiled.image.probes.len();
+    let handlers: std::collections::HashSet<usize> = compiled
+        .image
+        .probes
+        .iter()
+        .map(|p| p.handler as usize)
+        .collect();
     println!(
-        "{} functions, {} bytes of native code",
+        "{} functions, {} bytes of native code ({} probes run {} handlers)",
         compiled.sizes.len(),
-        total
+        total,
+        probes,
+        handlers.len()
     );
 }
 

@@ -10,17 +10,18 @@
 mod layout;
 pub mod locations;
 mod runtime_fns;
+mod sharing;
 mod tables;
 mod translate;
 
 use std::sync::Arc;
 
 use cranelift_codegen::Context;
-use cranelift_codegen::ir::{AbiParam, types};
+use cranelift_codegen::ir::{AbiParam, Function, UserExternalNameRef, types};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{FuncId, Linkage, Module, default_libcall_names};
+use cranelift_module::{DataDescription, DataId, FuncId, Linkage, Module, default_libcall_names};
 
 use utap_compiler::ast::Span;
 use utap_compiler::program::{PointKind, Program};
@@ -67,6 +68,9 @@ pub struct Options {
 pub struct FunctionSize {
     pub name: String,
     pub bytes: usize,
+    /// How many probes run this function (handlers that differ only in
+    /// constants share one; 1 for a script function).
+    pub shared_by: usize,
 }
 
 /// Native code plus the runtime image that runs it.
@@ -77,6 +81,53 @@ pub struct CompiledScript {
     pub sizes: Vec<FunctionSize>,
     /// Owns the machine code the image's handlers point into.
     _module: JITModule,
+}
+
+/// Defines the read-only table of per-probe constants of shared handlers.
+fn define_param_table(
+    module: &mut JITModule,
+    params: &sharing::ParamTable,
+) -> Result<DataId, CodegenError> {
+    let err = |e: cranelift_module::ModuleError| {
+        CodegenError::new(Span::default(), format!("native code generator: {e}"))
+    };
+    let id = module
+        .declare_data("utap_probe_params", Linkage::Local, false, false)
+        .map_err(err)?;
+    let mut desc = DataDescription::new();
+    desc.define(params.bytes());
+    desc.set_align(8);
+    module.define_data(id, &desc).map_err(err)?;
+    Ok(id)
+}
+
+/// `-p3`: which probes a shared handler serves, and the values its
+/// parameter loads read for each.
+fn sharing_note(program: &Program, group: &sharing::Group, rows: &[Vec<i64>]) -> String {
+    if group.members.len() == 1 {
+        return String::new();
+    }
+    let mut out = format!("; {} probes share the next function", group.members.len());
+    out.push_str(if rows.is_empty() {
+        ":\n"
+    } else {
+        " (the values of its utap_probe_params loads follow each probe):\n"
+    });
+    for (k, (probe, _)) in group.members.iter().enumerate() {
+        let p = &program.probes[*probe];
+        let points: Vec<String> = p
+            .points
+            .iter()
+            .map(utap_compiler::check::dump::point)
+            .collect();
+        out.push_str(&format!(";   probe {probe} {}", points.join(", ")));
+        if let Some(row) = rows.get(k) {
+            let values: Vec<String> = row.iter().map(i64::to_string).collect();
+            out.push_str(&format!(": {}", values.join(", ")));
+        }
+        out.push('\n');
+    }
+    out
 }
 
 fn new_module() -> Result<JITModule, CodegenError> {
@@ -167,15 +218,6 @@ pub fn compile(
             .map_err(|e| CodegenError::new(f.span, e.to_string()))?;
         funcs.push(id);
     }
-    let mut probe_ids = Vec::with_capacity(program.probes.len());
-    for (i, p) in program.probes.iter().enumerate() {
-        let mut sig = module.make_signature();
-        sig.params.push(AbiParam::new(types::I64));
-        let id = module
-            .declare_function(&format!("utap_probe{i}"), Linkage::Local, &sig)
-            .map_err(|e| CodegenError::new(p.span, e.to_string()))?;
-        probe_ids.push(id);
-    }
 
     for (i, f) in program.functions.iter().enumerate() {
         ctx.func.signature = module
@@ -200,18 +242,21 @@ pub fn compile(
             &mut ctx,
             funcs[i],
             &format!("function {}", f.name),
+            1,
             options,
             &mut ir,
             &mut sizes,
         )?;
     }
+
+    let mut handler_sig = module.make_signature();
+    handler_sig.params.push(AbiParam::new(types::I64));
+    let mut grouper = sharing::Grouper::default();
+    let mut func = Function::new();
     for (i, p) in program.probes.iter().enumerate() {
-        ctx.func.signature = module
-            .declarations()
-            .get_function_decl(probe_ids[i])
-            .signature
-            .clone();
-        let b = cranelift_frontend::FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        func.clear();
+        func.signature = handler_sig.clone();
+        let b = cranelift_frontend::FunctionBuilder::new(&mut func, &mut fctx);
         let t = translate::Translator::new(
             b,
             &mut module,
@@ -225,15 +270,44 @@ pub fn compile(
         let conds: Vec<Option<&utap_compiler::program::Expr>> =
             p.points.iter().map(|pt| pt.condition.as_ref()).collect();
         t.finish_body(&p.body, &conds)?;
+        grouper.add(i, &mut func);
+    }
+    let groups = grouper.finish();
+    let params = sharing::ParamTable::new(&groups, program.probes.len());
+    let table = if params.is_empty() {
+        None
+    } else {
+        Some(define_param_table(&mut module, &params)?)
+    };
+
+    // The function each probe runs.
+    let mut probe_ids: Vec<Option<FuncId>> = vec![None; program.probes.len()];
+    for g in &groups {
+        let first = g.members[0].0;
+        let what = format!("probe {}", program.probes[first].name);
+        let (func, rows) = sharing::instantiate(g, |func| {
+            module.declare_data_in_func(table.expect("some constant varies"), func)
+        });
+        let id = module
+            .declare_function(&format!("utap_probe{first}"), Linkage::Local, &handler_sig)
+            .map_err(|e| CodegenError::new(program.probes[first].span, e.to_string()))?;
+        ctx.func = func;
+        if options.keep_ir {
+            ir.push_str(&sharing_note(program, g, &rows));
+        }
         define(
             &mut module,
             &mut ctx,
-            probe_ids[i],
-            &format!("probe {}", p.name),
+            id,
+            &what,
+            g.members.len(),
             options,
             &mut ir,
             &mut sizes,
         )?;
+        for (probe, _) in &g.members {
+            probe_ids[*probe] = Some(id);
+        }
     }
     module
         .finalize_definitions()
@@ -243,8 +317,8 @@ pub fn compile(
         .probes
         .iter()
         .zip(&probe_ids)
-        .map(|(p, &id)| {
-            let ptr = module.get_finalized_function(id);
+        .map(|(p, id)| {
+            let ptr = module.get_finalized_function(id.expect("every probe is in a group"));
             // SAFETY: the function was compiled with the handler signature
             // (one pointer argument, no result) and lives as long as
             // `module`, which the CompiledScript keeps.
@@ -285,13 +359,17 @@ fn define(
     ctx: &mut Context,
     id: FuncId,
     what: &str,
+    shared_by: usize,
     options: &Options,
     ir: &mut String,
     sizes: &mut Vec<FunctionSize>,
 ) -> Result<(), CodegenError> {
     if options.keep_ir {
         let text = ctx.func.display().to_string();
-        ir.push_str(&format!("; {what}\n{}\n", name_callees(module, &text)));
+        ir.push_str(&format!(
+            "; {what}\n{}\n",
+            name_callees(module, &ctx.func, &text)
+        ));
     }
     module.define_function(id, ctx).map_err(|e| {
         CodegenError::new(
@@ -303,6 +381,7 @@ fn define(
     sizes.push(FunctionSize {
         name: what.to_string(),
         bytes,
+        shared_by,
     });
     module.clear_context(ctx);
     Ok(())
@@ -310,30 +389,56 @@ fn define(
 
 /// Appends the symbol name to each `fnN = u0:K` declaration of the IR
 /// text, so `-p3` shows which runtime function or script function a call
-/// goes to.
-fn name_callees(module: &JITModule, text: &str) -> String {
+/// goes to, and to each `gvN = symbol ... userextnameK` the data object it
+/// addresses.
+fn name_callees(module: &JITModule, func: &Function, text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for line in text.lines() {
         out.push_str(line);
-        let target = line
-            .trim_start()
-            .starts_with("fn")
-            .then(|| line.split_once(" u0:"))
-            .flatten()
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .and_then(|n| n.parse::<u32>().ok());
-        let name = target.and_then(|index| {
-            let id = FuncId::from_u32(index);
-            let (_, decl) = module
-                .declarations()
-                .get_functions()
-                .find(|(f, _)| *f == id)?;
-            decl.name.clone()
-        });
+        let t = line.trim_start();
+        let name = if t.starts_with("fn") {
+            number_after(line, " u0:").and_then(|index| function_name(module, index))
+        } else if t.starts_with("gv") {
+            number_after(line, " userextname").and_then(|k| data_name(module, func, k))
+        } else {
+            None
+        };
         if let Some(name) = name {
             out.push_str(&format!("  ; {name}"));
         }
         out.push('\n');
     }
     out
+}
+
+/// The number that follows `marker` in `line`.
+fn number_after(line: &str, marker: &str) -> Option<u32> {
+    let (_, rest) = line.split_once(marker)?;
+    let digits = rest.split(|c: char| !c.is_ascii_digit()).next()?;
+    digits.parse().ok()
+}
+
+fn function_name(module: &JITModule, index: u32) -> Option<String> {
+    let id = FuncId::from_u32(index);
+    let (_, decl) = module
+        .declarations()
+        .get_functions()
+        .find(|(f, _)| *f == id)?;
+    decl.name.clone()
+}
+
+/// The data object external name `k` of `func` refers to.
+fn data_name(module: &JITModule, func: &Function, k: u32) -> Option<String> {
+    let name = func
+        .params
+        .user_named_funcs()
+        .get(UserExternalNameRef::from_u32(k))?;
+    // cranelift-module numbers data objects in namespace 1.
+    (name.namespace == 1)
+        .then(|| {
+            module
+                .declarations()
+                .get_data_decl(DataId::from_u32(name.index))
+        })
+        .and_then(|decl| decl.name.clone())
 }

@@ -241,3 +241,84 @@ fn keeps_ir_and_reports_sizes() {
     assert_eq!(compiled.sizes[0].name, "probe begin");
     assert!(compiled.sizes[0].bytes > 0);
 }
+
+#[test]
+fn handlers_differing_in_constants_share_one_function() {
+    // Three `begin` probes whose bodies differ only in a long and a string
+    // literal (as the expansions of `syscall.*` differ in `name`), and a
+    // fourth with a different body that ends the run.
+    let src = "probe begin { printf(\"%s %d\\n\", \"a\", 1) }";
+    let conv_s = FormatPiece::Conv(Conversion {
+        flags: FormatFlags::default(),
+        width: FormatNum::None,
+        precision: FormatNum::None,
+        kind: ConvKind::Str,
+    });
+    let named = |name: &str, n: i64| {
+        let s = Expr {
+            kind: ExprKind::Str(name.into()),
+            ty: Type::String,
+            span: sp(29, 32),
+        };
+        begin_probe(vec![printf(
+            vec![
+                conv_s.clone(),
+                FormatPiece::Text(" ".into()),
+                conv_d(),
+                FormatPiece::Text("\n".into()),
+            ],
+            vec![s, long(n, 34)],
+            14,
+        )])
+    };
+    let exit = stmt(
+        StmtKind::Expr(Expr {
+            kind: ExprKind::Builtin {
+                name: "exit",
+                args: vec![],
+            },
+            ty: Type::Void,
+            span: sp(39, 45),
+        }),
+        39,
+    );
+    let other = begin_probe(vec![
+        printf(
+            vec![conv_d(), FormatPiece::Text("\n".into())],
+            vec![long(7, 34)],
+            14,
+        ),
+        exit,
+    ]);
+    let program = Program {
+        probes: vec![named("read", 1), named("write", 2), named("read", 3), other],
+        ..Program::default()
+    };
+    let sources = SourceList(vec![("t.stp".into(), src.into())]);
+    let options = Options {
+        keep_ir: true,
+        ..Options::default()
+    };
+    let compiled = compile(&program, &sources, &options).expect("compiles");
+    let sizes: Vec<(&str, usize)> = compiled
+        .sizes
+        .iter()
+        .map(|s| (s.name.as_str(), s.shared_by))
+        .collect();
+    assert_eq!(sizes, vec![("probe begin", 3), ("probe begin", 1)]);
+    let probes = &compiled.image.probes;
+    assert_eq!(probes[0].handler as usize, probes[1].handler as usize);
+    assert_eq!(probes[0].handler as usize, probes[2].handler as usize);
+    assert_ne!(probes[0].handler as usize, probes[3].handler as usize);
+    assert!(
+        compiled
+            .ir
+            .starts_with("; 3 probes share the next function (the values"),
+        "{}",
+        compiled.ir
+    );
+    let (out, err, status) = run(&program, src);
+    assert_eq!(out, "read 1\nwrite 2\nread 3\n7\n");
+    assert!(err.is_empty(), "{err:?}");
+    assert_eq!(status, 0);
+}
