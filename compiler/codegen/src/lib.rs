@@ -1,5 +1,6 @@
 //! Cranelift code generation: one native function per probe handler and per
 //! script function, calling into the runtime through registered symbols.
+//! Handlers that differ only in constants share one function (`sharing`).
 //!
 //! [`compile`] turns a checked [`Program`] into a [`CompiledScript`]: the
 //! JIT module that owns the machine code, plus the runtime image
@@ -17,7 +18,7 @@ mod translate;
 use std::sync::Arc;
 
 use cranelift_codegen::Context;
-use cranelift_codegen::ir::{AbiParam, Function, UserExternalNameRef, types};
+use cranelift_codegen::ir::{AbiParam, Function, Signature, UserExternalNameRef, types};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
@@ -211,131 +212,29 @@ pub fn compile(
 ) -> Result<CompiledScript, CodegenError> {
     let maxstringlen = options.limits.max_string_len;
     let (globals, long_slots) = layout::globals(program, maxstringlen)?;
-    let mut module = new_module()?;
-    let mut rt = runtime_fns::RuntimeFns::default();
-    let mut tables = tables::Tables::new(sources, globals, maxstringlen);
-    let mut fctx = FunctionBuilderContext::new();
-    let mut ctx = module.make_context();
-    let mut ir = String::new();
-    let mut sizes = Vec::new();
-
-    // Script functions first: handlers call them by id.
-    let mut funcs: Vec<FuncId> = Vec::with_capacity(program.functions.len());
-    for (i, f) in program.functions.iter().enumerate() {
-        let mut sig = module.make_signature();
-        for _ in 0..=f.params {
-            sig.params.push(AbiParam::new(types::I64));
-        }
-        sig.returns.push(AbiParam::new(types::I64));
-        let id = module
-            .declare_function(&format!("utap_fn{i}_{}", f.name), Linkage::Local, &sig)
-            .map_err(|e| CodegenError::new(f.span, e.to_string()))?;
-        funcs.push(id);
-    }
-
-    for (i, f) in program.functions.iter().enumerate() {
-        ctx.func.signature = module
-            .declarations()
-            .get_function_decl(funcs[i])
-            .signature
-            .clone();
-        let b = cranelift_frontend::FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        let t = translate::Translator::new(
-            b,
-            &mut module,
-            &mut rt,
-            &funcs,
-            &mut tables,
-            translate::Kind::Function,
-            &f.locals,
-            f.params,
-        );
-        t.finish_body(&f.body, &[])?;
-        define(
-            &mut module,
-            &mut ctx,
-            funcs[i],
-            &format!("function {}", f.name),
-            1,
-            options,
-            &mut ir,
-            &mut sizes,
-        )?;
-    }
-
-    let mut handler_sig = module.make_signature();
-    handler_sig.params.push(AbiParam::new(types::I64));
-    let mut grouper = sharing::Grouper::default();
-    let mut func = Function::new();
-    for (i, p) in program.probes.iter().enumerate() {
-        if i > 0 && same_translation(&program.probes[i - 1], p) && grouper.repeat_last(i) {
-            continue;
-        }
-        func.clear();
-        func.signature = handler_sig.clone();
-        let b = cranelift_frontend::FunctionBuilder::new(&mut func, &mut fctx);
-        let t = translate::Translator::new(
-            b,
-            &mut module,
-            &mut rt,
-            &funcs,
-            &mut tables,
-            translate::Kind::Probe,
-            &p.locals,
-            0,
-        );
-        let conds: Vec<Option<&utap_compiler::program::Expr>> =
-            p.points.iter().map(|pt| pt.condition.as_ref()).collect();
-        t.finish_body(&p.body, &conds)?;
-        grouper.add(i, &mut func);
-    }
-    let groups = grouper.finish();
-    let params = sharing::ParamTable::new(&groups, program.probes.len());
-    let table = if params.is_empty() {
-        None
-    } else {
-        Some(define_param_table(&mut module, &params)?)
+    let module = new_module()?;
+    let mut c = Compiler {
+        ctx: module.make_context(),
+        module,
+        rt: runtime_fns::RuntimeFns::default(),
+        tables: tables::Tables::new(sources, globals, maxstringlen),
+        fctx: FunctionBuilderContext::new(),
+        options,
+        ir: String::new(),
+        sizes: Vec::new(),
     };
-
-    // The function each probe runs.
-    let mut probe_ids: Vec<Option<FuncId>> = vec![None; program.probes.len()];
-    for g in &groups {
-        let first = g.members[0].0;
-        let what = format!("probe {}", program.probes[first].name);
-        let (func, rows) = sharing::instantiate(g, |func| {
-            module.declare_data_in_func(table.expect("some constant varies"), func)
-        });
-        let id = module
-            .declare_function(&format!("utap_probe{first}"), Linkage::Local, &handler_sig)
-            .map_err(|e| CodegenError::new(program.probes[first].span, e.to_string()))?;
-        ctx.func = func;
-        if options.keep_ir {
-            ir.push_str(&sharing_note(program, g, &rows));
-        }
-        define(
-            &mut module,
-            &mut ctx,
-            id,
-            &what,
-            g.members.len(),
-            options,
-            &mut ir,
-            &mut sizes,
-        )?;
-        for (probe, _) in &g.members {
-            probe_ids[*probe] = Some(id);
-        }
-    }
-    module
+    // Script functions first: handlers call them by id.
+    let funcs = c.functions(program)?;
+    let handlers = c.handlers(program, &funcs)?;
+    c.module
         .finalize_definitions()
         .map_err(|e| CodegenError::new(Span::default(), format!("native code generator: {e}")))?;
-
     let probes = program
         .probes
         .iter()
-        .zip(&probe_ids)
-        .map(|(p, id)| {
-            let ptr = module.get_finalized_function(id.expect("every probe is in a group"));
+        .zip(&handlers)
+        .map(|(p, &id)| {
+            let ptr = c.module.get_finalized_function(id);
             // SAFETY: the function was compiled with the handler signature
             // (one pointer argument, no result) and lives as long as
             // `module`, which the CompiledScript keeps.
@@ -354,54 +253,180 @@ pub fn compile(
         })
         .collect();
     let image = ScriptImage {
-        globals: tables.globals,
+        globals: c.tables.globals,
         probes,
-        literals: tables.literals,
-        formats: tables.formats,
-        regexes: tables.regexes,
-        locations: tables.locations.table,
+        literals: c.tables.literals,
+        formats: c.tables.formats,
+        regexes: c.tables.regexes,
+        locations: c.tables.locations.table,
         long_slots,
         autoprint_order: layout::autoprint_order(program),
     };
     Ok(CompiledScript {
         image: Arc::new(image),
-        ir,
-        sizes,
-        _module: module,
+        ir: c.ir,
+        sizes: c.sizes,
+        _module: c.module,
     })
 }
 
-fn define(
-    module: &mut JITModule,
-    ctx: &mut Context,
-    id: FuncId,
-    what: &str,
-    shared_by: usize,
-    options: &Options,
-    ir: &mut String,
-    sizes: &mut Vec<FunctionSize>,
-) -> Result<(), CodegenError> {
-    if options.keep_ir {
-        let text = ctx.func.display().to_string();
-        ir.push_str(&format!(
-            "; {what}\n{}\n",
-            name_callees(module, &ctx.func, &text)
-        ));
+/// The state of one compilation.
+struct Compiler<'a> {
+    module: JITModule,
+    ctx: Context,
+    fctx: FunctionBuilderContext,
+    rt: runtime_fns::RuntimeFns,
+    tables: tables::Tables<'a>,
+    options: &'a Options,
+    /// `-p3` text so far.
+    ir: String,
+    sizes: Vec<FunctionSize>,
+}
+
+impl Compiler<'_> {
+    /// Declares and defines the script functions; their ids by index.
+    fn functions(&mut self, program: &Program) -> Result<Vec<FuncId>, CodegenError> {
+        let mut funcs: Vec<FuncId> = Vec::with_capacity(program.functions.len());
+        for (i, f) in program.functions.iter().enumerate() {
+            let mut sig = self.module.make_signature();
+            for _ in 0..=f.params {
+                sig.params.push(AbiParam::new(types::I64));
+            }
+            sig.returns.push(AbiParam::new(types::I64));
+            let id = self
+                .module
+                .declare_function(&format!("utap_fn{i}_{}", f.name), Linkage::Local, &sig)
+                .map_err(|e| CodegenError::new(f.span, e.to_string()))?;
+            funcs.push(id);
+        }
+        for (i, f) in program.functions.iter().enumerate() {
+            self.ctx.func.signature = self
+                .module
+                .declarations()
+                .get_function_decl(funcs[i])
+                .signature
+                .clone();
+            let b = cranelift_frontend::FunctionBuilder::new(&mut self.ctx.func, &mut self.fctx);
+            let t = translate::Translator::new(
+                b,
+                &mut self.module,
+                &mut self.rt,
+                &funcs,
+                &mut self.tables,
+                translate::Kind::Function,
+                &f.locals,
+                f.params,
+            );
+            t.finish_body(&f.body, &[])?;
+            self.define(funcs[i], &format!("function {}", f.name), 1)?;
+        }
+        Ok(funcs)
     }
-    module.define_function(id, ctx).map_err(|e| {
-        CodegenError::new(
-            Span::default(),
-            format!("native code generator: {e:?} in {what}"),
-        )
-    })?;
-    let bytes = ctx.compiled_code().map_or(0, |c| c.code_buffer().len());
-    sizes.push(FunctionSize {
-        name: what.to_string(),
-        bytes,
-        shared_by,
-    });
-    module.clear_context(ctx);
-    Ok(())
+
+    /// Translates every probe handler, groups them (see `sharing`) and
+    /// defines one function per group; the function of each probe.
+    fn handlers(
+        &mut self,
+        program: &Program,
+        funcs: &[FuncId],
+    ) -> Result<Vec<FuncId>, CodegenError> {
+        let mut sig = self.module.make_signature();
+        sig.params.push(AbiParam::new(types::I64));
+        let groups = self.translate_handlers(program, funcs, &sig)?;
+        let params = sharing::ParamTable::new(&groups, program.probes.len());
+        let table = if params.is_empty() {
+            None
+        } else {
+            Some(define_param_table(&mut self.module, &params)?)
+        };
+        let mut ids: Vec<FuncId> = Vec::with_capacity(program.probes.len());
+        let mut of_probe = vec![0; program.probes.len()];
+        for (k, g) in groups.iter().enumerate() {
+            let first = g.members[0].0;
+            let module = &self.module;
+            let (func, rows) = sharing::instantiate(g, |func| {
+                module.declare_data_in_func(table.expect("some constant varies"), func)
+            });
+            let id = self
+                .module
+                .declare_function(&format!("utap_probe{first}"), Linkage::Local, &sig)
+                .map_err(|e| CodegenError::new(program.probes[first].span, e.to_string()))?;
+            self.ctx.func = func;
+            if self.options.keep_ir {
+                self.ir.push_str(&sharing_note(program, g, &rows));
+            }
+            let what = format!("probe {}", program.probes[first].name);
+            self.define(id, &what, g.members.len())?;
+            ids.push(id);
+            for (probe, _) in &g.members {
+                of_probe[*probe] = k;
+            }
+        }
+        Ok(of_probe.into_iter().map(|k| ids[k]).collect())
+    }
+
+    /// The probe handlers' IR, grouped.
+    fn translate_handlers(
+        &mut self,
+        program: &Program,
+        funcs: &[FuncId],
+        sig: &Signature,
+    ) -> Result<Vec<sharing::Group>, CodegenError> {
+        let mut grouper = sharing::Grouper::default();
+        let mut func = Function::new();
+        for (i, p) in program.probes.iter().enumerate() {
+            if i > 0 && same_translation(&program.probes[i - 1], p) && grouper.repeat_last(i) {
+                continue;
+            }
+            func.clear();
+            func.signature = sig.clone();
+            let b = cranelift_frontend::FunctionBuilder::new(&mut func, &mut self.fctx);
+            let t = translate::Translator::new(
+                b,
+                &mut self.module,
+                &mut self.rt,
+                funcs,
+                &mut self.tables,
+                translate::Kind::Probe,
+                &p.locals,
+                0,
+            );
+            let conds: Vec<Option<&utap_compiler::program::Expr>> =
+                p.points.iter().map(|pt| pt.condition.as_ref()).collect();
+            t.finish_body(&p.body, &conds)?;
+            grouper.add(i, &mut func);
+        }
+        Ok(grouper.finish())
+    }
+
+    /// Compiles the function in `ctx` as `id`, keeping its IR for `-p3`
+    /// and its size for `-p4`.
+    fn define(&mut self, id: FuncId, what: &str, shared_by: usize) -> Result<(), CodegenError> {
+        if self.options.keep_ir {
+            let text = self.ctx.func.display().to_string();
+            let named = name_callees(&self.module, &self.ctx.func, &text);
+            self.ir.push_str(&format!("; {what}\n{named}\n"));
+        }
+        self.module
+            .define_function(id, &mut self.ctx)
+            .map_err(|e| {
+                CodegenError::new(
+                    Span::default(),
+                    format!("native code generator: {e:?} in {what}"),
+                )
+            })?;
+        let bytes = self
+            .ctx
+            .compiled_code()
+            .map_or(0, |c| c.code_buffer().len());
+        self.sizes.push(FunctionSize {
+            name: what.to_string(),
+            bytes,
+            shared_by,
+        });
+        self.module.clear_context(&mut self.ctx);
+        Ok(())
+    }
 }
 
 /// Appends the symbol name to each `fnN = u0:K` declaration of the IR
