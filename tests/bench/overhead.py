@@ -142,13 +142,15 @@ def tracing_overhead(a, loop, spin):
         ("utap start-up (loop 0)", [UTAP, UNUSED, "-c", f"{loop} 0"], None),
         ("strace seccomp kill", ["strace", "-f", "-c", "-o", "/dev/null", "--seccomp-bpf", "-e", "trace=kill",
                                  loop, big], None),
+        ("allow-all filter", [fixture("seccomp_allow"), loop, big], None),
     ], a.rounds)
     net = idle["utap syscall.kill"] - idle["utap start-up (loop 0)"]
     print(f"\nno probed syscall (loop {big}): untraced {idle['untraced']:.3f} s, "
           f"utap syscall.kill {idle['utap syscall.kill']:.3f} s = {idle['utap syscall.kill'] / idle['untraced']:.2f}x "
           f"({net / idle['untraced']:.2f}x without utap's {idle['utap start-up (loop 0)'] * 1000:.0f} ms start-up); "
           f"strace --seccomp-bpf -e trace=kill {idle['strace seccomp kill']:.3f} s = "
-          f"{idle['strace seccomp kill'] / idle['untraced']:.2f}x")
+          f"{idle['strace seccomp kill'] / idle['untraced']:.2f}x; any seccomp filter (allow-all, no tracer) "
+          f"{idle['allow-all filter']:.3f} s = {idle['allow-all filter'] / idle['untraced']:.2f}x")
 
     # 3. Parallelism: 2 CPU-bound threads (getppid every 1M iterations, probed).
     it = str(a.spin)
