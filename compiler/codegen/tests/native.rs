@@ -31,6 +31,21 @@ fn stmt(kind: StmtKind, at: u32) -> Stmt {
     }
 }
 
+/// `exit()` as a statement whose call spans `start..end`.
+fn exit_stmt(start: u32, end: u32) -> Stmt {
+    stmt(
+        StmtKind::Expr(Expr {
+            kind: ExprKind::Builtin {
+                name: "exit",
+                args: vec![],
+            },
+            ty: Type::Void,
+            span: sp(start, end),
+        }),
+        start,
+    )
+}
+
 fn printf(pieces: Vec<FormatPiece>, args: Vec<Expr>, at: u32) -> Stmt {
     stmt(
         StmtKind::Expr(Expr {
@@ -91,17 +106,7 @@ fn hello_with_arithmetic() {
         ty: Type::Long,
         span: sp(33, 36),
     };
-    let exit = stmt(
-        StmtKind::Expr(Expr {
-            kind: ExprKind::Builtin {
-                name: "exit",
-                args: vec![],
-            },
-            ty: Type::Void,
-            span: sp(39, 45),
-        }),
-        39,
-    );
+    let exit = exit_stmt(39, 45);
     let program = Program {
         probes: vec![begin_probe(vec![
             printf(
@@ -181,17 +186,7 @@ fn min_long_divided_by_minus_one_wraps() {
                 vec![mk(BinOp::Div), mk(BinOp::Mod)],
                 14,
             ),
-            stmt(
-                StmtKind::Expr(Expr {
-                    kind: ExprKind::Builtin {
-                        name: "exit",
-                        args: vec![],
-                    },
-                    ty: Type::Void,
-                    span: sp(0, 1),
-                }),
-                0,
-            ),
+            exit_stmt(0, 1),
         ])],
         ..Program::default()
     };
@@ -272,17 +267,7 @@ fn handlers_differing_in_constants_share_one_function() {
             14,
         )])
     };
-    let exit = stmt(
-        StmtKind::Expr(Expr {
-            kind: ExprKind::Builtin {
-                name: "exit",
-                args: vec![],
-            },
-            ty: Type::Void,
-            span: sp(39, 45),
-        }),
-        39,
-    );
+    let exit = exit_stmt(39, 45);
     let other = begin_probe(vec![
         printf(
             vec![conv_d(), FormatPiece::Text("\n".into())],
