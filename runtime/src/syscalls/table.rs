@@ -489,9 +489,14 @@ pub fn syscall_nargs(nr: i64) -> usize {
     entry(nr).map_or(6, |e| usize::from(e.nargs))
 }
 
+/// The first number every architecture shares (pidfd_send_signal, Linux
+/// 5.1): from here on the kernel gives each new call one number on all
+/// architectures, so i386 calls from this number on are [`SYSCALLS`]' rows.
+const FIRST_SHARED_NR: i64 = 424;
+
 /// The i386 system calls a 32-bit process makes (through `int $0x80` or
-/// `sysenter`), sorted by number: a tracer sees these numbers when
-/// PTRACE_GET_SYSCALL_INFO reports AUDIT_ARCH_I386.
+/// `sysenter`) below [`FIRST_SHARED_NR`], sorted by number: a tracer sees
+/// these numbers when PTRACE_GET_SYSCALL_INFO reports AUDIT_ARCH_I386.
 pub static I386_SYSCALLS: &[SyscallEntry] = &[
     s(0, "restart_syscall", 0, NONE),
     s(1, "exit", 1, PROCESS),
@@ -906,58 +911,13 @@ pub static I386_SYSCALLS: &[SyscallEntry] = &[
     s(421, "rt_sigtimedwait_time64", 4, SIGNAL),
     s(422, "futex_time64", 6, NONE),
     s(423, "sched_rr_get_interval_time64", 2, NONE),
-    s(424, "pidfd_send_signal", 4, DESC.or(SIGNAL).or(PROCESS)),
-    s(425, "io_uring_setup", 2, DESC),
-    s(426, "io_uring_enter", 6, DESC.or(SIGNAL)),
-    s(427, "io_uring_register", 4, DESC.or(MEMORY)),
-    s(428, "open_tree", 3, DESC.or(FILE)),
-    s(429, "move_mount", 5, DESC.or(FILE)),
-    s(430, "fsopen", 2, DESC),
-    s(431, "fsconfig", 5, DESC.or(FILE)),
-    s(432, "fsmount", 3, DESC),
-    s(433, "fspick", 3, DESC.or(FILE)),
-    s(434, "pidfd_open", 2, DESC),
-    s(435, "clone3", 2, PROCESS),
-    s(436, "close_range", 3, NONE),
-    s(437, "openat2", 4, DESC.or(FILE)),
-    s(438, "pidfd_getfd", 3, DESC),
-    s(439, "faccessat2", 4, DESC.or(FILE)),
-    s(440, "process_madvise", 5, DESC),
-    s(441, "epoll_pwait2", 6, DESC),
-    s(442, "mount_setattr", 5, DESC.or(FILE)),
-    s(443, "quotactl_fd", 4, DESC),
-    s(444, "landlock_create_ruleset", 3, DESC),
-    s(445, "landlock_add_rule", 4, DESC),
-    s(446, "landlock_restrict_self", 2, DESC),
-    s(447, "memfd_secret", 1, DESC),
-    s(448, "process_mrelease", 2, DESC),
-    s(449, "futex_waitv", 5, NONE),
-    s(450, "set_mempolicy_home_node", 4, MEMORY),
-    s(451, "cachestat", 4, DESC),
-    s(452, "fchmodat2", 4, DESC.or(FILE)),
-    s(453, "map_shadow_stack", 3, MEMORY),
-    s(454, "futex_wake", 4, NONE),
-    s(455, "futex_wait", 6, NONE),
-    s(456, "futex_requeue", 4, NONE),
-    s(457, "statmount", 4, NONE),
-    s(458, "listmount", 4, NONE),
-    s(459, "lsm_get_self_attr", 4, NONE),
-    s(460, "lsm_set_self_attr", 4, NONE),
-    s(461, "lsm_list_modules", 3, NONE),
-    s(462, "mseal", 3, MEMORY),
-    s(463, "setxattrat", 6, DESC.or(FILE)),
-    s(464, "getxattrat", 6, DESC.or(FILE)),
-    s(465, "listxattrat", 5, DESC.or(FILE)),
-    s(466, "removexattrat", 4, DESC.or(FILE)),
-    s(467, "open_tree_attr", 5, DESC.or(FILE)),
-    s(468, "file_getattr", 5, DESC.or(FILE)),
-    s(469, "file_setattr", 5, DESC.or(FILE)),
-    s(470, "listns", 4, NONE),
-    s(471, "rseq_slice_yield", 0, NONE),
 ];
 
 /// The table row for i386 system call `nr`.
 pub fn i386_entry(nr: i64) -> Option<&'static SyscallEntry> {
+    if nr >= FIRST_SHARED_NR {
+        return entry(nr);
+    }
     let nr = u32::try_from(nr).ok()?;
     I386_SYSCALLS
         .binary_search_by_key(&nr, |e| e.nr)
@@ -1038,6 +998,13 @@ mod tests {
         assert_eq!(i386_to_x86_64(102), None);
         assert_eq!(i386_to_x86_64(192), None);
         assert_eq!(i386_entry(4).unwrap().nargs, 3);
+        // The shared numbers come from the x86_64 table.
+        assert!(I386_SYSCALLS.last().unwrap().nr < FIRST_SHARED_NR as u32);
+        assert_eq!(i386_syscall_name(423), Some("sched_rr_get_interval_time64"));
+        assert_eq!(i386_syscall_name(435), Some("clone3"));
+        assert_eq!(i386_to_x86_64(435), Some(435));
+        assert_eq!(i386_syscall_name(471), Some("rseq_slice_yield"));
+        assert_eq!(i386_syscall_name(472), None);
     }
 
     #[test]
