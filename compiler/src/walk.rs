@@ -7,7 +7,7 @@ use crate::program::{Block, Expr, ExprKind, ForeachSource, LValue, Program, Stmt
 
 /// Every expression of the program: functions, then probes (point
 /// conditions before the body).
-pub fn program(p: &Program, f: &mut dyn FnMut(&Expr)) {
+pub fn program<'a>(p: &'a Program, f: &mut dyn FnMut(&'a Expr)) {
     for func in &p.functions {
         block(&func.body, f);
     }
@@ -19,21 +19,40 @@ pub fn program(p: &Program, f: &mut dyn FnMut(&Expr)) {
     }
 }
 
-pub fn block(b: &Block, f: &mut dyn FnMut(&Expr)) {
+pub fn block<'a>(b: &'a Block, f: &mut dyn FnMut(&'a Expr)) {
+    nodes(b, &mut |n| {
+        if let Node::Expr(e) = n {
+            f(e)
+        }
+    });
+}
+
+/// A statement or an expression, as [`nodes`] meets them.
+#[derive(Clone, Copy)]
+pub enum Node<'a> {
+    Stmt(&'a Stmt),
+    Expr(&'a Expr),
+}
+
+/// Every statement and expression of a block, each before the ones inside
+/// it, for passes that also look at what statements bind (loop and catch
+/// variables) or delete.
+pub fn nodes<'a>(b: &'a Block, f: &mut dyn FnMut(Node<'a>)) {
     b.stmts.iter().for_each(|s| stmt(s, f));
 }
 
-pub fn stmt(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
+fn stmt<'a>(s: &'a Stmt, f: &mut dyn FnMut(Node<'a>)) {
+    f(Node::Stmt(s));
     match &s.kind {
-        StmtKind::Expr(e) | StmtKind::Return(Some(e)) => expr(e, f),
-        StmtKind::Block(b) => block(b, f),
+        StmtKind::Expr(e) | StmtKind::Return(Some(e)) => expr_nodes(e, f),
+        StmtKind::Block(b) => nodes(b, f),
         StmtKind::If { cond, then, else_ } => {
-            expr(cond, f);
+            expr_nodes(cond, f);
             stmt(then, f);
             else_.iter().for_each(|e| stmt(e, f));
         }
         StmtKind::While { cond, body } => {
-            expr(cond, f);
+            expr_nodes(cond, f);
             stmt(body, f);
         }
         StmtKind::For {
@@ -45,33 +64,41 @@ pub fn stmt(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
             [init, cond, step]
                 .into_iter()
                 .flatten()
-                .for_each(|e| expr(e, f));
+                .for_each(|e| expr_nodes(e, f));
             stmt(body, f);
         }
         StmtKind::Foreach(fe) => {
             if let ForeachSource::Hist(h) = &fe.source {
-                expr(h, f);
+                expr_nodes(h, f);
             }
-            fe.slice.iter().flatten().flatten().for_each(|e| expr(e, f));
-            fe.limit.iter().for_each(|e| expr(e, f));
+            fe.slice
+                .iter()
+                .flatten()
+                .flatten()
+                .for_each(|e| expr_nodes(e, f));
+            fe.limit.iter().for_each(|e| expr_nodes(e, f));
             stmt(&fe.body, f);
         }
-        StmtKind::Delete(lv) => lvalue(lv, f),
+        StmtKind::Delete(lv) => lvalue(lv, &mut |e| f(Node::Expr(e))),
         StmtKind::Try { body, catch, .. } => {
-            block(body, f);
-            block(catch, f);
+            nodes(body, f);
+            nodes(catch, f);
         }
         StmtKind::Next | StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {}
     }
 }
 
-fn lvalue(lv: &LValue, f: &mut dyn FnMut(&Expr)) {
+fn expr_nodes<'a>(e: &'a Expr, f: &mut dyn FnMut(Node<'a>)) {
+    expr(e, &mut |e| f(Node::Expr(e)));
+}
+
+fn lvalue<'a>(lv: &'a LValue, f: &mut dyn FnMut(&'a Expr)) {
     if let LValue::Elem { keys, .. } = lv {
         keys.iter().for_each(|k| expr(k, f));
     }
 }
 
-pub fn expr(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+pub fn expr<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
     f(e);
     match &e.kind {
         ExprKind::Long(_) | ExprKind::Str(_) | ExprKind::Context(_) => {}

@@ -695,6 +695,27 @@ fn dead_code_warnings_under_verbose() {
     assert!(quiet.is_ok());
 }
 
+/// What counts as reading a local for dead-code elision: `+=`, `delete`,
+/// foreach and catch variables do; a plain `=` does not.
+#[test]
+fn elision_knows_which_statements_read_a_local() {
+    let src = "global arr\nprobe begin { a = 1; a += 2; b = 1; b = 2; c = 1; delete c; \
+               d = 1; foreach (d in arr) {}; e = \"\"; try { error(\"x\") } catch (e) {}; \
+               k = 1; arr[k] = 1 }";
+    let mut map = SourceMap::new();
+    let file = map.add("t.stp", src);
+    let mut ids = NodeIds::default();
+    let script = parse_file(&map, file, &ParseOptions::default(), &mut ids).unwrap();
+    let o = CheckOptions {
+        verbose: 1,
+        ..Default::default()
+    };
+    let out = check::check(&mut map, script, &o, &mut ids).unwrap();
+    let w: Vec<String> = out.warnings.iter().map(|d| d.to_string()).collect();
+    assert_eq!(w, ["warning: Eliding unused variable 'b'"]);
+    assert_eq!(out.program.probes[0].body.stmts.len(), 10);
+}
+
 diag_test!(
     stats_printed_before_they_are_known_as_stats,
     false,

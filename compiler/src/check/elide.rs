@@ -241,120 +241,42 @@ fn walk_call(e: &mut Expr, f: &mut dyn FnMut(&mut FuncId)) {
 
 /// Locals read anywhere in a block.
 fn reads_block(b: &Block, out: &mut HashSet<u32>) {
-    for s in &b.stmts {
-        reads_stmt(s, out);
-    }
+    walk::nodes(b, &mut |n| match n {
+        walk::Node::Expr(e) => out.extend(read_by(e)),
+        walk::Node::Stmt(s) => stmt_reads(s, out),
+    });
 }
 
-fn reads_stmt(s: &Stmt, out: &mut HashSet<u32>) {
-    match &s.kind {
-        StmtKind::Expr(e) => reads_expr(e, out),
-        StmtKind::Block(b) => reads_block(b, out),
-        StmtKind::If { cond, then, else_ } => {
-            reads_expr(cond, out);
-            reads_stmt(then, out);
-            if let Some(e) = else_ {
-                reads_stmt(e, out);
-            }
-        }
-        StmtKind::While { cond, body } => {
-            reads_expr(cond, out);
-            reads_stmt(body, out);
-        }
-        StmtKind::For {
-            init,
-            cond,
-            step,
-            body,
-        } => {
-            for e in [init, cond, step].into_iter().flatten() {
-                reads_expr(e, out);
-            }
-            reads_stmt(body, out);
-        }
-        StmtKind::Foreach(f) => {
-            if let ForeachSource::Hist(h) = &f.source {
-                reads_expr(h, out);
-            }
-            for e in f.slice.iter().flatten().flatten() {
-                reads_expr(e, out);
-            }
-            if let Some(l) = &f.limit {
-                reads_expr(l, out);
-            }
-            // Loop variables count as read: the loop assigns them.
-            out.extend(f.keys.iter().map(|k| k.0));
-            out.extend(f.value.iter().map(|k| k.0));
-            reads_stmt(&f.body, out);
-        }
-        StmtKind::Return(Some(e)) => reads_expr(e, out),
-        StmtKind::Delete(lv) => reads_lvalue(lv, out),
-        StmtKind::Try {
-            body,
-            catch,
-            catch_var,
-        } => {
-            reads_block(body, out);
-            reads_block(catch, out);
-            out.extend(catch_var.iter().map(|k| k.0));
-        }
-        _ => {}
-    }
-}
-
-fn reads_lvalue(lv: &LValue, out: &mut HashSet<u32>) {
-    match lv {
-        LValue::Local(l) => {
-            out.insert(l.0);
-        }
-        LValue::Elem { keys, .. } => {
-            for k in keys {
-                reads_expr(k, out);
-            }
-        }
-        _ => {}
-    }
-}
-
-fn reads_expr(e: &Expr, out: &mut HashSet<u32>) {
-    match &e.kind {
+/// The local an expression reads itself (the walk visits the expressions
+/// inside it, array keys included). `x = v` does not read x; `x += v` does.
+fn read_by(e: &Expr) -> Option<u32> {
+    let target = match &e.kind {
         ExprKind::Load(lv)
         | ExprKind::StatGet { target: lv, .. }
-        | ExprKind::Hist { target: lv, .. } => reads_lvalue(lv, out),
-        ExprKind::Unary { expr, .. } => reads_expr(expr, out),
-        ExprKind::Binary { lhs, rhs, .. } => {
-            reads_expr(lhs, out);
-            reads_expr(rhs, out);
+        | ExprKind::Hist { target: lv, .. }
+        | ExprKind::IncDec { target: lv, .. }
+        | ExprKind::StatAdd { target: lv, .. } => lv,
+        ExprKind::Assign { op, target, .. } if *op != crate::ast::AssignOp::Assign => target,
+        _ => return None,
+    };
+    match target {
+        LValue::Local(l) => Some(l.0),
+        _ => None,
+    }
+}
+
+/// Locals a statement itself counts as reading: `delete x`, and loop and
+/// catch variables (the statement assigns them).
+fn stmt_reads(s: &Stmt, out: &mut HashSet<u32>) {
+    match &s.kind {
+        StmtKind::Delete(LValue::Local(l)) => {
+            out.insert(l.0);
         }
-        ExprKind::Ternary { cond, then, else_ } => {
-            reads_expr(cond, out);
-            reads_expr(then, out);
-            reads_expr(else_, out);
+        StmtKind::Foreach(f) => {
+            out.extend(f.keys.iter().map(|k| k.0));
+            out.extend(f.value.iter().map(|k| k.0));
         }
-        ExprKind::Assign { op, target, value } => {
-            // `x = v` does not read x; `x += v` does.
-            if *op != crate::ast::AssignOp::Assign {
-                reads_lvalue(target, out);
-            } else if let LValue::Elem { keys, .. } = target {
-                for k in keys {
-                    reads_expr(k, out);
-                }
-            }
-            reads_expr(value, out);
-        }
-        ExprKind::IncDec { target, .. } => reads_lvalue(target, out),
-        ExprKind::StatAdd { target, value } => {
-            reads_lvalue(target, out);
-            reads_expr(value, out);
-        }
-        ExprKind::HistBucket { hist, index } => {
-            reads_expr(hist, out);
-            reads_expr(index, out);
-        }
-        ExprKind::In { keys, .. } => keys.iter().for_each(|k| reads_expr(k, out)),
-        ExprKind::Call { args, .. }
-        | ExprKind::Builtin { args, .. }
-        | ExprKind::Print { args, .. } => args.iter().for_each(|a| reads_expr(a, out)),
-        ExprKind::Long(_) | ExprKind::Str(_) | ExprKind::Context(_) => {}
+        StmtKind::Try { catch_var, .. } => out.extend(catch_var.iter().map(|k| k.0)),
+        _ => {}
     }
 }
