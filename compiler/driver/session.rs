@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use utap_codegen::{CompiledScript, Options as CodegenOptions, Sources, compile};
-use utap_compiler::ast::{FileId, Literal};
+use utap_codegen::{CompiledScript, Options as CodegenOptions, compile};
+use utap_compiler::ast::Literal;
 use utap_compiler::diag::Diagnostic;
 use utap_compiler::program::{Program, Type};
 use utap_compiler::source::SourceMap;
@@ -16,18 +16,6 @@ use utap_runtime::transport::{self, Config, Output, Transport};
 
 use crate::{cli, trace};
 use utap_runtime::session::SessionOptions;
-
-/// The driver's view of the source files, for error locations.
-struct MapSources<'a>(&'a SourceMap);
-
-impl Sources for MapSources<'_> {
-    fn name(&self, file: FileId) -> &str {
-        self.0.name(file)
-    }
-    fn text(&self, file: FileId) -> &str {
-        self.0.text(file)
-    }
-}
 
 /// Why a later pass stopped.
 pub enum PassError {
@@ -74,7 +62,7 @@ pub fn translate(
         limits: limits(opts)?,
         keep_ir: opts.pass == Some(3),
     };
-    compile(program, &MapSources(map), &options).map_err(|e| {
+    compile(program, map, &options).map_err(|e| {
         let label = e.message.lines().next().unwrap_or_default().to_string();
         PassError::Diagnostics(vec![
             Diagnostic::semantic_error(e.message).with_label(e.span, label),

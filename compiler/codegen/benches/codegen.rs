@@ -10,24 +10,12 @@ use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use utap_codegen::{Options, Sources, compile};
-use utap_compiler::ast::FileId;
+use utap_codegen::{Options, compile};
 use utap_compiler::check::{CheckOptions, check};
 use utap_compiler::parser::{NodeIds, ParseOptions, parse_file};
 use utap_compiler::source::SourceMap;
 use utap_runtime::script::sink::BufferSink;
 use utap_runtime::script::{Limits, RuntimeOptions, ScriptRuntime};
-
-struct MapSources<'a>(&'a SourceMap);
-
-impl Sources for MapSources<'_> {
-    fn name(&self, file: FileId) -> &str {
-        self.0.name(file)
-    }
-    fn text(&self, file: FileId) -> &str {
-        self.0.text(file)
-    }
-}
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -68,7 +56,7 @@ fn compile_once(src: &str, limits: &Limits) -> utap_codegen::CompiledScript {
         limits: limits.clone(),
         keep_ir: false,
     };
-    compile(&checked.program, &MapSources(&map), &options).expect("compiles")
+    compile(&checked.program, &map, &options).expect("compiles")
 }
 
 fn bench_compile() {

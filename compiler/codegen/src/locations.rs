@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 
 use utap_compiler::ast::{FileId, Span};
+use utap_compiler::source::SourceMap;
 
 /// Source text and display names of the script and tapset files.
 pub trait Sources {
@@ -28,6 +29,16 @@ impl Sources for SourceList {
     }
     fn text(&self, file: FileId) -> &str {
         self.0.get(file as usize).map_or("", |f| f.1.as_str())
+    }
+}
+
+/// The compiler's own file table (the driver's and benchmarks' case).
+impl Sources for SourceMap {
+    fn name(&self, file: FileId) -> &str {
+        SourceMap::name(self, file)
+    }
+    fn text(&self, file: FileId) -> &str {
+        SourceMap::text(self, file)
     }
 }
 
