@@ -445,9 +445,9 @@ impl<V> Map<V> {
         Some(entry.value)
     }
 
-    /// Drops tombstones, keeping the order.
-    fn compact(&mut self) {
-        self.slots.retain(Option::is_some);
+    /// Rebuilds the hash index over `slots` (which hold no tombstones) after
+    /// they were compacted or reordered; open iterations see a new epoch.
+    fn reindex(&mut self) {
         self.table.clear();
         let slots = &self.slots;
         for (i, e) in slots.iter().enumerate() {
@@ -458,6 +458,12 @@ impl<V> Map<V> {
         }
         self.head = 0;
         self.epoch = self.epoch.wrapping_add(1);
+    }
+
+    /// Drops tombstones, keeping the order.
+    fn compact(&mut self) {
+        self.slots.retain(Option::is_some);
+        self.reindex();
     }
 
     /// `delete map[keys]`: returns the removed value.
@@ -571,16 +577,7 @@ impl<V> Map<V> {
         systemtap_sort(&mut order, limit, |&a, &b| self.goes_after(a, b, sort));
         let mut old = std::mem::take(&mut self.slots);
         self.slots = order.iter().map(|&i| old[i as usize].take()).collect();
-        self.table.clear();
-        let slots = &self.slots;
-        for (i, e) in slots.iter().enumerate() {
-            let hash = e.as_ref().expect("live").hash;
-            self.table.insert_unique(hash, i as u32, |&j| {
-                slots[j as usize].as_ref().map_or(0, |e| e.hash)
-            });
-        }
-        self.head = 0;
-        self.epoch = self.epoch.wrapping_add(1);
+        self.reindex();
     }
 
     /// SystemTap's `_stp_cmp`: whether entry `a` belongs after entry `b`.
