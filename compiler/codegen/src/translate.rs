@@ -22,8 +22,8 @@ use cranelift_module::{FuncId, Module};
 
 use utap_compiler::ast::{AssignOp, BinOp, IncDecOp, SortBy, Span, StatOp, UnOp};
 use utap_compiler::program::{
-    self as p, ContextVar, Expr, ExprKind, ForeachSource, LValue, LocalVar, PrintKind, Stmt,
-    StmtKind, Type,
+    self as p, ContextVar, Expr, ExprKind, ForeachSource, GlobalId, LValue, LocalVar, PrintKind,
+    Stmt, StmtKind, Type,
 };
 use utap_runtime::script::abi::{
     PRINT_DELIM, PRINT_NEWLINE, PRINT_TO_STRING, RAISE_DIVISION_BY_ZERO, RAISE_MAXACTION,
@@ -694,8 +694,26 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
         }
     }
 
-    fn is_long_array(&self, lv: &LValue) -> bool {
-        matches!(lv, LValue::Elem { array, .. } if self.global_value(array.0) == ValueType::Long)
+    /// The array of an element of a long array (`a[k]` with long values).
+    fn long_array(&self, lv: &LValue) -> Option<GlobalId> {
+        match lv {
+            LValue::Elem { array, .. } if self.global_value(array.0) == ValueType::Long => {
+                Some(*array)
+            }
+            _ => None,
+        }
+    }
+
+    /// `array[ks] += delta` in one runtime call instead of a load and a
+    /// store (the common `counts[k]++`); returns the new value.
+    fn array_add(&mut self, array: GlobalId, ks: &[Value], delta: Value, span: Span) -> Value {
+        let loc = self.loc(span);
+        self.set_location(loc);
+        self.store_keys(ks);
+        let gid = self.iconst(array.0 as i64);
+        let new = self.call("utap_arr_add", &[gid, delta]);
+        self.check_error();
+        new
     }
 
     // ---- expressions ---------------------------------------------------------------
@@ -745,17 +763,9 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
             ExprKind::IncDec { op, prefix, target } => {
                 let delta = if *op == IncDecOp::Inc { 1 } else { -1 };
                 let ks = self.lvalue_keys(target)?;
-                if self.is_long_array(target) {
-                    let loc = self.loc(e.span);
-                    self.set_location(loc);
-                    self.store_keys(&ks);
-                    let LValue::Elem { array, .. } = target else {
-                        unreachable!()
-                    };
-                    let gid = self.iconst(array.0 as i64);
+                if let Some(array) = self.long_array(target) {
                     let d = self.iconst(delta);
-                    let new = self.call("utap_arr_add", &[gid, d]);
-                    self.check_error();
+                    let new = self.array_add(array, &ks, d, e.span);
                     if *prefix {
                         new
                     } else {
@@ -989,17 +999,10 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
             self.store(target, &ks, v, e.span);
             return Ok(v);
         };
-        if bin == BinOp::Add && self.is_long_array(target) {
-            let loc = self.loc(e.span);
-            self.set_location(loc);
-            self.store_keys(&ks);
-            let LValue::Elem { array, .. } = target else {
-                unreachable!()
-            };
-            let gid = self.iconst(array.0 as i64);
-            let new = self.call("utap_arr_add", &[gid, v]);
-            self.check_error();
-            return Ok(new);
+        if bin == BinOp::Add
+            && let Some(array) = self.long_array(target)
+        {
+            return Ok(self.array_add(array, &ks, v, e.span));
         }
         let old = self.load(target, &ks);
         let op_loc = self
