@@ -32,66 +32,15 @@ use std::time::{Duration, Instant};
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
+#[path = "../compiler/tests/common/words.rs"]
+mod words;
+use words::shell_words;
+
 /// How long a case may run.
 const TIMEOUT: Duration = Duration::from_secs(30);
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Splits a line of shell words (single and double quotes, backslash).
-fn shell_words(line: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = line.trim().chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_word = true;
-                for c in chars.by_ref() {
-                    if c == '\'' {
-                        break;
-                    }
-                    cur.push(c);
-                }
-            }
-            '"' => {
-                in_word = true;
-                while let Some(c) = chars.next() {
-                    match c {
-                        '"' => break,
-                        '\\' => {
-                            if let Some(n) = chars.next() {
-                                cur.push(n);
-                            }
-                        }
-                        _ => cur.push(c),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                if let Some(n) = chars.next() {
-                    cur.push(n);
-                }
-            }
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            c => {
-                in_word = true;
-                cur.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(cur);
-    }
-    words
 }
 
 fn read_opt(path: &Path) -> Option<String> {

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::shell_words;
+use common::words::shell_words;
 use std::path::{Path, PathBuf};
 
 use utap_compiler::check::{CheckOptions, check};

@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::words::shell_words;
 use common::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
