@@ -631,11 +631,20 @@ impl Engine for Holder {
     }
 }
 
-/// Quiesce on demand from another thread, through the TracerHandle: the
-/// first STOP is "in progress", report_quiesce comes, the thread sits in a
-/// tracing stop and makes no progress; a second STOP says "already
-/// stopped"; RESUME lets it go on.
-fn quiesce(mode: &'static str) {
+/// A ticker (`mode`, one worker thread) traced on a thread of its own by a
+/// [`Holder`] that keeps the worker when it quiesces.
+struct Held {
+    child: Fixture,
+    file: PathBuf,
+    pid: i32,
+    worker: Tid,
+    handle: TracerHandle,
+    e: EngineId,
+    /// Ends with how `run` ended and the Holder's quiesce reports.
+    tracer_thread: std::thread::JoinHandle<(EndReason, Vec<(Tid, Event)>)>,
+}
+
+fn hold_worker(mode: &str) -> Held {
     let (child, file) = start_ticker(mode, 1);
     let pid = child.id() as i32;
     let worker = Tid(*tids_of(pid).iter().find(|&&t| t != pid).unwrap());
@@ -656,6 +665,31 @@ fn quiesce(mode: &'static str) {
         (end, tracer.engine::<Holder>(e).unwrap().quiesced.clone())
     });
     let (handle, e) = rx.recv().unwrap();
+    Held {
+        child,
+        file,
+        pid,
+        worker,
+        handle,
+        e,
+        tracer_thread,
+    }
+}
+
+/// Quiesce on demand from another thread, through the TracerHandle: the
+/// first STOP is "in progress", report_quiesce comes, the thread sits in a
+/// tracing stop and makes no progress; a second STOP says "already
+/// stopped"; RESUME lets it go on.
+fn quiesce(mode: &'static str) {
+    let Held {
+        child,
+        file,
+        pid,
+        worker,
+        handle,
+        e,
+        tracer_thread,
+    } = hold_worker(mode);
     assert_eq!(tracer_pid(pid, worker.0), tracer_thread_tid(pid, worker.0));
     assert_eq!(
         handle.control(worker, e, ResumeAction::Stop),
@@ -1177,26 +1211,15 @@ fn tracer_sighup_leaves_tracee_running() {
 /// not yet seen) when the engine detaches; the thread ends up running and
 /// untraced, while the process's other thread stays traced.
 fn detach_racing_a_stop_leaves_it_running() {
-    let (child, file) = start_ticker("spin", 1);
-    let pid = child.id() as i32;
-    let worker = Tid(*tids_of(pid).iter().find(|&&t| t != pid).unwrap());
-    let (tx, rx) = mpsc::channel();
-    let tracer_thread = std::thread::spawn(move || {
-        let mut tracer = Tracer::new().unwrap();
-        let e = tracer.add_engine(Holder {
-            hold: [worker].into(),
-            quiesced: vec![],
-        });
-        let mut ctl = tracer.ctl();
-        for tid in ctl.attach_process(Tid(pid)).unwrap() {
-            ctl.attach(tid, e, AttachMode::Create, Events::QUIESCE)
-                .unwrap();
-        }
-        tx.send((tracer.handle(), e)).unwrap();
-        tracer.run().unwrap();
-        tracer.engine::<Holder>(e).unwrap().quiesced.clone()
-    });
-    let (handle, e) = rx.recv().unwrap();
+    let Held {
+        child,
+        file,
+        pid,
+        worker,
+        handle,
+        e,
+        tracer_thread,
+    } = hold_worker("spin");
     let (stop, detach) = handle
         .call(move |c| {
             (
@@ -1214,7 +1237,7 @@ fn detach_racing_a_stop_leaves_it_running() {
     assert!(is_running(state(pid, worker.0)));
     handle.end().unwrap();
     assert_eq!(
-        tracer_thread.join().unwrap(),
+        tracer_thread.join().unwrap().1,
         vec![],
         "the detached engine got no report"
     );
