@@ -25,6 +25,28 @@ fn check_with(src: &str, o: &CheckOptions) -> Result<Program, String> {
         .map_err(|d| utap_compiler::diag::render_all(&d, &map, false))
 }
 
+/// Checks `src` with `-v`: the program and the warnings.
+fn check_verbose(src: &str) -> (Program, Vec<String>) {
+    let mut map = SourceMap::new();
+    let file = map.add("t.stp", src);
+    let mut ids = NodeIds::default();
+    let script = parse_file(&map, file, &ParseOptions::default(), &mut ids).unwrap();
+    let o = CheckOptions {
+        verbose: 1,
+        ..Default::default()
+    };
+    let out = check::check(&mut map, script, &o, &mut ids).unwrap();
+    let warnings = out.warnings.iter().map(|d| d.to_string()).collect();
+    (out.program, warnings)
+}
+
+/// `-l PATTERN` (`-L` with `vars`), on an empty file set.
+fn list(pattern: &str, vars: bool) -> Result<String, Vec<utap_compiler::diag::Diagnostic>> {
+    let mut map = SourceMap::new();
+    let mut ids = NodeIds::default();
+    listing::list(&mut map, pattern, vars, &CheckOptions::default(), &mut ids)
+}
+
 fn ok(src: &str) -> Program {
     check_with(src, &opts(false)).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -617,16 +639,7 @@ timer.s(1) /* <- timer.s(1) */
 
 #[test]
 fn listing_process_points_with_variables() {
-    let mut map = SourceMap::new();
-    let mut ids = NodeIds::default();
-    let text = listing::list(
-        &mut map,
-        "process.*",
-        true,
-        &CheckOptions::default(),
-        &mut ids,
-    )
-    .unwrap();
+    let text = list("process.*", true).unwrap();
     assert_eq!(
         text,
         "process.begin
@@ -636,14 +649,7 @@ process.signal $signal:long $code:long
 process.syscall $syscall:long $arg1:long $arg2:long $arg3:long $arg4:long $arg5:long $arg6:long
 "
     );
-    let text = listing::list(
-        &mut map,
-        "process.*.*",
-        false,
-        &CheckOptions::default(),
-        &mut ids,
-    )
-    .unwrap();
+    let text = list("process.*.*", false).unwrap();
     assert_eq!(
         text,
         "process.syscall.return\nprocess.thread.begin\nprocess.thread.end\n"
@@ -652,16 +658,7 @@ process.syscall $syscall:long $arg1:long $arg2:long $arg3:long $arg4:long $arg5:
 
 #[test]
 fn listing_aliases_shows_their_variables() {
-    let mut map = SourceMap::new();
-    let mut ids = NodeIds::default();
-    let text = listing::list(
-        &mut map,
-        "syscall.close",
-        true,
-        &CheckOptions::default(),
-        &mut ids,
-    )
-    .unwrap();
+    let text = list("syscall.close", true).unwrap();
     assert_eq!(
         text,
         "syscall.close name:string argstr:string fd:long $syscall:long $arg1:long $arg2:long $arg3:long $arg4:long $arg5:long $arg6:long\n"
@@ -672,16 +669,7 @@ fn listing_aliases_shows_their_variables() {
 fn dead_code_warnings_under_verbose() {
     let src =
         "global g\nfunction unused() { return 1 }\nprobe begin { x = 1 }\nprobe end { println(1) }";
-    let mut map = SourceMap::new();
-    let file = map.add("t.stp", src);
-    let mut ids = NodeIds::default();
-    let script = parse_file(&map, file, &ParseOptions::default(), &mut ids).unwrap();
-    let o = CheckOptions {
-        verbose: 1,
-        ..Default::default()
-    };
-    let out = check::check(&mut map, script, &o, &mut ids).unwrap();
-    let w: Vec<String> = out.warnings.iter().map(|d| d.to_string()).collect();
+    let (_, w) = check_verbose(src);
     assert_eq!(
         w,
         [
@@ -702,18 +690,9 @@ fn elision_knows_which_statements_read_a_local() {
     let src = "global arr\nprobe begin { a = 1; a += 2; b = 1; b = 2; c = 1; delete c; \
                d = 1; foreach (d in arr) {}; e = \"\"; try { error(\"x\") } catch (e) {}; \
                k = 1; arr[k] = 1 }";
-    let mut map = SourceMap::new();
-    let file = map.add("t.stp", src);
-    let mut ids = NodeIds::default();
-    let script = parse_file(&map, file, &ParseOptions::default(), &mut ids).unwrap();
-    let o = CheckOptions {
-        verbose: 1,
-        ..Default::default()
-    };
-    let out = check::check(&mut map, script, &o, &mut ids).unwrap();
-    let w: Vec<String> = out.warnings.iter().map(|d| d.to_string()).collect();
+    let (program, w) = check_verbose(src);
     assert_eq!(w, ["warning: Eliding unused variable 'b'"]);
-    assert_eq!(out.program.probes[0].body.stmts.len(), 10);
+    assert_eq!(program.probes[0].body.stmts.len(), 10);
 }
 
 diag_test!(
@@ -919,14 +898,6 @@ diag_test!(
 
 #[test]
 fn listing_a_pattern_that_matches_nothing_fails_silently() {
-    let mut map = SourceMap::new();
-    let mut ids = NodeIds::default();
-    let r = listing::list(
-        &mut map,
-        "nosuch.*",
-        false,
-        &CheckOptions::default(),
-        &mut ids,
-    );
+    let r = list("nosuch.*", false);
     assert_eq!(r, Err(Vec::new()));
 }
