@@ -61,18 +61,7 @@ pub fn finish(mut child: Child) -> Outcome {
         let _ = err.read_to_string(&mut s);
         s
     });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if start.elapsed() > LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("timed out after {LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let status = wait_within_limit(&mut child);
     use std::os::unix::process::ExitStatusExt;
     Outcome {
         stdout: t_out.join().unwrap(),
@@ -247,18 +236,7 @@ impl Live {
     /// the status.
     pub fn finish(mut self) -> Outcome {
         let mut child = self.child.take().expect("running");
-        let start = Instant::now();
-        let status = loop {
-            if let Some(s) = child.try_wait().expect("wait") {
-                break s;
-            }
-            if start.elapsed() > LIMIT {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("utap did not end within {LIMIT:?}");
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        };
+        let status = wait_within_limit(&mut child);
         let mut stdout = String::new();
         while let Ok(l) = self.lines.recv_timeout(LIMIT) {
             stdout.push_str(&l);
@@ -305,4 +283,21 @@ pub fn assert_idle(pid: i32) {
         used < 10,
         "process {pid} used {used} ticks of CPU in 300 ms"
     );
+}
+
+/// Waits for `child` to end; kills it and fails the test if it takes
+/// longer than [`LIMIT`].
+fn wait_within_limit(child: &mut Child) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            return s;
+        }
+        if start.elapsed() > LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("utap did not end within {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
