@@ -87,6 +87,8 @@ pub static BUILTINS: &[Builtin] = &[
     // Syscall argument decoders the syscall tapset calls (runtime/decode).
     pure("__syscall_argstr", &[L], S),
     pure("__syscall_retstr", &[L, L], S),
+    // The event's Nth argument register (int_arg & co. in stdlib/context.stp).
+    ctx("__utap_arg", &[L], L),
     pure("_access_mode_str", &[L], S),
     pure("_at_flag_str", &[L], S),
     pure("_dfd_str", &[L], S),
@@ -124,9 +126,13 @@ pub static BUILTINS: &[Builtin] = &[
     pure("big_endian2", &[L], L),
     pure("big_endian4", &[L], L),
     pure("big_endian8", &[L], L),
+    ctx("cmdline_arg", &[L], S),
+    ctx("cmdline_args", &[L, L, S], S),
     ctx("cpu", &[], L),
+    f("cpu_clock_ns", &[L], L, true, false),
     // SystemTap's ctime(epochsecs): "Thu Jan  1 00:00:00 1970".
-    pure("ctime", &[L], S),
+    // `ctime()` without an argument: the current time.
+    optional(f("ctime", &[L], S, true, false), 0),
     ctx("egid", &[], L),
     pure("errno_str", &[L], S),
     f("error", &[S], V, false, false),
@@ -139,21 +145,29 @@ pub static BUILTINS: &[Builtin] = &[
     ctx("gettimeofday_us", &[], L),
     ctx("gid", &[], L),
     pure("isinstr", &[S, S], L),
+    f("local_clock_ns", &[], L, true, false),
     pure("max", &[L, L], L),
     pure("min", &[L, L], L),
+    ctx("pexecname", &[], S),
+    ctx("pgrp", &[], L),
     ctx("pid", &[], L),
+    ctx("pn", &[], S),
     // The probe point being run, as written in the script.
     ctx("pp", &[], S),
     ctx("ppid", &[], L),
     // Writes one byte (the low 8 bits) to the output.
     f("print_char", &[L], V, false, false),
+    ctx("probefunc", &[], S),
     guru("quiesce", &[L]),
     // A random number in 0..n; draws from the generator: not pure.
     f("randint", &[L], L, false, false),
     guru("resume", &[L]),
+    ctx("returnval", &[], L),
+    ctx("sid", &[], L),
     pure("signal_name", &[L], S),
     pure("signal_str", &[L], S),
     guru("stop", &[]),
+    pure("stp_pid", &[], L),
     pure("str_replace", &[S, S, S], S),
     pure("stringat", &[S, L], L),
     pure("strlen", &[S], L),
@@ -161,20 +175,28 @@ pub static BUILTINS: &[Builtin] = &[
     pure("substr", &[S, L, L], S),
     pure("syscall_name", &[L], S),
     pure("syscall_num", &[S], L),
+    // Runs a command from the output side, after the output so far.
+    f("system", &[S], V, false, false),
     ctx("target", &[], L),
     pure("text_str", &[S], S),
     pure("text_strn", &[S, L, L], S),
     ctx("tid", &[], L),
     // `tokenize` keeps its position between calls: not pure.
     f("tokenize", &[S, S], S, false, false),
+    pure("tz_gmtoff", &[], L),
+    pure("tz_name", &[], S),
     ctx("uid", &[], L),
+    ctx("user_buffer_quoted", &[L, L, L], S),
     ctx("user_char", &[L], L),
     ctx("user_int", &[L], L),
     ctx("user_long", &[L], L),
     ctx("user_short", &[L], L),
     ctx("user_string", &[L], S),
+    ctx("user_string2", &[L, S], S),
     ctx("user_string_n", &[L, L], S),
     ctx("user_string_quoted", &[L], S),
+    // Warns (not pure): "<unknown>" and a warning on a fault.
+    f("user_string_warn", &[L], S, false, true),
     f("warn", &[S], V, false, false),
 ];
 

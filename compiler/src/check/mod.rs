@@ -604,6 +604,7 @@ impl Session {
                 kind,
                 condition: cond,
                 text: r.text.clone(),
+                head: r.head.clone(),
             });
         }
         let first = &group[0];
