@@ -307,7 +307,7 @@ extern "C" fn utap_bi_pp(ctx: *mut HandlerContext) -> i64 {
         .probes
         .get(idx)
         .and_then(|p| p.points.get(point))
-        .map(|p| p.name.clone())
+        .map(|p| p.text.clone())
         .unwrap_or_default();
     state.strings.make(text.as_bytes())
 }

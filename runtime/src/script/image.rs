@@ -72,11 +72,11 @@ pub enum Trigger {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PointSpec {
     pub trigger: Trigger,
-    /// The canonical point (`process.syscall`).
+    /// The canonical point, what aliases expand to (`process.syscall`):
+    /// `pp()`, SystemTap's "fully-resolved probe point".
     pub text: String,
     /// The script-level point that resolved to it: the alias name as
-    /// matched (wildcards expanded, `syscall.openat`), else `text`. What
-    /// `pp()` and `pn()` report.
+    /// matched (wildcards expanded, `syscall.openat`), else `text`: `pn()`.
     pub name: String,
 }
 
