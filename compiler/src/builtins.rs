@@ -134,6 +134,7 @@ pub static BUILTINS: &[Builtin] = &[
     // `ctime()` without an argument: the current time.
     optional(f("ctime", &[L], S, true, false), 0),
     ctx("egid", &[], L),
+    ctx("env_var", &[S], S),
     pure("errno_str", &[L], S),
     f("error", &[S], V, false, false),
     ctx("euid", &[], L),
@@ -144,6 +145,7 @@ pub static BUILTINS: &[Builtin] = &[
     ctx("gettimeofday_s", &[], L),
     ctx("gettimeofday_us", &[], L),
     ctx("gid", &[], L),
+    ctx("is_return", &[], L),
     pure("isinstr", &[S, S], L),
     f("local_clock_ns", &[], L, true, false),
     pure("max", &[L, L], L),
@@ -194,6 +196,9 @@ pub static BUILTINS: &[Builtin] = &[
     ctx("user_string", &[L], S),
     ctx("user_string2", &[L, S], S),
     ctx("user_string_n", &[L, L], S),
+    ctx("user_string_n2", &[L, L, S], S),
+    optional(ctx("user_string_n_quoted", &[L, L, L], S), 2),
+    f("user_string_n_warn", &[L, L], S, false, true),
     ctx("user_string_quoted", &[L], S),
     // Warns (not pure): "<unknown>" and a warning on a fault.
     f("user_string_warn", &[L], S, false, true),

@@ -163,6 +163,27 @@ extern "C" fn utap_bi_utap_arg(ctx: *mut HandlerContext, n: i64) -> i64 {
     }
 }
 
+/// `is_return()`: 1 in a return probe (a syscall return), else 0.
+extern "C" fn utap_bi_is_return(ctx: *mut HandlerContext) -> i64 {
+    (probe(ctx).event == event::SYSCALL_RETURN) as i64
+}
+
+/// `env_var(name)`: the value of environment variable `name` in the
+/// current process (from `/proc/PID/environ`: the environment it started
+/// or last exec'd with), "" when unset.
+extern "C" fn utap_bi_env_var(ctx: *mut HandlerContext, name: i64) -> i64 {
+    let pid = probe(ctx).pid;
+    let mut key = st(ctx).strings.get(name).to_vec();
+    key.push(b'=');
+    let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    let value = env
+        .split(|&b| b == 0)
+        .find_map(|kv| kv.strip_prefix(key.as_slice()))
+        .unwrap_or_default()
+        .to_vec();
+    string(ctx, &value)
+}
+
 /// `returnval()`: the return value of the event (a syscall return's).
 extern "C" fn utap_bi_returnval(ctx: *mut HandlerContext) -> i64 {
     let p = *probe(ctx);
@@ -180,6 +201,16 @@ extern "C" fn utap_bi_returnval(ctx: *mut HandlerContext) -> i64 {
 /// Reads the string at `addr` of the event's process, or the fault.
 fn read_user_string(ctx: *mut HandlerContext, addr: i64) -> Result<Vec<u8>, memory::Fault> {
     let max = st(ctx).limits.max_string_len;
+    read_user_string_n(ctx, addr, max as i64)
+}
+
+/// At most `n` bytes of the string at `addr` (user_string_n's limits).
+fn read_user_string_n(
+    ctx: *mut HandlerContext,
+    addr: i64,
+    n: i64,
+) -> Result<Vec<u8>, memory::Fault> {
+    let max = st(ctx).limits.max_string_len;
     let fault = memory::Fault {
         addr: addr as u64,
         errno: libc::EFAULT,
@@ -189,7 +220,52 @@ fn read_user_string(ctx: *mut HandlerContext, addr: i64) -> Result<Vec<u8>, memo
     };
     let mut out = Vec::new();
     // SAFETY: `fire` sets `memory` for the duration of the run only.
-    memory::user_string(&mut out, unsafe { &*m }, addr as u64, max).map(|()| out)
+    memory::user_string_n(&mut out, unsafe { &*m }, addr as u64, n, max).map(|()| out)
+}
+
+/// `user_string_n2(addr, n, err_msg)`: at most `n` bytes, or `err_msg`.
+extern "C" fn utap_bi_user_string_n2(ctx: *mut HandlerContext, addr: i64, n: i64, err: i64) -> i64 {
+    match read_user_string_n(ctx, addr, n) {
+        Ok(s) => string(ctx, &s),
+        Err(_) => err,
+    }
+}
+
+/// `user_string_n_warn(addr, n)`: at most `n` bytes, or "<unknown>" and a
+/// warning.
+extern "C" fn utap_bi_user_string_n_warn(ctx: *mut HandlerContext, addr: i64, n: i64) -> i64 {
+    match read_user_string_n(ctx, addr, n) {
+        Ok(s) => string(ctx, &s),
+        Err(fault) => {
+            st(ctx)
+                .diagnostics
+                .push(format!("WARNING: {}", fault.string_message()));
+            string(ctx, b"<unknown>")
+        }
+    }
+}
+
+/// `user_string_n_quoted(addr, inlen [, outlen])`: at most `inlen` bytes,
+/// quoted, cut to `outlen` (default MAXSTRINGLEN) with `"...`; the
+/// address as `0x...` when unreadable.
+extern "C" fn utap_bi_user_string_n_quoted(
+    ctx: *mut HandlerContext,
+    addr: i64,
+    inlen: i64,
+    outlen: i64,
+) -> i64 {
+    let max = st(ctx).limits.max_string_len;
+    let outlen = if outlen <= 0 { max as i64 } else { outlen };
+    let out = match st(ctx).memory {
+        Some(m) => {
+            let mut out = Vec::new();
+            // SAFETY: as in read_user_string_n.
+            memory::user_string_n_quoted(&mut out, unsafe { &*m }, addr as u64, inlen, outlen, max);
+            out
+        }
+        None => format!("0x{:x}", addr as u64).into_bytes(),
+    };
+    string(ctx, &out)
 }
 
 /// `user_string2(addr, err_msg)`: the string, or `err_msg` on a fault.
@@ -351,6 +427,8 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
         ("cmdline_arg", utap_bi_cmdline_arg as *const u8),
         ("cmdline_args", utap_bi_cmdline_args as *const u8),
         ("cpu_clock_ns", utap_bi_cpu_clock_ns as *const u8),
+        ("env_var", utap_bi_env_var as *const u8),
+        ("is_return", utap_bi_is_return as *const u8),
         ("local_clock_ns", utap_bi_local_clock_ns as *const u8),
         ("pexecname", utap_bi_pexecname as *const u8),
         ("pgrp", utap_bi_pgrp as *const u8),
@@ -367,6 +445,15 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
             utap_bi_user_buffer_quoted as *const u8,
         ),
         ("user_string2", utap_bi_user_string2 as *const u8),
+        ("user_string_n2", utap_bi_user_string_n2 as *const u8),
+        (
+            "user_string_n_quoted",
+            utap_bi_user_string_n_quoted as *const u8,
+        ),
+        (
+            "user_string_n_warn",
+            utap_bi_user_string_n_warn as *const u8,
+        ),
         ("user_string_warn", utap_bi_user_string_warn as *const u8),
     ]
 }
