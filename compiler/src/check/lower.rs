@@ -1408,7 +1408,7 @@ impl<'l> Lowerer<'l> {
                     && body
                         .families
                         .iter()
-                        .all(|f| f.context_var(&t.name).is_some())
+                        .all(|f| f.context_var(&t.name).is_some_and(|v| v.readable))
             }
             _ => false,
         }
@@ -1461,6 +1461,24 @@ impl<'l> Lowerer<'l> {
             );
             return None;
         }
+        let readable = body
+            .families
+            .iter()
+            .all(|f| f.context_var(&t.name).is_some_and(|v| v.readable));
+        if !write && !readable {
+            self.err(
+                SemError::new(
+                    span,
+                    format!("utrace '{dollar}' variable is not available at a syscall entry"),
+                )
+                .label(format!(
+                    "'{dollar}' can be set here (utap -g) to skip the call, not read"
+                ))
+                .help("read it in a .return probe"),
+            );
+            // Typed all the same: one error, not a cascade.
+            return Some((def.var, Ty::Known(def.ty)));
+        }
         if write {
             if !def.guru_writable {
                 let shown = if t.name.starts_with("arg") {
@@ -1498,7 +1516,7 @@ impl<'l> Lowerer<'l> {
         }
         let owners: Vec<String> = FAMILIES
             .iter()
-            .filter(|f| f.context_var(&t.name).is_some())
+            .filter(|f| f.context_var(&t.name).is_some_and(|v| v.readable))
             .map(|f| format!("\"{}\"", f.pattern_text("(PATH_OR_PID)")))
             .collect();
         if let Some(n) = t.name.strip_prefix("arg")
@@ -1526,7 +1544,13 @@ impl<'l> Lowerer<'l> {
             let here: Vec<String> = body
                 .families
                 .first()
-                .map(|f| f.context.iter().map(|v| format!("${}", v.name)).collect())
+                .map(|f| {
+                    f.context
+                        .iter()
+                        .filter(|v| v.readable)
+                        .map(|v| format!("${}", v.name))
+                        .collect()
+                })
                 .unwrap_or_default();
             if !here.is_empty() {
                 e = e.help(format!("available here: {}", here.join(" ")));

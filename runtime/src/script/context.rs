@@ -34,6 +34,21 @@ pub struct ProbeValues {
     pub code: i64,
     /// 1 in a syscall-return probe (`$return` is valid).
     pub returning: i64,
+    /// Which values a guru handler assigned ([`written`] bits): at a
+    /// syscall entry, setting `$return` (to any value, even the one it
+    /// had) skips the call.
+    pub written: i64,
+}
+
+/// Bits of [`ProbeValues::written`], set by the compiled code on each
+/// assignment to a context variable.
+pub mod written {
+    /// `$return`
+    pub const RETURN: i64 = 1;
+    /// `$arg1`..`$arg6`: bit `ARG << i`.
+    pub const ARG: i64 = 2;
+    /// Any of the arguments.
+    pub const ARGS: i64 = 0x3f * ARG;
 }
 
 /// The record passed as the first argument of every native function.

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::memory::ProcessMemory;
+use crate::script::context::written;
 use crate::script::{ControlRequest, Outcome, ProbeValues, ScriptRuntime};
 use crate::transport::Producer;
 use crate::utrace::{
@@ -31,8 +32,9 @@ pub(crate) struct Shared {
     /// path.
     exe: HashMap<i32, String>,
     want_exe: bool,
-    /// Arguments recorded at syscall entry, for the return probes.
-    entry_args: HashMap<i32, [i64; 6]>,
+    /// The syscall and arguments recorded at its entry, for the return
+    /// probes (a call skipped by `$return` shows as number -1 at its exit).
+    entry_args: HashMap<i32, (i64, [i64; 6])>,
     /// Threads a script asked to quiesce, whose quiesce report is due.
     quiescing: Vec<i32>,
     /// The command runs under a seccomp filter: detaching would make every
@@ -175,6 +177,18 @@ fn context(pid: i32, tid: i32) -> ProbeValues {
     }
 }
 
+/// Carries out what guru code did to a syscall at its entry: new
+/// arguments, and a `$return` that skips the call (the thread sees that
+/// value, and a return probe sees it as the result).
+fn inject_at_entry(cx: &mut Cx, v: &ProbeValues, args: &[i64; 6]) {
+    if v.written & written::ARGS != 0 && v.args != *args {
+        let _ = cx.set_syscall_args(v.args.map(|a| a as u64));
+    }
+    if v.written & written::RETURN != 0 {
+        let _ = cx.set_syscall_return(v.ret);
+    }
+}
+
 fn action(stop: bool) -> ResumeAction {
     if stop {
         ResumeAction::Stop
@@ -215,23 +229,31 @@ impl Engine for ScriptEngine {
         let mut s = self.shared.borrow_mut();
         let d = &*self.dispatch;
         let args = info.args.map(|a| a as i64);
-        if d.exit.get(info.nr as i64).is_empty() {
+        let want_exit = !d.exit.get(info.nr).is_empty();
+        if !want_exit {
             // No return probe on this syscall: no exit stop (under seccomp
             // the thread goes on with PTRACE_CONT).
             cx.want_syscall_exit(false);
-        } else {
-            s.entry_args.insert(cx.tid().0, args);
         }
-        let hooks = d.entry.get(info.nr as i64);
+        let hooks = d.entry.get(info.nr);
         if hooks.is_empty() {
+            if want_exit {
+                s.entry_args.insert(cx.tid().0, (info.nr, args));
+            }
             return ResumeAction::Resume;
         }
         let values = ProbeValues {
-            syscall: info.nr as i64,
+            syscall: info.nr,
             args,
             ..context(cx.pid().0, cx.tid().0)
         };
-        action(s.fire(cx, hooks, &values).stop)
+        let fired = s.fire(cx, hooks, &values);
+        let v = fired.values;
+        inject_at_entry(cx, &v, &args);
+        if want_exit {
+            s.entry_args.insert(cx.tid().0, (info.nr, v.args));
+        }
+        action(fired.stop)
     }
 
     fn report_syscall_exit(&mut self, cx: &mut Cx, _: ResumeAction) -> ResumeAction {
@@ -241,17 +263,19 @@ impl Engine for ScriptEngine {
         let mut s = self.shared.borrow_mut();
         let d = &*self.dispatch;
         let tid = cx.tid().0;
-        let args = s
-            .entry_args
-            .remove(&tid)
-            .unwrap_or(info.args.map(|a| a as i64));
-        let hooks = d.exit.get(info.nr as i64);
+        let (nr, args) = match s.entry_args.remove(&tid) {
+            // Skipped at its entry ($return set): the number is -1 now.
+            Some((nr, args)) if info.nr == -1 => (nr, args),
+            Some((_, args)) => (info.nr, args),
+            None => (info.nr, info.args.map(|a| a as i64)),
+        };
+        let hooks = d.exit.get(nr);
         if hooks.is_empty() {
             return ResumeAction::Resume;
         }
         let ret = info.ret.unwrap_or(0);
         let values = ProbeValues {
-            syscall: info.nr as i64,
+            syscall: nr,
             args,
             ret,
             returning: 1,
