@@ -128,6 +128,8 @@ pub static BUILTINS: &[Builtin] = &[
     // SystemTap's ctime(epochsecs): "Thu Jan  1 00:00:00 1970".
     pure("ctime", &[L], S),
     ctx("egid", &[], L),
+    // errno_num("ENOSPC") == 28: errors by name, for `$return = -errno_num("...")`.
+    pure("errno_num", &[S], L),
     pure("errno_str", &[L], S),
     f("error", &[S], V, false, false),
     ctx("euid", &[], L),
@@ -140,6 +142,8 @@ pub static BUILTINS: &[Builtin] = &[
     ctx("gid", &[], L),
     pure("isinstr", &[S, S], L),
     pure("max", &[L, L], L),
+    // Holds the current thread for N ms (SystemTap's guru-delay tapset).
+    guru("mdelay", &[L]),
     pure("min", &[L, L], L),
     ctx("pid", &[], L),
     // The probe point being run, as written in the script.
@@ -148,12 +152,15 @@ pub static BUILTINS: &[Builtin] = &[
     // Writes one byte (the low 8 bits) to the output.
     f("print_char", &[L], V, false, false),
     guru("quiesce", &[L]),
+    // Sends signal N to the current thread (SystemTap's guru-signal tapset).
+    guru("raise", &[L]),
     // A random number in 0..n; draws from the generator: not pure.
     f("randint", &[L], L, false, false),
     guru("resume", &[L]),
     pure("signal_name", &[L], S),
     pure("signal_str", &[L], S),
-    guru("stop", &[]),
+    // stop() holds the current thread, stop(tid) any traced thread.
+    optional(guru("stop", &[L]), 0),
     pure("str_replace", &[S, S, S], S),
     pure("stringat", &[S, L], L),
     pure("strlen", &[S], L),
@@ -167,6 +174,8 @@ pub static BUILTINS: &[Builtin] = &[
     ctx("tid", &[], L),
     // `tokenize` keeps its position between calls: not pure.
     f("tokenize", &[S, S], S, false, false),
+    // Holds the current thread for N µs (SystemTap's guru-delay tapset).
+    guru("udelay", &[L]),
     ctx("uid", &[], L),
     ctx("user_char", &[L], L),
     ctx("user_int", &[L], L),
@@ -266,7 +275,7 @@ mod tests {
 
     #[test]
     fn control_actions_need_guru_mode() {
-        for name in ["stop", "resume", "quiesce"] {
+        for name in ["stop", "resume", "quiesce", "raise", "udelay", "mdelay"] {
             assert!(lookup(name).unwrap().guru, "{name}");
         }
         assert!(!lookup("pid").unwrap().guru);

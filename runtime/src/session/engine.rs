@@ -9,6 +9,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use crate::memory::ProcessMemory;
 use crate::script::context::written;
@@ -142,8 +143,11 @@ impl Shared {
 
     /// Carries out a handler's thread-control requests; true when the
     /// current thread is to stay stopped (`current` is -1 in a timer).
+    /// Delays and signals (`udelay`, `raise`) apply to the current thread
+    /// only: in a timer probe there is none.
     pub fn apply(&mut self, ctl: &mut Control, outcome: &Outcome, current: i64) -> bool {
         let mut stop = false;
+        let mut delay_us = 0;
         for req in &outcome.control {
             match *req {
                 ControlRequest::Stop(t) if t == current => stop = true,
@@ -157,7 +161,19 @@ impl Shared {
                     self.quiescing.push(t as i32);
                     let _ = ctl.control(Tid(t as i32), self.engine, ResumeAction::Report);
                 }
+                ControlRequest::Raise { tid, signo } if tid == current => {
+                    let _ = ctl.send_signal(Tid(tid as i32), Signal(signo as i32));
+                }
+                ControlRequest::Delay { tid, us } if tid == current => delay_us += us,
+                ControlRequest::Raise { .. } | ControlRequest::Delay { .. } => {}
             }
+        }
+        // A delay holds the thread in its stop until a timer resumes it;
+        // stop() holds it for good (until resume()).
+        if delay_us > 0 && !stop {
+            let at = Instant::now() + Duration::from_micros(delay_us as u64);
+            ctl.resume_at(Tid(current as i32), self.engine, at);
+            stop = true;
         }
         stop
     }
