@@ -1346,7 +1346,11 @@ impl<'l> Lowerer<'l> {
                         format = Some(pieces);
                     }
                     Err(e) => {
-                        self.err(SemError::new(first.span, e.to_string()));
+                        let mut err = SemError::new(first.span, e.to_string());
+                        if fmt.ends_with('%') && !fmt.ends_with("%%") {
+                            err = err.help("a percent sign is written %%");
+                        }
+                        self.err(err);
                     }
                 }
                 rest = &[];
