@@ -220,3 +220,33 @@ probe syscall.write { if (execname() == "writer" && t0) { printf("%d\n", gettime
     lines.sort();
     assert_eq!(lines, ["1", "write 1: 5 bytes"]);
 }
+
+/// "utap: N ptrace stops" from a `-v` run.
+fn stops(stderr: &str) -> u64 {
+    stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("utap: ")?.strip_suffix(" ptrace stops"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no stop count in {stderr}"))
+}
+
+/// Under the seccomp filter, skipping a call costs the entry stop only:
+/// as many stops as a probe that changes nothing.
+#[test]
+fn entry_injection_needs_no_exit_stop() {
+    let dir = scratch("stops");
+    std::fs::write(dir.join("go"), "").unwrap();
+    let cmd = format!("{} {}", fixture("fileops"), dir.display());
+    let mut count = |script: &str| {
+        std::fs::write(dir.join("victim"), "x").unwrap();
+        let _ = std::fs::remove_file(dir.join("created"));
+        let out = run(utap(script, &["-g", "-v", "-c", &cmd]));
+        assert_eq!(out.status, 0, "{}", out.stderr);
+        stops(&out.stderr)
+    };
+    let watching = count("probe syscall.unlinkat { }");
+    let skipping = count("probe syscall.unlinkat { $return = 0 }");
+    assert!(dir.join("victim").exists());
+    assert_eq!(skipping, watching);
+    let _ = std::fs::remove_dir_all(&dir);
+}
