@@ -203,13 +203,15 @@ probe end { printf("others while held: %d, ticks while held: %d\n", during >= 3,
     assert!(start.elapsed() >= Duration::from_millis(400));
 }
 
-/// `udelay` at an exit holds the thread after the call ran.
+/// `udelay` at an exit holds the thread after the call ran; the delays of
+/// two probes on the same event add up.
 #[test]
 fn delay_at_exit() {
     let script = r#"
 global t0
 probe syscall.getppid { if (execname() == "writer") t0 = gettimeofday_us() }
-probe syscall.getppid.return { if (execname() == "writer") udelay(300000) }
+probe syscall.getppid.return { if (execname() == "writer") udelay(150000) }
+probe syscall.getppid.return { if (execname() == "writer") mdelay(150) }
 probe syscall.write { if (execname() == "writer" && t0) { printf("%d\n", gettimeofday_us() - t0 >= 300000); t0 = 0 } }
 "#;
     let cmd = format!("{} 1", fixture("writer"));

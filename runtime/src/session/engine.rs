@@ -38,6 +38,8 @@ pub(crate) struct Shared {
     entry_args: HashMap<i32, (i64, [i64; 6])>,
     /// Threads a script asked to quiesce, whose quiesce report is due.
     quiescing: Vec<i32>,
+    /// Microseconds of `udelay`/`mdelay` the current event's handlers asked for.
+    delay_us: i64,
     /// The command runs under a seccomp filter: detaching would make every
     /// syscall the filter traps fail with ENOSYS (a RET_TRACE filter with
     /// no tracer), so when the script ends first the session keeps tracing
@@ -60,6 +62,7 @@ impl Shared {
             want_exe: dispatch.path_filters,
             entry_args: HashMap::new(),
             quiescing: Vec::new(),
+            delay_us: 0,
             linger: false,
             finished: None,
         }
@@ -127,6 +130,7 @@ impl Shared {
                 break;
             }
         }
+        fired.stop |= self.hold_for_delay(ctl, values.tid, fired.stop);
         fired
     }
 
@@ -147,7 +151,6 @@ impl Shared {
     /// only: in a timer probe there is none.
     pub fn apply(&mut self, ctl: &mut Control, outcome: &Outcome, current: i64) -> bool {
         let mut stop = false;
-        let mut delay_us = 0;
         for req in &outcome.control {
             match *req {
                 ControlRequest::Stop(t) if t == current => stop = true,
@@ -164,18 +167,26 @@ impl Shared {
                 ControlRequest::Raise { tid, signo } if tid == current => {
                     let _ = ctl.send_signal(Tid(tid as i32), Signal(signo as i32));
                 }
-                ControlRequest::Delay { tid, us } if tid == current => delay_us += us,
+                ControlRequest::Delay { tid, us } if tid == current => {
+                    self.delay_us = self.delay_us.saturating_add(us);
+                }
                 ControlRequest::Raise { .. } | ControlRequest::Delay { .. } => {}
             }
         }
-        // A delay holds the thread in its stop until a timer resumes it;
-        // stop() holds it for good (until resume()).
-        if delay_us > 0 && !stop {
-            let at = Instant::now() + Duration::from_micros(delay_us as u64);
-            ctl.resume_at(Tid(current as i32), self.engine, at);
-            stop = true;
-        }
         stop
+    }
+
+    /// After the handlers of one event: the delays they asked for, added
+    /// up, hold the thread in its stop until a timer resumes it (true);
+    /// `stop()` (`stopped`) holds it for good instead, until `resume()`.
+    fn hold_for_delay(&mut self, ctl: &mut Control, tid: i64, stopped: bool) -> bool {
+        let us = std::mem::take(&mut self.delay_us);
+        if us <= 0 || stopped {
+            return false;
+        }
+        let at = Instant::now() + Duration::from_micros(us as u64);
+        ctl.resume_at(Tid(tid as i32), self.engine, at);
+        true
     }
 }
 
