@@ -211,6 +211,17 @@ diag_test!(
 );
 
 diag_test!(
+    unknown_errno_name,
+    false,
+    "probe begin { println(errno_num(\"ENOSAPC\")) }",
+    [
+        "semantic error: unknown errno name 'ENOSAPC'",
+        "1:33 errno_str() prints no such name",
+        "help: names are upper case, as in errno(3): \"ENOSPC\""
+    ]
+);
+
+diag_test!(
     lone_percent_at_the_end_of_a_format,
     false,
     "probe begin { printf(\"100%\") }",

@@ -1256,6 +1256,20 @@ impl<'l> Lowerer<'l> {
                 .label("changes what the traced program does"),
             );
         }
+        if b.name == "errno_num"
+            && let Some(ast::Expr {
+                kind: ast::ExprKind::Str(name),
+                span,
+                ..
+            }) = args.first()
+            && utap_runtime::syscalls::errno::errno_number(name).is_none()
+        {
+            self.err(
+                SemError::new(*span, format!("unknown errno name '{name}'"))
+                    .label("errno_str() prints no such name")
+                    .help("names are upper case, as in errno(3): \"ENOSPC\""),
+            );
+        }
         let mut lowered = Vec::new();
         for (i, a) in args.iter().enumerate() {
             let (x, t) = self.lower_expr(a, body);
