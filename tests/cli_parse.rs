@@ -106,3 +106,54 @@ fn usage_errors() {
     let out = utap(&["-D", "=1", "-e", "probe begin {}"]);
     assert!(!out.status.success());
 }
+
+#[test]
+fn buffer_size_errors_give_the_real_range() {
+    // Values clap's integer type rejected with its own u32 range before.
+    for v in ["0", "4096", "99999999999", "-1", "x"] {
+        let out = utap(&["-s", v, "-e", "probe begin { exit() }"]);
+        assert_eq!(out.status.code(), Some(1), "-s {v}");
+        assert_eq!(
+            text(&out.stderr),
+            "utap: Invalid buffer size (should be 1-4095).\n",
+            "-s {v}"
+        );
+    }
+    let out = utap(&["-s", "4095", "-e", "probe begin { println(1); exit() }"]);
+    assert_eq!(text(&out.stdout), "1\n");
+    assert!(out.status.success());
+}
+
+#[test]
+fn unknown_define_names_the_known_ones() {
+    let out = utap(&["-D", "MAXACTIONS=5", "-e", "probe begin { exit() }"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "utap: unknown -D name 'MAXACTIONS' (utap knows HIST_ELISION, MAXACTION, \
+         MAXACTION_INTERRUPTIBLE, MAXERRORS, MAXMAPENTRIES, MAXNESTING, MAXSTRINGLEN)\n"
+    );
+    // SystemTap's settings of its kernel runtime are accepted, to no effect.
+    let out = utap(&["-D", "STP_NO_OVERLOAD", "-e", "probe begin { exit() }"]);
+    assert_eq!(text(&out.stderr), "");
+    assert!(out.status.success());
+}
+
+#[test]
+fn a_file_of_only_comments_is_not_called_empty() {
+    let dir = std::env::temp_dir().join(format!("utap-cli-comments-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("c.stp");
+    std::fs::write(&path, "#!/usr/bin/env utap\n# to do: probes\n").unwrap();
+    let out = utap(&[path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "parse error: input file '{}' has no probes, functions or globals (only comments)\n  \
+             = help: a script needs at least one probe, function or global\n",
+            path.display()
+        )
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

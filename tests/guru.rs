@@ -107,3 +107,31 @@ probe end { println("end") }
     let status = sleeper.child.wait().unwrap();
     assert_eq!(status.signal(), Some(libc::SIGKILL));
 }
+
+/// `stop(tid)` (CONTRACT.md's form) stops any traced thread, here from a
+/// timer probe, where there is no current thread; `resume(tid)` lets it go.
+#[test]
+fn stop_tid_from_a_timer_holds_that_thread() {
+    let sleeper = Running::ready("sleeper", &["1"]);
+    let pid = sleeper.pid();
+    let script = r#"
+global n
+probe timer.ms(200) {
+	n++
+	if (n == 1) { stop(target()); println("stopped") }
+	if (n == 5) { resume(target()); println("resumed") }
+	if (n == 6) exit()
+}
+"#;
+    let live = Live::spawn(utap(script, &["-g", "-x", &pid.to_string()]));
+    assert_eq!(live.line(), "stopped");
+    wait_until("the thread to be in a tracing stop", || state(pid) == 't');
+    let before = status_field(pid, "voluntary_ctxt_switches");
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(status_field(pid, "voluntary_ctxt_switches"), before);
+    assert_eq!(live.line(), "resumed");
+    let out = live.finish();
+    assert_eq!(out.stderr, "");
+    assert_eq!(out.status, 0);
+    assert_running_untraced(pid);
+}

@@ -59,9 +59,9 @@ pub struct Options {
     #[arg(short = 'T', value_name = "SECONDS")]
     pub timeout: Option<f64>,
 
-    /// Output buffer size in megabytes.
-    #[arg(short = 's', value_name = "MB")]
-    pub buffer_mb: Option<u32>,
+    /// Output buffer size in megabytes (1-4095).
+    #[arg(short = 's', value_name = "MB", allow_negative_numbers = true)]
+    pub buffer_mb: Option<String>,
 
     /// Guru mode: allow control actions (changing signals, stopping threads).
     #[arg(short = 'g')]

@@ -108,9 +108,9 @@ fn start_transport(
 ) -> Result<(Transport, transport::Producer), PassError> {
     let mut config = Config::stdout();
     config.render = Some(rt.defer_formatting());
-    if let Some(mb) = opts.buffer_mb {
+    if let Some(mb) = &opts.buffer_mb {
         config.buffer_bytes =
-            transport::parse_buffer_mb(&mb.to_string()).map_err(PassError::Message)?;
+            transport::parse_buffer_mb(mb.as_str()).map_err(PassError::Message)?;
     }
     if let Some(path) = &opts.output {
         config.output = Output::file(std::path::Path::new(path))

@@ -135,6 +135,8 @@ pub static BUILTINS: &[Builtin] = &[
     optional(f("ctime", &[L], S, true, false), 0),
     ctx("egid", &[], L),
     ctx("env_var", &[S], S),
+    // errno_num("ENOSPC") == 28: errors by name, for `$return = -errno_num("...")`.
+    pure("errno_num", &[S], L),
     pure("errno_str", &[L], S),
     f("error", &[S], V, false, false),
     ctx("euid", &[], L),
@@ -149,6 +151,8 @@ pub static BUILTINS: &[Builtin] = &[
     pure("isinstr", &[S, S], L),
     f("local_clock_ns", &[], L, true, false),
     pure("max", &[L, L], L),
+    // Holds the current thread for N ms (SystemTap's guru-delay tapset).
+    guru("mdelay", &[L]),
     pure("min", &[L, L], L),
     ctx("pexecname", &[], S),
     ctx("pgrp", &[], L),
@@ -161,6 +165,8 @@ pub static BUILTINS: &[Builtin] = &[
     f("print_char", &[L], V, false, false),
     ctx("probefunc", &[], S),
     guru("quiesce", &[L]),
+    // Sends signal N to the current thread (SystemTap's guru-signal tapset).
+    guru("raise", &[L]),
     // A random number in 0..n; draws from the generator: not pure.
     f("randint", &[L], L, false, false),
     guru("resume", &[L]),
@@ -168,7 +174,8 @@ pub static BUILTINS: &[Builtin] = &[
     ctx("sid", &[], L),
     pure("signal_name", &[L], S),
     pure("signal_str", &[L], S),
-    guru("stop", &[]),
+    // stop() holds the current thread, stop(tid) any traced thread.
+    optional(guru("stop", &[L]), 0),
     pure("stp_pid", &[], L),
     pure("str_replace", &[S, S, S], S),
     pure("stringat", &[S, L], L),
@@ -187,6 +194,8 @@ pub static BUILTINS: &[Builtin] = &[
     f("tokenize", &[S, S], S, false, false),
     pure("tz_gmtoff", &[], L),
     pure("tz_name", &[], S),
+    // Holds the current thread for N µs (SystemTap's guru-delay tapset).
+    guru("udelay", &[L]),
     ctx("uid", &[], L),
     ctx("user_buffer_quoted", &[L, L, L], S),
     ctx("user_char", &[L], L),
@@ -293,7 +302,7 @@ mod tests {
 
     #[test]
     fn control_actions_need_guru_mode() {
-        for name in ["stop", "resume", "quiesce"] {
+        for name in ["stop", "resume", "quiesce", "raise", "udelay", "mdelay"] {
             assert!(lookup(name).unwrap().guru, "{name}");
         }
         assert!(!lookup("pid").unwrap().guru);

@@ -223,8 +223,16 @@ pub fn parse_expr(
         .map_err(|e| vec![syntax_error(e, map, file, &ParseOptions::default())])
 }
 
+/// A script without a single item. A file that holds only comments is not
+/// "empty" (SystemTap says so; it confuses whoever wrote the comments).
 fn empty_file(map: &SourceMap, file: FileId, how: &str) -> Diagnostic {
-    Diagnostic::parse_error(format!("input file '{}' is empty{how}", map.name(file)))
+    let name = map.name(file);
+    let message = if how.is_empty() && !map.text(file).trim().is_empty() {
+        format!("input file '{name}' has no probes, functions or globals (only comments)")
+    } else {
+        format!("input file '{name}' is empty{how}")
+    };
+    Diagnostic::parse_error(message)
         .with_help("a script needs at least one probe, function or global")
 }
 
@@ -1250,7 +1258,7 @@ impl Validator {
     fn embedded(&mut self, e: &Embedded) {
         if !self.guru {
             self.problems.push(
-                Diagnostic::parse_error("embedded code in unprivileged script; need stap -g")
+                Diagnostic::parse_error("embedded code in unprivileged script; need utap -g")
                     .with_label(e.span, "here")
                     .with_note("utap runs no embedded C; guru mode only lets the checker say so"),
             );

@@ -152,9 +152,9 @@ diag_test!(
 diag_test!(
     context_variable_in_the_wrong_probe,
     false,
-    "probe process.syscall { println($return) }",
+    "probe process.syscall { println($signal) }",
     [
-        "semantic error: only \"process(PATH_OR_PID).syscall.return\" supports $return",
+        "semantic error: only \"process(PATH_OR_PID).signal\" supports $signal",
         "1:33 not available in this probe"
     ]
 );
@@ -182,12 +182,69 @@ diag_test!(
 diag_test!(
     read_only_context_variable,
     true,
-    "probe process.syscall { $arg1 = 0 }",
+    "probe process.syscall { $syscall = 0 }",
     [
-        "semantic error: utrace '$argN' variable is read-only",
-        "1:25 '$arg1' can be read, not written"
+        "semantic error: utrace '$syscall' variable is read-only",
+        "1:25 '$syscall' can be read, not written"
     ]
 );
+
+diag_test!(
+    return_at_a_syscall_entry_can_be_set_not_read,
+    true,
+    "probe process.syscall { x = $return }",
+    [
+        "semantic error: utrace '$return' variable is not available at a syscall entry",
+        "1:29 '$return' can be set here (utap -g) to skip the call, not read",
+        "help: read it in a .return probe"
+    ]
+);
+
+diag_test!(
+    arguments_at_a_syscall_entry_need_guru,
+    false,
+    "probe process.syscall { $arg3 = 2 }",
+    [
+        "semantic error: write to target variable not permitted; need utap -g",
+        "1:25 writing '$arg3' changes what the traced program sees"
+    ]
+);
+
+diag_test!(
+    unknown_errno_name,
+    false,
+    "probe begin { println(errno_num(\"ENOSAPC\")) }",
+    [
+        "semantic error: unknown errno name 'ENOSAPC'",
+        "1:33 errno_str() prints no such name",
+        "help: names are upper case, as in errno(3): \"ENOSPC\""
+    ]
+);
+
+diag_test!(
+    lone_percent_at_the_end_of_a_format,
+    false,
+    "probe begin { printf(\"100%\") }",
+    [
+        "semantic error: trailing incomplete print format conversion",
+        "1:22 ",
+        "help: a percent sign is written %%"
+    ]
+);
+
+#[test]
+fn guru_writes_at_a_syscall_entry_are_accepted() {
+    check_with(
+        "probe process.syscall { $return = -1; $arg1 = $arg2 } probe syscall.write { $return = -errno_num(\"ENOSPC\") }",
+        &opts(true),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    check_with(
+        "probe process.syscall { stop(); stop(tid()); udelay(10); mdelay(1); raise(10) }",
+        &opts(true),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+}
 
 diag_test!(
     format_argument_count,

@@ -304,7 +304,12 @@ fn tapsets_may_be_empty_scripts_may_not() {
             .is_empty()
     );
     assert_eq!(
-        errors("# nothing\n"),
+        errors("# nothing\n// nor here\n/* nor here */\n"),
+        "parse error: input file 't.stp' has no probes, functions or globals (only comments)\n  \
+         = help: a script needs at least one probe, function or global\n"
+    );
+    assert_eq!(
+        errors(" \n\n"),
         "parse error: input file 't.stp' is empty\n  \
          = help: a script needs at least one probe, function or global\n"
     );
@@ -437,7 +442,7 @@ fn error_messages_from_systemtap() {
     );
     assert_eq!(
         first_line("probe p { %{ x %} }"),
-        "parse error: embedded code in unprivileged script; need stap -g"
+        "parse error: embedded code in unprivileged script; need utap -g"
     );
     assert_eq!(
         first_line("probe p { x = 0880 }"),

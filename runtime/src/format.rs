@@ -115,8 +115,14 @@ pub fn parse(fmt: &str) -> Result<Vec<FormatPiece>, FormatError> {
             i += 1;
             continue;
         }
-        // `%%`, and a lone `%` at the very end, are a literal percent.
-        if i + 1 == b.len() || b[i + 1] == b'%' {
+        // A lone `%` at the very end is an incomplete conversion (SystemTap
+        // takes it as a literal percent; C leaves it undefined): almost
+        // always a forgotten `%%`, so it is rejected when the script is
+        // checked.
+        if i + 1 == b.len() {
+            return Err(FormatError::Incomplete);
+        }
+        if b[i + 1] == b'%' {
             text.push(b'%');
             i += 2;
             continue;
@@ -770,7 +776,9 @@ mod tests {
 
     #[test]
     fn parses_like_systemtap() {
-        assert_eq!(parse("a%%b%").unwrap(), [FormatPiece::Text("a%b%".into())]);
+        assert_eq!(parse("a%%b%%").unwrap(), [FormatPiece::Text("a%b%".into())]);
+        assert_eq!(parse("%"), Err(FormatError::Incomplete));
+        assert_eq!(parse("100%"), Err(FormatError::Incomplete));
         assert_eq!(
             parse("%-*.*s|").unwrap(),
             [

@@ -29,7 +29,7 @@ use utap_runtime::script::abi::{
     PRINT_DELIM, PRINT_NEWLINE, PRINT_TO_STRING, RAISE_DIVISION_BY_ZERO, RAISE_MAXACTION,
     RAISE_MAXNESTING, SORT_NONE, SORT_VALUE,
 };
-use utap_runtime::script::context::{HandlerContext, ProbeValues};
+use utap_runtime::script::context::{HandlerContext, ProbeValues, written};
 use utap_runtime::script::image::ValueType;
 
 use crate::CodegenError;
@@ -636,6 +636,20 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
         }
     }
 
+    /// Records in `probe.written` that guru code assigned `cv` (a syscall
+    /// entry whose `$return` was set is skipped, whatever the value).
+    fn mark_written(&mut self, cv: ContextVar) {
+        let bit = match cv {
+            ContextVar::Return => written::RETURN,
+            ContextVar::Arg(i) => written::ARG << (i as i64).min(5),
+            _ => return,
+        };
+        let off = (offset_of!(HandlerContext, probe) + offset_of!(ProbeValues, written)) as i32;
+        let old = self.load_ctx_i32(off);
+        let new = self.b.ins().bor_imm_s(old, bit);
+        self.b.ins().store(flags(), new, self.ctx, off);
+    }
+
     fn load_ctx_i32(&mut self, off: i32) -> Value {
         self.b.ins().load(I64, flags(), self.ctx, off)
     }
@@ -666,6 +680,7 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
             }
             LValue::Context(cv) => {
                 self.b.ins().store(flags(), v, self.ctx, probe_offset(*cv));
+                self.mark_written(*cv);
             }
         }
     }

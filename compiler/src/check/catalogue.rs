@@ -39,6 +39,9 @@ pub struct ContextVarDef {
     pub ty: Type,
     /// Writable in guru mode (`-g`); read-only otherwise and always when false.
     pub guru_writable: bool,
+    /// Can be read. False for `$return` at a syscall entry: there it can
+    /// only be set (guru mode), which skips the call.
+    pub readable: bool,
 }
 
 /// What a family builds once its arguments are known.
@@ -99,16 +102,30 @@ const fn var(name: &'static str, var: ContextVar, guru_writable: bool) -> Contex
         var,
         ty: Type::Long,
         guru_writable,
+        readable: true,
     }
 }
 
+/// A guru-mode variable that can be set but not read.
+const fn set_only(name: &'static str, var: ContextVar) -> ContextVarDef {
+    ContextVarDef {
+        name,
+        var,
+        ty: Type::Long,
+        guru_writable: true,
+        readable: false,
+    }
+}
+
+/// At a syscall entry, guru code may change the arguments the call runs
+/// with, and set `$return` to skip the call (the thread sees that value).
 const ARGS: [ContextVarDef; 6] = [
-    var("arg1", ContextVar::Arg(0), false),
-    var("arg2", ContextVar::Arg(1), false),
-    var("arg3", ContextVar::Arg(2), false),
-    var("arg4", ContextVar::Arg(3), false),
-    var("arg5", ContextVar::Arg(4), false),
-    var("arg6", ContextVar::Arg(5), false),
+    var("arg1", ContextVar::Arg(0), true),
+    var("arg2", ContextVar::Arg(1), true),
+    var("arg3", ContextVar::Arg(2), true),
+    var("arg4", ContextVar::Arg(3), true),
+    var("arg5", ContextVar::Arg(4), true),
+    var("arg6", ContextVar::Arg(5), true),
 ];
 const SYSCALL_VARS: &[ContextVarDef] = &[
     var("syscall", ContextVar::Syscall, false),
@@ -118,6 +135,7 @@ const SYSCALL_VARS: &[ContextVarDef] = &[
     ARGS[3],
     ARGS[4],
     ARGS[5],
+    set_only("return", ContextVar::Return),
 ];
 const SYSCALL_RETURN_VARS: &[ContextVarDef] = &[
     var("syscall", ContextVar::Syscall, false),
@@ -455,13 +473,15 @@ mod tests {
     }
 
     #[test]
-    fn return_and_signal_are_the_only_writable_context_variables() {
+    fn writable_context_variables_are_entry_arguments_return_and_signal() {
         let writable: Vec<_> = FAMILIES
             .iter()
             .flat_map(|f| f.context.iter())
             .filter(|v| v.guru_writable)
-            .map(|v| v.name)
+            .map(|v| (v.name, v.readable))
             .collect();
-        assert_eq!(writable, ["return", "signal"]);
+        let args = ["arg1", "arg2", "arg3", "arg4", "arg5", "arg6"].map(|a| (a, true));
+        let rest = [("return", false), ("return", true), ("signal", true)];
+        assert_eq!(writable, [&args[..], &rest[..]].concat());
     }
 }

@@ -93,6 +93,7 @@ fn context_vars(probe: &ProbeDef) -> Vec<String> {
         .map(|f| {
             f.context
                 .iter()
+                .filter(|v| v.readable)
                 .map(|v| format!("${}:{}", v.name, type_name(v.ty)))
                 .collect()
         })

@@ -1256,6 +1256,20 @@ impl<'l> Lowerer<'l> {
                 .label("changes what the traced program does"),
             );
         }
+        if b.name == "errno_num"
+            && let Some(ast::Expr {
+                kind: ast::ExprKind::Str(name),
+                span,
+                ..
+            }) = args.first()
+            && utap_runtime::syscalls::errno::errno_number(name).is_none()
+        {
+            self.err(
+                SemError::new(*span, format!("unknown errno name '{name}'"))
+                    .label("errno_str() prints no such name")
+                    .help("names are upper case, as in errno(3): \"ENOSPC\""),
+            );
+        }
         let mut lowered = Vec::new();
         for (i, a) in args.iter().enumerate() {
             let (x, t) = self.lower_expr(a, body);
@@ -1346,7 +1360,11 @@ impl<'l> Lowerer<'l> {
                         format = Some(pieces);
                     }
                     Err(e) => {
-                        self.err(SemError::new(first.span, e.to_string()));
+                        let mut err = SemError::new(first.span, e.to_string());
+                        if fmt.ends_with('%') && !fmt.ends_with("%%") {
+                            err = err.help("a percent sign is written %%");
+                        }
+                        self.err(err);
                     }
                 }
                 rest = &[];
@@ -1408,7 +1426,7 @@ impl<'l> Lowerer<'l> {
                     && body
                         .families
                         .iter()
-                        .all(|f| f.context_var(&t.name).is_some())
+                        .all(|f| f.context_var(&t.name).is_some_and(|v| v.readable))
             }
             _ => false,
         }
@@ -1461,6 +1479,24 @@ impl<'l> Lowerer<'l> {
             );
             return None;
         }
+        let readable = body
+            .families
+            .iter()
+            .all(|f| f.context_var(&t.name).is_some_and(|v| v.readable));
+        if !write && !readable {
+            self.err(
+                SemError::new(
+                    span,
+                    format!("utrace '{dollar}' variable is not available at a syscall entry"),
+                )
+                .label(format!(
+                    "'{dollar}' can be set here (utap -g) to skip the call, not read"
+                ))
+                .help("read it in a .return probe"),
+            );
+            // Typed all the same: one error, not a cascade.
+            return Some((def.var, Ty::Known(def.ty)));
+        }
         if write {
             if !def.guru_writable {
                 let shown = if t.name.starts_with("arg") {
@@ -1498,7 +1534,7 @@ impl<'l> Lowerer<'l> {
         }
         let owners: Vec<String> = FAMILIES
             .iter()
-            .filter(|f| f.context_var(&t.name).is_some())
+            .filter(|f| f.context_var(&t.name).is_some_and(|v| v.readable))
             .map(|f| format!("\"{}\"", f.pattern_text("(PATH_OR_PID)")))
             .collect();
         if let Some(n) = t.name.strip_prefix("arg")
@@ -1526,7 +1562,13 @@ impl<'l> Lowerer<'l> {
             let here: Vec<String> = body
                 .families
                 .first()
-                .map(|f| f.context.iter().map(|v| format!("${}", v.name)).collect())
+                .map(|f| {
+                    f.context
+                        .iter()
+                        .filter(|v| v.readable)
+                        .map(|v| format!("${}", v.name))
+                        .collect()
+                })
                 .unwrap_or_default();
             if !here.is_empty() {
                 e = e.help(format!("available here: {}", here.join(" ")));

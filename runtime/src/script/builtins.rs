@@ -46,10 +46,45 @@ extern "C" fn utap_bi_exit(ctx: *mut HandlerContext) -> i64 {
     0
 }
 
-extern "C" fn utap_bi_stop(ctx: *mut HandlerContext) -> i64 {
-    let tid = probe(ctx).tid;
+/// `stop()` (the call passes 0) holds the current thread, `stop(tid)` any.
+extern "C" fn utap_bi_stop(ctx: *mut HandlerContext, tid: i64) -> i64 {
+    let tid = if tid == 0 { probe(ctx).tid } else { tid };
     st(ctx).control.push(ControlRequest::Stop(tid));
     0
+}
+
+/// SystemTap's guru `raise(signo)`: the signal is sent to the current
+/// thread when the handler returns (signal 0 sends nothing).
+extern "C" fn utap_bi_raise(ctx: *mut HandlerContext, signo: i64) -> i64 {
+    if !(0..=64).contains(&signo) {
+        st(ctx).raise(ctx, format!("raise({signo}) failed"));
+    } else if signo != 0 {
+        let tid = probe(ctx).tid;
+        st(ctx).control.push(ControlRequest::Raise { tid, signo });
+    }
+    0
+}
+
+/// Holds the current thread `us` microseconds after the handler returns.
+fn delay(ctx: *mut HandlerContext, us: i64, what: &str) -> i64 {
+    if us < 0 {
+        st(ctx).raise(ctx, format!("{what}: negative delay {us}"));
+    } else if us > 0 {
+        let tid = probe(ctx).tid;
+        st(ctx).control.push(ControlRequest::Delay { tid, us });
+    }
+    0
+}
+
+/// SystemTap's guru `udelay(us)`. SystemTap busy-waits in the kernel; here
+/// the thread waits in a tracing stop while every other thread is served.
+extern "C" fn utap_bi_udelay(ctx: *mut HandlerContext, us: i64) -> i64 {
+    delay(ctx, us, "udelay")
+}
+
+/// SystemTap's guru `mdelay(ms)`.
+extern "C" fn utap_bi_mdelay(ctx: *mut HandlerContext, ms: i64) -> i64 {
+    delay(ctx, ms.saturating_mul(1000), "mdelay")
 }
 
 extern "C" fn utap_bi_resume(ctx: *mut HandlerContext, tid: i64) -> i64 {
@@ -429,6 +464,20 @@ extern "C" fn utap_bi_syscall_num(ctx: *mut HandlerContext, name: i64) -> i64 {
     crate::syscalls::builtins::syscall_num(&name)
 }
 
+/// `errno_num("ENOSPC")`: 28 (the positive value; an unknown name is an
+/// error).
+extern "C" fn utap_bi_errno_num(ctx: *mut HandlerContext, name: i64) -> i64 {
+    let s = st(ctx);
+    let name = String::from_utf8_lossy(s.strings.get(name)).into_owned();
+    match crate::syscalls::errno::errno_number(&name) {
+        Some(n) => n,
+        None => {
+            s.raise(ctx, format!("errno_num: unknown errno name '{name}'"));
+            0
+        }
+    }
+}
+
 extern "C" fn utap_bi_syscall_retstr(ctx: *mut HandlerContext, nr: i64, ret: i64) -> i64 {
     let text = crate::syscalls::builtins::syscall_retstr(nr, ret);
     string_result(ctx, text.as_bytes())
@@ -453,6 +502,7 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
         ("gid", utap_bi_gid as *const u8),
         ("ppid", utap_bi_ppid as *const u8),
         ("uid", utap_bi_uid as *const u8),
+        ("errno_num", utap_bi_errno_num as *const u8),
         ("error", utap_bi_error as *const u8),
         ("exit", utap_bi_exit as *const u8),
         ("gettimeofday_ms", utap_bi_gettimeofday_ms as *const u8),
@@ -462,10 +512,12 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
         ("isinstr", utap_bi_isinstr as *const u8),
         ("max", utap_bi_max as *const u8),
         ("min", utap_bi_min as *const u8),
+        ("mdelay", utap_bi_mdelay as *const u8),
         ("pid", utap_bi_pid as *const u8),
         ("pp", utap_bi_pp as *const u8),
         ("print_char", utap_bi_print_char as *const u8),
         ("quiesce", utap_bi_quiesce as *const u8),
+        ("raise", utap_bi_raise as *const u8),
         ("randint", utap_bi_randint as *const u8),
         ("resume", utap_bi_resume as *const u8),
         ("stop", utap_bi_stop as *const u8),
@@ -480,6 +532,7 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
         ("text_strn", utap_bi_text_strn as *const u8),
         ("tid", utap_bi_tid as *const u8),
         ("tokenize", utap_bi_tokenize as *const u8),
+        ("udelay", utap_bi_udelay as *const u8),
         ("user_char", utap_bi_user_char as *const u8),
         ("user_int", utap_bi_user_int as *const u8),
         ("user_long", utap_bi_user_long as *const u8),

@@ -38,6 +38,10 @@ pub struct ProbeValues {
     /// meaning depends on the event (`int_arg`, `returnval`, `probefunc`)
     /// dispatch on it.
     pub event: i64,
+    /// Which values a guru handler assigned ([`written`] bits): at a
+    /// syscall entry, setting `$return` (to any value, even the one it
+    /// had) skips the call.
+    pub written: i64,
 }
 
 /// The kinds of event in [`ProbeValues::event`].
@@ -48,6 +52,17 @@ pub mod event {
     pub const SYSCALL: i64 = 1;
     /// A syscall return: `args` as at entry, `ret` the return value.
     pub const SYSCALL_RETURN: i64 = 2;
+}
+
+/// Bits of [`ProbeValues::written`], set by the compiled code on each
+/// assignment to a context variable.
+pub mod written {
+    /// `$return`
+    pub const RETURN: i64 = 1;
+    /// `$arg1`..`$arg6`: bit `ARG << i`.
+    pub const ARG: i64 = 2;
+    /// Any of the arguments.
+    pub const ARGS: i64 = 0x3f * ARG;
 }
 
 /// The record passed as the first argument of every native function.

@@ -35,10 +35,42 @@ impl Default for Limits {
     }
 }
 
+/// The `-D` names utap acts on.
+pub const KNOWN: &[&str] = &[
+    "HIST_ELISION",
+    "MAXACTION",
+    "MAXACTION_INTERRUPTIBLE",
+    "MAXERRORS",
+    "MAXMAPENTRIES",
+    "MAXNESTING",
+    "MAXSTRINGLEN",
+];
+
+/// SystemTap's `-D` settings of its kernel module (locking, overload,
+/// transport, kprobes): scripts' usual command lines keep working, with no
+/// effect in utap.
+const SYSTEMTAP_ONLY: &[&str] = &[
+    "INTERRUPTIBLE",
+    "KRETACTIVE",
+    "MAXBACKTRACE",
+    "MAXSKIPPED",
+    "MAXTRYLOCK",
+    "MAXUPROBES",
+    "STP_NO_BUILDID_CHECK",
+    "STP_NO_OVERLOAD",
+    "STP_OVERLOAD_INTERVAL",
+    "STP_OVERLOAD_THRESHOLD",
+    "STP_PROCFS_BUFSIZE",
+    "STP_USE_RING_BUFFER",
+    "TRYLOCKDELAY",
+];
+
 impl Limits {
-    /// Applies `-D` definitions (`NAME=VALUE` or `NAME`). Unknown names are
-    /// accepted and ignored, as SystemTap passes them to the C compiler;
-    /// a known limit with a value that is not a number is an error.
+    /// Applies `-D` definitions (`NAME=VALUE` or `NAME`). An unknown name is
+    /// an error that lists the known ones (a misspelt limit would otherwise
+    /// silently not apply); SystemTap's settings of its kernel runtime are
+    /// accepted and ignored. A known limit whose value is not a number is
+    /// an error.
     pub fn from_defines<S: AsRef<str>>(defines: &[S]) -> Result<Limits, String> {
         let mut l = Limits::default();
         let mut interruptible_set = false;
@@ -62,7 +94,13 @@ impl Limits {
                 "MAXSTRINGLEN" => l.max_string_len = num()?.max(1) as usize,
                 "HIST_ELISION" => l.hist_elision = num()?,
                 "MAXERRORS" => l.max_errors = num()?,
-                _ => {}
+                _ if SYSTEMTAP_ONLY.contains(&name) => {}
+                _ => {
+                    return Err(format!(
+                        "unknown -D name '{name}' (utap knows {})",
+                        KNOWN.join(", ")
+                    ));
+                }
             }
         }
         if !interruptible_set {
@@ -78,7 +116,8 @@ mod tests {
 
     #[test]
     fn defaults_and_overrides() {
-        let l = Limits::from_defines(&["MAXACTION=5", "MAXSTRINGLEN=20", "FOO"]).unwrap();
+        let l =
+            Limits::from_defines(&["MAXACTION=5", "MAXSTRINGLEN=20", "STP_NO_OVERLOAD"]).unwrap();
         assert_eq!(l.max_action, 5);
         assert_eq!(l.max_action_interruptible, 50);
         assert_eq!(l.max_string_len, 20);
@@ -86,6 +125,15 @@ mod tests {
         assert_eq!(
             Limits::from_defines(&["MAXNESTING=x"]).unwrap_err(),
             "invalid value for -D MAXNESTING: 'x'"
+        );
+    }
+
+    #[test]
+    fn unknown_names_are_errors_that_list_the_known_ones() {
+        assert_eq!(
+            Limits::from_defines(&["MAXACTIONS=5"]).unwrap_err(),
+            "unknown -D name 'MAXACTIONS' (utap knows HIST_ELISION, MAXACTION, \
+             MAXACTION_INTERRUPTIBLE, MAXERRORS, MAXMAPENTRIES, MAXNESTING, MAXSTRINGLEN)"
         );
     }
 }

@@ -74,12 +74,17 @@ pub struct ScriptState {
 /// session carries it out after the handler returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ControlRequest {
-    /// `stop()`: keep the current thread stopped.
+    /// `stop()`: keep the current thread stopped; `stop(tid)`: stop it.
     Stop(i64),
     /// `resume(tid)`.
     Resume(i64),
     /// `quiesce(tid)`: stop it at its next quiescent point and report it.
     Quiesce(i64),
+    /// `raise(signo)`: send the signal to this thread.
+    Raise { tid: i64, signo: i64 },
+    /// `udelay(us)` / `mdelay(ms)`: hold this thread for so many
+    /// microseconds (in a tracing stop; a timer of the tracer resumes it).
+    Delay { tid: i64, us: i64 },
 }
 
 impl ScriptState {

@@ -9,9 +9,11 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use crate::memory::ProcessMemory;
 use crate::script::context::event;
+use crate::script::context::written;
 use crate::script::{ControlRequest, Outcome, ProbeValues, ScriptRuntime};
 use crate::transport::Producer;
 use crate::utrace::{
@@ -32,10 +34,13 @@ pub(crate) struct Shared {
     /// path.
     exe: HashMap<i32, String>,
     want_exe: bool,
-    /// Arguments recorded at syscall entry, for the return probes.
-    entry_args: HashMap<i32, [i64; 6]>,
+    /// The syscall and arguments recorded at its entry, for the return
+    /// probes (a call skipped by `$return` shows as number -1 at its exit).
+    entry_args: HashMap<i32, (i64, [i64; 6])>,
     /// Threads a script asked to quiesce, whose quiesce report is due.
     quiescing: Vec<i32>,
+    /// Microseconds of `udelay`/`mdelay` the current event's handlers asked for.
+    delay_us: i64,
     /// The command runs under a seccomp filter: detaching would make every
     /// syscall the filter traps fail with ENOSYS (a RET_TRACE filter with
     /// no tracer), so when the script ends first the session keeps tracing
@@ -58,6 +63,7 @@ impl Shared {
             want_exe: dispatch.path_filters,
             entry_args: HashMap::new(),
             quiescing: Vec::new(),
+            delay_us: 0,
             linger: false,
             finished: None,
         }
@@ -125,6 +131,7 @@ impl Shared {
                 break;
             }
         }
+        fired.stop |= self.hold_for_delay(ctl, values.tid, fired.stop);
         fired
     }
 
@@ -141,6 +148,8 @@ impl Shared {
 
     /// Carries out a handler's thread-control requests; true when the
     /// current thread is to stay stopped (`current` is -1 in a timer).
+    /// Delays and signals (`udelay`, `raise`) apply to the current thread
+    /// only: in a timer probe there is none.
     pub fn apply(&mut self, ctl: &mut Control, outcome: &Outcome, current: i64) -> bool {
         let mut stop = false;
         for req in &outcome.control {
@@ -156,9 +165,29 @@ impl Shared {
                     self.quiescing.push(t as i32);
                     let _ = ctl.control(Tid(t as i32), self.engine, ResumeAction::Report);
                 }
+                ControlRequest::Raise { tid, signo } if tid == current => {
+                    let _ = ctl.send_signal(Tid(tid as i32), Signal(signo as i32));
+                }
+                ControlRequest::Delay { tid, us } if tid == current => {
+                    self.delay_us = self.delay_us.saturating_add(us);
+                }
+                ControlRequest::Raise { .. } | ControlRequest::Delay { .. } => {}
             }
         }
         stop
+    }
+
+    /// After the handlers of one event: the delays they asked for, added
+    /// up, hold the thread in its stop until a timer resumes it (true);
+    /// `stop()` (`stopped`) holds it for good instead, until `resume()`.
+    fn hold_for_delay(&mut self, ctl: &mut Control, tid: i64, stopped: bool) -> bool {
+        let us = std::mem::take(&mut self.delay_us);
+        if us <= 0 || stopped {
+            return false;
+        }
+        let at = Instant::now() + Duration::from_micros(us as u64);
+        ctl.resume_at(Tid(tid as i32), self.engine, at);
+        true
     }
 }
 
@@ -173,6 +202,18 @@ fn context(pid: i32, tid: i32) -> ProbeValues {
         pid: pid as i64,
         tid: tid as i64,
         ..ProbeValues::default()
+    }
+}
+
+/// Carries out what guru code did to a syscall at its entry: new
+/// arguments, and a `$return` that skips the call (the thread sees that
+/// value, and a return probe sees it as the result).
+fn inject_at_entry(cx: &mut Cx, v: &ProbeValues, args: &[i64; 6]) {
+    if v.written & written::ARGS != 0 && v.args != *args {
+        let _ = cx.set_syscall_args(v.args.map(|a| a as u64));
+    }
+    if v.written & written::RETURN != 0 {
+        let _ = cx.set_syscall_return(v.ret);
     }
 }
 
@@ -216,24 +257,32 @@ impl Engine for ScriptEngine {
         let mut s = self.shared.borrow_mut();
         let d = &*self.dispatch;
         let args = info.args.map(|a| a as i64);
-        if d.exit.get(info.nr as i64).is_empty() {
+        let want_exit = !d.exit.get(info.nr).is_empty();
+        if !want_exit {
             // No return probe on this syscall: no exit stop (under seccomp
             // the thread goes on with PTRACE_CONT).
             cx.want_syscall_exit(false);
-        } else {
-            s.entry_args.insert(cx.tid().0, args);
         }
-        let hooks = d.entry.get(info.nr as i64);
+        let hooks = d.entry.get(info.nr);
         if hooks.is_empty() {
+            if want_exit {
+                s.entry_args.insert(cx.tid().0, (info.nr, args));
+            }
             return ResumeAction::Resume;
         }
         let values = ProbeValues {
-            syscall: info.nr as i64,
+            syscall: info.nr,
             args,
             event: event::SYSCALL,
             ..context(cx.pid().0, cx.tid().0)
         };
-        action(s.fire(cx, hooks, &values).stop)
+        let fired = s.fire(cx, hooks, &values);
+        let v = fired.values;
+        inject_at_entry(cx, &v, &args);
+        if want_exit {
+            s.entry_args.insert(cx.tid().0, (info.nr, v.args));
+        }
+        action(fired.stop)
     }
 
     fn report_syscall_exit(&mut self, cx: &mut Cx, _: ResumeAction) -> ResumeAction {
@@ -243,17 +292,19 @@ impl Engine for ScriptEngine {
         let mut s = self.shared.borrow_mut();
         let d = &*self.dispatch;
         let tid = cx.tid().0;
-        let args = s
-            .entry_args
-            .remove(&tid)
-            .unwrap_or(info.args.map(|a| a as i64));
-        let hooks = d.exit.get(info.nr as i64);
+        let (nr, args) = match s.entry_args.remove(&tid) {
+            // Skipped at its entry ($return set): the number is -1 now.
+            Some((nr, args)) if info.nr == -1 => (nr, args),
+            Some((_, args)) => (info.nr, args),
+            None => (info.nr, info.args.map(|a| a as i64)),
+        };
+        let hooks = d.exit.get(nr);
         if hooks.is_empty() {
             return ResumeAction::Resume;
         }
         let ret = info.ret.unwrap_or(0);
         let values = ProbeValues {
-            syscall: info.nr as i64,
+            syscall: nr,
             args,
             ret,
             returning: 1,

@@ -172,12 +172,21 @@ fn attach_error(pid: Tid, e: crate::utrace::Error) -> SessionError {
         } => "no such process".to_string(),
         Error::Os {
             errno: libc::EPERM, ..
-        } => "operation not permitted (it is traced already, \
-            belongs to another user, or kernel.yama.ptrace_scope forbids it)"
-            .to_string(),
+        } => eperm_reasons(std::path::Path::new("/proc/sys/kernel/yama").exists()),
         other => other.to_string(),
     };
     SessionError(format!("cannot attach to process {pid}: {why}"))
+}
+
+/// Why ptrace may refuse: Yama is named only on kernels that have it.
+fn eperm_reasons(yama: bool) -> String {
+    if yama {
+        "operation not permitted (it is traced already, belongs to another user, \
+         or kernel.yama.ptrace_scope forbids it)"
+            .to_string()
+    } else {
+        "operation not permitted (it is traced already, or belongs to another user)".to_string()
+    }
 }
 
 /// Starts `/bin/sh -c "exec CMD"` traced from its first instruction, with a

@@ -379,6 +379,30 @@ impl Control<'_> {
         id
     }
 
+    /// Resumes `tid` (as `control(tid, engine, Resume)`) at `at`: an engine
+    /// that returned `Stop` holds a thread for a while without blocking
+    /// anyone (delay injection). The tracer thread never sleeps for it; a
+    /// thread gone by then is no error.
+    pub fn resume_at(&mut self, tid: Tid, engine: EngineId, at: Instant) -> TimerId {
+        self.add_timer(at, move |ctl| {
+            let _ = ctl.control(tid, engine, ResumeAction::Resume);
+            None
+        })
+    }
+
+    /// Sends `sig` to the traced thread `tid` (`tgkill`); it is reported
+    /// at its delivery like any signal. Only traced threads: never the
+    /// tracer itself.
+    pub fn send_signal(&mut self, tid: Tid, sig: Signal) -> Result<()> {
+        let tgid = self.process_of(tid).ok_or(Error::NoSuchThread(tid))?;
+        // SAFETY: a plain syscall on integers.
+        if unsafe { libc::syscall(libc::SYS_tgkill, tgid.0, tid.0, sig.0) } == 0 {
+            Ok(())
+        } else {
+            Err(Error::os("tgkill", tid, ptrace::errno()))
+        }
+    }
+
     /// Removes a timer (also from inside its own tick).
     pub fn cancel_timer(&mut self, id: TimerId) {
         self.core.timers.retain(|t| t.id != id);

@@ -243,6 +243,32 @@ impl Cx<'_> {
         r.rax = value as u64;
         self.set_regs(&r)
     }
+    /// At a syscall entry: the call runs with these arguments instead (the
+    /// argument registers of the thread's calling convention).
+    #[cfg(target_arch = "x86_64")]
+    pub fn set_syscall_args(&mut self, args: [u64; 6]) -> Result<()> {
+        if !matches!(
+            self.stop.kind,
+            StopKind::SyscallEntry | StopKind::SeccompEntry
+        ) {
+            return Err(Error::Unsupported(
+                "setting syscall arguments outside a syscall entry",
+            ));
+        }
+        let mut r = self.regs()?;
+        let [a, b, c, d, e, f] = args;
+        if r.cs == COMPAT_CS {
+            (r.rbx, r.rcx, r.rdx, r.rsi, r.rdi, r.rbp) = (a, b, c, d, e, f);
+        } else {
+            (r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9) = (a, b, c, d, e, f);
+        }
+        self.set_regs(&r)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    pub fn set_syscall_args(&mut self, _args: [u64; 6]) -> Result<()> {
+        Err(Error::Unsupported("syscall arguments on this architecture"))
+    }
+
     #[cfg(not(target_arch = "x86_64"))]
     pub fn set_syscall_return(&mut self, _value: i64) -> Result<()> {
         Err(Error::Unsupported(
@@ -267,14 +293,17 @@ impl Cx<'_> {
     }
 }
 
+/// The code segment a 32-bit (compat) task runs with.
+#[cfg(target_arch = "x86_64")]
+const COMPAT_CS: u64 = 0x23;
+
 /// A syscall at its exit stop, from the registers: the number in
 /// `orig_rax`, the preserved argument registers, the result in `rax`.
 #[cfg(target_arch = "x86_64")]
 fn exit_from_regs(r: &Regs) -> SyscallInfo {
     const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
     const AUDIT_ARCH_I386: u32 = 0x4000_0003;
-    // A 32-bit (compat) task runs with the 32-bit user code segment.
-    let compat = r.cs == 0x23;
+    let compat = r.cs == COMPAT_CS;
     let (arch, args) = if compat {
         (
             AUDIT_ARCH_I386,

@@ -50,14 +50,17 @@
 //!   `end_when_exits(pid)`, `kill_on_signal()` (SIGINT/SIGTERM/SIGHUP kill
 //!   the tracees instead of detaching them: for commands under a seccomp
 //!   RET_TRACE filter), `add_timer(deadline, tick) -> TimerId`,
-//!   `cancel_timer`, `stop_count()` (ptrace-stops so far: what tracing
-//!   cost the tracees).
+//!   `cancel_timer`, `resume_at(tid, engine, when)` (an engine that
+//!   returned `Stop` holds a thread for a while: delay injection),
+//!   `send_signal(tid, sig)` (a traced thread only), `stop_count()`
+//!   (ptrace-stops so far: what tracing cost the tracees).
 //! * [`Engine`] — implement the `report_*` callbacks you need (defaults
 //!   say `Resume`); each gets `&mut Cx` and the prevailing action, and
 //!   returns its own. [`Cx`] has the reported thread (`tid`, `pid`,
 //!   `engine`), `syscall()` ([`SyscallInfo`]: number, arguments, return
 //!   value, seccomp data), `regs`/`set_regs`, `set_syscall_return(v)` (at
 //!   entry: skip the call; at exit: replace the value),
+//!   `set_syscall_args(args)` (at entry: the call runs with these),
 //!   `want_syscall_exit(bool)` (at an entry: whether this engine wants
 //!   this syscall's exit; see *Costs* below), `siginfo`,
 //!   `disposition(sig)`, `memory()` (a `ReadMemory`).
