@@ -3,6 +3,7 @@
 //! Sessions without process probes run here with the begin/end/timer
 //! scheduler; their output goes through the transport queue.
 
+use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -107,7 +108,12 @@ fn start_transport(
     rt: &mut ScriptRuntime,
 ) -> Result<(Transport, transport::Producer), PassError> {
     let mut config = Config::stdout();
-    config.render = Some(rt.defer_formatting());
+    if opts.format == cli::Format::Json {
+        config.render = Some(rt.defer_formatting_json());
+        config.json = true;
+    } else {
+        config.render = Some(rt.defer_formatting());
+    }
     if let Some(mb) = opts.buffer_mb {
         config.buffer_bytes =
             transport::parse_buffer_mb(&mb.to_string()).map_err(PassError::Message)?;
@@ -115,6 +121,17 @@ fn start_transport(
     if let Some(path) = &opts.output {
         config.output = Output::file(std::path::Path::new(path))
             .map_err(|e| PassError::Message(format!("cannot open output file '{path}': {e}")))?;
+        if config.json {
+            // The file is a JSON Lines stream of its own: it starts with
+            // the schema line too.
+            let mut header = Vec::new();
+            utap_runtime::json::header(&mut header);
+            if let Output::Writer(w) = &mut config.output {
+                w.write_all(&header).map_err(|e| {
+                    PassError::Message(format!("cannot write output file '{path}': {e}"))
+                })?;
+            }
+        }
     }
     Transport::start(config).map_err(|e| PassError::Message(format!("cannot start output: {e}")))
 }

@@ -94,6 +94,10 @@ pub struct Config {
     pub control: Option<Box<dyn Write + Send>>,
     /// Renders messages into text; `None`: messages are the text.
     pub render: Option<Renderer>,
+    /// `--format json`: control messages and the drop count are JSON
+    /// records on the data output instead of text on stderr (see
+    /// `crate::json`; the schema line is the creator's to write first).
+    pub json: bool,
 }
 
 impl Config {
@@ -104,6 +108,7 @@ impl Config {
             output: Output::Stdout,
             control: None,
             render: None,
+            json: false,
         }
     }
 }
@@ -226,6 +231,8 @@ pub struct Transport {
     shared: Arc<Shared>,
     control: ControlSender,
     buffer_bytes: usize,
+    /// The output thread reports drops itself (as a JSON record).
+    json: bool,
     thread: Option<JoinHandle<Drained>>,
 }
 
@@ -245,6 +252,8 @@ impl Transport {
         let output = config.output.into_writer();
         let control = config.control.unwrap_or_else(|| Box::new(RawFd(2)));
         let render = config.render;
+        let json = config.json;
+        let buffer_bytes = capacity;
 
         // The thread needs `Shared` and `Shared` needs the thread's handle:
         // hand the Arc over through a channel once it exists.
@@ -260,6 +269,8 @@ impl Transport {
                     control,
                     shared,
                     render,
+                    json,
+                    buffer_bytes,
                     scratch: Vec::new(),
                     text: Vec::new(),
                     bytes_written: 0,
@@ -289,6 +300,7 @@ impl Transport {
             shared,
             control,
             buffer_bytes: capacity,
+            json,
             thread: Some(thread),
         };
         Ok((transport, producer))
@@ -328,7 +340,7 @@ impl Transport {
         };
         match joined {
             Ok(mut drained) => {
-                if stats.lost > 0 {
+                if stats.lost > 0 && !self.json {
                     let warning = lost_warning(stats.lost, self.buffer_bytes);
                     let _ = drained.control.write_all(warning.as_bytes());
                 }
@@ -356,6 +368,8 @@ struct OutputLoop {
     control: Box<dyn Write + Send>,
     shared: Arc<Shared>,
     render: Option<Renderer>,
+    json: bool,
+    buffer_bytes: usize,
     /// A batch that wrapped around the ring, made contiguous for `render`.
     scratch: Vec<u8>,
     /// Rendered text of a batch.
@@ -381,6 +395,12 @@ impl OutputLoop {
                 continue;
             }
             self.park();
+        }
+        let lost = self.shared.lost.load(Ordering::Relaxed);
+        if self.json && lost > 0 {
+            let mut record = Vec::new();
+            crate::json::drops(&mut record, lost, self.buffer_bytes);
+            self.write_data(&record);
         }
         let _ = self.output.flush();
         Drained {
@@ -456,9 +476,30 @@ impl OutputLoop {
     fn write_control(&mut self, msg: &[u8]) {
         // Data queued before a control message should appear first.
         self.drain_data();
+        if self.json {
+            let mut record = Vec::new();
+            for line in msg.split_inclusive(|&b| b == b'\n') {
+                crate::json::control(&mut record, line);
+            }
+            self.write_data(&record);
+            return;
+        }
         let _ = self.output.flush();
         let _ = self.control.write_all(msg);
         let _ = self.control.flush();
+    }
+}
+
+impl OutputLoop {
+    /// Writes bytes that are not from the ring to the data output.
+    fn write_data(&mut self, bytes: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
+        match self.output.write_all(bytes) {
+            Ok(()) => self.bytes_written += bytes.len() as u64,
+            Err(e) => self.error = Some(e),
+        }
     }
 }
 

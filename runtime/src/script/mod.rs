@@ -97,6 +97,8 @@ pub struct ScriptRuntime {
     suppress_errors: bool,
     errors: u64,
     phase: Phase,
+    /// `--format json`: globals at exit are printed as JSON records.
+    json: bool,
 }
 
 impl ScriptRuntime {
@@ -135,6 +137,7 @@ impl ScriptRuntime {
             interruptible,
             suppress_errors: options.suppress_errors,
             errors: 0,
+            json: false,
             phase: Phase::Starting,
         }
     }
@@ -161,6 +164,16 @@ impl ScriptRuntime {
         self.state.out = output::RunOutput::new(true);
         let image = Arc::clone(&self.state.image);
         Box::new(move |batch, text| output::render(&image.formats, batch, text))
+    }
+
+    /// Like [`ScriptRuntime::defer_formatting`], for `--format json`: the
+    /// renderer writes JSON Lines, and the globals printed at exit are
+    /// JSON records.
+    pub fn defer_formatting_json(&mut self) -> crate::transport::Renderer {
+        self.state.out = output::RunOutput::new(true);
+        self.json = true;
+        let image = Arc::clone(&self.state.image);
+        Box::new(move |batch, text| output::render_json(&image.formats, batch, text))
     }
 
     /// `target()` (set once the -c command is started).
@@ -395,7 +408,11 @@ impl ScriptRuntime {
         let mut out = std::mem::take(&mut self.state.out);
         out.clear();
         if self.phase != Phase::Error {
-            out.text(|b| sink::autoprint(&self.state, b));
+            if self.json {
+                out.json(|b| sink::autoprint_json(&self.state, b));
+            } else {
+                out.text(|b| sink::autoprint(&self.state, b));
+            }
         }
         if !out.is_empty() {
             sink.push(out.as_bytes());

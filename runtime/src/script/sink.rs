@@ -48,6 +48,15 @@ impl OutputSink for BufferSink {
 /// Appends the values of the globals to print at exit, in declaration
 /// order.
 pub fn autoprint(state: &ScriptState, out: &mut Vec<u8>) {
+    each_autoprinted(state, |name, value| print_global(out, name, value));
+}
+
+/// [`autoprint`] as JSON Lines (`--format json`).
+pub fn autoprint_json(state: &ScriptState, out: &mut Vec<u8>) {
+    each_autoprinted(state, |name, value| crate::json::global(out, name, value));
+}
+
+fn each_autoprinted(state: &ScriptState, mut print: impl FnMut(&str, GlobalValue<'_>)) {
     for &i in &state.image.autoprint_order {
         let (spec, var) = (&state.image.globals[i], &state.globals.vars[i]);
         let value = match var {
@@ -58,6 +67,6 @@ pub fn autoprint(state: &ScriptState, out: &mut Vec<u8>) {
             Global::StrArray(m) => GlobalValue::StrMap(m),
             Global::StatArray(m, _) => GlobalValue::StatMap(m),
         };
-        print_global(out, &spec.name, value);
+        print(&spec.name, value);
     }
 }

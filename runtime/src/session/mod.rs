@@ -109,9 +109,15 @@ pub fn run(
             .adopt_process(&mut ctl, &dispatch, pid, &threads);
         schedule_timers(&mut ctl, &shared, opts.time_limit);
     }
+    if opts.verbose {
+        eprintln!(
+            "utap: tracing started: process {pid}, {} thread(s)",
+            threads.len()
+        );
+    }
     let why = tracer.run().map_err(|e| SessionError(e.to_string()))?;
     if opts.verbose {
-        eprintln!("utap: session ended: {why:?}");
+        eprintln!("utap: session ended: {why}");
         eprintln!("utap: {} ptrace stops", tracer.ctl().stop_count());
     }
     drop(tracer);
