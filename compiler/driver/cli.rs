@@ -76,6 +76,11 @@ pub struct Options {
     #[arg(long = "suppress-handler-errors")]
     pub suppress_handler_errors: bool,
 
+    /// Serve the script's numeric globals at http://ADDR/metrics in the
+    /// Prometheus text format (ADDR a loopback address:port; port 0 picks one).
+    #[arg(long = "metrics", value_name = "ADDR")]
+    pub metrics: Option<String>,
+
     /// Print the utap(1) man page (roff) and exit.
     #[arg(long = "generate-man")]
     pub generate_man: bool,

@@ -149,6 +149,16 @@ pub fn run(
         target: 0,
     };
     let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
+    let _metrics = match &opts.metrics {
+        Some(addr) => {
+            let (server, requests) =
+                utap_runtime::metrics::MetricsServer::start(addr).map_err(PassError::Message)?;
+            eprintln!("utap: serving metrics at http://{}/metrics", server.addr);
+            rt.set_metrics(requests);
+            Some(server)
+        }
+        None => None,
+    };
     let (transport, mut producer) = start_transport(opts, &mut rt)?;
     let limit = opts.timeout.map(Duration::from_secs_f64);
     let status = match target {

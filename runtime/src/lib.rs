@@ -4,6 +4,7 @@
 pub mod format;
 pub mod json;
 pub mod memory;
+pub mod metrics;
 pub mod procinfo;
 pub mod script;
 pub mod seccomp;

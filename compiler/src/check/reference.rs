@@ -116,7 +116,7 @@ pub fn markdown() -> String {
         "# utap function and probe reference\n\n\
          Generated from the stdlib's doc comments, the builtin table and the probe \
          catalogue (`compiler/src/check/reference.rs`); do not edit. A test keeps it \
-         in sync: `UTAP_REGENERATE_DOCS=1 cargo test -p utap --test cli_parse reference` \
+         in sync: `UTAP_REGENERATE_DOCS=1 cargo test --release -p utap --test docs reference` \
          rewrites it.\n\n## Probe points\n\n| probe point | context variables | fires |\n|---|---|---|\n",
     );
     for f in FAMILIES {
@@ -127,7 +127,7 @@ pub fn markdown() -> String {
                 ArgSpec::None => c.name.to_string(),
                 ArgSpec::Num => format!("{}(N)", c.name),
                 ArgSpec::OptNum => format!("{}[(N)]", c.name),
-                ArgSpec::OptStrOrNum => format!("{}[(\"PATH\"|PID)]", c.name),
+                ArgSpec::OptStrOrNum => format!("{}[(PATH_OR_PID)]", c.name),
             })
             .map(|c| c.to_string())
             .collect();

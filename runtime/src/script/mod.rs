@@ -99,6 +99,8 @@ pub struct ScriptRuntime {
     phase: Phase,
     /// `--format json`: globals at exit are printed as JSON records.
     json: bool,
+    /// `--metrics`: scrapes waiting for the globals' exposition.
+    metrics: Option<crate::metrics::MetricsRequests>,
 }
 
 impl ScriptRuntime {
@@ -138,6 +140,7 @@ impl ScriptRuntime {
             suppress_errors: options.suppress_errors,
             errors: 0,
             json: false,
+            metrics: None,
             phase: Phase::Starting,
         }
     }
@@ -174,6 +177,23 @@ impl ScriptRuntime {
         self.json = true;
         let image = Arc::clone(&self.state.image);
         Box::new(move |batch, text| output::render_json(&image.formats, batch, text))
+    }
+
+    /// Answers `--metrics` scrapes from now on (see [`Self::serve_metrics`]).
+    pub fn set_metrics(&mut self, requests: crate::metrics::MetricsRequests) {
+        self.metrics = Some(requests);
+    }
+
+    pub fn has_metrics(&self) -> bool {
+        self.metrics.is_some()
+    }
+
+    /// Answers the scrapes waiting now with the globals' current values;
+    /// the session calls it between events. Never blocks.
+    pub fn serve_metrics(&self) {
+        if let Some(m) = &self.metrics {
+            m.serve(|| sink::metrics(&self.state));
+        }
     }
 
     /// `target()` (set once the -c command is started).

@@ -56,8 +56,22 @@ pub fn autoprint_json(state: &ScriptState, out: &mut Vec<u8>) {
     each_autoprinted(state, |name, value| crate::json::global(out, name, value));
 }
 
-fn each_autoprinted(state: &ScriptState, mut print: impl FnMut(&str, GlobalValue<'_>)) {
-    for &i in &state.image.autoprint_order {
+/// The script's numeric globals in the Prometheus text format (`--metrics`).
+pub fn metrics(state: &ScriptState) -> String {
+    let mut out = String::new();
+    let all: Vec<usize> = (0..state.image.globals.len()).collect();
+    each_global(state, &all, |name, value| {
+        crate::metrics::expose(&mut out, name, value)
+    });
+    out
+}
+
+fn each_autoprinted(state: &ScriptState, print: impl FnMut(&str, GlobalValue<'_>)) {
+    each_global(state, &state.image.autoprint_order, print);
+}
+
+fn each_global(state: &ScriptState, which: &[usize], mut print: impl FnMut(&str, GlobalValue<'_>)) {
+    for &i in which {
         let (spec, var) = (&state.image.globals[i], &state.globals.vars[i]);
         let value = match var {
             Global::Long(slot) => GlobalValue::Long(state.globals.longs[*slot as usize]),
