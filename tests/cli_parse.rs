@@ -157,3 +157,115 @@ fn a_file_of_only_comments_is_not_called_empty() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// stderr of `utap -p1 -e SRC` (plain: NO_COLOR and not a terminal).
+fn parse_stderr(src: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_utap"))
+        .args(["-p1", "-e", src])
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("utap runs");
+    assert_eq!(out.status.code(), Some(1));
+    text(&out.stderr)
+}
+
+#[test]
+fn bpftrace_tracepoints_get_the_utap_spelling() {
+    assert_eq!(
+        parse_stderr("tracepoint:syscalls:sys_enter_openat { @opens[comm] = count(); }"),
+        "parse error: expected 'probe', 'global', 'private', 'function', or '%{'
+   ,-[ <input>:1:1 ]
+   |
+ 1 | tracepoint:syscalls:sys_enter_openat { @opens[comm] = count(); }
+   | ^^^^^|^^^^  
+   |      `------ found identifier 'tracepoint'
+   | 
+   | Help: this looks like bpftrace; in utap write `probe syscall.openat { ... }`; for the aggregation, declare `global opens`, add with `opens[comm] <<< 1` and read with `@count(opens[comm])`
+---'
+"
+    );
+}
+
+#[test]
+fn bpftrace_uprobes_become_process_function_probes() {
+    let err = parse_stderr("uretprobe:/lib/x86_64-linux-gnu/libc.so.6:malloc { }");
+    assert!(
+        err.ends_with(
+            "   | Help: this looks like bpftrace; in utap write `probe process(\"/lib/x86_64-linux-gnu/libc.so.6\").function(\"malloc\").return { ... }`\n---'\n"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn bpftrace_kprobes_say_kernel_probes_are_not_available() {
+    let err = parse_stderr("kprobe:do_sys_openat2 { }");
+    assert!(
+        err.ends_with(
+            "   | Help: utap traces user space (ptrace): kernel probes are not available; the nearest user-space probe: `probe syscall.openat2 { ... }`\n---'\n"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn bpftrace_begin_and_aggregations_inside_utap_probes() {
+    let err = parse_stderr("BEGIN { printf(\"hi\\n\"); }");
+    assert!(
+        err.ends_with(
+            "   | Help: this looks like bpftrace; in utap write `probe begin { ... }`\n---'\n"
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        parse_stderr("probe syscall.read { @bytes = hist($arg3); }"),
+        "parse error: expected '('
+   ,-[ <input>:1:29 ]
+   |
+ 1 | probe syscall.read { @bytes = hist($arg3); }
+   |                             |  
+   |                             `-- found '='
+   | 
+   | Help: this looks like bpftrace; in utap declare `global bytes`, add with `bytes <<< $arg3` and read with `print(@hist_log(bytes))`
+---'
+"
+    );
+}
+
+#[test]
+fn verbose_prints_pass_timings_and_when_tracing_starts() {
+    let out = Command::new(env!("CARGO_BIN_EXE_utap"))
+        .args([
+            "-v",
+            "-e",
+            "probe process.end { println(\"done\") }",
+            "-c",
+            "true",
+        ])
+        .output()
+        .expect("utap runs");
+    assert!(out.status.success());
+    let err = text(&out.stderr);
+    let pass = regex::Regex::new(concat!(
+        r"(?m)^Pass 1: parsed user script in [0-9]+\.[0-9] ms\.\n",
+        r"Pass 2: analyzed script: 1 probes, [0-9]+ functions, 0 globals in [0-9]+\.[0-9] ms\.\n",
+        r"Pass 3-4: translated and compiled [0-9]+ functions into [0-9]+ bytes of native code in [0-9]+\.[0-9] ms\.$",
+    ))
+    .unwrap();
+    assert!(pass.is_match(&err), "{err}");
+    let started =
+        regex::Regex::new(r"(?m)^utap: tracing started: process [0-9]+, 1 thread\(s\)$").unwrap();
+    assert!(started.is_match(&err), "{err}");
+    let ended =
+        regex::Regex::new(r"(?m)^utap: session ended: process [0-9]+ exited with status 0$")
+            .unwrap();
+    assert!(ended.is_match(&err), "{err}");
+    assert!(
+        err.ends_with(" ms.\n") && err.contains("Pass 5: run completed in "),
+        "{err}"
+    );
+    assert!(
+        !err.contains("Tid(") && !err.contains('{'),
+        "Rust debug text: {err}"
+    );
+}

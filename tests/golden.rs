@@ -316,6 +316,19 @@ fn cases_of(scripts: &Path, dir: &Path, rel: &Path, conformance: bool) -> Vec<Ca
 }
 
 /// `NAME reason...` lines; `#` starts a comment.
+/// The corpus's run cases: `$UTAP_SHARED/conformance/run`, else `../shared`
+/// next to the workspace (from a worktree under `wt/`, one level further up).
+fn conformance_run_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("UTAP_SHARED") {
+        return PathBuf::from(dir).join("conformance/run");
+    }
+    ["../shared/conformance/run", "../../shared/conformance/run"]
+        .iter()
+        .map(|p| root().join(p))
+        .find(|p| p.is_dir())
+        .unwrap_or_else(|| root().join("../shared/conformance/run"))
+}
+
 fn exceptions() -> Vec<(String, String)> {
     let text = read_opt(&root().join("tests/conformance-run-exceptions.txt")).unwrap_or_default();
     text.lines()
@@ -346,15 +359,9 @@ fn main() {
             check_case(&case, bless).map_err(Failed::from)
         }));
     }
-    // `../shared` next to the workspace; from a worktree under `wt/`, one
-    // level further up.
     let matched = Arc::new(AtomicUsize::new(0));
     let mut conf_total = 0;
-    let conf_dir = ["../shared/conformance/run", "../../shared/conformance/run"]
-        .iter()
-        .map(|p| root().join(p))
-        .find(|p| p.is_dir())
-        .unwrap_or_else(|| root().join("../shared/conformance/run"));
+    let conf_dir = conformance_run_dir();
     if conf_dir.is_dir() {
         let exceptions = Arc::new(exceptions());
         for case in cases_in(&conf_dir, true) {

@@ -67,15 +67,45 @@ pub struct Options {
     #[arg(short = 'g')]
     pub guru: bool,
 
+    /// Output format: `text` (the default, as SystemTap) or `json` (JSON
+    /// Lines, one object per message; schema in README). `-f` as bpftrace's.
+    #[arg(short = 'f', long = "format", value_name = "FORMAT", value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+
     /// Turn handler errors into counts reported at exit.
     #[arg(long = "suppress-handler-errors")]
     pub suppress_handler_errors: bool,
+
+    /// Serve the script's numeric globals at http://ADDR/metrics in the
+    /// Prometheus text format (ADDR a loopback address:port; port 0 picks one).
+    #[arg(long = "metrics", value_name = "ADDR")]
+    pub metrics: Option<String>,
+
+    /// Print the utap(1) man page (roff) and exit.
+    #[arg(long = "generate-man")]
+    pub generate_man: bool,
+
+    /// Print the completion script for SHELL (bash, zsh, fish, elvish,
+    /// powershell) and exit.
+    #[arg(long = "completions", value_name = "SHELL")]
+    pub completions: Option<clap_complete::Shell>,
+
+    /// Describe the stdlib or builtin function NAME and exit.
+    #[arg(long = "help-function", value_name = "NAME")]
+    pub help_function: Option<String>,
 
     /// The script file (unless -e), then the script's arguments. Options may
     /// come before or after them (`utap script.stp -c CMD`), as with stap's
     /// getopt; a `--` ends the options.
     #[arg(value_name = "SCRIPT.stp [ARGS]", allow_negative_numbers = true)]
     pub rest: Vec<String>,
+}
+
+/// How the session's messages are written.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
 }
 
 fn parse_define(s: &str) -> Result<(String, String), String> {

@@ -2,6 +2,8 @@
 //! library call, and `-p N` stops after pass N and prints its result.
 
 mod cli;
+mod docs;
+mod json_diag;
 mod session;
 mod trace;
 
@@ -16,14 +18,36 @@ use utap_compiler::source::SourceMap;
 
 fn main() -> ExitCode {
     let opts = cli::Options::parse();
+    if let Some(status) = docs::run(&opts) {
+        return ExitCode::from(status);
+    }
+    JSON.store(
+        opts.format == cli::Format::Json && opts.list.is_none() && opts.list_vars.is_none(),
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    if json() {
+        json_diag::header();
+    }
     match run(&opts) {
         Ok(status) => ExitCode::from(status),
+        Err(Failure::Message(m)) if json() => {
+            json_diag::print_message(&m);
+            ExitCode::FAILURE
+        }
         Err(Failure::Message(m)) => {
             eprintln!("utap: {m}");
             ExitCode::FAILURE
         }
         Err(Failure::Reported) => ExitCode::FAILURE,
     }
+}
+
+/// `--format json` (not for listings): diagnostics are JSON records on
+/// stdout, after the schema line printed first.
+static JSON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn json() -> bool {
+    JSON.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 enum Failure {
@@ -78,8 +102,10 @@ fn run(opts: &cli::Options) -> Result<u8, Failure> {
         ..ParseOptions::default()
     };
     let mut ids = NodeIds::default();
+    let mut clock = PassClock::new(opts);
     let script =
         parser::parse_file(&map, file, &parse_opts, &mut ids).map_err(|d| report(&d, &map))?;
+    clock.done("1", format_args!("parsed user script"));
     if opts.pass == Some(1) {
         print!("{}", print::script(&script));
         return Ok(0);
@@ -90,9 +116,22 @@ fn run(opts: &cli::Options) -> Result<u8, Failure> {
     };
     let checked =
         check::check(&mut map, script, &check_opts, &mut ids).map_err(|d| report(&d, &map))?;
+    let p = &checked.program;
+    clock.done(
+        "2",
+        format_args!(
+            "analyzed script: {} probes, {} functions, {} globals",
+            p.probes.len(),
+            p.functions.len(),
+            p.globals.len()
+        ),
+    );
     if !checked.warnings.is_empty() {
-        let colour = std::io::stderr().is_terminal();
-        eprint!("{}", diag::render_all(&checked.warnings, &map, colour));
+        if json() {
+            json_diag::print(&checked.warnings, &map);
+        } else {
+            eprint!("{}", diag::render_all(&checked.warnings, &map, colour()));
+        }
     }
     if opts.pass == Some(2) {
         let dump = if opts.verbose > 0 {
@@ -105,6 +144,14 @@ fn run(opts: &cli::Options) -> Result<u8, Failure> {
     }
     let mut program = checked.program;
     let compiled = session::translate(opts, &map, &mut program).map_err(|e| pass_error(e, &map))?;
+    let bytes: usize = compiled.sizes.iter().map(|s| s.bytes).sum();
+    clock.done(
+        "3-4",
+        format_args!(
+            "translated and compiled {} functions into {bytes} bytes of native code",
+            compiled.sizes.len()
+        ),
+    );
     match opts.pass {
         Some(3) => {
             print!("{}", compiled.ir);
@@ -114,9 +161,11 @@ fn run(opts: &cli::Options) -> Result<u8, Failure> {
             session::print_sizes(&compiled);
             Ok(0)
         }
-        _ => session::run(opts, &program, &compiled)
-            .map(|status| status as u8)
-            .map_err(|e| pass_error(e, &map)),
+        _ => {
+            let status = session::run(opts, &program, &compiled).map_err(|e| pass_error(e, &map));
+            clock.done("5", format_args!("run completed"));
+            status.map(|status| status as u8)
+        }
     }
 }
 
@@ -129,7 +178,41 @@ fn pass_error(e: session::PassError, map: &SourceMap) -> Failure {
 
 /// Prints diagnostics to stderr (in colour on a terminal).
 fn report(diags: &[Diagnostic], map: &SourceMap) -> Failure {
-    let colour = std::io::stderr().is_terminal();
-    eprint!("{}", diag::render_all(diags, map, colour));
+    if json() {
+        json_diag::print(diags, map);
+        return Failure::Reported;
+    }
+    eprint!("{}", diag::render_all(diags, map, colour()));
     Failure::Reported
+}
+
+/// Colour on a terminal, unless `NO_COLOR` is set to something
+/// (<https://no-color.org>).
+fn colour() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// `-v`: what each pass did and how long it took, on stderr, in
+/// SystemTap's "Pass N: ..." form (without its memory figures).
+struct PassClock {
+    verbose: bool,
+    started: std::time::Instant,
+}
+
+impl PassClock {
+    fn new(opts: &cli::Options) -> PassClock {
+        PassClock {
+            verbose: opts.verbose > 0,
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// Prints "Pass N: WHAT in T ms." and starts timing the next pass.
+    fn done(&mut self, pass: &str, what: std::fmt::Arguments<'_>) {
+        if self.verbose {
+            let ms = self.started.elapsed().as_secs_f64() * 1000.0;
+            eprintln!("Pass {pass}: {what} in {ms:.1} ms.");
+        }
+        self.started = std::time::Instant::now();
+    }
 }

@@ -3,6 +3,7 @@
 //! Sessions without process probes run here with the begin/end/timer
 //! scheduler; their output goes through the transport queue.
 
+use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -107,7 +108,12 @@ fn start_transport(
     rt: &mut ScriptRuntime,
 ) -> Result<(Transport, transport::Producer), PassError> {
     let mut config = Config::stdout();
-    config.render = Some(rt.defer_formatting());
+    if opts.format == cli::Format::Json {
+        config.render = Some(rt.defer_formatting_json());
+        config.json = true;
+    } else {
+        config.render = Some(rt.defer_formatting());
+    }
     if let Some(mb) = &opts.buffer_mb {
         config.buffer_bytes =
             transport::parse_buffer_mb(mb.as_str()).map_err(PassError::Message)?;
@@ -115,6 +121,17 @@ fn start_transport(
     if let Some(path) = &opts.output {
         config.output = Output::file(std::path::Path::new(path))
             .map_err(|e| PassError::Message(format!("cannot open output file '{path}': {e}")))?;
+        if config.json {
+            // The file is a JSON Lines stream of its own: it starts with
+            // the schema line too.
+            let mut header = Vec::new();
+            utap_runtime::json::header(&mut header);
+            if let Output::Writer(w) = &mut config.output {
+                w.write_all(&header).map_err(|e| {
+                    PassError::Message(format!("cannot write output file '{path}': {e}"))
+                })?;
+            }
+        }
     }
     Transport::start(config).map_err(|e| PassError::Message(format!("cannot start output: {e}")))
 }
@@ -132,6 +149,16 @@ pub fn run(
         target: 0,
     };
     let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
+    let _metrics = match &opts.metrics {
+        Some(addr) => {
+            let (server, requests) =
+                utap_runtime::metrics::MetricsServer::start(addr).map_err(PassError::Message)?;
+            eprintln!("utap: serving metrics at http://{}/metrics", server.addr);
+            rt.set_metrics(requests);
+            Some(server)
+        }
+        None => None,
+    };
     let (transport, mut producer) = start_transport(opts, &mut rt)?;
     let limit = opts.timeout.map(Duration::from_secs_f64);
     let status = match target {

@@ -8,6 +8,7 @@ pub mod ast;
 pub mod builtins;
 pub mod check;
 pub mod diag;
+pub mod foreign;
 pub mod lexer;
 pub mod parser;
 pub mod preprocess;

@@ -116,7 +116,11 @@ pub fn parse_file(
         Ok(parsed) => parsed,
         Err(e) => {
             let at = error_offset(&e);
-            let mut diags = vec![syntax_error(e, map, file, opts)];
+            let mut first = syntax_error(e, map, file, opts);
+            if let Some(help) = crate::foreign::bpftrace_help(text, at) {
+                first = first.with_help(help);
+            }
+            let mut diags = vec![first];
             report_more_errors(map, file, opts, ids, at, &mut diags);
             return Err(diags);
         }

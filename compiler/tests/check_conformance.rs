@@ -62,7 +62,7 @@ fn cases(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn sem_ok_cases_pass_the_checker() {
     let Some(root) = corpus() else {
-        eprintln!("skipped: ../shared/conformance not found");
+        common::skipped("sem_ok_cases_pass_the_checker");
         return;
     };
     let skip = exceptions();
@@ -86,7 +86,7 @@ fn sem_ok_cases_pass_the_checker() {
 #[test]
 fn sem_fail_cases_fail_with_a_semantic_error() {
     let Some(root) = corpus() else {
-        eprintln!("skipped: ../shared/conformance not found");
+        common::skipped("sem_fail_cases_fail_with_a_semantic_error");
         return;
     };
     let skip = exceptions();
@@ -120,7 +120,7 @@ fn shell_words_split_like_sh() {
 #[test]
 fn run_cases_pass_the_checker() {
     let Some(root) = corpus() else {
-        eprintln!("skipped: ../shared/conformance not found");
+        common::skipped("run_cases_pass_the_checker");
         return;
     };
     let mut failures = Vec::new();

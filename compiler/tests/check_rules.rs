@@ -953,8 +953,152 @@ diag_test!(
     ]
 );
 
+// People arriving from other tools (kernel SystemTap, bpftrace habits).
+
+diag_test!(
+    kernel_function_names_its_system_call,
+    false,
+    "probe kernel.function(\"__x64_sys_openat\") { }",
+    [
+        "semantic error: utap traces user space (ptrace): kernel probes are not available",
+        "1:7 'kernel.function' is a kernel probe point",
+        "help: the nearest user-space probe: syscall.openat",
+    ]
+);
+
+diag_test!(
+    kprobe_return_names_the_system_call_return,
+    false,
+    "probe kprobe.function(\"sys_read\").return { }",
+    [
+        "semantic error: utap traces user space (ptrace): kernel probes are not available",
+        "1:7 'kprobe.function.return' is a kernel probe point",
+        "help: the nearest user-space probe: syscall.read.return",
+    ]
+);
+
+diag_test!(
+    module_probes_have_no_equivalent,
+    false,
+    "probe module(\"ext4\").function(\"*\") { }",
+    [
+        "semantic error: utap traces user space (ptrace): kernel probes are not available",
+        "1:7 'module.function' is a kernel probe point",
+    ]
+);
+
+diag_test!(
+    vfs_probes_point_at_file_system_calls,
+    false,
+    "probe vfs.read { }",
+    [
+        "semantic error: utap traces user space (ptrace): kernel probes are not available",
+        "1:7 'vfs.read' is a kernel probe point",
+        "help: the nearest user-space probe: syscall.read",
+    ]
+);
+
+diag_test!(
+    tcp_probes_point_at_socket_calls,
+    false,
+    "probe tcp.sendmsg { }",
+    [
+        "semantic error: utap traces user space (ptrace): kernel probes are not available",
+        "1:7 'tcp.sendmsg' is a kernel probe point",
+        "help: the nearest user-space probe: syscall.sendmsg",
+    ]
+);
+
+diag_test!(
+    scheduler_process_exit_is_process_end,
+    false,
+    "probe scheduler.process_exit { }",
+    [
+        "semantic error: utap traces user space (ptrace): kernel probes are not available",
+        "1:7 'scheduler.process_exit' is a kernel probe point",
+        "help: the nearest user-space probe: process.end",
+    ]
+);
+
+diag_test!(
+    timer_profile_is_a_kernel_probe,
+    false,
+    "probe timer.profile { }",
+    [
+        "semantic error: utap traces user space (ptrace): kernel probes are not available",
+        "1:7 'timer.profile' is a kernel probe point",
+        "help: the nearest user-space probe: timer.ms(N) or timer.hz(N) run on a timer (not in the traced process's context)",
+    ]
+);
+
+diag_test!(
+    optional_kernel_probes_stay_quiet,
+    false,
+    "probe vfs.read ?, begin { x = 1 }\nprobe end { y }",
+    [
+        "semantic error: unresolved type",
+        "2:13 the type of 'y' cannot be inferred",
+    ]
+);
+
+diag_test!(
+    dollar_on_a_tapset_variable_suggests_the_variable,
+    false,
+    "probe syscall.close { println($fd) }",
+    [
+        "semantic error: unknown target variable '$fd'",
+        "1:31 'fd' is a variable of this probe's tapset",
+        "help: write 'fd' without the '$' ('$' names DWARF target variables)",
+    ]
+);
+
+diag_test!(
+    misspelled_tapset_variable_gets_did_you_mean,
+    false,
+    "probe syscall.openat { println(filname) }",
+    [
+        "semantic error: unresolved type",
+        "1:32 the type of 'filname' cannot be inferred",
+        "help: did you mean 'filename'?",
+    ]
+);
+
 #[test]
-fn listing_a_pattern_that_matches_nothing_fails_silently() {
-    let r = list("nosuch.*", false);
-    assert_eq!(r, Err(Vec::new()));
+fn listing_everything_covers_every_family_and_alias() {
+    let text = list("**", false).unwrap();
+    for line in [
+        "begin",
+        "process.syscall.return",
+        "process.thread.end",
+        "syscall.close.return",
+        "signal.send",
+        "timer.ms(number)",
+        "timer.hz(number)",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} missing");
+    }
+    assert!(text.lines().count() > 800, "{}", text.lines().count());
+}
+
+#[test]
+fn listing_timers_shows_their_argument() {
+    assert_eq!(
+        list("timer.*", false).unwrap(),
+        "timer.hz(number)\ntimer.jiffies(number)\ntimer.ms(number)\ntimer.msec(number)\n\
+         timer.ns(number)\ntimer.nsec(number)\ntimer.s(number)\ntimer.sec(number)\n\
+         timer.us(number)\ntimer.usec(number)\n"
+    );
+}
+
+#[test]
+fn listing_nothing_says_so() {
+    let d = list("nosuch.*", false).unwrap_err();
+    assert_eq!(
+        d[0].to_string(),
+        "semantic error: no probe point matches 'nosuch.*'"
+    );
+    assert_eq!(
+        d[0].help.as_deref(),
+        Some("`utap -l '**'` lists every probe point utap has")
+    );
 }

@@ -77,7 +77,7 @@ fn key(root: &Path, path: &Path) -> String {
 #[test]
 fn conformance_corpus() {
     let Some(shared) = shared_dir() else {
-        println!("conformance corpus not found (../shared): skipped");
+        common::skipped("conformance_corpus");
         return;
     };
     let root = shared.join("conformance");

@@ -2,7 +2,9 @@
 //! native handlers call, the output transport and tracing sessions.
 
 pub mod format;
+pub mod json;
 pub mod memory;
+pub mod metrics;
 pub mod procinfo;
 pub mod script;
 pub mod seccomp;

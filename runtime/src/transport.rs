@@ -97,6 +97,10 @@ pub struct Config {
     pub control: Option<Box<dyn Write + Send>>,
     /// Renders messages into text; `None`: messages are the text.
     pub render: Option<Renderer>,
+    /// `--format json`: control messages and the drop count are JSON
+    /// records on the data output instead of text on stderr (see
+    /// `crate::json`; the schema line is the creator's to write first).
+    pub json: bool,
 }
 
 impl Config {
@@ -107,6 +111,7 @@ impl Config {
             output: Output::Stdout,
             control: None,
             render: None,
+            json: false,
         }
     }
 }
@@ -247,6 +252,8 @@ pub struct Transport {
     shared: Arc<Shared>,
     control: ControlSender,
     buffer_bytes: usize,
+    /// The output thread reports drops itself (as a JSON record).
+    json: bool,
     thread: Option<JoinHandle<Drained>>,
 }
 
@@ -266,6 +273,8 @@ impl Transport {
         let output = config.output.into_writer();
         let control = config.control.unwrap_or_else(|| Box::new(RawFd(2)));
         let render = config.render;
+        let json = config.json;
+        let buffer_bytes = capacity;
 
         // The thread needs `Shared` and `Shared` needs the thread's handle:
         // hand the Arc over through a channel once it exists.
@@ -281,6 +290,8 @@ impl Transport {
                     control,
                     shared,
                     render,
+                    json,
+                    buffer_bytes,
                     scratch: Vec::new(),
                     text: Vec::new(),
                     bytes_written: 0,
@@ -311,6 +322,7 @@ impl Transport {
             shared,
             control,
             buffer_bytes: capacity,
+            json,
             thread: Some(thread),
         };
         Ok((transport, producer))
@@ -350,7 +362,7 @@ impl Transport {
         };
         match joined {
             Ok(mut drained) => {
-                if stats.lost > 0 {
+                if stats.lost > 0 && !self.json {
                     let warning = lost_warning(stats.lost, self.buffer_bytes);
                     let _ = drained.control.write_all(warning.as_bytes());
                 }
@@ -378,6 +390,8 @@ struct OutputLoop {
     control: Box<dyn Write + Send>,
     shared: Arc<Shared>,
     render: Option<Renderer>,
+    json: bool,
+    buffer_bytes: usize,
     /// A batch that wrapped around the ring, made contiguous for `render`.
     scratch: Vec<u8>,
     /// Rendered text of a batch.
@@ -409,6 +423,12 @@ impl OutputLoop {
                 continue;
             }
             self.park();
+        }
+        let lost = self.shared.lost.load(Ordering::Relaxed);
+        if self.json && lost > 0 {
+            let mut record = Vec::new();
+            crate::json::drops(&mut record, lost, self.buffer_bytes);
+            self.write_data(&record);
         }
         let _ = self.output.flush();
         self.wait_commands();
@@ -485,13 +505,23 @@ impl OutputLoop {
     fn write_control(&mut self, msg: &ControlMsg) {
         // Data queued before a control message should appear first.
         self.drain_data();
-        let _ = self.output.flush();
         match msg {
+            ControlMsg::Stderr(text) if self.json => {
+                let mut record = Vec::new();
+                for line in text.split_inclusive(|&b| b == b'\n') {
+                    crate::json::control(&mut record, line);
+                }
+                self.write_data(&record);
+            }
             ControlMsg::Stderr(text) => {
+                let _ = self.output.flush();
                 let _ = self.control.write_all(text);
                 let _ = self.control.flush();
             }
-            ControlMsg::System(cmd) => self.run_command(cmd),
+            ControlMsg::System(cmd) => {
+                let _ = self.output.flush();
+                self.run_command(cmd)
+            }
         }
     }
 
@@ -529,6 +559,19 @@ impl OutputLoop {
             if !self.commands.is_empty() {
                 thread::sleep(std::time::Duration::from_millis(5));
             }
+        }
+    }
+}
+
+impl OutputLoop {
+    /// Writes bytes that are not from the ring to the data output.
+    fn write_data(&mut self, bytes: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
+        match self.output.write_all(bytes) {
+            Ok(()) => self.bytes_written += bytes.len() as u64,
+            Err(e) => self.error = Some(e),
         }
     }
 }

@@ -67,6 +67,7 @@ fn config(buffer_bytes: usize, output: Output, control: &Captured) -> Config {
         output,
         control: Some(Box::new(control.clone())),
         render: None,
+        json: false,
     }
 }
 

@@ -27,6 +27,7 @@ fn idle_output_thread_sleeps_and_wakes_for_each_message() {
         output: Output::Writer(Box::new(writer)),
         control: None,
         render: None,
+        json: false,
     })
     .unwrap();
     for round in 0..20 {

@@ -3,29 +3,16 @@
 //! API what the script prints, and compares with the expected `.out`
 //! byte for byte.
 
-use std::path::PathBuf;
+#[path = "common/corpus.rs"]
+mod corpus;
+use corpus::skip_without_corpus;
 
 use utap_runtime::format::{Arg, PRINT_BUFFER_SIZE, format_into, parse};
 use utap_runtime::values::map::{Key, KeyPart, MapLimit, Sort, SortBy, StatMap};
 use utap_runtime::values::stats::{HistSpec, Stat, StatOp, StatSpec};
 
-/// `shared/conformance/run`, found beside the project (or an ancestor).
-fn run_dir() -> PathBuf {
-    let mut dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    loop {
-        let candidate = dir.join("shared/conformance/run");
-        if candidate.is_dir() {
-            return candidate;
-        }
-        assert!(
-            dir.pop(),
-            "shared/conformance/run not found above the crate"
-        );
-    }
-}
-
 fn expected(name: &str) -> String {
-    let path = run_dir().join(format!("{name}.out"));
+    let path = corpus::run_file(&format!("{name}.out"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -82,22 +69,27 @@ fn elision_case(name: &str, elision: i64) {
 
 #[test]
 fn elision_default() {
+    skip_without_corpus!("elision_default");
     elision_case("elision", 2);
 }
 #[test]
 fn elision_0() {
+    skip_without_corpus!("elision_0");
     elision_case("elision_0", 0);
 }
 #[test]
 fn elision_1() {
+    skip_without_corpus!("elision_1");
     elision_case("elision_1", 1);
 }
 #[test]
 fn elision_3() {
+    skip_without_corpus!("elision_3");
     elision_case("elision_3", 3);
 }
 #[test]
 fn elision_off() {
+    skip_without_corpus!("elision_off");
     elision_case("elision_m1", -1);
 }
 
@@ -131,6 +123,7 @@ fn times_table() -> Vec<i64> {
 
 #[test]
 fn linear_times_table() {
+    skip_without_corpus!("linear_times_table");
     let mut out = Vec::new();
     summary_and_hist(&stat(linear(0, 1500, 50), times_table()), &mut out);
     assert_text(&out, "linear");
@@ -138,6 +131,7 @@ fn linear_times_table() {
 
 #[test]
 fn linear_overunder() {
+    skip_without_corpus!("linear_overunder");
     let mut out = Vec::new();
     summary_and_hist(&stat(linear(250, 1000, 50), times_table()), &mut out);
     assert_text(&out, "linear_overunder");
@@ -145,6 +139,7 @@ fn linear_overunder() {
 
 #[test]
 fn linear_over() {
+    skip_without_corpus!("linear_over");
     let mut out = Vec::new();
     summary_and_hist(&stat(linear(0, 100, 10), 1000..10000), &mut out);
     assert_text(&out, "linear_over");
@@ -152,6 +147,7 @@ fn linear_over() {
 
 #[test]
 fn linear_under() {
+    skip_without_corpus!("linear_under");
     let mut out = Vec::new();
     summary_and_hist(&stat(linear(1800, 2500, 100), 0..100), &mut out);
     assert_text(&out, "linear_under");
@@ -159,6 +155,7 @@ fn linear_under() {
 
 #[test]
 fn linear_empty() {
+    skip_without_corpus!("linear_empty");
     let s = stat(linear(0, 1500, 50), []);
     let mut out = Vec::new();
     printf(&mut out, "count=%d\n", &[Arg::Long(s.count())]);
@@ -172,6 +169,7 @@ fn linear_empty() {
 
 #[test]
 fn linear_nearlyempty() {
+    skip_without_corpus!("linear_nearlyempty");
     let s = stat(linear(0, 1500, 50), [444, 999]);
     let mut out = Vec::new();
     summary_and_hist(&s, &mut out);
@@ -180,6 +178,7 @@ fn linear_nearlyempty() {
 
 #[test]
 fn linear_large() {
+    skip_without_corpus!("linear_large");
     let mut vals = vec![10000000; 3];
     vals.extend([100000000; 2]);
     vals.extend([500000000; 5]);
@@ -192,6 +191,7 @@ fn linear_large() {
 
 #[test]
 fn linear_large_neg() {
+    skip_without_corpus!("linear_large_neg");
     let mut vals = vec![0, -100000000, -100000000];
     vals.extend([-500000000; 5]);
     vals.extend([-1000000000; 4]);
@@ -203,6 +203,7 @@ fn linear_large_neg() {
 
 #[test]
 fn log() {
+    skip_without_corpus!("log");
     let mut vals: Vec<i64> = (0..63).map(|i| 1i64 << i).collect();
     vals.extend((0..64).map(|i| (1i64 << i).wrapping_neg()));
     vals.extend([0; 20]);
@@ -215,6 +216,7 @@ fn log() {
 
 #[test]
 fn log_edge() {
+    skip_without_corpus!("log_edge");
     let groups: [&[i64]; 4] = [&[-1, 1], &[0], &[i64::MAX], &[1, 2, 3, 4]];
     let mut out = Vec::new();
     for (n, vals) in groups.iter().enumerate() {
@@ -239,6 +241,7 @@ fn log_edge() {
 
 #[test]
 fn hist_in_string() {
+    skip_without_corpus!("hist_in_string");
     // print(sprint(@hist_linear(l, 0, 0, 1))) with 128 zeros.
     let s = stat(linear(0, 0, 1), [0; 128]);
     let mut text = Vec::new();
@@ -249,6 +252,7 @@ fn hist_in_string() {
 
 #[test]
 fn ix_hist() {
+    skip_without_corpus!("ix_hist");
     let mut foo = StatMap::new(MapLimit::default());
     let spec = StatSpec {
         hist: HistSpec::Log,

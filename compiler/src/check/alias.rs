@@ -184,6 +184,17 @@ impl Resolver<'_> {
     /// that matches nothing, and a "did you mean" for the closest name.
     fn mismatch(&self, point: &ast::ProbePoint) -> SemError {
         let names: Vec<&str> = point.components.iter().map(|c| c.name.as_str()).collect();
+        let first_arg = point.components.iter().find_map(|c| match &c.arg {
+            Some(ast::Literal::Str(s)) => Some(s.as_str()),
+            _ => None,
+        });
+        if let Some((label, help)) = crate::foreign::kernel_point(&names, first_arg) {
+            let e = SemError::new(point.span, crate::foreign::KERNEL_PROBES).label(label);
+            return match help {
+                Some(h) => e.help(h),
+                None => e.note("utap has no user-space equivalent of this probe point"),
+            };
+        }
         let known = self.known_names();
         let mut pos = 0;
         while pos < names.len()

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::catalogue::FAMILIES;
+use super::catalogue::{ArgSpec, FAMILIES, glob_match};
 use super::types::type_name;
 use super::{CheckOptions, check_with_library, tapsets::Library};
 use crate::diag::Diagnostic;
@@ -14,9 +14,14 @@ use crate::parser::{NodeIds, ParseOptions, parse_file};
 use crate::program::*;
 use crate::source::SourceMap;
 
+/// How many components `**` may stand for when listing (the deepest name,
+/// `process.syscall.return` or a tapset's `syscall.NAME.return`, has 3).
+const DEEPEST: usize = 4;
+
 /// Lists the points matching `pattern`; `vars` adds variables (`-L`).
-/// A pattern that matches nothing is an `Err` with no diagnostics (the
-/// caller exits 1 without a message, as SystemTap does).
+/// `**` matches any number of components, as in SystemTap; families that
+/// need an argument (`timer.ms(N)`) are listed with the argument's kind.
+/// A pattern that matches nothing is an error saying so.
 pub fn list(
     map: &mut SourceMap,
     pattern: &str,
@@ -24,9 +29,88 @@ pub fn list(
     opts: &CheckOptions,
     ids: &mut NodeIds,
 ) -> Result<String, Vec<Diagnostic>> {
-    let lib = Library::new(!opts.no_stdlib, &opts.tapset_dirs)
-        .map_err(|e| vec![Diagnostic::semantic_error(e)])?;
-    list_with_library(map, pattern, vars, opts, ids, lib)
+    let mut text = String::new();
+    for variant in expand_double_star(pattern) {
+        let lib = Library::new(!opts.no_stdlib, &opts.tapset_dirs)
+            .map_err(|e| vec![Diagnostic::semantic_error(e)])?;
+        match list_with_library(map, &variant, vars, opts, ids, lib) {
+            Ok(t) => text.push_str(&t),
+            Err(d) if d.is_empty() => {}
+            Err(d) => return Err(d),
+        }
+    }
+    for name in parametrized_families(pattern) {
+        text.push_str(&name);
+        text.push('\n');
+    }
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort_unstable();
+    lines.dedup();
+    if lines.is_empty() {
+        return Err(vec![no_match(pattern)]);
+    }
+    Ok(lines.iter().map(|l| format!("{l}\n")).collect())
+}
+
+fn no_match(pattern: &str) -> Diagnostic {
+    Diagnostic::semantic_error(format!("no probe point matches '{pattern}'"))
+        .with_help("`utap -l '**'` lists every probe point utap has")
+}
+
+/// The single-`*` patterns `pattern`'s `**` components stand for:
+/// `syscall.**` is `syscall.*`, `syscall.*.*`, ... (a `**` inside a
+/// component, `sys**`, stays within it).
+fn expand_double_star(pattern: &str) -> Vec<String> {
+    let comps: Vec<&str> = pattern.split('.').collect();
+    let Some(at) = comps.iter().position(|c| *c == "**") else {
+        return vec![pattern.to_string()];
+    };
+    let (before, after) = (&comps[..at], &comps[at + 1..]);
+    let mut out = Vec::new();
+    for n in 1..=DEEPEST.saturating_sub(before.len() + after.len()).max(1) {
+        let mut parts: Vec<&str> = before.to_vec();
+        parts.extend(std::iter::repeat_n("*", n));
+        parts.extend(after);
+        out.extend(expand_double_star(&parts.join(".")));
+    }
+    out
+}
+
+/// The catalogue families with a required argument that `pattern` names,
+/// as `timer.ms(number)`: resolution cannot list them, since a pattern
+/// gives no argument.
+fn parametrized_families(pattern: &str) -> Vec<String> {
+    let wanted: Vec<&str> = pattern.split('.').collect();
+    FAMILIES
+        .iter()
+        .filter(|f| f.comps.iter().any(|c| c.arg == ArgSpec::Num))
+        .filter_map(|f| {
+            let comps: Vec<_> = f.comps.iter().filter(|c| !c.optional).collect();
+            let names: Vec<&str> = comps.iter().map(|c| c.name).collect();
+            dotted_match(&wanted, &names).then(|| {
+                let shown: Vec<String> = comps
+                    .iter()
+                    .map(|c| match c.arg {
+                        ArgSpec::Num => format!("{}(number)", c.name),
+                        _ => c.name.to_string(),
+                    })
+                    .collect();
+                shown.join(".")
+            })
+        })
+        .collect()
+}
+
+/// Whether the dotted pattern components match `names`, `**` standing for
+/// any number of components (at least one).
+fn dotted_match(pattern: &[&str], names: &[&str]) -> bool {
+    match pattern.split_first() {
+        None => names.is_empty(),
+        Some((&"**", rest)) => (1..=names.len()).any(|n| dotted_match(rest, &names[n..])),
+        Some((p, rest)) => names
+            .split_first()
+            .is_some_and(|(n, tail)| glob_match(p, n) && dotted_match(rest, tail)),
+    }
 }
 
 pub fn list_with_library(

@@ -1559,6 +1559,14 @@ impl<'l> Lowerer<'l> {
                 );
             }
             let mut e = SemError::new(span, format!("unknown target variable '{dollar}'"));
+            if body.by_name.contains_key(&t.name) {
+                let name = &t.name;
+                return e
+                    .label(format!("'{name}' is a variable of this probe's tapset"))
+                    .help(format!(
+                        "write '{name}' without the '$' ('$' names DWARF target variables)"
+                    ));
+            }
             let here: Vec<String> = body
                 .families
                 .first()
@@ -1570,6 +1578,7 @@ impl<'l> Lowerer<'l> {
                         .collect()
                 })
                 .unwrap_or_default();
+            e = e.label("not a context variable of this probe");
             if !here.is_empty() {
                 e = e.help(format!("available here: {}", here.join(" ")));
             }

@@ -21,6 +21,7 @@ pub mod elide;
 pub mod error;
 pub mod listing;
 pub mod lower;
+pub mod reference;
 pub mod retype;
 pub mod rules;
 pub mod syscalls;

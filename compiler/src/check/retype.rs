@@ -10,6 +10,12 @@ use crate::program::*;
 
 /// Solves local types of one body; unresolved and stats locals are errors.
 pub fn solve_locals(low: &mut Lowerer, locals: &mut [LocalVar], tvs: &[usize], spans: &[Span]) {
+    let known: Vec<String> = locals
+        .iter()
+        .zip(tvs)
+        .filter(|(_, tv)| low.types.resolve(Ty::Var(**tv)).is_some())
+        .map(|(l, _)| l.name.clone())
+        .collect();
     for ((l, tv), span) in locals.iter_mut().zip(tvs).zip(spans) {
         match low.types.resolve(Ty::Var(*tv)) {
             Some(Type::Hist) => low.errors.push(
@@ -31,12 +37,27 @@ pub fn solve_locals(low: &mut Lowerer, locals: &mut [LocalVar], tvs: &[usize], s
                 .label(format!("'{}' is used as statistics", l.name)),
             ),
             Some(t) => l.ty = t,
-            None => low.errors.push(
-                SemError::new(*span, "unresolved type")
-                    .label(format!("the type of '{}' cannot be inferred", l.name)),
-            ),
+            None => {
+                let e = SemError::new(*span, "unresolved type")
+                    .label(format!("the type of '{}' cannot be inferred", l.name));
+                low.errors.push(match closest(&l.name, &known) {
+                    Some(k) => e.help(format!("did you mean '{k}'?")),
+                    None => e,
+                });
+            }
         }
     }
+}
+
+/// The variable of the same body `name` is most likely a misspelling of
+/// (`filname` for the tapset's `filename`).
+fn closest<'a>(name: &str, known: &'a [String]) -> Option<&'a str> {
+    known
+        .iter()
+        .map(|k| (super::alias::edit_distance(name, k), k))
+        .filter(|(d, _)| *d > 0 && *d <= (name.len() / 3).clamp(1, 2))
+        .min()
+        .map(|(_, k)| k.as_str())
 }
 
 /// Solves globals and function signatures.

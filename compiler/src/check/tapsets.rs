@@ -16,6 +16,11 @@ mod embedded {
     include!(concat!(env!("OUT_DIR"), "/stdlib_files.rs"));
 }
 
+/// The stdlib files built into the binary: (file name, text).
+pub fn stdlib_files() -> &'static [(&'static str, &'static str)] {
+    embedded::STDLIB_FILES
+}
+
 /// What one tapset file defines at its top level.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Defs {

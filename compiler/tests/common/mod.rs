@@ -13,12 +13,23 @@ use utap_compiler::source::SourceMap;
 /// workspace root or one level above it (CI has it at `../shared`).
 pub fn shared_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("UTAP_SHARED") {
-        return Some(PathBuf::from(dir));
+        let dir = PathBuf::from(dir);
+        return dir.join("conformance").is_dir().then_some(dir);
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     [root.join("../shared"), root.join("../../shared")]
         .into_iter()
         .find(|d| d.join("conformance").is_dir())
+}
+
+/// Says that `test` was skipped for want of the corpus, on the real
+/// stderr (the harness captures `eprintln!` of passing tests).
+pub fn skipped(test: &str) {
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "{test}: skipped, conformance corpus not found (../shared or $UTAP_SHARED)"
+    );
 }
 
 /// Options fixed so results do not depend on the machine.

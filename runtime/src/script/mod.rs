@@ -98,6 +98,10 @@ pub struct ScriptRuntime {
     suppress_errors: bool,
     errors: u64,
     phase: Phase,
+    /// `--format json`: globals at exit are printed as JSON records.
+    json: bool,
+    /// `--metrics`: scrapes waiting for the globals' exposition.
+    metrics: Option<crate::metrics::MetricsRequests>,
 }
 
 impl ScriptRuntime {
@@ -136,6 +140,8 @@ impl ScriptRuntime {
             interruptible,
             suppress_errors: options.suppress_errors,
             errors: 0,
+            json: false,
+            metrics: None,
             phase: Phase::Starting,
         }
     }
@@ -162,6 +168,33 @@ impl ScriptRuntime {
         self.state.out = output::RunOutput::new(true);
         let image = Arc::clone(&self.state.image);
         Box::new(move |batch, text| output::render(&image.formats, batch, text))
+    }
+
+    /// Like [`ScriptRuntime::defer_formatting`], for `--format json`: the
+    /// renderer writes JSON Lines, and the globals printed at exit are
+    /// JSON records.
+    pub fn defer_formatting_json(&mut self) -> crate::transport::Renderer {
+        self.state.out = output::RunOutput::new(true);
+        self.json = true;
+        let image = Arc::clone(&self.state.image);
+        Box::new(move |batch, text| output::render_json(&image.formats, batch, text))
+    }
+
+    /// Answers `--metrics` scrapes from now on (see [`Self::serve_metrics`]).
+    pub fn set_metrics(&mut self, requests: crate::metrics::MetricsRequests) {
+        self.metrics = Some(requests);
+    }
+
+    pub fn has_metrics(&self) -> bool {
+        self.metrics.is_some()
+    }
+
+    /// Answers the scrapes waiting now with the globals' current values;
+    /// the session calls it between events. Never blocks.
+    pub fn serve_metrics(&self) {
+        if let Some(m) = &self.metrics {
+            m.serve(|| sink::metrics(&self.state));
+        }
     }
 
     /// `target()` (set once the -c command is started).
@@ -396,7 +429,11 @@ impl ScriptRuntime {
         let mut out = std::mem::take(&mut self.state.out);
         out.clear();
         if self.phase != Phase::Error {
-            out.text(|b| sink::autoprint(&self.state, b));
+            if self.json {
+                out.json(|b| sink::autoprint_json(&self.state, b));
+            } else {
+                out.text(|b| sink::autoprint(&self.state, b));
+            }
         }
         if !out.is_empty() {
             sink.push(out.as_bytes());

@@ -12,7 +12,8 @@
 //!
 //! Record layout (native byte order, never leaves the process):
 //! `TEXT len:u32 bytes` | `PRINTF fmt:u32 ARGS` |
-//! `PRINT newline:u8 (0 | 1 len:u32 delimiter) ARGS`, where
+//! `PRINT newline:u8 (0 | 1 len:u32 delimiter) ARGS` | `JSON len:u32 bytes`,
+//! where
 //! ARGS is `argc:u32 (LONG v:i64 | STR len:u32 bytes)*`.
 
 use crate::format::{Arg, ConvKind, FormatPiece, PRINT_BUFFER_SIZE, format_into_mem, print_args};
@@ -20,6 +21,9 @@ use crate::format::{Arg, ConvKind, FormatPiece, PRINT_BUFFER_SIZE, format_into_m
 const TEXT: u8 = 0;
 const PRINTF: u8 = 1;
 const PRINT: u8 = 2;
+/// JSON Lines made on the tracer thread (autoprinted globals at exit);
+/// only in a `--format json` session.
+const JSON: u8 = 3;
 const LONG: u8 = 0;
 const STR: u8 = 1;
 
@@ -92,6 +96,18 @@ impl RunOutput {
         self.text(|b| b.extend_from_slice(bytes));
     }
 
+    /// Appends JSON lines that `write` appends to the buffer it is given,
+    /// passed through as they are by [`render_json`].
+    pub fn json(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
+        self.open_text = None;
+        self.buf.push(JSON);
+        self.buf.extend_from_slice(&0u32.to_ne_bytes());
+        let at = self.buf.len() - 4;
+        write(&mut self.buf);
+        let len = (self.buf.len() - at - 4) as u32;
+        self.buf[at..at + 4].copy_from_slice(&len.to_ne_bytes());
+    }
+
     /// Queues `printf(formats[fmt], args)` for the output thread. The
     /// caller checks [`can_defer`] and [`RunOutput::is_deferred`] first.
     pub fn printf_record(&mut self, fmt: usize, args: &[Arg<'_>]) {
@@ -154,13 +170,38 @@ pub fn render(formats: &[Vec<FormatPiece>], mut input: &[u8], out: &mut Vec<u8>)
     while let Some((&tag, rest)) = input.split_first() {
         input = rest;
         let ok = match tag {
-            TEXT => take_str(&mut input).map(|t| out.extend_from_slice(t)),
+            TEXT | JSON => take_str(&mut input).map(|t| out.extend_from_slice(t)),
             PRINTF => render_printf(formats, &mut input, &mut args, out),
             PRINT => render_print(&mut input, &mut args, out),
             _ => None,
         };
         if ok.is_none() {
             return;
+        }
+    }
+}
+
+/// Like [`render`], as JSON Lines: each printed piece (a `printf`, a
+/// `print`, a run of text) becomes `{"type":"output","data":...}`, and
+/// JSON records pass through.
+pub fn render_json(formats: &[Vec<FormatPiece>], mut input: &[u8], out: &mut Vec<u8>) {
+    let mut args: Vec<Arg<'_>> = Vec::new();
+    let mut text = Vec::new();
+    while let Some((&tag, rest)) = input.split_first() {
+        input = rest;
+        text.clear();
+        let ok = match tag {
+            TEXT => take_str(&mut input).map(|t| text.extend_from_slice(t)),
+            PRINTF => render_printf(formats, &mut input, &mut args, &mut text),
+            PRINT => render_print(&mut input, &mut args, &mut text),
+            JSON => take_str(&mut input).map(|j| out.extend_from_slice(j)),
+            _ => None,
+        };
+        if ok.is_none() {
+            return;
+        }
+        if !text.is_empty() {
+            crate::json::output(out, &text);
         }
     }
 }
@@ -274,6 +315,37 @@ mod tests {
             now.as_bytes(),
             b"open=-3\nopen, -3\n[ab   |   ff|A]<text>ab, 255, 65=-9223372036854775808\n, -92233720368547758087"
         );
+    }
+
+    /// Every line the JSON renderer makes parses, for any record cut
+    /// short and any bytes in the strings.
+    #[test]
+    fn json_rendering_gives_json_lines_even_for_truncated_records() {
+        let f = formats();
+        let mut later = RunOutput::new(true);
+        later.extend(b"text \xff\x00\n");
+        later.printf_record(0, &[Arg::Str(b"\x80\"\\"), Arg::Long(-1)]);
+        later.print_record(&[Arg::Str(b"\x1b[0m"), Arg::Long(2)], Some(b"\t"), true);
+        later.json(|b| b.extend_from_slice(b"{\"type\":\"global\",\"name\":\"x\",\"value\":1}\n"));
+        let bytes = later.as_bytes();
+        for cut in 0..=bytes.len() {
+            let mut out = Vec::new();
+            render_json(&f, &bytes[..cut], &mut out);
+            let text = String::from_utf8(out).unwrap();
+            for line in text.lines() {
+                let v: serde_json::Value = serde_json::from_str(line).unwrap();
+                assert!(v["type"].is_string(), "{line}");
+            }
+            if cut == bytes.len() {
+                assert_eq!(
+                    text,
+                    "{\"type\":\"output\",\"data\":\"text \u{fffd}\\u0000\\n\"}\n\
+                     {\"type\":\"output\",\"data\":\"\u{fffd}\\\"\\\\=-1\\n\"}\n\
+                     {\"type\":\"output\",\"data\":\"\\u001b[0m\\t2\\n\"}\n\
+                     {\"type\":\"global\",\"name\":\"x\",\"value\":1}\n"
+                );
+            }
+        }
     }
 
     #[test]

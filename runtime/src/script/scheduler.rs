@@ -120,6 +120,7 @@ fn run_timers(rt: &mut ScriptRuntime, sink: &mut dyn OutputSink, deadline: Optio
         if interrupted() {
             return;
         }
+        rt.serve_metrics();
         let now = Instant::now();
         if deadline.is_some_and(|d| now >= d) {
             return;

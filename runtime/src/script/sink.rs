@@ -61,7 +61,30 @@ impl OutputSink for BufferSink {
 /// Appends the values of the globals to print at exit, in declaration
 /// order.
 pub fn autoprint(state: &ScriptState, out: &mut Vec<u8>) {
-    for &i in &state.image.autoprint_order {
+    each_autoprinted(state, |name, value| print_global(out, name, value));
+}
+
+/// [`autoprint`] as JSON Lines (`--format json`).
+pub fn autoprint_json(state: &ScriptState, out: &mut Vec<u8>) {
+    each_autoprinted(state, |name, value| crate::json::global(out, name, value));
+}
+
+/// The script's numeric globals in the Prometheus text format (`--metrics`).
+pub fn metrics(state: &ScriptState) -> String {
+    let mut out = String::new();
+    let all: Vec<usize> = (0..state.image.globals.len()).collect();
+    each_global(state, &all, |name, value| {
+        crate::metrics::expose(&mut out, name, value)
+    });
+    out
+}
+
+fn each_autoprinted(state: &ScriptState, print: impl FnMut(&str, GlobalValue<'_>)) {
+    each_global(state, &state.image.autoprint_order, print);
+}
+
+fn each_global(state: &ScriptState, which: &[usize], mut print: impl FnMut(&str, GlobalValue<'_>)) {
+    for &i in which {
         let (spec, var) = (&state.image.globals[i], &state.globals.vars[i]);
         let value = match var {
             Global::Long(slot) => GlobalValue::Long(state.globals.longs[*slot as usize]),
@@ -71,6 +94,6 @@ pub fn autoprint(state: &ScriptState, out: &mut Vec<u8>) {
             Global::StrArray(m) => GlobalValue::StrMap(m),
             Global::StatArray(m, _) => GlobalValue::StatMap(m),
         };
-        print_global(out, &spec.name, value);
+        print(&spec.name, value);
     }
 }

@@ -109,9 +109,15 @@ pub fn run(
             .adopt_process(&mut ctl, &dispatch, pid, &threads);
         schedule_timers(&mut ctl, &shared, opts.time_limit);
     }
+    if opts.verbose {
+        eprintln!(
+            "utap: tracing started: process {pid}, {} thread(s)",
+            threads.len()
+        );
+    }
     let why = tracer.run().map_err(|e| SessionError(e.to_string()))?;
     if opts.verbose {
-        eprintln!("utap: session ended: {why:?}");
+        eprintln!("utap: session ended: {why}");
         eprintln!("utap: {} ptrace stops", tracer.ctl().stop_count());
     }
     drop(tracer);
@@ -257,6 +263,9 @@ fn strategy_note(syscalls: SyscallNeed, seccomp_on: bool) -> String {
 }
 
 /// Timer probes and the `-T` limit, as ticks of the tracer loop.
+/// How often the tracer looks for `--metrics` scrapes.
+const METRICS_POLL: Duration = Duration::from_millis(50);
+
 fn schedule_timers(ctl: &mut Control, shared: &SharedRef, limit: Option<Duration>) {
     let now = Instant::now();
     let timers = shared.borrow().script.timers();
@@ -277,6 +286,14 @@ fn schedule_timers(ctl: &mut Control, shared: &SharedRef, limit: Option<Duration
                 return None;
             }
             Some(Instant::now() + jitter.period(&t))
+        });
+    }
+    if shared.borrow().script.has_metrics() {
+        // Scrapes are answered between events, never while a tracee waits.
+        let shared = shared.clone();
+        ctl.add_timer(now + METRICS_POLL, move |_| {
+            shared.borrow().script.serve_metrics();
+            Some(Instant::now() + METRICS_POLL)
         });
     }
     if let Some(limit) = limit {

@@ -55,6 +55,24 @@ pub enum EndReason {
     Signal(Signal),
 }
 
+/// For people: "process 123 exited with status 0", as `-v` prints it.
+impl std::fmt::Display for EndReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EndReason::Requested => f.write_str("the script ended it"),
+            EndReason::ProcessExited {
+                pid,
+                status: ExitStatus::Exited(code),
+            } => write!(f, "process {pid} exited with status {code}"),
+            EndReason::ProcessExited {
+                pid,
+                status: ExitStatus::Signaled { sig, .. },
+            } => write!(f, "process {pid} was killed by {sig}"),
+            EndReason::Signal(sig) => write!(f, "utap received {sig}"),
+        }
+    }
+}
+
 /// Names a timer registered with `add_timer`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TimerId(pub u64);

@@ -1,0 +1,316 @@
+//! Hints for people arriving with habits from other tools: SystemTap's
+//! kernel probes and bpftrace's syntax. utap traces user space with
+//! ptrace, so a kernel probe point is not a typo to correct but a thing
+//! utap cannot do; saying so (and naming the nearest user-space probe)
+//! beats "probe point mismatch". bpftrace programs fail to parse; the
+//! parser asks [`bpftrace_help`] for the utap spelling of what it saw.
+
+/// The headline for a kernel probe point.
+pub const KERNEL_PROBES: &str = "utap traces user space (ptrace): kernel probes are not available";
+
+/// If `names` (the dotted components of a probe point that matched
+/// nothing, with its first string argument, if any) is one of
+/// SystemTap's kernel probe points: the label for it and the nearest
+/// user-space equivalent, if there is one.
+pub fn kernel_point(names: &[&str], first_arg: Option<&str>) -> Option<(String, Option<String>)> {
+    let first = *names.first()?;
+    let written = names.join(".");
+    let nearest = match first {
+        "kernel" | "kprobe" => kernel_function(names, first_arg),
+        "module" => None,
+        "vfs" | "generic" => Some(vfs(names.get(1).copied())),
+        "tcp" | "udp" | "socket" | "netdev" | "ipv4" | "tcpmib" | "linuxmib" => {
+            Some(socket(names.get(1).copied()))
+        }
+        "scheduler" => scheduler(names.get(1).copied()),
+        "timer" if names.get(1) == Some(&"profile") => Some(
+            "timer.ms(N) or timer.hz(N) run on a timer (not in the traced process's context)"
+                .to_string(),
+        ),
+        "kprocess" => scheduler(names.get(1).map(|n| match *n {
+            "create" => "process_fork",
+            "exec" => "process_exec",
+            "exit" => "process_exit",
+            other => other,
+        })),
+        "ioblock" | "ioscheduler" | "irq_handler" | "softirq" | "workqueue" | "vm" | "nfs"
+        | "nfsd" | "sunrpc" | "perf" | "netfilter" | "scsi" | "tty" | "kernel_trace"
+        | "hrtimer" | "memory" | "procfs" | "nd_syscall" | "dwarf_syscall" => {
+            if first.ends_with("syscall") {
+                Some(format!("syscall.{}", names[1..].join(".")))
+            } else {
+                None
+            }
+        }
+        _ => return None,
+    };
+    let label = format!("'{written}' is a kernel probe point");
+    let help = nearest.map(|n| format!("the nearest user-space probe: {n}"));
+    Some((label, help))
+}
+
+/// `kernel.function("sys_openat")`, `kprobe.function("__x64_sys_read")`,
+/// `kernel.trace("sys_enter")`: the system call, when the name says which.
+fn kernel_function(names: &[&str], arg: Option<&str>) -> Option<String> {
+    if names.get(1) == Some(&"trace") {
+        return Some("syscall.* or process.syscall (system call entries and returns)".into());
+    }
+    let name = arg?.trim_end_matches('*');
+    let name = name.split('@').next().unwrap_or(name);
+    let call = [
+        "__x64_sys_",
+        "__se_sys_",
+        "__do_sys_",
+        "ksys_",
+        "do_sys_",
+        "sys_",
+    ]
+    .iter()
+    .find_map(|p| name.strip_prefix(p))?;
+    if call.is_empty() || !call.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return None;
+    }
+    let ret = if names.contains(&"return") {
+        ".return"
+    } else {
+        ""
+    };
+    Some(format!("syscall.{call}{ret}"))
+}
+
+fn vfs(op: Option<&str>) -> String {
+    match op {
+        Some(op @ ("read" | "write" | "open" | "readv" | "writev" | "fsync")) => {
+            format!("syscall.{op}")
+        }
+        _ => "syscall.read, syscall.write, syscall.openat ... (file system calls)".into(),
+    }
+}
+
+fn socket(op: Option<&str>) -> String {
+    match op {
+        Some(op @ ("sendmsg" | "recvmsg" | "connect" | "accept" | "close")) => {
+            format!("syscall.{op}")
+        }
+        Some("receive") => "syscall.recvfrom or syscall.recvmsg".into(),
+        Some("send") => "syscall.sendto or syscall.sendmsg".into(),
+        _ => "syscall.connect, syscall.sendmsg, syscall.recvmsg ... (socket system calls)".into(),
+    }
+}
+
+fn scheduler(op: Option<&str>) -> Option<String> {
+    Some(
+        match op? {
+            "process_exit" => "process.end",
+            "process_fork" | "wakeup_new" => "process.begin and process.thread.begin",
+            "process_exec" => "syscall.execve",
+            "signal_send" => "signal.send",
+            "process_free" => "process.end",
+            _ => return None,
+        }
+        .into(),
+    )
+}
+
+/// bpftrace's probe types, and what the `type:` prefix is in utap.
+const BPFTRACE_PROBES: &[&str] = &[
+    "tracepoint",
+    "t",
+    "uprobe",
+    "u",
+    "uretprobe",
+    "ur",
+    "kprobe",
+    "k",
+    "kretprobe",
+    "kr",
+    "kfunc",
+    "kretfunc",
+    "fentry",
+    "fexit",
+    "rawtracepoint",
+    "usdt",
+    "U",
+    "interval",
+    "i",
+    "profile",
+    "p",
+    "software",
+    "hardware",
+    "watchpoint",
+];
+
+/// The utap spelling of bpftrace syntax at byte `at` of `text` (where a
+/// parse error was found), if what is there looks like bpftrace.
+pub fn bpftrace_help(text: &str, at: usize) -> Option<String> {
+    let at = at.min(text.len());
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+    let line = &text[line_start..line_end];
+    let probe = probe_head(line);
+    let agg = aggregation(line);
+    match (probe, agg) {
+        (Some(p), Some(a)) => Some(format!("{p}; for the aggregation, {a}")),
+        (None, Some(a)) => Some(format!("this looks like bpftrace; in utap {a}")),
+        (p, None) => p,
+    }
+}
+
+/// `BEGIN`, `tracepoint:...`, `uprobe:...` at the start of `line`.
+fn probe_head(line: &str) -> Option<String> {
+    let head = line.trim_start();
+    let word: &str = head
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .next()?;
+    if word == "BEGIN" || word == "END" {
+        return Some(format!(
+            "this looks like bpftrace; in utap write `probe {} {{ ... }}`",
+            word.to_ascii_lowercase()
+        ));
+    }
+    let spec = head
+        .split(|c: char| c.is_whitespace() || c == '{' || c == ',')
+        .next()?;
+    let (kind, rest) = spec.split_once(':')?;
+    if !BPFTRACE_PROBES.contains(&kind) {
+        return None;
+    }
+    probe_spelling(kind, rest)
+}
+
+/// `tracepoint:syscalls:sys_enter_openat` → "... write `probe syscall.openat`", ...
+fn probe_spelling(kind: &str, rest: &str) -> Option<String> {
+    let parts: Vec<&str> = rest.split(':').collect();
+    let utap = match (kind, parts.as_slice()) {
+        ("tracepoint" | "t", ["syscalls", tp]) => {
+            if let Some(call) = tp.strip_prefix("sys_enter_") {
+                format!("probe syscall.{call} {{ ... }}")
+            } else if let Some(call) = tp.strip_prefix("sys_exit_") {
+                format!("probe syscall.{call}.return {{ ... }}")
+            } else {
+                "probe syscall.* { ... }".into()
+            }
+        }
+        ("tracepoint" | "t", ["raw_syscalls", "sys_enter"]) => {
+            "probe process.syscall { ... }".into()
+        }
+        ("tracepoint" | "t", ["raw_syscalls", "sys_exit"]) => {
+            "probe process.syscall.return { ... }".into()
+        }
+        ("tracepoint" | "t", ["sched", "sched_process_exit"]) => "probe process.end { ... }".into(),
+        ("tracepoint" | "t", ["sched", "sched_process_fork"]) => {
+            "probe process.thread.begin { ... }".into()
+        }
+        ("tracepoint" | "t", ["signal", "signal_deliver"]) => "probe process.signal { ... }".into(),
+        ("uprobe" | "u", [path @ .., func]) if !path.is_empty() => {
+            format!(
+                "probe process(\"{}\").function(\"{func}\") {{ ... }}",
+                path.join(":")
+            )
+        }
+        ("uretprobe" | "ur", [path @ .., func]) if !path.is_empty() => format!(
+            "probe process(\"{}\").function(\"{func}\").return {{ ... }}",
+            path.join(":")
+        ),
+        ("usdt" | "U", [path, provider, name]) => {
+            format!("probe process(\"{path}\").mark(\"{provider}:{name}\") {{ ... }}")
+        }
+        ("interval" | "i", [unit @ ("s" | "ms" | "us" | "hz"), n]) => {
+            format!("probe timer.{unit}({n}) {{ ... }}")
+        }
+        ("profile" | "p", ["hz", n]) => format!("probe timer.hz({n}) {{ ... }}"),
+        ("kprobe" | "k" | "kretprobe" | "kr" | "kfunc" | "kretfunc" | "fentry" | "fexit", _) => {
+            let call = parts
+                .last()
+                .and_then(|f| kernel_function(&["kernel"], Some(f)));
+            let nearest = call.unwrap_or_else(|| "syscall.NAME".into());
+            return Some(format!(
+                "{KERNEL_PROBES}; the nearest user-space probe: `probe {nearest} {{ ... }}`"
+            ));
+        }
+        _ => return None,
+    };
+    Some(format!("this looks like bpftrace; in utap write `{utap}`"))
+}
+
+/// `@x = count()`, `@x[k] = hist(v)`, ...: bpftrace aggregations, as
+/// "declare `global x`, add with ... and read with ...".
+fn aggregation(line: &str) -> Option<String> {
+    let at = line.find('@')?;
+    let rest = &line[at + 1..];
+    let name_len = rest
+        .bytes()
+        .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        .count();
+    let name = if name_len == 0 {
+        "x"
+    } else {
+        &rest[..name_len]
+    };
+    let mut rest = rest[name_len..].trim_start();
+    let mut index = "";
+    if rest.starts_with('[') {
+        let close = rest.find(']')?;
+        index = &rest[..=close];
+        rest = rest[close + 1..].trim_start();
+    }
+    let rest = rest.strip_prefix('=')?.trim_start();
+    let func_len = rest.bytes().take_while(|b| b.is_ascii_alphabetic()).count();
+    let (func, args) = rest.split_at(func_len);
+    let args = args.strip_prefix('(')?;
+    let arg = args[..args.find(')')?].trim();
+    let arg = if arg.is_empty() { "VALUE" } else { arg };
+    let (add, read) = match func {
+        "count" => ("1".to_string(), format!("@count({name}{index})")),
+        "sum" | "avg" | "min" | "max" => (arg.to_string(), format!("@{func}({name}{index})")),
+        "hist" => (arg.to_string(), format!("print(@hist_log({name}{index}))")),
+        "lhist" => {
+            let first = arg.split(',').next().unwrap_or(arg).trim();
+            (
+                first.to_string(),
+                format!("print(@hist_linear({name}{index}, ...))"),
+            )
+        }
+        "stats" => (arg.to_string(), format!("@count/@sum/@avg({name}{index})")),
+        _ => return None,
+    };
+    Some(format!(
+        "declare `global {name}`, add with `{name}{index} <<< {add}` and read with `{read}`"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_functions_name_their_system_call() {
+        let (_, help) = kernel_point(&["kernel", "function"], Some("__x64_sys_openat")).unwrap();
+        assert_eq!(
+            help.unwrap(),
+            "the nearest user-space probe: syscall.openat"
+        );
+        let (_, help) = kernel_point(&["kernel", "function", "return"], Some("sys_read")).unwrap();
+        assert_eq!(
+            help.unwrap(),
+            "the nearest user-space probe: syscall.read.return"
+        );
+        assert!(
+            kernel_point(&["kernel", "function"], Some("schedule"))
+                .unwrap()
+                .1
+                .is_none()
+        );
+        assert!(kernel_point(&["begin"], None).is_none());
+        assert!(kernel_point(&["timer", "ms"], None).is_none());
+    }
+
+    #[test]
+    fn bpftrace_aggregations_get_the_stats_spelling() {
+        assert_eq!(
+            bpftrace_help("@x[comm] = count();", 9).unwrap(),
+            "this looks like bpftrace; in utap declare `global x`, add with `x[comm] <<< 1` and read with `@count(x[comm])`"
+        );
+        assert!(bpftrace_help("x = count();", 2).is_none());
+    }
+}
