@@ -5,7 +5,6 @@ mod cli;
 mod session;
 mod trace;
 
-use clap::Parser;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use utap_compiler::check;
@@ -15,7 +14,7 @@ use utap_compiler::print;
 use utap_compiler::source::SourceMap;
 
 fn main() -> ExitCode {
-    let opts = cli::Options::parse();
+    let opts = cli::parse_args();
     match run(&opts) {
         Ok(status) => ExitCode::from(status),
         Err(Failure::Message(m)) => {
@@ -39,6 +38,7 @@ fn check_options(opts: &cli::Options) -> check::CheckOptions {
         guru: opts.guru,
         verbose: u32::from(opts.verbose),
         tapset_dirs: opts.include.iter().map(Into::into).collect(),
+        skip_badvars: opts.skip_badvars,
         ..Default::default()
     }
 }
@@ -62,6 +62,13 @@ fn run(opts: &cli::Options) -> Result<u8, Failure> {
     let mut map = SourceMap::new();
     let file = match source {
         cli::ScriptSource::Text(text) => map.add("<input>", text),
+        cli::ScriptSource::Stdin => {
+            let mut text = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut text).map_err(|e| {
+                Failure::Message(format!("cannot read the script from standard input: {e}"))
+            })?;
+            map.add("<input>", String::from_utf8_lossy(&text).into_owned())
+        }
         cli::ScriptSource::File(path) => {
             let text = std::fs::read(&path).map_err(|e| {
                 Failure::Message(match e.kind() {
@@ -86,7 +93,7 @@ fn run(opts: &cli::Options) -> Result<u8, Failure> {
     }
     let checked = check::check(&mut map, script, &check_options(opts), &mut ids)
         .map_err(|d| report(&d, &map))?;
-    if !checked.warnings.is_empty() {
+    if !checked.warnings.is_empty() && !opts.no_warnings {
         let colour = std::io::stderr().is_terminal();
         eprint!("{}", diag::render_all(&checked.warnings, &map, colour));
     }
@@ -110,7 +117,7 @@ fn run(opts: &cli::Options) -> Result<u8, Failure> {
             session::print_sizes(&compiled);
             Ok(0)
         }
-        _ => session::run(opts, &program, &compiled)
+        _ => session::run(opts, &map, &program, &compiled)
             .map(|status| status as u8)
             .map_err(|e| pass_error(e, &map)),
     }

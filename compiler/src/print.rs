@@ -492,7 +492,9 @@ impl Printer {
                 self.expr(rhs, rmin);
             }
             ExprKind::Assign { op, target, value } => {
-                self.expr(target, TERNARY);
+                // A conditional target needs parentheses: unparenthesised,
+                // the assignment would belong to its false branch.
+                self.expr(target, LOG_OR);
                 let _ = write!(self.out, " {} ", op.text());
                 self.expr(value, ASSIGN);
             }
@@ -501,7 +503,7 @@ impl Printer {
                 self.out.push_str(" ? ");
                 self.expr(then, 0);
                 self.out.push_str(" : ");
-                self.expr(else_, TERNARY);
+                self.expr(else_, 0);
             }
             ExprKind::In { keys, array } => {
                 if keys.len() == 1 {

@@ -56,6 +56,8 @@ pub struct CheckOptions {
     /// One probe definition per resolved point, never shared (`-L` needs
     /// the locals of each alias expansion).
     pub separate_points: bool,
+    /// `--skip-badvars`: unresolvable context variables read as 0.
+    pub skip_badvars: bool,
 }
 
 /// A checked script.
@@ -126,6 +128,7 @@ pub fn check_with_library(
         user_file,
     };
     let mut low = Lowerer::new(syms, &mut loader, opts.guru, user_file);
+    low.skip_badvars = opts.skip_badvars;
     low.errors.extend(errors);
     let mut queue: std::collections::VecDeque<Rc<ast::Probe>> = probes.into();
     loop {

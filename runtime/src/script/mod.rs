@@ -29,6 +29,7 @@ pub mod state;
 pub mod strings;
 #[cfg(test)]
 mod tests;
+pub mod timing;
 
 use std::sync::Arc;
 
@@ -86,6 +87,9 @@ pub struct RuntimeOptions {
     pub suppress_errors: bool,
     /// `target()`.
     pub target: i64,
+    /// `-t`: time every handler run and report at the end; one label per
+    /// probe of the image.
+    pub timing: Option<Vec<timing::TimingLabel>>,
 }
 
 /// A compiled script ready to run.
@@ -97,6 +101,7 @@ pub struct ScriptRuntime {
     suppress_errors: bool,
     errors: u64,
     phase: Phase,
+    timing: Option<Box<timing::Timing>>,
 }
 
 impl ScriptRuntime {
@@ -113,6 +118,12 @@ impl ScriptRuntime {
                 })
             })
             .collect();
+        let timing = options.timing.clone().map(|labels| {
+            Box::new(timing::Timing::new(
+                labels,
+                image.probes.iter().map(|p| p.points.len()),
+            ))
+        });
         let mut state = Box::new(ScriptState::new(image, options.limits.clone()));
         state.target = options.target;
         let ctx = Box::new(HandlerContext {
@@ -136,6 +147,7 @@ impl ScriptRuntime {
             suppress_errors: options.suppress_errors,
             errors: 0,
             phase: Phase::Starting,
+            timing,
         }
     }
 
@@ -229,7 +241,11 @@ impl ScriptRuntime {
         // SAFETY: `handler` was compiled for this image; the context and
         // the state it points to live (and are not otherwise borrowed)
         // during the call.
+        let started = self.timing.is_some().then(std::time::Instant::now);
         unsafe { handler(&mut *self.ctx) };
+        if let (Some(t), Some(started)) = (&mut self.timing, started) {
+            t.record(index, point, started.elapsed());
+        }
         self.after_run(sink)
     }
 
@@ -396,6 +412,11 @@ impl ScriptRuntime {
         out.clear();
         if self.phase != Phase::Error {
             out.text(|b| sink::autoprint(&self.state, b));
+        }
+        if let Some(t) = &self.timing {
+            let image = &self.state.image;
+            let report = t.report(|i, j| image.probes[i].points[j].text.clone());
+            out.text(|b| b.extend_from_slice(report.as_bytes()));
         }
         if !out.is_empty() {
             sink.push(out.as_bytes());
