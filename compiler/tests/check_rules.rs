@@ -901,3 +901,38 @@ fn listing_a_pattern_that_matches_nothing_fails_silently() {
     let r = list("nosuch.*", false);
     assert_eq!(r, Err(Vec::new()));
 }
+
+#[test]
+fn alias_used_with_a_suffix_resolves_the_suffix_on_each_target() {
+    // SystemTap 2.0: `myio.return` is `syscall.read.return` and
+    // `syscall.write.return`, with myio's body run before the handler.
+    let p = ok("probe myio = syscall.read, syscall.write { x = 1 }\n\
+         probe myio.return { println(x, retval) }");
+    let events: Vec<_> = p.probes.iter().map(|p| p.points[0].kind.clone()).collect();
+    let ret = |n| PointKind::Process {
+        target: ProcessTarget::Any,
+        event: ProcessEvent::SyscallReturn {
+            syscalls: Some(vec![n]),
+        },
+    };
+    assert_eq!(events, vec![ret(0), ret(1)]);
+    // Wildcards over aliases never match one event twice through a
+    // shorter alias plus a suffix.
+    let all = ok("global n probe syscall.*.return { n++ } probe end { print(n) }");
+    let exact = ok(
+        "global n probe syscall.read.return, syscall.openat.return { n++ } probe end { print(n) }",
+    );
+    assert_eq!(exact.probes.len(), 3);
+    let mut seen = std::collections::HashSet::new();
+    for pr in &all.probes {
+        if let PointKind::Process {
+            event: ProcessEvent::SyscallReturn { syscalls: Some(s) },
+            ..
+        } = &pr.points[0].kind
+        {
+            for n in s {
+                assert!(seen.insert(*n), "syscall {n} matched twice");
+            }
+        }
+    }
+}

@@ -499,6 +499,7 @@ impl Session {
             .iter()
             .map(|p| p.components.iter().map(|c| c.name.clone()).collect())
             .collect();
+        let mut seen: Vec<Vec<String>> = Vec::new();
         loop {
             // Targets of aliases not looked at yet may name tapset aliases.
             for a in &self.aliases[self.targets_queued..] {
@@ -507,7 +508,19 @@ impl Session {
                 }
             }
             self.targets_queued = self.aliases.len();
-            let Some(pattern) = work.pop() else { break };
+            let Some(pattern) = work.pop() else {
+                // An alias used with a suffix (`myio.return`) resolves its
+                // targets with the suffix (`syscall.read.return`), which
+                // may name tapset aliases of their own.
+                work = self.suffixed_targets(&seen);
+                if work.is_empty() {
+                    break;
+                }
+                continue;
+            };
+            if !seen.contains(&pattern) {
+                seen.push(pattern.clone());
+            }
             if self.patterns_loaded.contains(&pattern) {
                 continue;
             }
@@ -519,6 +532,37 @@ impl Session {
             }
             self.patterns_loaded.insert(pattern);
         }
+    }
+
+    /// The targets, with the suffix, of aliases that `patterns` use with a
+    /// suffix, not looked at yet.
+    fn suffixed_targets(&self, patterns: &[Vec<String>]) -> Vec<Vec<String>> {
+        let mut out = Vec::new();
+        for p in patterns {
+            for a in &self.aliases {
+                for n in &a.names {
+                    let k = n.len();
+                    if k == 0
+                        || k >= p.len()
+                        || !p[..k]
+                            .iter()
+                            .zip(n)
+                            .all(|(w, n)| catalogue::glob_match(w, n))
+                    {
+                        continue;
+                    }
+                    for t in &a.ast.targets {
+                        let mut v: Vec<String> =
+                            t.components.iter().map(|c| c.name.clone()).collect();
+                        v.extend(p[k..].iter().cloned());
+                        if !patterns.contains(&v) && !out.contains(&v) {
+                            out.push(v);
+                        }
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Resolves and lowers one written probe into probe definitions.
