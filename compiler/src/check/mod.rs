@@ -18,6 +18,7 @@ pub mod alias;
 pub mod catalogue;
 pub mod dump;
 pub mod elide;
+pub mod entry;
 pub mod error;
 pub mod listing;
 pub mod lower;
@@ -90,6 +91,9 @@ pub fn check_with_library(
     ids: &mut NodeIds,
     lib: Library,
 ) -> Result<(CheckOutput, Vec<String>), Vec<Diagnostic>> {
+    let mut script = script;
+    let mut entry_notes = Vec::new();
+    let entry_errors = entry::split(&mut script, map, ids, &mut entry_notes);
     let mut loader = Loader {
         first_id: vec![None; lib.files.len()],
         canon: HashMap::new(),
@@ -127,6 +131,12 @@ pub fn check_with_library(
         heads: Vec::new(),
         user_file,
     };
+    if opts.verbose > 0 {
+        session
+            .warnings
+            .extend(entry_notes.into_iter().map(|n| n.into_warning()));
+    }
+    errors.extend(entry_errors);
     let mut low = Lowerer::new(syms, &mut loader, opts.guru, user_file);
     low.skip_badvars = opts.skip_badvars;
     low.errors.extend(errors);
