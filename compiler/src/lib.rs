@@ -9,6 +9,7 @@ pub mod builtins;
 pub mod check;
 pub mod diag;
 pub mod lexer;
+pub mod macros;
 pub mod parser;
 pub mod preprocess;
 pub mod print;
