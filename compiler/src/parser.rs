@@ -451,7 +451,7 @@ const TIERS: &[&[BinOp]] = &[
         BinOp::Eq,
         BinOp::Ne,
     ],
-    &[BinOp::Shl, BinOp::Shr],
+    &[BinOp::Shl, BinOp::Shr, BinOp::UShr],
     &[BinOp::Concat],
     &[BinOp::Add, BinOp::Sub],
     &[BinOp::Mul, BinOp::Div, BinOp::Mod],

@@ -60,7 +60,7 @@ fn binary_level(op: BinOp) -> u8 {
         BinOp::BitAnd => BIT_AND,
         BinOp::Match | BinOp::NotMatch => REGEX,
         BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne => COMPARE,
-        BinOp::Shl | BinOp::Shr => SHIFT,
+        BinOp::Shl | BinOp::Shr | BinOp::UShr => SHIFT,
         BinOp::Concat => CONCAT,
         BinOp::Add | BinOp::Sub => ADD,
         BinOp::Mul | BinOp::Div | BinOp::Mod => MUL,

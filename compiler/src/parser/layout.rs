@@ -577,6 +577,7 @@ fn continues_expression(tok: &Tok) -> bool {
             | Tok::Percent
             | Tok::Shl
             | Tok::Shr
+            | Tok::UShr
             | Tok::Amp
             | Tok::Pipe
             | Tok::Caret
