@@ -22,6 +22,7 @@ pub mod entry;
 pub mod error;
 pub mod listing;
 pub mod lower;
+pub mod overload;
 pub mod retype;
 pub mod rules;
 pub mod syscalls;
@@ -93,7 +94,8 @@ pub fn check_with_library(
 ) -> Result<(CheckOutput, Vec<String>), Vec<Diagnostic>> {
     let mut script = script;
     let mut entry_notes = Vec::new();
-    let entry_errors = entry::split(&mut script, map, ids, &mut entry_notes);
+    let mut entry_errors = entry::split(&mut script, map, ids, &mut entry_notes);
+    entry_errors.extend(overload::resolve(&mut script, map, ids));
     let mut loader = Loader {
         first_id: vec![None; lib.files.len()],
         canon: HashMap::new(),
