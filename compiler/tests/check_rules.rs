@@ -936,3 +936,34 @@ fn alias_used_with_a_suffix_resolves_the_suffix_on_each_target() {
         }
     }
 }
+
+#[test]
+fn entry_values_come_from_an_entry_probe_on_the_same_syscalls() {
+    // The split-off entry probe is an ordinary probe: the seccomp filter
+    // and the exit-stop choice see the syscall's entry and its return.
+    let p = ok("probe syscall.read.return { println(retval - @entry($arg3)) }");
+    let events: Vec<_> = p
+        .probes
+        .iter()
+        .map(|p| match &p.points[0].kind {
+            PointKind::Process { event, .. } => event.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        events,
+        vec![
+            ProcessEvent::SyscallReturn {
+                syscalls: Some(vec![0])
+            },
+            ProcessEvent::Syscall {
+                syscalls: Some(vec![0])
+            },
+        ]
+    );
+    // Not in a probe that is not a return.
+    assert_eq!(
+        first_diag("probe syscall.read { println(@entry($arg1)) }", false)[0],
+        "semantic error: @entry is allowed only in .return probes"
+    );
+}
