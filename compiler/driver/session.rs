@@ -145,6 +145,7 @@ pub fn run(
         suppress_errors: opts.suppress_handler_errors,
         target: 0,
         timing: opts.timing.then(|| timing_labels(program, map)),
+        verbose: opts.verbose > 0,
     };
     let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
     let (transport, mut producer) = start_transport(opts, &mut rt)?;

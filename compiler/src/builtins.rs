@@ -87,6 +87,8 @@ pub static BUILTINS: &[Builtin] = &[
     // Syscall argument decoders the syscall tapset calls (runtime/decode).
     pure("__syscall_argstr", &[L], S),
     pure("__syscall_retstr", &[L, L], S),
+    // A return found no `@entry` values (see check::entry); counted for -v.
+    f("__utap_entry_missing", &[S], V, false, false),
     pure("_access_mode_str", &[L], S),
     pure("_at_flag_str", &[L], S),
     pure("_dfd_str", &[L], S),

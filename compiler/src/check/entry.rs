@@ -19,7 +19,8 @@
 //! Nesting is safe: recursion (function probes) or a signal handler's
 //! calls push and pop above the outer call's values. A return whose entry
 //! was never seen (it predates the attach) finds no entry: `@entry` gives
-//! the type's zero (0 or ""), as `-v` notes.
+//! the type's zero (0 or ""); such returns are counted per probe and `-v`
+//! reports them at the end of the session.
 //!
 //! The entry probe is an ordinary probe on an ordinary point, so the
 //! seccomp filter and `Cx::want_syscall_exit` see it like any other: a
@@ -125,6 +126,12 @@ fn build(
     ids: &mut NodeIds,
 ) -> Result<Vec<Item>, SemError> {
     let g = format!("__entry{n}");
+    let what: String = ret
+        .points
+        .iter()
+        .map(super::point_text)
+        .collect::<Vec<_>>()
+        .join(", ");
     let k = exprs.len();
     let values: Vec<String> = (0..k).map(|i| format!("{g}_v{i}")).collect();
     let key = "(@defined($syscall) ? $syscall : 0)";
@@ -157,7 +164,8 @@ fn build(
     }
     text.push_str(&format!(
         "    if (__entry_d > 1) {g}_depth[__entry_tid] = __entry_d - 1\n    \
-         else delete {g}_depth[__entry_tid]\n  }}\n}}\n"
+         else delete {g}_depth[__entry_tid]\n  }}\n  \
+         if (!__entry_found) __utap_entry_missing({what:?})\n}}\n"
     ));
     let file = map.add(format!("<@entry of {}>", map.location(ret.span)), text);
     let script = parse_file(map, file, &ParseOptions::default(), ids)

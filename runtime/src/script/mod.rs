@@ -90,6 +90,8 @@ pub struct RuntimeOptions {
     /// `-t`: time every handler run and report at the end; one label per
     /// probe of the image.
     pub timing: Option<Vec<timing::TimingLabel>>,
+    /// `-v`: end-of-session notes (returns without `@entry` values).
+    pub verbose: bool,
 }
 
 /// A compiled script ready to run.
@@ -102,6 +104,7 @@ pub struct ScriptRuntime {
     errors: u64,
     phase: Phase,
     timing: Option<Box<timing::Timing>>,
+    verbose: bool,
 }
 
 impl ScriptRuntime {
@@ -148,6 +151,7 @@ impl ScriptRuntime {
             errors: 0,
             phase: Phase::Starting,
             timing,
+            verbose: options.verbose,
         }
     }
 
@@ -423,6 +427,14 @@ impl ScriptRuntime {
         }
         out.clear();
         self.state.out = out;
+        if self.verbose {
+            for (probe, n) in &self.state.entry_missing {
+                sink.warn(&format!(
+                    "utap: {n} return(s) of {probe} had no @entry values (the entry \
+                     predates the attach): 0 or \"\" used"
+                ));
+            }
+        }
         if self.errors > 0 {
             sink.warn(&format!(
                 "WARNING: Number of errors: {}, skipped probes: 0",
