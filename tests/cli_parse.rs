@@ -268,4 +268,123 @@ fn verbose_prints_pass_timings_and_when_tracing_starts() {
         !err.contains("Tid(") && !err.contains('{'),
         "Rust debug text: {err}"
     );
+
+/// Runs utap with `stdin` as its standard input.
+fn utap_with_stdin(args: &[&str], stdin: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_utap"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("utap runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn dash_reads_the_script_from_stdin() {
+    let out = utap_with_stdin(&["-", "x"], "probe begin { println(@1) exit() }\n");
+    assert_eq!(text(&out.stdout), "x\n");
+    assert!(out.status.success());
+    // Messages name it as stap does.
+    let out = utap_with_stdin(&["-p1", "-"], "probe begin { x = }\n");
+    assert!(
+        text(&out.stderr).contains("<input>:1:"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn stap_options_utap_accepts() {
+    // -u, -w and --compatible (both spellings) are accepted; -w silences
+    // the checker's warnings.
+    let script = "probe begin { x = 1; println(\"ok\") exit() }";
+    let loud = utap(&["-v", "-e", script]);
+    assert!(
+        text(&loud.stderr).contains("warning"),
+        "{}",
+        text(&loud.stderr)
+    );
+    for args in [
+        &["-w", "-u", "--compatible=1.3", "-e", script][..],
+        &["-w", "--compatible", "4.0", "-e", script][..],
+    ] {
+        let out = utap(args);
+        assert_eq!(text(&out.stdout), "ok\n");
+        assert!(
+            !text(&out.stderr).contains("warning"),
+            "{}",
+            text(&out.stderr)
+        );
+        assert!(out.status.success());
+    }
+    let out = utap(&["--compatible=one", "-e", script]);
+    assert!(!out.status.success());
+}
+
+#[test]
+fn unknown_stap_options_are_named() {
+    for (arg, name) in [("-k", "-k"), ("--ldd", "--ldd"), ("--vp=0002", "--vp")] {
+        let out = utap(&[arg, "-e", "probe begin {}"]);
+        assert_eq!(out.status.code(), Some(1), "{arg}");
+        assert_eq!(
+            text(&out.stderr),
+            format!(
+                "utap: option '{name}' is not supported by utap\n  \
+                 (run 'utap --help' for the options utap has)\n"
+            )
+        );
+    }
+}
+
+#[test]
+fn skip_badvars_reads_unknown_context_variables_as_zero() {
+    let script = "probe syscall.getppid { println($nosuch, \"|\", $nosuch$, \"|\") exit() }";
+    let out = utap(&["-p2", "-e", script]);
+    assert!(!out.status.success());
+    let out = utap(&["--skip-badvars", "-e", script, "-c", "true"]);
+    assert_eq!(text(&out.stdout), "0||\n", "{}", text(&out.stderr));
+}
+
+#[test]
+fn t_reports_probe_hits() {
+    let out = utap(&[
+        "-t",
+        "-e",
+        "probe begin { println(1) } probe timer.ms(1) { if (++n == 3) exit() } global n",
+    ]);
+    let stdout = text(&out.stdout);
+    let report: Vec<&str> = stdout.lines().skip(1).collect();
+    assert_eq!(report[0], "----- probe hit report: ");
+    let re = |pp: &str, col: u32, hits: u32| {
+        format!(
+            r"^{pp}, \(<input>:1:{col}\), hits: {hits}, nsecs: [0-9]+min/[0-9]+avg/[0-9]+max, variance: [0-9]+, from: {pp}, index: [0-9]$"
+        )
+    };
+    for (line, (pp, col, hits)) in report[1..]
+        .iter()
+        .zip([("begin", 1, 1), (r"timer\.ms\(1\)", 28, 3)])
+    {
+        let re = regex::Regex::new(&re(pp, col, hits)).unwrap();
+        assert!(re.is_match(line), "{line}");
+    }
+    assert_eq!(report.len(), 3, "{stdout}");
+}
+
+#[test]
+fn c_given_as_one_word_with_its_value() {
+    let out = utap(&[
+        "-c echo traced",
+        "-e",
+        "probe process.end { println(\"end\") }",
+    ]);
+    assert_eq!(text(&out.stdout), "traced\nend\n", "{}", text(&out.stderr));
 }

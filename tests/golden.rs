@@ -47,24 +47,6 @@ fn read_opt(path: &Path) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }
 
-/// Options of a conformance case: only those utap honours (`-D`, `-G`,
-/// `-g`); the rest (`-u`, `--compatible`...) do not change output.
-fn conformance_opts(words: Vec<String>) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut it = words.into_iter();
-    while let Some(w) = it.next() {
-        if w == "-D" || w == "-G" {
-            if let Some(v) = it.next() {
-                out.push(w);
-                out.push(v);
-            }
-        } else if w.starts_with("-D") || w.starts_with("-G") || w == "-g" {
-            out.push(w);
-        }
-    }
-    out
-}
-
 struct Case {
     /// Where the side files are.
     dir: PathBuf,
@@ -89,12 +71,9 @@ fn run_case(case: &Case) -> Result<Run, String> {
     // commands would search them all for every library they load.
     cmd.env_remove("LD_LIBRARY_PATH");
     if let Some(opts) = read_opt(&file("opts")) {
-        let words = shell_words(&opts);
-        cmd.args(if case.conformance {
-            conformance_opts(words)
-        } else {
-            words
-        });
+        // Conformance cases too run with their options exactly as the
+        // corpus gives them (`--compatible=1.3`, `-DMAXACTION=...`).
+        cmd.args(shell_words(&opts));
     }
     if let Some(c) = read_opt(&file("cmd")) {
         cmd.arg("-c").arg(c.trim());

@@ -94,6 +94,29 @@ pub struct Options {
     #[arg(long = "help-function", value_name = "NAME")]
     pub help_function: Option<String>,
 
+    /// Suppress warnings (stap -w).
+    #[arg(short = 'w')]
+    pub no_warnings: bool,
+
+    /// Unoptimised mode (stap -u): accepted; utap's optimisations never
+    /// change what a script prints.
+    #[arg(short = 'u')]
+    pub unoptimised: bool,
+
+    /// Per-probe timing report at the end of the session (stap -t).
+    #[arg(short = 't')]
+    pub timing: bool,
+
+    /// Language of SystemTap release VERSION (stap --compatible): accepted;
+    /// utap's language is SystemTap 5's, which reads older scripts alike.
+    #[arg(long = "compatible", value_name = "VERSION", value_parser = parse_version)]
+    pub compatible: Option<String>,
+
+    /// Context variables that cannot be resolved read as 0 instead of
+    /// being errors (stap --skip-badvars).
+    #[arg(long = "skip-badvars")]
+    pub skip_badvars: bool,
+
     /// The script file (unless -e), then the script's arguments. Options may
     /// come before or after them (`utap script.stp -c CMD`), as with stap's
     /// getopt; a `--` ends the options.
@@ -116,19 +139,73 @@ fn parse_define(s: &str) -> Result<(String, String), String> {
     }
 }
 
+/// `--compatible=VERSION`: a release number such as `1.3` or `4.0`.
+fn parse_version(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && s.split('.')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    match ok {
+        true => Ok(s.to_string()),
+        false => Err(format!(
+            "'{s}' is not a SystemTap version (such as 1.3 or 4.0)"
+        )),
+    }
+}
+
+/// Parses the command line. An option utap does not have (one of stap's
+/// kernel-module options, say) is named in a one-line "not supported by
+/// utap" error, exit status 1, instead of clap's generic text.
+pub fn parse_args() -> Options {
+    let mut opts = match Options::try_parse() {
+        Ok(o) => o,
+        Err(e) if e.kind() == clap::error::ErrorKind::UnknownArgument => {
+            let arg = e
+                .get(clap::error::ContextKind::InvalidArg)
+                .map(|v| v.to_string())
+                .unwrap_or_default();
+            eprintln!("{}", unsupported_option(&arg));
+            std::process::exit(1);
+        }
+        Err(e) => e.exit(),
+    };
+    opts.normalise();
+    opts
+}
+
+/// The message for an option utap lacks: `-k`, `--ldd`, `--foo=bar` is
+/// named without its value.
+pub fn unsupported_option(arg: &str) -> String {
+    let name = arg.split('=').next().unwrap_or(arg);
+    format!(
+        "utap: option '{name}' is not supported by utap\n  \
+         (run 'utap --help' for the options utap has)"
+    )
+}
+
 /// Where the script comes from.
 pub enum ScriptSource {
     Text(String),
     File(String),
+    /// `-` as the script file: read the script from standard input.
+    Stdin,
 }
 
 impl Options {
+    /// stap habits clap reads differently: `-c` given as one word with its
+    /// value (`"-c sleep 0.2"`) leaves the value's leading blank.
+    fn normalise(&mut self) {
+        if let Some(c) = &mut self.command {
+            *c = c.trim_start().to_string();
+        }
+    }
+
     /// The script and its arguments, or a usage message.
     pub fn script(&self) -> Result<(ScriptSource, Vec<String>), String> {
         if let Some(text) = &self.script_text {
             return Ok((ScriptSource::Text(text.clone()), self.rest.clone()));
         }
         match self.rest.split_first() {
+            Some((file, args)) if file == "-" => Ok((ScriptSource::Stdin, args.to_vec())),
             Some((file, args)) => Ok((ScriptSource::File(file.clone()), args.to_vec())),
             None if self.list.is_some() || self.list_vars.is_some() => {
                 Ok((ScriptSource::Text(String::new()), Vec::new()))

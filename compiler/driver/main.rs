@@ -7,7 +7,6 @@ mod json_diag;
 mod session;
 mod trace;
 
-use clap::Parser;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use utap_compiler::check;
@@ -17,7 +16,7 @@ use utap_compiler::print;
 use utap_compiler::source::SourceMap;
 
 fn main() -> ExitCode {
-    let opts = cli::Options::parse();
+    let opts = cli::parse_args();
     if let Some(status) = docs::run(&opts) {
         return ExitCode::from(status);
     }
@@ -63,6 +62,7 @@ fn check_options(opts: &cli::Options) -> check::CheckOptions {
         guru: opts.guru,
         verbose: u32::from(opts.verbose),
         tapset_dirs: opts.include.iter().map(Into::into).collect(),
+        skip_badvars: opts.skip_badvars,
         ..Default::default()
     }
 }
@@ -86,6 +86,13 @@ fn run(opts: &cli::Options) -> Result<u8, Failure> {
     let mut map = SourceMap::new();
     let file = match source {
         cli::ScriptSource::Text(text) => map.add("<input>", text),
+        cli::ScriptSource::Stdin => {
+            let mut text = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut text).map_err(|e| {
+                Failure::Message(format!("cannot read the script from standard input: {e}"))
+            })?;
+            map.add("<input>", String::from_utf8_lossy(&text).into_owned())
+        }
         cli::ScriptSource::File(path) => {
             let text = std::fs::read(&path).map_err(|e| {
                 Failure::Message(match e.kind() {
@@ -126,7 +133,7 @@ fn run(opts: &cli::Options) -> Result<u8, Failure> {
             p.globals.len()
         ),
     );
-    if !checked.warnings.is_empty() {
+    if !checked.warnings.is_empty() && !opts.no_warnings {
         if json() {
             json_diag::print(&checked.warnings, &map);
         } else {
@@ -162,7 +169,7 @@ fn run(opts: &cli::Options) -> Result<u8, Failure> {
             Ok(0)
         }
         _ => {
-            let status = session::run(opts, &program, &compiled).map_err(|e| pass_error(e, &map));
+            let status = session::run(opts, &map, &program, &compiled).map_err(|e| pass_error(e, &map));
             clock.done("5", format_args!("run completed"));
             status.map(|status| status as u8)
         }

@@ -12,6 +12,7 @@ use utap_compiler::ast::Literal;
 use utap_compiler::diag::Diagnostic;
 use utap_compiler::program::{Program, Type};
 use utap_compiler::source::SourceMap;
+use utap_runtime::script::timing::TimingLabel;
 use utap_runtime::script::{Limits, RuntimeOptions, ScriptRuntime, scheduler};
 use utap_runtime::transport::{self, Config, Output, Transport};
 
@@ -136,9 +137,22 @@ fn start_transport(
     Transport::start(config).map_err(|e| PassError::Message(format!("cannot start output: {e}")))
 }
 
+/// `-t`: where each probe is and how the script wrote its point.
+fn timing_labels(program: &Program, map: &SourceMap) -> Vec<TimingLabel> {
+    program
+        .probes
+        .iter()
+        .map(|p| TimingLabel {
+            location: map.location(p.span),
+            from: p.name.clone(),
+        })
+        .collect()
+}
+
 /// Pass 5: runs the session; returns the exit status.
 pub fn run(
     opts: &cli::Options,
+    map: &SourceMap,
     program: &Program,
     compiled: &CompiledScript,
 ) -> Result<i32, PassError> {
@@ -147,6 +161,8 @@ pub fn run(
         limits: limits(opts)?,
         suppress_errors: opts.suppress_handler_errors,
         target: 0,
+        timing: opts.timing.then(|| timing_labels(program, map)),
+        verbose: opts.verbose > 0,
     };
     let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
     let _metrics = match &opts.metrics {

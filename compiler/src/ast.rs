@@ -406,6 +406,8 @@ pub enum BinOp {
     Mod,
     Shl,
     Shr,
+    /// `>>>`: shift right filling with zeros.
+    UShr,
     BitAnd,
     BitOr,
     BitXor,
@@ -466,6 +468,7 @@ impl BinOp {
             BinOp::Mod => "%",
             BinOp::Shl => "<<",
             BinOp::Shr => ">>",
+            BinOp::UShr => ">>>",
             BinOp::BitAnd => "&",
             BinOp::BitOr => "|",
             BinOp::BitXor => "^",

@@ -89,6 +89,8 @@ pub static BUILTINS: &[Builtin] = &[
     pure("__syscall_retstr", &[L, L], S),
     // The event's Nth argument register (int_arg & co. in stdlib/context.stp).
     ctx("__utap_arg", &[L], L),
+    // A return found no `@entry` values (see check::entry); counted for -v.
+    f("__utap_entry_missing", &[S], V, false, false),
     pure("_access_mode_str", &[L], S),
     pure("_at_flag_str", &[L], S),
     pure("_dfd_str", &[L], S),

@@ -198,6 +198,9 @@ pub enum Tok {
     Shl,
     #[token(">>")]
     Shr,
+    /// `>>>`: logical (unsigned) shift right.
+    #[token(">>>")]
+    UShr,
     #[token("+")]
     Plus,
     #[token("-")]
@@ -560,6 +563,7 @@ impl Tok {
             Tok::Arrow => "->",
             Tok::Shl => "<<",
             Tok::Shr => ">>",
+            Tok::UShr => ">>>",
             Tok::Plus => "+",
             Tok::Minus => "-",
             Tok::Star => "*",

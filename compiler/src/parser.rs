@@ -463,7 +463,7 @@ const TIERS: &[&[BinOp]] = &[
         BinOp::Eq,
         BinOp::Ne,
     ],
-    &[BinOp::Shl, BinOp::Shr],
+    &[BinOp::Shl, BinOp::Shr, BinOp::UShr],
     &[BinOp::Concat],
     &[BinOp::Add, BinOp::Sub],
     &[BinOp::Mul, BinOp::Div, BinOp::Mod],
@@ -611,6 +611,9 @@ pub fn stat_op(name: &str) -> Option<StatOp> {
         _ => return None,
     })
 }
+
+/// Most points one written probe point may expand to (brace groups).
+const MAX_POINT_EXPANSION: usize = 10_000;
 
 /// `@words` SystemTap knows besides the statistics and histogram operators.
 const OTHER_AT_WORDS: &[&str] = &[
@@ -771,10 +774,66 @@ impl Ctx {
         Ok((n as i64).wrapping_neg())
     }
 
+    /// The points a written point with brace groups expands to.
+    pub fn probe_points(
+        &self,
+        paths: Vec<Vec<Component>>,
+        mark: Option<(bool, bool)>,
+        condition: Option<Box<Expr>>,
+        l: usize,
+        r: usize,
+    ) -> ActionResult<Vec<ProbePoint>> {
+        let (optional, sufficient) = mark.unwrap_or((false, false));
+        let condition = condition.map(|c| *c);
+        Ok(paths
+            .into_iter()
+            .map(|components| ProbePoint {
+                components,
+                optional,
+                sufficient,
+                condition: condition.clone(),
+                span: self.span(l, r),
+            })
+            .collect())
+    }
+
+    /// Every combination of the alternatives of `parts` (each part a list
+    /// of component sequences), the first part varying slowest.
+    pub fn point_product(
+        &self,
+        parts: Vec<Vec<Vec<Component>>>,
+        l: usize,
+        r: usize,
+    ) -> ActionResult<Vec<Vec<Component>>> {
+        let mut out: Vec<Vec<Component>> = vec![Vec::new()];
+        for alts in parts {
+            if out.len().saturating_mul(alts.len()) > MAX_POINT_EXPANSION {
+                return Err(user(
+                    format!(
+                        "probe point brace expansion gives more than {MAX_POINT_EXPANSION} points"
+                    ),
+                    l,
+                    r,
+                ));
+            }
+            out = out
+                .iter()
+                .flat_map(|head| {
+                    alts.iter().map(move |alt| {
+                        let mut v = head.clone();
+                        v.extend(alt.iter().cloned());
+                        v
+                    })
+                })
+                .collect();
+        }
+        Ok(out)
+    }
+
     pub fn alias(
         &self,
-        names: Vec<(Box<ProbePoint>, AliasKind)>,
-        targets: Vec<Box<ProbePoint>>,
+        names: Vec<(ProbePoint, AliasKind)>,
+        targets: Vec<ProbePoint>,
         body: Block,
         l: usize,
         r: usize,
@@ -794,12 +853,12 @@ impl Ctx {
             if k == AliasKind::Epilogue {
                 kind = AliasKind::Epilogue;
             }
-            points.push(*p);
+            points.push(p);
         }
         Ok(vec![Item::Alias(Alias {
             names: points,
             kind,
-            targets: targets.into_iter().map(|p| *p).collect(),
+            targets,
             body,
             private: false,
             span: self.span(l, r),

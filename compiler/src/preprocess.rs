@@ -93,6 +93,15 @@ pub fn preprocess(tokens: Vec<Token>, cfg: &PpConfig) -> Vec<Token> {
     } else {
         tokens
     };
+    // Macros (`@define`, `@thisN`) are expanded before conditionals: a
+    // macro's body may hold some.
+    let tokens = if crate::macros::needed(&tokens) {
+        let tokens = crate::macros::expand(tokens);
+        conditional = tokens.iter().any(is_conditional);
+        tokens
+    } else {
+        tokens
+    };
     if !conditional {
         return tokens;
     }
@@ -167,6 +176,8 @@ pub fn may_need(text: &str) -> bool {
     after('%', |b| matches!(b, b'(' | b'?' | b':' | b')'))
         || after('$', arg_ref)
         || after('@', arg_ref)
+        || text.contains("@define")
+        || text.contains("@this")
 }
 
 fn is_arg_ref(tok: &Tok) -> bool {

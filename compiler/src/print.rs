@@ -60,7 +60,7 @@ fn binary_level(op: BinOp) -> u8 {
         BinOp::BitAnd => BIT_AND,
         BinOp::Match | BinOp::NotMatch => REGEX,
         BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne => COMPARE,
-        BinOp::Shl | BinOp::Shr => SHIFT,
+        BinOp::Shl | BinOp::Shr | BinOp::UShr => SHIFT,
         BinOp::Concat => CONCAT,
         BinOp::Add | BinOp::Sub => ADD,
         BinOp::Mul | BinOp::Div | BinOp::Mod => MUL,
@@ -492,7 +492,9 @@ impl Printer {
                 self.expr(rhs, rmin);
             }
             ExprKind::Assign { op, target, value } => {
-                self.expr(target, TERNARY);
+                // A conditional target needs parentheses: unparenthesised,
+                // the assignment would belong to its false branch.
+                self.expr(target, LOG_OR);
                 let _ = write!(self.out, " {} ", op.text());
                 self.expr(value, ASSIGN);
             }
@@ -501,7 +503,7 @@ impl Printer {
                 self.out.push_str(" ? ");
                 self.expr(then, 0);
                 self.out.push_str(" : ");
-                self.expr(else_, TERNARY);
+                self.expr(else_, 0);
             }
             ExprKind::In { keys, array } => {
                 if keys.len() == 1 {

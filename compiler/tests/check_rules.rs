@@ -1102,3 +1102,69 @@ fn listing_nothing_says_so() {
         Some("`utap -l '**'` lists every probe point utap has")
     );
 }
+
+#[test]
+fn alias_used_with_a_suffix_resolves_the_suffix_on_each_target() {
+    // SystemTap 2.0: `myio.return` is `syscall.read.return` and
+    // `syscall.write.return`, with myio's body run before the handler.
+    let p = ok("probe myio = syscall.read, syscall.write { x = 1 }\n\
+         probe myio.return { println(x, retval) }");
+    let events: Vec<_> = p.probes.iter().map(|p| p.points[0].kind.clone()).collect();
+    let ret = |n| PointKind::Process {
+        target: ProcessTarget::Any,
+        event: ProcessEvent::SyscallReturn {
+            syscalls: Some(vec![n]),
+        },
+    };
+    assert_eq!(events, vec![ret(0), ret(1)]);
+    // Wildcards over aliases never match one event twice through a
+    // shorter alias plus a suffix.
+    let all = ok("global n probe syscall.*.return { n++ } probe end { print(n) }");
+    let exact = ok(
+        "global n probe syscall.read.return, syscall.openat.return { n++ } probe end { print(n) }",
+    );
+    assert_eq!(exact.probes.len(), 3);
+    let mut seen = std::collections::HashSet::new();
+    for pr in &all.probes {
+        if let PointKind::Process {
+            event: ProcessEvent::SyscallReturn { syscalls: Some(s) },
+            ..
+        } = &pr.points[0].kind
+        {
+            for n in s {
+                assert!(seen.insert(*n), "syscall {n} matched twice");
+            }
+        }
+    }
+}
+
+#[test]
+fn entry_values_come_from_an_entry_probe_on_the_same_syscalls() {
+    // The split-off entry probe is an ordinary probe: the seccomp filter
+    // and the exit-stop choice see the syscall's entry and its return.
+    let p = ok("probe syscall.read.return { println(retval - @entry($arg3)) }");
+    let events: Vec<_> = p
+        .probes
+        .iter()
+        .map(|p| match &p.points[0].kind {
+            PointKind::Process { event, .. } => event.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        events,
+        vec![
+            ProcessEvent::SyscallReturn {
+                syscalls: Some(vec![0])
+            },
+            ProcessEvent::Syscall {
+                syscalls: Some(vec![0])
+            },
+        ]
+    );
+    // Not in a probe that is not a return.
+    assert_eq!(
+        first_diag("probe syscall.read { println(@entry($arg1)) }", false)[0],
+        "semantic error: @entry is allowed only in .return probes"
+    );
+}

@@ -579,3 +579,63 @@ fn every_repeated_parameter_is_reported_where_it_repeats() {
         assert_eq!(headlines, 2, "{text}");
     }
 }
+
+#[test]
+fn ternary_false_branch_is_a_whole_expression() {
+    // SystemTap's parse_ternary reads both branches with parse_expression:
+    // the assignment belongs to the false branch.
+    let s = parse("probe begin { x = c ? ++t : t += 3 }").unwrap();
+    let Item::Probe(p) = &s.items[0] else {
+        panic!()
+    };
+    let StmtKind::Expr(e) = &p.body.stmts[0].kind else {
+        panic!()
+    };
+    let ExprKind::Assign { value, .. } = &e.kind else {
+        panic!("{e:?}")
+    };
+    let ExprKind::Ternary { else_, .. } = &value.kind else {
+        panic!("{value:?}")
+    };
+    assert!(matches!(
+        else_.kind,
+        ExprKind::Assign {
+            op: AssignOp::Add,
+            ..
+        }
+    ));
+    assert_eq!(
+        body("c ? a : b = 3\n(c ? a : b) = 3\nx = c ? 1 : d ? 2 : 3"),
+        lines(&[
+            "c ? a : b = 3;",
+            "(c ? a : b) = 3;",
+            "x = c ? 1 : d ? 2 : 3;"
+        ])
+    );
+}
+
+#[test]
+fn brace_groups_in_probe_points_expand_in_product_order() {
+    assert_eq!(
+        canonical("probe syscall.{open,openat,read} {}"),
+        "probe syscall.open, syscall.openat, syscall.read {\n}\n"
+    );
+    assert_eq!(
+        canonical("probe {syscall,nd_syscall}.{read,write}.return ? {}"),
+        "probe syscall.read.return?, syscall.write.return?, nd_syscall.read.return?, nd_syscall.write.return? {\n}\n"
+    );
+    // Nested groups, groups holding dotted paths, arguments, conditions.
+    assert_eq!(
+        canonical(
+            r#"probe process("/bin/ls").{begin,{syscall,end}.x} if (a), {timer.ms(10),never} {}"#
+        ),
+        "probe process(\"/bin/ls\").begin if (a), process(\"/bin/ls\").syscall.x if (a), process(\"/bin/ls\").end.x if (a), timer.ms(10), never {\n}\n"
+    );
+    // An alias name may use them too.
+    let s = parse("probe my.{a,b} = begin {}").unwrap();
+    match &s.items[0] {
+        Item::Alias(a) => assert_eq!(a.names.len(), 2),
+        other => panic!("{other:?}"),
+    }
+    assert!(parse("probe syscall.{read,write {}").is_err());
+}

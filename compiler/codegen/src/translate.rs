@@ -917,7 +917,7 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
             BinOp::Sub => self.b.ins().isub(l, r),
             BinOp::Mul => self.b.ins().imul(l, r),
             BinOp::Div | BinOp::Mod => self.divide(op == BinOp::Div, l, r, loc),
-            BinOp::Shl | BinOp::Shr => {
+            BinOp::Shl | BinOp::Shr | BinOp::UShr => {
                 // Counts clamp to 0..=64; 64 shifts by nothing (masked).
                 let zero = self.iconst(0);
                 let sixty_four = self.iconst(64);
@@ -925,10 +925,10 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
                 let n = self.b.ins().select(neg, zero, r);
                 let big = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, n, 64);
                 let n = self.b.ins().select(big, sixty_four, n);
-                if op == BinOp::Shl {
-                    self.b.ins().ishl(l, n)
-                } else {
-                    self.b.ins().sshr(l, n)
+                match op {
+                    BinOp::Shl => self.b.ins().ishl(l, n),
+                    BinOp::UShr => self.b.ins().ushr(l, n),
+                    _ => self.b.ins().sshr(l, n),
                 }
             }
             BinOp::BitAnd => self.b.ins().band(l, r),

@@ -111,7 +111,8 @@ impl Resolver<'_> {
             }
             _ => (0..self.aliases.len()).collect(),
         };
-        for alias in candidates.into_iter().map(|i| &self.aliases[i]) {
+        for &i in &candidates {
+            let alias = &self.aliases[i];
             let Some(name) = alias.names.iter().find(|n| matches(&names, n)) else {
                 continue;
             };
@@ -119,7 +120,12 @@ impl Resolver<'_> {
                 continue;
             }
             let head = name.join(".");
-            out.extend(self.expand_alias(alias, &head, point, stack)?);
+            out.extend(self.expand_alias(alias, &head, point, &[], stack)?);
+        }
+        for (alias, k) in self.suffix_matches(&names, point, &candidates) {
+            let head = names[..k].join(".");
+            let suffix = &point.components[k..];
+            out.extend(self.expand_alias(&self.aliases[alias], &head, point, suffix, stack)?);
         }
         for family in FAMILIES {
             if let Some(r) = match_family(family, point)? {
@@ -134,11 +140,52 @@ impl Resolver<'_> {
         Ok(out)
     }
 
+    /// Aliases used with a suffix (SystemTap 2.0): `myio.return` where only
+    /// `myio` is an alias resolves to `.return` of each of its targets.
+    /// Returns `(alias, k)`: the alias names the first `k` components.
+    /// A longer alias name that also matches wins (`syscall.read.return` is
+    /// its own alias, not `syscall.read` plus a suffix), so wildcards over
+    /// aliases never match one event twice.
+    fn suffix_matches(
+        &self,
+        names: &[&str],
+        point: &ast::ProbePoint,
+        candidates: &[usize],
+    ) -> Vec<(usize, usize)> {
+        let mut found = Vec::new();
+        for &i in candidates {
+            let alias = &self.aliases[i];
+            for name in &alias.names {
+                let k = name.len();
+                if k == 0
+                    || k >= names.len()
+                    || !matches(&names[..k], name)
+                    || point.components[..k].iter().any(|c| c.arg.is_some())
+                {
+                    continue;
+                }
+                let longer = candidates.iter().any(|&j| {
+                    self.aliases[j].names.iter().any(|n| {
+                        n.len() > k
+                            && n[..k] == name[..]
+                            && n.len() <= names.len()
+                            && matches(&names[..n.len()], n)
+                    })
+                });
+                if !longer && !found.contains(&(i, k)) {
+                    found.push((i, k));
+                }
+            }
+        }
+        found
+    }
+
     fn expand_alias(
         &self,
         alias: &AliasDef,
         head: &str,
         point: &ast::ProbePoint,
+        suffix: &[ast::Component],
         stack: &mut Vec<*const ast::Alias>,
     ) -> Result<Vec<Resolved>, SemError> {
         let key = Rc::as_ptr(&alias.ast);
@@ -154,6 +201,18 @@ impl Resolver<'_> {
         let mut out = Vec::new();
         let mut result = Ok(());
         for target in &alias.ast.targets {
+            let suffixed;
+            let target = if suffix.is_empty() {
+                target
+            } else {
+                let mut t = target.clone();
+                t.components.extend(suffix.iter().cloned());
+                // An alias used with a suffix may match nothing through
+                // some of its targets (SystemTap: optional by default).
+                t.optional = true;
+                suffixed = t;
+                &suffixed
+            };
             match self.resolve(target, stack) {
                 Ok(found) => {
                     let done = target.sufficient && !found.is_empty();

@@ -136,6 +136,9 @@ pub struct Lowerer<'l> {
     user_file: FileId,
     /// Probes of tapsets loaded while resolving aliases, not yet queued.
     pending_probes: Vec<Rc<ast::Probe>>,
+    /// `--skip-badvars`: a context variable the probe lacks reads as 0
+    /// (`""` pretty-printed) instead of being an error.
+    pub skip_badvars: bool,
 }
 
 /// The result of lowering an expression.
@@ -174,6 +177,7 @@ impl<'l> Lowerer<'l> {
             func_queue: Vec::new(),
             global_files: Vec::new(),
             pending_probes: Vec::new(),
+            skip_badvars: false,
         }
     }
 
@@ -804,6 +808,12 @@ impl<'l> Lowerer<'l> {
                         .all(|f| f.context_var("arg1").is_some()) =>
             {
                 all_args(span)
+            }
+            ast::ExprKind::Target(t) if self.skip_badvars && !self.target_resolves(t, body) => {
+                match t.pretty > 0 {
+                    true => (mk(ExprKind::Str(String::new()), Type::String, span), STRING),
+                    false => (mk(ExprKind::Long(0), Type::Long, span), LONG),
+                }
             }
             ast::ExprKind::Target(t) => match self.lower_target(t, span, body, false) {
                 Some((cv, ty)) => (mk(ExprKind::Context(cv), Type::Long, span), ty),
@@ -1521,6 +1531,19 @@ impl<'l> Lowerer<'l> {
             }
         }
         Some((def.var, Ty::Known(def.ty)))
+    }
+
+    /// Whether `$name` is a context variable of every family of the
+    /// handler, read as a plain number (what `--skip-badvars` keeps).
+    fn target_resolves(&self, t: &ast::TargetVar, body: &Body) -> bool {
+        !body.families.is_empty()
+            && body.func.is_none()
+            && t.pretty == 0
+            && t.path.is_empty()
+            && body
+                .families
+                .iter()
+                .all(|f| f.context_var(&t.name).is_some())
     }
 
     /// The error for a context variable this handler does not have.

@@ -18,9 +18,11 @@ pub mod alias;
 pub mod catalogue;
 pub mod dump;
 pub mod elide;
+pub mod entry;
 pub mod error;
 pub mod listing;
 pub mod lower;
+pub mod overload;
 pub mod reference;
 pub mod retype;
 pub mod rules;
@@ -59,6 +61,8 @@ pub struct CheckOptions {
     pub separate_points: bool,
     /// The script's arguments: tapsets see `$#`, `@1`... too (argv.stp).
     pub args: Vec<String>,
+    /// `--skip-badvars`: unresolvable context variables read as 0.
+    pub skip_badvars: bool,
 }
 
 /// A checked script.
@@ -91,6 +95,10 @@ pub fn check_with_library(
     ids: &mut NodeIds,
     lib: Library,
 ) -> Result<(CheckOutput, Vec<String>), Vec<Diagnostic>> {
+    let mut script = script;
+    let mut entry_notes = Vec::new();
+    let mut entry_errors = entry::split(&mut script, map, ids, &mut entry_notes);
+    entry_errors.extend(overload::resolve(&mut script, map, ids));
     let mut loader = Loader {
         parse: ParseOptions {
             tapset: true,
@@ -134,7 +142,14 @@ pub fn check_with_library(
         heads: Vec::new(),
         user_file,
     };
+    if opts.verbose > 0 {
+        session
+            .warnings
+            .extend(entry_notes.into_iter().map(|n| n.into_warning()));
+    }
+    errors.extend(entry_errors);
     let mut low = Lowerer::new(syms, &mut loader, opts.guru, user_file);
+    low.skip_badvars = opts.skip_badvars;
     low.errors.extend(errors);
     let mut queue: std::collections::VecDeque<Rc<ast::Probe>> = probes.into();
     loop {
@@ -503,6 +518,7 @@ impl Session {
             .iter()
             .map(|p| p.components.iter().map(|c| c.name.clone()).collect())
             .collect();
+        let mut seen: Vec<Vec<String>> = Vec::new();
         loop {
             // Targets of aliases not looked at yet may name tapset aliases.
             for a in &self.aliases[self.targets_queued..] {
@@ -511,7 +527,19 @@ impl Session {
                 }
             }
             self.targets_queued = self.aliases.len();
-            let Some(pattern) = work.pop() else { break };
+            let Some(pattern) = work.pop() else {
+                // An alias used with a suffix (`myio.return`) resolves its
+                // targets with the suffix (`syscall.read.return`), which
+                // may name tapset aliases of their own.
+                work = self.suffixed_targets(&seen);
+                if work.is_empty() {
+                    break;
+                }
+                continue;
+            };
+            if !seen.contains(&pattern) {
+                seen.push(pattern.clone());
+            }
             if self.patterns_loaded.contains(&pattern) {
                 continue;
             }
@@ -523,6 +551,37 @@ impl Session {
             }
             self.patterns_loaded.insert(pattern);
         }
+    }
+
+    /// The targets, with the suffix, of aliases that `patterns` use with a
+    /// suffix, not looked at yet.
+    fn suffixed_targets(&self, patterns: &[Vec<String>]) -> Vec<Vec<String>> {
+        let mut out = Vec::new();
+        for p in patterns {
+            for a in &self.aliases {
+                for n in &a.names {
+                    let k = n.len();
+                    if k == 0
+                        || k >= p.len()
+                        || !p[..k]
+                            .iter()
+                            .zip(n)
+                            .all(|(w, n)| catalogue::glob_match(w, n))
+                    {
+                        continue;
+                    }
+                    for t in &a.ast.targets {
+                        let mut v: Vec<String> =
+                            t.components.iter().map(|c| c.name.clone()).collect();
+                        v.extend(p[k..].iter().cloned());
+                        if !patterns.contains(&v) && !out.contains(&v) {
+                            out.push(v);
+                        }
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Resolves and lowers one written probe into probe definitions.

@@ -41,6 +41,7 @@ pub fn laid_out<I: IntoIterator<Item = Token>>(tokens: I) -> LaidOut<I::IntoIter
             frames: Vec::new(),
             prev: Prev::StmtStart,
             probe: None,
+            point_groups: 0,
             header_run: 0,
             in_body: false,
             operators: 0,
@@ -200,6 +201,8 @@ struct Layout {
     frames: Vec<Frame>,
     prev: Prev,
     probe: Option<ProbeState>,
+    /// Open brace groups of the probe point being read (`{open,read}`).
+    point_groups: u32,
     /// Statement bodies opened without a block (`if (a) while (b) ...`,
     /// `else if` chains).
     header_run: usize,
@@ -255,8 +258,18 @@ impl Layout {
                 });
                 return;
             }
+            // A brace group of alternatives where a component may come
+            // (`syscall.{open,read}`); after a component, the body.
+            (Some(ProbeState::Component), Tok::LBrace) => {
+                self.point_groups += 1;
+            }
+            (Some(_), Tok::RBrace) if self.point_groups > 0 => {
+                self.point_groups -= 1;
+                self.probe = Some(ProbeState::AfterComponent);
+            }
             (Some(_), Tok::LBrace) => {
                 self.probe = None;
+                self.point_groups = 0;
                 self.open_block(t, BlockKind::Body);
                 return;
             }
@@ -564,6 +577,7 @@ fn continues_expression(tok: &Tok) -> bool {
             | Tok::Percent
             | Tok::Shl
             | Tok::Shr
+            | Tok::UShr
             | Tok::Amp
             | Tok::Pipe
             | Tok::Caret

@@ -30,6 +30,7 @@ pub mod strings;
 pub mod tapset_fns;
 #[cfg(test)]
 mod tests;
+pub mod timing;
 
 use std::sync::Arc;
 
@@ -87,6 +88,11 @@ pub struct RuntimeOptions {
     pub suppress_errors: bool,
     /// `target()`.
     pub target: i64,
+    /// `-t`: time every handler run and report at the end; one label per
+    /// probe of the image.
+    pub timing: Option<Vec<timing::TimingLabel>>,
+    /// `-v`: end-of-session notes (returns without `@entry` values).
+    pub verbose: bool,
 }
 
 /// A compiled script ready to run.
@@ -102,6 +108,8 @@ pub struct ScriptRuntime {
     json: bool,
     /// `--metrics`: scrapes waiting for the globals' exposition.
     metrics: Option<crate::metrics::MetricsRequests>,
+    timing: Option<Box<timing::Timing>>,
+    verbose: bool,
 }
 
 impl ScriptRuntime {
@@ -118,6 +126,12 @@ impl ScriptRuntime {
                 })
             })
             .collect();
+        let timing = options.timing.clone().map(|labels| {
+            Box::new(timing::Timing::new(
+                labels,
+                image.probes.iter().map(|p| p.points.len()),
+            ))
+        });
         let mut state = Box::new(ScriptState::new(image, options.limits.clone()));
         state.target = options.target;
         let ctx = Box::new(HandlerContext {
@@ -143,6 +157,8 @@ impl ScriptRuntime {
             json: false,
             metrics: None,
             phase: Phase::Starting,
+            timing,
+            verbose: options.verbose,
         }
     }
 
@@ -263,7 +279,11 @@ impl ScriptRuntime {
         // SAFETY: `handler` was compiled for this image; the context and
         // the state it points to live (and are not otherwise borrowed)
         // during the call.
+        let started = self.timing.is_some().then(std::time::Instant::now);
         unsafe { handler(&mut *self.ctx) };
+        if let (Some(t), Some(started)) = (&mut self.timing, started) {
+            t.record(index, point, started.elapsed());
+        }
         self.after_run(sink)
     }
 
@@ -435,11 +455,24 @@ impl ScriptRuntime {
                 out.text(|b| sink::autoprint(&self.state, b));
             }
         }
+        if let Some(t) = &self.timing {
+            let image = &self.state.image;
+            let report = t.report(|i, j| image.probes[i].points[j].text.clone());
+            out.text(|b| b.extend_from_slice(report.as_bytes()));
+        }
         if !out.is_empty() {
             sink.push(out.as_bytes());
         }
         out.clear();
         self.state.out = out;
+        if self.verbose {
+            for (probe, n) in &self.state.entry_missing {
+                sink.warn(&format!(
+                    "utap: {n} return(s) of {probe} had no @entry values (the entry \
+                     predates the attach): 0 or \"\" used"
+                ));
+            }
+        }
         if self.errors > 0 {
             sink.warn(&format!(
                 "WARNING: Number of errors: {}, skipped probes: 0",
