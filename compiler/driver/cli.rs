@@ -55,8 +55,9 @@ pub struct Options {
     #[arg(short = 'G', value_name = "NAME=VALUE", value_parser = parse_define)]
     pub global_values: Vec<(String, String)>,
 
-    /// Stop the session after SECONDS.
-    #[arg(short = 'T', value_name = "SECONDS")]
+    /// Stop the session after SECONDS (a number, fractions allowed). What
+    /// happens to the traced command then: see "Ending a session" in README.
+    #[arg(short = 'T', value_name = "SECONDS", value_parser = parse_seconds)]
     pub timeout: Option<f64>,
 
     /// Output buffer size in megabytes.
@@ -76,6 +77,21 @@ pub struct Options {
     /// getopt; a `--` ends the options.
     #[arg(value_name = "SCRIPT.stp [ARGS]", allow_negative_numbers = true)]
     pub rest: Vec<String>,
+}
+
+/// The longest `-T`: about 136 years, far beyond any session, and small
+/// enough that every deadline fits in an `Instant`.
+const MAX_SECONDS: f64 = 4_294_967_295.0;
+
+/// `-T SECONDS`: a finite, non-negative number no larger than
+/// [`MAX_SECONDS`] (`-1`, `nan`, `inf`, `1e300` are usage errors).
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=MAX_SECONDS).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "expected a number of seconds from 0 to {MAX_SECONDS}, got '{s}'"
+        )),
+    }
 }
 
 fn parse_define(s: &str) -> Result<(String, String), String> {

@@ -15,7 +15,10 @@ use utap_compiler::print;
 use utap_compiler::source::SourceMap;
 
 fn main() -> ExitCode {
-    let opts = cli::Options::parse();
+    let opts = match cli::Options::try_parse() {
+        Ok(opts) => opts,
+        Err(e) => return usage_error(e),
+    };
     match run(&opts) {
         Ok(status) => ExitCode::from(status),
         Err(Failure::Message(m)) => {
@@ -23,6 +26,16 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
         Err(Failure::Reported) => ExitCode::FAILURE,
+    }
+}
+
+/// Prints clap's message; `--help`/`--version` exit 0, usage errors 1 (as
+/// README says; clap's own default would be 2).
+fn usage_error(e: clap::Error) -> ExitCode {
+    let _ = e.print();
+    match e.use_stderr() {
+        true => ExitCode::FAILURE,
+        false => ExitCode::SUCCESS,
     }
 }
 
@@ -120,6 +133,7 @@ fn pass_error(e: session::PassError, map: &SourceMap) -> Failure {
     match e {
         session::PassError::Message(m) => Failure::Message(m),
         session::PassError::Diagnostics(d) => report(&d, map),
+        session::PassError::Reported => Failure::Reported,
     }
 }
 

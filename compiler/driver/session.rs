@@ -14,13 +14,20 @@ use utap_compiler::source::SourceMap;
 use utap_runtime::script::{Limits, RuntimeOptions, ScriptRuntime, scheduler};
 use utap_runtime::transport::{self, Config, Output, Transport};
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use crate::{cli, trace};
-use utap_runtime::session::SessionOptions;
+use utap_runtime::host::{self, HostLink, Side, Verdict};
+use utap_runtime::session::{SessionOptions, Target};
+use utap_runtime::utrace;
 
 /// Why a later pass stopped.
 pub enum PassError {
     Message(String),
     Diagnostics(Vec<Diagnostic>),
+    /// Already printed (by the tracing process, before it handed over).
+    Reported,
 }
 
 /// The limits from `-D`.
@@ -119,7 +126,8 @@ fn start_transport(
     Transport::start(config).map_err(|e| PassError::Message(format!("cannot start output: {e}")))
 }
 
-/// Pass 5: runs the session; returns the exit status.
+/// Pass 5: runs the session; returns the exit status (or ends utap with
+/// the verdict of its tracing process).
 pub fn run(
     opts: &cli::Options,
     program: &Program,
@@ -131,28 +139,87 @@ pub fn run(
         suppress_errors: opts.suppress_handler_errors,
         target: 0,
     };
-    let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
-    let (transport, mut producer) = start_transport(opts, &mut rt)?;
     let limit = opts.timeout.map(Duration::from_secs_f64);
-    let status = match target {
-        Some(target) => {
-            let points = trace::process_points(program).map_err(PassError::Message)?;
-            let session = SessionOptions {
-                target,
-                time_limit: limit,
-                verbose: opts.verbose > 0,
-            };
-            utap_runtime::session::run(rt, &points, &session, producer)
-                .map_err(|e| PassError::Message(e.to_string()))?
-        }
-        None => {
-            scheduler::install_interrupt_handler();
-            let status = scheduler::run(&mut rt, &mut producer, limit);
-            drop(producer);
-            status
+    let Some(target) = target else {
+        let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
+        let (transport, mut producer) = start_transport(opts, &mut rt)?;
+        transport.on_closed(scheduler::interrupt);
+        scheduler::install_interrupt_handler();
+        let status = scheduler::run(&mut rt, &mut producer, limit);
+        drop(producer);
+        verdict(status, transport.finish()).exit();
+    };
+    let points = trace::process_points(program).map_err(PassError::Message)?;
+    // Still one thread here: split into the foreground the shell waits for
+    // and the tracing process (see utap_runtime::host).
+    let mut link = match host::split() {
+        Ok(Side::Foreground(fg)) => fg.wait().exit(),
+        Ok(Side::Host(link)) => Rc::new(RefCell::new(link)),
+        Err(e) => {
+            return Err(PassError::Message(format!(
+                "cannot start the tracing process: {e}"
+            )));
         }
     };
-    // The transport reports lost messages itself.
-    transport.finish();
-    Ok(status)
+    let result = traced(opts, compiled, options, target, limit, &points, &link);
+    let link = Rc::get_mut(&mut link).map(RefCell::get_mut);
+    match (result, link) {
+        (Ok(status), Some(link)) => {
+            link.report(Verdict::Exit(status as u8));
+            Ok(status)
+        }
+        (Err(e), Some(link)) if !link.reported() => {
+            if let PassError::Message(m) = &e {
+                eprintln!("utap: {m}");
+            }
+            link.report(Verdict::Exit(1));
+            Err(PassError::Reported)
+        }
+        (result, _) => result,
+    }
+}
+
+/// The tracing process's session: output thread, tracer, and the hand-over
+/// of the result to the foreground once the script has ended.
+fn traced(
+    opts: &cli::Options,
+    compiled: &CompiledScript,
+    options: RuntimeOptions,
+    target: Target,
+    limit: Option<Duration>,
+    points: &[utap_runtime::session::ProcessPoint],
+    link: &Rc<RefCell<HostLink>>,
+) -> Result<i32, PassError> {
+    let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
+    let (transport, producer) = start_transport(opts, &mut rt)?;
+    transport.on_closed(|| {
+        utrace::end_sessions(utrace::Signal(libc::SIGPIPE));
+    });
+    let session = SessionOptions {
+        target,
+        time_limit: limit,
+        verbose: opts.verbose > 0,
+    };
+    let link = link.clone();
+    let conclude = Box::new(move |status: i32| {
+        let verdict = verdict(status, transport.finish());
+        link.borrow_mut().report(verdict);
+        match verdict {
+            Verdict::Exit(code) => code as i32,
+            Verdict::Signal(sig) => 128 + sig,
+        }
+    });
+    utap_runtime::session::run(rt, points, &session, producer, conclude)
+        .map_err(|e| PassError::Message(e.to_string()))
+}
+
+/// How utap ends once the output is written: the script's status, 1 after
+/// an output error (reported by the transport), or death by SIGPIPE when
+/// the reader went away (quietly, as other Unix tools end).
+fn verdict(status: i32, stats: transport::Stats) -> Verdict {
+    match stats.error {
+        Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Verdict::Signal(libc::SIGPIPE),
+        Some(_) => Verdict::Exit(1),
+        None => Verdict::Exit(status.clamp(0, 255) as u8),
+    }
 }

@@ -18,13 +18,21 @@ extern "C" fn on_signal(_: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
-/// Makes SIGINT and SIGTERM end the session (end probes still run).
+/// Makes SIGINT, SIGTERM, SIGHUP and SIGQUIT end the session (end probes
+/// still run).
 pub fn install_interrupt_handler() {
     // SAFETY: the handler only stores to an atomic.
     unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as usize);
-        libc::signal(libc::SIGTERM, on_signal as *const () as usize);
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+            libc::signal(sig, on_signal as *const () as usize);
+        }
     }
+}
+
+/// Ends the session as a signal would (e.g. when the output's reader has
+/// gone); callable from any thread.
+pub fn interrupt() {
+    INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
 /// Whether SIGINT/SIGTERM arrived.
@@ -110,6 +118,7 @@ pub fn run(rt: &mut ScriptRuntime, sink: &mut dyn OutputSink, time_limit: Option
     if rt.run_begin(sink) {
         run_timers(rt, sink, deadline);
     }
+    sink.ending();
     rt.run_end(sink);
     rt.finish(sink)
 }

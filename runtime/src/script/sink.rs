@@ -14,6 +14,9 @@ pub trait OutputSink {
     fn push(&mut self, bytes: &[u8]);
     /// One line for stderr, without its newline.
     fn warn(&mut self, line: &str);
+    /// The session is ending (end probes, autoprint follow): no tracee
+    /// waits any more, so nothing may be dropped from now on.
+    fn ending(&mut self) {}
 }
 
 impl OutputSink for Producer {
@@ -26,6 +29,9 @@ impl OutputSink for Producer {
         let mut msg = line.as_bytes().to_vec();
         msg.push(b'\n');
         self.control(msg);
+    }
+    fn ending(&mut self) {
+        self.set_lossless();
     }
 }
 

@@ -39,7 +39,8 @@ use crate::script::{OutputSink, ScriptRuntime};
 use crate::seccomp;
 use crate::transport::Producer;
 use crate::utrace::{
-    AttachMode, Control, SpawnCommand, SyscallSource, Tid, Tracer, catch_termination_signals,
+    AttachMode, Control, EndReason, SpawnCommand, SyscallSource, Tid, Tracer,
+    catch_termination_signals,
 };
 use engine::{ScriptEngine, Shared, SharedRef};
 use points::{Dispatch, SyscallNeed};
@@ -72,6 +73,14 @@ impl std::fmt::Display for SessionError {
     }
 }
 
+/// Called once, as soon as the script has ended (its end probes ran and
+/// their output is queued), with the script's exit status: writes the
+/// output out, tells whoever waits for the result (the foreground utap, see
+/// [`crate::host`]) and returns the final status. The tracing may go on
+/// after it: detaching every thread, or shepherding a command under a
+/// seccomp filter until it exits.
+pub type Conclude = Box<dyn FnOnce(i32) -> i32>;
+
 /// Runs `script` over the target; returns utap's exit status (1 after a
 /// runtime error). `sink` is the transport's producer.
 pub fn run(
@@ -79,16 +88,24 @@ pub fn run(
     points: &[ProcessPoint],
     opts: &SessionOptions,
     mut sink: Producer,
+    conclude: Conclude,
 ) -> Result<i32, SessionError> {
+    // -T counts from the start, attaching included.
+    let deadline = opts.time_limit.map(|limit| Instant::now() + limit);
     catch_termination_signals().map_err(|e| SessionError(format!("signal setup: {e}")))?;
     let dispatch = Rc::new(Dispatch::new(points));
     let mut tracer = Tracer::new().map_err(|e| SessionError(e.to_string()))?;
     if !script.run_begin(&mut sink) {
-        return Ok(finish(&mut script, &mut sink));
+        return Ok(conclude(finish(&mut script, &mut sink)));
     }
     let (pid, threads, seccomp_on) = start_target(&mut tracer, &mut script, &dispatch, opts)?;
     let shared: SharedRef = Rc::new(RefCell::new(Shared::new(script, sink, &dispatch)));
-    shared.borrow_mut().linger = seccomp_on;
+    {
+        let mut s = shared.borrow_mut();
+        s.linger = seccomp_on;
+        s.verbose = opts.verbose;
+        s.conclude = Some(conclude);
+    }
     let id = tracer.add_engine(ScriptEngine {
         shared: shared.clone(),
         dispatch: dispatch.clone(),
@@ -107,24 +124,22 @@ pub fn run(
         shared
             .borrow_mut()
             .adopt_process(&mut ctl, &dispatch, pid, &threads);
-        schedule_timers(&mut ctl, &shared, opts.time_limit);
+        schedule_timers(&mut ctl, &shared, deadline);
+        // However the session ends, the script ends first: the user gets
+        // the end probes' output before the threads are let go.
+        let on_end = shared.clone();
+        ctl.on_end(move |ctl, why| on_end.borrow_mut().end(ctl, why));
     }
-    let why = tracer.run().map_err(|e| SessionError(e.to_string()))?;
-    if opts.verbose {
-        eprintln!("utap: session ended: {why:?}");
-        eprintln!("utap: {} ptrace stops", tracer.ctl().stop_count());
-    }
+    tracer.run().map_err(|e| SessionError(e.to_string()))?;
     drop(tracer);
-    let mut s = shared.borrow_mut();
-    let s = &mut *s;
-    Ok(match s.finished {
-        Some(status) => status,
-        None => finish(&mut s.script, &mut s.sink),
-    })
+    let s = shared.borrow();
+    Ok(s.finished.unwrap_or(1))
 }
 
-/// End (or error) probes, autoprinted globals, the error summary.
+/// End (or error) probes, autoprinted globals, the error summary. From now
+/// on no output is dropped (no tracee waits for it).
 pub(crate) fn finish(script: &mut ScriptRuntime, sink: &mut dyn OutputSink) -> i32 {
+    sink.ending();
     script.run_end(sink);
     script.finish(sink)
 }
@@ -247,8 +262,8 @@ fn strategy_note(syscalls: SyscallNeed, seccomp_on: bool) -> String {
     }
 }
 
-/// Timer probes and the `-T` limit, as ticks of the tracer loop.
-fn schedule_timers(ctl: &mut Control, shared: &SharedRef, limit: Option<Duration>) {
+/// Timer probes and the `-T` deadline, as ticks of the tracer loop.
+fn schedule_timers(ctl: &mut Control, shared: &SharedRef, deadline: Option<Instant>) {
     let now = Instant::now();
     let timers = shared.borrow().script.timers();
     for t in timers {
@@ -264,16 +279,16 @@ fn schedule_timers(ctl: &mut Control, shared: &SharedRef, limit: Option<Duration
             // resume()/quiesce()/stop(tid) from a timer: no current thread.
             s.apply(ctl, &outcome, -1);
             if outcome.stop {
-                s.end(ctl);
+                s.end(ctl, EndReason::Requested);
                 return None;
             }
             Some(Instant::now() + jitter.period(&t))
         });
     }
-    if let Some(limit) = limit {
+    if let Some(deadline) = deadline {
         let shared = shared.clone();
-        ctl.add_timer(now + limit, move |ctl| {
-            shared.borrow_mut().end(ctl);
+        ctl.add_timer(deadline, move |ctl| {
+            shared.borrow_mut().end(ctl, EndReason::Requested);
             None
         });
     }

@@ -113,7 +113,12 @@ pub(crate) struct Core {
     pub engine_count: u32,
     /// ptrace-stops handled so far (every wait status but deaths).
     pub stops: u64,
+    /// Runs once when the end is decided, before threads are detached.
+    pub on_end: Option<EndHook>,
 }
+
+/// See [`Control::on_end`].
+pub type EndHook = Box<dyn FnOnce(&mut Control, EndReason)>;
 
 /// The tracer's controls, lent to callbacks, ticks and commands.
 pub struct Control<'a> {
@@ -346,6 +351,14 @@ impl Control<'_> {
     /// Ends `run` after the current report; every thread is detached.
     pub fn end(&mut self, reason: EndReason) {
         self.core.end.get_or_insert(reason);
+    }
+
+    /// Runs `hook` on the tracer thread once the session's end is decided
+    /// (any [`EndReason`]), before any thread is detached: what the user
+    /// waits for (end probes, output) need not wait for detaching many
+    /// threads. Under `kill_on_signal` the processes are already killed.
+    pub fn on_end(&mut self, hook: impl FnOnce(&mut Control, EndReason) + 'static) {
+        self.core.on_end = Some(Box::new(hook));
     }
 
     /// Ends `run` when process `pid` has exited.

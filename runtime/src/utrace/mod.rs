@@ -171,14 +171,16 @@ mod tracer;
 
 pub use action::ResumeAction;
 pub use colocate::Colocation;
-pub use control::{AttachMode, Attached, Control, ControlStatus, EndReason, Tick, TimerId};
+pub use control::{
+    AttachMode, Attached, Control, ControlStatus, EndHook, EndReason, Tick, TimerId,
+};
 #[cfg(target_arch = "x86_64")]
 pub use cx::Regs;
 pub use cx::{Cx, ProcessMemory, SyscallInfo};
 pub use engine::{CloneInfo, CloneKind, Engine, EngineId, ExitStatus, Jctl, SignalReport};
 pub use error::{Error, Result};
 pub use events::{Event, Events};
-pub use safety::{catch_termination_signals, termination_signal};
+pub use safety::{catch_termination_signals, end_sessions, termination_signal};
 pub use signal::{Disposition, Signal};
 pub use spawn::{SpawnCommand, Spawned};
 pub use thread::SyscallSource;
