@@ -3,7 +3,7 @@
 //! Sessions without process probes run here with the begin/end/timer
 //! scheduler; their output goes through the transport queue.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use utap_codegen::{CompiledScript, Options as CodegenOptions, compile};
@@ -14,12 +14,9 @@ use utap_compiler::source::SourceMap;
 use utap_runtime::script::{Limits, RuntimeOptions, ScriptRuntime, scheduler};
 use utap_runtime::transport::{self, Config, Output, Transport};
 
-use std::cell::RefCell;
-use std::rc::Rc;
-
 use crate::{cli, trace};
 use utap_runtime::host::{self, HostLink, Side, Verdict};
-use utap_runtime::session::{SessionOptions, Target};
+use utap_runtime::session::{Aftermath, SessionOptions, Target};
 use utap_runtime::utrace;
 
 /// Why a later pass stopped.
@@ -152,32 +149,52 @@ pub fn run(
     let points = trace::process_points(program).map_err(PassError::Message)?;
     // Still one thread here: split into the foreground the shell waits for
     // and the tracing process (see utap_runtime::host).
-    let mut link = match host::split() {
+    let handover = match host::split() {
         Ok(Side::Foreground(fg)) => fg.wait().exit(),
-        Ok(Side::Host(link)) => Rc::new(RefCell::new(link)),
+        Ok(Side::Host(link)) => Arc::new(Mutex::new(Handover {
+            link,
+            verdict: None,
+        })),
         Err(e) => {
             return Err(PassError::Message(format!(
                 "cannot start the tracing process: {e}"
             )));
         }
     };
-    let result = traced(opts, compiled, options, target, limit, &points, &link);
-    let link = Rc::get_mut(&mut link).map(RefCell::get_mut);
-    match (result, link) {
-        (Ok(status), Some(link)) => {
-            link.report(Verdict::Exit(status as u8));
-            Ok(status)
-        }
-        (Err(e), Some(link)) if !link.reported() => {
+    let result = traced(opts, compiled, options, target, limit, &points, &handover);
+    // Every thread is detached now: the foreground may go.
+    let mut h = handover.lock().unwrap_or_else(|e| e.into_inner());
+    match result {
+        Err(e) if !h.link.reported() => {
             if let PassError::Message(m) = &e {
                 eprintln!("utap: {m}");
             }
-            link.report(Verdict::Exit(1));
+            h.link.report(Verdict::Exit(1));
             Err(PassError::Reported)
         }
-        (result, _) => result,
+        Ok(status) => {
+            let verdict = h
+                .verdict
+                .unwrap_or(Verdict::Exit(status.clamp(0, 255) as u8));
+            h.link.report(verdict);
+            Ok(status)
+        }
+        result => result,
     }
 }
+
+/// The tracing process's link to the foreground, and the verdict it will
+/// get once the threads are let go.
+struct Handover {
+    link: HostLink,
+    verdict: Option<Verdict>,
+}
+
+/// How long the foreground waits for the threads to be detached before it
+/// returns anyway (detaching goes on behind it): long enough for a few
+/// hundred threads, so that a debugger started right after utap usually
+/// finds the process untraced; short enough to end "at once".
+const DETACH_BUDGET: Duration = Duration::from_millis(50);
 
 /// The tracing process's session: output thread, tracer, and the hand-over
 /// of the result to the foreground once the script has ended.
@@ -188,7 +205,7 @@ fn traced(
     target: Target,
     limit: Option<Duration>,
     points: &[utap_runtime::session::ProcessPoint],
-    link: &Rc<RefCell<HostLink>>,
+    handover: &Arc<Mutex<Handover>>,
 ) -> Result<i32, PassError> {
     let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
     let (transport, producer) = start_transport(opts, &mut rt)?;
@@ -200,10 +217,23 @@ fn traced(
         time_limit: limit,
         verbose: opts.verbose > 0,
     };
-    let link = link.clone();
-    let conclude = Box::new(move |status: i32| {
+    let handover = handover.clone();
+    let conclude = Box::new(move |status: i32, after: Aftermath| {
         let verdict = verdict(status, transport.finish());
-        link.borrow_mut().report(verdict);
+        let mut h = handover.lock().unwrap_or_else(|e| e.into_inner());
+        h.verdict = Some(verdict);
+        match after {
+            // Shepherding lasts as long as the command: hand over now.
+            Aftermath::Shepherd => h.link.report(verdict),
+            Aftermath::Detach => {
+                let handover = handover.clone();
+                std::thread::spawn(move || {
+                    std::thread::sleep(DETACH_BUDGET);
+                    let mut h = handover.lock().unwrap_or_else(|e| e.into_inner());
+                    h.link.report(verdict);
+                });
+            }
+        }
         match verdict {
             Verdict::Exit(code) => code as i32,
             Verdict::Signal(sig) => 128 + sig,

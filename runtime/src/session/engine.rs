@@ -145,8 +145,12 @@ impl Shared {
                 eprintln!("utap: {} ptrace stops", ctl.stop_count());
             }
             let status = super::finish(&mut self.script, &mut self.sink);
+            let after = match self.linger && matches!(why, EndReason::Requested) {
+                true => super::Aftermath::Shepherd,
+                false => super::Aftermath::Detach,
+            };
             let conclude = self.conclude.take();
-            self.finished = Some(conclude.map_or(status, |c| c(status)));
+            self.finished = Some(conclude.map_or(status, |c| c(status, after)));
         }
         if !self.linger {
             ctl.end(EndReason::Requested);

@@ -74,12 +74,20 @@ impl std::fmt::Display for SessionError {
 }
 
 /// Called once, as soon as the script has ended (its end probes ran and
-/// their output is queued), with the script's exit status: writes the
-/// output out, tells whoever waits for the result (the foreground utap, see
-/// [`crate::host`]) and returns the final status. The tracing may go on
-/// after it: detaching every thread, or shepherding a command under a
-/// seccomp filter until it exits.
-pub type Conclude = Box<dyn FnOnce(i32) -> i32>;
+/// their output is queued), with the script's exit status and what the
+/// tracing still has to do: writes the output out, tells whoever waits for
+/// the result (the foreground utap, see [`crate::host`]) and returns the
+/// final status.
+pub type Conclude = Box<dyn FnOnce(i32, Aftermath) -> i32>;
+
+/// What the tracing does after the script has ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Aftermath {
+    /// Detach every thread (quick, unless there are very many), then end.
+    Detach,
+    /// Shepherd a command under a seccomp filter until it exits.
+    Shepherd,
+}
 
 /// Runs `script` over the target; returns utap's exit status (1 after a
 /// runtime error). `sink` is the transport's producer.
@@ -96,7 +104,7 @@ pub fn run(
     let dispatch = Rc::new(Dispatch::new(points));
     let mut tracer = Tracer::new().map_err(|e| SessionError(e.to_string()))?;
     if !script.run_begin(&mut sink) {
-        return Ok(conclude(finish(&mut script, &mut sink)));
+        return Ok(conclude(finish(&mut script, &mut sink), Aftermath::Detach));
     }
     let (pid, threads, seccomp_on) = start_target(&mut tracer, &mut script, &dispatch, opts)?;
     let shared: SharedRef = Rc::new(RefCell::new(Shared::new(script, sink, &dispatch)));

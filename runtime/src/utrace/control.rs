@@ -173,6 +173,13 @@ impl Control<'_> {
     /// Seizes every thread of process `pid` (repeating until no new thread
     /// appears) and returns their ids. Attach engines to them afterwards;
     /// threads they create later are followed by engines with `FOLLOW`.
+    ///
+    /// A process that keeps creating threads is normal: a thread that
+    /// exits meanwhile is skipped, and one created by a thread already
+    /// seized is ours already (the kernel attached it; it is reported
+    /// through its creator's clone event once `run` starts), so neither
+    /// is an error. EPERM is an error only for a live thread that some
+    /// other tracer holds or that we may not trace.
     pub fn attach_process(&mut self, pid: Tid) -> Result<Vec<Tid>> {
         loop {
             let mut new = 0;
@@ -181,6 +188,9 @@ impl Control<'_> {
                     match self.seize(tid) {
                         Ok(()) => new += 1,
                         Err(Error::Gone(_)) => {}
+                        Err(Error::Os {
+                            errno: libc::EPERM, ..
+                        }) if tid != pid && !foreign(tid) => {}
                         Err(e) => return Err(e),
                     }
                 }
@@ -409,6 +419,26 @@ pub(crate) fn request_stop(thread: &mut Thread, quiesce: bool) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether `tid` is a live thread traced by someone else (or by nobody,
+/// when the kernel refused us): not one that is exiting (ptrace refuses
+/// those with EPERM too) or that we trace through its creator's clone.
+fn foreign(tid: Tid) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", tid.0)) else {
+        return false;
+    };
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::trim)
+            .unwrap_or("")
+    };
+    let exiting = matches!(field("State:").chars().next(), Some('Z' | 'X'));
+    // SAFETY: getpid has no memory effects.
+    let ours = field("TracerPid:") == unsafe { libc::getpid() }.to_string();
+    !exiting && !ours
 }
 
 /// The process a thread belongs to, from /proc (None if it is gone).
