@@ -11,7 +11,7 @@ use utap_compiler::ast::Literal;
 use utap_compiler::diag::Diagnostic;
 use utap_compiler::program::{Program, Type};
 use utap_compiler::source::SourceMap;
-use utap_runtime::script::{Limits, RuntimeOptions, ScriptRuntime, scheduler};
+use utap_runtime::script::{Limits, RuntimeOptions, ScriptRuntime, interrupt, scheduler};
 use utap_runtime::transport::{self, Config, Output, Transport};
 
 use crate::{cli, trace};
@@ -210,6 +210,7 @@ fn traced(
     let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
     let (transport, producer) = start_transport(opts, &mut rt)?;
     transport.on_closed(|| {
+        interrupt::request();
         utrace::end_sessions(utrace::Signal(libc::SIGPIPE));
     });
     let session = SessionOptions {

@@ -15,7 +15,7 @@ use super::{OutputSink, ScriptRuntime, TimerPoint};
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
+    interrupt();
 }
 
 /// Makes SIGINT, SIGTERM, SIGHUP and SIGQUIT end the session (end probes
@@ -33,6 +33,8 @@ pub fn install_interrupt_handler() {
 /// gone); callable from any thread.
 pub fn interrupt() {
     INTERRUPTED.store(true, Ordering::SeqCst);
+    // A handler stuck in a loop stops at its next back-edge.
+    super::interrupt::request();
 }
 
 /// Whether SIGINT/SIGTERM arrived.
@@ -115,9 +117,13 @@ impl Timers {
 pub fn run(rt: &mut ScriptRuntime, sink: &mut dyn OutputSink, time_limit: Option<Duration>) -> i32 {
     let start = Instant::now();
     let deadline = time_limit.map(|d| start + d);
+    if let Some(d) = deadline {
+        super::interrupt::at(d);
+    }
     if rt.run_begin(sink) {
         run_timers(rt, sink, deadline);
     }
+    super::interrupt::clear();
     sink.ending();
     rt.run_end(sink);
     rt.finish(sink)

@@ -35,11 +35,11 @@ use std::time::{Duration, Instant};
 
 pub use points::{ProcessEvent, ProcessFilter, ProcessPoint};
 
-use crate::script::{OutputSink, ScriptRuntime};
+use crate::script::{OutputSink, ScriptRuntime, interrupt};
 use crate::seccomp;
 use crate::transport::Producer;
 use crate::utrace::{
-    AttachMode, Control, EndReason, SpawnCommand, SyscallSource, Tid, Tracer,
+    AttachMode, Control, EndReason, SpawnCommand, SyscallSource, Tid, Tracer, also_on_termination,
     catch_termination_signals,
 };
 use engine::{ScriptEngine, Shared, SharedRef};
@@ -101,6 +101,11 @@ pub fn run(
     // -T counts from the start, attaching included.
     let deadline = opts.time_limit.map(|limit| Instant::now() + limit);
     catch_termination_signals().map_err(|e| SessionError(format!("signal setup: {e}")))?;
+    // A handler looping on the tracer thread still yields to them.
+    also_on_termination(interrupt::request);
+    if let Some(deadline) = deadline {
+        interrupt::at(deadline);
+    }
     let dispatch = Rc::new(Dispatch::new(points));
     let mut tracer = Tracer::new().map_err(|e| SessionError(e.to_string()))?;
     if !script.run_begin(&mut sink) {
@@ -147,6 +152,7 @@ pub fn run(
 /// End (or error) probes, autoprinted globals, the error summary. From now
 /// on no output is dropped (no tracee waits for it).
 pub(crate) fn finish(script: &mut ScriptRuntime, sink: &mut dyn OutputSink) -> i32 {
+    interrupt::clear();
     sink.ending();
     script.run_end(sink);
     script.finish(sink)

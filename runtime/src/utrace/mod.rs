@@ -180,7 +180,9 @@ pub use cx::{Cx, ProcessMemory, SyscallInfo};
 pub use engine::{CloneInfo, CloneKind, Engine, EngineId, ExitStatus, Jctl, SignalReport};
 pub use error::{Error, Result};
 pub use events::{Event, Events};
-pub use safety::{catch_termination_signals, end_sessions, termination_signal};
+pub use safety::{
+    also_on_termination, catch_termination_signals, end_sessions, termination_signal,
+};
 pub use signal::{Disposition, Signal};
 pub use spawn::{SpawnCommand, Spawned};
 pub use thread::SyscallSource;

@@ -17,12 +17,21 @@
 //! needs a stop), passing on the signal of a signal-delivery-stop, and
 //! leaving a thread in a group-stop stopped, as it would be untraced.
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
 use super::Signal;
 
 const SLOTS: usize = 64;
 static TERM_SIGNAL: AtomicI32 = AtomicI32::new(0);
+/// An async-signal-safe `fn()` also called on a termination signal.
+static ALSO: AtomicUsize = AtomicUsize::new(0);
+
+/// Also calls `f` (which must be async-signal-safe) when a termination
+/// signal arrives: e.g. to stop a handler stuck in a loop on the tracer
+/// thread, which cannot see the doorbell until it returns.
+pub fn also_on_termination(f: fn()) {
+    ALSO.store(f as usize, Ordering::SeqCst);
+}
 static RINGS: [AtomicI32; SLOTS] = [const { AtomicI32::new(-1) }; SLOTS];
 
 /// Installs the SIGINT/SIGTERM/SIGHUP/SIGQUIT handler (idempotent).
@@ -68,6 +77,12 @@ pub fn end_sessions(sig: Signal) -> bool {
 }
 
 extern "C" fn on_termination(sig: libc::c_int) {
+    let also = ALSO.load(Ordering::SeqCst);
+    if also != 0 {
+        // SAFETY: stored from a `fn()` by also_on_termination.
+        let f: fn() = unsafe { std::mem::transmute::<usize, fn()>(also) };
+        f();
+    }
     if !end_sessions(Signal(sig)) {
         // SAFETY: async-signal-safe calls.
         unsafe {
