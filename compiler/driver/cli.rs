@@ -2,13 +2,25 @@
 
 use clap::Parser;
 
+/// What happens to the traced program when a session ends (README:
+/// "Ending a session").
+const ENDINGS: &str = "\
+Ending a session: at -T, exit(), an error or SIGINT/SIGTERM/SIGHUP/SIGQUIT the end
+probes run, the output is written and utap returns at once. The traced program:
+  -x PID, or -c without a seccomp filter: detached, it runs on untraced.
+  -c under the filter (a script naming its syscalls): after -T, exit() or an error
+     it runs on, served by utap's tracing process until it exits; a signal kills it
+     (as strace --seccomp-bpf). kill -9 of utap kills a -c command (EXITKILL).
+Exit status: 0, or 1 after a usage, compile, runtime or output error.";
+
 /// utap: SystemTap-style tracing of Linux processes.
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "utap",
     version,
     about = "SystemTap-style scripting for tracing and steering Linux processes",
-    override_usage = "utap [OPTIONS] SCRIPT.stp [ARGS...]\n       utap [OPTIONS] -e SCRIPT [ARGS...]"
+    override_usage = "utap [OPTIONS] SCRIPT.stp [ARGS...]\n       utap [OPTIONS] -e SCRIPT [ARGS...]",
+    after_help = ENDINGS
 )]
 pub struct Options {
     /// Run the script given as text instead of a file.

@@ -8,19 +8,22 @@
 //! probes run on the same tracer thread, so script globals need no locks.
 //!
 //! The session ends when the target process exits, when a handler calls
-//! `exit()` or fails, at the `-T` limit, or on SIGINT/SIGTERM/SIGHUP; then
-//! every thread is detached (a command still running goes on untraced, as
-//! with SystemTap), the end probes run and the output queue is drained.
+//! `exit()` or fails, at the `-T` limit, or on SIGINT/SIGTERM/SIGHUP/SIGQUIT;
+//! then, first of all, the end probes run and the [`Conclude`] callback
+//! writes the output and hands the status over (to the foreground utap, see
+//! [`crate::host`]); only then is every thread detached (a command still
+//! running goes on untraced, as with SystemTap).
 //!
 //! One exception: a command started under a seccomp filter cannot be left
 //! untraced, because the kernel fails every syscall a RET_TRACE filter
 //! traps with ENOSYS when no tracer is attached (why strace's
 //! `--seccomp-bpf` kills its command on exit). When the script ends first,
-//! its end probes run and its output is written at once, and utap stays as
-//! a passive tracer until the command exits. SIGINT, SIGTERM and SIGHUP
-//! kill such a command (and its traced descendants) before utap detaches,
-//! as strace's `--seccomp-bpf` does (it implies `--kill-on-exit`); the end
-//! probes then run as usual. A script with any syscall probe gets a filter
+//! its end probes run and its output is written at once, and the tracing
+//! process stays as a passive tracer until the command exits
+//! ([`Aftermath::Shepherd`]). SIGINT, SIGTERM, SIGHUP and SIGQUIT kill such
+//! a command (and its traced descendants) before utap detaches, as strace's
+//! `--seccomp-bpf` does (it implies `--kill-on-exit`); the end probes then
+//! run as usual. A script with any syscall probe gets a filter
 //! (one that traps every number when a probe takes every syscall: one stop
 //! per syscall instead of PTRACE_SYSCALL's two). Without a filter (`-x`, or
 //! a script without syscall probes) these signals detach and the command
