@@ -2,7 +2,7 @@
 //! `churn` fixture; issue 11, point 3): a thread that exits during the
 //! attach, or that the kernel attached already through its creator's clone
 //! event, is normal, never "operation not permitted". Twenty attaches in a
-//! row all succeed, threads are seen beginning and ending, and each
+//! row all succeed, every thread that ends was seen beginning, and each
 //! session lets the program go, running and untraced.
 
 mod support;
@@ -15,7 +15,7 @@ global begun, ended
 probe process.begin { println("attached") }
 probe process.thread.begin { if (tid() != pid()) begun++ }
 probe process.thread.end { ended++ }
-probe end { printf("begun>0=%d ended>0=%d\n", begun > 0, ended > 0) }
+probe end { printf("begun>0=%d ended>0=%d live=%d\n", begun > 0, ended > 0, begun - ended) }
 "#;
 
 /// The fixture runs 4 threads at a time.
@@ -25,7 +25,16 @@ fn check(out: &Outcome) {
     assert_eq!(out.stderr, "", "{out:?}");
     assert_eq!(out.status, 0, "{out:?}");
     let last = out.stdout.lines().last().unwrap_or_default();
-    assert_eq!(last, "begun>0=1 ended>0=1", "threads not seen");
+    let (seen, live) = last
+        .rsplit_once(" live=")
+        .unwrap_or_else(|| panic!("unexpected output {:?}", out.stdout));
+    assert_eq!(seen, "begun>0=1 ended>0=1", "threads not seen");
+    // Every thread that ended had begun; those still running at the end
+    // are at most the fixture's batch.
+    let live: u32 = live
+        .parse()
+        .unwrap_or_else(|_| panic!("{live} threads unaccounted for"));
+    assert!(live <= AT_ONCE, "{live} threads unaccounted for");
 }
 
 #[test]
