@@ -48,8 +48,10 @@ fn signal_mid_trace(sig: i32) {
     assert_eq!(live.line(), "attached");
     // Let it trace the sleeping threads' syscalls for a while.
     std::thread::sleep(std::time::Duration::from_millis(100));
+    // The tracer is utap's tracing process (see utap_runtime::host).
     for tid in threads(sleeper.pid()) {
-        assert_eq!(status_field(tid, "TracerPid"), Some(live.pid().to_string()));
+        let tracer: i32 = status_field(tid, "TracerPid").unwrap().parse().unwrap();
+        assert_eq!(status_field(tracer, "PPid"), Some(live.pid().to_string()));
     }
     signal(live.pid(), sig);
     let out = live.finish();

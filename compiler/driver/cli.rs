@@ -2,13 +2,25 @@
 
 use clap::Parser;
 
+/// What happens to the traced program when a session ends (README:
+/// "Ending a session").
+const ENDINGS: &str = "\
+Ending a session: at -T, exit(), an error or SIGINT/SIGTERM/SIGHUP/SIGQUIT the end
+probes run, the output is written and utap returns at once. The traced program:
+  -x PID, or -c without a seccomp filter: detached, it runs on untraced.
+  -c under the filter (a script naming its syscalls): after -T, exit() or an error
+     it runs on, served by utap's tracing process until it exits; a signal kills it
+     (as strace --seccomp-bpf). kill -9 of utap kills a -c command (EXITKILL).
+Exit status: 0, or 1 after a usage, compile, runtime or output error.";
+
 /// utap: SystemTap-style tracing of Linux processes.
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "utap",
     version,
     about = "SystemTap-style scripting for tracing and steering Linux processes",
-    override_usage = "utap [OPTIONS] SCRIPT.stp [ARGS...]\n       utap [OPTIONS] -e SCRIPT [ARGS...]"
+    override_usage = "utap [OPTIONS] SCRIPT.stp [ARGS...]\n       utap [OPTIONS] -e SCRIPT [ARGS...]",
+    after_help = ENDINGS
 )]
 pub struct Options {
     /// Run the script given as text instead of a file.
@@ -55,8 +67,9 @@ pub struct Options {
     #[arg(short = 'G', value_name = "NAME=VALUE", value_parser = parse_define)]
     pub global_values: Vec<(String, String)>,
 
-    /// Stop the session after SECONDS.
-    #[arg(short = 'T', value_name = "SECONDS")]
+    /// Stop the session after SECONDS (a number, fractions allowed). What
+    /// happens to the traced command then: see "Ending a session" in README.
+    #[arg(short = 'T', value_name = "SECONDS", value_parser = parse_seconds)]
     pub timeout: Option<f64>,
 
     /// Output buffer size in megabytes (1-4095).
@@ -131,6 +144,21 @@ pub enum Format {
     Json,
 }
 
+/// The longest `-T`: about 136 years, far beyond any session, and small
+/// enough that every deadline fits in an `Instant`.
+const MAX_SECONDS: f64 = 4_294_967_295.0;
+
+/// `-T SECONDS`: a finite, non-negative number no larger than
+/// [`MAX_SECONDS`] (`-1`, `nan`, `inf`, `1e300` are usage errors).
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=MAX_SECONDS).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "expected a number of seconds from 0 to {MAX_SECONDS}, got '{s}'"
+        )),
+    }
+}
+
 fn parse_define(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((name, value)) if !name.is_empty() => Ok((name.to_string(), value.to_string())),
@@ -166,7 +194,12 @@ pub fn parse_args() -> Options {
             eprintln!("{}", unsupported_option(&arg));
             std::process::exit(1);
         }
-        Err(e) => e.exit(),
+        // clap's message; `--help`/`--version` exit 0, usage errors 1 (as
+        // README says; clap's own default would be 2).
+        Err(e) => {
+            let _ = e.print();
+            std::process::exit(if e.use_stderr() { 1 } else { 0 })
+        }
     };
     opts.normalise();
     opts

@@ -180,6 +180,7 @@ fn pass_error(e: session::PassError, map: &SourceMap) -> Failure {
     match e {
         session::PassError::Message(m) => Failure::Message(m),
         session::PassError::Diagnostics(d) => report(&d, map),
+        session::PassError::Reported => Failure::Reported,
     }
 }
 

@@ -4,7 +4,7 @@
 //! scheduler; their output goes through the transport queue.
 
 use std::io::Write;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use utap_codegen::{CompiledScript, Options as CodegenOptions, compile};
@@ -13,16 +13,20 @@ use utap_compiler::diag::Diagnostic;
 use utap_compiler::program::{Program, Type};
 use utap_compiler::source::SourceMap;
 use utap_runtime::script::timing::TimingLabel;
-use utap_runtime::script::{Limits, RuntimeOptions, ScriptRuntime, scheduler};
+use utap_runtime::script::{Limits, RuntimeOptions, ScriptRuntime, interrupt, scheduler};
 use utap_runtime::transport::{self, Config, Output, Transport};
 
 use crate::{cli, trace};
-use utap_runtime::session::SessionOptions;
+use utap_runtime::host::{self, HostLink, Side, Verdict};
+use utap_runtime::session::{Aftermath, SessionOptions, Target};
+use utap_runtime::utrace;
 
 /// Why a later pass stopped.
 pub enum PassError {
     Message(String),
     Diagnostics(Vec<Diagnostic>),
+    /// Already printed (by the tracing process, before it handed over).
+    Reported,
 }
 
 /// The limits from `-D`.
@@ -149,7 +153,8 @@ fn timing_labels(program: &Program, map: &SourceMap) -> Vec<TimingLabel> {
         .collect()
 }
 
-/// Pass 5: runs the session; returns the exit status.
+/// Pass 5: runs the session; returns the exit status (or ends utap with
+/// the verdict of its tracing process).
 pub fn run(
     opts: &cli::Options,
     map: &SourceMap,
@@ -164,38 +169,139 @@ pub fn run(
         timing: opts.timing.then(|| timing_labels(program, map)),
         verbose: opts.verbose > 0,
     };
-    let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
-    let _metrics = match &opts.metrics {
-        Some(addr) => {
-            let (server, requests) =
-                utap_runtime::metrics::MetricsServer::start(addr).map_err(PassError::Message)?;
-            eprintln!("utap: serving metrics at http://{}/metrics", server.addr);
-            rt.set_metrics(requests);
-            Some(server)
-        }
-        None => None,
-    };
-    let (transport, mut producer) = start_transport(opts, &mut rt)?;
     let limit = opts.timeout.map(Duration::from_secs_f64);
-    let status = match target {
-        Some(target) => {
-            let points = trace::process_points(program).map_err(PassError::Message)?;
-            let session = SessionOptions {
-                target,
-                time_limit: limit,
-                verbose: opts.verbose > 0,
-            };
-            utap_runtime::session::run(rt, &points, &session, producer)
-                .map_err(|e| PassError::Message(e.to_string()))?
-        }
-        None => {
-            scheduler::install_interrupt_handler();
-            let status = scheduler::run(&mut rt, &mut producer, limit);
-            drop(producer);
-            status
+    let Some(target) = target else {
+        let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
+        let _metrics = start_metrics(opts, &mut rt)?;
+        let (transport, mut producer) = start_transport(opts, &mut rt)?;
+        transport.on_closed(scheduler::interrupt);
+        scheduler::install_interrupt_handler();
+        let status = scheduler::run(&mut rt, &mut producer, limit);
+        drop(producer);
+        verdict(status, transport.finish()).exit();
+    };
+    let points = trace::process_points(program).map_err(PassError::Message)?;
+    // Still one thread here: split into the foreground the shell waits for
+    // and the tracing process (see utap_runtime::host).
+    let handover = match host::split() {
+        Ok(Side::Foreground(fg)) => fg.wait().exit(),
+        Ok(Side::Host(link)) => Arc::new(Mutex::new(Handover {
+            link,
+            verdict: None,
+        })),
+        Err(e) => {
+            return Err(PassError::Message(format!(
+                "cannot start the tracing process: {e}"
+            )));
         }
     };
-    // The transport reports lost messages itself.
-    transport.finish();
-    Ok(status)
+    let result = traced(opts, compiled, options, target, limit, &points, &handover);
+    // Every thread is detached now: the foreground may go.
+    let mut h = handover.lock().unwrap_or_else(|e| e.into_inner());
+    match result {
+        Err(e) if !h.link.reported() => {
+            if let PassError::Message(m) = &e {
+                eprintln!("utap: {m}");
+            }
+            h.link.report(Verdict::Exit(1));
+            Err(PassError::Reported)
+        }
+        Ok(status) => {
+            let verdict = h
+                .verdict
+                .unwrap_or(Verdict::Exit(status.clamp(0, 255) as u8));
+            h.link.report(verdict);
+            Ok(status)
+        }
+        result => result,
+    }
+}
+
+/// `--metrics ADDR`: the HTTP server's thread, started in the process that
+/// runs the session (after the split: a fork keeps only the calling thread).
+fn start_metrics(
+    opts: &cli::Options,
+    rt: &mut ScriptRuntime,
+) -> Result<Option<utap_runtime::metrics::MetricsServer>, PassError> {
+    let Some(addr) = &opts.metrics else {
+        return Ok(None);
+    };
+    let (server, requests) =
+        utap_runtime::metrics::MetricsServer::start(addr).map_err(PassError::Message)?;
+    eprintln!("utap: serving metrics at http://{}/metrics", server.addr);
+    rt.set_metrics(requests);
+    Ok(Some(server))
+}
+
+/// The tracing process's link to the foreground, and the verdict it will
+/// get once the threads are let go.
+struct Handover {
+    link: HostLink,
+    verdict: Option<Verdict>,
+}
+
+/// How long the foreground waits for the threads to be detached before it
+/// returns anyway (detaching goes on behind it): long enough for a few
+/// hundred threads, so that a debugger started right after utap usually
+/// finds the process untraced; short enough to end "at once".
+const DETACH_BUDGET: Duration = Duration::from_millis(50);
+
+/// The tracing process's session: output thread, tracer, and the hand-over
+/// of the result to the foreground once the script has ended.
+fn traced(
+    opts: &cli::Options,
+    compiled: &CompiledScript,
+    options: RuntimeOptions,
+    target: Target,
+    limit: Option<Duration>,
+    points: &[utap_runtime::session::ProcessPoint],
+    handover: &Arc<Mutex<Handover>>,
+) -> Result<i32, PassError> {
+    let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
+    let _metrics = start_metrics(opts, &mut rt)?;
+    let (transport, producer) = start_transport(opts, &mut rt)?;
+    transport.on_closed(|| {
+        interrupt::request();
+        utrace::end_sessions(utrace::Signal(libc::SIGPIPE));
+    });
+    let session = SessionOptions {
+        target,
+        time_limit: limit,
+        verbose: opts.verbose > 0,
+    };
+    let handover = handover.clone();
+    let conclude = Box::new(move |status: i32, after: Aftermath| {
+        let verdict = verdict(status, transport.finish());
+        let mut h = handover.lock().unwrap_or_else(|e| e.into_inner());
+        h.verdict = Some(verdict);
+        match after {
+            // Shepherding lasts as long as the command: hand over now.
+            Aftermath::Shepherd => h.link.report(verdict),
+            Aftermath::Detach => {
+                let handover = handover.clone();
+                std::thread::spawn(move || {
+                    std::thread::sleep(DETACH_BUDGET);
+                    let mut h = handover.lock().unwrap_or_else(|e| e.into_inner());
+                    h.link.report(verdict);
+                });
+            }
+        }
+        match verdict {
+            Verdict::Exit(code) => code as i32,
+            Verdict::Signal(sig) => 128 + sig,
+        }
+    });
+    utap_runtime::session::run(rt, points, &session, producer, conclude)
+        .map_err(|e| PassError::Message(e.to_string()))
+}
+
+/// How utap ends once the output is written: the script's status, 1 after
+/// an output error (reported by the transport), or death by SIGPIPE when
+/// the reader went away (quietly, as other Unix tools end).
+fn verdict(status: i32, stats: transport::Stats) -> Verdict {
+    match stats.error {
+        Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Verdict::Signal(libc::SIGPIPE),
+        Some(_) => Verdict::Exit(1),
+        None => Verdict::Exit(status.clamp(0, 255) as u8),
+    }
 }

@@ -2,6 +2,7 @@
 //! native handlers call, the output transport and tracing sessions.
 
 pub mod format;
+pub mod host;
 pub mod json;
 pub mod memory;
 pub mod metrics;

@@ -19,6 +19,17 @@
 //! `/bin/sh -c`) once everything queued before it is written, as SystemTap's
 //! stapio does, so the tracer thread never forks or waits for one.
 //!
+//! At session end no tracee waits on the output any more, so the end probes'
+//! output must not be lost: [`Producer::set_lossless`] makes a message that
+//! does not fit take the unbounded path too (in order, still written to the
+//! data output), however large.
+//!
+//! Write errors are not silent: the first one is reported on the control
+//! output (`ERROR: ...`) and returned by [`Transport::finish`] (utap then
+//! exits 1). A reader that went away (EPIPE, e.g. `utap ... | head -1`) is
+//! not an error to report: the hook set with [`Transport::on_closed`] runs
+//! once, to end the session quietly, as SIGPIPE ends other Unix tools.
+//!
 //! Waking the output thread costs the producer one fence and one load per
 //! message: the output thread advertises that it is about to park in a flag,
 //! and the producer unparks it only when that flag is set.
@@ -28,9 +39,9 @@ use std::io::{self, Write};
 use std::mem::ManuallyDrop;
 use std::os::fd::FromRawFd;
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 use std::sync::mpsc;
+use std::sync::{Arc, OnceLock};
 use std::thread::{self, JoinHandle, Thread};
 
 /// SystemTap's default buffer size (`_stp_nsubbufs * _stp_subbuf_size` in
@@ -141,6 +152,8 @@ struct Shared {
     messages: AtomicU64,
     lost: AtomicU64,
     output_thread: Thread,
+    /// Runs once when the data output's reader has gone away (EPIPE).
+    on_closed: OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl Shared {
@@ -164,6 +177,11 @@ pub struct Producer {
     ring: rtrb::Producer<u8>,
     shared: Arc<Shared>,
     control: ControlSender,
+    /// Session end: never drop (see [`Producer::set_lossless`]).
+    lossless: bool,
+    /// A message took the unbounded path: later ones follow it there, to
+    /// stay in order.
+    spilled: bool,
 }
 
 impl Producer {
@@ -175,8 +193,14 @@ impl Producer {
         if msg.is_empty() {
             return true;
         }
+        if self.spilled {
+            return self.spill(msg);
+        }
         // Single writer: a relaxed load+store is enough for the counters.
         if self.ring.push_entire_slice(msg).is_err() {
+            if self.lossless {
+                return self.spill(msg);
+            }
             let lost = &self.shared.lost;
             lost.store(lost.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
             return false;
@@ -190,6 +214,22 @@ impl Producer {
     /// Messages dropped so far.
     pub fn lost(&self) -> u64 {
         self.shared.lost.load(Ordering::Relaxed)
+    }
+
+    /// From now on no message is dropped: one that does not fit in the ring
+    /// (even one larger than the whole ring) is handed to the output thread
+    /// through the unbounded queue, after everything queued before it. For
+    /// the session's end (end probes, autoprint), when no tracee waits.
+    pub fn set_lossless(&mut self) {
+        self.lossless = true;
+    }
+
+    fn spill(&mut self, msg: &[u8]) -> bool {
+        self.spilled = true;
+        let n = &self.shared.messages;
+        n.store(n.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        self.control.send_msg(ControlMsg::Data(msg.to_vec()));
+        true
     }
 
     /// Sends a control message (written to stderr, never dropped).
@@ -215,6 +255,9 @@ enum ControlMsg {
     Stderr(Vec<u8>),
     /// A command to run in the background (`system()`).
     System(Vec<u8>),
+    /// A data message that must not be dropped (lossless mode: the ring
+    /// had no room), written in its turn after the data queued before it.
+    Data(Vec<u8>),
 }
 
 impl Drop for Producer {
@@ -306,6 +349,7 @@ impl Transport {
             messages: AtomicU64::new(0),
             lost: AtomicU64::new(0),
             output_thread: thread.thread().clone(),
+            on_closed: OnceLock::new(),
         });
         // The thread is blocked in recv() until this arrives.
         let _ = shared_tx.send(shared.clone());
@@ -317,6 +361,8 @@ impl Transport {
             ring: ring_tx,
             shared: shared.clone(),
             control: control.clone(),
+            lossless: false,
+            spilled: false,
         };
         let transport = Transport {
             shared,
@@ -336,6 +382,12 @@ impl Transport {
     /// Messages dropped so far.
     pub fn lost(&self) -> u64 {
         self.shared.lost.load(Ordering::Relaxed)
+    }
+
+    /// Sets what to do, once, when the data output's reader goes away
+    /// (EPIPE): typically end the session. Called on the output thread.
+    pub fn on_closed(&self, hook: impl Fn() + Send + Sync + 'static) {
+        let _ = self.shared.on_closed.set(Box::new(hook));
     }
 
     /// Drains every message pushed before this call to the output, writes
@@ -446,9 +498,9 @@ impl OutputLoop {
         let idle = self.ring.is_empty() && !self.shared.closing.load(Ordering::Acquire);
         if idle {
             match self.control_rx.try_recv() {
-                Ok(msg) => {
+                Ok(item) => {
                     self.shared.sleeping.store(false, Ordering::Relaxed);
-                    self.write_control(&msg);
+                    self.write_item(item);
                     return;
                 }
                 Err(_) => thread::park(),
@@ -467,8 +519,9 @@ impl OutputLoop {
             return false;
         };
         let (a, b) = chunk.as_slices();
+        let mut result = None;
         if self.error.is_none() {
-            let result = match &mut self.render {
+            result = Some(match &mut self.render {
                 None => write_both(&mut self.output, a, b).map(|()| n),
                 Some(render) => {
                     let batch = if b.is_empty() {
@@ -483,23 +536,67 @@ impl OutputLoop {
                     render(batch, &mut self.text);
                     self.output.write_all(&self.text).map(|()| self.text.len())
                 }
-            };
-            match result {
-                Ok(written) => self.bytes_written += written as u64,
-                Err(e) => self.error = Some(e),
-            }
+            });
         }
         chunk.commit_all();
+        if let Some(result) = result {
+            self.account(result);
+        }
         true
+    }
+
+    /// A message from the unbounded path (lossless mode), after everything
+    /// the ring holds (which was queued before it).
+    fn write_spilled(&mut self, msg: &[u8]) {
+        self.drain_data();
+        if self.error.is_some() {
+            return;
+        }
+        let result = match &mut self.render {
+            None => self.output.write_all(msg).map(|()| msg.len()),
+            Some(render) => {
+                self.text.clear();
+                render(msg, &mut self.text);
+                self.output.write_all(&self.text).map(|()| self.text.len())
+            }
+        };
+        self.account(result);
+    }
+
+    /// Counts written bytes; the first error stops writing and is reported
+    /// once (a closed pipe quietly, through the `on_closed` hook).
+    fn account(&mut self, result: io::Result<usize>) {
+        match result {
+            Ok(written) => self.bytes_written += written as u64,
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                self.error = Some(e);
+                if let Some(hook) = self.shared.on_closed.get() {
+                    hook();
+                }
+            }
+            Err(e) => {
+                let msg = format!("ERROR: cannot write the output: {}\n", describe(&e));
+                let _ = self.control.write_all(msg.as_bytes());
+                let _ = self.control.flush();
+                self.error = Some(e);
+            }
+        }
     }
 
     fn drain_control(&mut self) -> bool {
         let mut any = false;
-        while let Ok(msg) = self.control_rx.try_recv() {
-            self.write_control(&msg);
+        while let Ok(item) = self.control_rx.try_recv() {
+            self.write_item(item);
             any = true;
         }
         any
+    }
+
+    fn write_item(&mut self, msg: ControlMsg) {
+        match msg {
+            ControlMsg::Data(data) => self.write_spilled(&data),
+            msg => self.write_control(&msg),
+        }
     }
 
     fn write_control(&mut self, msg: &ControlMsg) {
@@ -522,6 +619,7 @@ impl OutputLoop {
                 let _ = self.output.flush();
                 self.run_command(cmd)
             }
+            ControlMsg::Data(data) => self.write_spilled(data),
         }
     }
 
@@ -573,6 +671,16 @@ impl OutputLoop {
             Ok(()) => self.bytes_written += bytes.len() as u64,
             Err(e) => self.error = Some(e),
         }
+    }
+}
+
+/// An I/O error as a person reads it: "No space left on device", without
+/// Rust's " (os error 28)".
+pub fn describe(e: &io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
     }
 }
 

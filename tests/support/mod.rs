@@ -287,7 +287,7 @@ pub fn assert_idle(pid: i32) {
 
 /// Waits for `child` to end; kills it and fails the test if it takes
 /// longer than [`LIMIT`].
-fn wait_within_limit(child: &mut Child) -> std::process::ExitStatus {
+pub fn wait_within_limit(child: &mut Child) -> std::process::ExitStatus {
     let start = Instant::now();
     loop {
         if let Some(s) = child.try_wait().expect("wait") {

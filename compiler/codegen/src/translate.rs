@@ -26,11 +26,12 @@ use utap_compiler::program::{
     Stmt, StmtKind, Type,
 };
 use utap_runtime::script::abi::{
-    PRINT_DELIM, PRINT_NEWLINE, PRINT_TO_STRING, RAISE_DIVISION_BY_ZERO, RAISE_MAXACTION,
-    RAISE_MAXNESTING, SORT_NONE, SORT_VALUE,
+    PRINT_DELIM, PRINT_NEWLINE, PRINT_TO_STRING, RAISE_DIVISION_BY_ZERO, RAISE_INTERRUPTED,
+    RAISE_MAXACTION, RAISE_MAXNESTING, SORT_NONE, SORT_VALUE,
 };
 use utap_runtime::script::context::{HandlerContext, ProbeValues, written};
 use utap_runtime::script::image::ValueType;
+use utap_runtime::script::interrupt;
 
 use crate::CodegenError;
 use crate::runtime_fns::RuntimeFns;
@@ -334,6 +335,16 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
         self.raise_if(over, RAISE_MAXACTION, loc);
     }
 
+    /// At a loop's back-edge: one load and one branch on the interrupt
+    /// flag, so that a signal or `-T` stops a long loop
+    /// (`utap_runtime::script::interrupt`).
+    fn check_interrupt(&mut self, span: Span) {
+        let addr = self.iconst(interrupt::flag_address() as i64);
+        let flag = self.b.ins().uload8(I64, flags(), addr, 0);
+        let loc = self.loc(span);
+        self.raise_if(flag, RAISE_INTERRUPTED, loc);
+    }
+
     // ---- statements -------------------------------------------------------
 
     fn block(&mut self, b: &p::Block) -> Result<(), CodegenError> {
@@ -483,6 +494,7 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
             self.expr(s)?;
         }
         self.count_action(span);
+        self.check_interrupt(span);
         self.b.ins().jump(head, &[]);
         self.b.switch_to_block(exit);
         Ok(())
@@ -564,6 +576,7 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
         self.stmt(&fe.body)?;
         self.loops.pop();
         self.count_action(span);
+        self.check_interrupt(span);
         self.b.ins().jump(head, &[]);
         self.b.switch_to_block(done);
         self.call("utap_foreach_end", &[iter]);

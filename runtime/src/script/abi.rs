@@ -26,6 +26,8 @@ use super::state::{Iteration, ScriptState};
 pub const RAISE_DIVISION_BY_ZERO: i64 = 1;
 pub const RAISE_MAXACTION: i64 = 2;
 pub const RAISE_MAXNESTING: i64 = 3;
+/// A loop saw the interrupt flag (see `script::interrupt`).
+pub const RAISE_INTERRUPTED: i64 = 4;
 
 /// Marker of "no sort" and "sort by value" in `utap_foreach_array`'s `sort`.
 pub const SORT_NONE: i64 = -1;
@@ -59,6 +61,9 @@ pub unsafe extern "C" fn utap_raise(ctx: *mut HandlerContext, kind: i64) {
         RAISE_DIVISION_BY_ZERO => "division by 0",
         RAISE_MAXACTION => "MAXACTION exceeded",
         RAISE_MAXNESTING => "MAXNESTING exceeded",
+        // SystemTap's message for a probe cut short by a pending
+        // interrupt (its usermode runtime checks at the same places).
+        RAISE_INTERRUPTED => "interrupted",
         _ => "internal error",
     };
     st(ctx).raise(ctx, msg);

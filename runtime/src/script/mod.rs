@@ -20,6 +20,7 @@ pub mod builtins;
 pub mod context;
 pub mod globals;
 pub mod image;
+pub mod interrupt;
 pub mod limits;
 pub mod output;
 pub mod printing;

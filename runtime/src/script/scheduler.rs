@@ -15,16 +15,26 @@ use super::{OutputSink, ScriptRuntime, TimerPoint};
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
+    interrupt();
 }
 
-/// Makes SIGINT and SIGTERM end the session (end probes still run).
+/// Makes SIGINT, SIGTERM, SIGHUP and SIGQUIT end the session (end probes
+/// still run).
 pub fn install_interrupt_handler() {
     // SAFETY: the handler only stores to an atomic.
     unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as usize);
-        libc::signal(libc::SIGTERM, on_signal as *const () as usize);
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+            libc::signal(sig, on_signal as *const () as usize);
+        }
     }
+}
+
+/// Ends the session as a signal would (e.g. when the output's reader has
+/// gone); callable from any thread.
+pub fn interrupt() {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+    // A handler stuck in a loop stops at its next back-edge.
+    super::interrupt::request();
 }
 
 /// Whether SIGINT/SIGTERM arrived.
@@ -107,9 +117,14 @@ impl Timers {
 pub fn run(rt: &mut ScriptRuntime, sink: &mut dyn OutputSink, time_limit: Option<Duration>) -> i32 {
     let start = Instant::now();
     let deadline = time_limit.map(|d| start + d);
+    if let Some(d) = deadline {
+        super::interrupt::at(d);
+    }
     if rt.run_begin(sink) {
         run_timers(rt, sink, deadline);
     }
+    super::interrupt::clear();
+    sink.ending();
     rt.run_end(sink);
     rt.finish(sink)
 }

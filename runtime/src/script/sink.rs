@@ -18,6 +18,10 @@ pub trait OutputSink {
     /// so far is written (never here, on the tracer thread). Sinks without
     /// an output side (counting sinks in tests) drop it.
     fn system(&mut self, _cmd: &[u8]) {}
+
+    /// The session is ending (end probes, autoprint follow): no tracee
+    /// waits any more, so nothing may be dropped from now on.
+    fn ending(&mut self) {}
 }
 
 impl OutputSink for Producer {
@@ -33,6 +37,10 @@ impl OutputSink for Producer {
     }
     fn system(&mut self, cmd: &[u8]) {
         Producer::system(self, cmd);
+    }
+
+    fn ending(&mut self) {
+        self.set_lossless();
     }
 }
 

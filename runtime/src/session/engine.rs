@@ -48,6 +48,11 @@ pub(crate) struct Shared {
     pub linger: bool,
     /// The script has ended (end probes run): the exit status.
     pub finished: Option<i32>,
+    /// Writes the output out and hands the status over (see
+    /// [`super::Conclude`]); taken when the script ends.
+    pub conclude: Option<super::Conclude>,
+    /// `-v`: say why and after how many stops the session ended.
+    pub verbose: bool,
 }
 
 pub(crate) type SharedRef = Rc<RefCell<Shared>>;
@@ -66,6 +71,8 @@ impl Shared {
             delay_us: 0,
             linger: false,
             finished: None,
+            conclude: None,
+            verbose: false,
         }
     }
 
@@ -127,7 +134,7 @@ impl Shared {
             fired.values = outcome.probe;
             fired.stop |= self.apply(ctl, &outcome, values.tid);
             if outcome.stop {
-                self.end(ctl);
+                self.end(ctl, EndReason::Requested);
                 break;
             }
         }
@@ -135,11 +142,23 @@ impl Shared {
         fired
     }
 
-    /// Ends the script (exit(), an error, -T): end probes now, and the
-    /// tracing too unless the command must be shepherded (see `linger`).
-    pub fn end(&mut self, ctl: &mut Control) {
+    /// Ends the script (exit(), an error, -T, a signal, the target's
+    /// exit): end probes now, output written and the status handed over,
+    /// then the tracing ends too unless the command must be shepherded
+    /// (see `linger`).
+    pub fn end(&mut self, ctl: &mut Control, why: EndReason) {
         if self.finished.is_none() {
-            self.finished = Some(super::finish(&mut self.script, &mut self.sink));
+            if self.verbose {
+                eprintln!("utap: session ended: {why:?}");
+                eprintln!("utap: {} ptrace stops", ctl.stop_count());
+            }
+            let status = super::finish(&mut self.script, &mut self.sink);
+            let after = match self.linger && matches!(why, EndReason::Requested) {
+                true => super::Aftermath::Shepherd,
+                false => super::Aftermath::Detach,
+            };
+            let conclude = self.conclude.take();
+            self.finished = Some(conclude.map_or(status, |c| c(status, after)));
         }
         if !self.linger {
             ctl.end(EndReason::Requested);

@@ -8,19 +8,22 @@
 //! probes run on the same tracer thread, so script globals need no locks.
 //!
 //! The session ends when the target process exits, when a handler calls
-//! `exit()` or fails, at the `-T` limit, or on SIGINT/SIGTERM/SIGHUP; then
-//! every thread is detached (a command still running goes on untraced, as
-//! with SystemTap), the end probes run and the output queue is drained.
+//! `exit()` or fails, at the `-T` limit, or on SIGINT/SIGTERM/SIGHUP/SIGQUIT;
+//! then, first of all, the end probes run and the [`Conclude`] callback
+//! writes the output and hands the status over (to the foreground utap, see
+//! [`crate::host`]); only then is every thread detached (a command still
+//! running goes on untraced, as with SystemTap).
 //!
 //! One exception: a command started under a seccomp filter cannot be left
 //! untraced, because the kernel fails every syscall a RET_TRACE filter
 //! traps with ENOSYS when no tracer is attached (why strace's
 //! `--seccomp-bpf` kills its command on exit). When the script ends first,
-//! its end probes run and its output is written at once, and utap stays as
-//! a passive tracer until the command exits. SIGINT, SIGTERM and SIGHUP
-//! kill such a command (and its traced descendants) before utap detaches,
-//! as strace's `--seccomp-bpf` does (it implies `--kill-on-exit`); the end
-//! probes then run as usual. A script with any syscall probe gets a filter
+//! its end probes run and its output is written at once, and the tracing
+//! process stays as a passive tracer until the command exits
+//! ([`Aftermath::Shepherd`]). SIGINT, SIGTERM, SIGHUP and SIGQUIT kill such
+//! a command (and its traced descendants) before utap detaches, as strace's
+//! `--seccomp-bpf` does (it implies `--kill-on-exit`); the end probes then
+//! run as usual. A script with any syscall probe gets a filter
 //! (one that traps every number when a probe takes every syscall: one stop
 //! per syscall instead of PTRACE_SYSCALL's two). Without a filter (`-x`, or
 //! a script without syscall probes) these signals detach and the command
@@ -35,11 +38,12 @@ use std::time::{Duration, Instant};
 
 pub use points::{ProcessEvent, ProcessFilter, ProcessPoint};
 
-use crate::script::{OutputSink, ScriptRuntime};
+use crate::script::{OutputSink, ScriptRuntime, interrupt};
 use crate::seccomp;
 use crate::transport::Producer;
 use crate::utrace::{
-    AttachMode, Control, SpawnCommand, SyscallSource, Tid, Tracer, catch_termination_signals,
+    AttachMode, Control, EndReason, SpawnCommand, SyscallSource, Tid, Tracer, also_on_termination,
+    catch_termination_signals,
 };
 use engine::{ScriptEngine, Shared, SharedRef};
 use points::{Dispatch, SyscallNeed};
@@ -72,6 +76,22 @@ impl std::fmt::Display for SessionError {
     }
 }
 
+/// Called once, as soon as the script has ended (its end probes ran and
+/// their output is queued), with the script's exit status and what the
+/// tracing still has to do: writes the output out, tells whoever waits for
+/// the result (the foreground utap, see [`crate::host`]) and returns the
+/// final status.
+pub type Conclude = Box<dyn FnOnce(i32, Aftermath) -> i32>;
+
+/// What the tracing does after the script has ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Aftermath {
+    /// Detach every thread (quick, unless there are very many), then end.
+    Detach,
+    /// Shepherd a command under a seccomp filter until it exits.
+    Shepherd,
+}
+
 /// Runs `script` over the target; returns utap's exit status (1 after a
 /// runtime error). `sink` is the transport's producer.
 pub fn run(
@@ -79,16 +99,29 @@ pub fn run(
     points: &[ProcessPoint],
     opts: &SessionOptions,
     mut sink: Producer,
+    conclude: Conclude,
 ) -> Result<i32, SessionError> {
+    // -T counts from the start, attaching included.
+    let deadline = opts.time_limit.map(|limit| Instant::now() + limit);
     catch_termination_signals().map_err(|e| SessionError(format!("signal setup: {e}")))?;
+    // A handler looping on the tracer thread still yields to them.
+    also_on_termination(interrupt::request);
+    if let Some(deadline) = deadline {
+        interrupt::at(deadline);
+    }
     let dispatch = Rc::new(Dispatch::new(points));
     let mut tracer = Tracer::new().map_err(|e| SessionError(e.to_string()))?;
     if !script.run_begin(&mut sink) {
-        return Ok(finish(&mut script, &mut sink));
+        return Ok(conclude(finish(&mut script, &mut sink), Aftermath::Detach));
     }
     let (pid, threads, seccomp_on) = start_target(&mut tracer, &mut script, &dispatch, opts)?;
     let shared: SharedRef = Rc::new(RefCell::new(Shared::new(script, sink, &dispatch)));
-    shared.borrow_mut().linger = seccomp_on;
+    {
+        let mut s = shared.borrow_mut();
+        s.linger = seccomp_on;
+        s.verbose = opts.verbose;
+        s.conclude = Some(conclude);
+    }
     let id = tracer.add_engine(ScriptEngine {
         shared: shared.clone(),
         dispatch: dispatch.clone(),
@@ -107,7 +140,18 @@ pub fn run(
         shared
             .borrow_mut()
             .adopt_process(&mut ctl, &dispatch, pid, &threads);
-        schedule_timers(&mut ctl, &shared, opts.time_limit);
+        schedule_timers(&mut ctl, &shared, deadline);
+        // However the session ends, the script ends first: the user gets
+        // the end probes' output before the threads are let go.
+        let on_end = shared.clone();
+        let verbose = opts.verbose;
+        ctl.on_end(move |ctl, why| {
+            if verbose {
+                eprintln!("utap: session ended: {why}");
+                eprintln!("utap: {} ptrace stops", ctl.stop_count());
+            }
+            on_end.borrow_mut().end(ctl, why)
+        });
     }
     if opts.verbose {
         eprintln!(
@@ -115,22 +159,17 @@ pub fn run(
             threads.len()
         );
     }
-    let why = tracer.run().map_err(|e| SessionError(e.to_string()))?;
-    if opts.verbose {
-        eprintln!("utap: session ended: {why}");
-        eprintln!("utap: {} ptrace stops", tracer.ctl().stop_count());
-    }
+    tracer.run().map_err(|e| SessionError(e.to_string()))?;
     drop(tracer);
-    let mut s = shared.borrow_mut();
-    let s = &mut *s;
-    Ok(match s.finished {
-        Some(status) => status,
-        None => finish(&mut s.script, &mut s.sink),
-    })
+    let s = shared.borrow();
+    Ok(s.finished.unwrap_or(1))
 }
 
-/// End (or error) probes, autoprinted globals, the error summary.
+/// End (or error) probes, autoprinted globals, the error summary. From now
+/// on no output is dropped (no tracee waits for it).
 pub(crate) fn finish(script: &mut ScriptRuntime, sink: &mut dyn OutputSink) -> i32 {
+    interrupt::clear();
+    sink.ending();
     script.run_end(sink);
     script.finish(sink)
 }
@@ -262,11 +301,11 @@ fn strategy_note(syscalls: SyscallNeed, seccomp_on: bool) -> String {
     }
 }
 
-/// Timer probes and the `-T` limit, as ticks of the tracer loop.
 /// How often the tracer looks for `--metrics` scrapes.
 const METRICS_POLL: Duration = Duration::from_millis(50);
 
-fn schedule_timers(ctl: &mut Control, shared: &SharedRef, limit: Option<Duration>) {
+/// Timer probes and the `-T` deadline, as ticks of the tracer loop.
+fn schedule_timers(ctl: &mut Control, shared: &SharedRef, deadline: Option<Instant>) {
     let now = Instant::now();
     let timers = shared.borrow().script.timers();
     for t in timers {
@@ -282,7 +321,7 @@ fn schedule_timers(ctl: &mut Control, shared: &SharedRef, limit: Option<Duration
             // resume()/quiesce()/stop(tid) from a timer: no current thread.
             s.apply(ctl, &outcome, -1);
             if outcome.stop {
-                s.end(ctl);
+                s.end(ctl, EndReason::Requested);
                 return None;
             }
             Some(Instant::now() + jitter.period(&t))
@@ -296,10 +335,10 @@ fn schedule_timers(ctl: &mut Control, shared: &SharedRef, limit: Option<Duration
             Some(Instant::now() + METRICS_POLL)
         });
     }
-    if let Some(limit) = limit {
+    if let Some(deadline) = deadline {
         let shared = shared.clone();
-        ctl.add_timer(now + limit, move |ctl| {
-            shared.borrow_mut().end(ctl);
+        ctl.add_timer(deadline, move |ctl| {
+            shared.borrow_mut().end(ctl, EndReason::Requested);
             None
         });
     }

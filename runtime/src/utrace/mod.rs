@@ -47,9 +47,11 @@
 //!   ResumeAction) -> ControlStatus`, `detach`, `threads`, `process_of`,
 //!   `is_stopped`, `barrier`, `set_syscall_source(pid, SyscallSource::Seccomp)` (entries
 //!   from the caller's seccomp filter), `end(EndReason)`,
-//!   `end_when_exits(pid)`, `kill_on_signal()` (SIGINT/SIGTERM/SIGHUP kill
-//!   the tracees instead of detaching them: for commands under a seccomp
-//!   RET_TRACE filter), `add_timer(deadline, tick) -> TimerId`,
+//!   `end_when_exits(pid)`, `kill_on_signal()` (SIGINT/SIGTERM/SIGHUP/SIGQUIT
+//!   kill the tracees instead of detaching them: for commands under a
+//!   seccomp RET_TRACE filter), `on_end(hook)` (runs once the end is
+//!   decided, before any thread is detached: what the user waits for need
+//!   not wait for detaching), `add_timer(deadline, tick) -> TimerId`,
 //!   `cancel_timer`, `resume_at(tid, engine, when)` (an engine that
 //!   returned `Stop` holds a thread for a while: delay injection),
 //!   `send_signal(tid, sig)` (a traced thread only), `stop_count()`
@@ -71,9 +73,16 @@
 //!   loop costs nothing.
 //! * The loop ends on `Control::end` / `TracerHandle::end` (e.g. Ctrl-C
 //!   from another thread), when the `end_when_exits` process dies
-//!   (`EndReason::ProcessExited` with its status), or on SIGINT/SIGTERM/SIGHUP
-//!   once [`catch_termination_signals`] is installed (`EndReason::Signal`;
-//!   with `kill_on_signal` every traced process is SIGKILLed first).
+//!   (`EndReason::ProcessExited` with its status), or on
+//!   SIGINT/SIGTERM/SIGHUP/SIGQUIT once [`catch_termination_signals`] is
+//!   installed, or [`end_sessions`] (e.g. SIGPIPE when the output's reader
+//!   went away) (`EndReason::Signal`; with `kill_on_signal` every traced
+//!   process is SIGKILLed first). `also_on_termination(f)` adds an
+//!   async-signal-safe call to the signal handler (utap: the interrupt flag
+//!   that stops a handler looping on the tracer thread).
+//! * `attach_process` seizes a process whose threads come and go: threads
+//!   exiting meanwhile, or already ours through a clone event, are skipped;
+//!   each thread is interrupted as soon as it is seized.
 //!
 //! # Costs: what a stop is paid for
 //!
@@ -174,14 +183,18 @@ mod tracer;
 
 pub use action::ResumeAction;
 pub use colocate::Colocation;
-pub use control::{AttachMode, Attached, Control, ControlStatus, EndReason, Tick, TimerId};
+pub use control::{
+    AttachMode, Attached, Control, ControlStatus, EndHook, EndReason, Tick, TimerId,
+};
 #[cfg(target_arch = "x86_64")]
 pub use cx::Regs;
 pub use cx::{Cx, ProcessMemory, SyscallInfo};
 pub use engine::{CloneInfo, CloneKind, Engine, EngineId, ExitStatus, Jctl, SignalReport};
 pub use error::{Error, Result};
 pub use events::{Event, Events};
-pub use safety::{catch_termination_signals, termination_signal};
+pub use safety::{
+    also_on_termination, catch_termination_signals, end_sessions, termination_signal,
+};
 pub use signal::{Disposition, Signal};
 pub use spawn::{SpawnCommand, Spawned};
 pub use thread::SyscallSource;

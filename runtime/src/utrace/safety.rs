@@ -3,7 +3,7 @@
 //! * Normal end and errors: `Tracer::run` detaches every thread before it
 //!   returns, and dropping a `Tracer` (also while unwinding from a panic)
 //!   does the same.
-//! * SIGINT, SIGTERM, SIGHUP: [`catch_termination_signals`] installs a
+//! * SIGINT, SIGTERM, SIGHUP, SIGQUIT: [`catch_termination_signals`] installs a
 //!   handler that records the signal and rings every live tracer's
 //!   doorbell; each tracer then detaches everything and `run` returns
 //!   `EndReason::Signal`. The caller exits afterwards (utap: with status
@@ -17,17 +17,27 @@
 //! needs a stop), passing on the signal of a signal-delivery-stop, and
 //! leaving a thread in a group-stop stopped, as it would be untraced.
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
 use super::Signal;
 
 const SLOTS: usize = 64;
 static TERM_SIGNAL: AtomicI32 = AtomicI32::new(0);
+/// An async-signal-safe `fn()` also called on a termination signal.
+static ALSO: AtomicUsize = AtomicUsize::new(0);
+
+/// Also calls `f` (which must be async-signal-safe) when a termination
+/// signal arrives: e.g. to stop a handler stuck in a loop on the tracer
+/// thread, which cannot see the doorbell until it returns.
+pub fn also_on_termination(f: fn()) {
+    ALSO.store(f as usize, Ordering::SeqCst);
+}
 static RINGS: [AtomicI32; SLOTS] = [const { AtomicI32::new(-1) }; SLOTS];
 
-/// Installs the SIGINT/SIGTERM/SIGHUP handler (idempotent).
+/// Installs the SIGINT/SIGTERM/SIGHUP/SIGQUIT handler (idempotent).
+/// SIGQUIT too: it would otherwise kill utap without its end probes.
 pub fn catch_termination_signals() -> std::io::Result<()> {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
         // SAFETY: installing an async-signal-safe handler.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
@@ -50,8 +60,11 @@ pub fn termination_signal() -> Option<Signal> {
     }
 }
 
-extern "C" fn on_termination(sig: libc::c_int) {
-    let _ = TERM_SIGNAL.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+/// Ends every live tracer's session as if `sig` had arrived (e.g. SIGPIPE
+/// when the output's reader has gone); safe from any thread and from a
+/// signal handler. Returns whether a tracer was there to be told.
+pub fn end_sessions(sig: Signal) -> bool {
+    let _ = TERM_SIGNAL.compare_exchange(0, sig.0, Ordering::SeqCst, Ordering::SeqCst);
     let mut rung = false;
     for slot in &RINGS {
         let fd = slot.load(Ordering::SeqCst);
@@ -60,7 +73,17 @@ extern "C" fn on_termination(sig: libc::c_int) {
             rung = true;
         }
     }
-    if !rung {
+    rung
+}
+
+extern "C" fn on_termination(sig: libc::c_int) {
+    let also = ALSO.load(Ordering::SeqCst);
+    if also != 0 {
+        // SAFETY: stored from a `fn()` by also_on_termination.
+        let f: fn() = unsafe { std::mem::transmute::<usize, fn()>(also) };
+        f();
+    }
+    if !end_sessions(Signal(sig)) {
         // SAFETY: async-signal-safe calls.
         unsafe {
             libc::signal(sig, libc::SIG_DFL);

@@ -163,6 +163,9 @@ unsafe fn child(
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut none);
         libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        // Rust ignores SIGPIPE, and an ignored signal stays ignored across
+        // exec: the command must die of it as it would untraced.
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         libc::raise(libc::SIGSTOP);
         let ok = match hook {
             Some(h) => h(),

@@ -293,7 +293,17 @@ impl Tracer {
     /// Children whose creator died before its clone report (SIGKILL right
     /// after fork) would wait at their first stop forever: they get the
     /// dead creator's FOLLOW engines (or are detached, having none).
+    ///
+    /// Only a leader's death counts: a thread dies alone only by exiting,
+    /// which it cannot do between a clone and its report (it is inside the
+    /// call), while SIGKILL takes the whole process, leader included. Under
+    /// thread churn, adopting a process's orphans at every thread's exit
+    /// would take children from creators still about to report them (they
+    /// would then be reported twice, or never begin).
     fn adopt_orphans_of(&mut self, dead: &Thread) {
+        if dead.tid != dead.tgid {
+            return;
+        }
         let orphans: Vec<Tid> = self.core.orphans.keys().copied().collect();
         for o in orphans {
             let Some((tgid, ppid)) = proc_ids(o) else {

@@ -148,6 +148,14 @@ impl Tracer {
                 self.on_status(tid, status);
             }
         };
+        if let Some(hook) = self.core.on_end.take() {
+            hook(
+                &mut Control {
+                    core: &mut self.core,
+                },
+                reason,
+            );
+        }
         self.colocator.restore();
         self.detach_all();
         // Commands that came too late still get their answers.

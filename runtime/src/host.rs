@@ -1,0 +1,246 @@
+//! The tracer host: the process that owns a session's ptrace relationships,
+//! apart from the process the shell waits for.
+//!
+//! Ending a session has a fast part (run the end probes, write the output,
+//! give the shell its exit status) and a slow part that must not delay it:
+//! detaching a thousand busy threads, or shepherding a `-c` command under a
+//! seccomp RET_TRACE filter until it exits (untraced, every call the filter
+//! traps would fail with ENOSYS). So utap splits in two after compiling,
+//! before any thread starts ([`split`]):
+//!
+//! * the **foreground** (the pid the shell waits for) only waits for the
+//!   host's verdict ([`Foreground::wait`]) and exits with it; termination
+//!   signals sent to it alone (`kill PID`, `timeout`) are passed on to the
+//!   host, so they end the session as they would end a single process;
+//! * the **host** runs the session (tracer thread, handlers, output) and,
+//!   once the script has ended and its output is written, sends the verdict
+//!   ([`HostLink::report`]) and lets go of the terminal; it then detaches
+//!   or shepherds at its own pace and exits unseen.
+//!
+//! A host whose foreground dies first (`kill -9`) is killed by the kernel
+//! (`PR_SET_PDEATHSIG`), and then, like any dead tracer's tracees, a `-c`
+//! command is killed too (`PTRACE_O_EXITKILL`) and an attached process is
+//! detached and runs on: `kill -9` of utap behaves as for one process. The
+//! parent-death signal is cleared just before the verdict is sent, so a
+//! host may outlive a foreground that ended normally.
+//!
+//! The link is a pipe carrying one 4-byte verdict; a multi-session daemon
+//! would carry the same verdict (and more) over a socket.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// How the foreground ends: what the host decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Exit with this status.
+    Exit(u8),
+    /// Die of this signal, as Unix tools die of SIGPIPE when their reader
+    /// has gone (`utap ... | head -1`).
+    Signal(i32),
+}
+
+impl Verdict {
+    fn encode(self) -> [u8; 4] {
+        match self {
+            Verdict::Exit(code) => (code as i32).to_le_bytes(),
+            Verdict::Signal(sig) => (-sig).to_le_bytes(),
+        }
+    }
+
+    fn decode(bytes: [u8; 4]) -> Verdict {
+        match i32::from_le_bytes(bytes) {
+            n if n < 0 => Verdict::Signal(-n),
+            n => Verdict::Exit(n.min(255) as u8),
+        }
+    }
+
+    /// Ends the calling process with this verdict.
+    pub fn exit(self) -> ! {
+        match self {
+            Verdict::Exit(code) => std::process::exit(code as i32),
+            Verdict::Signal(sig) => {
+                // SAFETY: restoring the default action and raising.
+                unsafe {
+                    libc::signal(sig, libc::SIG_DFL);
+                    libc::raise(sig);
+                }
+                std::process::exit(128 + sig)
+            }
+        }
+    }
+}
+
+/// Which side of [`split`] the caller is on.
+pub enum Side {
+    Foreground(Foreground),
+    Host(HostLink),
+}
+
+/// Splits utap into foreground and host. Call it while the process has one
+/// thread (a fork copies only the caller).
+pub fn split() -> io::Result<Side> {
+    let mut fds = [0; 2];
+    // SAFETY: fds is a valid out array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both are fresh descriptors we own.
+    let (rx, tx) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: getpid/fork have no memory effects on us.
+    let parent = unsafe { libc::getpid() };
+    let pid = unsafe { libc::fork() };
+    match pid {
+        -1 => Err(io::Error::last_os_error()),
+        0 => {
+            drop(rx);
+            // SAFETY: prctl/getppid have no memory effects.
+            unsafe {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+                if libc::getppid() != parent {
+                    // The foreground is already gone.
+                    libc::_exit(1);
+                }
+            }
+            Ok(Side::Host(HostLink { tx: Some(tx) }))
+        }
+        host => {
+            drop(tx);
+            pass_signals_on(host);
+            Ok(Side::Foreground(Foreground { host, rx }))
+        }
+    }
+}
+
+/// The host's pid, for the foreground's signal handler.
+static HOST: AtomicI32 = AtomicI32::new(0);
+
+/// The signals that end a session; the foreground passes them on.
+pub const TERMINATION_SIGNALS: [i32; 4] =
+    [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+extern "C" fn pass_on(sig: libc::c_int) {
+    let host = HOST.load(Ordering::SeqCst);
+    if host > 0 {
+        // SAFETY: kill(2) is async-signal-safe.
+        unsafe { libc::kill(host, sig) };
+    }
+}
+
+/// From now on the foreground's termination signals go to the host.
+fn pass_signals_on(host: libc::pid_t) {
+    HOST.store(host, Ordering::SeqCst);
+    for sig in TERMINATION_SIGNALS {
+        // SAFETY: installing an async-signal-safe handler.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = pass_on as *const () as usize;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// The side the shell waits for.
+pub struct Foreground {
+    host: libc::pid_t,
+    rx: OwnedFd,
+}
+
+impl Foreground {
+    /// Waits for the host's verdict, passing termination signals on to it.
+    /// A host that dies without one (a crash, `kill -9` of the host) gives
+    /// a message and exit status 1.
+    pub fn wait(self) -> Verdict {
+        let mut buf = [0u8; 4];
+        let mut got = 0;
+        while got < 4 {
+            // SAFETY: reading into the rest of a local buffer.
+            let n =
+                unsafe { libc::read(self.rx.as_raw_fd(), buf[got..].as_mut_ptr().cast(), 4 - got) };
+            match n {
+                n if n > 0 => got += n as usize,
+                0 => break,
+                _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
+                _ => break,
+            }
+        }
+        if got == 4 {
+            return Verdict::decode(buf);
+        }
+        eprintln!("utap: {}", self.host_death());
+        Verdict::Exit(1)
+    }
+
+    /// Why the host ended without a verdict (it is our child: reap it).
+    fn host_death(&self) -> String {
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        let r = unsafe { libc::waitpid(self.host, &mut status, 0) };
+        if r == self.host && libc::WIFSIGNALED(status) {
+            let sig = libc::WTERMSIG(status);
+            format!(
+                "the tracing process was killed by {}",
+                crate::syscalls::signals::signal_name(sig as i64)
+            )
+        } else {
+            "the tracing process ended without a result".to_string()
+        }
+    }
+}
+
+/// The host's end of the link.
+pub struct HostLink {
+    tx: Option<OwnedFd>,
+}
+
+impl HostLink {
+    /// Sends the verdict to the foreground (only the first call does
+    /// anything). Call it once the output is written: the foreground exits
+    /// at once. Afterwards the host has no terminal: its stdin, stdout and
+    /// stderr become /dev/null, so that whoever reads utap's output sees
+    /// its end when the foreground exits.
+    pub fn report(&mut self, verdict: Verdict) {
+        let Some(tx) = self.tx.take() else {
+            return;
+        };
+        // SAFETY: prctl, open, dup2, write and close have no memory effects
+        // beyond the descriptors named.
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, 0 as libc::c_ulong);
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+            if null >= 0 {
+                for fd in 0..3 {
+                    libc::dup2(null, fd);
+                }
+                libc::close(null);
+            }
+            let bytes = verdict.encode();
+            libc::write(tx.as_raw_fd(), bytes.as_ptr().cast(), bytes.len());
+        }
+    }
+
+    /// Whether the verdict was sent.
+    pub fn reported(&self) -> bool {
+        self.tx.is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Verdict;
+
+    #[test]
+    fn verdicts_survive_the_link() {
+        for v in [
+            Verdict::Exit(0),
+            Verdict::Exit(1),
+            Verdict::Exit(255),
+            Verdict::Signal(13),
+        ] {
+            assert_eq!(Verdict::decode(v.encode()), v);
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! How sessions end (issue 11, points 2 and 4): promptly at `-T`, `exit()`,
+//! an error or a termination signal, SIGQUIT included; a command under the
+//! seccomp filter keeps running unharmed after utap has returned; a handler
+//! stuck in a loop still yields; SIGKILL of utap kills a `-c` command; and
+//! nothing is lost silently: output write errors, a closed pipe, a large
+//! end-of-session dump, bad option values.
+
+mod support;
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use support::*;
+
+fn tempdir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("utap-endings-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs utap to its end; returns the outcome and how long utap took.
+fn timed(cmd: std::process::Command) -> (Outcome, Duration) {
+    let start = Instant::now();
+    let out = run(cmd);
+    (out, start.elapsed())
+}
+
+/// A probe on openat gives the command a seccomp filter: after utap has
+/// returned, the command's later `cat` (openat) must still work.
+fn filtered_command_outlives(name: &str, ending: &str, status: i32) {
+    let dir = tempdir(name);
+    let copy = dir.join("copy");
+    let script = format!("probe syscall.openat {{ }} {ending} probe end {{ println(\"end\") }}");
+    let cmd = format!(
+        "sh -c 'sleep 3; cat /etc/hostname > {}' >/dev/null 2>&1",
+        copy.display()
+    );
+    let (out, took) = timed(utap(&script, &["-T", "0.3", "-c", &cmd]));
+    // After an error, the error probes run instead of the end probes.
+    let expected = if status == 0 { "end\n" } else { "" };
+    assert_eq!(out.stdout, expected);
+    assert_eq!(out.status, status, "{out:?}");
+    // Before: utap waited for the command (3 s and more).
+    assert!(took < Duration::from_secs(2), "utap took {took:?}");
+    wait_until("the command's copy", || {
+        std::fs::read(&copy).is_ok_and(|c| !c.is_empty())
+    });
+    assert_eq!(
+        std::fs::read(&copy).unwrap(),
+        std::fs::read("/etc/hostname").unwrap()
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn time_limit_returns_at_once_and_the_filtered_command_runs_on() {
+    filtered_command_outlives("limit", "", 0);
+}
+
+#[test]
+fn exit_returns_at_once_and_the_filtered_command_runs_on() {
+    filtered_command_outlives("exit", "probe timer.ms(100) { exit() }", 0);
+}
+
+#[test]
+fn an_error_returns_at_once_and_the_filtered_command_runs_on() {
+    filtered_command_outlives("error", "probe timer.ms(100) { error(\"boom\") }", 1);
+}
+
+/// Says when it is attached, runs until a signal, says "end".
+const UNTIL_SIGNAL: &str = r#"
+probe process.begin { println("attached") }
+probe process.syscall { }
+probe timer.s(30) { println("timeout"); exit() }
+probe end { println("end") }
+"#;
+
+#[test]
+fn sigquit_runs_the_end_probes_and_lets_the_process_go() {
+    let sleeper = Running::ready("sleeper", &["2"]);
+    let live = Live::spawn(utap(UNTIL_SIGNAL, &["-x", &sleeper.pid().to_string()]));
+    assert_eq!(live.line(), "attached");
+    signal(live.pid(), libc::SIGQUIT);
+    let out = live.finish();
+    assert_eq!(out.stdout, "end\n");
+    assert_eq!(out.stderr, "");
+    assert_eq!(out.status, 0);
+    assert_running_untraced(sleeper.pid());
+}
+
+#[test]
+fn sigkill_of_utap_kills_the_command_through_exitkill() {
+    let script =
+        "probe process.begin { if (pid() == target()) printf(\"target %d\\n\", target()) }";
+    let cmd = format!("{} 1 >/dev/null 2>&1", fixture("sleeper"));
+    let live = Live::spawn(utap(script, &["-c", &cmd]));
+    let line = live.line();
+    let pid: i32 = line.strip_prefix("target ").unwrap().parse().unwrap();
+    signal(live.pid(), libc::SIGKILL);
+    let out = live.finish();
+    assert_eq!(out.status, 128 + libc::SIGKILL);
+    // The tracing process dies with utap (PR_SET_PDEATHSIG), and the kernel
+    // kills a dead tracer's PTRACE_O_EXITKILL tracees.
+    wait_until("the command to die", || matches!(state(pid), '?' | 'Z'));
+}
+
+/// A handler looping under a huge MAXACTION.
+const LOOPING: &str = r#"
+global i
+probe process.begin { if (pid() == target()) println("looping") }
+probe timer.ms(100) { while (1) i++ }
+"#;
+
+fn loop_yields(args: &[&str], sig: Option<i32>) {
+    let cmd = format!("{} 1 >/dev/null 2>&1", fixture("sleeper"));
+    let mut all = vec!["-D", "MAXACTION=1000000000000000", "-c", &cmd];
+    all.extend_from_slice(args);
+    let live = Live::spawn(utap(LOOPING, &all));
+    assert_eq!(live.line(), "looping");
+    std::thread::sleep(Duration::from_millis(400));
+    let start = Instant::now();
+    if let Some(sig) = sig {
+        signal(live.pid(), sig);
+    }
+    let out = live.finish();
+    assert!(start.elapsed() < Duration::from_secs(3), "{out:?}");
+    assert!(
+        out.stderr
+            .starts_with("ERROR: interrupted near keyword 'while' at <input>:4:"),
+        "{out:?}"
+    );
+    assert_eq!(out.status, 1);
+}
+
+#[test]
+fn a_looping_handler_yields_to_sigint() {
+    loop_yields(&[], Some(libc::SIGINT));
+}
+
+#[test]
+fn a_looping_handler_yields_to_sigterm() {
+    loop_yields(&[], Some(libc::SIGTERM));
+}
+
+#[test]
+fn a_looping_handler_yields_to_the_time_limit() {
+    loop_yields(&["-T", "0.6"], None);
+}
+
+#[test]
+fn output_to_a_full_device_is_an_error() {
+    let script = "probe begin { println(\"hello\") exit() }";
+    let out = run(utap(script, &["-o", "/dev/full"]));
+    assert_eq!(
+        out.stderr,
+        "ERROR: cannot write the output: No space left on device\n"
+    );
+    assert_eq!(out.status, 1);
+    // stdout itself on /dev/full, in a process session too.
+    let mut cmd = utap(
+        "probe process.begin { println(\"hello\") }",
+        &["-c", "true"],
+    );
+    cmd.stdout(File::create("/dev/full").unwrap());
+    let child = cmd.spawn().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "ERROR: cannot write the output: No space left on device\n"
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
+
+/// `utap ... | head -1`: once the reader has gone, utap ends quietly (dies
+/// of SIGPIPE, as other Unix tools do), whether or not it traces.
+fn reader_goes_away(args: &[&str], script: &str) {
+    let mut cmd = utap(script, args);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "x\n");
+    drop(out);
+    let err = child.stderr.take().unwrap();
+    let status = wait_within_limit(&mut child);
+    use std::io::Read;
+    let mut text = String::new();
+    BufReader::new(err).read_to_string(&mut text).unwrap();
+    assert_eq!(text, "");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(libc::SIGPIPE));
+}
+
+#[test]
+fn a_closed_output_pipe_ends_the_session_quietly() {
+    reader_goes_away(&[], "probe timer.ms(1) { println(\"x\") }");
+    let cmd = format!("{} 1 >/dev/null 2>&1", fixture("sleeper"));
+    reader_goes_away(&["-c", &cmd], "probe timer.ms(1) { println(\"x\") }");
+}
+
+/// 200,000 autoprinted entries (≈3.6 MB) through a 1 MB buffer: written
+/// whole at the end, not dropped.
+fn large_dump(args: &[&str]) {
+    let script = "global a probe begin { for (i = 0; i < 200000; i++) a[i] = i exit() }";
+    let mut all = vec![
+        "-s",
+        "1",
+        "-D",
+        "MAXMAPENTRIES=300000",
+        "-D",
+        "MAXACTION=10000000",
+        "-D",
+        "MAXACTION_INTERRUPTIBLE=10000000",
+    ];
+    all.extend_from_slice(args);
+    let out = run(utap(script, &all));
+    assert_eq!(out.stderr, "");
+    assert_eq!(out.status, 0);
+    assert_eq!(out.stdout.lines().count(), 200_000);
+    assert!(out.stdout.starts_with("a[199999]=0x30d3f\n"));
+    assert!(out.stdout.ends_with("a[0]=0x0\n"));
+}
+
+#[test]
+fn a_large_end_of_session_dump_is_written_whole() {
+    large_dump(&[]);
+    large_dump(&["-c", "true"]);
+}
+
+#[test]
+fn bad_time_limits_are_usage_errors() {
+    for v in ["-1", "nan", "inf", "1e300", "x"] {
+        let out = run(utap("probe begin { exit() }", &["-T", v]));
+        assert_eq!(out.status, 1, "-T {v}: {out:?}");
+        assert!(
+            out.stderr
+                .contains("expected a number of seconds from 0 to 4294967295"),
+            "-T {v}: {out:?}"
+        );
+        assert!(!out.stderr.contains("panicked"));
+    }
+}
+
+#[test]
+fn usage_errors_exit_1_and_help_exits_0() {
+    let out = run(utap("probe begin { exit() }", &["--no-such-option"]));
+    assert_eq!(out.status, 1, "{out:?}");
+    let mut help = command(utap_bin());
+    help.arg("--help");
+    assert_eq!(run(help).status, 0);
+}
