@@ -268,6 +268,7 @@ fn verbose_prints_pass_timings_and_when_tracing_starts() {
         !err.contains("Tid(") && !err.contains('{'),
         "Rust debug text: {err}"
     );
+}
 
 /// Runs utap with `stdin` as its standard input.
 fn utap_with_stdin(args: &[&str], stdin: &str) -> Output {

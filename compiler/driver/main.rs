@@ -169,7 +169,8 @@ fn run(opts: &cli::Options) -> Result<u8, Failure> {
             Ok(0)
         }
         _ => {
-            let status = session::run(opts, &map, &program, &compiled).map_err(|e| pass_error(e, &map));
+            let status =
+                session::run(opts, &map, &program, &compiled).map_err(|e| pass_error(e, &map));
             clock.done("5", format_args!("run completed"));
             status.map(|status| status as u8)
         }

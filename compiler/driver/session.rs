@@ -184,7 +184,14 @@ pub fn run(
     // Still one thread here: split into the foreground the shell waits for
     // and the tracing process (see utap_runtime::host).
     let handover = match host::split() {
-        Ok(Side::Foreground(fg)) => fg.wait().exit(),
+        // The foreground returns an exit status to main (which prints
+        // `-v`'s last pass line); a death by signal is passed on as such.
+        Ok(Side::Foreground(fg)) => {
+            return match fg.wait() {
+                Verdict::Exit(code) => Ok(i32::from(code)),
+                verdict => verdict.exit(),
+            };
+        }
         Ok(Side::Host(link)) => Arc::new(Mutex::new(Handover {
             link,
             verdict: None,

@@ -149,7 +149,7 @@ impl Shared {
     pub fn end(&mut self, ctl: &mut Control, why: EndReason) {
         if self.finished.is_none() {
             if self.verbose {
-                eprintln!("utap: session ended: {why:?}");
+                eprintln!("utap: session ended: {why}");
                 eprintln!("utap: {} ptrace stops", ctl.stop_count());
             }
             let status = super::finish(&mut self.script, &mut self.sink);

@@ -144,14 +144,7 @@ pub fn run(
         // However the session ends, the script ends first: the user gets
         // the end probes' output before the threads are let go.
         let on_end = shared.clone();
-        let verbose = opts.verbose;
-        ctl.on_end(move |ctl, why| {
-            if verbose {
-                eprintln!("utap: session ended: {why}");
-                eprintln!("utap: {} ptrace stops", ctl.stop_count());
-            }
-            on_end.borrow_mut().end(ctl, why)
-        });
+        ctl.on_end(move |ctl, why| on_end.borrow_mut().end(ctl, why));
     }
     if opts.verbose {
         eprintln!(
