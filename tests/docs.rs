@@ -100,7 +100,7 @@ fn help_function_answers_from_the_doc_comments() {
     assert!(out.status.success());
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        "function errno_p:long(err:long)\n  (stdlib/syscalls.stp)\n\n  SystemTap's errno_p: non-zero when err (either sign) has an errno name.\n"
+        "function errno_p:long(err:long)\n  (stdlib/syscalls.stp)\n\n  SystemTap's errno_p: the errno number (positive) when err, of either\n  sign, is one with a name (-2 and 2 give 2: ENOENT), else 0.\n"
     );
     let out = utap(&["--help-function", "no_such_function"]);
     assert_eq!(out.status.code(), Some(1));
