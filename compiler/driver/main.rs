@@ -84,8 +84,12 @@ fn run(opts: &cli::Options) -> Result<u8, Failure> {
         print!("{}", print::script(&script));
         return Ok(0);
     }
-    let checked = check::check(&mut map, script, &check_options(opts), &mut ids)
-        .map_err(|d| report(&d, &map))?;
+    let check_opts = check::CheckOptions {
+        args: parse_opts.args.clone(),
+        ..check_options(opts)
+    };
+    let checked =
+        check::check(&mut map, script, &check_opts, &mut ids).map_err(|d| report(&d, &map))?;
     if !checked.warnings.is_empty() {
         let colour = std::io::stderr().is_terminal();
         eprint!("{}", diag::render_all(&checked.warnings, &map, colour));

@@ -100,6 +100,9 @@ pub struct ProbePoint {
     pub condition: Option<Expr>,
     /// Canonical text, e.g. `process("/bin/ls").syscall.return`.
     pub text: String,
+    /// The script-level name it was reached by: the outermost alias name
+    /// as matched (`syscall.openat` for `syscall.open*`), else `text`.
+    pub head: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -14,7 +14,10 @@
 //! runtime queues `printf` records; see `script::output`).
 //!
 //! Control messages (runtime warnings and errors) take a separate unbounded
-//! path to stderr and are never dropped.
+//! path to stderr and are never dropped. The same path carries the commands
+//! of the script's `system(cmd)`: the output thread starts each one (with
+//! `/bin/sh -c`) once everything queued before it is written, as SystemTap's
+//! stapio does, so the tracer thread never forks or waits for one.
 //!
 //! Waking the output thread costs the producer one fence and one load per
 //! message: the output thread advertises that it is about to park in a flag,
@@ -193,6 +196,20 @@ impl Producer {
     pub fn control_sender(&self) -> ControlSender {
         self.control.clone()
     }
+
+    /// Queues `system(cmd)`: the output thread runs `cmd` once the output
+    /// queued before it is written.
+    pub fn system(&self, cmd: &[u8]) {
+        self.control.send_msg(ControlMsg::System(cmd.to_vec()));
+    }
+}
+
+/// What travels on the control path.
+enum ControlMsg {
+    /// Text for the control output (stderr).
+    Stderr(Vec<u8>),
+    /// A command to run in the background (`system()`).
+    System(Vec<u8>),
 }
 
 impl Drop for Producer {
@@ -205,16 +222,20 @@ impl Drop for Producer {
 /// through an unbounded queue: never dropped, never blocking the sender.
 #[derive(Clone)]
 pub struct ControlSender {
-    tx: mpsc::Sender<Vec<u8>>,
+    tx: mpsc::Sender<ControlMsg>,
     shared: Arc<Shared>,
 }
 
 impl ControlSender {
     /// Queues `msg` for the control output (stderr).
     pub fn send(&self, msg: impl Into<Vec<u8>>) {
+        self.send_msg(ControlMsg::Stderr(msg.into()));
+    }
+
+    fn send_msg(&self, msg: ControlMsg) {
         // The receiver lives until the output thread ends, which only
         // happens in finish(); a message sent after that has nowhere to go.
-        if self.tx.send(msg.into()).is_ok() {
+        if self.tx.send(msg).is_ok() {
             self.shared.notify();
         }
     }
@@ -264,6 +285,7 @@ impl Transport {
                     text: Vec::new(),
                     bytes_written: 0,
                     error: None,
+                    commands: Vec::new(),
                 }
                 .run()
             })?;
@@ -351,7 +373,7 @@ impl Drop for Transport {
 /// The output thread's state.
 struct OutputLoop {
     ring: rtrb::Consumer<u8>,
-    control_rx: mpsc::Receiver<Vec<u8>>,
+    control_rx: mpsc::Receiver<ControlMsg>,
     output: Box<dyn Write + Send>,
     control: Box<dyn Write + Send>,
     shared: Arc<Shared>,
@@ -362,7 +384,13 @@ struct OutputLoop {
     text: Vec<u8>,
     bytes_written: u64,
     error: Option<io::Error>,
+    /// `system()` commands started and not yet reaped.
+    commands: Vec<std::process::Child>,
 }
+
+/// How long the end of a session waits for `system()` commands still
+/// running before leaving them to finish on their own.
+const COMMAND_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl OutputLoop {
     fn run(mut self) -> Drained {
@@ -383,6 +411,7 @@ impl OutputLoop {
             self.park();
         }
         let _ = self.output.flush();
+        self.wait_commands();
         Drained {
             control: self.control,
             bytes_written: self.bytes_written,
@@ -453,12 +482,54 @@ impl OutputLoop {
         any
     }
 
-    fn write_control(&mut self, msg: &[u8]) {
+    fn write_control(&mut self, msg: &ControlMsg) {
         // Data queued before a control message should appear first.
         self.drain_data();
         let _ = self.output.flush();
-        let _ = self.control.write_all(msg);
-        let _ = self.control.flush();
+        match msg {
+            ControlMsg::Stderr(text) => {
+                let _ = self.control.write_all(text);
+                let _ = self.control.flush();
+            }
+            ControlMsg::System(cmd) => self.run_command(cmd),
+        }
+    }
+
+    /// Starts `system(cmd)` in the background: `/bin/sh -c cmd` with
+    /// utap's stdout and stderr, stdin closed. A command that cannot be
+    /// started gets a warning on the control output.
+    fn run_command(&mut self, cmd: &[u8]) {
+        use std::os::unix::ffi::OsStrExt;
+        self.commands
+            .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
+        let spawned = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(std::ffi::OsStr::from_bytes(cmd))
+            .stdin(std::process::Stdio::null())
+            .spawn();
+        match spawned {
+            Ok(child) => self.commands.push(child),
+            Err(e) => {
+                let msg = format!(
+                    "WARNING: system(\"{}\") failed: {e}\n",
+                    String::from_utf8_lossy(cmd)
+                );
+                let _ = self.control.write_all(msg.as_bytes());
+            }
+        }
+    }
+
+    /// Reaps the `system()` commands, waiting up to [`COMMAND_GRACE`] for
+    /// those still running (their output belongs to the session's).
+    fn wait_commands(&mut self) {
+        let deadline = std::time::Instant::now() + COMMAND_GRACE;
+        while !self.commands.is_empty() && std::time::Instant::now() < deadline {
+            self.commands
+                .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_)) | Err(_)));
+            if !self.commands.is_empty() {
+                thread::sleep(std::time::Duration::from_millis(5));
+            }
+        }
     }
 }
 

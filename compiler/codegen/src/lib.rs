@@ -246,6 +246,7 @@ pub fn compile(
                     .map(|pt| PointSpec {
                         trigger: trigger(&pt.kind),
                         text: pt.text.clone(),
+                        name: pt.head.clone(),
                     })
                     .collect(),
                 handler,

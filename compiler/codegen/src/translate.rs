@@ -1064,10 +1064,18 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
                     format!("no runtime implementation of '{name}'"),
                 ));
             };
-            // Optional parameters take their defaults (strtol's base 10).
+            // Optional parameters take their defaults (strtol's base 10,
+            // ctime's now).
             while vals.len() < b.params.len() {
-                let d = if name == "strtol" { 10 } else { 0 };
-                vals.push(self.iconst(d));
+                let d = if name == "ctime" {
+                    let id = self
+                        .rt
+                        .declare(self.module, "utap_bi_gettimeofday_s", 0, true);
+                    self.call_id(id, &[])
+                } else {
+                    self.iconst(if name == "strtol" { 10 } else { 0 })
+                };
+                vals.push(d);
             }
             let sym = format!("utap_bi_{name}");
             let id = self.rt.declare(self.module, &sym, b.params.len(), true);

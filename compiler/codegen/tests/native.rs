@@ -76,6 +76,7 @@ fn begin_probe(body: Vec<Stmt>) -> ProbeDef {
             kind: PointKind::Begin(0),
             condition: None,
             text: "begin".into(),
+            head: "begin".into(),
         }],
         locals: vec![],
         body: Block { stmts: body },

@@ -56,6 +56,8 @@ pub struct CheckOptions {
     /// One probe definition per resolved point, never shared (`-L` needs
     /// the locals of each alias expansion).
     pub separate_points: bool,
+    /// The script's arguments: tapsets see `$#`, `@1`... too (argv.stp).
+    pub args: Vec<String>,
 }
 
 /// A checked script.
@@ -89,6 +91,12 @@ pub fn check_with_library(
     lib: Library,
 ) -> Result<(CheckOutput, Vec<String>), Vec<Diagnostic>> {
     let mut loader = Loader {
+        parse: ParseOptions {
+            tapset: true,
+            args: opts.args.clone(),
+            guru: opts.guru,
+            ..Default::default()
+        },
         first_id: vec![None; lib.files.len()],
         canon: HashMap::new(),
         lib,
@@ -373,6 +381,8 @@ fn add_items(
 
 /// Parses the items of tapsets the script uses, on demand.
 struct Loader<'m> {
+    /// How tapsets are parsed (with the script's arguments and -g).
+    parse: ParseOptions,
     lib: Library,
     map: &'m mut SourceMap,
     ids: &'m mut NodeIds,
@@ -404,11 +414,7 @@ impl Loader<'_> {
             let id = self.map.add(self.lib.files[file].name.clone(), text);
             let canon = *self.first_id[file].get_or_insert(id);
             self.canon.insert(id, canon);
-            let opts = ParseOptions {
-                tapset: true,
-                ..Default::default()
-            };
-            match parse_file(self.map, id, &opts, self.ids) {
+            match parse_file(self.map, id, &self.parse, self.ids) {
                 Ok(script) => {
                     let mut errors = Vec::new();
                     let mut probes = Vec::new();
@@ -604,6 +610,7 @@ impl Session {
                 kind,
                 condition: cond,
                 text: r.text.clone(),
+                head: r.head.clone(),
             });
         }
         let first = &group[0];

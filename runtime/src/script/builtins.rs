@@ -434,9 +434,11 @@ extern "C" fn utap_bi_syscall_retstr(ctx: *mut HandlerContext, nr: i64, ret: i64
     string_result(ctx, text.as_bytes())
 }
 
-/// Every builtin implemented here, by script name.
+/// Every builtin implemented here and in [`super::tapset_fns`], by script
+/// name.
 pub fn symbols() -> Vec<(&'static str, *const u8)> {
-    vec![
+    let mut v = super::tapset_fns::symbols();
+    v.extend([
         ("__syscall_argstr", utap_bi_syscall_argstr as *const u8),
         ("__syscall_retstr", utap_bi_syscall_retstr as *const u8),
         ("abs", utap_bi_abs as *const u8),
@@ -489,7 +491,8 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
             utap_bi_user_string_quoted as *const u8,
         ),
         ("warn", utap_bi_warn as *const u8),
-    ]
+    ]);
+    v
 }
 
 /// The shared entry of every `(long) -> string` decoder.

@@ -34,6 +34,20 @@ pub struct ProbeValues {
     pub code: i64,
     /// 1 in a syscall-return probe (`$return` is valid).
     pub returning: i64,
+    /// What fired: one of [`event`]'s constants. Context functions whose
+    /// meaning depends on the event (`int_arg`, `returnval`, `probefunc`)
+    /// dispatch on it.
+    pub event: i64,
+}
+
+/// The kinds of event in [`ProbeValues::event`].
+pub mod event {
+    /// begin/end/timer probes, or an event without registers.
+    pub const NONE: i64 = 0;
+    /// A syscall entry: `args` are the syscall's arguments.
+    pub const SYSCALL: i64 = 1;
+    /// A syscall return: `args` as at entry, `ret` the return value.
+    pub const SYSCALL_RETURN: i64 = 2;
 }
 
 /// The record passed as the first argument of every native function.

@@ -72,8 +72,12 @@ pub enum Trigger {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PointSpec {
     pub trigger: Trigger,
-    /// The point as `pp()` reports it.
+    /// The canonical point, what aliases expand to (`process.syscall`):
+    /// `pp()`, SystemTap's "fully-resolved probe point".
     pub text: String,
+    /// The script-level point that resolved to it: the alias name as
+    /// matched (wildcards expanded, `syscall.openat`), else `text`: `pn()`.
+    pub name: String,
 }
 
 /// One probe (one handler, possibly several points).

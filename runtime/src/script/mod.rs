@@ -27,6 +27,7 @@ pub mod scheduler;
 pub mod sink;
 pub mod state;
 pub mod strings;
+pub mod tapset_fns;
 #[cfg(test)]
 mod tests;
 

@@ -14,6 +14,10 @@ pub trait OutputSink {
     fn push(&mut self, bytes: &[u8]);
     /// One line for stderr, without its newline.
     fn warn(&mut self, line: &str);
+    /// `system(cmd)`: run `cmd` in the background once the output pushed
+    /// so far is written (never here, on the tracer thread). Sinks without
+    /// an output side (counting sinks in tests) drop it.
+    fn system(&mut self, _cmd: &[u8]) {}
 }
 
 impl OutputSink for Producer {
@@ -27,6 +31,9 @@ impl OutputSink for Producer {
         msg.push(b'\n');
         self.control(msg);
     }
+    fn system(&mut self, cmd: &[u8]) {
+        Producer::system(self, cmd);
+    }
 }
 
 /// Collects output and stderr lines in memory (tests, benchmarks).
@@ -34,6 +41,8 @@ impl OutputSink for Producer {
 pub struct BufferSink {
     pub out: Vec<u8>,
     pub err: Vec<String>,
+    /// `system()` commands, in order (not run).
+    pub commands: Vec<String>,
 }
 
 impl OutputSink for BufferSink {
@@ -42,6 +51,10 @@ impl OutputSink for BufferSink {
     }
     fn warn(&mut self, line: &str) {
         self.err.push(line.to_string());
+    }
+    fn system(&mut self, cmd: &[u8]) {
+        self.commands
+            .push(String::from_utf8_lossy(cmd).into_owned());
     }
 }
 

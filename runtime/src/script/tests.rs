@@ -40,6 +40,7 @@ fn probe(trigger: Trigger, handler: super::HandlerFn) -> ProbeSpec {
         points: vec![PointSpec {
             trigger,
             text: String::new(),
+            name: String::new(),
         }],
         handler,
     }

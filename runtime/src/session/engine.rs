@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::memory::ProcessMemory;
+use crate::script::context::event;
 use crate::script::{ControlRequest, Outcome, ProbeValues, ScriptRuntime};
 use crate::transport::Producer;
 use crate::utrace::{
@@ -229,6 +230,7 @@ impl Engine for ScriptEngine {
         let values = ProbeValues {
             syscall: info.nr as i64,
             args,
+            event: event::SYSCALL,
             ..context(cx.pid().0, cx.tid().0)
         };
         action(s.fire(cx, hooks, &values).stop)
@@ -255,6 +257,7 @@ impl Engine for ScriptEngine {
             args,
             ret,
             returning: 1,
+            event: event::SYSCALL_RETURN,
             ..context(cx.pid().0, tid)
         };
         let fired = s.fire(cx, hooks, &values);

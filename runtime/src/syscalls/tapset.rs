@@ -30,8 +30,9 @@ const HEADER: &str = r#"// syscalls tapset: `syscall.NAME` and `syscall.NAME.ret
 function __sc_int32:long(v:long) { return (v & 0xffffffff) - ((v & 0x80000000) << 1) }
 function __sc_uint32:long(v:long) { return v & 0xffffffff }
 
-// SystemTap's errno_p: non-zero when err (either sign) has an errno name.
-function errno_p:long(err:long) { return errno_str(err) != "" }
+// SystemTap's errno_p: the errno number (positive) when err, of either
+// sign, is one with a name (-2 and 2 give 2: ENOENT), else 0.
+function errno_p:long(err:long) { return errno_str(err) == "" ? 0 : err < 0 ? -err : err }
 
 // SystemTap's return_str: failures as "-2 (ENOENT)", else format 1
 // decimal, 2 hex ("0x1f"), 3 octal ("017").
