@@ -159,6 +159,10 @@ pub static BUILTINS: &[Builtin] = &[
     ctx("ppid", &[], L),
     // Writes one byte (the low 8 bits) to the output.
     f("print_char", &[L], V, false, false),
+    // User stacks unwound by CFI (runtime/src/unwind); not pure: output.
+    f("print_ubacktrace", &[], V, false, true),
+    f("print_ubacktrace_brief", &[], V, false, true),
+    f("print_ustack", &[S], V, false, true),
     ctx("probefunc", &[], S),
     guru("quiesce", &[L]),
     // A random number in 0..n; draws from the generator: not pure.
@@ -168,6 +172,8 @@ pub static BUILTINS: &[Builtin] = &[
     ctx("sid", &[], L),
     pure("signal_name", &[L], S),
     pure("signal_str", &[L], S),
+    ctx("sprint_ubacktrace", &[], S),
+    ctx("sprint_ustack", &[S], S),
     guru("stop", &[]),
     pure("stp_pid", &[], L),
     pure("str_replace", &[S, S, S], S),
@@ -187,7 +193,11 @@ pub static BUILTINS: &[Builtin] = &[
     f("tokenize", &[S, S], S, false, false),
     pure("tz_gmtoff", &[], L),
     pure("tz_name", &[], S),
+    ctx("ubacktrace", &[], S),
+    ctx("ucallers", &[L], S),
     ctx("uid", &[], L),
+    // Raises "module cannot be found": not pure.
+    f("umodname", &[L], S, false, true),
     ctx("user_buffer_quoted", &[L, L, L], S),
     ctx("user_char", &[L], L),
     ctx("user_int", &[L], L),
@@ -202,6 +212,9 @@ pub static BUILTINS: &[Builtin] = &[
     ctx("user_string_quoted", &[L], S),
     // Warns (not pure): "<unknown>" and a warning on a fault.
     f("user_string_warn", &[L], S, false, true),
+    ctx("ustack", &[L], L),
+    ctx("usymdata", &[L], S),
+    ctx("usymname", &[L], S),
     f("warn", &[S], V, false, false),
 ];
 

@@ -30,6 +30,7 @@ pub mod strings;
 pub mod tapset_fns;
 #[cfg(test)]
 mod tests;
+pub mod ustack_fns;
 
 use std::sync::Arc;
 
