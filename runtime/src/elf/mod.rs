@@ -15,6 +15,7 @@
 pub mod image;
 pub mod maps;
 pub mod modules;
+pub mod sdt;
 pub mod symbols;
 
 pub use image::{ElfError, ElfImage, Load, PltEntry};
