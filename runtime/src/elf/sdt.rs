@@ -105,8 +105,15 @@ pub struct Reg {
 }
 
 /// One operand of an argument.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Operand {
+    /// `sym+off(%rip)` (gcc names globals this way): memory at the
+    /// symbol's link-time address plus `offset`, resolved with the
+    /// module's symbol table.
+    Symbol {
+        name: String,
+        offset: i64,
+    },
     Reg(Reg),
     Imm(i64),
     /// `disp(base, index, scale)`: memory at that address.
@@ -118,7 +125,7 @@ pub enum Operand {
 }
 
 /// One marker argument: `size` bytes (1, 2, 4, 8), signed or not.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SdtArg {
     pub size: u8,
     pub signed: bool,
@@ -180,6 +187,9 @@ fn parse_operand(op: &str) -> Option<Operand> {
     let inner = op[open..].strip_prefix('(')?.strip_suffix(')')?;
     let disp = match &op[..open] {
         "" => 0,
+        d if inner == "%rip" && !d.starts_with(|c: char| c == '-' || c.is_ascii_digit()) => {
+            return symbolic(d);
+        }
         d => parse_int(d)?,
     };
     let mut parts = inner.split(',').map(str::trim);
@@ -202,6 +212,21 @@ fn parse_operand(op: &str) -> Option<Operand> {
         return None;
     }
     Some(Operand::Mem { disp, base, index })
+}
+
+/// `name`, `name+8` or `name-8` before `(%rip)`.
+fn symbolic(d: &str) -> Option<Operand> {
+    let (name, offset) = match d.find(['+', '-']) {
+        Some(i) => (&d[..i], parse_int(d[i..].trim_start_matches('+'))?),
+        None => (d, 0),
+    };
+    let ok = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$'));
+    (ok && !name.is_empty()).then(|| Operand::Symbol {
+        name: name.to_string(),
+        offset,
+    })
 }
 
 fn parse_int(s: &str) -> Option<i64> {
@@ -318,6 +343,20 @@ mod tests {
             }
         );
         assert_eq!(parse_arg("-4@112(%rsp)").unwrap().size, 4);
+        assert_eq!(
+            parse_arg("-1@small(%rip)").unwrap().operand,
+            Operand::Symbol {
+                name: "small".into(),
+                offset: 0
+            }
+        );
+        assert_eq!(
+            parse_arg("8@table+16(%rip)").unwrap().operand,
+            Operand::Symbol {
+                name: "table".into(),
+                offset: 16
+            }
+        );
         assert_eq!(parse_args("").unwrap(), Vec::new());
     }
 
