@@ -134,12 +134,17 @@ impl ElfImage {
     /// ET_EXEC, PIE and shared libraries alike).
     pub fn runtime_addr(&self, maps: &[Mapping], vaddr: u64) -> Option<u64> {
         let off = self.file_offset(vaddr)?;
+        let exec = self.is_code(vaddr);
+        let holds = |m: &&Mapping| {
+            m.is_file(self.dev, self.inode) && off >= m.offset && off < m.offset + (m.end - m.start)
+        };
+        // lld lets segments share a file page: the same offset is then
+        // mapped twice (r-- and r-x); the one with the segment's
+        // permission is the segment's.
         maps.iter()
-            .find(|m| {
-                m.is_file(self.dev, self.inode)
-                    && off >= m.offset
-                    && off < m.offset + (m.end - m.start)
-            })
+            .filter(holds)
+            .find(|m| m.exec == exec)
+            .or_else(|| maps.iter().find(holds))
             .map(|m| m.start + (off - m.offset))
     }
 

@@ -284,3 +284,44 @@ impl UnwindState {
         &self.process(pid, addr).map
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::ProcessMemory;
+    use std::hint::black_box;
+
+    #[inline(never)]
+    fn deep(n: u32, out: &mut Vec<String>) -> u32 {
+        if n == 0 {
+            let (ip, sp, bp): (u64, u64, u64);
+            // SAFETY: copies rip, rsp, rbp into registers.
+            unsafe {
+                std::arch::asm!("lea {ip}, [rip]", "mov {sp}, rsp", "mov {bp}, rbp",
+                    ip = out(reg) ip, sp = out(reg) sp, bp = out(reg) bp);
+            }
+            let pid = std::process::id() as i32;
+            let mut state = UnwindState::default();
+            let frames = state.backtrace(pid, &ProcessMemory::new(pid), ip, sp, bp);
+            for f in frames {
+                out.push(state.map(pid, f).symname(f));
+            }
+            return 0;
+        }
+        black_box(deep(black_box(n - 1), out)) + 1
+    }
+
+    /// This test binary (Rust, no frame pointers, linked by lld with
+    /// segments sharing file pages) unwinds through its own recursion.
+    #[test]
+    fn unwinds_own_stack_by_cfi() {
+        let mut names = Vec::new();
+        deep(5, &mut names);
+        let deep_frames = names.iter().filter(|n| n.contains("4deep")).count();
+        assert_eq!(deep_frames, 6, "{names:#?}");
+        assert!(
+            names.iter().any(|n| n.contains("unwinds_own_stack_by_cfi")),
+            "{names:#?}"
+        );
+    }
+}
