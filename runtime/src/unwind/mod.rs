@@ -235,12 +235,20 @@ impl UnwindState {
         self.processes.remove(&pid);
     }
 
-    /// The process's unwinder, built (or rebuilt, when `pc` lies outside
-    /// its known modules) from its maps.
-    pub fn process(&mut self, pid: i32, pc: u64) -> &ProcessUnwinder {
-        let stale = self.processes.get(&pid).is_none_or(|p| !p.knows(pc));
+    /// The process's unwinder, built from its maps on first use, and
+    /// rebuilt when `addr` lies outside its known modules (a library
+    /// loaded since); an address still unknown then is remembered so it
+    /// costs no further re-read.
+    pub fn process(&mut self, pid: i32, addr: u64) -> &ProcessUnwinder {
+        let stale = self.processes.get(&pid).is_none_or(|p| !p.knows(addr));
         if stale {
-            let p = ProcessUnwinder::new(pid, &mut self.images, &mut self.files);
+            let mut p = ProcessUnwinder::new(pid, &mut self.images, &mut self.files);
+            if !p.knows(addr) {
+                if p.unknown.len() == 64 {
+                    p.unknown.remove(0);
+                }
+                p.unknown.push(addr);
+            }
             self.processes.insert(pid, p);
         }
         &self.processes[&pid]
@@ -266,14 +274,9 @@ impl UnwindState {
         // A frame in a library loaded since the maps were read: once more
         // with fresh maps.
         if let Some(&missing) = frames.iter().find(|&&a| !self.processes[&pid].knows(a)) {
-            self.forget(pid);
             frames = self
-                .process(pid, ip)
+                .process(pid, missing)
                 .backtrace(&mut cache, &stack, mem, ip, sp, bp);
-            let p = self.processes.get_mut(&pid).expect("just built");
-            if !p.knows(missing) && p.unknown.len() < 64 {
-                p.unknown.push(missing);
-            }
         }
         self.cache = Some(cache);
         frames
