@@ -165,6 +165,10 @@ pub static BUILTINS: &[Builtin] = &[
     ctx("ppid", &[], L),
     // Writes one byte (the low 8 bits) to the output.
     f("print_char", &[L], V, false, false),
+    // User stacks unwound by CFI (runtime/src/unwind); not pure: output.
+    f("print_ubacktrace", &[], V, false, true),
+    f("print_ubacktrace_brief", &[], V, false, true),
+    f("print_ustack", &[S], V, false, true),
     ctx("probefunc", &[], S),
     guru("quiesce", &[L]),
     // Sends signal N to the current thread (SystemTap's guru-signal tapset).
@@ -176,6 +180,8 @@ pub static BUILTINS: &[Builtin] = &[
     ctx("sid", &[], L),
     pure("signal_name", &[L], S),
     pure("signal_str", &[L], S),
+    ctx("sprint_ubacktrace", &[], S),
+    ctx("sprint_ustack", &[S], S),
     // stop() holds the current thread, stop(tid) any traced thread.
     optional(guru("stop", &[L]), 0),
     pure("stp_pid", &[], L),
@@ -196,9 +202,13 @@ pub static BUILTINS: &[Builtin] = &[
     f("tokenize", &[S, S], S, false, false),
     pure("tz_gmtoff", &[], L),
     pure("tz_name", &[], S),
+    ctx("ubacktrace", &[], S),
+    ctx("ucallers", &[L], S),
     // Holds the current thread for N µs (SystemTap's guru-delay tapset).
     guru("udelay", &[L]),
     ctx("uid", &[], L),
+    // Raises "module cannot be found": not pure.
+    f("umodname", &[L], S, false, true),
     ctx("user_buffer_quoted", &[L, L, L], S),
     ctx("user_char", &[L], L),
     ctx("user_int", &[L], L),
@@ -213,6 +223,9 @@ pub static BUILTINS: &[Builtin] = &[
     ctx("user_string_quoted", &[L], S),
     // Warns (not pure): "<unknown>" and a warning on a fault.
     f("user_string_warn", &[L], S, false, true),
+    ctx("ustack", &[L], L),
+    ctx("usymdata", &[L], S),
+    ctx("usymname", &[L], S),
     f("warn", &[S], V, false, false),
 ];
 

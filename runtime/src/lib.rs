@@ -1,6 +1,7 @@
 //! utap's runtime: the utrace engine core over ptrace, the value runtime the
 //! native handlers call, the output transport and tracing sessions.
 
+pub mod elf;
 pub mod format;
 pub mod host;
 pub mod json;
@@ -12,5 +13,6 @@ pub mod seccomp;
 pub mod session;
 pub mod syscalls;
 pub mod transport;
+pub mod unwind;
 pub mod utrace;
 pub mod values;

@@ -496,6 +496,7 @@ extern "C" fn utap_bi_syscall_retstr(ctx: *mut HandlerContext, nr: i64, ret: i64
 /// name.
 pub fn symbols() -> Vec<(&'static str, *const u8)> {
     let mut v = super::tapset_fns::symbols();
+    v.extend(super::ustack_fns::symbols());
     v.extend([
         ("__syscall_argstr", utap_bi_syscall_argstr as *const u8),
         ("__syscall_retstr", utap_bi_syscall_retstr as *const u8),

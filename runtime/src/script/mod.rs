@@ -32,6 +32,7 @@ pub mod tapset_fns;
 #[cfg(test)]
 mod tests;
 pub mod timing;
+pub mod ustack_fns;
 
 use std::sync::Arc;
 

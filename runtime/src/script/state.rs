@@ -70,6 +70,8 @@ pub struct ScriptState {
     pub rng: u64,
     /// What `execname()`, `ppid()`, `uid()`... report, per thread.
     pub procs: crate::procinfo::ProcCache,
+    /// Unwind tables and module maps for `ubacktrace()` & co.
+    pub unwind: crate::unwind::UnwindState,
 }
 
 /// A thread-control action a handler asked for (guru mode); the process
@@ -113,6 +115,7 @@ impl ScriptState {
             control: Vec::new(),
             target: 0,
             procs: crate::procinfo::ProcCache::new(),
+            unwind: Default::default(),
             rng: 0x9e37_79b9_7f4a_7c15
                 ^ (std::process::id() as u64) << 32
                 ^ crate::procinfo::gettimeofday_ns() as u64,
