@@ -10,5 +10,6 @@ pub mod seccomp;
 pub mod session;
 pub mod syscalls;
 pub mod transport;
+pub mod uprobe;
 pub mod utrace;
 pub mod values;

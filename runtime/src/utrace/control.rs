@@ -113,6 +113,10 @@ pub(crate) struct Core {
     pub engine_count: u32,
     /// ptrace-stops handled so far (every wait status but deaths).
     pub stops: u64,
+    /// Breakpoint sites, trampolines and shadow stacks (`crate::uprobe`).
+    pub uprobes: crate::uprobe::Breakpoints,
+    /// Wait statuses of threads held during a breakpoint single-step.
+    pub uprobes_held: Vec<(Tid, i32)>,
 }
 
 /// The tracer's controls, lent to callbacks, ticks and commands.

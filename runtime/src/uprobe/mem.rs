@@ -1,0 +1,31 @@
+//! Reading and writing a traced process's text through `/proc/PID/mem`.
+//! `process_vm_writev` honours page protections and fails on r-x text;
+//! the mem file writes with FOLL_FORCE (copy-on-write breaks as for a
+//! debugger), which is what a breakpoint needs.
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+
+/// Reads `buf.len()` bytes at `addr` (short at an unmapped page).
+pub fn read(pid: i32, addr: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+    let f = std::fs::File::open(format!("/proc/{pid}/mem"))?;
+    f.read_at(buf, addr)
+}
+
+/// Writes `bytes` at `addr`, all or an error.
+pub fn write(pid: i32, addr: u64, bytes: &[u8]) -> std::io::Result<()> {
+    let f = OpenOptions::new()
+        .write(true)
+        .open(format!("/proc/{pid}/mem"))?;
+    f.write_all_at(bytes, addr)
+}
+
+/// Reads one little-endian u64.
+pub fn read_u64(pid: i32, addr: u64) -> std::io::Result<u64> {
+    let mut b = [0; 8];
+    let n = read(pid, addr, &mut b)?;
+    if n < 8 {
+        return Err(std::io::Error::from_raw_os_error(libc::EFAULT));
+    }
+    Ok(u64::from_le_bytes(b))
+}
