@@ -143,6 +143,8 @@ pub enum ProcessEvent {
     },
     Signal,
     Quiesce,
+    /// `.function`, `.plt`, `.statement`, `.library(..)...` (+ `.return`).
+    Function(utap_runtime::session::FunctionPoint),
 }
 
 #[derive(Clone, Debug, PartialEq)]

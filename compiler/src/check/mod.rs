@@ -19,6 +19,7 @@ pub mod catalogue;
 pub mod dump;
 pub mod elide;
 pub mod error;
+pub mod functions;
 pub mod listing;
 pub mod lower;
 pub mod retype;

@@ -27,13 +27,14 @@
 //! goes on untraced.
 
 mod engine;
+mod functions;
 pub mod points;
 
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-pub use points::{ProcessEvent, ProcessFilter, ProcessPoint};
+pub use points::{FunctionPoint, FunctionSite, ProcessEvent, ProcessFilter, ProcessPoint};
 
 use crate::script::{OutputSink, ScriptRuntime};
 use crate::seccomp;
