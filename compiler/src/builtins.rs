@@ -144,9 +144,11 @@ pub static BUILTINS: &[Builtin] = &[
     ctx("pid", &[], L),
     // The probe point being run, as written in the script.
     ctx("pp", &[], S),
+    ctx("ppfunc", &[], S),
     ctx("ppid", &[], L),
     // Writes one byte (the low 8 bits) to the output.
     f("print_char", &[L], V, false, false),
+    ctx("probefunc", &[], S),
     guru("quiesce", &[L]),
     // A random number in 0..n; draws from the generator: not pure.
     f("randint", &[L], L, false, false),
@@ -167,7 +169,9 @@ pub static BUILTINS: &[Builtin] = &[
     ctx("tid", &[], L),
     // `tokenize` keeps its position between calls: not pure.
     f("tokenize", &[S, S], S, false, false),
+    ctx("uaddr", &[], L),
     ctx("uid", &[], L),
+    ctx("umodname", &[L], S),
     ctx("user_char", &[L], L),
     ctx("user_int", &[L], L),
     ctx("user_long", &[L], L),
@@ -175,6 +179,8 @@ pub static BUILTINS: &[Builtin] = &[
     ctx("user_string", &[L], S),
     ctx("user_string_n", &[L, L], S),
     ctx("user_string_quoted", &[L], S),
+    ctx("usymdata", &[L], S),
+    ctx("usymname", &[L], S),
     f("warn", &[S], V, false, false),
 ];
 

@@ -64,6 +64,8 @@ pub struct ScriptState {
     pub control: Vec<ControlRequest>,
     /// `target()`: the -c/-x process, 0 without one.
     pub target: i64,
+    /// At a function probe: the function, `uaddr()`, the process's modules.
+    pub ufunc: Option<crate::session::UserFunction>,
     /// State of `randint`'s generator.
     pub rng: u64,
     /// What `execname()`, `ppid()`, `uid()`... report, per thread.
@@ -104,6 +106,7 @@ impl ScriptState {
             diagnostics: Vec::new(),
             control: Vec::new(),
             target: 0,
+            ufunc: None,
             procs: crate::procinfo::ProcCache::new(),
             rng: 0x9e37_79b9_7f4a_7c15
                 ^ (std::process::id() as u64) << 32

@@ -101,6 +101,15 @@ impl Shared {
         self.functions = functions;
     }
 
+    fn set_user_function(&mut self, pid: i32, name: Option<std::rc::Rc<str>>, uaddr: u64) {
+        let modules = self.functions.spaces.get(&pid).cloned().unwrap_or_default();
+        self.script.set_user_function(Some(super::UserFunction {
+            name: name.unwrap_or_else(|| "".into()),
+            uaddr,
+            modules,
+        }));
+    }
+
     fn matches(&self, filter: &ProcessFilter, pid: i32) -> bool {
         match filter {
             ProcessFilter::Any => true,
@@ -374,7 +383,14 @@ impl Engine for ScriptEngine {
                 ..context(pid, tid)
             };
             let hooks: Vec<Hook> = site.entry.iter().map(|(h, _)| h.clone()).collect();
+            let name = site
+                .entry
+                .first()
+                .or(site.ret.first())
+                .map(|(_, n)| n.clone());
+            s.set_user_function(pid, name, hit.addr);
             let stop = !hooks.is_empty() && s.fire(cx, &hooks, &values).stop;
+            s.script.set_user_function(None);
             if !site.ret.is_empty() && s.finished.is_none() {
                 // The @entry hook: values saved here come back at return.
                 let cookie = s.functions.save_entry(args);
@@ -393,7 +409,11 @@ impl Engine for ScriptEngine {
             ..context(pid, tid)
         };
         let hooks: Vec<Hook> = site.ret.iter().map(|(h, _)| h.clone()).collect();
-        action(s.fire(cx, &hooks, &values).stop)
+        let name = site.ret.first().map(|(_, n)| n.clone());
+        s.set_user_function(pid, name, frame.func);
+        let stop = s.fire(cx, &hooks, &values).stop;
+        s.script.set_user_function(None);
+        action(stop)
     }
 
     fn report_death(&mut self, cx: &mut Cx, status: ExitStatus) {

@@ -14,6 +14,15 @@ use crate::utrace::{Control, Tid};
 
 use super::points::{FunctionPoint, FunctionSite, Hook};
 
+/// The context of a function-probe firing, for `probefunc()`, `uaddr()`,
+/// `usymname()` and friends.
+#[derive(Clone, Debug)]
+pub struct UserFunction {
+    pub name: Rc<str>,
+    pub uaddr: u64,
+    pub modules: Rc<AddressSpaceMap>,
+}
+
 /// What fires at one breakpoint address of one process.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SiteHooks {
@@ -35,7 +44,7 @@ pub(crate) struct FunctionProbes {
     entries: HashMap<u64, [i64; 6]>,
     next_cookie: u64,
     /// The session's modules per process, for `usymname` and friends.
-    pub spaces: HashMap<i32, AddressSpaceMap>,
+    pub spaces: HashMap<i32, Rc<AddressSpaceMap>>,
 }
 
 impl FunctionProbes {
@@ -144,7 +153,7 @@ impl FunctionProbes {
                 }
             }
         }
-        self.spaces.insert(pid, space);
+        self.spaces.insert(pid, Rc::new(space));
     }
 }
 

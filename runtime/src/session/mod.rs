@@ -28,6 +28,7 @@
 
 mod engine;
 mod functions;
+pub use functions::UserFunction;
 pub mod points;
 
 use std::cell::RefCell;
