@@ -191,3 +191,28 @@ fn unknown_function_gets_a_located_did_you_mean() {
     assert!(o.stderr.contains("did you mean 'add'?"), "{}", o.stderr);
     assert!(o.stderr.contains("<input>:1:"), "{}", o.stderr);
 }
+
+#[test]
+fn listing_expands_function_wildcards() {
+    let path = fixture("ufuncs");
+    let mut c = support::command(support::utap_bin());
+    c.args(["-L", &format!(r#"process("{path}").function("*b").return"#)]);
+    let o = run(c);
+    assert_eq!(
+        o.stdout,
+        format!(
+            "process(\"{path}\").function(\"fib\").return $return:long $arg1:long $arg2:long $arg3:long $arg4:long $arg5:long $arg6:long\n"
+        ),
+        "{}",
+        o.stderr
+    );
+    let mut c = support::command(support::utap_bin());
+    c.args(["-l", &format!(r#"process("{path}").function("f*")"#)]);
+    let o = run(c);
+    assert_eq!(
+        o.stdout,
+        format!(
+            "process(\"{path}\").function(\"fib\")\nprocess(\"{path}\").function(\"frame_dummy\")\n"
+        )
+    );
+}

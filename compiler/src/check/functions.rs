@@ -155,6 +155,49 @@ fn check_symbols(file: &str, site: &FunctionSite, component: usize) -> Result<()
     })
 }
 
+/// `-l`/`-L`: a function point with a wildcard, in a module known at
+/// elaboration, lists one name per matching function (or PLT entry), as
+/// SystemTap does; `None` for other points.
+pub fn expand_listing(kind: &PointKind, head: &str) -> Option<Vec<String>> {
+    let PointKind::Process {
+        target,
+        event: ProcessEvent::Function(fp),
+    } = kind
+    else {
+        return None;
+    };
+    let file = match (&fp.library, target) {
+        (Some(lib), _) if lib.starts_with('/') => lib.clone(),
+        (None, ProcessTarget::Path(p)) => p.clone(),
+        _ => return None,
+    };
+    let (comp, pattern) = match &fp.site {
+        FunctionSite::Function { name, offset: 0 } => ("function", name),
+        FunctionSite::Plt(name) => ("plt", name),
+        _ => return None,
+    };
+    let image = ElfImage::open(Path::new(&file)).ok()?;
+    let written = format!("{comp}(\"{pattern}\")");
+    let mut names: Vec<&str> = match &fp.site {
+        FunctionSite::Plt(_) => image.plt.iter().map(|p| p.name.as_str()).collect(),
+        _ => image
+            .symbols
+            .iter()
+            .filter(|s| s.func)
+            .map(|s| s.name.as_str())
+            .collect(),
+    };
+    names.retain(|n| glob_match(pattern, n));
+    names.sort();
+    names.dedup();
+    Some(
+        names
+            .iter()
+            .map(|n| head.replace(&written, &format!("{comp}(\"{n}\")")))
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
