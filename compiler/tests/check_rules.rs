@@ -143,7 +143,7 @@ diag_test!(
     false,
     "probe process.syscal { }",
     [
-        "semantic error: probe point mismatch at position 2 (alternatives: begin end quiesce signal syscall thread)",
+        "semantic error: probe point mismatch at position 2 (alternatives: begin end function library plt quiesce signal statement syscall thread)",
         "1:15 no probe point matches 'process.syscal'",
         "help: did you mean 'process.syscall'?"
     ]
@@ -154,7 +154,7 @@ diag_test!(
     false,
     "probe process.syscall { println($return) }",
     [
-        "semantic error: only \"process(PATH_OR_PID).syscall.return\" supports $return",
+        "semantic error: only \"process(PATH_OR_PID).syscall.return\" and \"process(PATH_OR_PID).function(\"NAME\").return\" and \"process(PATH_OR_PID).plt(\"NAME\").return\" and \"process(PATH_OR_PID).library(\"NAME\").function(\"NAME\").return\" support $return",
         "1:33 not available in this probe"
     ]
 );
