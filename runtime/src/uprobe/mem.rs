@@ -29,3 +29,23 @@ pub fn read_u64(pid: i32, addr: u64) -> std::io::Result<u64> {
     }
     Ok(u64::from_le_bytes(b))
 }
+
+/// Writes to writable memory (the stack, for an emulated push or call)
+/// with one `process_vm_writev`, no file to open; falls back to the mem
+/// file.
+pub fn write_data(pid: i32, addr: u64, bytes: &[u8]) -> std::io::Result<()> {
+    let local = libc::iovec {
+        iov_base: bytes.as_ptr() as *mut libc::c_void,
+        iov_len: bytes.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as usize as *mut libc::c_void,
+        iov_len: bytes.len(),
+    };
+    // SAFETY: `local` covers `bytes`, which outlives the call.
+    let n = unsafe { libc::process_vm_writev(pid, &local, 1, &remote, 1, 0) };
+    if n == bytes.len() as isize {
+        return Ok(());
+    }
+    write(pid, addr, bytes)
+}

@@ -110,7 +110,7 @@ impl Tracer {
             let mut r = *regs;
             if let Some(store) = emulate::apply(&insn, &mut r, &StackOf(owner.0)) {
                 let stored = match store {
-                    Some(s) => mem::write(owner.0, s.addr, &s.value.to_le_bytes()).is_ok(),
+                    Some(s) => mem::write_data(owner.0, s.addr, &s.value.to_le_bytes()).is_ok(),
                     None => true,
                 };
                 if stored && ptrace::set_regs(tid, &r).is_ok() {
