@@ -55,6 +55,7 @@ fn event_of(e: &Ev) -> ProcessEvent {
         Ev::SyscallReturn { syscalls } => ProcessEvent::SyscallReturn(syscalls.clone()),
         Ev::Signal => ProcessEvent::Signal,
         Ev::Quiesce => ProcessEvent::Quiesce,
+        Ev::Function(f) => ProcessEvent::Function(f.clone()),
     }
 }
 

@@ -162,6 +162,7 @@ pub static BUILTINS: &[Builtin] = &[
     ctx("pn", &[], S),
     // The probe point being run, as written in the script.
     ctx("pp", &[], S),
+    ctx("ppfunc", &[], S),
     ctx("ppid", &[], L),
     // Writes one byte (the low 8 bits) to the output.
     f("print_char", &[L], V, false, false),
@@ -202,6 +203,7 @@ pub static BUILTINS: &[Builtin] = &[
     f("tokenize", &[S, S], S, false, false),
     pure("tz_gmtoff", &[], L),
     pure("tz_name", &[], S),
+    ctx("uaddr", &[], L),
     ctx("ubacktrace", &[], S),
     ctx("ucallers", &[L], S),
     // Holds the current thread for N µs (SystemTap's guru-delay tapset).

@@ -146,6 +146,8 @@ pub enum ProcessEvent {
     },
     Signal,
     Quiesce,
+    /// `.function`, `.plt`, `.statement`, `.library(..)...` (+ `.return`).
+    Function(utap_runtime::session::FunctionPoint),
 }
 
 #[derive(Clone, Debug, PartialEq)]

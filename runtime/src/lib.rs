@@ -14,5 +14,6 @@ pub mod session;
 pub mod syscalls;
 pub mod transport;
 pub mod unwind;
+pub mod uprobe;
 pub mod utrace;
 pub mod values;

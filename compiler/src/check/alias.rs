@@ -343,7 +343,10 @@ fn match_family(
             (Some(Literal::Num(n)), ArgSpec::OptNum | ArgSpec::Num | ArgSpec::OptStrOrNum) => {
                 Some(PointArg::Num(*n))
             }
-            (Some(Literal::Str(s)), ArgSpec::OptStrOrNum) => Some(PointArg::Str(s.clone())),
+            (Some(Literal::Str(s)), ArgSpec::OptStrOrNum | ArgSpec::Str | ArgSpec::StrOrNum) => {
+                Some(PointArg::Str(s.clone()))
+            }
+            (Some(Literal::Num(n)), ArgSpec::StrOrNum) => Some(PointArg::Num(*n)),
             _ => return Ok(None),
         };
         args.push(Some(arg));

@@ -19,6 +19,10 @@ pub enum ArgSpec {
     Num,
     /// An optional string or number (`process`, `process("ls")`, `process(42)`).
     OptStrOrNum,
+    /// A required string (`function("main")`).
+    Str,
+    /// A required string or number (`statement(0x1234)`, `statement("f+4")`).
+    StrOrNum,
 }
 
 /// One dotted component of a family pattern.
@@ -70,9 +74,26 @@ pub enum ProcessEventKind {
     SyscallReturn,
     Signal,
     Quiesce,
+    /// A function probe: which site, whether a library is named, `.return`.
+    Function(FunctionFamily),
 }
 
-/// One probe-point family.
+/// The function-probe families (`process(..).function(..)` and friends).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FunctionFamily {
+    pub site: SiteKind,
+    /// `.library("LIB")` follows `process(..)`.
+    pub library: bool,
+    pub returning: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SiteKind {
+    Function,
+    Plt,
+    /// `.statement("NAME+OFF")` or `.statement(ADDR).absolute`.
+    Statement,
+}
 #[derive(Clone, Copy, Debug)]
 pub struct Family {
     pub comps: &'static [CompSpec],
@@ -144,6 +165,20 @@ const SYSCALL_RETURN_VARS: &[ContextVarDef] = &[
 /// `$code` of `process.end`: the exit status (128 + N when killed by
 /// signal N).
 const END_VARS: &[ContextVarDef] = &[var("code", ContextVar::Code, false)];
+/// `.function`/`.plt` entries: the first six integer arguments of the
+/// x86_64 SysV ABI (utap's dwarfless extension; SystemTap has
+/// `int_arg(n)` and friends for the same registers).
+const FUNCTION_VARS: &[ContextVarDef] = &[ARGS[0], ARGS[1], ARGS[2], ARGS[3], ARGS[4], ARGS[5]];
+/// `.return`: `$return` (rax), and the entry's arguments.
+const FUNCTION_RETURN_VARS: &[ContextVarDef] = &[
+    var("return", ContextVar::Return, false),
+    ARGS[0],
+    ARGS[1],
+    ARGS[2],
+    ARGS[3],
+    ARGS[4],
+    ARGS[5],
+];
 const SIGNAL_VARS: &[ContextVarDef] = &[
     var("signal", ContextVar::Signal, true),
     var("code", ContextVar::Code, false),
@@ -170,6 +205,30 @@ macro_rules! process_family {
         }
     };
 }
+
+macro_rules! function_family {
+    ([$($comp:expr),+], $site:ident, $lib:literal, $ret:literal, $ctx:expr, $doc:literal) => {
+        Family {
+            comps: &[PROCESS, $($comp),+],
+            kind: FamilyKind::Process(ProcessEventKind::Function(FunctionFamily {
+                site: SiteKind::$site,
+                library: $lib,
+                returning: $ret,
+            })),
+            context: $ctx,
+            doc: $doc,
+        }
+    };
+}
+const FUNCTION: CompSpec = c("function", ArgSpec::Str);
+const PLT: CompSpec = c("plt", ArgSpec::Str);
+const LIBRARY: CompSpec = c("library", ArgSpec::Str);
+const RETURN: CompSpec = c("return", ArgSpec::None);
+const CALL: CompSpec = CompSpec {
+    name: "call",
+    arg: ArgSpec::None,
+    optional: true,
+};
 
 /// The kernel tick the `timer.jiffies` family counts in (CONFIG_HZ=250).
 pub const JIFFY_NS: u64 = 4_000_000;
@@ -253,6 +312,73 @@ pub static FAMILIES: &[Family] = &[
         &[],
         "a thread reached a requested stop"
     ),
+    function_family!(
+        [FUNCTION, CALL],
+        Function,
+        false,
+        false,
+        FUNCTION_VARS,
+        "a function is entered (breakpoint at its first instruction; wildcards)"
+    ),
+    function_family!(
+        [FUNCTION, RETURN],
+        Function,
+        false,
+        true,
+        FUNCTION_RETURN_VARS,
+        "a function returns ($return)"
+    ),
+    function_family!(
+        [PLT],
+        Plt,
+        false,
+        false,
+        FUNCTION_VARS,
+        "a call through the PLT stub of NAME"
+    ),
+    function_family!(
+        [PLT, RETURN],
+        Plt,
+        false,
+        true,
+        FUNCTION_RETURN_VARS,
+        "a call through the PLT stub of NAME returns"
+    ),
+    function_family!(
+        [LIBRARY, FUNCTION, CALL],
+        Function,
+        true,
+        false,
+        FUNCTION_VARS,
+        "a function of library LIB (path, file name or soname) is entered"
+    ),
+    function_family!(
+        [LIBRARY, FUNCTION, RETURN],
+        Function,
+        true,
+        true,
+        FUNCTION_RETURN_VARS,
+        "a function of library LIB returns"
+    ),
+    function_family!(
+        [
+            c("statement", ArgSpec::StrOrNum),
+            c("absolute", ArgSpec::None)
+        ],
+        Statement,
+        false,
+        false,
+        FUNCTION_VARS,
+        "the instruction at a run-time address"
+    ),
+    function_family!(
+        [c("statement", ArgSpec::Str)],
+        Statement,
+        false,
+        false,
+        FUNCTION_VARS,
+        "the instruction at NAME+OFFSET"
+    ),
 ];
 
 /// An argument as written in a probe point.
@@ -317,6 +443,9 @@ impl Family {
                     randomize_ns: 0,
                 }
             }
+            FamilyKind::Process(ProcessEventKind::Function(ff)) => {
+                super::functions::build(ff, args)?
+            }
             FamilyKind::Process(kind) => PointKind::Process {
                 target: match args.first() {
                     Some(Some(Some(PointArg::Str(path)))) => {
@@ -347,6 +476,13 @@ impl Family {
             | (FamilyKind::Error, PointKind::Error(_))
             | (FamilyKind::Never, PointKind::Never)
             | (FamilyKind::Timer { .. } | FamilyKind::TimerHz, PointKind::Timer { .. }) => true,
+            (
+                FamilyKind::Process(ProcessEventKind::Function(ff)),
+                PointKind::Process {
+                    event: ProcessEvent::Function(fp),
+                    ..
+                },
+            ) => ff.returning == fp.returning,
             (FamilyKind::Process(k), PointKind::Process { event, .. }) => {
                 std::mem::discriminant(&k.event()) == std::mem::discriminant(event)
             }
@@ -366,6 +502,7 @@ impl Family {
                 ArgSpec::None => {}
                 ArgSpec::OptNum | ArgSpec::Num => out.push_str("(N)"),
                 ArgSpec::OptStrOrNum => out.push_str(qualifier),
+                ArgSpec::Str | ArgSpec::StrOrNum => out.push_str("(\"NAME\")"),
             }
         }
         out
@@ -383,6 +520,13 @@ impl ProcessEventKind {
             ProcessEventKind::SyscallReturn => ProcessEvent::SyscallReturn { syscalls: None },
             ProcessEventKind::Signal => ProcessEvent::Signal,
             ProcessEventKind::Quiesce => ProcessEvent::Quiesce,
+            ProcessEventKind::Function(f) => {
+                ProcessEvent::Function(utap_runtime::session::FunctionPoint {
+                    library: f.library.then(String::new),
+                    site: utap_runtime::session::FunctionSite::Absolute(0),
+                    returning: f.returning,
+                })
+            }
         }
     }
 }

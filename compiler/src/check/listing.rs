@@ -148,7 +148,13 @@ pub fn list_with_library(
             .map(|l| format!("{}:{}", l.name, type_name(l.ty)))
             .collect();
         list.extend(context_vars(probe));
-        found.entry(head).or_default().push(list);
+        let expanded = probe
+            .points
+            .first()
+            .and_then(|p| super::functions::expand_listing(&p.kind, &head));
+        for name in expanded.unwrap_or_else(|| vec![head]) {
+            found.entry(name).or_default().push(list.clone());
+        }
     }
     let mut text = String::new();
     for (name, expansions) in found {

@@ -20,6 +20,7 @@ pub mod dump;
 pub mod elide;
 pub mod entry;
 pub mod error;
+pub mod functions;
 pub mod listing;
 pub mod lower;
 pub mod overload;

@@ -128,6 +128,8 @@ pub fn markdown() -> String {
                 ArgSpec::Num => format!("{}(N)", c.name),
                 ArgSpec::OptNum => format!("{}[(N)]", c.name),
                 ArgSpec::OptStrOrNum => format!("{}[(PATH_OR_PID)]", c.name),
+                ArgSpec::Str => format!("{}(\"NAME\")", c.name),
+                ArgSpec::StrOrNum => format!("{}(NAME_OR_ADDR)", c.name),
             })
             .map(|c| c.to_string())
             .collect();

@@ -216,6 +216,12 @@ impl ScriptRuntime {
     }
 
     /// `target()` (set once the -c command is started).
+    /// The function-probe context of the next firings (`probefunc()`,
+    /// `uaddr()`, `usymname()`...), or `None` outside function probes.
+    pub fn set_user_function(&mut self, f: Option<crate::session::UserFunction>) {
+        self.state.ufunc = f;
+    }
+
     pub fn set_target(&mut self, pid: i64) {
         self.state.target = pid;
     }

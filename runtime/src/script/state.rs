@@ -66,6 +66,8 @@ pub struct ScriptState {
     pub control: Vec<ControlRequest>,
     /// `target()`: the -c/-x process, 0 without one.
     pub target: i64,
+    /// At a function probe: the function, `uaddr()`, the process's modules.
+    pub ufunc: Option<crate::session::UserFunction>,
     /// State of `randint`'s generator.
     pub rng: u64,
     /// What `execname()`, `ppid()`, `uid()`... report, per thread.
@@ -114,6 +116,7 @@ impl ScriptState {
             entry_missing: Default::default(),
             control: Vec::new(),
             target: 0,
+            ufunc: None,
             procs: crate::procinfo::ProcCache::new(),
             unwind: Default::default(),
             rng: 0x9e37_79b9_7f4a_7c15

@@ -17,10 +17,11 @@ use crate::script::context::written;
 use crate::script::{ControlRequest, Outcome, ProbeValues, ScriptRuntime};
 use crate::transport::Producer;
 use crate::utrace::{
-    CloneInfo, CloneKind, Control, Cx, EndReason, Engine, EngineId, Event, ExitStatus,
-    ResumeAction, Signal, SignalReport, Tid,
+    BreakpointHit, CloneInfo, CloneKind, Control, Cx, EndReason, Engine, EngineId, Event,
+    ExitStatus, ResumeAction, Signal, SignalReport, Tid,
 };
 
+use super::functions::FunctionProbes;
 use super::points::{Dispatch, Hook, ProcessFilter};
 
 /// What the engine and the session's timers share (all on the tracer thread).
@@ -53,6 +54,8 @@ pub(crate) struct Shared {
     pub conclude: Option<super::Conclude>,
     /// `-v`: say why and after how many stops the session ended.
     pub verbose: bool,
+    /// Function probes: breakpoints per process.
+    pub functions: FunctionProbes,
 }
 
 pub(crate) type SharedRef = Rc<RefCell<Shared>>;
@@ -73,6 +76,7 @@ impl Shared {
             finished: None,
             conclude: None,
             verbose: false,
+            functions: FunctionProbes::default(),
         }
     }
 
@@ -84,6 +88,7 @@ impl Shared {
             self.script.procs_mut().refresh(t.0);
             *self.live.entry(pid.0).or_default() += 1;
         }
+        self.place_functions(ctl, d, pid.0);
         let values = context(pid.0, pid.0);
         self.fire(ctl, &d.begin, &values);
         for &t in threads.iter().filter(|t| **t != pid) {
@@ -98,6 +103,25 @@ impl Shared {
                 self.exe.insert(pid, p.to_string_lossy().into_owned());
             }
         }
+    }
+
+    /// Places the function probes that apply to `pid` in what it maps now.
+    pub fn place_functions(&mut self, ctl: &mut Control, d: &Dispatch, pid: i32) {
+        if d.functions.is_empty() || self.finished.is_some() {
+            return;
+        }
+        let mut functions = std::mem::take(&mut self.functions);
+        functions.place(ctl, pid, &d.functions, |h| self.matches(&h.filter, pid));
+        self.functions = functions;
+    }
+
+    fn set_user_function(&mut self, pid: i32, name: Option<std::rc::Rc<str>>, uaddr: u64) {
+        let modules = self.functions.spaces.get(&pid).cloned().unwrap_or_default();
+        self.script.set_user_function(Some(super::UserFunction {
+            name: name.unwrap_or_else(|| "".into()),
+            uaddr,
+            modules,
+        }));
     }
 
     fn matches(&self, filter: &ProcessFilter, pid: i32) -> bool {
@@ -381,6 +405,7 @@ impl Engine for ScriptEngine {
             }
             CloneKind::Fork | CloneKind::Vfork => {
                 *s.live.entry(child).or_default() += 1;
+                s.functions.cloned(cx.pid().0, child);
                 if let Some(exe) = s.exe.get(&cx.pid().0).cloned() {
                     s.exe.insert(child, exe);
                 }
@@ -398,8 +423,70 @@ impl Engine for ScriptEngine {
             s.script.procs_mut().remove(former.0);
         }
         s.note_exec(pid);
+        s.functions.forget(pid);
+        s.place_functions(cx, d, pid);
         // process("PATH").begin: the process now runs PATH.
         action(s.fire(cx, &d.exec_begin, &context(pid, pid)).stop)
+    }
+
+    fn report_breakpoint(
+        &mut self,
+        cx: &mut Cx,
+        _: ResumeAction,
+        hit: &BreakpointHit,
+    ) -> ResumeAction {
+        let mut s = self.shared.borrow_mut();
+        let d = &*self.dispatch;
+        let (pid, tid) = (cx.pid().0, cx.tid().0);
+        let Ok(regs) = cx.regs() else {
+            return ResumeAction::Resume;
+        };
+        let args = [regs.rdi, regs.rsi, regs.rdx, regs.rcx, regs.r8, regs.r9].map(|a| a as i64);
+        let Some(frame) = hit.returned else {
+            if s.functions.is_loader(pid, hit.addr) {
+                // The loader mapped or unmapped something: place again.
+                s.place_functions(cx, d, pid);
+                return ResumeAction::Resume;
+            }
+            let Some(site) = s.functions.site(pid, hit.addr).cloned() else {
+                return ResumeAction::Resume;
+            };
+            let values = ProbeValues {
+                args,
+                ..context(pid, tid)
+            };
+            let hooks: Vec<Hook> = site.entry.iter().map(|(h, _)| h.clone()).collect();
+            let name = site
+                .entry
+                .first()
+                .or(site.ret.first())
+                .map(|(_, n)| n.clone());
+            s.set_user_function(pid, name, hit.addr);
+            let stop = !hooks.is_empty() && s.fire(cx, &hooks, &values).stop;
+            s.script.set_user_function(None);
+            if !site.ret.is_empty() && s.finished.is_none() {
+                // The @entry hook: values saved here come back at return.
+                let cookie = s.functions.save_entry(args);
+                let _ = cx.hijack_return(hit.addr, cookie);
+            }
+            return action(stop);
+        };
+        let entry_args = s.functions.take_entry(frame.cookie).unwrap_or(args);
+        let Some(site) = s.functions.site(pid, frame.func).cloned() else {
+            return ResumeAction::Resume;
+        };
+        let values = ProbeValues {
+            args: entry_args,
+            ret: regs.rax as i64,
+            returning: 1,
+            ..context(pid, tid)
+        };
+        let hooks: Vec<Hook> = site.ret.iter().map(|(h, _)| h.clone()).collect();
+        let name = site.ret.first().map(|(_, n)| n.clone());
+        s.set_user_function(pid, name, frame.func);
+        let stop = s.fire(cx, &hooks, &values).stop;
+        s.script.set_user_function(None);
+        action(stop)
     }
 
     fn report_death(&mut self, cx: &mut Cx, status: ExitStatus) {
@@ -422,6 +509,7 @@ impl Engine for ScriptEngine {
             };
             s.fire(cx, &d.end, &values);
             s.exe.remove(&pid);
+            s.functions.forget(pid);
         }
         s.script.procs_mut().remove(tid);
     }

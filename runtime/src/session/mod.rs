@@ -30,13 +30,15 @@
 //! goes on untraced.
 
 mod engine;
+mod functions;
+pub use functions::UserFunction;
 pub mod points;
 
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-pub use points::{ProcessEvent, ProcessFilter, ProcessPoint};
+pub use points::{FunctionPoint, FunctionSite, ProcessEvent, ProcessFilter, ProcessPoint};
 
 use crate::script::{OutputSink, ScriptRuntime, interrupt};
 use crate::seccomp;

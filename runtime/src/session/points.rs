@@ -35,6 +35,31 @@ pub enum ProcessEvent {
     SyscallReturn(Option<Vec<u32>>),
     Signal,
     Quiesce,
+    /// `.function`, `.plt`, `.statement` (+ `.return`): a breakpoint.
+    Function(FunctionPoint),
+}
+
+/// A function probe point, resolved against each traced process's modules
+/// when it starts, execs or loads a library.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FunctionPoint {
+    /// `.library("LIB")` (a path, a file name or a soname; wildcards), or
+    /// the path of a shared library given as `process("LIB")`; `None`:
+    /// the process's executable.
+    pub library: Option<String>,
+    pub site: FunctionSite,
+    /// `.return`: fires when the function returns.
+    pub returning: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FunctionSite {
+    /// `.function("NAME")` (wildcards) or `.statement("NAME+OFF")`.
+    Function { name: String, offset: u64 },
+    /// `.plt("NAME")`: the PLT stub (wildcards).
+    Plt(String),
+    /// `.statement(ADDR).absolute`: a run-time address.
+    Absolute(u64),
 }
 
 /// One probe to fire, with the process it is limited to.
@@ -120,6 +145,8 @@ pub(crate) struct Dispatch {
     syscalls: Option<Vec<u32>>,
     /// Some probe is limited to `process("PATH")`: executables must be known.
     pub path_filters: bool,
+    /// Function probes, in probe order.
+    pub functions: Vec<(Hook, FunctionPoint)>,
 }
 
 impl Dispatch {
@@ -149,6 +176,7 @@ impl Dispatch {
                 ProcessEvent::ThreadEnd => d.thread_end.push(hook),
                 ProcessEvent::Signal => d.signal.push(hook),
                 ProcessEvent::Quiesce => d.quiesce.push(hook),
+                ProcessEvent::Function(f) => d.functions.push((hook, f.clone())),
                 ProcessEvent::Syscall(set) => {
                     d.note_syscalls(set);
                     d.entry.add(hook, set);
@@ -200,6 +228,9 @@ impl Dispatch {
         }
         if !self.quiesce.is_empty() {
             e |= Events::QUIESCE;
+        }
+        if !self.functions.is_empty() {
+            e |= Events::BREAKPOINT;
         }
         e
     }

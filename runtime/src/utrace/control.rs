@@ -133,6 +133,10 @@ pub(crate) struct Core {
     pub stops: u64,
     /// Runs once when the end is decided, before threads are detached.
     pub on_end: Option<EndHook>,
+    /// Breakpoint sites, trampolines and shadow stacks (`crate::uprobe`).
+    pub uprobes: crate::uprobe::Breakpoints,
+    /// Wait statuses of threads held during a breakpoint single-step.
+    pub uprobes_held: Vec<(Tid, i32)>,
 }
 
 /// See [`Control::on_end`].

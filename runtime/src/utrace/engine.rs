@@ -13,7 +13,7 @@
 
 use std::any::Any;
 
-use super::{Cx, Event, ResumeAction, Signal, Tid};
+use super::{BreakpointHit, Cx, Event, ResumeAction, Signal, Tid};
 
 /// Names an engine registered with `Tracer::add_engine`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -134,6 +134,18 @@ pub trait Engine: Any {
     }
     /// Job-control stop or continue.
     fn report_jctl(&mut self, _cx: &mut Cx, _action: ResumeAction, _jctl: Jctl) -> ResumeAction {
+        ResumeAction::Resume
+    }
+    /// A breakpoint the core inserted was hit (registers show rip at the
+    /// site), or, with `hit.returned`, a hijacked function returned (rip
+    /// at the real return address, rax its value). The core steps over
+    /// the instruction after the reports.
+    fn report_breakpoint(
+        &mut self,
+        _cx: &mut Cx,
+        _action: ResumeAction,
+        _hit: &BreakpointHit,
+    ) -> ResumeAction {
         ResumeAction::Resume
     }
     /// The thread died. It can no longer be examined.

@@ -36,6 +36,9 @@ impl Events {
     /// Not an event: attach this engine, with the same mask, to every thread
     /// and process this thread creates (before `report_clone` runs).
     pub const FOLLOW: Events = Events(1 << 10);
+    /// `report_breakpoint`: a breakpoint the core inserted was hit, or a
+    /// hijacked return came back.
+    pub const BREAKPOINT: Events = Events(1 << 11);
 
     pub const fn bits(self) -> u32 {
         self.0
@@ -72,7 +75,7 @@ impl BitOrAssign for Events {
 
 impl fmt::Debug for Events {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const NAMES: [&str; 11] = [
+        const NAMES: [&str; 12] = [
             "QUIESCE",
             "REAP",
             "CLONE",
@@ -84,6 +87,7 @@ impl fmt::Debug for Events {
             "SIGNAL",
             "JCTL",
             "FOLLOW",
+            "BREAKPOINT",
         ];
         let names: Vec<&str> = (0..NAMES.len())
             .filter(|i| self.0 & (1 << i) != 0)
@@ -108,6 +112,8 @@ pub enum Event {
     Jctl,
     /// A `SingleStep`/`BlockStep` completed.
     Step,
+    /// A breakpoint of the core was hit.
+    Breakpoint,
 }
 
 impl Event {
@@ -122,6 +128,7 @@ impl Event {
             Event::Exec => Events::EXEC,
             Event::Exit => Events::EXIT,
             Event::Jctl => Events::JCTL,
+            Event::Breakpoint => Events::BREAKPOINT,
         }
     }
 }

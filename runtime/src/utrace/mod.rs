@@ -149,6 +149,7 @@
 //! | report_exit | `PTRACE_EVENT_EXIT` (a SIGKILLed thread is never held there) |
 //! | report_death, report_reap | the thread's exit status from `waitpid`, then it is forgotten |
 //! | report_jctl | `PTRACE_EVENT_STOP` with a stop signal (group-stop; resumed with `PTRACE_LISTEN`), and the trap after SIGCONT |
+//! | uprobes' handler (`BREAKPOINT`, an extension) | `report_breakpoint`: an `int3` the core inserted (`Control::insert_breakpoint`) trapped, or a hijacked return (`Cx::hijack_return`) came back; the core steps over and restores every byte at detach (`crate::uprobe`) |
 //!
 //! # Limits (ptrace's, mostly)
 //!
@@ -166,6 +167,7 @@
 //!   is seen (found through /proc).
 
 mod action;
+mod breakpoint;
 pub mod colocate;
 mod control;
 mod cx;
@@ -181,6 +183,7 @@ mod stop;
 mod thread;
 mod tracer;
 
+pub use crate::uprobe::{BreakpointHit, Frame, StepCounts};
 pub use action::ResumeAction;
 pub use colocate::Colocation;
 pub use control::{

@@ -123,6 +123,17 @@ impl Tracer {
     /// a hang here would leave tracees stopped) are checked every second
     /// and given up on after a few seconds.
     pub(crate) fn detach_all(&mut self) {
+        // No int3 and no hijacked return may outlive the tracing; threads
+        // held for a breakpoint step are detached like the others.
+        self.core.uprobes.restore_all();
+        for (tid, status) in std::mem::take(&mut self.core.uprobes_held) {
+            match ptrace::decode(status) {
+                Status::Exited(_) | Status::Signaled { .. } => {
+                    self.core.threads.remove(&tid);
+                }
+                st => self.detach_stopped(tid, st),
+            }
+        }
         for (tid, _) in std::mem::take(&mut self.core.orphans) {
             let _ = ptrace::detach(tid, None);
         }

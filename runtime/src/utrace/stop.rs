@@ -131,6 +131,10 @@ impl Tracer {
         };
         if thread.stepping && sig == Signal::TRAP {
             thread.stepping = false;
+            if let Some(addr) = thread.bp_step.take() {
+                self.finish_bp_step(tid, addr);
+                return self.finish_stop(tid, false);
+            }
             let reported = self.report(tid, Event::Step, StopKind::Other, None);
             return self.finish_stop(tid, reported);
         }
@@ -139,6 +143,12 @@ impl Tracer {
             thread.pending_signal = Some(sig);
             return self.finish_stop(tid, false);
         }
+        if sig == Signal::TRAP && !self.core.uprobes.is_empty() && self.on_breakpoint_trap(tid) {
+            return;
+        }
+        let Some(thread) = self.core.threads.get_mut(&tid) else {
+            return;
+        };
         thread.pending_signal = Some(sig);
         let deliver = self.report_signal(tid, Some(sig));
         if let Some(thread) = self.core.threads.get_mut(&tid) {
@@ -231,6 +241,14 @@ impl Tracer {
             _ if is_thread_of(parent.tgid, child) => CloneKind::Thread,
             _ => CloneKind::Fork,
         };
+        if kind != CloneKind::Thread && !self.core.uprobes.is_empty() {
+            let ptgid = parent.tgid;
+            let vfork = kind == CloneKind::Vfork;
+            self.core.uprobes.cloned(tid, ptgid, child, vfork);
+        }
+        let Some(parent) = self.core.threads.get(&tid) else {
+            return;
+        };
         let tgid = if kind == CloneKind::Thread {
             parent.tgid
         } else {
@@ -263,6 +281,8 @@ impl Tracer {
                 self.core.threads.insert(tid, t);
             }
         }
+        // A new mm: none of the old breakpoints or trampolines exist.
+        self.core.uprobes.forget(tid);
         let Some(thread) = self.core.threads.get_mut(&tid) else {
             return;
         };
@@ -281,6 +301,17 @@ impl Tracer {
             return;
         };
         self.report_death(&thread, status);
+        if !self.core.uprobes.is_empty() {
+            if thread.bp_step.is_some() {
+                self.release_held();
+            }
+            if let Some(space) = self.core.uprobes.space_mut(thread.tgid) {
+                space.shadow.remove(&tid);
+            }
+            if tid == thread.tgid {
+                self.core.uprobes.forget(tid);
+            }
+        }
         if self.core.end_on_exit == Some(tid) && thread.tgid == tid {
             self.ctl()
                 .end(EndReason::ProcessExited { pid: tid, status });
@@ -321,6 +352,10 @@ impl Tracer {
 
     /// After the event's own reports: a quiesce report if one was asked
     /// for and not made yet, then arbitration.
+    pub(crate) fn finish_stop_pub(&mut self, tid: Tid) {
+        self.finish_stop(tid, false)
+    }
+
     fn finish_stop(&mut self, tid: Tid, quiesced: bool) {
         let Some(thread) = self.core.threads.get_mut(&tid) else {
             return;
@@ -425,9 +460,14 @@ impl Tracer {
         let Some(thread) = self.core.threads.remove(&tid) else {
             return;
         };
+        let ours = matches!(st, Status::SignalStop(Signal::TRAP))
+            && !thread.stepping
+            && self.undo_trap_for_detach(tid, thread.tgid);
         let sig = match st {
             // A step's SIGTRAP is ours, not the program's.
             Status::SignalStop(Signal::TRAP) if thread.stepping => None,
+            // So is a breakpoint's, undone above.
+            Status::SignalStop(Signal::TRAP) if ours => None,
             Status::SignalStop(s) => Some(s),
             _ => thread.pending_signal,
         };

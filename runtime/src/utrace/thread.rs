@@ -91,6 +91,9 @@ pub(crate) struct Thread {
     pub stepping: bool,
     /// The real PTRACE_SINGLEBLOCK failed once: use single steps.
     pub no_blockstep: bool,
+    /// Single-stepping the original instruction of this breakpoint site
+    /// (the fallback step-over); the int3 goes back when it completes.
+    pub bp_step: Option<u64>,
 }
 
 impl Thread {
@@ -111,6 +114,7 @@ impl Thread {
             injected: None,
             stepping: false,
             no_blockstep: false,
+            bp_step: None,
         }
     }
 
@@ -184,6 +188,9 @@ impl Thread {
 
     /// How to resume for this action and the engines' masks.
     pub fn mode_for(&self, action: ResumeAction) -> Mode {
+        if self.bp_step.is_some() {
+            return Mode::Step;
+        }
         if self.group_stopped {
             return Mode::Listen;
         }

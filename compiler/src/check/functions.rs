@@ -1,0 +1,212 @@
+//! Function probe points (`process("P").function("F")`, `.return`, `.plt`,
+//! `.library("L").function`, `.statement`): building them, and checking
+//! at elaboration that a named executable or library exists and has a
+//! matching symbol (a located error with "did you mean" otherwise).
+//! Addresses are found again per process at run time (the load bias
+//! differs), by `utap_runtime::session`'s function probes.
+
+use std::path::Path;
+
+use utap_runtime::elf::ElfImage;
+use utap_runtime::session::{FunctionPoint, FunctionSite};
+
+use super::alias::edit_distance;
+use super::catalogue::{
+    BuildError, FunctionFamily, PointArg, SiteKind, find_executable, glob_match,
+};
+use crate::program::{PointKind, ProcessEvent, ProcessTarget};
+
+/// Builds a function point from its components' arguments.
+pub fn build(
+    ff: FunctionFamily,
+    args: &[Option<Option<PointArg>>],
+) -> Result<PointKind, BuildError> {
+    let str_at = |i: usize| match args.get(i) {
+        Some(Some(Some(PointArg::Str(s)))) => Some(s.clone()),
+        _ => None,
+    };
+    let site_arg = if ff.library { 2 } else { 1 };
+    let mut library = if ff.library { str_at(1) } else { None };
+    let (mut target, module) = match args.first() {
+        Some(Some(Some(PointArg::Str(path)))) => {
+            let exe = find_executable(path);
+            if is_library(&exe) && library.is_none() {
+                // process("libc.so.6").function(..): every process mapping it.
+                library = Some(exe.clone());
+                (ProcessTarget::Any, Some(exe))
+            } else {
+                (ProcessTarget::Path(exe.clone()), Some(exe))
+            }
+        }
+        Some(Some(Some(PointArg::Num(pid)))) => {
+            if *pid < 2 {
+                return Err(BuildError {
+                    message: "process pid must be greater than 1".into(),
+                    label: "pid 1 (init) cannot be traced".into(),
+                    component: 0,
+                });
+            }
+            (ProcessTarget::Pid(*pid), None)
+        }
+        _ => (ProcessTarget::Any, None),
+    };
+    let site = match (ff.site, args.get(site_arg)) {
+        (SiteKind::Statement, Some(Some(Some(PointArg::Num(addr))))) => {
+            FunctionSite::Absolute(*addr as u64)
+        }
+        (SiteKind::Statement, Some(Some(Some(PointArg::Str(s))))) => {
+            let (name, offset) = split_offset(s).ok_or_else(|| BuildError {
+                message: format!("bad statement '{s}'"),
+                label: "expected NAME+OFFSET (e.g. \"main+4\")".into(),
+                component: site_arg,
+            })?;
+            FunctionSite::Function { name, offset }
+        }
+        (SiteKind::Plt, _) => FunctionSite::Plt(str_at(site_arg).unwrap_or_default()),
+        _ => FunctionSite::Function {
+            name: str_at(site_arg).unwrap_or_default(),
+            offset: 0,
+        },
+    };
+    // A library's functions are checked in the library when its path is
+    // known; an executable's in the executable.
+    let checked = match &library {
+        Some(lib) if lib.starts_with('/') => Some(lib.clone()),
+        Some(_) => None,
+        None => module,
+    };
+    if let Some(file) = checked {
+        check_symbols(&file, &site, site_arg)?;
+    }
+    if let (ProcessTarget::Path(_), Some(_)) = (&target, &library) {
+        // The process filter stays; the library names the module.
+    } else if library.is_some() {
+        target = ProcessTarget::Any;
+    }
+    Ok(PointKind::Process {
+        target,
+        event: ProcessEvent::Function(FunctionPoint {
+            library,
+            site,
+            returning: ff.returning,
+        }),
+    })
+}
+
+/// A shared library rather than a program (by name: `lib*.so*`, `*.so`).
+fn is_library(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.ends_with(".so") || name.contains(".so.")
+}
+
+/// `"main+4"`, `"main+0x10"`, `"main"`.
+fn split_offset(s: &str) -> Option<(String, u64)> {
+    let (name, off) = match s.split_once('+') {
+        Some((n, o)) => (n, o.trim()),
+        None => (s, "0"),
+    };
+    let off = match off.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok()?,
+        None => off.parse().ok()?,
+    };
+    (!name.is_empty()).then(|| (name.to_string(), off))
+}
+
+/// The site must name something in `file`.
+fn check_symbols(file: &str, site: &FunctionSite, component: usize) -> Result<(), BuildError> {
+    let image = ElfImage::open(Path::new(file)).map_err(|e| BuildError {
+        message: format!("cannot probe functions of {file}"),
+        label: e.0,
+        component: 0,
+    })?;
+    let (pattern, names): (&str, Vec<&str>) = match site {
+        FunctionSite::Function { name, .. } => (
+            name,
+            image
+                .symbols
+                .iter()
+                .filter(|s| s.func)
+                .map(|s| s.name.as_str())
+                .collect(),
+        ),
+        FunctionSite::Plt(name) => (name, image.plt.iter().map(|p| p.name.as_str()).collect()),
+        FunctionSite::Absolute(_) => return Ok(()),
+    };
+    if names.iter().any(|n| glob_match(pattern, n)) {
+        return Ok(());
+    }
+    let what = if matches!(site, FunctionSite::Plt(_)) {
+        "plt entry"
+    } else {
+        "function"
+    };
+    let best = names
+        .iter()
+        .map(|n| (edit_distance(n, pattern), *n))
+        .min()
+        .filter(|(d, _)| *d <= pattern.len().max(3) / 2);
+    Err(BuildError {
+        message: format!("no match for {what} '{pattern}' in {}", image.path),
+        label: match best {
+            Some((_, n)) => format!("did you mean '{n}'?"),
+            None => format!("no {what} of {} matches", image.short_name()),
+        },
+        component,
+    })
+}
+
+/// `-l`/`-L`: a function point with a wildcard, in a module known at
+/// elaboration, lists one name per matching function (or PLT entry), as
+/// SystemTap does; `None` for other points.
+pub fn expand_listing(kind: &PointKind, head: &str) -> Option<Vec<String>> {
+    let PointKind::Process {
+        target,
+        event: ProcessEvent::Function(fp),
+    } = kind
+    else {
+        return None;
+    };
+    let file = match (&fp.library, target) {
+        (Some(lib), _) if lib.starts_with('/') => lib.clone(),
+        (None, ProcessTarget::Path(p)) => p.clone(),
+        _ => return None,
+    };
+    let (comp, pattern) = match &fp.site {
+        FunctionSite::Function { name, offset: 0 } => ("function", name),
+        FunctionSite::Plt(name) => ("plt", name),
+        _ => return None,
+    };
+    let image = ElfImage::open(Path::new(&file)).ok()?;
+    let written = format!("{comp}(\"{pattern}\")");
+    let mut names: Vec<&str> = match &fp.site {
+        FunctionSite::Plt(_) => image.plt.iter().map(|p| p.name.as_str()).collect(),
+        _ => image
+            .symbols
+            .iter()
+            .filter(|s| s.func)
+            .map(|s| s.name.as_str())
+            .collect(),
+    };
+    names.retain(|n| glob_match(pattern, n));
+    names.sort();
+    names.dedup();
+    Some(
+        names
+            .iter()
+            .map(|n| head.replace(&written, &format!("{comp}(\"{n}\")")))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statement_offsets() {
+        assert_eq!(split_offset("main+4"), Some(("main".into(), 4)));
+        assert_eq!(split_offset("f+0x10"), Some(("f".into(), 16)));
+        assert_eq!(split_offset("f"), Some(("f".into(), 0)));
+        assert_eq!(split_offset("+4"), None);
+    }
+}

@@ -1,0 +1,225 @@
+//! Function probes of a session (`process("P").function("F")`, `.plt`,
+//! `.statement`, `.library`, `.return`): where they are in each traced
+//! process. Points are resolved against a process's modules when it is
+//! adopted, when it execs, and whenever the dynamic loader reports a change
+//! (a breakpoint on ld.so's `_dl_debug_state`, the r_debug `r_brk` hook,
+//! whose `ret` the core emulates): libraries mapped at start-up and by
+//! `dlopen` alike. The breakpoints themselves belong to the utrace core.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use crate::elf::{AddressSpaceMap, ImageCache, LoadedModule, read_maps};
+use crate::utrace::{Control, Tid};
+
+use super::points::{FunctionPoint, FunctionSite, Hook};
+
+/// The context of a function-probe firing, for `probefunc()`, `uaddr()`,
+/// `usymname()` and friends.
+#[derive(Clone, Debug)]
+pub struct UserFunction {
+    pub name: Rc<str>,
+    pub uaddr: u64,
+    pub modules: Rc<AddressSpaceMap>,
+}
+
+/// What fires at one breakpoint address of one process.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SiteHooks {
+    /// Entry hooks with the function's name (`probefunc()`).
+    pub entry: Vec<(Hook, Rc<str>)>,
+    pub ret: Vec<(Hook, Rc<str>)>,
+}
+
+/// The function-probe state of a session.
+#[derive(Default)]
+pub(crate) struct FunctionProbes {
+    cache: ImageCache,
+    /// Per process: breakpoint address -> hooks.
+    sites: HashMap<i32, HashMap<u64, SiteHooks>>,
+    /// Per process: the loader's `_dl_debug_state`.
+    loader: HashMap<i32, u64>,
+    /// Entry arguments of live return frames, by cookie (also where
+    /// `@entry` values of a return probe would be kept).
+    entries: HashMap<u64, [i64; 6]>,
+    next_cookie: u64,
+    /// The session's modules per process, for `usymname` and friends.
+    pub spaces: HashMap<i32, Rc<AddressSpaceMap>>,
+}
+
+impl FunctionProbes {
+    pub fn site(&self, pid: i32, addr: u64) -> Option<&SiteHooks> {
+        self.sites.get(&pid)?.get(&addr)
+    }
+
+    pub fn is_loader(&self, pid: i32, addr: u64) -> bool {
+        self.loader.get(&pid) == Some(&addr)
+    }
+
+    pub fn save_entry(&mut self, args: [i64; 6]) -> u64 {
+        self.next_cookie += 1;
+        self.entries.insert(self.next_cookie, args);
+        self.next_cookie
+    }
+
+    pub fn take_entry(&mut self, cookie: u64) -> Option<[i64; 6]> {
+        self.entries.remove(&cookie)
+    }
+
+    /// The process exec'd or ended: its breakpoints are gone with its mm.
+    pub fn forget(&mut self, pid: i32) {
+        self.sites.remove(&pid);
+        self.loader.remove(&pid);
+        self.spaces.remove(&pid);
+    }
+
+    /// A fork/vfork child has the parent's breakpoints (copied memory).
+    pub fn cloned(&mut self, parent: i32, child: i32) {
+        if let Some(s) = self.sites.get(&parent).cloned() {
+            self.sites.insert(child, s);
+        }
+        if let Some(&l) = self.loader.get(&parent) {
+            self.loader.insert(child, l);
+        }
+        if let Some(s) = self.spaces.get(&parent).cloned() {
+            self.spaces.insert(child, s);
+        }
+    }
+
+    /// Places the points that apply to process `pid` (`applies` checks a
+    /// hook's process filter) in every module now mapped; idempotent.
+    pub fn place(
+        &mut self,
+        ctl: &mut Control,
+        pid: i32,
+        points: &[(Hook, FunctionPoint)],
+        applies: impl Fn(&Hook) -> bool,
+    ) {
+        let Ok(maps) = read_maps(pid) else { return };
+        let space = AddressSpaceMap::new(&maps, &mut self.cache);
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe"))
+            .ok()
+            .and_then(|p| std::fs::canonicalize(p).ok())
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut wanted: Vec<(u64, Hook, Rc<str>, bool)> = Vec::new();
+        for (hook, fp) in points.iter().filter(|(h, _)| applies(h)) {
+            if let FunctionSite::Absolute(addr) = fp.site {
+                if fp.library.is_none() {
+                    wanted.push((
+                        addr,
+                        hook.clone(),
+                        format!("{addr:#x}").into(),
+                        fp.returning,
+                    ));
+                }
+                continue;
+            }
+            for m in space.modules.iter().filter(|m| module_matches(m, fp, &exe)) {
+                for (addr, name) in resolve(m, &fp.site) {
+                    wanted.push((addr, hook.clone(), name, fp.returning));
+                }
+            }
+        }
+        let sites = self.sites.entry(pid).or_default();
+        for (addr, hook, name, returning) in wanted {
+            if !sites.contains_key(&addr) {
+                if ctl.insert_breakpoint(Tid(pid), addr).is_err() {
+                    continue;
+                }
+                sites.insert(addr, SiteHooks::default());
+            }
+            let site = sites.get_mut(&addr).expect("just inserted");
+            let list = if returning {
+                &mut site.ret
+            } else {
+                &mut site.entry
+            };
+            if !list
+                .iter()
+                .any(|(h, _)| h.probe == hook.probe && h.point == hook.point)
+            {
+                list.push((hook, name));
+            }
+        }
+        if !self.loader.contains_key(&pid) {
+            let found = space.modules.iter().find_map(|m| {
+                let s = m.image.symbols.function("_dl_debug_state")?;
+                Some(s.addr.wrapping_add(m.bias))
+            });
+            if let Some(addr) = found {
+                if ctl.insert_breakpoint(Tid(pid), addr).is_ok() {
+                    self.loader.insert(pid, addr);
+                }
+            }
+        }
+        self.spaces.insert(pid, Rc::new(space));
+    }
+}
+
+/// Whether a point's module is `m`: the executable, or the library named
+/// by path, file name or soname (wildcards allowed).
+fn module_matches(m: &LoadedModule, fp: &FunctionPoint, exe: &str) -> bool {
+    match &fp.library {
+        None => m.image.path == exe,
+        Some(lib) => {
+            let canon = std::fs::canonicalize(lib)
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| lib.clone());
+            m.image.path == canon
+                || glob(lib, &m.image.path)
+                || glob(lib, m.image.short_name())
+                || m.image.soname.as_deref().is_some_and(|s| glob(lib, s))
+        }
+    }
+}
+
+/// Run-time addresses (and names) of a site in one module.
+fn resolve(m: &LoadedModule, site: &FunctionSite) -> Vec<(u64, Rc<str>)> {
+    let mut out: Vec<(u64, Rc<str>)> = Vec::new();
+    match site {
+        FunctionSite::Function { name, offset } => {
+            for s in m
+                .image
+                .symbols
+                .iter()
+                .filter(|s| s.func && glob(name, &s.name))
+            {
+                let addr = s.addr.wrapping_add(*offset).wrapping_add(m.bias);
+                if !out.iter().any(|(a, _)| *a == addr) {
+                    out.push((addr, s.name.as_str().into()));
+                }
+            }
+        }
+        FunctionSite::Plt(name) => {
+            for p in m.image.plt.iter().filter(|p| glob(name, &p.name)) {
+                out.push((p.addr.wrapping_add(m.bias), p.name.as_str().into()));
+            }
+        }
+        FunctionSite::Absolute(_) => {}
+    }
+    out
+}
+
+/// `*` matches any run of characters (SystemTap's function wildcards).
+pub fn glob(pattern: &str, text: &str) -> bool {
+    let (p, t) = (pattern.as_bytes(), text.as_bytes());
+    let (mut pi, mut ti, mut star, mut mark) = (0, 0, None, 0);
+    while ti < t.len() {
+        if pi < p.len() && p[pi] == b'*' {
+            star = Some(pi);
+            mark = ti;
+            pi += 1;
+        } else if pi < p.len() && (p[pi] == t[ti] || p[pi] == b'?') {
+            pi += 1;
+            ti += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&b| b == b'*')
+}

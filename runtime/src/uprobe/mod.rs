@@ -1,0 +1,223 @@
+//! Breakpoints the utrace core owns: the bytes, the step-over and the
+//! return trampolines of every traced address space. Engines never touch
+//! instruction bytes; they ask the core to insert a breakpoint
+//! (`Control::insert_breakpoint`) and get `Engine::report_breakpoint` at
+//! each hit, answering with resume actions arbitrated as for every other
+//! event (see `utrace::breakpoint` for the stop handling).
+//!
+//! Invariants:
+//! * **No breakpoint byte and no hijacked return address is left in a
+//!   process the tracer lets go**: every detach path (end of session,
+//!   Ctrl-C, -T, an error, a dropped tracer) restores all of them first,
+//!   and a thread that trapped on a site just removed is rewound (rip -= 1)
+//!   instead of getting a SIGTRAP.
+//! * Sites are per address space (`mm`), reference counted per address:
+//!   several probes or engines on one address share one `int3`.
+//! * A site is entered in the table before its `int3` is written and a
+//!   removed address is remembered, so a thread of the same process that
+//!   runs concurrently with an insertion or removal is always recognised
+//!   (the single-byte write is atomic; this is the kernel uprobes' rule).
+//! * A `SIGTRAP` that is not at one of our sites is the program's own and
+//!   is delivered to it.
+//! * Return probes: a per-thread shadow stack of hijacked return addresses;
+//!   stale frames (longjmp past them) are dropped by stack pointer at every
+//!   trampoline hit and new hijack.
+
+pub mod emulate;
+pub mod mem;
+
+use std::collections::{HashMap, HashSet};
+
+use crate::utrace::Tid;
+use emulate::StepOver;
+
+/// One breakpoint site.
+#[derive(Clone, Debug)]
+pub(crate) struct Site {
+    /// The original first byte.
+    pub orig: u8,
+    pub step: StepOver,
+    /// Probes/engines sharing it.
+    pub refs: u32,
+}
+
+/// A hijacked return: where the function would have returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// The probed function's entry address.
+    pub func: u64,
+    /// The address of the return-address slot (rsp at the entry).
+    pub slot: u64,
+    pub orig_ret: u64,
+    /// The engine's own token (e.g. where it keeps `@entry` values).
+    pub cookie: u64,
+}
+
+/// One address space (the processes sharing an mm: a process, and a
+/// vfork child until it execs).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Space {
+    pub sites: HashMap<u64, Site>,
+    /// Addresses whose site was removed: a late trap there is rewound.
+    pub removed: HashSet<u64>,
+    /// Where hijacked returns land (an `int3` at the executable's entry
+    /// point, which never runs again after start-up).
+    pub trampoline: Option<u64>,
+    pub shadow: HashMap<Tid, Vec<Frame>>,
+}
+
+/// Counters for `-v`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StepCounts {
+    pub emulated: u64,
+    pub single_stepped: u64,
+}
+
+/// Every address space with breakpoints, by the pid owning it.
+#[derive(Default)]
+pub(crate) struct Breakpoints {
+    pub spaces: HashMap<Tid, Space>,
+    /// vfork children: they share the parent's space until exec/exit.
+    pub alias: HashMap<Tid, Tid>,
+    pub counts: StepCounts,
+}
+
+/// What the engines are told at a breakpoint stop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BreakpointHit {
+    /// The site's address (rip - 1 at the trap).
+    pub addr: u64,
+    /// At a return trampoline: the frame that returned (its `func` is the
+    /// entry probe's address); `rax` holds the return value.
+    pub returned: Option<Frame>,
+}
+
+impl Breakpoints {
+    pub fn owner(&self, pid: Tid) -> Tid {
+        *self.alias.get(&pid).unwrap_or(&pid)
+    }
+
+    pub fn space(&self, pid: Tid) -> Option<&Space> {
+        self.spaces.get(&self.owner(pid))
+    }
+
+    pub fn space_mut(&mut self, pid: Tid) -> Option<&mut Space> {
+        let owner = self.owner(pid);
+        self.spaces.get_mut(&owner)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spaces.is_empty()
+    }
+
+    /// Inserts (or shares) the breakpoint at `addr` in `pid`'s space.
+    pub fn insert(&mut self, pid: Tid, addr: u64) -> std::io::Result<()> {
+        let owner = self.owner(pid);
+        let space = self.spaces.entry(owner).or_default();
+        if let Some(site) = space.sites.get_mut(&addr) {
+            site.refs += 1;
+            return Ok(());
+        }
+        let mut bytes = [0u8; 16];
+        let n = mem::read(owner.0, addr, &mut bytes)?;
+        if n == 0 {
+            return Err(std::io::Error::from_raw_os_error(libc::EFAULT));
+        }
+        if bytes[0] == 0xcc {
+            // Someone else's int3 (or the program's own): not ours to own.
+            return Err(std::io::Error::from_raw_os_error(libc::EBUSY));
+        }
+        let (step, _) = emulate::plan(&bytes[..n], addr);
+        space.sites.insert(
+            addr,
+            Site {
+                orig: bytes[0],
+                step,
+                refs: 1,
+            },
+        );
+        space.removed.remove(&addr);
+        if let Err(e) = mem::write(owner.0, addr, &[0xcc]) {
+            space.sites.remove(&addr);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Drops one reference; the last one puts the original byte back.
+    pub fn remove(&mut self, pid: Tid, addr: u64) -> std::io::Result<()> {
+        let owner = self.owner(pid);
+        let Some(space) = self.spaces.get_mut(&owner) else {
+            return Ok(());
+        };
+        let Some(site) = space.sites.get_mut(&addr) else {
+            return Ok(());
+        };
+        site.refs -= 1;
+        if site.refs > 0 {
+            return Ok(());
+        }
+        let orig = site.orig;
+        space.sites.remove(&addr);
+        space.removed.insert(addr);
+        mem::write(owner.0, addr, &[orig])
+    }
+
+    /// Restores every breakpoint byte and hijacked return slot of every
+    /// space (before the tracer lets the processes go). Spaces stay known,
+    /// so late traps are still recognised and rewound.
+    pub fn restore_all(&mut self) {
+        for (owner, space) in self.spaces.iter_mut() {
+            restore_space(*owner, space);
+        }
+    }
+
+    /// Forgets `pid`'s space (it exec'd: a new mm without our bytes).
+    pub fn forget(&mut self, pid: Tid) {
+        if self.alias.remove(&pid).is_none() {
+            self.spaces.remove(&pid);
+        }
+    }
+
+    /// A fork copied the parent's memory, int3 bytes and hijacked slots
+    /// included: the child gets a copy of the space (and of the creating
+    /// thread's shadow stack). A vfork child shares the parent's.
+    pub fn cloned(&mut self, parent_tid: Tid, parent: Tid, child: Tid, vfork: bool) {
+        let owner = self.owner(parent);
+        if vfork {
+            if self.spaces.contains_key(&owner) {
+                self.alias.insert(child, owner);
+            }
+            return;
+        }
+        let Some(space) = self.spaces.get(&owner) else {
+            return;
+        };
+        let mut copy = space.clone();
+        let frames = copy.shadow.remove(&parent_tid).unwrap_or_default();
+        copy.shadow.clear();
+        if !frames.is_empty() {
+            copy.shadow.insert(child, frames);
+        }
+        self.spaces.insert(child, copy);
+    }
+}
+
+/// Puts back the hijacked return addresses (where the slot still holds
+/// the trampoline) and the original bytes of one space.
+fn restore_space(owner: Tid, space: &mut Space) {
+    if let Some(tramp) = space.trampoline {
+        for frames in space.shadow.values() {
+            for f in frames {
+                if mem::read_u64(owner.0, f.slot).ok() == Some(tramp) {
+                    let _ = mem::write(owner.0, f.slot, &f.orig_ret.to_le_bytes());
+                }
+            }
+        }
+    }
+    for (&addr, site) in space.sites.iter() {
+        let _ = mem::write(owner.0, addr, &[site.orig]);
+        space.removed.insert(addr);
+    }
+    space.sites.clear();
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Function-probe benchmark (issue 13): cost per hit of an entry probe and of
+an entry+return pair, against a syscall stop, on the same machine.
+
+Workloads: `ufuncs hot N` (N calls of a probed function, one thread) and the
+`loop` fixture (N getppid calls). Cost per hit = (traced - untraced) / N,
+medians over rounds that alternate between the cases.
+
+Usage: tests/bench/uprobe.py [--rounds R] [--calls N]
+Needs a release build (cargo build --release). Say the load with the figures.
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from overhead import UTAP, fixture, script  # noqa: E402
+
+ENTRY = 'probe process("{exe}").function("hot") {{ }}\n'
+PAIR = ENTRY + 'probe process("{exe}").function("hot").return {{ }}\n'
+SYSCALL = "probe syscall.getppid { }\n"
+
+
+def timed(argv):
+    t = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--calls", type=int, default=50000)
+    a = ap.parse_args()
+    exe, loop, n = fixture("ufuncs"), fixture("loop"), a.calls
+    entry, pair = script(ENTRY.format(exe=exe)), script(PAIR.format(exe=exe))
+    sysc = script(SYSCALL)
+    cases = {
+        "hot untraced": [exe, "hot", str(n)],
+        "hot entry": [UTAP, entry, "-c", f"{exe} hot {n}"],
+        "hot entry+return": [UTAP, pair, "-c", f"{exe} hot {n}"],
+        "loop untraced": [loop, str(n)],
+        "loop syscall stop": [UTAP, sysc, "-c", f"{loop} {n}"],
+    }
+    times = {k: [] for k in cases}
+    for _ in range(a.rounds):
+        for k, argv in cases.items():
+            times[k].append(timed(argv))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"load {os.getloadavg()[0]:.2f}, {n} calls, {a.rounds} rounds (medians)")
+    per = lambda t, base: (med[t] - med[base]) / n * 1e6  # noqa: E731
+    sys_stop = per("loop syscall stop", "loop untraced")
+    for label, t in [("entry probe", "hot entry"), ("entry+return", "hot entry+return")]:
+        us = per(t, "hot untraced")
+        print(f"{label:14} {us:6.2f} us/hit  ({us / sys_stop:.2f}x a syscall stop)")
+    print(f"{'syscall stop':14} {sys_stop:6.2f} us/hit")
+
+
+if __name__ == "__main__":
+    main()

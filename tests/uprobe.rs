@@ -1,0 +1,218 @@
+//! Function probes end to end (`utap` on the uprobe fixtures): utap's
+//! counts equal the fixture's own (entry and return; PIE, non-PIE,
+//! stripped; a library at start and by dlopen; 4 threads; fork+exec;
+//! longjmp), under -c and -x; a script with only function probes makes
+//! no syscall stops; after the session the probed bytes are the
+//! originals; the program's own SIGTRAP reaches it; bad names get a
+//! located "did you mean".
+
+mod support;
+
+use std::path::Path;
+
+use support::{Running, fixture, run, utap};
+use utap_runtime::elf::{ElfImage, read_maps};
+
+fn count(output: &str, name: &str) -> i64 {
+    output
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no '{name} N' in {output:?}"))
+}
+
+/// Runs `script` (with `EXE` replaced by the fixture's path) over
+/// `fixture ARGS`; stdout has the fixture's lines then the script's.
+fn trace(exe: &str, script: &str, args: &str) -> String {
+    let path = fixture(exe);
+    let script = script.replace("EXE", &path);
+    let o = run(utap(&script, &["-c", &format!("{path} {args}")]));
+    assert_eq!(o.status, 0, "{}{}", o.stdout, o.stderr);
+    o.stdout
+}
+
+const COUNTS: &str = r#"
+global n
+probe process("EXE").function("add") { n["u_add"]++ }
+probe process("EXE").function("fib") { n["u_fib"]++ }
+probe process("EXE").function("fib").return { n["u_fib_ret"]++ }
+probe process("EXE").library("libufix.so").function("ulib_square") { n["u_ulib"]++ }
+probe process("EXE").library("libufix.so").function("ulib_square").return {
+    n["u_ulib_ret"]++; if ($return != $arg1 * $arg1) n["u_bad_ret"]++
+}
+probe process("EXE").plt("malloc") { n["u_plt_malloc"]++ }
+probe end { foreach (k in n+) printf("%s %d\n", k, n[k]) }
+"#;
+
+#[test]
+fn counts_equal_the_fixtures_own_pie_nopie_stripped() {
+    for exe in ["ufuncs", "ufuncs_nopie", "ufuncs_stripped"] {
+        let out = trace(exe, COUNTS, "basic 7");
+        assert_eq!(count(&out, "u_add"), count(&out, "add"), "{exe}: {out}");
+        assert_eq!(count(&out, "u_fib"), count(&out, "fib"), "{exe}");
+        assert_eq!(count(&out, "u_fib_ret"), count(&out, "fib"), "{exe}");
+        assert_eq!(count(&out, "u_ulib"), count(&out, "ulib_square"), "{exe}");
+        assert_eq!(count(&out, "u_ulib_ret"), 7, "{exe}");
+        assert_eq!(count(&out, "u_plt_malloc"), count(&out, "malloc"), "{exe}");
+        assert!(!out.contains("u_bad_ret"), "{exe}: {out}");
+    }
+}
+
+#[test]
+fn four_threads_lose_no_hit() {
+    let out = trace(
+        "ufuncs",
+        r#"global n; probe process("EXE").function("hot") { n++ } probe end { printf("u_hot %d\n", n) }"#,
+        "threads 20000",
+    );
+    assert_eq!(count(&out, "hot"), 80000);
+    assert_eq!(count(&out, "u_hot"), 80000);
+}
+
+#[test]
+fn dlopened_library_and_longjmp() {
+    let script = r#"global n
+probe process("LIB").function("udl_square") { n["u_udl"]++ }
+probe process("LIB").function("udl_square").return { n["u_udl_ret"]++ }
+probe end { foreach (k in n+) printf("%s %d\n", k, n[k]) }"#
+        .replace("LIB", &fixture("libudl.so"));
+    let out = trace("ufuncs", &script, "dlopen 9");
+    assert_eq!(
+        (count(&out, "u_udl"), count(&out, "u_udl_ret")),
+        (9, 9),
+        "{out}"
+    );
+    let out = trace(
+        "ufuncs",
+        r#"global n
+probe process("EXE").function("jumper").return { n["u_jumper_ret"]++ }
+probe process("EXE").function("deep").return { n["u_deep_ret"]++ }
+probe process("EXE").function("deep") { n["u_deep"]++ }
+probe end { foreach (k in n+) printf("%s %d\n", k, n[k]) }"#,
+        "longjmp 20",
+    );
+    assert_eq!(count(&out, "u_deep"), count(&out, "deep"));
+    assert_eq!(count(&out, "u_jumper_ret"), 20);
+    assert!(!out.contains("u_deep_ret"), "deep never returns: {out}");
+}
+
+#[test]
+fn fork_and_exec_are_followed() {
+    // Parent 3 + child 3 before its exec + 3 in the exec'd "basic 3".
+    let out = trace(
+        "ufuncs",
+        r#"global n; probe process.function("add") { n++ } probe end { printf("u_add %d\n", n) }"#,
+        "fork 3",
+    );
+    assert_eq!(count(&out, "u_add"), 9, "{out}");
+}
+
+#[test]
+fn only_function_probes_means_no_syscall_stops() {
+    let path = fixture("ufuncs");
+    let o = run(utap(
+        &format!(r#"probe process("{path}").function("add") {{ }}"#),
+        &["-v", "-c", &format!("{path} basic 50")],
+    ));
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("no seccomp filter, no syscall stops"),
+        "{}",
+        o.stderr
+    );
+    let stops: u64 = o
+        .stderr
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("utap: ")?
+                .strip_suffix(" ptrace stops")?
+                .parse()
+                .ok()
+        })
+        .unwrap();
+    // 50 hits, the loader's few reports, start-up and exit stops.
+    assert!((50..80).contains(&stops), "{stops} stops");
+}
+
+#[test]
+fn programs_own_sigtrap_is_delivered() {
+    let out = trace(
+        "ufuncs",
+        r#"probe process("EXE").function("add") { }"#,
+        "trap",
+    );
+    assert_eq!(out, "traps 1\n");
+}
+
+#[test]
+fn attach_then_original_bytes_after_the_end() {
+    let p = Running::ready("ufuncs", &["wait"]);
+    let path = fixture("ufuncs");
+    let o = run(utap(
+        &format!(
+            r#"probe process("{path}").function("add") {{ }}
+probe process("{path}").function("fib").return {{ }}
+probe process.library("libc.so.6").function("malloc") {{ }}
+probe begin {{ printf("up\n") }}"#
+        ),
+        &["-x", &p.pid().to_string(), "-T", "1"],
+    ));
+    assert_eq!(o.stdout, "up\n", "{}", o.stderr);
+    let maps = read_maps(p.pid()).unwrap();
+    let exe = ElfImage::open(Path::new(&path)).unwrap();
+    for f in ["add", "fib", "_start"] {
+        let sym = exe.symbols.function(f).unwrap();
+        let at = exe.runtime_addr(&maps, sym.addr).unwrap();
+        let mut live = [0u8; 8];
+        utap_runtime::uprobe::mem::read(p.pid(), at, &mut live).unwrap();
+        let mut file = [0u8; 8];
+        use std::os::unix::fs::FileExt;
+        std::fs::File::open(&path)
+            .unwrap()
+            .read_exact_at(&mut file, exe.file_offset(sym.addr).unwrap())
+            .unwrap();
+        assert_eq!(live, file, "{f}");
+    }
+    support::assert_running_untraced(p.pid());
+}
+
+#[test]
+fn unknown_function_gets_a_located_did_you_mean() {
+    let path = fixture("ufuncs");
+    let o = run(utap(
+        &format!(r#"probe process("{path}").function("ad") {{ }}"#),
+        &["-p2"],
+    ));
+    assert_ne!(o.status, 0);
+    assert!(
+        o.stderr.contains("no match for function 'ad'"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("did you mean 'add'?"), "{}", o.stderr);
+    assert!(o.stderr.contains("<input>:1:"), "{}", o.stderr);
+}
+
+#[test]
+fn listing_expands_function_wildcards() {
+    let path = fixture("ufuncs");
+    let mut c = support::command(support::utap_bin());
+    c.args(["-L", &format!(r#"process("{path}").function("*b").return"#)]);
+    let o = run(c);
+    assert_eq!(
+        o.stdout,
+        format!(
+            "process(\"{path}\").function(\"fib\").return $return:long $arg1:long $arg2:long $arg3:long $arg4:long $arg5:long $arg6:long\n"
+        ),
+        "{}",
+        o.stderr
+    );
+    let mut c = support::command(support::utap_bin());
+    c.args(["-l", &format!(r#"process("{path}").function("f*")"#)]);
+    let o = run(c);
+    assert_eq!(
+        o.stdout,
+        format!(
+            "process(\"{path}\").function(\"fib\")\nprocess(\"{path}\").function(\"frame_dummy\")\n"
+        )
+    );
+}
