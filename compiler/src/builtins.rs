@@ -142,6 +142,8 @@ pub static BUILTINS: &[Builtin] = &[
     pure("max", &[L, L], L),
     pure("min", &[L, L], L),
     ctx("pid", &[], L),
+    // SystemTap's pid2execname(pid): another process's command name.
+    ctx("pid2execname", &[L], S),
     // The probe point being run, as written in the script.
     ctx("pp", &[], S),
     ctx("ppid", &[], L),

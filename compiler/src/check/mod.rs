@@ -23,6 +23,7 @@ pub mod listing;
 pub mod lower;
 pub mod retype;
 pub mod rules;
+pub mod synonyms;
 pub mod syscalls;
 pub mod tapsets;
 pub mod types;
@@ -494,13 +495,17 @@ impl Session {
     fn load_aliases(&mut self, low: &mut Lowerer, points: &[ast::ProbePoint]) {
         let mut work: Vec<Vec<String>> = points
             .iter()
-            .map(|p| p.components.iter().map(|c| c.name.clone()).collect())
+            .map(|p| {
+                synonyms::canonical_names(p.components.iter().map(|c| c.name.clone()).collect())
+            })
             .collect();
         loop {
             // Targets of aliases not looked at yet may name tapset aliases.
             for a in &self.aliases[self.targets_queued..] {
                 for t in &a.ast.targets {
-                    work.push(t.components.iter().map(|c| c.name.clone()).collect());
+                    work.push(synonyms::canonical_names(
+                        t.components.iter().map(|c| c.name.clone()).collect(),
+                    ));
                 }
             }
             self.targets_queued = self.aliases.len();

@@ -274,6 +274,12 @@ extern "C" fn utap_bi_execname(ctx: *mut HandlerContext) -> i64 {
     string_result(ctx, name.as_bytes())
 }
 
+/// `pid2execname(pid)`: the command name of another process.
+extern "C" fn utap_bi_pid2execname(ctx: *mut HandlerContext, pid: i64) -> i64 {
+    let name = procinfo::pid_execname(&st(ctx).procs, pid as i32);
+    string_result(ctx, name.as_bytes())
+}
+
 extern "C" fn utap_bi_target(ctx: *mut HandlerContext) -> i64 {
     st(ctx).target
 }
@@ -461,6 +467,7 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
         ("max", utap_bi_max as *const u8),
         ("min", utap_bi_min as *const u8),
         ("pid", utap_bi_pid as *const u8),
+        ("pid2execname", utap_bi_pid2execname as *const u8),
         ("pp", utap_bi_pp as *const u8),
         ("print_char", utap_bi_print_char as *const u8),
         ("quiesce", utap_bi_quiesce as *const u8),
