@@ -31,8 +31,10 @@ pub(crate) struct Shared {
     /// path.
     exe: HashMap<i32, String>,
     want_exe: bool,
-    /// Arguments recorded at syscall entry, for the return probes.
-    entry_args: HashMap<i32, [i64; 6]>,
+    /// Number and arguments recorded at syscall entry, for the return
+    /// probes. The number is needed for rt_sigreturn, whose exit sees the
+    /// registers of the signal frame (orig_rax -1).
+    entry_args: HashMap<i32, (i64, [i64; 6])>,
     /// Threads a script asked to quiesce, whose quiesce report is due.
     quiescing: Vec<i32>,
     /// The command runs under a seccomp filter: detaching would make every
@@ -220,7 +222,7 @@ impl Engine for ScriptEngine {
             // the thread goes on with PTRACE_CONT).
             cx.want_syscall_exit(false);
         } else {
-            s.entry_args.insert(cx.tid().0, args);
+            s.entry_args.insert(cx.tid().0, (info.nr as i64, args));
         }
         let hooks = d.entry.get(info.nr as i64);
         if hooks.is_empty() {
@@ -241,17 +243,17 @@ impl Engine for ScriptEngine {
         let mut s = self.shared.borrow_mut();
         let d = &*self.dispatch;
         let tid = cx.tid().0;
-        let args = s
+        let (nr, args) = s
             .entry_args
             .remove(&tid)
-            .unwrap_or(info.args.map(|a| a as i64));
-        let hooks = d.exit.get(info.nr as i64);
+            .unwrap_or((info.nr as i64, info.args.map(|a| a as i64)));
+        let hooks = d.exit.get(nr);
         if hooks.is_empty() {
             return ResumeAction::Resume;
         }
         let ret = info.ret.unwrap_or(0);
         let values = ProbeValues {
-            syscall: info.nr as i64,
+            syscall: nr,
             args,
             ret,
             returning: 1,
