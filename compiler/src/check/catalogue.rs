@@ -119,17 +119,9 @@ const SYSCALL_VARS: &[ContextVarDef] = &[
     ARGS[4],
     ARGS[5],
 ];
-/// At return, `$arg1`..`$arg6` are the arguments the call was entered
-/// with (as SystemTap's dwarf return probes see the parameters).
 const SYSCALL_RETURN_VARS: &[ContextVarDef] = &[
     var("syscall", ContextVar::Syscall, false),
     var("return", ContextVar::Return, true),
-    ARGS[0],
-    ARGS[1],
-    ARGS[2],
-    ARGS[3],
-    ARGS[4],
-    ARGS[5],
 ];
 /// `$code` of `process.end`: the exit status (128 + N when killed by
 /// signal N).

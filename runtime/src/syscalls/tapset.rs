@@ -106,10 +106,15 @@ fn sockaddr_vars(out: &mut String, args: &[Arg], at_return: bool) {
     let Some((addr, len, filled)) = found else {
         return;
     };
-    let len = if filled {
-        format!("($return < 0 || !$arg{len} ? 0 : user_int($arg{len}))")
+    let (addr, len) = if filled {
+        (
+            format!("__syscall_entry_arg({addr})"),
+            format!(
+                "($return < 0 || !__syscall_entry_arg({len}) ? 0 : user_int(__syscall_entry_arg({len})))"
+            ),
+        )
     } else {
-        format!("__sc_uint32($arg{len})")
+        (format!("$arg{addr}"), format!("__sc_uint32($arg{len})"))
     };
     for (var, f) in [
         ("uaddr_af", "sa_family"),
@@ -118,7 +123,7 @@ fn sockaddr_vars(out: &mut String, args: &[Arg], at_return: bool) {
         ("uaddr_ipv6_flowinfo", "ipv6_flowinfo"),
         ("uaddr_ipv6_scope_id", "ipv6_scope_id"),
     ] {
-        let _ = writeln!(out, "\t{var} = _struct_sockaddr_u_{f}($arg{addr}, {len})");
+        let _ = writeln!(out, "\t{var} = _struct_sockaddr_u_{f}({addr}, {len})");
     }
 }
 
@@ -175,7 +180,7 @@ fn named_arg(out: &mut String, n: usize, arg: &Arg) {
         | Kind::MapFlags => format!("__sc_uint32($arg{n})"),
         Kind::Path | Kind::Str => format!("user_string_quoted($arg{n})"),
         // execve's argv and envp, as SystemTap's tapset gives them: the
-        // quoted arguments, and "[/* N vars */]" (stdlib/exec.stp).
+        // quoted arguments, and "[/* N vars */]" (builtins).
         Kind::Ptr if arg.name == "args" => format!("__get_argv($arg{n}, 0)"),
         Kind::Ptr if arg.name == "env_str" => format!("__count_envp($arg{n})"),
         _ => format!("$arg{n}"),
@@ -293,7 +298,6 @@ mod tests {
             if callee.starts_with('_')
                 && !callee.starts_with("__sc_")
                 && !callee.starts_with("_struct_sockaddr_u_")
-                && !["__get_argv", "__count_envp"].contains(&callee)
                 && !callee.starts_with("__syscall_")
             {
                 assert!(
