@@ -40,6 +40,26 @@ use super::spec::{Arg, Kind, RetFormat, Signature, signature};
 use super::table::syscall_nargs;
 use crate::memory::ReadMemory;
 
+/// The calls whose arguments have a decoder of their own (`render`'s
+/// special cases) rather than one text per argument kind: their plain
+/// pointers may follow other rules (futex's timeout is `NULL`, as
+/// SystemTap's `_struct_timespec_u` writes it).
+pub const OWN_DECODERS: &[&str] = &[
+    "open",
+    "openat",
+    "fcntl",
+    "clone",
+    "clone3",
+    "execve",
+    "ioctl",
+    "futex",
+    "mremap",
+    "arch_prctl",
+    "setsockopt",
+    "getsockopt",
+    "prctl",
+];
+
 /// Whether a raw return value is a failure (-4095..=-1).
 pub fn is_error(ret: i64) -> bool {
     (-4095..=-1).contains(&ret)
