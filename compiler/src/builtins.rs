@@ -83,9 +83,14 @@ const fn optional(mut b: Builtin, required: usize) -> Builtin {
 /// Every builtin, sorted by name (checked by a test; lookup is a binary
 /// search).
 pub static BUILTINS: &[Builtin] = &[
+    // execve's `env_str` and `args` (SystemTap's __count_envp, __get_argv).
+    ctx("__count_envp", &[L], S),
     pure("__fork_flags", &[L], S),
+    ctx("__get_argv", &[L, L], S),
     // Syscall argument decoders the syscall tapset calls (runtime/decode).
     pure("__syscall_argstr", &[L], S),
+    // The syscall's entry arguments, in return probes too (tapsets only).
+    ctx("__syscall_entry_arg", &[L], L),
     pure("__syscall_retstr", &[L, L], S),
     // The event's Nth argument register (int_arg & co. in stdlib/context.stp).
     ctx("__utap_arg", &[L], L),
@@ -159,6 +164,8 @@ pub static BUILTINS: &[Builtin] = &[
     ctx("pexecname", &[], S),
     ctx("pgrp", &[], L),
     ctx("pid", &[], L),
+    // SystemTap's pid2execname(pid): another process's command name.
+    ctx("pid2execname", &[L], S),
     ctx("pn", &[], S),
     // The probe point being run, as written in the script.
     ctx("pp", &[], S),

@@ -428,3 +428,42 @@ pub fn user_char<M: ReadMemory + ?Sized>(mem: &M, addr: u64) -> i64 {
 pub fn user_value_warning(kind: &str, addr: u64) -> String {
     format!("user {kind} copy fault 0x{addr:016x} [man error::fault]")
 }
+
+/// SystemTap's text for an exec's argument vector (its `__get_argv`): the
+/// strings of the NULL-terminated array at `argv` from index `first` on,
+/// each quoted, separated by spaces (`"ls" "-l"`), cut with " ..." once
+/// longer than `max` bytes; "" for a NULL array.
+pub fn argv_text<M: ReadMemory + ?Sized>(mem: &M, argv: u64, first: usize, max: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    if argv == 0 {
+        return out;
+    }
+    for i in 0.. {
+        let p = user_long(mem, argv + 8 * i as u64) as u64;
+        if p == 0 {
+            break;
+        }
+        if i < first {
+            continue;
+        }
+        if out.len() >= max {
+            out.extend_from_slice(b" ...");
+            break;
+        }
+        if !out.is_empty() {
+            out.push(b' ');
+        }
+        user_string_quoted(&mut out, mem, p, max);
+    }
+    out
+}
+
+/// SystemTap's text for an exec's environment (its `__count_envp`):
+/// `[/* 20 vars */]`, the number of entries of the NULL-terminated array.
+pub fn envp_text<M: ReadMemory + ?Sized>(mem: &M, envp: u64) -> String {
+    let mut n = 0u64;
+    while envp != 0 && user_long(mem, envp + 8 * n) != 0 {
+        n += 1;
+    }
+    format!("[/* {n} var{} */]", if n == 1 { "" } else { "s" })
+}

@@ -178,6 +178,21 @@ fn read_proc(tid: i32) -> Option<ProcInfo> {
     })
 }
 
+/// The command name of any process (SystemTap's `pid2execname`): the
+/// cached one for a traced thread, else `/proc/PID/comm`; "" when there
+/// is no such process.
+pub fn pid_execname(cache: &ProcCache, pid: i32) -> String {
+    if let Some(info) = cache.get(pid) {
+        return info.execname.clone();
+    }
+    if pid <= 0 {
+        return String::new();
+    }
+    std::fs::read(format!("/proc/{pid}/comm"))
+        .map(|c| comm_string(&c))
+        .unwrap_or_default()
+}
+
 /// The contents of a `comm` file without its newline.
 fn comm_string(comm: &[u8]) -> String {
     let comm = comm.strip_suffix(b"\n").unwrap_or(comm);

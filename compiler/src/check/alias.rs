@@ -14,6 +14,7 @@ use std::rc::Rc;
 
 use super::catalogue::{ArgSpec, FAMILIES, Family, PointArg, glob_match};
 use super::error::SemError;
+use super::synonyms;
 use crate::ast::{self, FileId, Literal};
 use crate::program::PointKind;
 
@@ -91,7 +92,11 @@ impl Resolver<'_> {
         stack: &mut Vec<*const ast::Alias>,
     ) -> Result<Vec<Resolved>, SemError> {
         match self.resolve_inner(point, stack) {
-            Ok(v) if v.is_empty() && !point.optional => Err(self.mismatch(point)),
+            // An alias whose targets are all optional may expand to nothing
+            // (SystemTap's `syscall.send` on x86_64): no error.
+            Ok(v) if v.is_empty() && !point.optional && !self.names_alias(point) => {
+                Err(self.mismatch(point))
+            }
             Ok(v) => Ok(v),
             Err(_) if point.optional => Ok(Vec::new()),
             Err(e) => Err(e),
@@ -103,6 +108,13 @@ impl Resolver<'_> {
         point: &ast::ProbePoint,
         stack: &mut Vec<*const ast::Alias>,
     ) -> Result<Vec<Resolved>, SemError> {
+        if let Some(canon) = synonyms::canonical(point) {
+            let mut out = self.resolve_inner(&canon, stack)?;
+            for r in &mut out {
+                r.head = synonyms::written_head(&r.head, &point.components[0].name);
+            }
+            return Ok(out);
+        }
         let names: Vec<&str> = point.components.iter().map(|c| c.name.as_str()).collect();
         let mut out = Vec::new();
         let candidates: Vec<usize> = match names.first() {
@@ -178,6 +190,19 @@ impl Resolver<'_> {
             }
         }
         found
+    }
+
+    /// Whether some alias is named by this point (after synonyms).
+    fn names_alias(&self, point: &ast::ProbePoint) -> bool {
+        let canon = synonyms::canonical(point);
+        let point = canon.as_ref().unwrap_or(point);
+        if point.components.iter().any(|c| c.arg.is_some()) {
+            return false;
+        }
+        let names: Vec<&str> = point.components.iter().map(|c| c.name.as_str()).collect();
+        self.aliases
+            .iter()
+            .any(|a| a.names.iter().any(|n| matches(&names, n)))
     }
 
     fn expand_alias(

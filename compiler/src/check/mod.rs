@@ -27,9 +27,11 @@ pub mod overload;
 pub mod reference;
 pub mod retype;
 pub mod rules;
+pub mod synonyms;
 pub mod syscalls;
 pub mod tapsets;
 pub mod types;
+mod unset;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -141,6 +143,7 @@ pub fn check_with_library(
         verbose: opts.verbose,
         separate: opts.separate_points,
         heads: Vec::new(),
+        through_alias: Vec::new(),
         user_file,
     };
     if opts.verbose > 0 {
@@ -212,14 +215,21 @@ fn finish(
         warn_never_assigned(&mut session, &f.body, &f.locals, f.params, &[]);
     }
     let local_info = std::mem::take(&mut session.probe_local_tvs);
-    for (p, (_, spans)) in probes.iter_mut().zip(&local_info) {
+    let mut unset = unset::UnsetReads::default();
+    for (i, (p, (_, spans))) in probes.iter_mut().zip(&local_info).enumerate() {
         env.block(&mut p.body, &p.locals);
         for pt in &mut p.points {
             if let Some(c) = &mut pt.condition {
                 env.expr(c, &p.locals);
             }
         }
-        warn_never_assigned(&mut session, &p.body, &p.locals, 0, spans);
+        unset.add_probe(
+            p,
+            spans,
+            session.user_file,
+            &session.heads[i],
+            session.through_alias[i],
+        );
         let elided = elide::dead_locals(&mut p.body, &pure_fns);
         if session.verbose > 0 {
             for l in elided {
@@ -271,7 +281,10 @@ fn finish(
             );
         }
     }
-    let misuse = env.errors.take();
+    let (missing, warnings) = unset.finish();
+    session.warnings.extend(warnings);
+    let mut misuse = env.errors.take();
+    misuse.extend(missing);
     if !misuse.is_empty() {
         return Err(misuse.into_iter().map(SemError::into_diagnostic).collect());
     }
@@ -301,26 +314,32 @@ fn warn_never_assigned(
         if decl.file != session.user_file {
             continue;
         }
-        let name = &locals[l.0 as usize].name;
-        let similar = locals
-            .iter()
-            .filter(|o| &o.name != name)
-            .map(|o| (alias::edit_distance(&o.name, name), o.name.as_str()))
-            .filter(|(d, o)| {
-                let longest = o.len().max(name.len());
-                longest >= 3 && *d <= longest / 2
-            })
-            .min();
-        let mut message = format!("never-assigned local variable '{name}'");
-        if let Some((_, s)) = similar {
-            message.push_str(&format!(" (similar: {s})"));
-        }
-        session.warnings.push(
-            SemError::new(span, message)
-                .label("read here, never given a value")
-                .into_warning(),
-        );
+        session.warnings.push(never_assigned_warning(
+            locals,
+            &locals[l.0 as usize].name,
+            span,
+        ));
     }
+}
+
+/// The warning for a read of `name`, which nothing assigns.
+fn never_assigned_warning(locals: &[LocalVar], name: &str, span: Span) -> Diagnostic {
+    let similar = locals
+        .iter()
+        .filter(|o| o.name != name)
+        .map(|o| (alias::edit_distance(&o.name, name), o.name.as_str()))
+        .filter(|(d, o)| {
+            let longest = o.len().max(name.len());
+            longest >= 3 && *d <= longest / 2
+        })
+        .min();
+    let mut message = format!("never-assigned local variable '{name}'");
+    if let Some((_, s)) = similar {
+        message.push_str(&format!(" (similar: {s})"));
+    }
+    SemError::new(span, message)
+        .label("read here, never given a value")
+        .into_warning()
 }
 
 /// Sorts a parsed file's items into the symbol tables.
@@ -507,6 +526,8 @@ struct Session {
     verbose: u32,
     separate: bool,
     heads: Vec<String>,
+    /// Whether each probe of `probes_out` runs an alias's body first.
+    through_alias: Vec<bool>,
     /// The user's script (warnings are about its code only).
     user_file: FileId,
 }
@@ -517,14 +538,18 @@ impl Session {
     fn load_aliases(&mut self, low: &mut Lowerer, points: &[ast::ProbePoint]) {
         let mut work: Vec<Vec<String>> = points
             .iter()
-            .map(|p| p.components.iter().map(|c| c.name.clone()).collect())
+            .map(|p| {
+                synonyms::canonical_names(p.components.iter().map(|c| c.name.clone()).collect())
+            })
             .collect();
         let mut seen: Vec<Vec<String>> = Vec::new();
         loop {
             // Targets of aliases not looked at yet may name tapset aliases.
             for a in &self.aliases[self.targets_queued..] {
                 for t in &a.ast.targets {
-                    work.push(t.components.iter().map(|c| c.name.clone()).collect());
+                    work.push(synonyms::canonical_names(
+                        t.components.iter().map(|c| c.name.clone()).collect(),
+                    ));
                 }
             }
             self.targets_queued = self.aliases.len();
@@ -676,6 +701,7 @@ impl Session {
         }
         let first = &group[0];
         self.heads.push(first.head.clone());
+        self.through_alias.push(!first.prologue.is_empty());
         let mut stmts = Vec::new();
         for a in &first.prologue {
             body.file = low.canon(a.span.file);

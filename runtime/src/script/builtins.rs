@@ -318,6 +318,39 @@ extern "C" fn utap_bi_execname(ctx: *mut HandlerContext) -> i64 {
     string_result(ctx, name.as_bytes())
 }
 
+/// `__syscall_entry_arg(n)`: argument `n` (1..6) the current syscall was
+/// entered with, also in return probes (the socket tapset's addresses the
+/// call fills); 0 outside 1..6.
+extern "C" fn utap_bi_syscall_entry_arg(ctx: *mut HandlerContext, n: i64) -> i64 {
+    match n {
+        1..=6 => probe(ctx).args[n as usize - 1],
+        _ => 0,
+    }
+}
+
+/// `__get_argv(argv, first)`: an exec's arguments as SystemTap's
+/// syscall.execve gives them in `args`.
+extern "C" fn utap_bi_get_argv(ctx: *mut HandlerContext, argv: i64, first: i64) -> i64 {
+    let max = st(ctx).limits.max_string_len;
+    let text = with_memory(ctx, |m| {
+        memory::argv_text(m, argv as u64, first.max(0) as usize, max)
+    })
+    .unwrap_or_default();
+    string_result(ctx, &text)
+}
+
+/// `__count_envp(envp)`: `[/* N vars */]`, SystemTap's `env_str`.
+extern "C" fn utap_bi_count_envp(ctx: *mut HandlerContext, envp: i64) -> i64 {
+    let text = with_memory(ctx, |m| memory::envp_text(m, envp as u64)).unwrap_or_default();
+    string_result(ctx, text.as_bytes())
+}
+
+/// `pid2execname(pid)`: the command name of another process.
+extern "C" fn utap_bi_pid2execname(ctx: *mut HandlerContext, pid: i64) -> i64 {
+    let name = procinfo::pid_execname(&st(ctx).procs, pid as i32);
+    string_result(ctx, name.as_bytes())
+}
+
 extern "C" fn utap_bi_target(ctx: *mut HandlerContext) -> i64 {
     st(ctx).target
 }
@@ -543,8 +576,14 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
     let mut v = super::tapset_fns::symbols();
     v.extend(super::ustack_fns::symbols());
     v.extend([
+        ("__count_envp", utap_bi_count_envp as *const u8),
+        ("__get_argv", utap_bi_get_argv as *const u8),
         ("__syscall_argstr", utap_bi_syscall_argstr as *const u8),
         ("__syscall_retstr", utap_bi_syscall_retstr as *const u8),
+        (
+            "__syscall_entry_arg",
+            utap_bi_syscall_entry_arg as *const u8,
+        ),
         ("abs", utap_bi_abs as *const u8),
         ("big_endian2", utap_bi_big_endian2 as *const u8),
         ("big_endian4", utap_bi_big_endian4 as *const u8),
@@ -569,6 +608,7 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
         ("min", utap_bi_min as *const u8),
         ("mdelay", utap_bi_mdelay as *const u8),
         ("pid", utap_bi_pid as *const u8),
+        ("pid2execname", utap_bi_pid2execname as *const u8),
         ("pp", utap_bi_pp as *const u8),
         ("probefunc", utap_bi_probefunc as *const u8),
         ("ppfunc", utap_bi_probefunc as *const u8),

@@ -36,7 +36,8 @@ pub(crate) struct Shared {
     exe: HashMap<i32, String>,
     want_exe: bool,
     /// The syscall and arguments recorded at its entry, for the return
-    /// probes (a call skipped by `$return` shows as number -1 at its exit).
+    /// probes: a call skipped by `$return`, and rt_sigreturn (whose exit
+    /// sees the signal frame's registers), show as number -1 at their exit.
     entry_args: HashMap<i32, (i64, [i64; 6])>,
     /// Threads a script asked to quiesce, whose quiesce report is due.
     quiescing: Vec<i32>,

@@ -113,10 +113,32 @@ pub fn run(
     }
     let dispatch = Rc::new(Dispatch::new(points));
     let mut tracer = Tracer::new().map_err(|e| SessionError(e.to_string()))?;
+    // As with SystemTap, the -c command exists (created, stopped at its
+    // exec) before the begin probes run, so target() is its pid there.
+    let spawned = match &opts.target {
+        Target::Command(cmd) => Ok(spawn(
+            &mut tracer,
+            cmd,
+            dispatch.syscall_need(),
+            opts.verbose,
+        )?),
+        Target::Attach(pid) => Err(Tid(*pid)),
+    };
+    script.set_target(match spawned {
+        Ok((pid, _)) | Err(pid) => pid.0 as i64,
+    });
     if !script.run_begin(&mut sink) {
+        if let Ok((pid, _)) = spawned {
+            // Never run: under its seccomp filter it could not run untraced.
+            // SAFETY: signalling our own stopped child.
+            unsafe { libc::kill(pid.0, libc::SIGKILL) };
+        }
         return Ok(conclude(finish(&mut script, &mut sink), Aftermath::Detach));
     }
-    let (pid, threads, seccomp_on) = start_target(&mut tracer, &mut script, &dispatch, opts)?;
+    let (pid, threads, seccomp_on) = match spawned {
+        Ok((pid, seccomp_on)) => (pid, vec![pid], seccomp_on),
+        Err(pid) => attach_target(&mut tracer, pid, opts.verbose)?,
+    };
     let shared: SharedRef = Rc::new(RefCell::new(Shared::new(script, sink, &dispatch)));
     {
         let mut s = shared.borrow_mut();
@@ -169,36 +191,24 @@ pub(crate) fn finish(script: &mut ScriptRuntime, sink: &mut dyn OutputSink) -> i
     script.finish(sink)
 }
 
-/// Starts or attaches to the target; returns its pid, its threads and
-/// whether a seccomp filter selects its syscall stops.
-fn start_target(
+/// Attaches to the `-x` process; returns its pid and threads (no seccomp
+/// filter can be added to a running process).
+fn attach_target(
     tracer: &mut Tracer,
-    script: &mut ScriptRuntime,
-    dispatch: &Dispatch,
-    opts: &SessionOptions,
+    pid: Tid,
+    verbose: bool,
 ) -> Result<(Tid, Vec<Tid>, bool), SessionError> {
-    match &opts.target {
-        Target::Command(cmd) => {
-            let (pid, seccomp_on) = spawn(tracer, cmd, dispatch.syscall_need(), opts.verbose)?;
-            script.set_target(pid.0 as i64);
-            Ok((pid, vec![pid], seccomp_on))
-        }
-        Target::Attach(pid) => {
-            let pid = Tid(*pid);
-            script.set_target(pid.0 as i64);
-            let threads = tracer
-                .ctl()
-                .attach_process(pid)
-                .map_err(|e| attach_error(pid, e))?;
-            if opts.verbose {
-                eprintln!(
-                    "utap: attached to {} thread(s) of {pid}; stopping on every syscall (no seccomp filter can be added to a running process)",
-                    threads.len()
-                );
-            }
-            Ok((pid, threads, false))
-        }
+    let threads = tracer
+        .ctl()
+        .attach_process(pid)
+        .map_err(|e| attach_error(pid, e))?;
+    if verbose {
+        eprintln!(
+            "utap: attached to {} thread(s) of {pid}; stopping on every syscall (no seccomp filter can be added to a running process)",
+            threads.len()
+        );
     }
+    Ok((pid, threads, false))
 }
 
 fn attach_error(pid: Tid, e: crate::utrace::Error) -> SessionError {

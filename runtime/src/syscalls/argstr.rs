@@ -12,6 +12,11 @@
 //! directory)`; mmap/mremap return hex (`0x7f...`), umask octal, everything
 //! else decimal — also brk, which strace shows in hex.
 //!
+//! Where SystemTap's tapsets write an argument differently from strace,
+//! argstr follows SystemTap: a plain pointer argument (brk's address,
+//! mmap's hint, execve's argv...) is written as SystemTap's `%p` writes it,
+//! `brk(0x0)` where strace writes `brk(NULL)`.
+//!
 //! Known differences from strace's argument text, all from decoding at one
 //! moment instead of at both entry and exit:
 //! - arguments the kernel reads and then updates show the value current
@@ -34,6 +39,26 @@ use super::errno;
 use super::spec::{Arg, Kind, RetFormat, Signature, signature};
 use super::table::syscall_nargs;
 use crate::memory::ReadMemory;
+
+/// The calls whose arguments have a decoder of their own (`render`'s
+/// special cases) rather than one text per argument kind: their plain
+/// pointers may follow other rules (futex's timeout is `NULL`, as
+/// SystemTap's `_struct_timespec_u` writes it).
+pub const OWN_DECODERS: &[&str] = &[
+    "open",
+    "openat",
+    "fcntl",
+    "clone",
+    "clone3",
+    "execve",
+    "ioctl",
+    "futex",
+    "mremap",
+    "arch_prctl",
+    "setsockopt",
+    "getsockopt",
+    "prctl",
+];
 
 /// Whether a raw return value is a failure (-4095..=-1).
 pub fn is_error(ret: i64) -> bool {
@@ -479,7 +504,7 @@ impl Decoder<'_> {
             Kind::Long => (v as i64).to_string(),
             Kind::ULong => v.to_string(),
             Kind::Hex => hex(v),
-            Kind::Ptr => addr_str(v),
+            Kind::Ptr => format!("{v:#x}"),
             Kind::Mode => file::mode_str(v),
             Kind::DirFd => file::dirfd_str(v),
             Kind::Path => path_str(self.mem, v),
@@ -803,6 +828,16 @@ mod tests {
     }
 
     #[test]
+    fn plain_pointers_as_systemtap_writes_them() {
+        let mem = Mem::new(0x1000, &[]);
+        assert_eq!(argstr(nr("brk"), &args(&[0]), None, &mem), "0x0");
+        assert_eq!(
+            argstr(nr("brk"), &args(&[0x5555_5555_a000]), None, &mem),
+            "0x55555555a000"
+        );
+    }
+
+    #[test]
     fn wait4_status_and_pipe_fds_at_exit() {
         let mut m = (3i32 << 8).to_ne_bytes().to_vec();
         m.extend_from_slice(&5i32.to_ne_bytes());
@@ -811,15 +846,15 @@ mod tests {
         let a = args(&[u64::MAX, 0x1000, 1, 0]);
         assert_eq!(
             argstr(nr("wait4"), &a, None, &mem),
-            "-1, 0x1000, WNOHANG, NULL"
+            "-1, 0x1000, WNOHANG, 0x0"
         );
         assert_eq!(
             argstr(nr("wait4"), &a, Some(42), &mem),
-            "-1, [{WIFEXITED(s) && WEXITSTATUS(s) == 3}], WNOHANG, NULL"
+            "-1, [{WIFEXITED(s) && WEXITSTATUS(s) == 3}], WNOHANG, 0x0"
         );
         assert_eq!(
             argstr(nr("wait4"), &a, Some(0), &mem),
-            "-1, 0x1000, WNOHANG, NULL"
+            "-1, 0x1000, WNOHANG, 0x0"
         );
         let a = args(&[0x1004, 0o2000000]);
         assert_eq!(argstr(nr("pipe2"), &a, Some(0), &mem), "[5, 6], O_CLOEXEC");

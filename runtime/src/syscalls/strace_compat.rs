@@ -11,13 +11,17 @@
 //!    `= 1 ([{fd=3, revents=POLLIN}])`, `= 0 (Timeout)`; SystemTap the bare
 //!    number, in decimal;
 //! 4. octal returns (umask): strace pads to three digits (`000`), SystemTap's
-//!    `%#o` does not (`0`).
+//!    `%#o` does not (`0`);
+//! 5. plain pointer arguments: strace `NULL`, SystemTap's `%p` `0x0`
+//!    (`brk(0x0)`, `mmap(0x0, 8192, ...)`).
 //!
 //! Formatting only: the `PID ` prefix of `strace -f -o`, and the spaces that
 //! align ` = `, are dropped; `--- SIGNAL ---` and `+++ exited +++` lines
 //! are not calls.
 
+use super::builtins::syscall_num;
 use super::errno::{errno_number, errno_str};
+use super::spec::{Kind, signature};
 
 /// The kernel-internal restart codes strace names.
 const RESTART_CODES: &[(&str, i64)] = &[
@@ -42,7 +46,8 @@ pub fn strace_line_to_systemtap(line: &str) -> Result<Option<String>, String> {
     let (call, ret) = line
         .rsplit_once(" = ")
         .ok_or_else(|| format!("not a call line: {line}"))?;
-    let call = call.trim_end();
+    let call = systemtap_args(call.trim_end());
+    let call = call.as_str();
     let ret = systemtap_return(call, ret.trim())?;
     Ok(Some(format!("{call} = {ret}")))
 }
@@ -55,6 +60,57 @@ fn strip_pid(line: &str) -> &str {
         }
         _ => line,
     }
+}
+
+/// `name(args)` with the plain pointer arguments strace shows as `NULL`
+/// written as SystemTap's `0x0`.
+fn systemtap_args(call: &str) -> String {
+    let Some((name, inner)) = call
+        .split_once('(')
+        .and_then(|(n, rest)| Some((n, rest.strip_suffix(')')?)))
+    else {
+        return call.to_string();
+    };
+    let Some(sig) = signature(syscall_num(name)) else {
+        return call.to_string();
+    };
+    if super::argstr::OWN_DECODERS.contains(&name) {
+        return call.to_string();
+    }
+    let args: Vec<&str> = split_args(inner)
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| match sig.args.get(i) {
+            Some(arg) if arg.kind == Kind::Ptr && a == "NULL" => "0x0",
+            _ => a,
+        })
+        .collect();
+    format!("{name}({})", args.join(", "))
+}
+
+/// strace's arguments, split at the commas outside strings, brackets,
+/// braces and parentheses.
+fn split_args(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut quoted, mut escaped, mut start) = (0i32, false, false, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            '(' | '[' | '{' if !quoted => depth += 1,
+            ')' | ']' | '}' if !quoted => depth -= 1,
+            ',' if !quoted && depth == 0 => {
+                out.push(text[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if !text.trim().is_empty() {
+        out.push(text[start..].trim());
+    }
+    out
 }
 
 fn parse_number(text: &str) -> Result<i64, String> {
@@ -128,7 +184,7 @@ mod tests {
     fn return_value_conventions() {
         assert_eq!(
             conv("brk(NULL)                         = 0x55555555a000"),
-            Some("brk(NULL) = 93824992256000".to_string())
+            Some("brk(0x0) = 93824992256000".to_string())
         );
         assert_eq!(
             conv("fcntl(3, F_GETFD) = 0x1 (flags FD_CLOEXEC)"),
@@ -149,7 +205,7 @@ mod tests {
         );
         assert_eq!(
             conv("mmap(NULL, 8192, PROT_READ, MAP_PRIVATE, 3, 0) = 0x7ffff7fc0000"),
-            Some("mmap(NULL, 8192, PROT_READ, MAP_PRIVATE, 3, 0) = 0x7ffff7fc0000".to_string())
+            Some("mmap(0x0, 8192, PROT_READ, MAP_PRIVATE, 3, 0) = 0x7ffff7fc0000".to_string())
         );
     }
 

@@ -72,17 +72,60 @@ pub fn syscalls_tapset() -> String {
             out,
             "\n// {name}\nprobe syscall.{name} = process.syscall if ($syscall == {nr}) {{\n\tname = \"{name}\"\n\targstr = __syscall_argstr({nr})\n"
         );
-        if let Some(sig) = signature(i64::from(nr)) {
+        let sig = signature(i64::from(nr));
+        if let Some(sig) = sig {
             for (i, arg) in sig.args.iter().enumerate() {
                 named_arg(&mut out, i + 1, arg);
             }
+            sockaddr_vars(&mut out, sig.args, false);
         }
         let _ = write!(
             out,
-            "}}\nprobe syscall.{name}.return = process.syscall.return if ($syscall == {nr}) {{\n\tname = \"{name}\"\n\targstr = __syscall_argstr({nr})\n\tretval = $return\n\tretstr = __syscall_retstr({nr}, $return)\n}}\n"
+            "}}\nprobe syscall.{name}.return = process.syscall.return if ($syscall == {nr}) {{\n\tname = \"{name}\"\n\targstr = __syscall_argstr({nr})\n\tretval = $return\n\tretstr = __syscall_retstr({nr}, $return)\n"
         );
+        if let Some(sig) = sig {
+            sockaddr_vars(&mut out, sig.args, true);
+        }
+        out.push_str("}\n");
     }
     out
+}
+
+/// SystemTap's socket address variables (`uaddr_af`, `uaddr_ip`,
+/// `uaddr_ip_port`, `uaddr_ipv6_flowinfo`, `uaddr_ipv6_scope_id`; its
+/// `_af_inet_info_u`), decoded by `stdlib/sockaddr.stp`. An address the
+/// call reads (connect, bind, sendto) is decoded at entry; one the call
+/// fills (accept, accept4, recvfrom, getsockname, getpeername) in the
+/// return alias, from the entry's arguments and the length the kernel
+/// wrote back (nothing on failure).
+fn sockaddr_vars(out: &mut String, args: &[Arg], at_return: bool) {
+    let found = args.iter().enumerate().find_map(|(i, a)| match a.kind {
+        Kind::Sockaddr(len) if !at_return => Some((i + 1, len, false)),
+        Kind::OutSockaddr(len) if at_return => Some((i + 1, len, true)),
+        _ => None,
+    });
+    let Some((addr, len, filled)) = found else {
+        return;
+    };
+    let (addr, len) = if filled {
+        (
+            format!("__syscall_entry_arg({addr})"),
+            format!(
+                "($return < 0 || !__syscall_entry_arg({len}) ? 0 : user_int(__syscall_entry_arg({len})))"
+            ),
+        )
+    } else {
+        (format!("$arg{addr}"), format!("__sc_uint32($arg{len})"))
+    };
+    for (var, f) in [
+        ("uaddr_af", "sa_family"),
+        ("uaddr_ip", "ip_addr"),
+        ("uaddr_ip_port", "tcp_port"),
+        ("uaddr_ipv6_flowinfo", "ipv6_flowinfo"),
+        ("uaddr_ipv6_scope_id", "ipv6_scope_id"),
+    ] {
+        let _ = writeln!(out, "\t{var} = _struct_sockaddr_u_{f}({addr}, {len})");
+    }
 }
 
 /// The variable(s) for argument `n` (1-based).
@@ -137,6 +180,10 @@ fn named_arg(out: &mut String, n: usize, arg: &Arg) {
         | Kind::Prot
         | Kind::MapFlags => format!("__sc_uint32($arg{n})"),
         Kind::Path | Kind::Str => format!("user_string_quoted($arg{n})"),
+        // execve's argv and envp, as SystemTap's tapset gives them: the
+        // quoted arguments, and "[/* N vars */]" (builtins).
+        Kind::Ptr if arg.name == "args" => format!("__get_argv($arg{n}, 0)"),
+        Kind::Ptr if arg.name == "env_str" => format!("__count_envp($arg{n})"),
         _ => format!("$arg{n}"),
     };
     let _ = writeln!(out, "\t{} = {value}", arg.name);
@@ -251,10 +298,14 @@ mod tests {
             };
             if callee.starts_with('_')
                 && !callee.starts_with("__sc_")
+                && !callee.starts_with("_struct_sockaddr_u_")
                 && !callee.starts_with("__syscall_")
             {
+                let script_builtin = crate::script::builtins::symbols()
+                    .iter()
+                    .any(|(name, _)| *name == callee);
                 assert!(
-                    crate::syscalls::builtins::long_to_string(callee).is_some(),
+                    script_builtin || crate::syscalls::builtins::long_to_string(callee).is_some(),
                     "{callee} is not a builtin"
                 );
             }

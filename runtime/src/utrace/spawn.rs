@@ -9,7 +9,9 @@
 //! pre-exec hook (e.g. installing a seccomp filter; it must be
 //! async-signal-safe) and execs. `spawn` returns with the new program
 //! stopped at its exec stop, before its first instruction, so engines can
-//! be attached before it runs.
+//! be attached before it runs. That first execve is not reported at all:
+//! its entry came before tracing, so its exit is not reported either
+//! (engines never see a return without its entry).
 
 use std::ffi::CString;
 
@@ -129,8 +131,10 @@ impl Tracer {
         // SAFETY: reading one byte into a local buffer.
         let n = unsafe { libc::read(status_r, byte.as_mut_ptr().cast(), 1) };
         let mut thread = Thread::new(pid, pid, Run::Stopped);
-        // Stopped inside execve: a PTRACE_SYSCALL resume sees its exit.
+        // Stopped inside execve: a PTRACE_SYSCALL resume sees its exit,
+        // which is not reported (its entry came before tracing).
         thread.in_syscall = true;
+        thread.entered_untraced = true;
         self.core.threads.insert(pid, thread);
         self.core.pending_resolve.push(pid);
         Ok(Spawned {

@@ -86,10 +86,13 @@ impl Tracer {
         };
         let entry = !thread.in_syscall;
         thread.in_syscall = entry;
+        let untraced = std::mem::take(&mut thread.entered_untraced);
         if entry {
             thread.reset_exit_choices();
         }
-        let reported = if entry {
+        let reported = if untraced && !entry {
+            false
+        } else if entry {
             self.report(
                 tid,
                 Event::SyscallEntry,
@@ -112,6 +115,7 @@ impl Tracer {
             return;
         };
         let mut reported = false;
+        thread.entered_untraced = false;
         if !thread.in_syscall {
             thread.in_syscall = true;
             thread.reset_exit_choices();

@@ -72,6 +72,10 @@ pub(crate) struct Thread {
     pub run: Run,
     /// The next syscall-stop is an exit stop.
     pub in_syscall: bool,
+    /// The syscall being exited was entered before tracing began (the
+    /// execve that started a spawned command): its exit is not reported,
+    /// so that no engine sees a return without its entry.
+    pub entered_untraced: bool,
     pub source: SyscallSource,
     /// The mode the thread was last resumed with.
     pub mode: Mode,
@@ -104,6 +108,7 @@ impl Thread {
             attachments: Vec::new(),
             run,
             in_syscall: false,
+            entered_untraced: false,
             source: SyscallSource::Ptrace,
             mode: Mode::Cont,
             interrupted: false,
