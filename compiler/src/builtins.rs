@@ -169,7 +169,6 @@ pub static BUILTINS: &[Builtin] = &[
     ctx("pn", &[], S),
     // The probe point being run, as written in the script.
     ctx("pp", &[], S),
-    ctx("ppfunc", &[], S),
     ctx("ppid", &[], L),
     // Writes one byte (the low 8 bits) to the output.
     f("print_char", &[L], V, false, false),

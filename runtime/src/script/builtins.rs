@@ -389,49 +389,9 @@ extern "C" fn utap_bi_pp(ctx: *mut HandlerContext) -> i64 {
     state.strings.make(text.as_bytes())
 }
 
-/// `probefunc()`/`ppfunc()`: the probed function's name at a function
-/// probe, "" elsewhere.
-extern "C" fn utap_bi_probefunc(ctx: *mut HandlerContext) -> i64 {
-    let state = st(ctx);
-    let name = state
-        .ufunc
-        .as_ref()
-        .map(|f| f.name.to_string())
-        .unwrap_or_default();
-    state.strings.make(name.as_bytes())
-}
-
 /// `uaddr()`: the user address of a function probe, 0 elsewhere.
 extern "C" fn utap_bi_uaddr(ctx: *mut HandlerContext) -> i64 {
     st(ctx).ufunc.as_ref().map_or(0, |f| f.uaddr as i64)
-}
-
-fn user_symbol(
-    ctx: *mut HandlerContext,
-    addr: i64,
-    f: impl Fn(&crate::elf::AddressSpaceMap, u64) -> String,
-) -> i64 {
-    let state = st(ctx);
-    let text = match state.ufunc.as_ref() {
-        Some(u) => f(&u.modules, addr as u64),
-        None => format!("{:#x}", addr as u64),
-    };
-    state.strings.make(text.as_bytes())
-}
-
-/// `usymname(addr)`: the symbol at a user address, else its hex.
-extern "C" fn utap_bi_usymname(ctx: *mut HandlerContext, addr: i64) -> i64 {
-    user_symbol(ctx, addr, |m, a| m.symname(a))
-}
-
-/// `usymdata(addr)`: `name+0xOFF/0xSIZE [module]`.
-extern "C" fn utap_bi_usymdata(ctx: *mut HandlerContext, addr: i64) -> i64 {
-    user_symbol(ctx, addr, |m, a| m.symdata(a))
-}
-
-/// `umodname(addr)`: the module's path ("" when unknown).
-extern "C" fn utap_bi_umodname(ctx: *mut HandlerContext, addr: i64) -> i64 {
-    user_symbol(ctx, addr, |m, a| m.modname(a).unwrap_or("").to_string())
 }
 
 /// Runs `f` on the memory of the current event's process.
@@ -610,12 +570,7 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
         ("pid", utap_bi_pid as *const u8),
         ("pid2execname", utap_bi_pid2execname as *const u8),
         ("pp", utap_bi_pp as *const u8),
-        ("probefunc", utap_bi_probefunc as *const u8),
-        ("ppfunc", utap_bi_probefunc as *const u8),
         ("uaddr", utap_bi_uaddr as *const u8),
-        ("usymname", utap_bi_usymname as *const u8),
-        ("usymdata", utap_bi_usymdata as *const u8),
-        ("umodname", utap_bi_umodname as *const u8),
         ("print_char", utap_bi_print_char as *const u8),
         ("quiesce", utap_bi_quiesce as *const u8),
         ("raise", utap_bi_raise as *const u8),

@@ -52,6 +52,11 @@ pub mod event {
     pub const SYSCALL: i64 = 1;
     /// A syscall return: `args` as at entry, `ret` the return value.
     pub const SYSCALL_RETURN: i64 = 2;
+    /// A function entry (breakpoint): `args` are the SysV argument
+    /// registers.
+    pub const FUNCTION: i64 = 3;
+    /// A function return: `args` as at entry, `ret` the return value.
+    pub const FUNCTION_RETURN: i64 = 4;
 }
 
 /// Bits of [`ProbeValues::written`], set by the compiled code on each

@@ -122,12 +122,17 @@ extern "C" fn utap_bi_pn(ctx: *mut HandlerContext) -> i64 {
     state.strings.make(name.as_bytes())
 }
 
-/// `probefunc()`: the kernel function a SystemTap syscall probe sits on,
-/// `__x64_sys_NAME` (x86_64 kernels since 4.17); "" outside syscall
-/// events, as SystemTap returns for probes without a function.
+/// `probefunc()`: at a function probe the probed function's name; at a
+/// syscall probe the kernel function SystemTap's probe sits on,
+/// `__x64_sys_NAME` (x86_64 kernels since 4.17); "" elsewhere, as
+/// SystemTap returns for probes without a function.
 extern "C" fn utap_bi_probefunc(ctx: *mut HandlerContext) -> i64 {
     let p = *probe(ctx);
     let text = match p.event {
+        event::FUNCTION | event::FUNCTION_RETURN => {
+            let f = st(ctx).ufunc.as_ref();
+            f.map(|f| f.name.to_string()).unwrap_or_default()
+        }
         event::SYSCALL | event::SYSCALL_RETURN => {
             let name = syscalls::builtins::syscall_name(p.syscall);
             if name.is_empty() {
@@ -156,6 +161,17 @@ extern "C" fn utap_bi_utap_arg(ctx: *mut HandlerContext, n: i64) -> i64 {
                 0
             }
         },
+        // The SysV argument registers; from the 7th on the stack is not read.
+        event::FUNCTION | event::FUNCTION_RETURN => match usize::try_from(n - 1) {
+            Ok(i) if i < p.args.len() => p.args[i],
+            _ => {
+                st(ctx).raise(
+                    ctx,
+                    format!("cannot access argument {n} (utap reads the 6 register arguments)"),
+                );
+                0
+            }
+        },
         _ => {
             st(ctx).raise(ctx, "cannot access function arguments in this context");
             0
@@ -163,9 +179,12 @@ extern "C" fn utap_bi_utap_arg(ctx: *mut HandlerContext, n: i64) -> i64 {
     }
 }
 
-/// `is_return()`: 1 in a return probe (a syscall return), else 0.
+/// `is_return()`: 1 in a return probe (a syscall or function return), else 0.
 extern "C" fn utap_bi_is_return(ctx: *mut HandlerContext) -> i64 {
-    (probe(ctx).event == event::SYSCALL_RETURN) as i64
+    matches!(
+        probe(ctx).event,
+        event::SYSCALL_RETURN | event::FUNCTION_RETURN
+    ) as i64
 }
 
 /// `env_var(name)`: the value of environment variable `name` in the
@@ -188,7 +207,7 @@ extern "C" fn utap_bi_env_var(ctx: *mut HandlerContext, name: i64) -> i64 {
 extern "C" fn utap_bi_returnval(ctx: *mut HandlerContext) -> i64 {
     let p = *probe(ctx);
     match p.event {
-        event::SYSCALL_RETURN => p.ret,
+        event::SYSCALL_RETURN | event::FUNCTION_RETURN => p.ret,
         _ => {
             st(ctx).raise(ctx, "cannot access function return value in this context");
             0

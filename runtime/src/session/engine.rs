@@ -454,6 +454,7 @@ impl Engine for ScriptEngine {
             };
             let values = ProbeValues {
                 args,
+                event: event::FUNCTION,
                 ..context(pid, tid)
             };
             let hooks: Vec<Hook> = site.entry.iter().map(|(h, _)| h.clone()).collect();
@@ -480,6 +481,7 @@ impl Engine for ScriptEngine {
             args: entry_args,
             ret: regs.rax as i64,
             returning: 1,
+            event: event::FUNCTION_RETURN,
             ..context(pid, tid)
         };
         let hooks: Vec<Hook> = site.ret.iter().map(|(h, _)| h.clone()).collect();
