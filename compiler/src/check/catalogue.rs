@@ -168,16 +168,25 @@ const END_VARS: &[ContextVarDef] = &[var("code", ContextVar::Code, false)];
 /// `.function`/`.plt` entries: the first six integer arguments of the
 /// x86_64 SysV ABI (utap's dwarfless extension; SystemTap has
 /// `int_arg(n)` and friends for the same registers).
-const FUNCTION_VARS: &[ContextVarDef] = &[ARGS[0], ARGS[1], ARGS[2], ARGS[3], ARGS[4], ARGS[5]];
+/// Read-only: writing registers at a breakpoint is not built.
+const FUNCTION_VARS: &[ContextVarDef] = &FUNCTION_ARGS;
+const FUNCTION_ARGS: [ContextVarDef; 6] = [
+    var("arg1", ContextVar::Arg(0), false),
+    var("arg2", ContextVar::Arg(1), false),
+    var("arg3", ContextVar::Arg(2), false),
+    var("arg4", ContextVar::Arg(3), false),
+    var("arg5", ContextVar::Arg(4), false),
+    var("arg6", ContextVar::Arg(5), false),
+];
 /// `.return`: `$return` (rax), and the entry's arguments.
 const FUNCTION_RETURN_VARS: &[ContextVarDef] = &[
     var("return", ContextVar::Return, false),
-    ARGS[0],
-    ARGS[1],
-    ARGS[2],
-    ARGS[3],
-    ARGS[4],
-    ARGS[5],
+    FUNCTION_ARGS[0],
+    FUNCTION_ARGS[1],
+    FUNCTION_ARGS[2],
+    FUNCTION_ARGS[3],
+    FUNCTION_ARGS[4],
+    FUNCTION_ARGS[5],
 ];
 const SIGNAL_VARS: &[ContextVarDef] = &[
     var("signal", ContextVar::Signal, true),
