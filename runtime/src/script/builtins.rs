@@ -376,17 +376,26 @@ extern "C" fn utap_bi_gettimeofday_ns(_: *mut HandlerContext) -> i64 {
     procinfo::gettimeofday_ns()
 }
 
-extern "C" fn utap_bi_pp(ctx: *mut HandlerContext) -> i64 {
+/// A string of the probe point being run (`pp()`, `pn()`), "" outside one.
+pub(crate) fn point_string(
+    ctx: *mut HandlerContext,
+    field: impl Fn(&super::image::PointSpec) -> &str,
+) -> i64 {
     let state = st(ctx);
+    // SAFETY: the native code passes its live context.
     let (idx, point) = unsafe { ((*ctx).probe_index as usize, (*ctx).point_index as usize) };
     let text = state
         .image
         .probes
         .get(idx)
         .and_then(|p| p.points.get(point))
-        .map(|p| p.text.clone())
+        .map(|p| field(p).to_owned())
         .unwrap_or_default();
     state.strings.make(text.as_bytes())
+}
+
+extern "C" fn utap_bi_pp(ctx: *mut HandlerContext) -> i64 {
+    point_string(ctx, |p| &p.text)
 }
 
 /// `uaddr()`: the user address of a function probe, 0 elsewhere.

@@ -110,16 +110,7 @@ extern "C" fn utap_bi_cmdline_arg(ctx: *mut HandlerContext, n: i64) -> i64 {
 
 /// `pn()`: the script-level probe point (alias name, wildcards expanded).
 extern "C" fn utap_bi_pn(ctx: *mut HandlerContext) -> i64 {
-    let state = st(ctx);
-    let (idx, point) = unsafe { ((*ctx).probe_index as usize, (*ctx).point_index as usize) };
-    let name = state
-        .image
-        .probes
-        .get(idx)
-        .and_then(|p| p.points.get(point))
-        .map(|p| p.name.clone())
-        .unwrap_or_default();
-    state.strings.make(name.as_bytes())
+    super::builtins::point_string(ctx, |p| &p.name)
 }
 
 /// `probefunc()`: at a function probe the probed function's name; at a
