@@ -16,6 +16,8 @@ use utap_compiler::print;
 use utap_compiler::source::SourceMap;
 
 fn main() -> ExitCode {
+    utap_runtime::endtrace::start();
+    utap_runtime::endtrace::mark("utap started");
     let opts = cli::parse_args();
     if let Some(status) = docs::run(&opts) {
         return ExitCode::from(status);
@@ -172,6 +174,14 @@ fn run(opts: &cli::Options) -> Result<u8, Failure> {
             let status =
                 session::run(opts, &map, &program, &compiled).map_err(|e| pass_error(e, &map));
             clock.done("5", format_args!("run completed"));
+            utap_runtime::endtrace::mark("run completed");
+            // The session is over: exit now rather than tear the compiled
+            // script down (seconds on a CPU-starved machine, issue 11).
+            if let Ok(code) = status {
+                use std::io::Write;
+                let _ = std::io::stdout().flush();
+                std::process::exit(code.into());
+            }
             status.map(|status| status as u8)
         }
     }

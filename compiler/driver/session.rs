@@ -279,6 +279,7 @@ fn traced(
     let handover = handover.clone();
     let conclude = Box::new(move |status: i32, after: Aftermath| {
         let verdict = verdict(status, transport.finish());
+        utap_runtime::endtrace::mark("output written");
         let mut h = handover.lock().unwrap_or_else(|e| e.into_inner());
         h.verdict = Some(verdict);
         match after {

@@ -106,7 +106,11 @@ pub fn split() -> io::Result<Side> {
             Ok(Side::Host(HostLink { tx: Some(tx) }))
         }
         host => {
+            crate::endtrace::mark("split");
             drop(tx);
+            // It only waits, and must be quick to exit when told to, even
+            // behind a thousand busy threads of the target.
+            crate::utrace::hurry::now();
             pass_signals_on(host);
             Ok(Side::Foreground(Foreground { host, rx }))
         }
@@ -168,6 +172,7 @@ impl Foreground {
             }
         }
         if got == 4 {
+            crate::endtrace::mark("foreground got the verdict");
             return Verdict::decode(buf);
         }
         eprintln!("utap: {}", self.host_death());
@@ -206,6 +211,7 @@ impl HostLink {
         let Some(tx) = self.tx.take() else {
             return;
         };
+        crate::endtrace::mark("verdict sent");
         // SAFETY: prctl, open, dup2, write and close have no memory effects
         // beyond the descriptors named.
         unsafe {

@@ -2,6 +2,7 @@
 //! native handlers call, the output transport and tracing sessions.
 
 pub mod elf;
+pub mod endtrace;
 pub mod format;
 pub mod host;
 pub mod json;

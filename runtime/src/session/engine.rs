@@ -173,6 +173,8 @@ impl Shared {
     /// (see `linger`).
     pub fn end(&mut self, ctl: &mut Control, why: EndReason) {
         if self.finished.is_none() {
+            // exit(), an error, the target's exit: as for -T (utrace::hurry).
+            crate::utrace::hurry::now();
             if self.verbose {
                 eprintln!("utap: session ended: {why}");
                 eprintln!("utap: {} ptrace stops", ctl.stop_count());

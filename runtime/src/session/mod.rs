@@ -105,6 +105,7 @@ pub fn run(
 ) -> Result<i32, SessionError> {
     // -T counts from the start, attaching included.
     let deadline = opts.time_limit.map(|limit| Instant::now() + limit);
+    crate::endtrace::start();
     catch_termination_signals().map_err(|e| SessionError(format!("signal setup: {e}")))?;
     // A handler looping on the tracer thread still yields to them.
     also_on_termination(interrupt::request);
@@ -170,6 +171,7 @@ pub fn run(
         let on_end = shared.clone();
         ctl.on_end(move |ctl, why| on_end.borrow_mut().end(ctl, why));
     }
+    crate::endtrace::mark("tracing started");
     if opts.verbose {
         eprintln!(
             "utap: tracing started: process {pid}, {} thread(s)",
@@ -185,10 +187,13 @@ pub fn run(
 /// End (or error) probes, autoprinted globals, the error summary. From now
 /// on no output is dropped (no tracee waits for it).
 pub(crate) fn finish(script: &mut ScriptRuntime, sink: &mut dyn OutputSink) -> i32 {
+    crate::endtrace::mark("end probes start");
     interrupt::clear();
     sink.ending();
     script.run_end(sink);
-    script.finish(sink)
+    let status = script.finish(sink);
+    crate::endtrace::mark("end probes done");
+    status
 }
 
 /// Attaches to the `-x` process; returns its pid and threads (no seccomp
@@ -343,6 +348,7 @@ fn schedule_timers(ctl: &mut Control, shared: &SharedRef, deadline: Option<Insta
     if let Some(deadline) = deadline {
         let shared = shared.clone();
         ctl.add_timer(deadline, move |ctl| {
+            crate::endtrace::mark("deadline: tracer's timer ran");
             shared.borrow_mut().end(ctl, EndReason::Requested);
             None
         });

@@ -175,6 +175,7 @@ mod doorbell;
 mod engine;
 mod error;
 mod events;
+pub mod hurry;
 mod ptrace;
 mod safety;
 mod signal;

@@ -116,6 +116,7 @@ impl Tracer {
                 break end;
             }
             if let Some(sig) = safety::termination_signal() {
+                crate::endtrace::mark("tracer saw the signal");
                 if self.core.kill_on_signal {
                     self.kill_all();
                 }
@@ -148,6 +149,7 @@ impl Tracer {
                 self.on_status(tid, status);
             }
         };
+        crate::endtrace::mark("tracer loop ended");
         if let Some(hook) = self.core.on_end.take() {
             hook(
                 &mut Control {
@@ -158,6 +160,7 @@ impl Tracer {
         }
         self.colocator.restore();
         self.detach_all();
+        crate::endtrace::mark("all detached");
         // Commands that came too late still get their answers.
         self.drain_commands();
         Ok(reason)
