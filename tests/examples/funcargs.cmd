@@ -1,0 +1,1 @@
+$FIXTURES/ufuncs basic 3
