@@ -10,7 +10,7 @@ use super::context::HandlerContext;
 use super::state::{ControlRequest, ScriptState};
 
 #[inline]
-fn st<'a>(ctx: *mut HandlerContext) -> &'a mut ScriptState {
+pub(crate) fn st<'a>(ctx: *mut HandlerContext) -> &'a mut ScriptState {
     // SAFETY: see abi.rs; only the running handler's context is passed.
     unsafe { HandlerContext::state(ctx) }
 }
@@ -284,7 +284,7 @@ extern "C" fn utap_bi_tid(ctx: *mut HandlerContext) -> i64 {
 
 /// The cached facts about the current event's thread (its pid, parent,
 /// ids, command name); refreshed when not cached yet.
-fn info<'a>(ctx: *mut HandlerContext) -> Option<&'a crate::procinfo::ProcInfo> {
+pub(crate) fn info<'a>(ctx: *mut HandlerContext) -> Option<&'a crate::procinfo::ProcInfo> {
     let tid = probe(ctx).tid as i32;
     let procs = &mut st(ctx).procs;
     if procs.get(tid).is_none() && !procs.refresh(tid) {

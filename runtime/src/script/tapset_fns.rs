@@ -13,14 +13,8 @@ use std::sync::OnceLock;
 use crate::memory;
 use crate::syscalls;
 
+use super::builtins::{info, st};
 use super::context::{HandlerContext, ProbeValues, event};
-use super::state::ScriptState;
-
-#[inline]
-fn st<'a>(ctx: *mut HandlerContext) -> &'a mut ScriptState {
-    // SAFETY: only the running handler's context is passed (see abi.rs).
-    unsafe { HandlerContext::state(ctx) }
-}
 
 #[inline]
 fn probe<'a>(ctx: *mut HandlerContext) -> &'a ProbeValues {
@@ -29,16 +23,6 @@ fn probe<'a>(ctx: *mut HandlerContext) -> &'a ProbeValues {
 
 fn string(ctx: *mut HandlerContext, bytes: &[u8]) -> i64 {
     st(ctx).strings.make(bytes)
-}
-
-/// The cached /proc facts of the event's thread (see `procinfo`).
-fn info<'a>(ctx: *mut HandlerContext) -> Option<&'a crate::procinfo::ProcInfo> {
-    let tid = probe(ctx).tid as i32;
-    let procs = &mut st(ctx).procs;
-    if procs.get(tid).is_none() && !procs.refresh(tid) {
-        return None;
-    }
-    procs.get(tid)
 }
 
 // ---- process ---------------------------------------------------------------

@@ -12,14 +12,8 @@
 
 use crate::memory::{ProcessMemory, ReadMemory};
 
+use super::builtins::st;
 use super::context::HandlerContext;
-use super::state::ScriptState;
-
-#[inline]
-fn st<'a>(ctx: *mut HandlerContext) -> &'a mut ScriptState {
-    // SAFETY: only the running handler's context is passed (see abi.rs).
-    unsafe { HandlerContext::state(ctx) }
-}
 
 fn ids(ctx: *mut HandlerContext) -> (i32, i32) {
     // SAFETY: as for `st`.
