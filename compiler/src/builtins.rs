@@ -182,6 +182,8 @@ pub static BUILTINS: &[Builtin] = &[
     guru("raise", &[L]),
     // A random number in 0..n; draws from the generator: not pure.
     f("randint", &[L], L, false, false),
+    // A user register by SystemTap's x86_64 name (runtime/src/script/registers.rs).
+    ctx("register", &[S], L),
     guru("resume", &[L]),
     ctx("returnval", &[], L),
     ctx("sid", &[], L),
@@ -209,6 +211,7 @@ pub static BUILTINS: &[Builtin] = &[
     f("tokenize", &[S, S], S, false, false),
     pure("tz_gmtoff", &[], L),
     pure("tz_name", &[], S),
+    ctx("u_register", &[S], L),
     ctx("uaddr", &[], L),
     ctx("ubacktrace", &[], S),
     ctx("ucallers", &[L], S),

@@ -809,6 +809,15 @@ impl<'l> Lowerer<'l> {
             {
                 all_args(span)
             }
+            ast::ExprKind::Target(t) if t.name == "$name" && plt_only(t, body) => {
+                // `$$name` of a `.plt` probe: the called function's name,
+                // what `probefunc()` gives there.
+                let call = ExprKind::Builtin {
+                    name: "probefunc",
+                    args: Vec::new(),
+                };
+                (mk(call, Type::String, span), STRING)
+            }
             ast::ExprKind::Target(t) if self.skip_badvars && !self.target_resolves(t, body) => {
                 match t.pretty > 0 {
                     true => (mk(ExprKind::Str(String::new()), Type::String, span), STRING),
@@ -1618,6 +1627,23 @@ impl<'l> Lowerer<'l> {
         )
         .label("not available in this probe".to_string())
     }
+}
+
+/// Whether every point of the handler is a `.plt` probe (where `$$name`
+/// exists) and `t` is a plain read.
+fn plt_only(t: &ast::TargetVar, body: &Body) -> bool {
+    use super::catalogue::{FunctionFamily, ProcessEventKind, SiteKind};
+    t.path.is_empty()
+        && !body.families.is_empty()
+        && body.families.iter().all(|f| {
+            matches!(
+                f.kind,
+                FamilyKind::Process(ProcessEventKind::Function(FunctionFamily {
+                    site: SiteKind::Plt,
+                    ..
+                }))
+            )
+        })
 }
 
 /// `$$parms` / `$$vars` in a syscall probe, as SystemTap expands it:

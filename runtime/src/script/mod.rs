@@ -24,6 +24,7 @@ pub mod interrupt;
 pub mod limits;
 pub mod output;
 pub mod printing;
+pub mod registers;
 pub mod scheduler;
 pub mod sink;
 pub mod state;

@@ -23,25 +23,7 @@ fn ids(ctx: *mut HandlerContext) -> (i32, i32) {
 
 /// The (rip, rsp, rbp) of a thread in a ptrace stop of this thread.
 fn thread_regs(tid: i32) -> Option<(u64, u64, u64)> {
-    if tid <= 0 || tid as u32 == std::process::id() {
-        return None;
-    }
-    let mut regs = std::mem::MaybeUninit::<libc::user_regs_struct>::zeroed();
-    // SAFETY: GETREGS writes one user_regs_struct; it fails (ESRCH) unless
-    // `tid` is stopped and traced by the calling thread.
-    let r = unsafe {
-        libc::ptrace(
-            libc::PTRACE_GETREGS,
-            tid,
-            std::ptr::null_mut::<libc::c_void>(),
-            regs.as_mut_ptr(),
-        )
-    };
-    if r != 0 {
-        return None;
-    }
-    // SAFETY: initialised by the successful call.
-    let regs = unsafe { regs.assume_init() };
+    let regs = super::registers::thread_regs(tid)?;
     Some((regs.rip, regs.rsp, regs.rbp))
 }
 
