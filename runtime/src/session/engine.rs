@@ -23,6 +23,7 @@ use crate::utrace::{
 
 use super::functions::FunctionProbes;
 use super::points::{Dispatch, Hook, ProcessFilter};
+use super::unwinder::UnwindStep;
 
 /// What the engine and the session's timers share (all on the tracer thread).
 pub(crate) struct Shared {
@@ -446,6 +447,11 @@ impl Engine for ScriptEngine {
         };
         let args = [regs.rdi, regs.rsi, regs.rdx, regs.rcx, regs.r8, regs.r9].map(|a| a as i64);
         let Some(frame) = hit.returned else {
+            match s.functions.unwind_step(pid, hit.addr) {
+                Some(UnwindStep::Park) => drop(cx.park_returns()),
+                Some(UnwindStep::Rearm) => drop(cx.rearm_returns()),
+                None => {}
+            }
             if s.functions.is_loader(pid, hit.addr) {
                 // The loader mapped or unmapped something: place again.
                 s.place_functions(cx, d, pid);

@@ -13,6 +13,7 @@ use crate::elf::{AddressSpaceMap, ImageCache, LoadedModule, read_maps};
 use crate::utrace::{Control, Tid};
 
 use super::points::{FunctionPoint, FunctionSite, Hook};
+use super::unwinder::{self, UnwindStep};
 
 /// The context of a function-probe firing, for `probefunc()`, `uaddr()`,
 /// `usymname()` and friends.
@@ -39,6 +40,8 @@ pub(crate) struct FunctionProbes {
     sites: HashMap<i32, HashMap<u64, SiteHooks>>,
     /// Per process: the loader's `_dl_debug_state`.
     loader: HashMap<i32, u64>,
+    /// Per process, with return probes: the unwinder's entry points.
+    unwinder: HashMap<i32, HashMap<u64, UnwindStep>>,
     /// Entry arguments of live return frames, by cookie (also where
     /// `@entry` values of a return probe would be kept).
     entries: HashMap<u64, [i64; 6]>,
@@ -56,6 +59,11 @@ impl FunctionProbes {
         self.loader.get(&pid) == Some(&addr)
     }
 
+    /// What the unwinder breakpoint at `addr` does, if it is one.
+    pub fn unwind_step(&self, pid: i32, addr: u64) -> Option<UnwindStep> {
+        self.unwinder.get(&pid)?.get(&addr).copied()
+    }
+
     pub fn save_entry(&mut self, args: [i64; 6]) -> u64 {
         self.next_cookie += 1;
         self.entries.insert(self.next_cookie, args);
@@ -70,6 +78,7 @@ impl FunctionProbes {
     pub fn forget(&mut self, pid: i32) {
         self.sites.remove(&pid);
         self.loader.remove(&pid);
+        self.unwinder.remove(&pid);
         self.spaces.remove(&pid);
     }
 
@@ -80,6 +89,9 @@ impl FunctionProbes {
         }
         if let Some(&l) = self.loader.get(&parent) {
             self.loader.insert(child, l);
+        }
+        if let Some(u) = self.unwinder.get(&parent).cloned() {
+            self.unwinder.insert(child, u);
         }
         if let Some(s) = self.spaces.get(&parent).cloned() {
             self.spaces.insert(child, s);
@@ -153,7 +165,21 @@ impl FunctionProbes {
                 }
             }
         }
+        if points.iter().any(|(h, fp)| fp.returning && applies(h)) {
+            self.place_unwinder(ctl, pid, &space);
+        }
         self.spaces.insert(pid, Rc::new(space));
+    }
+
+    /// Breakpoints on the unwinder's entry points now mapped (libraries
+    /// may come later, by dlopen), so exceptions cross return probes.
+    fn place_unwinder(&mut self, ctl: &mut Control, pid: i32, space: &AddressSpaceMap) {
+        let placed = self.unwinder.entry(pid).or_default();
+        for (addr, step) in unwinder::sites(space) {
+            if !placed.contains_key(&addr) && ctl.insert_breakpoint(Tid(pid), addr).is_ok() {
+                placed.insert(addr, step);
+            }
+        }
     }
 }
 

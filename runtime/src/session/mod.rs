@@ -31,6 +31,7 @@
 
 mod engine;
 mod functions;
+mod unwinder;
 pub use functions::UserFunction;
 pub mod points;
 

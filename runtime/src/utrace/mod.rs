@@ -183,6 +183,7 @@ mod spawn;
 mod stop;
 mod thread;
 mod tracer;
+mod unwinding;
 
 pub use crate::uprobe::{BreakpointHit, Frame, StepCounts};
 pub use action::ResumeAction;
