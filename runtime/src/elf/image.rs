@@ -1,6 +1,7 @@
 //! One ELF file on disk: its loadable segments (for the load bias), its
 //! symbols (`.symtab`, `.dynsym`, and a separate debug file's `.symtab`
-//! found by build-id or `.gnu_debuglink`), and its PLT stubs.
+//! found by build-id or `.gnu_debuglink`, else the MiniDebugInfo of
+//! `.gnu_debugdata`), and its PLT stubs.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -47,6 +48,8 @@ pub struct ElfImage {
     pub build_id: Option<Vec<u8>>,
     /// The separate debug file whose `.symtab` was merged, if any.
     pub debug_file: Option<PathBuf>,
+    /// Symbols came from the MiniDebugInfo (`.gnu_debugdata`).
+    pub mini_debuginfo: bool,
 }
 
 /// Why an ELF file could not be used.
@@ -102,6 +105,13 @@ impl ElfImage {
                 debug_file = Some(p);
             }
         }
+        let mut mini_debuginfo = false;
+        if !has_symtab && debug_file.is_none() {
+            if let Some(more) = super::minidebug::symbols(&file, symbols_of) {
+                syms.extend(more);
+                mini_debuginfo = true;
+            }
+        }
         let (soname, needed) = dynamic_names(&file);
         Ok(ElfImage {
             path: real.to_string_lossy().into_owned(),
@@ -116,6 +126,7 @@ impl ElfImage {
             needed,
             build_id,
             debug_file,
+            mini_debuginfo,
         })
     }
 

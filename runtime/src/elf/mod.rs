@@ -4,6 +4,8 @@
 //! * [`image`]: one ELF file: PT_LOAD segments, symbols from `.symtab`,
 //!   `.dynsym` and separate debug files (build-id, `.gnu_debuglink`), PLT
 //!   stubs, DT_SONAME/DT_NEEDED.
+//! * [`minidebug`]: MiniDebugInfo, the xz-compressed `.symtab` of
+//!   `.gnu_debugdata` in stripped distribution binaries.
 //! * [`symbols`]: address-sorted symbol tables (`usymname`, `usymdata`).
 //! * [`modules`]: the modules of one address space with their load bias,
 //!   for turning any address of a traced process into `name+off [module]`.
@@ -14,6 +16,7 @@
 
 pub mod image;
 pub mod maps;
+pub mod minidebug;
 pub mod modules;
 pub mod sdt;
 pub mod symbols;
