@@ -149,3 +149,28 @@ fn plt_name_is_only_in_plt_probes() {
         o.stderr
     );
 }
+
+#[test]
+fn arguments_can_be_set_at_entry_under_guru_mode() {
+    // add(2, 4) becomes add(2, 100): the fixture's sum grows by 96, and the
+    // return probe sees the arguments the function got.
+    let path = fixture("ufuncs");
+    let script = r#"
+probe process("EXE").function("add") { if ($arg1 == 2) $arg2 = 100 }
+probe process("EXE").function("add").return { if ($arg1 == 2) printf("ret %d %d\n", $arg2, $return) }
+"#
+    .replace("EXE", &path);
+    let o = run(utap(&script, &["-g", "-c", &format!("{path} basic 4")]));
+    assert_eq!(o.status, 0, "{}{}", o.stdout, o.stderr);
+    assert!(o.stdout.contains("sum 183\n"), "{}", o.stdout);
+    assert_eq!(
+        lines_with(&o.stdout, "ret "),
+        ["ret 100 102"],
+        "{}",
+        o.stdout
+    );
+    // Without -g the write is refused.
+    let o = run(utap(&script, &["-c", &format!("{path} basic 4")]));
+    assert_ne!(o.status, 0, "{}{}", o.stdout, o.stderr);
+    assert!(o.stderr.contains("need utap -g"), "{}", o.stderr);
+}

@@ -169,7 +169,16 @@ const END_VARS: &[ContextVarDef] = &[var("code", ContextVar::Code, false)];
 /// x86_64 SysV ABI (utap's dwarfless extension; SystemTap has
 /// `int_arg(n)` and friends for the same registers).
 /// Read-only: writing registers at a breakpoint is not built.
-const FUNCTION_VARS: &[ContextVarDef] = &FUNCTION_ARGS;
+/// At entry the arguments can be set under `-g` (the registers are
+/// written before the function's first instruction runs).
+const FUNCTION_VARS: &[ContextVarDef] = &[
+    var("arg1", ContextVar::Arg(0), true),
+    var("arg2", ContextVar::Arg(1), true),
+    var("arg3", ContextVar::Arg(2), true),
+    var("arg4", ContextVar::Arg(3), true),
+    var("arg5", ContextVar::Arg(4), true),
+    var("arg6", ContextVar::Arg(5), true),
+];
 const FUNCTION_ARGS: [ContextVarDef; 6] = [
     var("arg1", ContextVar::Arg(0), false),
     var("arg2", ContextVar::Arg(1), false),

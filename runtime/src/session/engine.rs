@@ -264,6 +264,19 @@ fn inject_at_entry(cx: &mut Cx, v: &ProbeValues, args: &[i64; 6]) {
     }
 }
 
+/// What guru code did to a function's arguments at its entry: the new
+/// values go to the SysV argument registers before the first instruction.
+fn set_arguments(cx: &mut Cx, v: &ProbeValues, args: &[i64; 6]) {
+    if v.written & written::ARGS == 0 || v.args == *args {
+        return;
+    }
+    if let Ok(mut r) = cx.regs() {
+        let a = v.args.map(|x| x as u64);
+        (r.rdi, r.rsi, r.rdx, r.rcx, r.r8, r.r9) = (a[0], a[1], a[2], a[3], a[4], a[5]);
+        let _ = cx.set_regs(&r);
+    }
+}
+
 fn action(stop: bool) -> ResumeAction {
     if stop {
         ResumeAction::Stop
@@ -472,7 +485,12 @@ impl Engine for ScriptEngine {
                 .or(site.ret.first())
                 .map(|(_, n)| n.clone());
             s.set_user_function(pid, name, hit.addr);
-            let stop = !hooks.is_empty() && s.fire(cx, &hooks, &values).stop;
+            let (mut stop, mut args) = (false, args);
+            if !hooks.is_empty() {
+                let fired = s.fire(cx, &hooks, &values);
+                set_arguments(cx, &fired.values, &args);
+                (stop, args) = (fired.stop, fired.values.args);
+            }
             s.script.set_user_function(None);
             if !site.ret.is_empty() && s.finished.is_none() {
                 // The @entry hook: values saved here come back at return.
