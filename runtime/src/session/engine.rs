@@ -460,7 +460,8 @@ impl Engine for ScriptEngine {
         };
         let args = [regs.rdi, regs.rsi, regs.rdx, regs.rcx, regs.r8, regs.r9].map(|a| a as i64);
         let Some(frame) = hit.returned else {
-            match s.functions.unwind_step(pid, hit.addr) {
+            let step = s.functions.unwind_step(pid, hit.addr);
+            match step {
                 Some(UnwindStep::Park) => drop(cx.park_returns()),
                 Some(UnwindStep::Rearm) => drop(cx.rearm_returns()),
                 None => {}
@@ -492,7 +493,10 @@ impl Engine for ScriptEngine {
                 (stop, args) = (fired.stop, fired.values.args);
             }
             s.script.set_user_function(None);
-            if !site.ret.is_empty() && s.finished.is_none() {
+            // The unwinder reads its own return address: a `.return` on
+            // it is not hijacked (it returns only when the throw fails).
+            let unwinding = step == Some(UnwindStep::Park);
+            if !site.ret.is_empty() && s.finished.is_none() && !unwinding {
                 // The @entry hook: values saved here come back at return.
                 let cookie = s.functions.save_entry(args);
                 let _ = cx.hijack_return(hit.addr, cookie);
