@@ -32,6 +32,7 @@
 mod engine;
 mod functions;
 pub use functions::UserFunction;
+pub mod marks;
 pub mod points;
 
 use std::cell::RefCell;
