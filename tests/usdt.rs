@@ -68,7 +68,7 @@ probe process("EXE").mark("many") {
            $arg4, $arg5, $arg6, $arg7, $arg8, $arg9, $arg10, $arg11, $arg12)
     printf("%s\n", $$parms)
 }
-probe process("EXE").mark("guard*") { printf("%s %s %d\n", pp(), probefunc(), $arg1) }
+probe process.mark("guard*") { printf("%s %s %d\n", pp(), probefunc(), $arg1) }
 "#;
 
 #[test]
@@ -239,6 +239,32 @@ fn bad_marker_points_and_arguments_are_located_errors() {
         o.stderr.contains("the marker has 1 argument ($arg1)"),
         "{}",
         o.stderr
+    );
+}
+
+/// A marker in a library loaded by dlopen, in the program and in its fork
+/// child (which inherits the enabled semaphore and is traced too).
+#[test]
+fn library_markers_apply_after_dlopen_and_in_fork_children() {
+    let Some(_) = forms() else { return };
+    let (exe, lib) = (fixture("usdt_dl"), fixture("libusdt_lib.so"));
+    let script = format!(
+        "global n, s\nprobe process(\"{lib}\").mark(\"libtick\") {{\n\
+         w = pid() == target() ? \"parent\" : \"child\"; n[w]++; s[w] += $arg1 }}\n\
+         probe end {{ foreach (k in n-) printf(\"utap %s %d %d\\n\", k, n[k], s[k]) }}"
+    );
+    let o = run(utap(&script, &["-c", &format!("{exe} {lib} 3")]));
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    let mut lines: Vec<&str> = o.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "child fired=3",
+            "parent fired=3",
+            "utap child 3 303",
+            "utap parent 3 3"
+        ]
     );
 }
 
