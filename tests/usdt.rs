@@ -104,6 +104,28 @@ fn every_argument_form_is_decoded_exactly() {
     assert_eq!(got.join("\n") + "\n", want);
 }
 
+/// An end probe run by a marker probe's `exit()` is not the marker:
+/// `pp()` is its own.
+#[test]
+fn end_probe_after_exit_in_a_marker_probe_has_its_own_pp() {
+    let Some(exe) = forms() else { return };
+    let script = format!(
+        "probe process(\"{exe}\").mark(\"many\") {{ printf(\"%s\\n\", pp()); exit() }}\n\
+         probe end {{ printf(\"%s\\n\", pp()) }}"
+    );
+    let o = run(utap(&script, &["-c", &format!("{exe} 1")]));
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    let got: Vec<&str> = o
+        .stdout
+        .lines()
+        .filter(|l| !l.starts_with("guarded="))
+        .collect();
+    assert_eq!(
+        got,
+        [format!("process(\"{exe}\").mark(\"many\")").as_str(), "end"]
+    );
+}
+
 #[test]
 fn untraced_the_guarded_marker_does_not_run() {
     let Some(exe) = forms() else { return };

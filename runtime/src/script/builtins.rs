@@ -394,8 +394,21 @@ pub(crate) fn point_string(
     state.strings.make(text.as_bytes())
 }
 
+/// The USDT marker of the current event: none in an end probe that a
+/// marker probe's `exit()` ran (its event is not the breakpoint's).
+fn current_marker(
+    ctx: *mut HandlerContext,
+) -> Option<&'static (std::rc::Rc<crate::session::marks::Marker>, Vec<i64>)> {
+    // SAFETY: the native code passes its live context.
+    let event = unsafe { (*ctx).probe.event };
+    if event != super::context::event::FUNCTION {
+        return None;
+    }
+    st(ctx).usdt.as_ref()
+}
+
 extern "C" fn utap_bi_pp(ctx: *mut HandlerContext) -> i64 {
-    if let Some((m, _)) = &st(ctx).usdt {
+    if let Some((m, _)) = current_marker(ctx) {
         // The marker that fired, as SystemTap names the derived probe.
         let text = m.pp.clone();
         return string_result(ctx, text.as_bytes());
@@ -406,7 +419,7 @@ extern "C" fn utap_bi_pp(ctx: *mut HandlerContext) -> i64 {
 /// `__utap_mark(k)`: at a USDT marker, `$$name` (0), `$$provider` (1) or
 /// `$$parms` (2); "" elsewhere.
 extern "C" fn utap_bi_utap_mark(ctx: *mut HandlerContext, what: i64) -> i64 {
-    let text = match &st(ctx).usdt {
+    let text = match current_marker(ctx) {
         Some((m, _)) if what == 0 => m.name.clone(),
         Some((m, _)) if what == 1 => m.provider.clone(),
         Some((_, values)) if what == 2 => crate::session::marks::parms(values),

@@ -207,7 +207,10 @@ mod tests {
     impl ReadMemory for Buf {
         fn read(&self, addr: u64, buf: &mut [u8]) -> Result<usize, crate::memory::Fault> {
             let off = addr.wrapping_sub(self.0) as usize;
-            let n = buf.len().min(self.1.len().saturating_sub(off));
+            if off >= self.1.len() {
+                return Err(crate::memory::Fault { addr, errno: 14 });
+            }
+            let n = buf.len().min(self.1.len() - off);
             buf[..n].copy_from_slice(&self.1[off..off + n]);
             Ok(n)
         }
