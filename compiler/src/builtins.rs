@@ -96,6 +96,8 @@ pub static BUILTINS: &[Builtin] = &[
     ctx("__utap_arg", &[L], L),
     // A return found no `@entry` values (see check::entry); counted for -v.
     f("__utap_entry_missing", &[S], V, false, false),
+    // `$$name`, `$$provider`, `$$parms` of a USDT marker (0, 1, 2).
+    ctx("__utap_mark", &[L], S),
     pure("_access_mode_str", &[L], S),
     pure("_at_flag_str", &[L], S),
     pure("_dfd_str", &[L], S),

@@ -238,7 +238,8 @@ pub enum LValue {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ContextVar {
     Syscall,
-    /// `$arg1`..`$arg6` (0-based index here).
+    /// `$arg1`..`$arg6`, and to `$arg12` at USDT markers (0-based index
+    /// here).
     Arg(u8),
     Return,
     Signal,

@@ -143,7 +143,7 @@ diag_test!(
     false,
     "probe process.syscal { }",
     [
-        "semantic error: probe point mismatch at position 2 (alternatives: begin end function library plt quiesce signal statement syscall thread)",
+        "semantic error: probe point mismatch at position 2 (alternatives: begin end function library mark plt provider quiesce signal statement syscall thread)",
         "1:15 no probe point matches 'process.syscal'",
         "help: did you mean 'process.syscall'?"
     ]

@@ -48,7 +48,8 @@ fn probe_offset(cv: ContextVar) -> i32 {
     let base = offset_of!(HandlerContext, probe);
     let field = match cv {
         ContextVar::Syscall => offset_of!(ProbeValues, syscall),
-        ContextVar::Arg(i) => offset_of!(ProbeValues, args) + 8 * (i as usize).min(5),
+        ContextVar::Arg(i) if i < 6 => offset_of!(ProbeValues, args) + 8 * i as usize,
+        ContextVar::Arg(i) => offset_of!(ProbeValues, more_args) + 8 * (i as usize - 6).min(5),
         ContextVar::Return => offset_of!(ProbeValues, ret),
         ContextVar::Signal => offset_of!(ProbeValues, signal),
         ContextVar::Code => offset_of!(ProbeValues, code),

@@ -93,6 +93,11 @@ pub enum SiteKind {
     Plt,
     /// `.statement("NAME+OFF")` or `.statement(ADDR).absolute`.
     Statement,
+    /// `.mark("NAME")`, or with `provider`, `.provider("P").mark("NAME")`:
+    /// USDT markers.
+    Mark {
+        provider: bool,
+    },
 }
 #[derive(Clone, Copy, Debug)]
 pub struct Family {
@@ -197,6 +202,23 @@ const FUNCTION_RETURN_VARS: &[ContextVarDef] = &[
     FUNCTION_ARGS[4],
     FUNCTION_ARGS[5],
 ];
+/// USDT markers: `$arg1`..`$arg12` decoded from each marker's argument
+/// spec (how many a marker has is checked against its note, see
+/// `check::marks`). Read-only.
+const MARK_VARS: &[ContextVarDef] = &[
+    FUNCTION_ARGS[0],
+    FUNCTION_ARGS[1],
+    FUNCTION_ARGS[2],
+    FUNCTION_ARGS[3],
+    FUNCTION_ARGS[4],
+    FUNCTION_ARGS[5],
+    var("arg7", ContextVar::Arg(6), false),
+    var("arg8", ContextVar::Arg(7), false),
+    var("arg9", ContextVar::Arg(8), false),
+    var("arg10", ContextVar::Arg(9), false),
+    var("arg11", ContextVar::Arg(10), false),
+    var("arg12", ContextVar::Arg(11), false),
+];
 const SIGNAL_VARS: &[ContextVarDef] = &[
     var("signal", ContextVar::Signal, true),
     var("code", ContextVar::Code, false),
@@ -224,12 +246,24 @@ macro_rules! process_family {
     };
 }
 
+macro_rules! site_kind {
+    (Mark) => {
+        SiteKind::Mark { provider: false }
+    };
+    (ProviderMark) => {
+        SiteKind::Mark { provider: true }
+    };
+    ($site:ident) => {
+        SiteKind::$site
+    };
+}
+
 macro_rules! function_family {
     ([$($comp:expr),+], $site:ident, $lib:literal, $ret:literal, $ctx:expr, $doc:literal) => {
         Family {
             comps: &[PROCESS, $($comp),+],
             kind: FamilyKind::Process(ProcessEventKind::Function(FunctionFamily {
-                site: SiteKind::$site,
+                site: site_kind!($site),
                 library: $lib,
                 returning: $ret,
             })),
@@ -397,6 +431,22 @@ pub static FAMILIES: &[Family] = &[
         FUNCTION_VARS,
         "the instruction at NAME+OFFSET"
     ),
+    function_family!(
+        [c("mark", ArgSpec::Str)],
+        Mark,
+        false,
+        false,
+        MARK_VARS,
+        "a USDT marker (<sys/sdt.h>) is reached ($arg1..$argN, $$name, $$provider, $$parms)"
+    ),
+    function_family!(
+        [c("provider", ArgSpec::Str), c("mark", ArgSpec::Str)],
+        ProviderMark,
+        false,
+        false,
+        MARK_VARS,
+        "a USDT marker of provider P is reached"
+    ),
 ];
 
 /// An argument as written in a probe point.
@@ -500,7 +550,19 @@ impl Family {
                     event: ProcessEvent::Function(fp),
                     ..
                 },
-            ) => ff.returning == fp.returning,
+            ) => {
+                let mark = match &fp.site {
+                    utap_runtime::session::FunctionSite::Mark { provider, .. } => {
+                        Some(provider.is_some())
+                    }
+                    _ => None,
+                };
+                let family_mark = match ff.site {
+                    SiteKind::Mark { provider } => Some(provider),
+                    _ => None,
+                };
+                ff.returning == fp.returning && mark == family_mark
+            }
             (FamilyKind::Process(k), PointKind::Process { event, .. }) => {
                 std::mem::discriminant(&k.event()) == std::mem::discriminant(event)
             }

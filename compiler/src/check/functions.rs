@@ -25,6 +25,9 @@ pub fn build(
         Some(Some(Some(PointArg::Str(s)))) => Some(s.clone()),
         _ => None,
     };
+    if let SiteKind::Mark { provider } = ff.site {
+        return super::marks::build(provider, args);
+    }
     let site_arg = if ff.library { 2 } else { 1 };
     let mut library = if ff.library { str_at(1) } else { None };
     let (mut target, module) = match args.first() {
@@ -94,7 +97,7 @@ pub fn build(
 }
 
 /// A shared library rather than a program (by name: `lib*.so*`, `*.so`).
-fn is_library(path: &str) -> bool {
+pub(super) fn is_library(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     name.ends_with(".so") || name.contains(".so.")
 }
@@ -130,7 +133,7 @@ fn check_symbols(file: &str, site: &FunctionSite, component: usize) -> Result<()
                 .collect(),
         ),
         FunctionSite::Plt(name) => (name, image.plt.iter().map(|p| p.name.as_str()).collect()),
-        FunctionSite::Absolute(_) => return Ok(()),
+        FunctionSite::Absolute(_) | FunctionSite::Mark { .. } => return Ok(()),
     };
     if names.iter().any(|n| glob_match(pattern, n)) {
         return Ok(());

@@ -147,6 +147,19 @@ pub fn list_with_library(
             .iter()
             .map(|l| format!("{}:{}", l.name, type_name(l.ty)))
             .collect();
+        if let Some(marks) = probe
+            .points
+            .first()
+            .and_then(|p| super::marks::expand_listing(&p.kind))
+        {
+            // Each marker with its own arguments.
+            for (name, args) in marks {
+                let mut vars = list.clone();
+                vars.extend(args);
+                found.entry(name).or_default().push(vars);
+            }
+            continue;
+        }
         list.extend(context_vars(probe));
         let expanded = probe
             .points

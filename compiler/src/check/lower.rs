@@ -84,6 +84,9 @@ pub struct Body {
     pub file: FileId,
     /// Arrays being iterated by enclosing foreach loops.
     foreach: Vec<GlobalId>,
+    /// USDT marker points: the fewest arguments their markers have, when
+    /// known at elaboration (`$argN` beyond it is an error).
+    pub mark_args: Option<usize>,
 }
 
 impl Body {
@@ -97,6 +100,7 @@ impl Body {
             func,
             file,
             foreach: Vec::new(),
+            mark_args: None,
         }
     }
 
@@ -799,6 +803,19 @@ impl<'l> Lowerer<'l> {
                 None => bad(span),
             },
             ast::ExprKind::Target(t)
+                if t.path.is_empty()
+                    && !body.families.is_empty()
+                    && body.families.iter().all(|f| is_mark(f))
+                    && let Some(k) = mark_context(&t.name) =>
+            {
+                let arg = mk(ExprKind::Long(k), Type::Long, span);
+                let call = ExprKind::Builtin {
+                    name: "__utap_mark",
+                    args: vec![arg],
+                };
+                (mk(call, Type::String, span), STRING)
+            }
+            ast::ExprKind::Target(t)
                 if matches!(t.name.as_str(), "$parms" | "$vars")
                     && t.path.is_empty()
                     && !body.families.is_empty()
@@ -1484,6 +1501,23 @@ impl<'l> Lowerer<'l> {
             ));
             return None;
         }
+        if let (ContextVar::Arg(i), Some(count)) = (def.var, body.mark_args)
+            && usize::from(i) >= count
+            && body.families.iter().all(|f| is_mark(f))
+        {
+            // SystemTap: an out-of-range $argN of a marker falls back to
+            // DWARF, which a marker probe does not have.
+            let have = match count {
+                0 => "the marker has no arguments".to_string(),
+                1 => "the marker has 1 argument ($arg1)".to_string(),
+                n => format!("the marker has {n} arguments ($arg1..$arg{n})"),
+            };
+            self.err(
+                SemError::new(span, "target-symbol requires debuginfo")
+                    .label(format!("'{dollar}': {have}")),
+            );
+            return None;
+        }
         if let Some(first) = t.path.first() {
             let what = match first {
                 ast::TargetComp::Field(_) => "a structure",
@@ -1644,6 +1678,26 @@ fn plt_only(t: &ast::TargetVar, body: &Body) -> bool {
                 }))
             )
         })
+}
+
+/// A USDT marker family (`.mark`, `.provider().mark`).
+fn is_mark(f: &Family) -> bool {
+    matches!(
+        f.kind,
+        FamilyKind::Process(super::catalogue::ProcessEventKind::Function(ff))
+            if matches!(ff.site, super::catalogue::SiteKind::Mark { .. })
+    )
+}
+
+/// `$$name`, `$$provider`, `$$parms`/`$$vars` of a marker: what
+/// `__utap_mark(k)` returns.
+fn mark_context(name: &str) -> Option<i64> {
+    match name {
+        "$name" => Some(0),
+        "$provider" => Some(1),
+        "$parms" | "$vars" => Some(2),
+        _ => None,
+    }
 }
 
 /// `$$parms` / `$$vars` in a syscall probe, as SystemTap expands it:

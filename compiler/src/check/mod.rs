@@ -23,6 +23,7 @@ pub mod error;
 pub mod functions;
 pub mod listing;
 pub mod lower;
+pub mod marks;
 pub mod overload;
 pub mod reference;
 pub mod retype;
@@ -670,6 +671,7 @@ impl Session {
     fn lower_group(&mut self, low: &mut Lowerer, p: &ast::Probe, name: &str, group: Vec<Resolved>) {
         let families = group.iter().map(|r| r.family).collect();
         let mut body = Body::new(low.canon(p.span.file), families, None);
+        body.mark_args = group.iter().filter_map(|r| marks::arg_count(&r.kind)).min();
         let mut points = Vec::new();
         for r in &group {
             let mut conds = Vec::new();

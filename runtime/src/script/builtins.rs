@@ -394,8 +394,38 @@ pub(crate) fn point_string(
     state.strings.make(text.as_bytes())
 }
 
+/// The USDT marker of the current event: none in an end probe that a
+/// marker probe's `exit()` ran (its event is not the breakpoint's).
+fn current_marker(
+    ctx: *mut HandlerContext,
+) -> Option<&'static (std::rc::Rc<crate::session::marks::Marker>, Vec<i64>)> {
+    // SAFETY: the native code passes its live context.
+    let event = unsafe { (*ctx).probe.event };
+    if event != super::context::event::FUNCTION {
+        return None;
+    }
+    st(ctx).usdt.as_ref()
+}
+
 extern "C" fn utap_bi_pp(ctx: *mut HandlerContext) -> i64 {
+    if let Some((m, _)) = current_marker(ctx) {
+        // The marker that fired, as SystemTap names the derived probe.
+        let text = m.pp.clone();
+        return string_result(ctx, text.as_bytes());
+    }
     point_string(ctx, |p| &p.text)
+}
+
+/// `__utap_mark(k)`: at a USDT marker, `$$name` (0), `$$provider` (1) or
+/// `$$parms` (2); "" elsewhere.
+extern "C" fn utap_bi_utap_mark(ctx: *mut HandlerContext, what: i64) -> i64 {
+    let text = match current_marker(ctx) {
+        Some((m, _)) if what == 0 => m.name.clone(),
+        Some((m, _)) if what == 1 => m.provider.clone(),
+        Some((_, values)) if what == 2 => crate::session::marks::parms(values),
+        _ => String::new(),
+    };
+    string_result(ctx, text.as_bytes())
 }
 
 /// `uaddr()`: the user address of a function probe, 0 elsewhere.
@@ -580,6 +610,7 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
         ("pid", utap_bi_pid as *const u8),
         ("pid2execname", utap_bi_pid2execname as *const u8),
         ("pp", utap_bi_pp as *const u8),
+        ("__utap_mark", utap_bi_utap_mark as *const u8),
         ("uaddr", utap_bi_uaddr as *const u8),
         ("print_char", utap_bi_print_char as *const u8),
         ("quiesce", utap_bi_quiesce as *const u8),

@@ -26,6 +26,8 @@ pub struct ProbeValues {
     pub syscall: i64,
     /// `$arg1`..`$arg6`
     pub args: [i64; 6],
+    /// `$arg7`..`$arg12` (USDT markers have up to 12 arguments).
+    pub more_args: [i64; 6],
     /// `$return`
     pub ret: i64,
     /// `$signal`

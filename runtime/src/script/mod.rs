@@ -223,6 +223,15 @@ impl ScriptRuntime {
         self.state.ufunc = f;
     }
 
+    /// The USDT marker of the next firings and its argument values, or
+    /// `None` outside marker probes.
+    pub fn set_marker(
+        &mut self,
+        m: Option<(std::rc::Rc<crate::session::marks::Marker>, Vec<i64>)>,
+    ) {
+        self.state.usdt = m;
+    }
+
     pub fn set_target(&mut self, pid: i64) {
         self.state.target = pid;
     }

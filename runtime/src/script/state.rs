@@ -68,6 +68,9 @@ pub struct ScriptState {
     pub target: i64,
     /// At a function probe: the function, `uaddr()`, the process's modules.
     pub ufunc: Option<crate::session::UserFunction>,
+    /// At a USDT marker probe: the marker (`$$name`, `pp()`...) and its
+    /// decoded arguments.
+    pub usdt: Option<(std::rc::Rc<crate::session::marks::Marker>, Vec<i64>)>,
     /// State of `randint`'s generator.
     pub rng: u64,
     /// What `execname()`, `ppid()`, `uid()`... report, per thread.
@@ -117,6 +120,7 @@ impl ScriptState {
             control: Vec::new(),
             target: 0,
             ufunc: None,
+            usdt: None,
             procs: crate::procinfo::ProcCache::new(),
             unwind: Default::default(),
             rng: 0x9e37_79b9_7f4a_7c15

@@ -277,6 +277,31 @@ fn set_arguments(cx: &mut Cx, v: &ProbeValues, args: &[i64; 6]) {
     }
 }
 
+/// A marker's arguments decoded at its hit, stored as `$arg1`..`$arg12`;
+/// returns them all (for `$$parms`).
+fn mark_args(
+    mark: &super::marks::Marker,
+    regs: &libc::user_regs_struct,
+    tid: i32,
+    values: &mut ProbeValues,
+) -> Vec<i64> {
+    let memory = ProcessMemory::new(tid);
+    let decoded: Vec<i64> = mark
+        .args
+        .iter()
+        .map(|a| super::marks::read_arg(a, regs, &memory))
+        .collect();
+    values.args = [0; 6];
+    values.more_args = [0; 6];
+    for (i, v) in decoded.iter().enumerate().take(12) {
+        match i {
+            0..6 => values.args[i] = *v,
+            _ => values.more_args[i - 6] = *v,
+        }
+    }
+    decoded
+}
+
 fn action(stop: bool) -> ResumeAction {
     if stop {
         ResumeAction::Stop
@@ -474,11 +499,15 @@ impl Engine for ScriptEngine {
             let Some(site) = s.functions.site(pid, hit.addr).cloned() else {
                 return ResumeAction::Resume;
             };
-            let values = ProbeValues {
+            let mut values = ProbeValues {
                 args,
                 event: event::FUNCTION,
                 ..context(pid, tid)
             };
+            if let Some(mark) = &site.mark {
+                let decoded = mark_args(mark, &regs, tid, &mut values);
+                s.script.set_marker(Some((mark.clone(), decoded)));
+            }
             let hooks: Vec<Hook> = site.entry.iter().map(|(h, _)| h.clone()).collect();
             let name = site
                 .entry
@@ -493,6 +522,7 @@ impl Engine for ScriptEngine {
                 (stop, args) = (fired.stop, fired.values.args);
             }
             s.script.set_user_function(None);
+            s.script.set_marker(None);
             // The unwinder reads its own return address: a `.return` on
             // it is not hijacked (it returns only when the throw fails).
             let unwinding = step == Some(UnwindStep::Park);

@@ -12,6 +12,7 @@ use std::rc::Rc;
 use crate::elf::{AddressSpaceMap, ImageCache, LoadedModule, read_maps};
 use crate::utrace::{Control, Tid};
 
+use super::marks::{Marker, NoteCache};
 use super::points::{FunctionPoint, FunctionSite, Hook};
 use super::unwinder::{self, UnwindStep};
 
@@ -30,12 +31,15 @@ pub(crate) struct SiteHooks {
     /// Entry hooks with the function's name (`probefunc()`).
     pub entry: Vec<(Hook, Rc<str>)>,
     pub ret: Vec<(Hook, Rc<str>)>,
+    /// At a USDT marker: the marker (its arguments, name, semaphore).
+    pub mark: Option<Rc<Marker>>,
 }
 
 /// The function-probe state of a session.
 #[derive(Default)]
 pub(crate) struct FunctionProbes {
     cache: ImageCache,
+    notes: NoteCache,
     /// Per process: breakpoint address -> hooks.
     sites: HashMap<i32, HashMap<u64, SiteHooks>>,
     /// Per process: the loader's `_dl_debug_state`.
@@ -114,7 +118,7 @@ impl FunctionProbes {
             .and_then(|p| std::fs::canonicalize(p).ok())
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let mut wanted: Vec<(u64, Hook, Rc<str>, bool)> = Vec::new();
+        let mut wanted: Vec<(u64, Hook, Rc<str>, bool, Option<Rc<Marker>>)> = Vec::new();
         for (hook, fp) in points.iter().filter(|(h, _)| applies(h)) {
             if let FunctionSite::Absolute(addr) = fp.site {
                 if fp.library.is_none() {
@@ -123,18 +127,28 @@ impl FunctionProbes {
                         hook.clone(),
                         format!("{addr:#x}").into(),
                         fp.returning,
+                        None,
                     ));
                 }
                 continue;
             }
             for m in space.modules.iter().filter(|m| module_matches(m, fp, &exe)) {
+                if let FunctionSite::Mark { provider, name } = &fp.site {
+                    for (addr, mark) in
+                        super::marks::resolve(&mut self.notes, m, provider.as_deref(), name)
+                    {
+                        let func: Rc<str> = mark.function.as_str().into();
+                        wanted.push((addr, hook.clone(), func, false, Some(mark)));
+                    }
+                    continue;
+                }
                 for (addr, name) in resolve(m, &fp.site) {
-                    wanted.push((addr, hook.clone(), name, fp.returning));
+                    wanted.push((addr, hook.clone(), name, fp.returning, None));
                 }
             }
         }
         let sites = self.sites.entry(pid).or_default();
-        for (addr, hook, name, returning) in wanted {
+        for (addr, hook, name, returning, mark) in wanted {
             if !sites.contains_key(&addr) {
                 if ctl.insert_breakpoint(Tid(pid), addr).is_err() {
                     continue;
@@ -142,6 +156,14 @@ impl FunctionProbes {
                 sites.insert(addr, SiteHooks::default());
             }
             let site = sites.get_mut(&addr).expect("just inserted");
+            if let Some(mark) = mark.filter(|_| site.mark.is_none()) {
+                if mark.semaphore != 0 {
+                    // Is-enabled: the program takes the marker's branch
+                    // only while this count is non-zero.
+                    let _ = ctl.enable_semaphore(Tid(pid), mark.semaphore);
+                }
+                site.mark = Some(mark);
+            }
             let list = if returning {
                 &mut site.ret
             } else {
@@ -222,7 +244,7 @@ fn resolve(m: &LoadedModule, site: &FunctionSite) -> Vec<(u64, Rc<str>)> {
                 out.push((p.addr.wrapping_add(m.bias), p.name.as_str().into()));
             }
         }
-        FunctionSite::Absolute(_) => {}
+        FunctionSite::Absolute(_) | FunctionSite::Mark { .. } => {}
     }
     out
 }

@@ -33,6 +33,7 @@ mod engine;
 mod functions;
 mod unwinder;
 pub use functions::UserFunction;
+pub mod marks;
 pub mod points;
 
 use std::cell::RefCell;

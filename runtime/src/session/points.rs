@@ -60,6 +60,12 @@ pub enum FunctionSite {
     Plt(String),
     /// `.statement(ADDR).absolute`: a run-time address.
     Absolute(u64),
+    /// `.mark("NAME")` or `.provider("P").mark("NAME")`: the USDT
+    /// markers of that name (wildcards) in the module.
+    Mark {
+        provider: Option<String>,
+        name: String,
+    },
 }
 
 /// One probe to fire, with the process it is limited to.

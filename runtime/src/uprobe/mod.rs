@@ -64,6 +64,9 @@ pub(crate) struct Space {
     /// point, which never runs again after start-up).
     pub trampoline: Option<u64>,
     pub shadow: HashMap<Tid, Vec<Frame>>,
+    /// USDT is-enabled semaphores (2-byte counters) this tracer
+    /// incremented, and by how much: taken back at detach.
+    pub semaphores: HashMap<u64, u16>,
 }
 
 /// Counters for `-v`.
@@ -163,6 +166,17 @@ impl Breakpoints {
         mem::write(owner.0, addr, &[orig])
     }
 
+    /// Increments the 16-bit USDT semaphore at `addr` in `pid`'s space
+    /// (a counter in writable data; the program reads it to decide
+    /// whether to evaluate a marker's arguments).
+    pub fn enable_semaphore(&mut self, pid: Tid, addr: u64) -> std::io::Result<()> {
+        let owner = self.owner(pid);
+        let space = self.spaces.entry(owner).or_default();
+        add_to_counter(owner, addr, 1)?;
+        *space.semaphores.entry(addr).or_default() += 1;
+        Ok(())
+    }
+
     /// Restores every breakpoint byte and hijacked return slot of every
     /// space (before the tracer lets the processes go). Spaces stay known,
     /// so late traps are still recognised and rewound.
@@ -220,4 +234,17 @@ fn restore_space(owner: Tid, space: &mut Space) {
         space.removed.insert(addr);
     }
     space.sites.clear();
+    for (addr, n) in space.semaphores.drain() {
+        let _ = add_to_counter(owner, addr, -i32::from(n));
+    }
+}
+
+/// Adds `delta` to the 16-bit counter at `addr` (never below 0).
+fn add_to_counter(owner: Tid, addr: u64, delta: i32) -> std::io::Result<()> {
+    let mut b = [0u8; 2];
+    if mem::read(owner.0, addr, &mut b)? < 2 {
+        return Err(std::io::Error::from_raw_os_error(libc::EFAULT));
+    }
+    let v = (i32::from(u16::from_le_bytes(b)) + delta).clamp(0, i32::from(u16::MAX)) as u16;
+    mem::write_data(owner.0, addr, &v.to_le_bytes())
 }

@@ -275,6 +275,15 @@ impl Control<'_> {
             .map_err(|e| super::Error::os("remove breakpoint", pid, e.raw_os_error().unwrap_or(0)))
     }
 
+    /// Increments the USDT semaphore at `addr` in process `pid`; every
+    /// detach takes the increment back (as it restores breakpoint bytes).
+    pub fn enable_semaphore(&mut self, pid: Tid, addr: u64) -> super::Result<()> {
+        self.core
+            .uprobes
+            .enable_semaphore(pid, addr)
+            .map_err(|e| super::Error::os("enable semaphore", pid, e.raw_os_error().unwrap_or(0)))
+    }
+
     /// Breakpoint hits stepped over by emulation and by single-step.
     pub fn step_counts(&self) -> StepCounts {
         self.core.uprobes.counts

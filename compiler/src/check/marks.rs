@@ -1,0 +1,190 @@
+//! USDT marker probe points (`process("P").mark("NAME")`,
+//! `process("P").provider("PROV").mark("NAME")`, `process.mark(..)`):
+//! building them, checking at elaboration that a named executable or
+//! library has a matching marker (a located error with "did you mean"
+//! otherwise), how many arguments the matched markers have (for `$argN`),
+//! and the `-l`/`-L` expansion, one line per marker as SystemTap lists
+//! them. Run-time addresses come from `utap_runtime::session::marks`.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use utap_runtime::elf::sdt::{SdtNote, sdt_notes};
+use utap_runtime::session::{FunctionPoint, FunctionSite};
+
+use super::alias::edit_distance;
+use super::catalogue::{BuildError, PointArg, find_executable, glob_match};
+use super::functions::is_library;
+use crate::program::{PointKind, ProcessEvent, ProcessTarget};
+
+thread_local! {
+    /// Notes per file: a script's points, its `$argN` checks and `-L`
+    /// read python3's 7 MB once.
+    static NOTES: RefCell<HashMap<String, Rc<Result<Vec<SdtNote>, String>>>> =
+        RefCell::new(HashMap::new());
+}
+
+fn notes(path: &str) -> Rc<Result<Vec<SdtNote>, String>> {
+    NOTES.with(|n| {
+        n.borrow_mut()
+            .entry(path.to_string())
+            .or_insert_with(|| {
+                Rc::new(
+                    std::fs::read(path)
+                        .map_err(|e| e.to_string())
+                        .and_then(|d| sdt_notes(&d)),
+                )
+            })
+            .clone()
+    })
+}
+
+/// Builds a marker point from its components' arguments.
+pub fn build(provider: bool, args: &[Option<Option<PointArg>>]) -> Result<PointKind, BuildError> {
+    let str_at = |i: usize| match args.get(i) {
+        Some(Some(Some(PointArg::Str(s)))) => Some(s.clone()),
+        _ => None,
+    };
+    let name_arg = if provider { 2 } else { 1 };
+    let name = str_at(name_arg).unwrap_or_default();
+    let provider = if provider { str_at(1) } else { None };
+    let (target, library, module) = match args.first() {
+        Some(Some(Some(PointArg::Str(path)))) => {
+            let exe = find_executable(path);
+            match is_library(&exe) {
+                // A library's markers: in every process mapping it.
+                true => (ProcessTarget::Any, Some(exe.clone()), Some(exe)),
+                false => (ProcessTarget::Path(exe.clone()), None, Some(exe)),
+            }
+        }
+        Some(Some(Some(PointArg::Num(pid)))) => {
+            if *pid < 2 {
+                return Err(BuildError {
+                    message: "process pid must be greater than 1".into(),
+                    label: "pid 1 (init) cannot be traced".into(),
+                    component: 0,
+                });
+            }
+            (ProcessTarget::Pid(*pid), None, None)
+        }
+        _ => (ProcessTarget::Any, None, None),
+    };
+    if let Some(file) = module {
+        check_markers(&file, provider.as_deref(), &name, name_arg)?;
+    }
+    Ok(PointKind::Process {
+        target,
+        event: ProcessEvent::Function(FunctionPoint {
+            library,
+            site: FunctionSite::Mark { provider, name },
+            returning: false,
+        }),
+    })
+}
+
+/// The file a marker point names, when known at elaboration.
+fn module_of(kind: &PointKind) -> Option<(String, Option<&str>, &str)> {
+    let PointKind::Process {
+        target,
+        event:
+            ProcessEvent::Function(FunctionPoint {
+                library,
+                site: FunctionSite::Mark { provider, name },
+                ..
+            }),
+    } = kind
+    else {
+        return None;
+    };
+    let file = match (library, target) {
+        (Some(lib), _) => lib.clone(),
+        (None, ProcessTarget::Path(p)) => p.clone(),
+        _ => return None,
+    };
+    Some((file, provider.as_deref(), name))
+}
+
+fn matching<'a>(notes: &'a [SdtNote], provider: Option<&str>, name: &str) -> Vec<&'a SdtNote> {
+    notes
+        .iter()
+        .filter(|n| {
+            provider.is_none_or(|p| glob_match(p, &n.provider)) && glob_match(name, &n.name)
+        })
+        .collect()
+}
+
+/// The point must name a marker of `file`.
+fn check_markers(
+    file: &str,
+    provider: Option<&str>,
+    name: &str,
+    component: usize,
+) -> Result<(), BuildError> {
+    let found = notes(file);
+    let notes = match found.as_ref() {
+        Ok(n) => n,
+        Err(e) => {
+            return Err(BuildError {
+                message: format!("cannot probe markers of {file}"),
+                label: e.clone(),
+                component: 0,
+            });
+        }
+    };
+    if !matching(notes, provider, name).is_empty() {
+        return Ok(());
+    }
+    let short = file.rsplit('/').next().unwrap_or(file);
+    let best = notes
+        .iter()
+        .map(|n| (edit_distance(&n.name, name), n.name.as_str()))
+        .min()
+        .filter(|(d, _)| *d <= name.len().max(3) / 2);
+    Err(BuildError {
+        message: format!("no match for mark '{name}' in {file}"),
+        label: match (best, notes.is_empty()) {
+            (_, true) => format!("{short} has no USDT markers (.note.stapsdt)"),
+            (Some((_, n)), _) => format!("did you mean '{n}'?"),
+            (None, _) => format!("no marker of {short} matches"),
+        },
+        component,
+    })
+}
+
+/// The fewest arguments among the markers a point matches, when its file
+/// is known: `$argN` beyond it is an error, as in SystemTap.
+pub fn arg_count(kind: &PointKind) -> Option<usize> {
+    let (file, provider, name) = module_of(kind)?;
+    let found = notes(&file);
+    let notes = found.as_ref().as_ref().ok()?;
+    matching(notes, provider, name)
+        .iter()
+        .map(|n| n.parsed_args().map_or(0, |a| a.len()))
+        .min()
+}
+
+/// `-l`/`-L`: one line per matching marker, `process("PATH").mark("NAME")`
+/// (with `.provider("P")` when written), and its `$argN:long` variables.
+pub fn expand_listing(kind: &PointKind) -> Option<Vec<(String, Vec<String>)>> {
+    let (file, provider, name) = module_of(kind)?;
+    let found = notes(&file);
+    let notes = found.as_ref().as_ref().ok()?;
+    let mut out: Vec<(String, Vec<String>)> = matching(notes, provider, name)
+        .iter()
+        .map(|n| {
+            let prov = match provider {
+                Some(_) => format!(".provider(\"{}\")", n.provider),
+                None => String::new(),
+            };
+            let count = n.parsed_args().map_or(0, |a| a.len());
+            (
+                format!("process(\"{file}\"){prov}.mark(\"{}\")", n.name),
+                (1..=count).map(|i| format!("$arg{i}:long")).collect(),
+            )
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    Some(out)
+}
