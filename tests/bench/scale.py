@@ -5,10 +5,13 @@ Prints, with the machine's load:
  1. utap / floor: entry-only counting of every syscall by name on `loop N`,
     against the project's floor tracer (tests/fixtures/floor.c: seccomp
     RET_TRACE on every syscall, a bare PTRACE_CONT at each stop, `-p` pins
-    tracer and tracee to CPU 0). Goal <= 1.1.
+    tracer and tracee to CPU 0). Goal <= 1.1. Also against `floor -n`, which
+    fetches each stop's syscall (PTRACE_GET_SYSCALL_INFO) as any tracer
+    counting by name must.
  2. T(k threads x N) / T(1 thread x N) for k = 2 and 4 with a
     `syscall.getppid` probe on `mtsys k N` (each thread makes N getppid).
-    Goal <= 1.2 for k = 2 on 2 CPUs.
+    Goal <= 1.2 for k = 2 on 2 CPUs. The floor tracer (one tracer thread)
+    on `mtsys 1` and `mtsys 2` shows what one tracer thread can do at best.
  3. utap / `strace -f -c` on the same workloads (skipped with --no-strace).
 
 Every case runs once per round, cases in turn, so machine noise hits all
@@ -82,10 +85,13 @@ def main():
     n, m = str(a.calls), str(a.mt_calls)
     cases = [
         ("floor -p loop", [floor, "-p", loop, n]),
+        ("floor -p -n loop", [floor, "-p", "-n", loop, n]),
         ("utap syscall.* loop", [UTAP, COUNT_ALL, "-c", f"{loop} {n}"]),
     ]
     for k in (1, 2, 4):
         cases.append((f"utap getppid mtsys {k}", [UTAP, GETPPID, "-c", f"{mtsys} {k} {m}"]))
+    for k in (1, 2):
+        cases.append((f"floor mtsys {k}", [floor, mtsys, str(k), m]))
     if strace:
         cases.append(("strace -f -c loop", STRACE + [loop, n]))
         for k in (1, 2, 4):
@@ -100,11 +106,14 @@ def main():
         print(f"{name:26} {md:9.3f} {lo:7.3f} {hi:7.3f}")
     t = {k: v[0] for k, v in med.items()}
     print(f"\nutap/floor (loop {n}, entry-only count by name): "
-          f"{t['utap syscall.* loop'] / t['floor -p loop']:.2f} (goal <= 1.1)")
+          f"{t['utap syscall.* loop'] / t['floor -p loop']:.2f} (goal <= 1.1); against the floor that also "
+          f"fetches the syscall (floor -n): {t['utap syscall.* loop'] / t['floor -p -n loop']:.2f}")
     one = t["utap getppid mtsys 1"]
     for k in (2, 4):
         print(f"T({k} threads x {m})/T(1 thread x {m}), syscall.getppid: "
               f"{t[f'utap getppid mtsys {k}'] / one:.2f}" + (" (goal <= 1.2 on 2 CPUs)" if k == 2 else ""))
+    print(f"the one-thread floor tracer itself: T(2 threads)/T(1 thread) "
+          f"{t['floor mtsys 2'] / t['floor mtsys 1']:.2f}")
     if strace:
         print(f"utap/strace -f -c: loop {t['utap syscall.* loop'] / t['strace -f -c loop']:.3f}, " +
               ", ".join(f"mtsys {k} {t[f'utap getppid mtsys {k}'] / t[f'strace -f -c mtsys {k}']:.3f}"
