@@ -11,7 +11,10 @@ Prints, with the machine's load:
  2. T(k threads x N) / T(1 thread x N) for k = 2 and 4 with a
     `syscall.getppid` probe on `mtsys k N` (each thread makes N getppid).
     Goal <= 1.2 for k = 2 on 2 CPUs. The floor tracer (one tracer thread)
-    on `mtsys 1` and `mtsys 2` shows what one tracer thread can do at best.
+    on `mtsys 1` and `mtsys 2` shows what one tracer thread can do at best;
+    `floor -p -j k` (k copies of `loop`, each traced by its own tracer
+    thread pinned with its tracee to CPU i mod CPUs) what a tracer thread
+    per CPU can do.
  3. utap / `strace -f -c` on the same workloads (skipped with --no-strace).
 
 Every case runs once per round, cases in turn, so machine noise hits all
@@ -92,6 +95,8 @@ def main():
         cases.append((f"utap getppid mtsys {k}", [UTAP, GETPPID, "-c", f"{mtsys} {k} {m}"]))
     for k in (1, 2):
         cases.append((f"floor mtsys {k}", [floor, mtsys, str(k), m]))
+    for k in (1, 2, 4):
+        cases.append((f"floor -p -j {k} loop", [floor, "-p", "-j", str(k), loop, m]))
     if strace:
         cases.append(("strace -f -c loop", STRACE + [loop, n]))
         for k in (1, 2, 4):
@@ -114,6 +119,9 @@ def main():
               f"{t[f'utap getppid mtsys {k}'] / one:.2f}" + (" (goal <= 1.2 on 2 CPUs)" if k == 2 else ""))
     print(f"the one-thread floor tracer itself: T(2 threads)/T(1 thread) "
           f"{t['floor mtsys 2'] / t['floor mtsys 1']:.2f}")
+    print(f"a tracer thread per CPU (floor -p -j k: k copies of loop {m}, each traced by its own "
+          f"thread on CPU k mod CPUs): T(2)/T(1) {t['floor -p -j 2 loop'] / t['floor -p -j 1 loop']:.2f}, "
+          f"T(4)/T(1) {t['floor -p -j 4 loop'] / t['floor -p -j 1 loop']:.2f}")
     if strace:
         print(f"utap/strace -f -c: loop {t['utap syscall.* loop'] / t['strace -f -c loop']:.3f}, " +
               ", ".join(f"mtsys {k} {t[f'utap getppid mtsys {k}'] / t[f'strace -f -c mtsys {k}']:.3f}"
