@@ -137,9 +137,10 @@ fn eight_threads_counted_by_name_by_tid_and_in_a_histogram_equal_strace() {
     assert_eq!(got, want, "utap (left) against strace (right)");
 }
 
-/// `threads N` starts N threads at once, each making one getppid after
-/// the main thread's marker getppid, and joins them (the shell before
-/// the exec makes a getppid of its own: not counted).
+/// `threads 1000 100` starts and joins 100 threads at a time until 1,000
+/// have run, each making one getppid after the main thread's marker
+/// getppid (the shell before the exec makes a getppid of its own: not
+/// counted).
 const CHURN: &str = r#"
 global calls, tids, begun, ended
 probe syscall.getppid { if (execname() == "threads") { calls++; tids[tid()]++ } }
@@ -156,7 +157,7 @@ probe end {
 fn a_thousand_threads_created_and_joined_lose_nothing() {
     let out = run(utap(
         CHURN,
-        &["-c", &format!("{} 1000", fixture("threads"))],
+        &["-c", &format!("{} 1000 100", fixture("threads"))],
     ));
     assert_eq!(out.stderr, "", "{out:?}");
     assert_eq!(out.status, 0, "{out:?}");
