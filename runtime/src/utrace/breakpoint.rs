@@ -237,9 +237,8 @@ impl Tracer {
 
     /// Interrupts the running threads of `pid` but `tid` and waits for
     /// their stops, which are kept (not handled) until the step is over.
-    /// Known gap: a thread created so recently that its first stop has not
-    /// been seen is not held, and may run past the site during the step
-    /// (missed hits, never wrong execution).
+    /// A thread created meanwhile starts stopped; its first stop is held
+    /// by `hold_during_step`.
     fn hold_others(&mut self, tid: Tid, pid: Tid) {
         // Stops already taken but not yet handled (waiting in `replay`)
         // are held as they are: waiting for those threads would hang.
@@ -260,11 +259,17 @@ impl Tracer {
             .map(|t| t.tid)
             .collect();
         for t in others {
-            if let Some(th) = self.core.threads.get_mut(&t) {
-                if super::control::request_stop(th, false).is_err() {
-                    continue;
-                }
+            // Always a fresh PTRACE_INTERRUPT, even if one was sent before:
+            // any other ptrace stop clears a pending interrupt in the
+            // kernel ("any trap clears pending STOP trap"), so an earlier
+            // one may be gone, and waiting on it would hang.
+            let Some(th) = self.core.threads.get_mut(&t) else {
+                continue;
+            };
+            if ptrace::interrupt(t).is_err() {
+                continue;
             }
+            th.interrupted = true;
             if let Ok(Some(status)) = ptrace::wait_for(t.0, 0) {
                 self.core.uprobes_held.push(status);
             }
