@@ -6,7 +6,9 @@ Workloads: `ufuncs hot N` (N calls of a probed function, one thread) and the
 `loop` fixture (N getppid calls). Cost per hit = (traced - untraced) / N,
 medians over rounds that alternate between the cases.
 
-Usage: tests/bench/uprobe.py [--rounds R] [--calls N]
+Usage: tests/bench/uprobe.py [--rounds R] [--calls N] [--before UTAP]
+--before runs a second utap binary (e.g. main's) in the same alternating
+rounds, so a change is measured against the old one under the same load.
 Needs a release build (cargo build --release). Say the load with the figures.
 """
 import argparse
@@ -34,6 +36,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--calls", type=int, default=50000)
+    ap.add_argument("--before", help="another utap binary to compare with")
     a = ap.parse_args()
     exe, loop, n = fixture("ufuncs"), fixture("loop"), a.calls
     entry, pair = script(ENTRY.format(exe=exe)), script(PAIR.format(exe=exe))
@@ -45,6 +48,9 @@ def main():
         "loop untraced": [loop, str(n)],
         "loop syscall stop": [UTAP, sysc, "-c", f"{loop} {n}"],
     }
+    if a.before:
+        cases["before entry"] = [a.before, entry, "-c", f"{exe} hot {n}"]
+        cases["before entry+return"] = [a.before, pair, "-c", f"{exe} hot {n}"]
     times = {k: [] for k in cases}
     for _ in range(a.rounds):
         for k, argv in cases.items():
@@ -53,7 +59,10 @@ def main():
     print(f"load {os.getloadavg()[0]:.2f}, {n} calls, {a.rounds} rounds (medians)")
     per = lambda t, base: (med[t] - med[base]) / n * 1e6  # noqa: E731
     sys_stop = per("loop syscall stop", "loop untraced")
-    for label, t in [("entry probe", "hot entry"), ("entry+return", "hot entry+return")]:
+    rows = [("entry probe", "hot entry"), ("entry+return", "hot entry+return")]
+    if a.before:
+        rows += [("before: entry", "before entry"), ("before: pair", "before entry+return")]
+    for label, t in rows:
         us = per(t, "hot untraced")
         print(f"{label:14} {us:6.2f} us/hit  ({us / sys_stop:.2f}x a syscall stop)")
     print(f"{'syscall stop':14} {sys_stop:6.2f} us/hit")

@@ -179,6 +179,13 @@ impl Shared {
             if self.verbose {
                 eprintln!("utap: session ended: {why}");
                 eprintln!("utap: {} ptrace stops", ctl.stop_count());
+                let c = ctl.step_counts();
+                if c != Default::default() {
+                    eprintln!(
+                        "utap: breakpoint step-overs: {} emulated, {} out of line, {} single-stepped ({} slot pages)",
+                        c.emulated, c.out_of_line, c.single_stepped, c.slot_pages
+                    );
+                }
             }
             let status = super::finish(&mut self.script, &mut self.sink);
             let after = match self.linger && matches!(why, EndReason::Requested) {

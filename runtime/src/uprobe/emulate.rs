@@ -1,15 +1,20 @@
 //! Stepping over a breakpoint without a single-step: the tracer emulates
-//! the probed instruction on the stopped thread's registers (one ptrace
-//! stop per hit, and no window in which the original instruction is back
-//! in memory for another thread to run past). A single-step trap costs
-//! ≈15 µs on this kind of VM against ≈2 µs for an int3, so this is the hot
-//! path; anything not listed here falls back to a counted single-step with
-//! the process's other threads held (see `utrace::breakpoint`).
+//! the probed instruction on the stopped thread's registers, or runs it
+//! out of line (`super::xol`). Either way one ptrace stop per hit, and no
+//! window in which the original instruction is back in memory for another
+//! thread to run past. A single-step trap costs ≈15 µs on this kind of VM
+//! against ≈2 µs for an int3, so single-stepping (with the process's other
+//! threads held, see `utrace::breakpoint`) is only a counted fallback.
 //!
 //! Emulated: `nop`/`endbr64`, `push r64`, `mov r,r` (64/32-bit), `add`/`sub
 //! r64, imm` (flags computed exactly), `lea`, `xor r32,r32` (zeroing),
-//! `jmp rel`, `call rel`, `ret`. These cover the first instruction of most
-//! functions (push 37%, mov 32%, sub 9%, jmp 4% of libc's exports).
+//! `jmp rel`, `call rel`, `call *reg`, `call *mem`, `ret`. These cover the
+//! first instruction of most functions (push 37%, mov 32%, sub 9%, jmp 4%
+//! of libc's exports). The register-only ones are emulated whenever
+//! possible (no memory access at all); `push` and `ret` run out of line
+//! when a slot exists (one memory access fewer than emulating them);
+//! calls are always emulated (run out of line they would push the slot's
+//! address).
 
 use iced_x86::{Code, Decoder, DecoderOptions, Instruction, OpKind, Register};
 
@@ -21,6 +26,9 @@ pub type Regs = libc::user_regs_struct;
 pub enum StepOver {
     /// Emulated in the tracer.
     Emulate(Instruction),
+    /// Run from a slot near the module (emulated, or single-stepped, when
+    /// no slot can be had).
+    Xol(Instruction),
     /// Put back, single-stepped with the other threads held, re-inserted.
     SingleStep,
 }
@@ -32,12 +40,25 @@ pub fn plan(bytes: &[u8], ip: u64) -> (StepOver, usize) {
     if insn.is_invalid() {
         return (StepOver::SingleStep, 1);
     }
-    let step = if emulable(&insn) {
+    let touches_memory = matches!(
+        insn.code(),
+        Code::Push_r64 | Code::Retnq | Code::Call_rel32_64 | Code::Call_rm64
+    );
+    let step = if emulable(&insn) && !touches_memory {
+        StepOver::Emulate(insn)
+    } else if super::xol::runnable(&insn) {
+        StepOver::Xol(insn)
+    } else if emulable(&insn) {
         StepOver::Emulate(insn)
     } else {
         StepOver::SingleStep
     };
     (step, insn.len())
+}
+
+/// Whether `i` can be emulated (the fallback of an out-of-line step).
+pub fn can_emulate(i: &Instruction) -> bool {
+    emulable(i)
 }
 
 fn emulable(i: &Instruction) -> bool {
@@ -59,6 +80,13 @@ fn emulable(i: &Instruction) -> bool {
             regs_only(2) && i.op0_register() == i.op1_register()
         }
         Code::Jmp_rel32_64 | Code::Jmp_rel8_64 | Code::Call_rel32_64 | Code::Retnq => true,
+        // call *%reg, call *mem (not fs:/gs:-relative: the base is not in
+        // the registers we have).
+        Code::Call_rm64 => match i.op0_kind() {
+            OpKind::Register => gpr64(i.op0_register()).is_some(),
+            OpKind::Memory => !matches!(i.memory_segment(), Register::FS | Register::GS),
+            _ => false,
+        },
         _ => false,
     }
 }
@@ -70,7 +98,8 @@ pub struct Store {
     pub value: u64,
 }
 
-/// Something only the process's memory can give (ret's return address).
+/// Something only the process's memory can give (ret's return address,
+/// an indirect call's target).
 pub trait Stack {
     fn read_u64(&self, addr: u64) -> Option<u64>;
 }
@@ -130,6 +159,18 @@ pub fn apply(i: &Instruction, r: &mut Regs, stack: &dyn Stack) -> Option<Option<
         Code::Call_rel32_64 => {
             r.rsp = r.rsp.wrapping_sub(8);
             r.rip = i.near_branch64();
+            return Some(Some(Store {
+                addr: r.rsp,
+                value: next,
+            }));
+        }
+        Code::Call_rm64 => {
+            let target = match i.op0_kind() {
+                OpKind::Register => read_reg(r, i.op0_register())?,
+                _ => stack.read_u64(effective_address(i, r)?)?,
+            };
+            r.rsp = r.rsp.wrapping_sub(8);
+            r.rip = target;
             return Some(Some(Store {
                 addr: r.rsp,
                 value: next,
@@ -307,9 +348,10 @@ mod tests {
     fn run(bytes: &[u8], r: &mut Regs) -> Option<Store> {
         let (step, len) = plan(bytes, 0x1000);
         assert_eq!(len, bytes.len(), "{bytes:x?}");
-        let StepOver::Emulate(i) = step else {
+        let (StepOver::Emulate(i) | StepOver::Xol(i)) = step else {
             panic!("{bytes:x?} not emulated")
         };
+        assert!(can_emulate(&i), "{bytes:x?}");
         apply(&i, r, &NoStack).unwrap()
     }
 
@@ -355,11 +397,28 @@ mod tests {
     }
 
     #[test]
-    fn others_are_single_stepped() {
-        // mov 0x10(%rip),%rax reads memory; syscall
-        for bytes in [&[0x48, 0x8b, 0x05, 0x10, 0, 0, 0][..], &[0x0f, 0x05]] {
-            assert_eq!(plan(bytes, 0x1000).0, StepOver::SingleStep);
+    fn indirect_calls_push_the_original_next_address() {
+        let mut r = regs();
+        r.rax = 0x5000;
+        // call *%rax
+        let s = run(&[0xff, 0xd0], &mut r).unwrap();
+        assert_eq!((s.value, s.addr, r.rip), (0x1002, 0x6ff8, 0x5000));
+        // call *0x10(%rip): the target is read from 0x1016
+        let s = run(&[0xff, 0x15, 0x10, 0, 0, 0], &mut r).unwrap();
+        assert_eq!((s.value, r.rip), (0x1006, 0x4242));
+    }
+
+    #[test]
+    fn memory_operands_run_out_of_line_syscalls_are_single_stepped() {
+        // mov 0x10(%rip),%rax reads memory; push and ret run from a slot
+        for bytes in [&[0x48, 0x8b, 0x05, 0x10, 0, 0, 0][..], &[0x55], &[0xc3]] {
+            assert!(matches!(plan(bytes, 0x1000).0, StepOver::Xol(_)));
         }
+        assert_eq!(plan(&[0x0f, 0x05], 0x1000).0, StepOver::SingleStep);
+        assert!(matches!(
+            plan(&[0xe8, 0, 0, 0, 0], 0x1000).0,
+            StepOver::Emulate(_)
+        ));
     }
 
     /// The flags of add/sub against the CPU's own.

@@ -49,3 +49,23 @@ pub fn write_data(pid: i32, addr: u64, bytes: &[u8]) -> std::io::Result<()> {
     }
     write(pid, addr, bytes)
 }
+
+/// Reads one u64 of readable memory (the stack, a call's target) with one
+/// `process_vm_readv`, no file to open; falls back to the mem file.
+pub fn read_data_u64(pid: i32, addr: u64) -> std::io::Result<u64> {
+    let mut b = [0u8; 8];
+    let local = libc::iovec {
+        iov_base: b.as_mut_ptr() as *mut libc::c_void,
+        iov_len: 8,
+    };
+    let remote = libc::iovec {
+        iov_base: addr as usize as *mut libc::c_void,
+        iov_len: 8,
+    };
+    // SAFETY: `local` covers `b`, which outlives the call.
+    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+    if n == 8 {
+        return Ok(u64::from_le_bytes(b));
+    }
+    read_u64(pid, addr)
+}

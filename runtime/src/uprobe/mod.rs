@@ -25,6 +25,7 @@
 
 pub mod emulate;
 pub mod mem;
+pub mod xol;
 
 use std::collections::{HashMap, HashSet};
 
@@ -37,6 +38,9 @@ pub(crate) struct Site {
     /// The original first byte.
     pub orig: u8,
     pub step: StepOver,
+    /// The out-of-line slot holding the relocated instruction, once made
+    /// (at the first hit).
+    pub slot: Option<u64>,
     /// Probes/engines sharing it.
     pub refs: u32,
 }
@@ -64,6 +68,11 @@ pub(crate) struct Space {
     /// point, which never runs again after start-up).
     pub trampoline: Option<u64>,
     pub shadow: HashMap<Tid, Vec<Frame>>,
+    /// Slot pages mapped in this space (inherited by fork children with
+    /// the memory; gone at exec with the space).
+    pub pages: Vec<xol::SlotPage>,
+    /// Mapping a slot page failed once: don't try at every hit.
+    pub no_pages: bool,
     /// USDT is-enabled semaphores (2-byte counters) this tracer
     /// incremented, and by how much: taken back at detach.
     pub semaphores: HashMap<u64, u16>,
@@ -73,7 +82,11 @@ pub(crate) struct Space {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StepCounts {
     pub emulated: u64,
+    /// Run from an out-of-line slot.
+    pub out_of_line: u64,
     pub single_stepped: u64,
+    /// Slot pages mapped (one injected mmap each).
+    pub slot_pages: u64,
 }
 
 /// Every address space with breakpoints, by the pid owning it.
@@ -83,6 +96,10 @@ pub(crate) struct Breakpoints {
     /// vfork children: they share the parent's space until exec/exit.
     pub alias: HashMap<Tid, Tid>,
     pub counts: StepCounts,
+    /// Fallback single-steps in progress: (process, stepping thread).
+    /// Every other stop of such a process is held until the step is over,
+    /// a just-created thread's first stop included.
+    pub stepping: Vec<(Tid, Tid)>,
 }
 
 /// What the engines are told at a breakpoint stop.
@@ -136,6 +153,7 @@ impl Breakpoints {
             Site {
                 orig: bytes[0],
                 step,
+                slot: None,
                 refs: 1,
             },
         );

@@ -13,16 +13,17 @@ use super::ptrace;
 use super::thread::Run;
 use super::{Control, Cx, Engine, Event, Tid, Tracer};
 use crate::uprobe::emulate::{self, StepOver};
-use crate::uprobe::{BreakpointHit, Frame, StepCounts, mem};
+use crate::uprobe::{BreakpointHit, Frame, StepCounts, mem, xol};
 
 /// si_code of a trap raised by `int3`.
 const SI_KERNEL: i32 = 0x80;
 
-/// Reads the stack of a stopped process for emulated `ret`.
+/// Reads the memory of a stopped process for an emulated `ret` or
+/// indirect call.
 struct StackOf(i32);
 impl emulate::Stack for StackOf {
     fn read_u64(&self, addr: u64) -> Option<u64> {
-        mem::read_u64(self.0, addr).ok()
+        mem::read_data_u64(self.0, addr).ok()
     }
 }
 
@@ -71,31 +72,33 @@ impl Tracer {
 
     fn on_site_trap(&mut self, tid: Tid, pid: Tid, addr: u64, mut regs: super::Regs) {
         self.clear_signal(tid);
+        // The engines see rip at the site. The thread itself still has rip
+        // one past the int3 until the step-over's single SETREGS.
         regs.rip = addr;
-        let _ = ptrace::set_regs(tid, &regs);
         let hit = BreakpointHit {
             addr,
             returned: None,
         };
+        self.core.bp_regs = Some(regs);
         self.report(
             tid,
             Event::Breakpoint,
             StopKind::Other,
             Some(&mut |e: &mut dyn Engine, cx, a| e.report_breakpoint(cx, a, &hit)),
         );
-        // Engines may have changed registers (guru) or memory (a return
-        // hijack): step over from the thread's registers as they are now.
-        let Ok(mut regs) = ptrace::get_regs(tid) else {
-            return self.finish_stop_pub(tid);
-        };
+        // Engines may have changed registers (guru: then they were written
+        // already) or memory (a return hijack): step over from the
+        // registers as they are now.
+        let regs = self.core.bp_regs.take().unwrap_or(regs);
         if regs.rip == addr {
-            self.step_over(tid, pid, addr, &mut regs);
+            self.step_over(tid, pid, addr, regs);
         }
         self.finish_stop_pub(tid);
     }
 
-    /// Emulates the site's instruction, or arranges a held single-step.
-    fn step_over(&mut self, tid: Tid, pid: Tid, addr: u64, regs: &mut super::Regs) {
+    /// Steps over the site's instruction (emulated, out of line, or a held
+    /// single-step) and writes the registers: the hit's only SETREGS.
+    fn step_over(&mut self, tid: Tid, pid: Tid, addr: u64, regs: super::Regs) {
         let owner = self.core.uprobes.owner(pid);
         let Some(site) = self
             .core
@@ -103,25 +106,30 @@ impl Tracer {
             .space(pid)
             .and_then(|s| s.sites.get(&addr))
         else {
+            let _ = ptrace::set_regs(tid, &regs);
             return;
         };
         let (step, orig) = (site.step, site.orig);
-        if let StepOver::Emulate(insn) = step {
-            let mut r = *regs;
-            if let Some(store) = emulate::apply(&insn, &mut r, &StackOf(owner.0)) {
-                let stored = match store {
-                    Some(s) => mem::write_data(owner.0, s.addr, &s.value.to_le_bytes()).is_ok(),
-                    None => true,
-                };
-                if stored && ptrace::set_regs(tid, &r).is_ok() {
-                    self.core.uprobes.counts.emulated += 1;
+        if let StepOver::Xol(insn) = step {
+            if let Some(slot) = self.xol_slot(tid, owner, addr, &insn, &regs) {
+                let mut r = regs;
+                r.rip = slot;
+                if ptrace::set_regs(tid, &r).is_ok() {
+                    self.core.uprobes.counts.out_of_line += 1;
                     return;
                 }
             }
         }
+        if let StepOver::Emulate(insn) | StepOver::Xol(insn) = step {
+            if emulate::can_emulate(&insn) && self.emulate(tid, owner, &insn, regs) {
+                return;
+            }
+        }
         // Fallback: hold every other thread of the process, put the
         // original byte back, single-step, re-insert (finish_bp_step).
+        let _ = ptrace::set_regs(tid, &regs);
         self.core.uprobes.counts.single_stepped += 1;
+        self.core.uprobes.stepping.push((pid, tid));
         self.hold_others(tid, pid);
         let _ = mem::write(owner.0, addr, &[orig]);
         if let Some(t) = self.core.threads.get_mut(&tid) {
@@ -129,11 +137,108 @@ impl Tracer {
         }
     }
 
+    fn emulate(
+        &mut self,
+        tid: Tid,
+        owner: Tid,
+        insn: &iced_x86::Instruction,
+        regs: super::Regs,
+    ) -> bool {
+        let mut r = regs;
+        let Some(store) = emulate::apply(insn, &mut r, &StackOf(owner.0)) else {
+            return false;
+        };
+        let stored = match store {
+            Some(s) => mem::write_data(owner.0, s.addr, &s.value.to_le_bytes()).is_ok(),
+            None => true,
+        };
+        if stored && ptrace::set_regs(tid, &r).is_ok() {
+            self.core.uprobes.counts.emulated += 1;
+            return true;
+        }
+        false
+    }
+
+    /// The site's out-of-line slot: made at the first hit (a slot page is
+    /// mapped near the module when none is in reach, by a syscall injected
+    /// into this stopped thread). `None` when that cannot be done; the
+    /// site then falls back for good.
+    fn xol_slot(
+        &mut self,
+        tid: Tid,
+        owner: Tid,
+        addr: u64,
+        insn: &iced_x86::Instruction,
+        regs: &super::Regs,
+    ) -> Option<u64> {
+        let space = self.core.uprobes.space_mut(owner)?;
+        if let Some(slot) = space.sites.get(&addr)?.slot {
+            return Some(slot);
+        }
+        let taken = space.pages.iter_mut().find_map(|p| p.take_near(addr));
+        let slot = match taken {
+            Some(s) => s,
+            None if space.no_pages => None?,
+            None => {
+                let page = self.map_slot_page(tid, owner, addr, regs);
+                if page.is_some() {
+                    self.core.uprobes.counts.slot_pages += 1;
+                }
+                let space = self.core.uprobes.space_mut(owner)?;
+                let Some(base) = page else {
+                    space.no_pages = true;
+                    return None;
+                };
+                let mut page = xol::SlotPage { base, used: 0 };
+                let slot = page.take_near(addr);
+                space.pages.push(page);
+                slot?
+            }
+        };
+        let code = xol::relocate(insn, slot);
+        let written = code.is_some_and(|c| mem::write(owner.0, slot, &c).is_ok());
+        let site = self.core.uprobes.space_mut(owner)?.sites.get_mut(&addr)?;
+        if !written {
+            // Not relocatable there (or not writable): never try again.
+            site.step = if emulate::can_emulate(insn) {
+                StepOver::Emulate(*insn)
+            } else {
+                StepOver::SingleStep
+            };
+            return None;
+        }
+        site.slot = Some(slot);
+        Some(slot)
+    }
+
+    /// Maps one r-x page within reach of `site` in `owner`'s address space
+    /// (`mmap` run by `tid`, which is stopped at the site).
+    fn map_slot_page(
+        &mut self,
+        tid: Tid,
+        owner: Tid,
+        site: u64,
+        regs: &super::Regs,
+    ) -> Option<u64> {
+        let maps = crate::elf::read_maps(owner.0).ok()?;
+        let hint = xol::page_near(&maps, site)?;
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE;
+        let args = [
+            hint,
+            xol::PAGE_SIZE,
+            (libc::PROT_READ | libc::PROT_EXEC) as u64,
+            flags as u64,
+            u64::MAX,
+            0,
+        ];
+        let got = self.remote_syscall(tid, owner, regs, libc::SYS_mmap as u64, args)?;
+        (got == hint).then_some(hint)
+    }
+
     /// Interrupts the running threads of `pid` but `tid` and waits for
     /// their stops, which are kept (not handled) until the step is over.
-    /// Known gap: a thread created so recently that its first stop has not
-    /// been seen is not held, and may run past the site during the step
-    /// (missed hits, never wrong execution).
+    /// A thread created meanwhile starts stopped; its first stop is held
+    /// by `hold_during_step`.
     fn hold_others(&mut self, tid: Tid, pid: Tid) {
         // Stops already taken but not yet handled (waiting in `replay`)
         // are held as they are: waiting for those threads would hang.
@@ -154,11 +259,17 @@ impl Tracer {
             .map(|t| t.tid)
             .collect();
         for t in others {
-            if let Some(th) = self.core.threads.get_mut(&t) {
-                if super::control::request_stop(th, false).is_err() {
-                    continue;
-                }
+            // Always a fresh PTRACE_INTERRUPT, even if one was sent before:
+            // any other ptrace stop clears a pending interrupt in the
+            // kernel ("any trap clears pending STOP trap"), so an earlier
+            // one may be gone, and waiting on it would hang.
+            let Some(th) = self.core.threads.get_mut(&t) else {
+                continue;
+            };
+            if ptrace::interrupt(t).is_err() {
+                continue;
             }
+            th.interrupted = true;
             if let Ok(Some(status)) = ptrace::wait_for(t.0, 0) {
                 self.core.uprobes_held.push(status);
             }
@@ -178,12 +289,44 @@ impl Tracer {
         {
             let _ = mem::write(owner.0, addr, &[0xcc]);
         }
-        self.release_held();
+        self.release_held(tid);
     }
 
-    pub(crate) fn release_held(&mut self) {
-        let held = std::mem::take(&mut self.core.uprobes_held);
-        self.core.replay.extend(held);
+    /// `stepper`'s step is over (or it died): once no step is in
+    /// progress, the held stops are handled.
+    pub(crate) fn release_held(&mut self, stepper: Tid) {
+        let stepping = &mut self.core.uprobes.stepping;
+        stepping.retain(|&(_, t)| t != stepper);
+        if stepping.is_empty() {
+            let held = std::mem::take(&mut self.core.uprobes_held);
+            self.core.replay.extend(held);
+        }
+    }
+
+    /// During a fallback single-step, a stop of another thread of the
+    /// stepping process (one not interrupted by `hold_others`: a thread
+    /// created meanwhile, whose first stop comes now) is held instead of
+    /// handled: resumed now, it could run past the restored byte.
+    pub(crate) fn hold_during_step(&mut self, tid: Tid, status: i32) -> bool {
+        if matches!(
+            ptrace::decode(status),
+            ptrace::Status::Exited(_) | ptrace::Status::Signaled { .. } | ptrace::Status::Continued
+        ) {
+            return false;
+        }
+        let stepping = &self.core.uprobes.stepping;
+        if stepping.iter().any(|&(_, t)| t == tid) {
+            return false;
+        }
+        let tgid = match self.core.threads.get(&tid) {
+            Some(t) => Some(t.tgid),
+            None => super::control::proc_tgid(tid),
+        };
+        if !tgid.is_some_and(|g| stepping.iter().any(|&(p, _)| p == g)) {
+            return false;
+        }
+        self.core.uprobes_held.push((tid, status));
+        true
     }
 
     /// A return into the trampoline: pop the returned frame(s), report
@@ -201,12 +344,14 @@ impl Tracer {
                 addr: frame.func,
                 returned: Some(*frame),
             };
+            self.core.bp_regs = Some(regs);
             self.report(
                 tid,
                 Event::Breakpoint,
                 StopKind::Other,
                 Some(&mut |e: &mut dyn Engine, cx, a| e.report_breakpoint(cx, a, &hit)),
             );
+            regs = self.core.bp_regs.take().unwrap_or(regs);
         }
         self.finish_stop_pub(tid);
         true
@@ -315,7 +460,7 @@ impl Cx<'_> {
         while frames.last().is_some_and(|f| f.slot < slot) {
             frames.pop();
         }
-        let mut orig_ret = mem::read_u64(owner.0, slot).map_err(os)?;
+        let mut orig_ret = mem::read_data_u64(owner.0, slot).map_err(os)?;
         if orig_ret == tramp {
             // A tail call from a hijacked function: same slot, same return.
             match frames.iter().rev().find(|f| f.slot == slot) {
@@ -323,7 +468,7 @@ impl Cx<'_> {
                 None => return Err(super::Error::Unsupported("return slot already hijacked")),
             }
         } else {
-            mem::write(owner.0, slot, &tramp.to_le_bytes()).map_err(os)?;
+            mem::write_data(owner.0, slot, &tramp.to_le_bytes()).map_err(os)?;
         }
         frames.push(Frame {
             func,
@@ -351,7 +496,7 @@ impl Cx<'_> {
 }
 
 /// AT_ENTRY from /proc/PID/auxv.
-fn auxv_entry(pid: i32) -> Option<u64> {
+pub(super) fn auxv_entry(pid: i32) -> Option<u64> {
     let data = std::fs::read(format!("/proc/{pid}/auxv")).ok()?;
     data.chunks_exact(16).find_map(|c| {
         let key = u64::from_ne_bytes(c[..8].try_into().ok()?);

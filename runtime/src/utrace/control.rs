@@ -137,6 +137,10 @@ pub(crate) struct Core {
     pub uprobes: crate::uprobe::Breakpoints,
     /// Wait statuses of threads held during a breakpoint single-step.
     pub uprobes_held: Vec<(Tid, i32)>,
+    /// The registers of the breakpoint stop being reported: handed to the
+    /// engines' `Cx` and back, so a hit costs one GETREGS.
+    #[cfg(target_arch = "x86_64")]
+    pub bp_regs: Option<super::Regs>,
 }
 
 /// See [`Control::on_end`].

@@ -27,7 +27,7 @@ pub(crate) struct StopData {
     /// The reported thread's process (known even after its death).
     pid: Tid,
     #[cfg(target_arch = "x86_64")]
-    regs: Option<Regs>,
+    pub(crate) regs: Option<Regs>,
     syscall: Option<SyscallInfo>,
 }
 

@@ -259,6 +259,7 @@ mod error;
 mod events;
 pub mod hurry;
 mod ptrace;
+mod remote;
 mod safety;
 mod signal;
 mod spawn;

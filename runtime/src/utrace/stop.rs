@@ -31,6 +31,9 @@ use super::{
 impl Tracer {
     /// Handles one wait status.
     pub(crate) fn on_status(&mut self, tid: Tid, status: i32) {
+        if !self.core.uprobes.stepping.is_empty() && self.hold_during_step(tid, status) {
+            return;
+        }
         let st = ptrace::decode(status);
         let Some(thread) = self.core.threads.get_mut(&tid) else {
             self.on_stranger(tid, st, status);
@@ -307,7 +310,7 @@ impl Tracer {
         self.report_death(&thread, status);
         if !self.core.uprobes.is_empty() {
             if thread.bp_step.is_some() {
-                self.release_held();
+                self.release_held(tid);
             }
             if let Some(space) = self.core.uprobes.space_mut(thread.tgid) {
                 space.shadow.remove(&tid);

@@ -290,6 +290,10 @@ impl Tracer {
         scratch.clear();
         scratch.extend(thread.attachments.iter().map(|a| a.engine));
         let mut stop = StopData::new(kind, thread.tgid);
+        #[cfg(target_arch = "x86_64")]
+        if event == Event::Breakpoint {
+            stop.regs = core.bp_regs.take();
+        }
         let mut prevailing = ResumeAction::Resume;
         let mut quiesced = false;
         for &id in scratch.iter() {
@@ -324,6 +328,10 @@ impl Tracer {
                 let a = call(engine, &mut cx, prevailing);
                 prevailing = record(core, tid, id, a, prevailing);
             }
+        }
+        #[cfg(target_arch = "x86_64")]
+        if event == Event::Breakpoint {
+            core.bp_regs = stop.regs;
         }
         quiesced
     }

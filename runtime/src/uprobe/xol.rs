@@ -1,0 +1,169 @@
+//! Out-of-line execution (XOL): the probed instruction runs from a slot in
+//! a page mapped in the tracee near its module, followed by a `jmp` back to
+//! the instruction after the site. One ptrace stop per hit and no
+//! single-step: the tracer only points rip at the slot. `iced-x86`'s block
+//! encoder relocates the copy (RIP-relative operands and branch targets
+//! re-encoded for the slot's address), which is why the page must lie
+//! within ±2 GiB of the module.
+//!
+//! Calls are never run out of line (they would push the slot's address:
+//! the emulator pushes the original next address instead), nor are
+//! syscalls, interrupts and transactional instructions (they stay on the
+//! counted single-step fallback).
+
+use iced_x86::{
+    BlockEncoder, BlockEncoderOptions, Code, FlowControl, Instruction, InstructionBlock,
+};
+
+use crate::elf::Mapping;
+
+/// Bytes per slot: the relocated instruction (a far-branch rewrite takes
+/// up to 16) and the `jmp` back.
+pub const SLOT_SIZE: u64 = 32;
+/// Size of one slot page.
+pub const PAGE_SIZE: u64 = 4096;
+/// How far a slot may be from the site (rel32 reach, with a margin for the
+/// module's own extent).
+pub const REACH: u64 = (1 << 31) - (64 << 20);
+
+/// A page of slots mapped in one address space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotPage {
+    pub base: u64,
+    /// Slots handed out so far.
+    pub used: u64,
+}
+
+impl SlotPage {
+    /// The next free slot, if this page is within reach of `site`.
+    pub fn take_near(&mut self, site: u64) -> Option<u64> {
+        if self.used >= PAGE_SIZE / SLOT_SIZE || self.base.abs_diff(site) > REACH {
+            return None;
+        }
+        let slot = self.base + self.used * SLOT_SIZE;
+        self.used += 1;
+        Some(slot)
+    }
+}
+
+/// Whether `i` can run from a slot (see the module doc).
+pub fn runnable(i: &Instruction) -> bool {
+    match i.flow_control() {
+        FlowControl::Next
+        | FlowControl::UnconditionalBranch
+        | FlowControl::ConditionalBranch
+        | FlowControl::IndirectBranch
+        | FlowControl::Return => {}
+        _ => return false,
+    }
+    !matches!(
+        i.code(),
+        Code::Syscall | Code::Sysenter | Code::Retfq | Code::Retfd | Code::Retfw
+    ) && !i.is_jmp_far()
+        && !i.is_jmp_far_indirect()
+}
+
+/// The slot's bytes: `i` relocated to `slot`, then a jump back to the
+/// instruction after the site. `None` if it cannot be encoded there (a
+/// RIP-relative operand out of reach) or does not fit.
+pub fn relocate(i: &Instruction, slot: u64) -> Option<Vec<u8>> {
+    let back = Instruction::with_branch(Code::Jmp_rel32_64, i.next_ip()).ok()?;
+    let insns = [*i, back];
+    let block = InstructionBlock::new(&insns, slot);
+    let out = BlockEncoder::encode(64, block, BlockEncoderOptions::NONE).ok()?;
+    (out.code_buffer.len() as u64 <= SLOT_SIZE).then_some(out.code_buffer)
+}
+
+/// Where to map a new slot page for `site`: the free page right below the
+/// nearest mapping that has a free page under it (never under the stack,
+/// which grows down), within reach. Above-the-mapping gaps are avoided:
+/// the heap grows up into them.
+pub fn page_near(maps: &[Mapping], site: u64) -> Option<u64> {
+    let mut best: Option<u64> = None;
+    let mut prev_end = 0x10_0000u64; // above mmap_min_addr and the null page
+    for m in maps {
+        if m.start >= prev_end + PAGE_SIZE && m.path != "[stack]" {
+            let cand = m.start - PAGE_SIZE;
+            let closer = best.is_none_or(|b| cand.abs_diff(site) < b.abs_diff(site));
+            if cand.abs_diff(site) <= REACH && closer {
+                best = Some(cand);
+            }
+        }
+        prev_end = prev_end.max(m.end);
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iced_x86::{Decoder, DecoderOptions};
+
+    fn decode(bytes: &[u8], ip: u64) -> Instruction {
+        Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE).decode()
+    }
+
+    fn decode_all(bytes: &[u8], ip: u64) -> Vec<Instruction> {
+        Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE)
+            .into_iter()
+            .collect()
+    }
+
+    #[test]
+    fn rip_relative_load_is_rewritten_for_the_slot() {
+        // mov 0x100(%rip),%rax at 0x40_1000 reads 0x40_1107.
+        let i = decode(&[0x48, 0x8b, 0x05, 0x00, 0x01, 0, 0], 0x40_1000);
+        assert!(runnable(&i));
+        let slot = 0x40_0000;
+        let code = relocate(&i, slot).unwrap();
+        let out = decode_all(&code, slot);
+        assert_eq!(out[0].ip_rel_memory_address(), 0x40_1107);
+        assert_eq!(out[1].code(), Code::Jmp_rel32_64);
+        assert_eq!(out[1].near_branch64(), 0x40_1007);
+    }
+
+    #[test]
+    fn branches_keep_their_targets() {
+        // je +0x10 (short) at 0x1000: taken to 0x1012, else 0x1002.
+        let i = decode(&[0x74, 0x10], 0x7f00_0000_1000);
+        let slot = 0x7f00_0000_0000;
+        let out = decode_all(&relocate(&i, slot).unwrap(), slot);
+        assert_eq!(out[0].near_branch64(), 0x7f00_0000_1012);
+        assert_eq!(out.last().unwrap().near_branch64(), 0x7f00_0000_1002);
+    }
+
+    #[test]
+    fn calls_and_syscalls_do_not_run_out_of_line() {
+        for bytes in [
+            &[0xe8, 0, 0, 0, 0][..],
+            &[0xff, 0xd0],
+            &[0x0f, 0x05],
+            &[0xcd, 0x80],
+        ] {
+            assert!(!runnable(&decode(bytes, 0x1000)), "{bytes:x?}");
+        }
+        for bytes in [
+            &[0xc3][..],
+            &[0x55],
+            &[0x6b, 0xc7, 0x03],
+            &[0xff, 0x25, 0, 0, 0, 0],
+        ] {
+            assert!(runnable(&decode(bytes, 0x1000)), "{bytes:x?}");
+        }
+    }
+
+    #[test]
+    fn a_page_goes_below_a_mapping_within_reach() {
+        let m = |start: u64, end: u64, path: &str| {
+            Mapping::parse(&format!("{start:x}-{end:x} r-xp 0 08:01 1 {path}")).unwrap()
+        };
+        let maps = [
+            m(0x5555_0000_0000, 0x5555_0001_0000, "/bin/x"),
+            m(0x5555_0001_0000, 0x5555_0002_0000, "[heap]"),
+            m(0x7f00_0000_0000, 0x7f00_0010_0000, "/lib/libc.so.6"),
+            m(0x7ffd_0000_0000, 0x7ffd_0001_0000, "[stack]"),
+        ];
+        assert_eq!(page_near(&maps, 0x5555_0000_1000), Some(0x5554_ffff_f000));
+        assert_eq!(page_near(&maps, 0x7f00_0000_5000), Some(0x7eff_ffff_f000));
+    }
+}
