@@ -35,6 +35,18 @@ pub(super) fn thread_regs(tid: i32) -> Option<libc::user_regs_struct> {
     (r == 0).then(|| unsafe { regs.assume_init() })
 }
 
+/// The registers of the event: those the probe sees at a breakpoint (the
+/// thread's own rip is one past the `int3` until the step-over), else the
+/// stopped thread's, read on demand.
+pub(super) fn event_regs(ctx: *mut HandlerContext) -> Option<libc::user_regs_struct> {
+    if let Some(r) = st(ctx).ufunc.as_ref().and_then(|f| f.regs) {
+        return Some(r);
+    }
+    // SAFETY: as for `st`.
+    let tid = unsafe { (*ctx).probe.tid } as i32;
+    thread_regs(tid)
+}
+
 /// Where a named register lives: the 64-bit register holding it, its
 /// width in bits and its bit shift (8 for `ah`..`dh`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,9 +133,7 @@ pub fn value(regs: &libc::user_regs_struct, slot: RegisterSlot, signed: bool) ->
 fn read(ctx: *mut HandlerContext, name: i64, signed: bool) -> i64 {
     let s = st(ctx);
     let text = String::from_utf8_lossy(s.strings.get(name)).into_owned();
-    // SAFETY: as for `st`.
-    let tid = unsafe { (*ctx).probe.tid } as i32;
-    let Some(regs) = thread_regs(tid) else {
+    let Some(regs) = event_regs(ctx) else {
         s.raise(ctx, "cannot access CPU registers in this context");
         return 0;
     };

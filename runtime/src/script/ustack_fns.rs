@@ -21,16 +21,16 @@ fn ids(ctx: *mut HandlerContext) -> (i32, i32) {
     (p.pid as i32, p.tid as i32)
 }
 
-/// The (rip, rsp, rbp) of a thread in a ptrace stop of this thread.
-fn thread_regs(tid: i32) -> Option<(u64, u64, u64)> {
-    let regs = super::registers::thread_regs(tid)?;
+/// The (rip, rsp, rbp) of the event's thread, in a ptrace stop of this thread.
+fn thread_regs(ctx: *mut HandlerContext) -> Option<(u64, u64, u64)> {
+    let regs = super::registers::event_regs(ctx)?;
     Some((regs.rip, regs.rsp, regs.rbp))
 }
 
 /// The event thread's stack: its pc first, then return addresses.
 fn frames(ctx: *mut HandlerContext) -> Vec<u64> {
     let (pid, tid) = ids(ctx);
-    let Some((ip, sp, bp)) = thread_regs(tid) else {
+    let Some((ip, sp, bp)) = thread_regs(ctx) else {
         return Vec::new();
     };
     let s = st(ctx);

@@ -117,12 +117,19 @@ impl Shared {
         self.functions = functions;
     }
 
-    fn set_user_function(&mut self, pid: i32, name: Option<std::rc::Rc<str>>, uaddr: u64) {
+    fn set_user_function(
+        &mut self,
+        pid: i32,
+        name: Option<std::rc::Rc<str>>,
+        uaddr: u64,
+        regs: &libc::user_regs_struct,
+    ) {
         let modules = self.functions.spaces.get(&pid).cloned().unwrap_or_default();
         self.script.set_user_function(Some(super::UserFunction {
             name: name.unwrap_or_else(|| "".into()),
             uaddr,
             modules,
+            regs: Some(*regs),
         }));
     }
 
@@ -521,7 +528,7 @@ impl Engine for ScriptEngine {
                 .first()
                 .or(site.ret.first())
                 .map(|(_, n)| n.clone());
-            s.set_user_function(pid, name, hit.addr);
+            s.set_user_function(pid, name, hit.addr, &regs);
             let (mut stop, mut args) = (false, args);
             if !hooks.is_empty() {
                 let fired = s.fire(cx, &hooks, &values);
@@ -553,7 +560,7 @@ impl Engine for ScriptEngine {
         };
         let hooks: Vec<Hook> = site.ret.iter().map(|(h, _)| h.clone()).collect();
         let name = site.ret.first().map(|(_, n)| n.clone());
-        s.set_user_function(pid, name, frame.func);
+        s.set_user_function(pid, name, frame.func, &regs);
         let stop = s.fire(cx, &hooks, &values).stop;
         s.script.set_user_function(None);
         action(stop)

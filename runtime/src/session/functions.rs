@@ -23,6 +23,10 @@ pub struct UserFunction {
     pub name: Rc<str>,
     pub uaddr: u64,
     pub modules: Rc<AddressSpaceMap>,
+    /// The registers as the probe sees them: the thread's own rip is still
+    /// one past the `int3` until the step-over writes them back, so
+    /// `register()` and the unwinder must read these, not the thread.
+    pub regs: Option<libc::user_regs_struct>,
 }
 
 /// What fires at one breakpoint address of one process.
