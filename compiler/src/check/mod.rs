@@ -17,6 +17,7 @@
 pub mod alias;
 pub mod catalogue;
 pub mod dump;
+pub mod dwarf;
 pub mod elide;
 pub mod entry;
 pub mod error;
@@ -670,6 +671,8 @@ impl Session {
     fn lower_group(&mut self, low: &mut Lowerer, p: &ast::Probe, name: &str, group: Vec<Resolved>) {
         let families = group.iter().map(|r| r.family).collect();
         let mut body = Body::new(low.canon(p.span.file), families, None);
+        let kinds: Vec<&PointKind> = group.iter().map(|r| &r.kind).collect();
+        body.dwarf = dwarf::sites_of(&kinds).map(std::rc::Rc::new);
         let mut points = Vec::new();
         for r in &group {
             let mut conds = Vec::new();
