@@ -197,3 +197,35 @@ fn without_debug_information_the_error_names_the_files_looked_for() {
         o.stderr
     );
 }
+
+#[test]
+fn statements_by_line_see_the_locals_in_scope() {
+    let script = r#"
+probe process("EXE").statement("*@dwarf.c:34") { println($$locals, " ", $total, " ", $s->sides[3]) }
+probe process("EXE").statement("greet@fixtures/dwarf/dwarf.c:40") { println($$locals, " ", $$parms$) }
+probe process("EXE").function("draw@dwarf.c") { println("fn ", ppfunc(), " ", $scale) }
+probe process("EXE").function("greet@dwarf.c:37") { println("fn ", ppfunc(), " ", $times) }
+"#;
+    assert_eq!(
+        trace("dwarf_O0", script),
+        [
+            "fn draw 2",
+            "total=0x14 20 4",
+            "fn greet 3",
+            r#"n=0xf who="world" times=3"#,
+        ]
+    );
+}
+
+#[test]
+fn a_line_without_code_is_a_located_error() {
+    let path = fixture("dwarf_O0");
+    let script = format!("probe process(\"{path}\").statement(\"*@dwarf.c:3\") {{ }}");
+    let o = run(utap(&script, &["-p2"]));
+    assert_eq!(o.status, 1, "{}", o.stdout);
+    assert!(
+        o.stderr.contains("no line records for dwarf.c:3"),
+        "{}",
+        o.stderr
+    );
+}

@@ -176,3 +176,76 @@ pub fn listing_extra(kind: &PointKind, listed: &str) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// `.function("NAME@file.c")`, `.function("NAME@file.c:LINE")`,
+/// `.statement("*@file.c:LINE")`, `.statement("NAME@file.c:LINE")`: the
+/// site in `path`, through the debug information (declarations and line
+/// tables). A statement is its line's lowest statement address, given as
+/// its function's symbol plus an offset (how the runtime places it).
+pub fn source_site(path: &str, spec: &str, statement: bool) -> Result<FunctionSite, String> {
+    let (name, place) = spec.split_once('@').unwrap_or((spec, ""));
+    let (file, line) = match place.rsplit_once(':') {
+        Some((f, l)) => (
+            f,
+            Some(
+                l.parse::<u64>()
+                    .map_err(|_| format!("bad line number '{l}' in '{spec}'"))?,
+            ),
+        ),
+        None => (place, None),
+    };
+    let image = ElfImage::open(Path::new(path)).map_err(|e| e.0)?;
+    let info = dwarf::debug_info(&image.path)?;
+    let glob = super::catalogue::glob_match;
+    if !statement {
+        let mut names: Vec<&str> = info
+            .functions
+            .iter()
+            .filter(|f| glob(name, &f.name))
+            .filter(|f| {
+                f.decl_file
+                    .as_deref()
+                    .is_some_and(|d| utap_runtime::dwarf::read::file_matches(file, d))
+            })
+            .filter(|f| line.is_none_or(|l| f.decl_line == l))
+            .map(|f| f.name.as_str())
+            .collect();
+        names.sort();
+        names.dedup();
+        return match names.as_slice() {
+            [] => Err(format!("no function '{name}' declared in {place}")),
+            [one] => Ok(FunctionSite::Function {
+                name: one.to_string(),
+                offset: 0,
+            }),
+            _ if !name.contains('*') => Ok(FunctionSite::Function {
+                name: name.to_string(),
+                offset: 0,
+            }),
+            many => Err(format!(
+                "'{spec}' matches several functions ({}): utap probes one function per point here",
+                many.join(", ")
+            )),
+        };
+    }
+    let Some(line) = line else {
+        return Err(format!("'{spec}' needs a line number (FILE:LINE)"));
+    };
+    let addrs = info.line_addresses(file, line);
+    for a in addrs {
+        let Some(f) = info.function_containing(a) else {
+            continue;
+        };
+        if !glob(name, &f.name) {
+            continue;
+        }
+        let Some(sym) = image.symbols.iter().find(|s| s.func && s.addr == f.low_pc) else {
+            continue;
+        };
+        return Ok(FunctionSite::Function {
+            name: sym.name.clone(),
+            offset: a - sym.addr,
+        });
+    }
+    Err(format!("no line records for {file}:{line}"))
+}
