@@ -229,3 +229,22 @@ fn a_line_without_code_is_a_located_error() {
         o.stderr
     );
 }
+
+#[test]
+fn return_probes_read_the_return_value_and_entry_values() {
+    let script = r#"
+probe process("EXE").function("add").return { println($$return, " ", @entry($a)) }
+"#;
+    assert_eq!(trace("dwarf_O0", script), ["return=0x11f71fc053d -7"]);
+    let path = fixture("dwarf_O0");
+    let bad = format!("probe process(\"{path}\").function(\"add\").return {{ println($a) }}");
+    let o = run(utap(&bad, &["-p2"]));
+    assert_eq!(o.status, 1, "{}", o.stdout);
+    assert!(
+        o.stderr
+            .contains("'$a' is not available in a .return probe"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("write @entry($a)"), "{}", o.stderr);
+}

@@ -1496,7 +1496,9 @@ impl<'l> Lowerer<'l> {
                     format!("'${name}' is not available in a .return probe"),
                 )
                 .label("utap reads target variables at function entry")
-                .help("read it in a .function probe; $return is the return value here"),
+                .help(format!(
+                    "write @entry(${name}) for its value at entry; $return is the return value here"
+                )),
             );
             return bad(span);
         }

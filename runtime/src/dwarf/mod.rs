@@ -23,8 +23,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub use plan::{
-    Access, Chain, Comp, Machine, Piece, PlanError, Scope, Shape, Site, Step, register,
-    resolve_site,
+    Access, Chain, Comp, Machine, Piece, PlanError, Scope, Shape, Site, Step, plan_of, register,
 };
 pub use read::{DebugInfo, Function, Variable};
 

@@ -144,14 +144,20 @@ pub fn register(a: Access) -> i64 {
     (r.len() - 1) as i64
 }
 
-/// The plan of `$expression` number `id` at `pc` of module `path`.
-pub fn resolve_site(id: i64, path: &str, pc: u64) -> Option<Site> {
+/// Registered plan number `id` (shared, not copied: this runs per hit).
+pub fn plan_of(id: i64) -> Option<Arc<Access>> {
     let r = registry().read().unwrap_or_else(|e| e.into_inner());
-    let a = r.get(usize::try_from(id).ok()?)?;
-    a.sites
-        .iter()
-        .find(|(p, at, _)| p == path && *at == pc)
-        .map(|(_, _, s)| s.clone())
+    r.get(usize::try_from(id).ok()?).cloned()
+}
+
+impl Access {
+    /// The plan at `pc` of module `path`.
+    pub fn site(&self, path: &str, pc: u64) -> Option<&Site> {
+        self.sites
+            .iter()
+            .find(|(p, at, _)| p == path && *at == pc)
+            .map(|(_, _, s)| s)
+    }
 }
 
 // ----- building (checker side) -----

@@ -4,7 +4,7 @@
 //! checker for each probe site; here it is picked by the firing site
 //! (module and link-time pc) and run on the thread's registers and memory.
 
-use crate::dwarf::plan::{EvalError, Machine, Site, resolve_site};
+use crate::dwarf::plan::{EvalError, Machine, Site, plan_of};
 use crate::memory::{ProcessMemory, ReadMemory};
 
 use super::builtins::st;
@@ -63,7 +63,8 @@ fn with_site<T>(
         return None;
     };
     let pc = uf.uaddr.wrapping_sub(m.bias);
-    let Some(site) = resolve_site(plan, &m.image.path, pc) else {
+    let access = plan_of(plan);
+    let Some(site) = access.as_ref().and_then(|a| a.site(&m.image.path, pc)) else {
         let msg = format!(
             "no target variable plan for {}+{pc:#x}",
             m.image.short_name()
@@ -90,7 +91,7 @@ fn with_site<T>(
         mem,
         maxstringlen: s.limits.max_string_len,
     };
-    match f(&machine, &site) {
+    match f(&machine, site) {
         Ok(v) => Some(v),
         Err(EvalError::Fault(addr)) => {
             s.raise(ctx, format!("read fault [man error::fault] at {addr:#x}"));
