@@ -129,13 +129,10 @@ pub fn plan(sites: &DwarfSites, want: &Want) -> Result<i64, PlanError> {
 /// `-L`: the variables of a function with their types, as SystemTap
 /// lists them (`$x:int $p:struct point*`).
 pub fn listing_vars(path: &str, function: &str) -> Option<String> {
-    let image = ElfImage::open(Path::new(path)).ok()?;
-    let info = dwarf::debug_info(&image.path).ok()?;
-    let sym = image
-        .symbols
-        .iter()
-        .find(|s| s.func && s.name == function)?;
-    let f = info.function_at(sym.addr)?;
+    // Cached per file: listing every function of a big library reads its
+    // debug information (or finds it missing) once.
+    let info = dwarf::debug_info(path).ok()?;
+    let f = *info.functions_named(function).first()?;
     let vars: Vec<String> = info
         .variables(f)
         .iter()
