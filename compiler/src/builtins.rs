@@ -85,6 +85,10 @@ const fn optional(mut b: Builtin, required: usize) -> Builtin {
 pub static BUILTINS: &[Builtin] = &[
     // execve's `env_str` and `args` (SystemTap's __count_envp, __get_argv).
     ctx("__count_envp", &[L], S),
+    // DWARF target variables: a plan number (see utap_runtime::dwarf) and
+    // the dynamic array indexes.
+    ctx("__dwarf_long", &[L, L, L], L),
+    ctx("__dwarf_string", &[L], S),
     pure("__fork_flags", &[L], S),
     ctx("__get_argv", &[L, L], S),
     // Syscall argument decoders the syscall tapset calls (runtime/decode).

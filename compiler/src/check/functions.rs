@@ -53,7 +53,29 @@ pub fn build(
         }
         _ => (ProcessTarget::Any, None),
     };
+    let source = str_at(site_arg).filter(|s| s.contains('@') && ff.site != SiteKind::Plt);
     let site = match (ff.site, args.get(site_arg)) {
+        // NAME@file.c[:LINE], *@file.c:LINE: through the debug information.
+        _ if source.is_some() => {
+            let spec = source.unwrap_or_default();
+            let file = match &library {
+                Some(lib) if lib.starts_with('/') => Some(lib.clone()),
+                Some(_) => None,
+                None => module.clone(),
+            };
+            let file = file.ok_or_else(|| BuildError {
+                message: format!("'{spec}' needs the probed file's path"),
+                label: "source locations are looked up in a known executable or library".into(),
+                component: 0,
+            })?;
+            super::dwarf::source_site(&file, &spec, ff.site == SiteKind::Statement).map_err(
+                |message| BuildError {
+                    message,
+                    label: "resolved through the debug information's line tables".into(),
+                    component: site_arg,
+                },
+            )?
+        }
         (SiteKind::Statement, Some(Some(Some(PointArg::Num(addr))))) => {
             FunctionSite::Absolute(*addr as u64)
         }

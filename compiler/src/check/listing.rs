@@ -166,7 +166,11 @@ pub fn list_with_library(
             .first()
             .and_then(|p| super::functions::expand_listing(&p.kind, &head));
         for name in expanded.unwrap_or_else(|| vec![head]) {
-            found.entry(name).or_default().push(list.clone());
+            let mut list = list.clone();
+            if let Some(p) = probe.points.first() {
+                list.extend(super::dwarf::listing_extra(&p.kind, &name));
+            }
+            found.entry(name).or_default().push(list);
         }
     }
     let mut text = String::new();

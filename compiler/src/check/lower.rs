@@ -87,6 +87,8 @@ pub struct Body {
     /// USDT marker points: the fewest arguments their markers have, when
     /// known at elaboration (`$argN` beyond it is an error).
     pub mark_args: Option<usize>,
+    /// Function probes: the probed functions' debug information.
+    pub dwarf: Option<std::rc::Rc<super::dwarf::DwarfSites>>,
 }
 
 impl Body {
@@ -101,6 +103,7 @@ impl Body {
             file,
             foreach: Vec::new(),
             mark_args: None,
+            dwarf: None,
         }
     }
 
@@ -802,6 +805,9 @@ impl<'l> Lowerer<'l> {
                 Some((lv, t)) => self.load(lv, t, span),
                 None => bad(span),
             },
+            ast::ExprKind::Target(t) if self.wants_dwarf(t, body) => {
+                self.lower_dwarf(t, span, body)
+            }
             ast::ExprKind::Target(t)
                 if t.path.is_empty()
                     && !body.families.is_empty()
@@ -1455,6 +1461,9 @@ impl<'l> Lowerer<'l> {
     /// of this handler.
     fn is_defined(&mut self, e: &ast::Expr, body: &Body) -> bool {
         match &e.kind {
+            ast::ExprKind::Target(t) if self.wants_dwarf(t, body) => {
+                dwarf_defined(t, body.dwarf.as_deref().expect("checked by wants_dwarf"))
+            }
             ast::ExprKind::Target(t) => {
                 t.path.is_empty()
                     && t.pretty == 0
@@ -1465,6 +1474,130 @@ impl<'l> Lowerer<'l> {
                         .all(|f| f.context_var(&t.name).is_some_and(|v| v.readable))
             }
             _ => false,
+        }
+    }
+
+    /// Whether `$name` is a DWARF variable of the probed function rather
+    /// than a context variable of the probe family.
+    fn wants_dwarf(&self, t: &ast::TargetVar, body: &Body) -> bool {
+        if body.dwarf.is_none() || body.func.is_some() {
+            return false;
+        }
+        if matches!(t.name.as_str(), "$parms" | "$locals" | "$vars" | "$return") {
+            return true;
+        }
+        !body
+            .families
+            .iter()
+            .all(|f| f.context_var(&t.name).is_some())
+    }
+
+    /// `$var`, `$p->a[i]`, `$var$`, `$$parms`...: a call of the runtime's
+    /// DWARF builtins with the plan the debug information gives.
+    fn lower_dwarf(&mut self, t: &ast::TargetVar, span: Span, body: &mut Body) -> Lowered {
+        use utap_runtime::dwarf::Comp;
+        let sites = body.dwarf.clone().expect("checked by wants_dwarf");
+        let name = t.name.as_str();
+        if name == "$return" {
+            if !sites.returning {
+                self.err(
+                    SemError::new(span, "$$return is only available in .return probes")
+                        .label("not a .return probe"),
+                );
+                return bad(span);
+            }
+            let format = utap_runtime::format::parse("return=%#x").ok();
+            let ret = mk(ExprKind::Context(ContextVar::Return), Type::Long, span);
+            let e = ExprKind::Print {
+                kind: PrintKind::Sprintf,
+                format,
+                args: vec![ret],
+            };
+            return (mk(e, Type::String, span), STRING);
+        }
+        if sites.returning {
+            self.err(
+                SemError::new(
+                    span,
+                    format!("'${name}' is not available in a .return probe"),
+                )
+                .label("utap reads target variables at function entry")
+                .help(format!(
+                    "write @entry(${name}) for its value at entry; $return is the return value here"
+                )),
+            );
+            return bad(span);
+        }
+        if sites.sites.is_empty() {
+            let why = sites
+                .missing
+                .clone()
+                .unwrap_or_else(|| "no probed function".into());
+            self.err(
+                SemError::new(span, format!("unable to find local '{name}': {why}"))
+                    .label("target variables need DWARF debug information (gcc -g)")
+                    .help("without it, read the arguments with $arg1..$arg6 or int_arg(n), pointer_arg(n)..."),
+            );
+            return bad(span);
+        }
+        let mut comps = Vec::new();
+        let mut idx = Vec::new();
+        for c in &t.path {
+            match c {
+                ast::TargetComp::Field(f) => comps.push(Comp::Field(f.clone())),
+                ast::TargetComp::Index(e) => match &e.kind {
+                    ast::ExprKind::Num(n) => comps.push(Comp::Index(Some(*n))),
+                    _ => {
+                        let (x, ty) = self.lower_expr(e, body);
+                        self.unify(ty, LONG, e.span);
+                        idx.push(x);
+                        comps.push(Comp::Index(None));
+                    }
+                },
+            }
+        }
+        if idx.len() > 2 {
+            self.err(SemError::new(
+                span,
+                "utap supports at most two computed array indexes in a target variable",
+            ));
+            return bad(span);
+        }
+        let want = match name {
+            "$parms" | "$locals" | "$vars" => super::dwarf::Want::All(name, t.pretty),
+            _ if t.pretty > 0 => super::dwarf::Want::Pretty(name, &comps, t.pretty > 1),
+            _ => super::dwarf::Want::Long(name, &comps),
+        };
+        let id = match super::dwarf::plan(&sites, &want) {
+            Ok(id) => id,
+            Err(e) => {
+                let mut err = SemError::new(span, e.message)
+                    .label("in the probed function's debug information");
+                if let Some(h) = e.help {
+                    err = err.help(h);
+                }
+                self.err(err);
+                return bad(span);
+            }
+        };
+        let plan = mk(ExprKind::Long(id), Type::Long, span);
+        if matches!(want, super::dwarf::Want::Long(..)) {
+            while idx.len() < 2 {
+                idx.push(mk(ExprKind::Long(0), Type::Long, span));
+            }
+            let mut args = vec![plan];
+            args.extend(idx);
+            let e = ExprKind::Builtin {
+                name: "__dwarf_long",
+                args,
+            };
+            (mk(e, Type::Long, span), LONG)
+        } else {
+            let e = ExprKind::Builtin {
+                name: "__dwarf_string",
+                args: vec![plan],
+            };
+            (mk(e, Type::String, span), STRING)
         }
     }
 
@@ -1698,6 +1831,33 @@ fn mark_context(name: &str) -> Option<i64> {
         "$parms" | "$vars" => Some(2),
         _ => None,
     }
+}
+
+/// `@defined($var->a[2])` at function probes: whether the debug
+/// information gives a plan at every site (computed indexes count as 0).
+fn dwarf_defined(t: &ast::TargetVar, sites: &super::dwarf::DwarfSites) -> bool {
+    use utap_runtime::dwarf::Comp;
+    if sites.returning || sites.sites.is_empty() {
+        return t.name == "$return" && sites.returning;
+    }
+    let comps: Vec<Comp> = t
+        .path
+        .iter()
+        .map(|c| match c {
+            ast::TargetComp::Field(f) => Comp::Field(f.clone()),
+            ast::TargetComp::Index(e) => match &e.kind {
+                ast::ExprKind::Num(n) => Comp::Index(Some(*n)),
+                _ => Comp::Index(None),
+            },
+        })
+        .collect();
+    let name = t.name.as_str();
+    let want = match name {
+        "$parms" | "$locals" | "$vars" => return true,
+        _ if t.pretty > 0 => super::dwarf::Want::Pretty(name, &comps, t.pretty > 1),
+        _ => super::dwarf::Want::Long(name, &comps),
+    };
+    super::dwarf::plan(sites, &want).is_ok()
 }
 
 /// `$$parms` / `$$vars` in a syscall probe, as SystemTap expands it:

@@ -17,6 +17,7 @@
 pub mod alias;
 pub mod catalogue;
 pub mod dump;
+pub mod dwarf;
 pub mod elide;
 pub mod entry;
 pub mod error;
@@ -672,6 +673,8 @@ impl Session {
         let families = group.iter().map(|r| r.family).collect();
         let mut body = Body::new(low.canon(p.span.file), families, None);
         body.mark_args = group.iter().filter_map(|r| marks::arg_count(&r.kind)).min();
+        let kinds: Vec<&PointKind> = group.iter().map(|r| &r.kind).collect();
+        body.dwarf = dwarf::sites_of(&kinds).map(std::rc::Rc::new);
         let mut points = Vec::new();
         for r in &group {
             let mut conds = Vec::new();

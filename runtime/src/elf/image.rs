@@ -63,7 +63,7 @@ impl std::fmt::Display for ElfError {
 }
 
 /// Where separate debug files live (`/usr/lib/debug`), overridable for tests.
-const DEBUG_ROOT: &str = "/usr/lib/debug";
+pub const DEBUG_ROOT: &str = "/usr/lib/debug";
 
 impl ElfImage {
     /// Reads `path` (following links, as the kernel maps the target).
@@ -220,6 +220,29 @@ fn debug_symbols(
     build_id: Option<&[u8]>,
     link: Option<Vec<u8>>,
 ) -> Option<(PathBuf, Vec<Symbol>)> {
+    for c in debug_file_candidates(real, root, build_id, link) {
+        let Ok(data) = std::fs::read(&c) else {
+            continue;
+        };
+        let Ok(file) = Elf::parse(&*data) else {
+            continue;
+        };
+        let syms = symbols_of(&file);
+        if !syms.is_empty() {
+            return Some((c, syms));
+        }
+    }
+    None
+}
+
+/// Where the separate debug file of `real` may be, in search order (the
+/// file itself left out): by build-id, then by debuglink.
+pub fn debug_file_candidates(
+    real: &Path,
+    root: &Path,
+    build_id: Option<&[u8]>,
+    link: Option<Vec<u8>>,
+) -> Vec<PathBuf> {
     let mut candidates = Vec::new();
     if let Some(id) = build_id.filter(|id| id.len() > 1) {
         let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
@@ -235,22 +258,8 @@ fn debug_symbols(
         candidates.push(dir.join(".debug").join(&name));
         candidates.push(root.join(dir.strip_prefix("/").unwrap_or(dir)).join(&name));
     }
-    for c in candidates {
-        if c == real {
-            continue;
-        }
-        let Ok(data) = std::fs::read(&c) else {
-            continue;
-        };
-        let Ok(file) = Elf::parse(&*data) else {
-            continue;
-        };
-        let syms = symbols_of(&file);
-        if !syms.is_empty() {
-            return Some((c, syms));
-        }
-    }
-    None
+    candidates.retain(|c| c != real);
+    candidates
 }
 
 /// `DT_SONAME` and `DT_NEEDED`.

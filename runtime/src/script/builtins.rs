@@ -575,6 +575,7 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
     let mut v = super::tapset_fns::symbols();
     v.extend(super::ustack_fns::symbols());
     v.extend(super::registers::symbols());
+    v.extend(super::dwarf_fns::symbols());
     v.extend([
         ("__count_envp", utap_bi_count_envp as *const u8),
         ("__get_argv", utap_bi_get_argv as *const u8),

@@ -18,6 +18,7 @@
 pub mod abi;
 pub mod builtins;
 pub mod context;
+pub mod dwarf_fns;
 pub mod globals;
 pub mod image;
 pub mod interrupt;

@@ -146,7 +146,7 @@ impl FunctionProbes {
                     }
                     continue;
                 }
-                for (addr, name) in resolve(m, &fp.site) {
+                for (addr, name) in resolve(m, &fp.site, fp.returning) {
                     wanted.push((addr, hook.clone(), name, fp.returning, None));
                 }
             }
@@ -227,7 +227,9 @@ fn module_matches(m: &LoadedModule, fp: &FunctionPoint, exe: &str) -> bool {
 }
 
 /// Run-time addresses (and names) of a site in one module.
-fn resolve(m: &LoadedModule, site: &FunctionSite) -> Vec<(u64, Rc<str>)> {
+/// An entry `.function` probe goes after the prologue where the debug
+/// information says so (see `crate::dwarf::entry_pc`).
+fn resolve(m: &LoadedModule, site: &FunctionSite, returning: bool) -> Vec<(u64, Rc<str>)> {
     let mut out: Vec<(u64, Rc<str>)> = Vec::new();
     match site {
         FunctionSite::Function { name, offset } => {
@@ -237,7 +239,11 @@ fn resolve(m: &LoadedModule, site: &FunctionSite) -> Vec<(u64, Rc<str>)> {
                 .iter()
                 .filter(|s| s.func && glob(name, &s.name))
             {
-                let addr = s.addr.wrapping_add(*offset).wrapping_add(m.bias);
+                let at = match (*offset, returning) {
+                    (0, false) => crate::dwarf::entry_pc(&m.image.path, s.addr),
+                    _ => s.addr.wrapping_add(*offset),
+                };
+                let addr = at.wrapping_add(m.bias);
                 if !out.iter().any(|(a, _)| *a == addr) {
                     out.push((addr, s.name.as_str().into()));
                 }

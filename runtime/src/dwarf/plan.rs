@@ -1,0 +1,840 @@
+//! Access plans for target variables, built once by the checker and
+//! evaluated by the runtime at each hit with the thread's registers and
+//! memory only.
+//!
+//! A plan is a location program (DWARF registers, constants, link-time
+//! addresses plus the module's bias, loads) saying where the variable is
+//! at the probe's pc, then steps (`->`: load the pointer; `.field`: add the
+//! member offset; `[i]`: add the index times the element size), then a
+//! final load of the value's size and signedness. The CFA and frame base
+//! are folded in at build time (the CFA rule at a fixed pc is a register
+//! plus an offset).
+
+use std::sync::{Arc, RwLock};
+
+use gimli::{EndianSlice, LittleEndian, Operation};
+
+use super::read::{DebugInfo, Function, TypeKind, TypeRef, VarLocation, Variable};
+use crate::memory::{ReadMemory, read_cstring};
+
+/// One operation of a location program (a small stack machine).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Push a DWARF register's value.
+    Reg(u16),
+    Const(i64),
+    /// Push a link-time address plus the module's load bias.
+    Addr(u64),
+    Plus,
+    Minus,
+    Mul,
+    And,
+    PlusConst(i64),
+    /// Replace the top with the `n`-byte value at that address.
+    Deref(u8),
+}
+
+/// Where a variable is at one pc.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Loc {
+    /// The program computes its address.
+    Memory(Vec<Op>),
+    /// It is in a register.
+    Register(u16),
+    /// The program computes its value (`DW_OP_stack_value`).
+    Value(Vec<Op>),
+    /// Optimised out here, or described in a way not handled.
+    Unavailable,
+}
+
+/// A step from a place to another, for `->`, `.` and `[]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// The place holds a pointer: go where it points.
+    Deref,
+    Offset(i64),
+    /// Add dynamic index number `arg` times `stride`.
+    Index {
+        arg: usize,
+        stride: i64,
+    },
+}
+
+/// What to make of the final place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Final {
+    Load {
+        size: u8,
+        signed: bool,
+    },
+    /// An array used as a number: its address.
+    Address,
+}
+
+/// A variable access: location, steps, final load.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Chain {
+    pub loc: Loc,
+    pub steps: Vec<Step>,
+    pub fin: Final,
+}
+
+/// How `$var$` prints a value (SystemTap's pretty-printing).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Shape {
+    Int {
+        size: u8,
+        signed: bool,
+    },
+    Char {
+        size: u8,
+        signed: bool,
+    },
+    Pointer,
+    /// `char *`: the string, quoted.
+    Str,
+    /// A pointer to a struct or union: the pointee's members (SystemTap
+    /// shows `$ptr$` as the structure it points to).
+    Deref(Box<Shape>),
+    Struct(Vec<(String, i64, Shape)>),
+    Array {
+        elem: Box<Shape>,
+        count: u64,
+        stride: i64,
+    },
+    /// A nested struct (`{...}`) or array (`[...]`) left out by `$`.
+    Elided(&'static str),
+    /// Floating point and other values shown as `?`.
+    Unknown,
+}
+
+/// One part of a `$$parms`-like string.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Piece {
+    Text(String),
+    /// `%#x` of a number, `?` when the chain cannot be evaluated.
+    Hex(Chain),
+    /// `$var$`: the value at the chain's place, pretty-printed.
+    Pretty(Chain, Shape),
+}
+
+/// What one `$expression` is at one probe site.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Site {
+    Long(Chain),
+    Text(Vec<Piece>),
+}
+
+/// A `$expression` of the script: its plan at each probe site (module
+/// path, link-time pc).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Access {
+    pub sites: Vec<(String, u64, Site)>,
+}
+
+fn registry() -> &'static RwLock<Vec<Arc<Access>>> {
+    static PLANS: std::sync::OnceLock<RwLock<Vec<Arc<Access>>>> = std::sync::OnceLock::new();
+    PLANS.get_or_init(Default::default)
+}
+
+/// Registers a plan; its number goes into the compiled code.
+pub fn register(a: Access) -> i64 {
+    let mut r = registry().write().unwrap_or_else(|e| e.into_inner());
+    r.push(Arc::new(a));
+    (r.len() - 1) as i64
+}
+
+/// Registered plan number `id` (shared, not copied: this runs per hit).
+pub fn plan_of(id: i64) -> Option<Arc<Access>> {
+    let r = registry().read().unwrap_or_else(|e| e.into_inner());
+    r.get(usize::try_from(id).ok()?).cloned()
+}
+
+impl Access {
+    /// The plan at `pc` of module `path`.
+    pub fn site(&self, path: &str, pc: u64) -> Option<&Site> {
+        self.sites
+            .iter()
+            .find(|(p, at, _)| p == path && *at == pc)
+            .map(|(_, _, s)| s)
+    }
+}
+
+// ----- building (checker side) -----
+
+/// A component of `$var->a[2].b[i]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Comp {
+    Field(String),
+    /// A constant index, or `None` for the next dynamic index argument.
+    Index(Option<i64>),
+}
+
+/// The error of a `$expression` that cannot be planned: a message and a
+/// help line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanError {
+    pub message: String,
+    pub help: Option<String>,
+}
+
+fn plan_err(message: String) -> PlanError {
+    PlanError {
+        message,
+        help: None,
+    }
+}
+
+/// A function at one probe pc, with what the plans need.
+pub struct Scope<'a> {
+    pub info: &'a DebugInfo,
+    pub function: &'a Function,
+    pub pc: u64,
+    pub vars: Vec<Variable>,
+}
+
+impl<'a> Scope<'a> {
+    pub fn new(info: &'a DebugInfo, function: &'a Function, pc: u64) -> Scope<'a> {
+        let vars = info
+            .variables(function)
+            .into_iter()
+            .filter(|v| {
+                v.scope
+                    .as_ref()
+                    .is_none_or(|r| r.iter().any(|(lo, hi)| *lo <= pc && pc < *hi))
+            })
+            .collect();
+        Scope {
+            info,
+            function,
+            pc,
+            vars,
+        }
+    }
+
+    fn var(&self, name: &str) -> Option<&Variable> {
+        // An inner block's variable shadows an outer one.
+        self.vars.iter().rev().find(|v| v.name == name)
+    }
+
+    /// `$name` with components: a number.
+    pub fn long(&self, name: &str, comps: &[Comp]) -> Result<Chain, PlanError> {
+        let v = self.var(name).ok_or_else(|| self.not_found(name))?;
+        let (chain, ty) = self.walk(v, comps)?;
+        let fin = match self.info.kind(ty) {
+            TypeKind::Base { size, signed, .. } => Final::Load { size, signed },
+            TypeKind::Enum { size } => Final::Load { size, signed: true },
+            TypeKind::Pointer(_) => Final::Load {
+                size: 8,
+                signed: false,
+            },
+            TypeKind::Array { .. } => Final::Address,
+            TypeKind::Struct { union, .. } => {
+                let what = if union { "union" } else { "struct" };
+                return Err(PlanError {
+                    message: format!("'{}' is a {what}, not a number", self.shown(name, comps)),
+                    help: Some(format!("print it with ${}$ or read a member with ->", name)),
+                });
+            }
+            _ => {
+                return Err(plan_err(format!(
+                    "'{}' has type {}, not a number",
+                    self.shown(name, comps),
+                    self.info.type_name(ty)
+                )));
+            }
+        };
+        Ok(Chain { fin, ..chain })
+    }
+
+    /// `$name$` / `$name$$` with components: the pretty-printed text.
+    pub fn pretty(&self, name: &str, comps: &[Comp], deep: bool) -> Result<Vec<Piece>, PlanError> {
+        let v = self.var(name).ok_or_else(|| self.not_found(name))?;
+        let (chain, ty) = self.walk(v, comps)?;
+        let shape = self.shape(ty, if deep { 8 } else { 1 }, true);
+        Ok(vec![Piece::Pretty(chain, shape)])
+    }
+
+    /// `$$parms`, `$$locals`, `$$vars` (with `$` / `$$`: pretty).
+    pub fn all(&self, which: &str, pretty: u8) -> Vec<Piece> {
+        let mut out = Vec::new();
+        for v in &self.vars {
+            let wanted = match which {
+                "$parms" => v.param,
+                "$locals" => !v.param,
+                _ => true,
+            };
+            if !wanted {
+                continue;
+            }
+            let sep = if out.is_empty() { "" } else { " " };
+            out.push(Piece::Text(format!("{sep}{}=", v.name)));
+            if pretty > 0 {
+                match self.pretty(&v.name, &[], pretty > 1) {
+                    Ok(p) => out.extend(p),
+                    Err(_) => out.push(Piece::Text("?".into())),
+                }
+            } else {
+                match self.long(&v.name, &[]) {
+                    Ok(c) if c.fin != Final::Address => out.push(Piece::Hex(c)),
+                    _ => out.push(Piece::Text("?".into())),
+                }
+            }
+        }
+        out
+    }
+
+    fn shown(&self, name: &str, comps: &[Comp]) -> String {
+        let mut s = format!("${name}");
+        for c in comps {
+            match c {
+                Comp::Field(f) => s.push_str(&format!("->{f}")),
+                Comp::Index(Some(i)) => s.push_str(&format!("[{i}]")),
+                Comp::Index(None) => s.push_str("[...]"),
+            }
+        }
+        s
+    }
+
+    /// SystemTap's "unable to find local", with the alternatives.
+    fn not_found(&self, name: &str) -> PlanError {
+        let alts: Vec<String> = self.vars.iter().map(|v| format!("${}", v.name)).collect();
+        PlanError {
+            message: format!(
+                "unable to find local '{name}' near pc {:#x} in {}",
+                self.pc, self.function.name
+            ),
+            help: Some(if alts.is_empty() {
+                "this function has no parameters or locals here".into()
+            } else {
+                format!("alternatives: {}", alts.join(" "))
+            }),
+        }
+    }
+
+    /// The variable's location then the components' steps.
+    fn walk(&self, v: &Variable, comps: &[Comp]) -> Result<(Chain, Option<TypeRef>), PlanError> {
+        let loc = self.location(v);
+        if loc == Loc::Unavailable {
+            return Err(PlanError {
+                message: format!(
+                    "'${}' is not accessible at this address (pc: {:#x})",
+                    v.name, self.pc
+                ),
+                help: Some("it is optimised out here; @defined() is false for it".into()),
+            });
+        }
+        let mut steps = Vec::new();
+        let mut ty = v.ty;
+        let mut args = 0;
+        let mut shown = format!("${}", v.name);
+        for c in comps {
+            match c {
+                Comp::Field(f) => {
+                    let mut kind = self.info.kind(ty);
+                    if let TypeKind::Pointer(to) = kind {
+                        steps.push(Step::Deref);
+                        ty = to;
+                        kind = self.info.kind(ty);
+                    }
+                    let TypeKind::Struct { members, .. } = kind else {
+                        return Err(plan_err(format!(
+                            "'{shown}' has type {}: no member '{f}'",
+                            self.info.type_name(ty)
+                        )));
+                    };
+                    let m = find_member(self.info, &members, f, &mut steps).ok_or_else(|| {
+                        let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
+                        PlanError {
+                            message: format!(
+                                "unable to find member '{f}' for {}",
+                                self.info.type_name(ty)
+                            ),
+                            help: Some(format!("alternatives: {}", names.join(" "))),
+                        }
+                    })?;
+                    ty = m;
+                    shown.push_str(&format!("->{f}"));
+                }
+                Comp::Index(i) => {
+                    let (elem, stride) = match self.info.kind(ty) {
+                        TypeKind::Pointer(to) => {
+                            steps.push(Step::Deref);
+                            (to, self.info.size_of(to) as i64)
+                        }
+                        TypeKind::Array { elem, dims } => {
+                            // Inner dimensions make the stride.
+                            let inner: u64 = dims.iter().skip(1).map(|d| d.unwrap_or(0)).product();
+                            let stride = (self.info.size_of(elem) * inner.max(1)) as i64;
+                            if dims.len() > 1 {
+                                return Err(plan_err(format!(
+                                    "'{shown}': multi-dimensional arrays are not supported"
+                                )));
+                            }
+                            (elem, stride)
+                        }
+                        _ => {
+                            return Err(plan_err(format!(
+                                "'{shown}' has type {}: it cannot be indexed",
+                                self.info.type_name(ty)
+                            )));
+                        }
+                    };
+                    match i {
+                        Some(k) => steps.push(Step::Offset(k * stride)),
+                        None => {
+                            steps.push(Step::Index { arg: args, stride });
+                            args += 1;
+                        }
+                    }
+                    ty = elem;
+                    shown.push_str("[]");
+                }
+            }
+        }
+        Ok((
+            Chain {
+                loc,
+                steps,
+                fin: Final::Address,
+            },
+            ty,
+        ))
+    }
+
+    /// The variable's location at this scope's pc, as a program.
+    fn location(&self, v: &Variable) -> Loc {
+        let expr = match &v.location {
+            VarLocation::Expr(e) => e.as_slice(),
+            VarLocation::List(l) => {
+                match l.iter().find(|(lo, hi, _)| *lo <= self.pc && self.pc < *hi) {
+                    Some((_, _, e)) => e.as_slice(),
+                    None => return Loc::Unavailable,
+                }
+            }
+            VarLocation::None => return Loc::Unavailable,
+        };
+        self.translate(expr, true).unwrap_or(Loc::Unavailable)
+    }
+
+    /// A DWARF expression as a program; `None` for what is not handled
+    /// (pieces, entry values, implicit pointers...).
+    fn translate(&self, expr: &[u8], allow_fb: bool) -> Option<Loc> {
+        let enc = self.info.encoding(self.function);
+        let mut input = EndianSlice::new(expr, LittleEndian);
+        let mut ops = Vec::new();
+        let mut value = false;
+        while !input.is_empty() {
+            let op = Operation::parse(&mut input, enc).ok()?;
+            match op {
+                Operation::Register { register } => {
+                    return input.is_empty().then_some(Loc::Register(register.0));
+                }
+                Operation::RegisterOffset {
+                    register, offset, ..
+                } => ops.extend([Op::Reg(register.0), Op::PlusConst(offset)]),
+                Operation::FrameOffset { offset } => {
+                    if !allow_fb {
+                        return None;
+                    }
+                    let fb = self.info.frame_base(self.function)?;
+                    match self.translate(&fb, false)? {
+                        Loc::Memory(p) => ops.extend(p),
+                        // DW_OP_reg6 as frame base: the register's value.
+                        Loc::Register(r) => ops.push(Op::Reg(r)),
+                        _ => return None,
+                    }
+                    ops.push(Op::PlusConst(offset));
+                }
+                Operation::CallFrameCFA => {
+                    let (r, off) = self.info.cfa_rule(self.pc)?;
+                    ops.extend([Op::Reg(r), Op::PlusConst(off)]);
+                }
+                Operation::Address { address } => ops.push(Op::Addr(address)),
+                Operation::UnsignedConstant { value } => ops.push(Op::Const(value as i64)),
+                Operation::SignedConstant { value } => ops.push(Op::Const(value)),
+                Operation::PlusConstant { value } => ops.push(Op::PlusConst(value as i64)),
+                Operation::Plus => ops.push(Op::Plus),
+                Operation::Minus => ops.push(Op::Minus),
+                Operation::Mul => ops.push(Op::Mul),
+                Operation::And => ops.push(Op::And),
+                Operation::Deref {
+                    size, space: false, ..
+                } => ops.push(Op::Deref(size)),
+                Operation::StackValue => {
+                    value = true;
+                    if !input.is_empty() {
+                        return None;
+                    }
+                }
+                Operation::Nop => {}
+                _ => return None,
+            }
+        }
+        if ops.is_empty() {
+            return None;
+        }
+        Some(if value {
+            Loc::Value(ops)
+        } else {
+            Loc::Memory(ops)
+        })
+    }
+
+    /// The pretty-printing shape of a type, `depth` levels of nested
+    /// aggregates deep (`$`: 1, `$$`: all).
+    fn shape(&self, ty: Option<TypeRef>, depth: usize, top: bool) -> Shape {
+        match self.info.kind(ty) {
+            TypeKind::Base {
+                size,
+                signed,
+                char,
+                float,
+            } => match (char, float) {
+                (_, true) => Shape::Unknown,
+                (true, _) => Shape::Char { size, signed },
+                _ => Shape::Int { size, signed },
+            },
+            TypeKind::Enum { size } => Shape::Int { size, signed: true },
+            TypeKind::Pointer(to) => match self.info.kind(to) {
+                TypeKind::Base { char: true, .. } => Shape::Str,
+                TypeKind::Struct { .. } if top || depth > 1 => {
+                    Shape::Deref(Box::new(self.shape(to, depth, top)))
+                }
+                _ => Shape::Pointer,
+            },
+            TypeKind::Struct { members, .. } => {
+                if depth == 0 && !top {
+                    return Shape::Elided("{...}");
+                }
+                Shape::Struct(
+                    members
+                        .iter()
+                        .map(|m| {
+                            (
+                                m.name.clone(),
+                                m.offset as i64,
+                                self.shape(m.ty, depth.saturating_sub(1), false),
+                            )
+                        })
+                        .collect(),
+                )
+            }
+            TypeKind::Array { elem, dims } => {
+                if depth == 0 && !top {
+                    return Shape::Elided("[...]");
+                }
+                match (dims.first().copied().flatten(), dims.len()) {
+                    (Some(count), 1) => {
+                        let elem_shape = self.shape(elem, depth.saturating_sub(1), false);
+                        if let Shape::Char { .. } = elem_shape {
+                            // char[N]: the string, quoted.
+                            return Shape::Array {
+                                elem: Box::new(Shape::Str),
+                                count,
+                                stride: 1,
+                            };
+                        }
+                        Shape::Array {
+                            elem: Box::new(elem_shape),
+                            count,
+                            stride: self.info.size_of(elem) as i64,
+                        }
+                    }
+                    _ => Shape::Unknown,
+                }
+            }
+            _ => Shape::Unknown,
+        }
+    }
+}
+
+/// A member by name, looking into anonymous structs and unions; adds its
+/// offset to `steps`.
+fn find_member(
+    info: &DebugInfo,
+    members: &[super::read::Member],
+    name: &str,
+    steps: &mut Vec<Step>,
+) -> Option<Option<TypeRef>> {
+    if let Some(m) = members.iter().find(|m| m.name == name) {
+        steps.push(Step::Offset(m.offset as i64));
+        return Some(m.ty);
+    }
+    for m in members.iter().filter(|m| m.name.is_empty()) {
+        if let TypeKind::Struct { members: inner, .. } = info.kind(m.ty) {
+            let mut sub = vec![Step::Offset(m.offset as i64)];
+            if let Some(t) = find_member(info, &inner, name, &mut sub) {
+                steps.extend(sub);
+                return Some(t);
+            }
+        }
+    }
+    None
+}
+
+// ----- evaluation (runtime side) -----
+
+/// What the evaluation needs from the stopped thread.
+pub struct Machine<'a> {
+    /// Registers by DWARF number (x86_64: rax rdx rcx rbx rsi rdi rbp rsp
+    /// r8..r15 rip).
+    pub regs: [u64; 17],
+    pub bias: u64,
+    pub mem: &'a dyn ReadMemory,
+    pub maxstringlen: usize,
+}
+
+/// Where a value is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    Memory(u64),
+    Value(u64),
+}
+
+/// Why a value could not be read: optimised out, or a memory fault at
+/// an address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EvalError {
+    Unavailable,
+    Fault(u64),
+}
+
+impl Machine<'_> {
+    fn reg(&self, r: u16) -> Result<u64, EvalError> {
+        self.regs
+            .get(r as usize)
+            .copied()
+            .ok_or(EvalError::Unavailable)
+    }
+
+    fn load(&self, addr: u64, size: u8) -> Result<u64, EvalError> {
+        let mut buf = [0u8; 8];
+        let n = (size as usize).clamp(1, 8);
+        match self.mem.read(addr, &mut buf[..n]) {
+            Ok(got) if got == n => Ok(u64::from_le_bytes(buf)),
+            _ => Err(EvalError::Fault(addr)),
+        }
+    }
+
+    fn run(&self, ops: &[Op]) -> Result<u64, EvalError> {
+        let mut st: Vec<u64> = Vec::with_capacity(4);
+        for op in ops {
+            match op {
+                Op::Reg(r) => st.push(self.reg(*r)?),
+                Op::Const(c) => st.push(*c as u64),
+                Op::Addr(a) => st.push(a.wrapping_add(self.bias)),
+                Op::PlusConst(c) => {
+                    let t = st.pop().ok_or(EvalError::Unavailable)?;
+                    st.push(t.wrapping_add(*c as u64));
+                }
+                Op::Deref(n) => {
+                    let t = st.pop().ok_or(EvalError::Unavailable)?;
+                    st.push(self.load(t, *n)?);
+                }
+                Op::Plus | Op::Minus | Op::Mul | Op::And => {
+                    let b = st.pop().ok_or(EvalError::Unavailable)?;
+                    let a = st.pop().ok_or(EvalError::Unavailable)?;
+                    st.push(match op {
+                        Op::Plus => a.wrapping_add(b),
+                        Op::Minus => a.wrapping_sub(b),
+                        Op::Mul => a.wrapping_mul(b),
+                        _ => a & b,
+                    });
+                }
+            }
+        }
+        st.pop().ok_or(EvalError::Unavailable)
+    }
+
+    fn place(&self, c: &Chain, index: &[i64]) -> Result<Place, EvalError> {
+        let mut p = match &c.loc {
+            Loc::Memory(ops) => Place::Memory(self.run(ops)?),
+            Loc::Value(ops) => Place::Value(self.run(ops)?),
+            Loc::Register(r) => Place::Value(self.reg(*r)?),
+            Loc::Unavailable => return Err(EvalError::Unavailable),
+        };
+        for s in &c.steps {
+            p = match (s, p) {
+                (Step::Deref, Place::Memory(a)) => Place::Memory(self.load(a, 8)?),
+                (Step::Deref, Place::Value(v)) => Place::Memory(v),
+                (Step::Offset(o), Place::Memory(a)) => Place::Memory(a.wrapping_add(*o as u64)),
+                (Step::Index { arg, stride }, Place::Memory(a)) => {
+                    let i = index.get(*arg).copied().unwrap_or(0);
+                    Place::Memory(a.wrapping_add(i.wrapping_mul(*stride) as u64))
+                }
+                _ => return Err(EvalError::Unavailable),
+            };
+        }
+        Ok(p)
+    }
+
+    /// The number a chain gives.
+    pub fn long(&self, c: &Chain, index: &[i64]) -> Result<i64, EvalError> {
+        let p = self.place(c, index)?;
+        match (c.fin, p) {
+            (Final::Address, Place::Memory(a)) => Ok(a as i64),
+            (Final::Load { size, signed }, Place::Memory(a)) => {
+                Ok(extend(self.load(a, size)?, size, signed))
+            }
+            (Final::Load { size, signed }, Place::Value(v)) => Ok(extend(v, size, signed)),
+            _ => Err(EvalError::Unavailable),
+        }
+    }
+
+    /// The text of `$$parms`-like pieces.
+    pub fn text(&self, pieces: &[Piece]) -> String {
+        let mut out = String::new();
+        for p in pieces {
+            match p {
+                Piece::Text(t) => out.push_str(t),
+                Piece::Hex(c) => match self.long(c, &[]) {
+                    Ok(v) => out.push_str(&format!("{:#x}", v as u64)),
+                    Err(_) => out.push('?'),
+                },
+                Piece::Pretty(c, shape) => match self.place(c, &[]) {
+                    Ok(place) => self.pretty(&mut out, place, shape),
+                    Err(_) => out.push('?'),
+                },
+            }
+        }
+        out
+    }
+
+    fn scalar(&self, place: Place, size: u8) -> Option<u64> {
+        match place {
+            Place::Memory(a) => self.load(a, size).ok(),
+            Place::Value(v) => Some(v),
+        }
+    }
+
+    fn pretty(&self, out: &mut String, place: Place, shape: &Shape) {
+        match shape {
+            Shape::Int { size, signed } => match self.scalar(place, *size) {
+                Some(v) if *signed => out.push_str(&extend(v, *size, true).to_string()),
+                Some(v) => out.push_str(&(extend(v, *size, false) as u64).to_string()),
+                None => out.push('?'),
+            },
+            Shape::Char { size, .. } => match self.scalar(place, *size) {
+                Some(v) => out.push_str(&quote_char(v as u8)),
+                None => out.push('?'),
+            },
+            Shape::Pointer => match self.scalar(place, 8) {
+                Some(v) => out.push_str(&format!("{v:#x}")),
+                None => out.push('?'),
+            },
+            Shape::Str => match self.scalar(place, 8) {
+                Some(v) => self.quoted(out, v),
+                None => out.push('?'),
+            },
+            Shape::Struct(members) => {
+                let Place::Memory(base) = place else {
+                    out.push('?');
+                    return;
+                };
+                out.push('{');
+                for (i, (name, off, s)) in members.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    if !name.is_empty() {
+                        out.push('.');
+                        out.push_str(name);
+                        out.push('=');
+                    }
+                    self.pretty(out, Place::Memory(base.wrapping_add(*off as u64)), s);
+                }
+                out.push('}');
+            }
+            Shape::Array {
+                elem,
+                count,
+                stride,
+            } => {
+                let Place::Memory(base) = place else {
+                    out.push('?');
+                    return;
+                };
+                if **elem == Shape::Str && *stride == 1 {
+                    // char[N]: the characters up to the first NUL.
+                    self.quoted(out, base);
+                    return;
+                }
+                out.push('[');
+                for i in 0..(*count).min(64) {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    let at = base.wrapping_add((i as i64 * stride) as u64);
+                    self.pretty(out, Place::Memory(at), elem);
+                }
+                out.push(']');
+            }
+            Shape::Deref(inner) => match self.scalar(place, 8) {
+                Some(0) => out.push_str("0x0"),
+                Some(p) => self.pretty(out, Place::Memory(p), inner),
+                None => out.push('?'),
+            },
+            Shape::Elided(text) => out.push_str(text),
+            Shape::Unknown => out.push('?'),
+        }
+    }
+
+    fn quoted(&self, out: &mut String, addr: u64) {
+        match read_cstring(self.mem, addr, self.maxstringlen) {
+            Ok(raw) => {
+                let mut q = Vec::new();
+                crate::values::strings::text_strn(&mut q, &raw, 0, true, self.maxstringlen);
+                out.push_str(&String::from_utf8_lossy(&q));
+            }
+            Err(_) => out.push_str(&format!("{addr:#x}")),
+        }
+    }
+}
+
+/// Sign- or zero-extends the low `size` bytes.
+fn extend(v: u64, size: u8, signed: bool) -> i64 {
+    if size >= 8 || size == 0 {
+        return v as i64;
+    }
+    let bits = size as u32 * 8;
+    let low = v & ((1u64 << bits) - 1);
+    if signed {
+        ((low << (64 - bits)) as i64) >> (64 - bits)
+    } else {
+        low as i64
+    }
+}
+
+/// A character as SystemTap's `'%#c'` prints it.
+fn quote_char(c: u8) -> String {
+    match c {
+        b'\n' => "'\\n'".into(),
+        b'\t' => "'\\t'".into(),
+        b'\r' => "'\\r'".into(),
+        b'\\' => "'\\\\'".into(),
+        b'\'' => "'\\''".into(),
+        0x20..=0x7e => format!("'{}'", c as char),
+        _ => format!("'\\{c:03o}'"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extension() {
+        assert_eq!(extend(0xffff_fffe, 4, true), -2);
+        assert_eq!(extend(0xffff_fffe, 4, false), 0xffff_fffe);
+        assert_eq!(extend(0x80, 1, true), -128);
+        assert_eq!(extend(u64::MAX, 8, false), -1);
+    }
+
+    #[test]
+    fn chars() {
+        assert_eq!(quote_char(b'a'), "'a'");
+        assert_eq!(quote_char(0), "'\\000'");
+        assert_eq!(quote_char(b'\n'), "'\\n'");
+    }
+}
