@@ -29,7 +29,7 @@
 //! a script without syscall probes) these signals detach and the command
 //! goes on untraced.
 
-mod engine;
+pub(crate) mod engine;
 mod functions;
 pub use functions::UserFunction;
 pub mod points;
@@ -216,7 +216,7 @@ fn attach_target(
     Ok((pid, threads, false))
 }
 
-fn attach_error(pid: Tid, e: crate::utrace::Error) -> SessionError {
+pub(crate) fn attach_error(pid: Tid, e: crate::utrace::Error) -> SessionError {
     use crate::utrace::Error;
     let why = match e {
         Error::Gone(_)
@@ -315,7 +315,7 @@ fn strategy_note(syscalls: SyscallNeed, seccomp_on: bool) -> String {
 const METRICS_POLL: Duration = Duration::from_millis(50);
 
 /// Timer probes and the `-T` deadline, as ticks of the tracer loop.
-fn schedule_timers(ctl: &mut Control, shared: &SharedRef, deadline: Option<Instant>) {
+pub(crate) fn schedule_timers(ctl: &mut Control, shared: &SharedRef, deadline: Option<Instant>) {
     let now = Instant::now();
     let timers = shared.borrow().script.timers();
     for t in timers {
