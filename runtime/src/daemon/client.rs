@@ -54,10 +54,9 @@ pub fn run(
     request: Request,
     mut output: Option<Box<dyn Write>>,
 ) -> Verdict {
-    if let Err(e) = protocol::send_hello(&mut stream, request) {
-        eprintln!("utap: cannot talk to the daemon: {e}");
-        return Verdict::Exit(1);
-    }
+    // A daemon that refuses may answer and hang up before the request is
+    // written: its answer is still to be read.
+    let sent = protocol::send_hello(&mut stream, request);
     catch_signals(stream.as_raw_fd());
     let mut reader = io::BufReader::new(&stream);
     loop {
@@ -92,7 +91,10 @@ pub fn run(
             Frame::Exit(code) => return Verdict::Exit(code.clamp(0, 255) as u8),
         }
     }
-    eprintln!("utap: the daemon ended the session without a result");
+    match sent {
+        Err(e) => eprintln!("utap: cannot talk to the daemon: {e}"),
+        Ok(()) => eprintln!("utap: the daemon ended the session without a result"),
+    }
     Verdict::Exit(1)
 }
 

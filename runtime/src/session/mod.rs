@@ -227,10 +227,30 @@ pub(crate) fn attach_error(pid: Tid, e: crate::utrace::Error) -> SessionError {
         } => "no such process".to_string(),
         Error::Os {
             errno: libc::EPERM, ..
-        } => eperm_reasons(std::path::Path::new("/proc/sys/kernel/yama").exists()),
+        } => match traced_by_utap(pid) {
+            Some(tracer) => format!(
+                "it is traced by another utap (pid {tracer}); to run several scripts on one \
+                 process at once, run them through a utap daemon (start `utap --daemon`, \
+                 then `utap --connect SCRIPT -x {pid}` for each)"
+            ),
+            None => eperm_reasons(std::path::Path::new("/proc/sys/kernel/yama").exists()),
+        },
         other => other.to_string(),
     };
     SessionError(format!("cannot attach to process {pid}: {why}"))
+}
+
+/// The utap process tracing `pid`, if its tracer is a utap.
+fn traced_by_utap(pid: Tid) -> Option<i32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let tracer: i32 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("TracerPid:"))?
+        .trim()
+        .parse()
+        .ok()?;
+    let exe = std::fs::read_link(format!("/proc/{tracer}/exe")).ok()?;
+    (tracer != 0 && exe.file_name()? == "utap").then_some(tracer)
 }
 
 /// Why ptrace may refuse: Yama is named only on kernels that have it.
