@@ -343,3 +343,65 @@ fn standalone_utap_on_a_process_the_daemon_traces_points_to_the_daemon() {
     wait_until("no sessions left", || daemon.sessions().is_empty());
     assert_running_untraced(gate.pid());
 }
+
+#[test]
+fn a_command_started_through_the_daemon_is_the_clients_and_can_be_shared() {
+    let daemon = Daemon::start();
+    let dir = daemon.dir.join("cwd");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Counts the gate's calls only (not those of the shells before it).
+    let script = format!(
+        r#"
+global n
+probe process.begin {{ printf("attached %d\n", pid()) }}
+probe process.syscall {{ if ($syscall == {GETPPID} && execname() == "gate") n++ }}
+probe end {{ printf("getppid=%d\n", n) }}
+"#
+    );
+    let cmd = format!(
+        "sh -c 'echo \"$UTAP_TEST_VAR $PWD\"; exec {} {CALLS}'",
+        fixture("gate")
+    );
+    let mut a = command(utap_bin())
+        .arg(daemon.connect_arg())
+        .args(["-e", &script, "-c", &cmd])
+        .current_dir(&dir)
+        .env("UTAP_TEST_VAR", "from-the-client")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = a.stdin.take();
+    let mut out = BufReader::new(a.stdout.take().unwrap());
+    let mut line = || {
+        let mut l = String::new();
+        out.read_line(&mut l).unwrap();
+        l.trim_end().to_string()
+    };
+    // The command's own output and the script's share the client's stdout.
+    let mut first: Vec<String> = (0..3).map(|_| line()).collect();
+    first.sort();
+    let pid: i32 = first[0].strip_prefix("attached ").unwrap().parse().unwrap();
+    assert_eq!(
+        first,
+        [
+            format!("attached {pid}"),
+            format!("from-the-client {}", dir.display()),
+            "ready".to_string()
+        ]
+    );
+    let b = daemon.client(&counting(), pid, &[]);
+    assert_eq!(b.line(), "attached");
+    let input = stdin.as_mut().unwrap();
+    input.write_all(b"\n").unwrap();
+    input.flush().unwrap();
+    // Its parent is the daemon, which started it.
+    assert_eq!(line(), format!("done {}", daemon.child.id()));
+    drop(stdin.take());
+    assert_eq!(line(), format!("getppid={CALLS}"));
+    assert!(wait_within_limit(&mut a).success());
+    let out = b.finish();
+    assert_eq!(out.stdout, format!("getppid={CALLS}\n"));
+    assert_eq!(out.status, 0);
+}

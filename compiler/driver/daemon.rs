@@ -13,7 +13,7 @@ use utap_compiler::diag;
 use utap_compiler::parser::{self, NodeIds, ParseOptions};
 use utap_compiler::source::SourceMap;
 use utap_runtime::daemon::channel::Channel;
-use utap_runtime::daemon::protocol::{self, Request};
+use utap_runtime::daemon::protocol::{self, CommandEnv, Request};
 use utap_runtime::daemon::server::{self, Prepare};
 use utap_runtime::daemon::{Prepared, client};
 use utap_runtime::host::Verdict;
@@ -52,6 +52,14 @@ pub fn run(opts: &cli::Options) -> Result<Option<u8>, Failure> {
         script_name,
         script,
         colour: crate::colour(),
+        command_io: opts.command.as_ref().map(|_| CommandEnv {
+            cwd: std::env::current_dir()
+                .map(|d| d.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| "/".into()),
+            env: std::env::vars_os()
+                .map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy()))
+                .collect(),
+        }),
     };
     finish(client::run(stream, request, output))
 }
@@ -71,11 +79,11 @@ fn connect(opts: &cli::Options) -> Result<Option<std::os::unix::net::UnixStream>
     if opts.no_daemon || opts.pass.is_some() {
         return Ok(None);
     }
-    let eligible = opts.pid.is_some() && opts.command.is_none() && opts.metrics.is_none();
+    let eligible = (opts.pid.is_some() || opts.command.is_some()) && opts.metrics.is_none();
     if explicit && !eligible {
         return Err(Failure::Message(
-            "--connect runs a session on a running process: give -x PID \
-             (a -c command and --metrics run standalone)"
+            "--connect runs a session on a process: give -x PID or -c CMD \
+             (--metrics runs standalone)"
                 .into(),
         ));
     }
@@ -130,9 +138,10 @@ impl Prepare for Compiler {
             Ok(o) => o,
             Err(e) => return fail(e.to_string().trim_end().to_string()),
         };
-        let Some(pid) = opts.pid else {
-            return fail("a daemon session needs -x PID".into());
-        };
+        if opts.pid.is_none() && opts.command.is_none() {
+            return fail("a daemon session needs -x PID or -c CMD".into());
+        }
+        let pid = opts.pid.unwrap_or(0);
         let script_args = match opts.script() {
             Ok((_, args)) => args,
             Err(m) => return fail(m),
@@ -201,6 +210,8 @@ impl Prepare for Compiler {
             },
             points,
             pid,
+            command: opts.command.clone(),
+            io: None,
             time_limit: opts.timeout.map(Duration::from_secs_f64),
             guru: opts.guru,
             json: opts.format == cli::Format::Json,

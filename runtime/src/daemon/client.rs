@@ -56,7 +56,17 @@ pub fn run(
 ) -> Verdict {
     // A daemon that refuses may answer and hang up before the request is
     // written: its answer is still to be read.
-    let sent = protocol::send_hello(&mut stream, request);
+    let pass_fds = matches!(
+        request,
+        Request::Run {
+            command_io: Some(_),
+            ..
+        }
+    );
+    let mut sent = protocol::send_hello(&mut stream, request);
+    if pass_fds && sent.is_ok() {
+        sent = super::fds::send(&stream, [0, 1, 2]);
+    }
     catch_signals(stream.as_raw_fd());
     let mut reader = io::BufReader::new(&stream);
     loop {

@@ -24,6 +24,7 @@
 
 pub mod channel;
 pub mod client;
+pub mod fds;
 pub mod protocol;
 pub mod server;
 pub mod sessions;

@@ -38,11 +38,23 @@ pub enum Request {
         script: String,
         /// Diagnostics in colour (the client's stderr is a terminal).
         colour: bool,
+        /// For a `-c` command: the client's working directory and
+        /// environment (`NAME=VALUE`); its stdin, stdout and stderr follow
+        /// the request line (see `daemon::fds`).
+        #[serde(default)]
+        command_io: Option<CommandEnv>,
     },
     /// List the sessions (`utap --sessions`).
     Sessions,
     /// End a session as if its client pressed Ctrl-C (`--detach-session`).
     Detach { id: u64 },
+}
+
+/// Where a `-c` command runs: as the client would have run it.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct CommandEnv {
+    pub cwd: String,
+    pub env: Vec<String>,
 }
 
 /// One message from the daemon.
@@ -204,6 +216,7 @@ mod tests {
             script_name: "a.stp".into(),
             script: "probe begin {}".into(),
             colour: false,
+            command_io: None,
         };
         let mut line = Vec::new();
         send_hello(&mut line, req.clone()).unwrap();

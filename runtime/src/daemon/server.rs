@@ -243,12 +243,25 @@ fn connection(stream: UnixStream, handle: &TracerHandle, prepare: &dyn Prepare, 
             script_name,
             script,
             colour,
+            command_io,
         } => {
-            let Some((prepared, code)) =
+            let io = match command_io {
+                Some(env) => match super::fds::receive(&reader) {
+                    Ok(fds) => Some(sessions::CommandIo {
+                        fds,
+                        cwd: env.cwd,
+                        env: env.env,
+                    }),
+                    Err(e) => return refuse(e.to_string()),
+                },
+                None => None,
+            };
+            let Some((mut prepared, code)) =
                 prepare.prepare(&argv, &script_name, &script, colour, &channel)
             else {
                 return channel.exit(1);
             };
+            prepared.io = io;
             run(reader, channel, handle, prepared);
             // Only now may the machine code go: the session is released.
             drop(code);

@@ -25,7 +25,7 @@ use crate::session::engine::{ScriptEngine, Shared, SharedRef};
 use crate::session::points::Dispatch;
 use crate::session::{Aftermath, Conclude, ProcessPoint, attach_error, finish, schedule_timers};
 use crate::transport::{self, Transport};
-use crate::utrace::{AttachMode, Control, EndReason, EngineId, Tid};
+use crate::utrace::{AttachMode, Control, EndReason, EngineId, SpawnCommand, Tid};
 
 /// A session compiled and ready to start: everything crosses from the
 /// connection's thread to the tracer thread.
@@ -33,8 +33,11 @@ pub struct Prepared {
     pub image: Arc<ScriptImage>,
     pub options: RuntimeOptions,
     pub points: Vec<ProcessPoint>,
-    /// `-x PID`.
+    /// `-x PID` (0 with a command).
     pub pid: i32,
+    /// `-c CMD`, and (set by the server) where it runs.
+    pub command: Option<String>,
+    pub io: Option<CommandIo>,
     /// `-T SECONDS`.
     pub time_limit: Option<Duration>,
     /// `-g`: the session may write (registers, syscall results, signals).
@@ -46,6 +49,14 @@ pub struct Prepared {
     pub verbose: bool,
     /// The script's name, for `--sessions`.
     pub name: String,
+}
+
+/// A `-c` command's descriptors (stdin, stdout, stderr), directory and
+/// environment: the client's.
+pub struct CommandIo {
+    pub fds: Vec<std::os::fd::OwnedFd>,
+    pub cwd: String,
+    pub env: Vec<String>,
 }
 
 struct Live {
@@ -158,9 +169,25 @@ pub(crate) fn start(
     let (transport, mut sink) =
         Transport::start(config).map_err(|e| format!("cannot start output: {e}"))?;
     let conclude = conclusion(transport, channel, done);
-    let pid = Tid(p.pid);
+    let spawned = match (&p.command, p.io) {
+        (Some(cmd), Some(io)) => match spawn(ctl, cmd, io) {
+            Ok(pid) => Some(pid),
+            Err(msg) => {
+                sink.control(format!("utap: {msg}\n"));
+                conclude(1, Aftermath::Detach);
+                return Ok(());
+            }
+        },
+        _ => None,
+    };
+    let pid = spawned.unwrap_or(Tid(p.pid));
     script.set_target(pid.0 as i64);
     if !script.run_begin(&mut sink) {
+        if let Some(pid) = spawned {
+            // Never run, as standalone.
+            // SAFETY: signalling our own stopped child.
+            unsafe { libc::kill(pid.0, libc::SIGKILL) };
+        }
         conclude(finish(&mut script, &mut sink), Aftermath::Detach);
         return Ok(());
     }
@@ -221,6 +248,54 @@ pub(crate) fn start(
         .adopt_process(ctl, &dispatch, pid, &threads);
     schedule_timers(ctl, &shared, deadline);
     Ok(())
+}
+
+/// Starts a client's `-c` command (`/bin/sh -c "exec CMD"`) stopped at its
+/// exec, with the client's descriptors, directory and environment. No
+/// seccomp filter: the process may be shared with sessions that probe
+/// other syscalls, and it must be free to run on untraced when its last
+/// session ends.
+fn spawn(ctl: &mut Control, cmd: &str, io: CommandIo) -> Result<Tid, String> {
+    use std::ffi::CString;
+    use std::os::fd::AsRawFd;
+    let command = SpawnCommand::shell(cmd).map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    // Everything the child needs is built before the fork: it must not
+    // allocate.
+    let cwd = CString::new(io.cwd.clone()).map_err(|_| "bad directory".to_string())?;
+    let env: Vec<CString> = io
+        .env
+        .iter()
+        .filter_map(|v| CString::new(v.as_str()).ok())
+        .collect();
+    let mut envp: Vec<*const libc::c_char> = env.iter().map(|v| v.as_ptr()).collect();
+    envp.push(std::ptr::null());
+    let fds: Vec<i32> = io.fds.iter().map(|f| f.as_raw_fd()).collect();
+    let mut setup = || {
+        unsafe extern "C" {
+            static mut environ: *const *const libc::c_char;
+        }
+        // SAFETY: async-signal-safe calls on descriptors and strings built
+        // before the fork; environ is this (single-threaded) child's own.
+        unsafe {
+            for (i, &fd) in fds.iter().enumerate() {
+                libc::dup2(fd, i as i32);
+            }
+            if libc::chdir(cwd.as_ptr()) != 0 {
+                return false;
+            }
+            environ = envp.as_ptr();
+        }
+        true
+    };
+    let spawned = ctl
+        .spawn(&command, Some(&mut setup))
+        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    if !spawned.hook_ok {
+        // SAFETY: signalling our own stopped child.
+        unsafe { libc::kill(spawned.pid.0, libc::SIGKILL) };
+        return Err(format!("cannot run {cmd:?} in {}", io.cwd));
+    }
+    Ok(spawned.pid)
 }
 
 /// Ends session `id` as Ctrl-C ends a standalone one (end probes, output,
