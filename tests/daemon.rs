@@ -405,3 +405,63 @@ probe end {{ printf("getppid=%d\n", n) }}
     assert_eq!(out.stdout, format!("getppid={CALLS}\n"));
     assert_eq!(out.status, 0);
 }
+
+/// Holds the thread at its first getppid (guru `stop()`), until its
+/// session ends.
+const HOLD: &str = r#"
+global held
+probe process.begin { println("attached") }
+probe process.syscall { if ($syscall == 110 && !held) { held = 1; println("stopped"); stop() } }
+probe end { println("end") }
+"#;
+
+#[test]
+fn a_stop_from_one_session_holds_the_thread_until_that_session_lets_go() {
+    let daemon = Daemon::start();
+    let mut gate = Gate::start();
+    let holder = daemon.client(HOLD, gate.pid(), &["-g"]);
+    assert_eq!(holder.line(), "attached");
+    let counter = daemon.client(&counting(), gate.pid(), &[]);
+    assert_eq!(counter.line(), "attached");
+    let stdin = gate.stdin.as_mut().unwrap();
+    stdin.write_all(b"\n").unwrap();
+    stdin.flush().unwrap();
+    assert_eq!(holder.line(), "stopped");
+    // The counter's engine says Resume; the holder's Stop prevails.
+    wait_until("the held thread to be in a tracing stop", || {
+        state(gate.pid()) == 't'
+    });
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(state(gate.pid()), 't');
+    let listed = daemon.sessions();
+    let id = &listed.iter().find(|s| s[5] == "guru").unwrap()[0];
+    let out = run({
+        let mut c = command(utap_bin());
+        c.arg(daemon.connect_arg()).args(["--detach-session", id]);
+        c
+    });
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let held = holder.finish();
+    assert_eq!(held.stdout, "end\n");
+    assert_eq!(held.status, 0);
+    // Let go: the phase completes, under the counter's eyes.
+    let mut done = String::new();
+    gate.out.read_line(&mut done).unwrap();
+    assert_eq!(done, format!("done {}\n", std::process::id()));
+    assert_eq!(gate.close(), 0);
+    let out = counter.finish();
+    assert_eq!(out.stdout, format!("getppid={CALLS}\n"));
+    assert_eq!(out.status, 0);
+}
+
+#[test]
+fn detaching_an_unknown_session_is_an_error() {
+    let daemon = Daemon::start();
+    let out = run({
+        let mut c = command(utap_bin());
+        c.arg(daemon.connect_arg()).args(["--detach-session", "99"]);
+        c
+    });
+    assert_eq!(out.status, 1);
+    assert_eq!(out.stderr, "utap: no session 99\n");
+}
