@@ -200,7 +200,12 @@ impl Shared {
         }
         if !self.linger {
             match self.release.take() {
-                Some(release) => release(ctl),
+                Some(release) => {
+                    // Other sessions may go on: take out this one's
+                    // breakpoints (shared sites are counted).
+                    self.functions.remove_all(ctl);
+                    release(ctl);
+                }
                 None if self.end_with.is_some() => {}
                 None => ctl.end(EndReason::Requested),
             }
