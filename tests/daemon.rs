@@ -465,3 +465,34 @@ fn detaching_an_unknown_session_is_an_error() {
     assert_eq!(out.status, 1);
     assert_eq!(out.stderr, "utap: no session 99\n");
 }
+
+/// Fails at the first getppid: a runtime error ends the session.
+const FAILING: &str = r#"
+global zero
+probe process.begin { println("attached") }
+probe process.syscall { if ($syscall == 110) println(1 / zero) }
+"#;
+
+#[test]
+fn a_runtime_error_ends_only_its_own_session() {
+    let daemon = Daemon::start();
+    let mut gate = Gate::start();
+    let failing = daemon.client(FAILING, gate.pid(), &[]);
+    assert_eq!(failing.line(), "attached");
+    let counter = daemon.client(&counting(), gate.pid(), &[]);
+    assert_eq!(counter.line(), "attached");
+    gate.phase();
+    let out = failing.finish();
+    assert_eq!(out.status, 1);
+    assert!(
+        out.stderr.contains("ERROR: division by 0"),
+        "{}",
+        out.stderr
+    );
+    gate.phase();
+    assert_eq!(gate.close(), 0);
+    let out = counter.finish();
+    assert_eq!(out.stderr, "");
+    assert_eq!(out.stdout, format!("getppid={}\n", 2 * CALLS));
+    assert_eq!(out.status, 0);
+}
