@@ -130,6 +130,33 @@ pub struct Options {
     #[arg(long = "skip-badvars")]
     pub skip_badvars: bool,
 
+    /// Run the per-user utap daemon (see README "Several tools on one
+    /// process"): it owns the traced processes, and clients' sessions
+    /// share them.
+    #[arg(long = "daemon")]
+    pub daemon: bool,
+
+    /// The daemon's socket (default: $XDG_RUNTIME_DIR/utap/utapd.sock).
+    #[arg(long = "socket", value_name = "PATH")]
+    pub socket: Option<String>,
+
+    /// Run this session in the utap daemon at PATH (default: the user's).
+    /// Without it, `-x` uses the user's daemon when one runs.
+    #[arg(long = "connect", value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub connect: Option<String>,
+
+    /// Never use a daemon: trace standalone.
+    #[arg(long = "no-daemon")]
+    pub no_daemon: bool,
+
+    /// List the daemon's sessions (with --connect=PATH: that daemon's).
+    #[arg(long = "sessions")]
+    pub sessions: bool,
+
+    /// End the daemon session ID as Ctrl-C would end it.
+    #[arg(long = "detach-session", value_name = "ID")]
+    pub detach_session: Option<u64>,
+
     /// The script file (unless -e), then the script's arguments. Options may
     /// come before or after them (`utap script.stp -c CMD`), as with stap's
     /// getopt; a `--` ends the options.

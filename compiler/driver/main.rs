@@ -2,6 +2,7 @@
 //! library call, and `-p N` stops after pass N and prints its result.
 
 mod cli;
+mod daemon;
 mod docs;
 mod json_diag;
 mod session;
@@ -84,27 +85,13 @@ fn run(opts: &cli::Options) -> Result<u8, Failure> {
         print!("{text}");
         return Ok(0);
     }
+    if let Some(status) = daemon::run(opts)? {
+        return Ok(status);
+    }
     let (source, args) = opts.script().map_err(Failure::Message)?;
+    let (name, text) = read_script(source)?;
     let mut map = SourceMap::new();
-    let file = match source {
-        cli::ScriptSource::Text(text) => map.add("<input>", text),
-        cli::ScriptSource::Stdin => {
-            let mut text = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::stdin(), &mut text).map_err(|e| {
-                Failure::Message(format!("cannot read the script from standard input: {e}"))
-            })?;
-            map.add("<input>", String::from_utf8_lossy(&text).into_owned())
-        }
-        cli::ScriptSource::File(path) => {
-            let text = std::fs::read(&path).map_err(|e| {
-                Failure::Message(match e.kind() {
-                    std::io::ErrorKind::NotFound => format!("input file '{path}' is missing"),
-                    _ => format!("input file '{path}' can't be opened for reading: {e}"),
-                })
-            })?;
-            map.add(path, String::from_utf8_lossy(&text).into_owned())
-        }
-    };
+    let file = map.add(name, text);
     let parse_opts = ParseOptions {
         args,
         guru: opts.guru,
@@ -185,6 +172,32 @@ fn run(opts: &cli::Options) -> Result<u8, Failure> {
             status.map(|status| status as u8)
         }
     }
+}
+
+/// The script's name (for diagnostics) and text.
+fn read_script(source: cli::ScriptSource) -> Result<(String, String), Failure> {
+    Ok(match source {
+        cli::ScriptSource::Text(text) => ("<input>".to_string(), text),
+        cli::ScriptSource::Stdin => {
+            let mut text = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut text).map_err(|e| {
+                Failure::Message(format!("cannot read the script from standard input: {e}"))
+            })?;
+            (
+                "<input>".to_string(),
+                String::from_utf8_lossy(&text).into_owned(),
+            )
+        }
+        cli::ScriptSource::File(path) => {
+            let text = std::fs::read(&path).map_err(|e| {
+                Failure::Message(match e.kind() {
+                    std::io::ErrorKind::NotFound => format!("input file '{path}' is missing"),
+                    _ => format!("input file '{path}' can't be opened for reading: {e}"),
+                })
+            })?;
+            (path, String::from_utf8_lossy(&text).into_owned())
+        }
+    })
 }
 
 fn pass_error(e: session::PassError, map: &SourceMap) -> Failure {

@@ -142,7 +142,7 @@ fn start_transport(
 }
 
 /// `-t`: where each probe is and how the script wrote its point.
-fn timing_labels(program: &Program, map: &SourceMap) -> Vec<TimingLabel> {
+pub fn timing_labels(program: &Program, map: &SourceMap) -> Vec<TimingLabel> {
     program
         .probes
         .iter()

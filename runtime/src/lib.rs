@@ -1,6 +1,7 @@
 //! utap's runtime: the utrace engine core over ptrace, the value runtime the
 //! native handlers call, the output transport and tracing sessions.
 
+pub mod daemon;
 pub mod dwarf;
 pub mod elf;
 pub mod endtrace;

@@ -58,6 +58,12 @@ pub(crate) struct Shared {
     pub verbose: bool,
     /// Function probes: breakpoints per process.
     pub functions: FunctionProbes,
+    /// A daemon session (`crate::daemon`): the script ends when this
+    /// process has exited (standalone, the tracer's `end_when_exits` does).
+    pub end_with: Option<i32>,
+    /// A daemon session: how its end lets go of the threads (detaching
+    /// only its own engine), instead of ending the whole tracer.
+    pub release: Option<Box<dyn FnOnce(&mut Control)>>,
 }
 
 pub(crate) type SharedRef = Rc<RefCell<Shared>>;
@@ -79,6 +85,8 @@ impl Shared {
             conclude: None,
             verbose: false,
             functions: FunctionProbes::default(),
+            end_with: None,
+            release: None,
         }
     }
 
@@ -182,7 +190,10 @@ impl Shared {
     pub fn end(&mut self, ctl: &mut Control, why: EndReason) {
         if self.finished.is_none() {
             // exit(), an error, the target's exit: as for -T (utrace::hurry).
-            crate::utrace::hurry::now();
+            // Not in a daemon, which serves other sessions afterwards.
+            if self.end_with.is_none() {
+                crate::utrace::hurry::now();
+            }
             if self.verbose {
                 eprintln!("utap: session ended: {why}");
                 eprintln!("utap: {} ptrace stops", ctl.stop_count());
@@ -203,7 +214,16 @@ impl Shared {
             self.finished = Some(conclude.map_or(status, |c| c(status, after)));
         }
         if !self.linger {
-            ctl.end(EndReason::Requested);
+            match self.release.take() {
+                Some(release) => {
+                    // Other sessions may go on: take out this one's
+                    // breakpoints (shared sites are counted).
+                    self.functions.remove_all(ctl);
+                    release(ctl);
+                }
+                None if self.end_with.is_some() => {}
+                None => ctl.end(EndReason::Requested),
+            }
         }
     }
 
@@ -587,6 +607,13 @@ impl Engine for ScriptEngine {
             s.fire(cx, &d.end, &values);
             s.exe.remove(&pid);
             s.functions.forget(pid);
+            if s.end_with == Some(pid) {
+                let why = EndReason::ProcessExited {
+                    pid: Tid(pid),
+                    status,
+                };
+                s.end(cx, why);
+            }
         }
         s.script.procs_mut().remove(tid);
     }

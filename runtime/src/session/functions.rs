@@ -90,6 +90,20 @@ impl FunctionProbes {
         self.spaces.remove(&pid);
     }
 
+    /// Takes out every breakpoint this session placed (one use each: a
+    /// site another daemon session also uses stays), for a session that
+    /// ends while its processes run on.
+    pub fn remove_all(&mut self, ctl: &mut Control) {
+        for (pid, sites) in self.sites.drain() {
+            for addr in sites.keys() {
+                let _ = ctl.remove_breakpoint(Tid(pid), *addr);
+            }
+        }
+        for (pid, addr) in self.loader.drain() {
+            let _ = ctl.remove_breakpoint(Tid(pid), addr);
+        }
+    }
+
     /// A fork/vfork child has the parent's breakpoints (copied memory).
     pub fn cloned(&mut self, parent: i32, child: i32) {
         if let Some(s) = self.sites.get(&parent).cloned() {

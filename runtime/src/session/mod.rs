@@ -29,7 +29,7 @@
 //! a script without syscall probes) these signals detach and the command
 //! goes on untraced.
 
-mod engine;
+pub(crate) mod engine;
 mod functions;
 mod unwinder;
 pub use functions::UserFunction;
@@ -218,7 +218,7 @@ fn attach_target(
     Ok((pid, threads, false))
 }
 
-fn attach_error(pid: Tid, e: crate::utrace::Error) -> SessionError {
+pub(crate) fn attach_error(pid: Tid, e: crate::utrace::Error) -> SessionError {
     use crate::utrace::Error;
     let why = match e {
         Error::Gone(_)
@@ -229,10 +229,30 @@ fn attach_error(pid: Tid, e: crate::utrace::Error) -> SessionError {
         } => "no such process".to_string(),
         Error::Os {
             errno: libc::EPERM, ..
-        } => eperm_reasons(std::path::Path::new("/proc/sys/kernel/yama").exists()),
+        } => match traced_by_utap(pid) {
+            Some(tracer) => format!(
+                "it is traced by another utap (pid {tracer}); to run several scripts on one \
+                 process at once, run them through a utap daemon (start `utap --daemon`, \
+                 then `utap --connect SCRIPT -x {pid}` for each)"
+            ),
+            None => eperm_reasons(std::path::Path::new("/proc/sys/kernel/yama").exists()),
+        },
         other => other.to_string(),
     };
     SessionError(format!("cannot attach to process {pid}: {why}"))
+}
+
+/// The utap process tracing `pid`, if its tracer is a utap.
+fn traced_by_utap(pid: Tid) -> Option<i32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let tracer: i32 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("TracerPid:"))?
+        .trim()
+        .parse()
+        .ok()?;
+    let exe = std::fs::read_link(format!("/proc/{tracer}/exe")).ok()?;
+    (tracer != 0 && exe.file_name()? == "utap").then_some(tracer)
 }
 
 /// Why ptrace may refuse: Yama is named only on kernels that have it.
@@ -317,7 +337,7 @@ fn strategy_note(syscalls: SyscallNeed, seccomp_on: bool) -> String {
 const METRICS_POLL: Duration = Duration::from_millis(50);
 
 /// Timer probes and the `-T` deadline, as ticks of the tracer loop.
-fn schedule_timers(ctl: &mut Control, shared: &SharedRef, deadline: Option<Instant>) {
+pub(crate) fn schedule_timers(ctl: &mut Control, shared: &SharedRef, deadline: Option<Instant>) {
     let now = Instant::now();
     let timers = shared.borrow().script.timers();
     for t in timers {

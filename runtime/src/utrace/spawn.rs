@@ -18,7 +18,7 @@ use std::ffi::CString;
 use super::error::{Error, Result};
 use super::ptrace::{self, Status};
 use super::thread::{Run, Thread};
-use super::{Signal, Tid, Tracer};
+use super::{Control, Signal, Tid, Tracer};
 
 /// A command line to execute (no PATH search: `program` is a path).
 #[derive(Clone, Debug)]
@@ -55,6 +55,17 @@ pub struct Spawned {
 }
 
 impl Tracer {
+    /// Starts `cmd` traced: [`Control::spawn`] before `run`.
+    pub fn spawn(
+        &mut self,
+        cmd: &SpawnCommand,
+        hook: Option<&mut dyn FnMut() -> bool>,
+    ) -> Result<Spawned> {
+        self.ctl().spawn(cmd, hook)
+    }
+}
+
+impl Control<'_> {
     /// Starts `cmd` traced and returns it stopped at its exec stop. Attach
     /// engines (with `FOLLOW` to cover its children), then `run`. A thread
     /// left with no engine is detached when `run` starts. `hook` runs in the
