@@ -1483,8 +1483,11 @@ impl<'l> Lowerer<'l> {
         if body.dwarf.is_none() || body.func.is_some() {
             return false;
         }
-        if matches!(t.name.as_str(), "$parms" | "$locals" | "$vars" | "$return") {
-            return true;
+        match t.name.as_str() {
+            "$parms" | "$locals" | "$vars" | "$return" => return true,
+            // `$$name`, `$$provider`: .plt and marker context, not DWARF.
+            n if n.starts_with('$') => return false,
+            _ => {}
         }
         !body
             .families
