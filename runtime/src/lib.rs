@@ -8,6 +8,7 @@ pub mod host;
 pub mod json;
 pub mod memory;
 pub mod metrics;
+pub mod priority;
 pub mod procinfo;
 pub mod script;
 pub mod seccomp;
