@@ -714,6 +714,10 @@ impl<'l> Lowerer<'l> {
                 ));
                 None
             }
+            ast::ExprKind::Target(t) if prometheus_value(t, body) => {
+                self.err(write_only_value(e.span));
+                None
+            }
             ast::ExprKind::Target(t) => self
                 .lower_target(t, e.span, body, true)
                 .map(|(cv, ty)| (LValue::Context(cv), ty)),
@@ -808,6 +812,10 @@ impl<'l> Lowerer<'l> {
                         .all(|f| f.context_var("arg1").is_some()) =>
             {
                 all_args(span)
+            }
+            ast::ExprKind::Target(t) if prometheus_value(t, body) => {
+                self.err(write_only_value(span));
+                bad(span)
             }
             ast::ExprKind::Target(t) if self.skip_badvars && !self.target_resolves(t, body) => {
                 match t.pretty > 0 {
@@ -1091,6 +1099,11 @@ impl<'l> Lowerer<'l> {
         span: Span,
         body: &mut Body,
     ) -> Lowered {
+        if let ast::ExprKind::Target(t) = &target.kind
+            && prometheus_value(t, body)
+        {
+            return self.prometheus_write(op, value, span, body);
+        }
         let Some((lv, tt)) = self.lower_lvalue(target, body) else {
             self.lower_expr(value, body);
             return bad(span);
@@ -1425,10 +1438,44 @@ impl<'l> Lowerer<'l> {
 
     // ----- context variables -----
 
+    /// `$value .= TEXT` (or `=`) in `probe prometheus`: appended to (or
+    /// replaces) the text being served, held by the runtime per scrape, so
+    /// it may grow past MAXSTRINGLEN as SystemTap's procfs buffer does.
+    fn prometheus_write(
+        &mut self,
+        op: AssignOp,
+        value: &ast::Expr,
+        span: Span,
+        body: &mut Body,
+    ) -> Lowered {
+        let (v, tv) = self.lower_expr(value, body);
+        self.unify(tv, STRING, value.span);
+        let name = match op {
+            AssignOp::Concat => "__prometheus_append",
+            AssignOp::Assign => "__prometheus_set",
+            _ => {
+                self.err(write_only_value(span));
+                return bad(span);
+            }
+        };
+        (
+            mk(
+                ExprKind::Builtin {
+                    name,
+                    args: vec![v],
+                },
+                Type::Void,
+                span,
+            ),
+            Ty::Known(Type::Void),
+        )
+    }
+
     /// `@defined(e)`: true when `e` is a context variable of every point
     /// of this handler.
     fn is_defined(&mut self, e: &ast::Expr, body: &Body) -> bool {
         match &e.kind {
+            ast::ExprKind::Target(t) if prometheus_value(t, body) => true,
             ast::ExprKind::Target(t) => {
                 t.path.is_empty()
                     && t.pretty == 0
@@ -1621,6 +1668,26 @@ impl<'l> Lowerer<'l> {
 }
 
 /// `$$parms` / `$$vars` in a syscall probe, as SystemTap expands it:
+/// `$value` read, or written other than with `=` and `.=`.
+fn write_only_value(span: Span) -> SemError {
+    SemError::new(span, "'$value' of probe prometheus can only be written")
+        .label("the text served")
+        .help("build it with $value .= \"...\" (or start over with $value = \"...\")")
+}
+
+/// Whether `t` is `$value` in a handler of `probe prometheus` only.
+fn prometheus_value(t: &ast::TargetVar, body: &Body) -> bool {
+    t.name == "value"
+        && t.path.is_empty()
+        && t.pretty == 0
+        && body.func.is_none()
+        && !body.families.is_empty()
+        && body
+            .families
+            .iter()
+            .all(|f| f.kind == FamilyKind::Prometheus)
+}
+
 /// `sprintf("$arg1=%#x ... $arg6=%#x", $arg1, ..., $arg6)`.
 fn all_args(span: Span) -> Lowered {
     let text: Vec<String> = (1..=6).map(|i| format!("$arg{i}=%#x")).collect();
