@@ -252,3 +252,40 @@ fn usage_errors_exit_1_and_help_exits_0() {
     help.arg("--help");
     assert_eq!(run(help).status, 0);
 }
+
+/// `-T` behind 200 busy threads: the clock starts once every thread is
+/// attached (as SystemTap's starts with its module running), so the session
+/// really traced for its time (before, attaching under load could eat the
+/// whole limit and the syscall probe never fired); the end probe ran; and
+/// afterwards every thread runs untraced, none stopped.
+#[test]
+fn time_limit_behind_busy_threads_traces_then_lets_every_thread_go() {
+    let target = Running::ready("busy", &["200", "1000"]);
+    let pid = target.pid();
+    let script = r#"
+global n
+probe process.syscall { n++ }
+probe end { println(n > 0 ? "traced" : "nothing traced") }
+"#;
+    let out = run(utap(script, &["-T", "0.5", "-x", &pid.to_string()]));
+    assert_eq!(out.stdout, "traced\n", "{out:?}");
+    assert_eq!(out.status, 0, "{out:?}");
+    // The tracing process lets the threads go behind the verdict.
+    wait_until("every thread untraced", || {
+        threads(pid)
+            .iter()
+            .all(|&t| status_field(t, "TracerPid").as_deref() == Some("0"))
+    });
+    assert_running_untraced(pid);
+}
+
+/// utap raises itself to nice -20 when allowed (runtime/src/priority.rs),
+/// but the `-c` command runs at the caller's nice value.
+#[test]
+fn the_command_runs_at_the_callers_nice_value() {
+    // SAFETY: getpriority has no memory effects.
+    let ours = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+    let out = run(utap("probe begin { }", &["-c", "nice"]));
+    assert_eq!(out.stdout, format!("{ours}\n"), "{out:?}");
+    assert_eq!(out.status, 0, "{out:?}");
+}

@@ -67,8 +67,9 @@ pub struct Options {
     #[arg(short = 'G', value_name = "NAME=VALUE", value_parser = parse_define)]
     pub global_values: Vec<(String, String)>,
 
-    /// Stop the session after SECONDS (a number, fractions allowed). What
-    /// happens to the traced command then: see "Ending a session" in README.
+    /// Stop the session SECONDS after tracing starts (after the begin probes
+    /// and attaching; a number, fractions allowed). What happens to the
+    /// traced command then: see "Ending a session" in README.
     #[arg(short = 'T', value_name = "SECONDS", value_parser = parse_seconds)]
     pub timeout: Option<f64>,
 

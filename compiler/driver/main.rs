@@ -17,6 +17,9 @@ use utap_compiler::print;
 use utap_compiler::source::SourceMap;
 
 fn main() -> ExitCode {
+    // Before anything else: compiling and attaching next to a target's
+    // thousand busy threads need the CPU (runtime/src/priority.rs).
+    utap_runtime::priority::raise_at_start();
     utap_runtime::endtrace::start();
     utap_runtime::endtrace::mark("utap started");
     let opts = cli::parse_args();

@@ -162,6 +162,7 @@ pub fn run(
     compiled: &CompiledScript,
 ) -> Result<i32, PassError> {
     let target = trace::target(opts, program).map_err(PassError::Message)?;
+    warn_unserved_prometheus(opts, program);
     let options = RuntimeOptions {
         limits: limits(opts)?,
         suppress_errors: opts.suppress_handler_errors,
@@ -221,6 +222,21 @@ pub fn run(
             Ok(status)
         }
         result => result,
+    }
+}
+
+/// `probe prometheus` without `--metrics`: nothing would ever run it
+/// (SystemTap serves it in /proc; utap only over HTTP), so say how.
+fn warn_unserved_prometheus(opts: &cli::Options, program: &Program) {
+    let has = program.probes.iter().any(|p| {
+        p.points
+            .iter()
+            .any(|pt| pt.kind == utap_compiler::program::PointKind::Prometheus)
+    });
+    if has && opts.metrics.is_none() && !opts.no_warnings {
+        eprintln!(
+            "WARNING: probe prometheus runs only when /metrics is scraped: serve it with --metrics 127.0.0.1:PORT"
+        );
     }
 }
 

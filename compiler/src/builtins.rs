@@ -91,6 +91,9 @@ pub static BUILTINS: &[Builtin] = &[
     ctx("__dwarf_string", &[L], S),
     pure("__fork_flags", &[L], S),
     ctx("__get_argv", &[L, L], S),
+    // `$value .= s` and `$value = s` in `probe prometheus` (check::lower).
+    f("__prometheus_append", &[S], V, false, false),
+    f("__prometheus_set", &[S], V, false, false),
     // Syscall argument decoders the syscall tapset calls (runtime/decode).
     pure("__syscall_argstr", &[L], S),
     // The syscall's entry arguments, in return probes too (tapsets only).

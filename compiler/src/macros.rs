@@ -12,26 +12,69 @@
 //!   for entry probes to leave to return probes (`@this1 = buf_uaddr` in
 //!   `syscall.read`, then `user_string(@this1)` in `syscall.read.return`).
 //!   Each is the element of the tapset global `__this1` .. `__this8` keyed by
-//!   `tid()`.
+//!   `tid()`;
+//! * library macros (SystemTap's tapset `*.stpm` files), defined for every
+//!   script: stdlib/*.stpm, built in ([`LIBRARY`]). A file's own
+//!   `@define` of the same name wins. Their expansions are placed at the
+//!   use site (diagnostics point at the `@name` written).
 //!
 //! Errors become [`Tok::Error`] tokens where SystemTap would stop.
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use crate::lexer::{LexError, Tok, Token};
 
 /// How deep macro expansions may nest (a macro using itself stops here).
 pub const MAX_DEPTH: usize = 64;
 
+#[derive(Clone)]
 struct Macro {
     params: Vec<String>,
     body: Vec<Token>,
+    /// From [`LIBRARY`]: its tokens' positions are in another text.
+    library: bool,
 }
 
-/// Whether `tokens` need this pass: a `@define`, or a `@thisN`.
+/// The library macro files: (name, text).
+pub const LIBRARY: &[(&str, &str)] = &[(
+    "stdlib/prometheus.stpm",
+    include_str!("../../stdlib/prometheus.stpm"),
+)];
+
+/// The library macros, read once.
+fn library() -> &'static HashMap<String, Macro> {
+    static DEFS: OnceLock<HashMap<String, Macro>> = OnceLock::new();
+    DEFS.get_or_init(|| {
+        let mut defs = HashMap::new();
+        for (_, text) in LIBRARY {
+            let mut input = crate::lexer::lex(text).into_iter().peekable();
+            while let Some(t) = input.next() {
+                if matches!(&t.tok, Tok::AtWord(w) if w == "define")
+                    && let Ok((name, mut m)) = definition(&t, &mut input)
+                {
+                    m.library = true;
+                    defs.insert(name, m);
+                }
+            }
+        }
+        defs
+    })
+}
+
+/// Whether `text` may use a library macro (a byte scan for the prefixes
+/// of their names; [`needed`] decides on the tokens).
+pub fn may_use_library(text: &str) -> bool {
+    text.contains("@prometheus_")
+}
+
+/// Whether `tokens` need this pass: a `@define`, a `@thisN` or a library
+/// macro.
 pub fn needed(tokens: &[Token]) -> bool {
     tokens.iter().any(|t| match &t.tok {
-        Tok::AtWord(w) => w == "define" || this_index(w).is_some(),
+        Tok::AtWord(w) => {
+            w == "define" || this_index(w).is_some() || library().contains_key(w.as_str())
+        }
         _ => false,
     })
 }
@@ -44,7 +87,7 @@ fn this_index(word: &str) -> Option<u8> {
 
 /// Reads the definitions and expands every use.
 pub fn expand(tokens: Vec<Token>) -> Vec<Token> {
-    let mut defs: HashMap<String, Macro> = HashMap::new();
+    let mut defs: HashMap<String, Macro> = library().clone();
     let mut out = Vec::with_capacity(tokens.len());
     let mut input = tokens.into_iter().peekable();
     while let Some(t) = input.next() {
@@ -137,7 +180,14 @@ fn definition(
         }
         body.push(t);
     }
-    Ok((name, Macro { params, body }))
+    Ok((
+        name,
+        Macro {
+            params,
+            body,
+            library: false,
+        },
+    ))
 }
 
 /// An `@word` outside a definition: a macro use is expanded into `out`;
@@ -182,6 +232,12 @@ fn use_site(
                 let i = m.params.iter().position(|q| q == p).expect("a parameter");
                 body.extend(args[i].iter().cloned());
             }
+            _ if m.library => body.push(Token {
+                tok: t.tok.clone(),
+                start: at.start,
+                end: at.end,
+                glued: t.glued,
+            }),
             _ => body.push(t.clone()),
         }
     }
@@ -303,5 +359,22 @@ mod tests {
             expanded("@define f(a) %( @a %) @f(1, 2)"),
             "<macro @f takes 1 argument(s), 2 given>"
         );
+    }
+}
+
+#[cfg(test)]
+mod library_tests {
+    use super::*;
+
+    #[test]
+    fn every_library_file_defines_its_macros() {
+        let defs = library();
+        assert!(defs.keys().all(|k| may_use_library(&format!("@{k}("))));
+        for n in 1..=8 {
+            for suffix in ["", "_map", "_map_unquoted"] {
+                let name = format!("prometheus_dump_array{n}{suffix}");
+                assert!(defs.contains_key(&name), "{name} missing");
+            }
+        }
     }
 }

@@ -156,7 +156,7 @@ pub fn substitute_args(tokens: Vec<Token>, args: &[String]) -> Vec<Token> {
 }
 
 /// Whether `text` might hold a token [`preprocess`] acts on (`%(` `%?`
-/// `%:` `%)`, `$N` `@N` `$#` `@#`). A byte scan, so it may say yes for such
+/// `%:` `%)`, `$N` `@N` `$#` `@#`, macros). A byte scan, so it may say yes for such
 /// characters inside strings or comments, but never says no wrongly: when it
 /// says no, the lexer's tokens can go straight to the parser.
 pub fn may_need(text: &str) -> bool {
@@ -178,6 +178,7 @@ pub fn may_need(text: &str) -> bool {
         || after('@', arg_ref)
         || text.contains("@define")
         || text.contains("@this")
+        || crate::macros::may_use_library(text)
 }
 
 fn is_arg_ref(tok: &Tok) -> bool {

@@ -111,6 +111,8 @@ pub enum PointKind {
     End(i64),
     Error(i64),
     Never,
+    /// `prometheus`: a scrape of `--metrics`.
+    Prometheus,
     /// `timer.s/ms/us/ns(N)`, `timer.hz(N)` converted to a period.
     Timer {
         period_ns: u64,

@@ -10,6 +10,7 @@ pub mod host;
 pub mod json;
 pub mod memory;
 pub mod metrics;
+pub mod priority;
 pub mod procinfo;
 pub mod script;
 pub mod seccomp;

@@ -9,6 +9,10 @@
 //! `try_recv`, never blocking) and hands it back; the HTTP thread waits for
 //! it, not the tracer.
 //!
+//! A script with `probe prometheus` handlers serves what they build in
+//! `$value` instead (SystemTap 4.x's interface; the handlers run on the
+//! tracer thread too).
+//!
 //! Exposition: a long global is a gauge; an array of longs a gauge with
 //! one label per key (`key1`, `key2`, ...); statistics are a summary
 //! (`_count`, `_sum`), or a histogram (`_bucket{le=...}`, `_sum`,

@@ -628,13 +628,22 @@ impl OutputLoop {
     /// started gets a warning on the control output.
     fn run_command(&mut self, cmd: &[u8]) {
         use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::process::CommandExt;
         self.commands
             .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
-        let spawned = std::process::Command::new("/bin/sh")
+        let mut command = std::process::Command::new("/bin/sh");
+        command
             .arg("-c")
             .arg(std::ffi::OsStr::from_bytes(cmd))
-            .stdin(std::process::Stdio::null())
-            .spawn();
+            .stdin(std::process::Stdio::null());
+        // SAFETY: restore_in_child is async-signal-safe.
+        let spawned = unsafe {
+            command.pre_exec(|| {
+                crate::priority::restore_in_child();
+                Ok(())
+            })
+        }
+        .spawn();
         match spawned {
             Ok(child) => self.commands.push(child),
             Err(e) => {

@@ -193,6 +193,7 @@ fn trigger(kind: &PointKind) -> Trigger {
         PointKind::End(n) => Trigger::End(*n),
         PointKind::Error(n) => Trigger::Error(*n),
         PointKind::Never => Trigger::Never,
+        PointKind::Prometheus => Trigger::Prometheus,
         PointKind::Timer {
             period_ns,
             randomize_ns,

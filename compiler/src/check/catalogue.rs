@@ -55,6 +55,8 @@ pub enum FamilyKind {
     End,
     Error,
     Never,
+    /// `prometheus`: runs when `--metrics` is scraped; `$value` is the text.
+    Prometheus,
     /// A timer whose period is its argument times this many nanoseconds.
     Timer {
         unit_ns: u64,
@@ -311,6 +313,12 @@ pub static FAMILIES: &[Family] = &[
         context: &[],
         doc: "never (the handler is still checked)",
     },
+    Family {
+        comps: &[c("prometheus", ArgSpec::None)],
+        kind: FamilyKind::Prometheus,
+        context: &[],
+        doc: "each scrape of /metrics under --metrics ADDR ($value: the text served)",
+    },
     timer_family!("s", 1_000_000_000),
     timer_family!("sec", 1_000_000_000),
     timer_family!("ms", 1_000_000),
@@ -493,6 +501,7 @@ impl Family {
             FamilyKind::End => PointKind::End(num(0).unwrap_or(0)),
             FamilyKind::Error => PointKind::Error(num(0).unwrap_or(0)),
             FamilyKind::Never => PointKind::Never,
+            FamilyKind::Prometheus => PointKind::Prometheus,
             FamilyKind::Timer { unit_ns } => {
                 let n = positive(1, "timer period")?;
                 let randomize = match args.get(2) {
@@ -543,6 +552,7 @@ impl Family {
             | (FamilyKind::End, PointKind::End(_))
             | (FamilyKind::Error, PointKind::Error(_))
             | (FamilyKind::Never, PointKind::Never)
+            | (FamilyKind::Prometheus, PointKind::Prometheus)
             | (FamilyKind::Timer { .. } | FamilyKind::TimerHz, PointKind::Timer { .. }) => true,
             (
                 FamilyKind::Process(ProcessEventKind::Function(ff)),

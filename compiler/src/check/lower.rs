@@ -721,6 +721,10 @@ impl<'l> Lowerer<'l> {
                 ));
                 None
             }
+            ast::ExprKind::Target(t) if prometheus_value(t, body) => {
+                self.err(write_only_value(e.span));
+                None
+            }
             ast::ExprKind::Target(t) => self
                 .lower_target(t, e.span, body, true)
                 .map(|(cv, ty)| (LValue::Context(cv), ty)),
@@ -840,6 +844,10 @@ impl<'l> Lowerer<'l> {
                     args: Vec::new(),
                 };
                 (mk(call, Type::String, span), STRING)
+            }
+            ast::ExprKind::Target(t) if prometheus_value(t, body) => {
+                self.err(write_only_value(span));
+                bad(span)
             }
             ast::ExprKind::Target(t) if self.skip_badvars && !self.target_resolves(t, body) => {
                 match t.pretty > 0 {
@@ -1123,6 +1131,11 @@ impl<'l> Lowerer<'l> {
         span: Span,
         body: &mut Body,
     ) -> Lowered {
+        if let ast::ExprKind::Target(t) = &target.kind
+            && prometheus_value(t, body)
+        {
+            return self.prometheus_write(op, value, span, body);
+        }
         let Some((lv, tt)) = self.lower_lvalue(target, body) else {
             self.lower_expr(value, body);
             return bad(span);
@@ -1457,6 +1470,39 @@ impl<'l> Lowerer<'l> {
 
     // ----- context variables -----
 
+    /// `$value .= TEXT` (or `=`) in `probe prometheus`: appended to (or
+    /// replaces) the text being served, held by the runtime per scrape, so
+    /// it may grow past MAXSTRINGLEN as SystemTap's procfs buffer does.
+    fn prometheus_write(
+        &mut self,
+        op: AssignOp,
+        value: &ast::Expr,
+        span: Span,
+        body: &mut Body,
+    ) -> Lowered {
+        let (v, tv) = self.lower_expr(value, body);
+        self.unify(tv, STRING, value.span);
+        let name = match op {
+            AssignOp::Concat => "__prometheus_append",
+            AssignOp::Assign => "__prometheus_set",
+            _ => {
+                self.err(write_only_value(span));
+                return bad(span);
+            }
+        };
+        (
+            mk(
+                ExprKind::Builtin {
+                    name,
+                    args: vec![v],
+                },
+                Type::Void,
+                span,
+            ),
+            Ty::Known(Type::Void),
+        )
+    }
+
     /// `@defined(e)`: true when `e` is a context variable of every point
     /// of this handler.
     fn is_defined(&mut self, e: &ast::Expr, body: &Body) -> bool {
@@ -1464,6 +1510,7 @@ impl<'l> Lowerer<'l> {
             ast::ExprKind::Target(t) if self.wants_dwarf(t, body) => {
                 dwarf_defined(t, body.dwarf.as_deref().expect("checked by wants_dwarf"))
             }
+            ast::ExprKind::Target(t) if prometheus_value(t, body) => true,
             ast::ExprKind::Target(t) => {
                 t.path.is_empty()
                     && t.pretty == 0
@@ -1861,6 +1908,26 @@ fn dwarf_defined(t: &ast::TargetVar, sites: &super::dwarf::DwarfSites) -> bool {
         _ => super::dwarf::Want::Long(name, &comps),
     };
     super::dwarf::plan(sites, &want).is_ok()
+}
+
+/// `$value` read, or written other than with `=` and `.=`.
+fn write_only_value(span: Span) -> SemError {
+    SemError::new(span, "'$value' of probe prometheus can only be written")
+        .label("the text served")
+        .help("build it with $value .= \"...\" (or start over with $value = \"...\")")
+}
+
+/// Whether `t` is `$value` in a handler of `probe prometheus` only.
+fn prometheus_value(t: &ast::TargetVar, body: &Body) -> bool {
+    t.name == "value"
+        && t.path.is_empty()
+        && t.pretty == 0
+        && body.func.is_none()
+        && !body.families.is_empty()
+        && body
+            .families
+            .iter()
+            .all(|f| f.kind == FamilyKind::Prometheus)
 }
 
 /// `$$parms` / `$$vars` in a syscall probe, as SystemTap expands it:

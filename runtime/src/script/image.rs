@@ -59,6 +59,8 @@ pub enum Trigger {
     End(i64),
     Error(i64),
     Never,
+    /// `probe prometheus`: run on each `--metrics` scrape.
+    Prometheus,
     Timer {
         period_ns: u64,
         randomize_ns: u64,

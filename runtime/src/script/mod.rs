@@ -209,12 +209,36 @@ impl ScriptRuntime {
         self.metrics.is_some()
     }
 
-    /// Answers the scrapes waiting now with the globals' current values;
-    /// the session calls it between events. Never blocks.
-    pub fn serve_metrics(&self) {
-        if let Some(m) = &self.metrics {
-            m.serve(|| sink::metrics(&self.state));
-        }
+    /// Answers the scrapes waiting now; the session calls it between
+    /// events. Never blocks. The text is what the `probe prometheus`
+    /// handlers leave in `$value` when the script has some (they run here,
+    /// once per scrape), else the globals' automatic exposition. True when
+    /// a handler ended the session (`exit()`, too many errors).
+    pub fn serve_metrics(&mut self, sink: &mut dyn OutputSink) -> bool {
+        let Some(requests) = self.metrics.take() else {
+            return false;
+        };
+        let handlers = self.ordered(|t| matches!(t, Trigger::Prometheus).then_some(0));
+        requests.serve(|| match handlers.is_empty() {
+            true => sink::metrics(&self.state),
+            false => self.prometheus_text(&handlers, sink),
+        });
+        self.metrics = Some(requests);
+        self.phase != Phase::Running
+    }
+
+    /// Runs the `probe prometheus` handlers on an empty `$value` and takes
+    /// the text they built.
+    fn prometheus_text(
+        &mut self,
+        handlers: &[(usize, usize)],
+        sink: &mut dyn OutputSink,
+    ) -> String {
+        self.state.prometheus.clear();
+        self.run_ordered(handlers.to_vec(), Phase::Running, sink);
+        let text = String::from_utf8_lossy(&self.state.prometheus).into_owned();
+        self.state.prometheus = Vec::new();
+        text
     }
 
     /// `target()` (set once the -c command is started).

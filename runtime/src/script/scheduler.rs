@@ -135,7 +135,9 @@ fn run_timers(rt: &mut ScriptRuntime, sink: &mut dyn OutputSink, deadline: Optio
         if interrupted() {
             return;
         }
-        rt.serve_metrics();
+        if rt.serve_metrics(sink) {
+            return;
+        }
         let now = Instant::now();
         if deadline.is_some_and(|d| now >= d) {
             return;

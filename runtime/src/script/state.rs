@@ -43,6 +43,8 @@ pub struct ScriptState {
     pub globals: Globals,
     /// Output of the current handler run (pushed to the sink at its end).
     pub out: RunOutput,
+    /// `$value` of `probe prometheus`: the text a scrape is served.
+    pub prometheus: Vec<u8>,
     /// The message of the pending runtime error (`HandlerContext::error`).
     pub error_message: String,
     /// `exit()` was called.
@@ -116,6 +118,7 @@ impl ScriptState {
             sink: None,
             print_scratch: Vec::new(),
             diagnostics: Vec::new(),
+            prometheus: Vec::new(),
             entry_missing: Default::default(),
             control: Vec::new(),
             target: 0,

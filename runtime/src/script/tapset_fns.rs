@@ -396,6 +396,26 @@ extern "C" fn utap_bi_tz_name(ctx: *mut HandlerContext) -> i64 {
 
 // ---- system ---------------------------------------------------------------------
 
+/// The most text one scrape may be served (`$value .= ...` beyond it is
+/// dropped): a runaway handler must not eat the tracer's memory.
+const PROMETHEUS_MAX: usize = 16 << 20;
+
+/// `$value .= s` in `probe prometheus`.
+extern "C" fn utap_bi_prometheus_append(ctx: *mut HandlerContext, s: i64) -> i64 {
+    let state = st(ctx);
+    let room = PROMETHEUS_MAX.saturating_sub(state.prometheus.len());
+    let text = state.strings.get(s);
+    let text = &text[..text.len().min(room)];
+    state.prometheus.extend_from_slice(text);
+    0
+}
+
+/// `$value = s` in `probe prometheus`.
+extern "C" fn utap_bi_prometheus_set(ctx: *mut HandlerContext, s: i64) -> i64 {
+    st(ctx).prometheus.clear();
+    utap_bi_prometheus_append(ctx, s)
+}
+
 /// `system(cmd)`: hands `cmd` to the output side, after this run's output
 /// so far, to be run there in the background with `/bin/sh -c`.
 extern "C" fn utap_bi_system(ctx: *mut HandlerContext, cmd: i64) -> i64 {
@@ -432,6 +452,11 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
         ("sid", utap_bi_sid as *const u8),
         ("stp_pid", utap_bi_stp_pid as *const u8),
         ("system", utap_bi_system as *const u8),
+        (
+            "__prometheus_append",
+            utap_bi_prometheus_append as *const u8,
+        ),
+        ("__prometheus_set", utap_bi_prometheus_set as *const u8),
         ("tz_gmtoff", utap_bi_tz_gmtoff as *const u8),
         ("tz_name", utap_bi_tz_name as *const u8),
         (

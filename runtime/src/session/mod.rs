@@ -105,15 +105,10 @@ pub fn run(
     mut sink: Producer,
     conclude: Conclude,
 ) -> Result<i32, SessionError> {
-    // -T counts from the start, attaching included.
-    let deadline = opts.time_limit.map(|limit| Instant::now() + limit);
     crate::endtrace::start();
     catch_termination_signals().map_err(|e| SessionError(format!("signal setup: {e}")))?;
     // A handler looping on the tracer thread still yields to them.
     also_on_termination(interrupt::request);
-    if let Some(deadline) = deadline {
-        interrupt::at(deadline);
-    }
     let dispatch = Rc::new(Dispatch::new(points));
     let mut tracer = Tracer::new().map_err(|e| SessionError(e.to_string()))?;
     // As with SystemTap, the -c command exists (created, stopped at its
@@ -142,6 +137,13 @@ pub fn run(
         Ok((pid, seccomp_on)) => (pid, vec![pid], seccomp_on),
         Err(pid) => attach_target(&mut tracer, pid, opts.verbose)?,
     };
+    // -T counts from here, as SystemTap's counts from the module running:
+    // the begin probes have run and every thread is attached, so `-T 1`
+    // traces for a second however long attaching a thousand threads took.
+    let deadline = opts.time_limit.map(|limit| Instant::now() + limit);
+    if let Some(deadline) = deadline {
+        interrupt::at(deadline);
+    }
     let shared: SharedRef = Rc::new(RefCell::new(Shared::new(script, sink, &dispatch)));
     {
         let mut s = shared.borrow_mut();
@@ -362,8 +364,17 @@ pub(crate) fn schedule_timers(ctl: &mut Control, shared: &SharedRef, deadline: O
     if shared.borrow().script.has_metrics() {
         // Scrapes are answered between events, never while a tracee waits.
         let shared = shared.clone();
-        ctl.add_timer(now + METRICS_POLL, move |_| {
-            shared.borrow().script.serve_metrics();
+        ctl.add_timer(now + METRICS_POLL, move |ctl| {
+            let mut s = shared.borrow_mut();
+            let s = &mut *s;
+            if s.finished.is_some() {
+                return None;
+            }
+            // `probe prometheus` handlers run here; exit() in one ends it.
+            if s.script.serve_metrics(&mut s.sink) {
+                s.end(ctl, EndReason::Requested);
+                return None;
+            }
             Some(Instant::now() + METRICS_POLL)
         });
     }

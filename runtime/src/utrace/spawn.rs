@@ -181,6 +181,8 @@ unsafe fn child(
         // Rust ignores SIGPIPE, and an ignored signal stays ignored across
         // exec: the command must die of it as it would untraced.
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        // Not at utap's nice -20: the user's own priority.
+        crate::priority::restore_in_child();
         libc::raise(libc::SIGSTOP);
         let ok = match hook {
             Some(h) => h(),
