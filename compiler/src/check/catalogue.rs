@@ -723,7 +723,11 @@ mod tests {
                 // USDT markers (arguments may live in memory): nothing.
                 FamilyKind::Process(ProcessEventKind::Function(ff)) => {
                     let marker = matches!(ff.site, SiteKind::Mark { .. });
-                    let want = if ff.returning || marker { &[][..] } else { &args[..] };
+                    let want = if ff.returning || marker {
+                        &[][..]
+                    } else {
+                        &args[..]
+                    };
                     assert_eq!(writable(f), want, "{}", f.doc);
                 }
                 _ => rest.extend(writable(f)),
