@@ -52,6 +52,11 @@ fn parameters_of_base_types_at_entry_o2() {
 }
 
 #[test]
+fn compressed_debug_sections_are_read() {
+    assert_eq!(trace("dwarf_gz", PARAMS), PARAMS_OUT);
+}
+
+#[test]
 fn debug_information_from_a_debuglink_file() {
     let split = fixture("dwarf_split");
     if !std::path::Path::new(&format!("{split}.debug")).exists() {

@@ -174,3 +174,24 @@ probe process("EXE").function("add").return { if ($arg1 == 2) printf("ret %d %d\
     assert_ne!(o.status, 0, "{}{}", o.stdout, o.stderr);
     assert!(o.stderr.contains("need utap -g"), "{}", o.stderr);
 }
+
+#[test]
+fn a_function_named_like_a_program_keeps_its_name_in_pp() {
+    // `write` is also /usr/bin/write: only process("NAME") goes through $PATH.
+    let libc = "/lib/x86_64-linux-gnu/libc.so.6";
+    if !std::path::Path::new(libc).exists() {
+        eprintln!("skipped: no {libc}");
+        return;
+    }
+    let script = format!(
+        r#"probe process("{libc}").function("write") {{ if (!n++) println(pp()) }} global n"#
+    );
+    let o = run(utap(&script, &["-c", "echo hi"]));
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert_eq!(
+        lines_with(&o.stdout, "process("),
+        [format!(r#"process("{libc}").function("write")"#).as_str()],
+        "{}",
+        o.stdout
+    );
+}

@@ -404,11 +404,14 @@ fn canonical_text(family: &Family, args: &[Option<Option<PointArg>>]) -> String 
         parts.push(match arg {
             None => spec.name.to_string(),
             Some(PointArg::Num(n)) => format!("{}({n})", spec.name),
-            Some(PointArg::Str(s)) => format!(
+            // Only a program name goes through $PATH: `function("write")`
+            // stays `write`, not /usr/bin/write.
+            Some(PointArg::Str(s)) if spec.name == "process" => format!(
                 "{}(\"{}\")",
                 spec.name,
                 super::catalogue::find_executable(s)
             ),
+            Some(PointArg::Str(s)) => format!("{}(\"{s}\")", spec.name),
         });
     }
     parts.join(".")

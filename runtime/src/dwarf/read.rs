@@ -165,10 +165,16 @@ impl DebugInfo {
         };
         let debug_file = object::File::parse(debug_data).map_err(|e| e.to_string())?;
         let dwarf = gimli::Dwarf::load(|id| -> Result<R, gimli::Error> {
-            let bytes = debug_file
+            // Compressed sections (Debian's debug files) are inflated once
+            // and kept for the run, like the file's bytes.
+            let bytes: &'static [u8] = match debug_file
                 .section_by_name(id.name())
-                .and_then(|s| s.data().ok())
-                .unwrap_or(&[]);
+                .and_then(|s| s.uncompressed_data().ok())
+            {
+                Some(std::borrow::Cow::Borrowed(b)) => b,
+                Some(std::borrow::Cow::Owned(v)) => leak(v),
+                None => &[],
+            };
             Ok(EndianSlice::new(bytes, LittleEndian))
         })
         .map_err(|e| format!("{}: {e}", debug_path.display()))?;
