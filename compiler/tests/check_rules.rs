@@ -1021,13 +1021,12 @@ diag_test!(
 );
 
 diag_test!(
-    timer_profile_is_a_kernel_probe,
+    timer_profile_needs_a_positive_frequency,
     false,
-    "probe timer.profile { }",
+    "probe timer.profile.hz(0) { }",
     [
-        "semantic error: utap traces user space (ptrace): kernel probes are not available",
-        "1:7 'timer.profile' is a kernel probe point",
-        "help: the nearest user-space probe: timer.ms(N) or timer.hz(N) run on a timer (not in the traced process's context)",
+        "semantic error: sampling frequency must be positive",
+        "1:21 a number greater than 0",
     ]
 );
 

@@ -33,6 +33,7 @@ mod engine;
 mod functions;
 pub use functions::UserFunction;
 pub mod points;
+mod profile;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -166,6 +167,7 @@ pub fn run(
             .borrow_mut()
             .adopt_process(&mut ctl, &dispatch, pid, &threads);
         schedule_timers(&mut ctl, &shared, deadline);
+        profile::schedule(&mut ctl, &shared, &dispatch);
         // However the session ends, the script ends first: the user gets
         // the end probes' output before the threads are let go.
         let on_end = shared.clone();
