@@ -1073,6 +1073,9 @@ fn listing_everything_covers_every_family_and_alias() {
         "signal.send",
         "timer.ms(number)",
         "timer.hz(number)",
+        "timer.profile",
+        "timer.profile.tick",
+        "timer.profile.hz(number)",
     ] {
         assert!(text.lines().any(|l| l == line), "{line} missing");
     }
@@ -1084,7 +1087,7 @@ fn listing_timers_shows_their_argument() {
     assert_eq!(
         list("timer.*", false).unwrap(),
         "timer.hz(number)\ntimer.jiffies(number)\ntimer.ms(number)\ntimer.msec(number)\n\
-         timer.ns(number)\ntimer.nsec(number)\ntimer.s(number)\ntimer.sec(number)\n\
+         timer.ns(number)\ntimer.nsec(number)\ntimer.profile\ntimer.s(number)\ntimer.sec(number)\n\
          timer.us(number)\ntimer.usec(number)\n"
     );
 }

@@ -492,11 +492,10 @@ impl Family {
             FamilyKind::Process(ProcessEventKind::Profile) => PointKind::Process {
                 target: ProcessTarget::Any,
                 event: ProcessEvent::Profile {
-                    period_ns: match args.get(2) {
-                        Some(Some(_)) => {
-                            (1_000_000_000 / positive(2, "sampling frequency")?).max(1)
-                        }
-                        _ => JIFFY_NS,
+                    // `.hz(N)`; `.tick` (or nothing) is one jiffy.
+                    period_ns: match num(2) {
+                        Some(_) => (1_000_000_000 / positive(2, "sampling frequency")?).max(1),
+                        None => JIFFY_NS,
                     },
                 },
             },
