@@ -115,6 +115,7 @@ pub fn run(
     }
     let dispatch = Rc::new(Dispatch::new(points));
     let mut tracer = Tracer::new().map_err(|e| SessionError(e.to_string()))?;
+    profile::place_tracer(&mut tracer, &dispatch);
     // As with SystemTap, the -c command exists (created, stopped at its
     // exec) before the begin probes run, so target() is its pid there.
     let spawned = match &opts.target {

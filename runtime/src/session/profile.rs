@@ -23,10 +23,21 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::utrace::{Control, ResumeAction, Tid};
+use crate::utrace::{Colocation, Control, ResumeAction, Tid, Tracer};
 
 use super::engine::{Fired, Shared, SharedRef};
 use super::points::Dispatch;
+
+/// A profiling session's ticks must come on time while the tracee keeps
+/// its CPU busy: the default co-location (`utrace::colocate`: the tracer
+/// pinned beside its tracee in `SCHED_IDLE`) would starve them behind a
+/// CPU-bound thread, so the tracer stays where the scheduler puts it
+/// (unless `UTAP_COLOCATE` says otherwise).
+pub(crate) fn place_tracer(tracer: &mut Tracer, d: &Dispatch) {
+    if !d.profile.is_empty() && std::env::var_os("UTAP_COLOCATE").is_none() {
+        tracer.set_colocation(Colocation::Off);
+    }
+}
 
 /// Schedules one sampling tick per `timer.profile` period of the script.
 pub(crate) fn schedule(ctl: &mut Control, shared: &SharedRef, dispatch: &Rc<Dispatch>) {
