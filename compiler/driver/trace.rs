@@ -55,6 +55,9 @@ fn event_of(e: &Ev) -> ProcessEvent {
         Ev::SyscallReturn { syscalls } => ProcessEvent::SyscallReturn(syscalls.clone()),
         Ev::Signal => ProcessEvent::Signal,
         Ev::Quiesce => ProcessEvent::Quiesce,
+        Ev::Profile { period_ns } => ProcessEvent::Profile {
+            period_ns: *period_ns,
+        },
         Ev::Function(f) => ProcessEvent::Function(f.clone()),
     }
 }

@@ -199,7 +199,9 @@ pub static BUILTINS: &[Builtin] = &[
     pure("signal_name", &[L], S),
     pure("signal_str", &[L], S),
     ctx("sprint_ubacktrace", &[], S),
+    ctx("sprint_ubacktrace_folded", &[], S),
     ctx("sprint_ustack", &[S], S),
+    ctx("sprint_ustack_folded", &[S], S),
     // stop() holds the current thread, stop(tid) any traced thread.
     optional(guru("stop", &[L]), 0),
     pure("stp_pid", &[], L),

@@ -23,10 +23,6 @@ pub fn kernel_point(names: &[&str], first_arg: Option<&str>) -> Option<(String, 
             Some(socket(names.get(1).copied()))
         }
         "scheduler" => scheduler(names.get(1).copied()),
-        "timer" if names.get(1) == Some(&"profile") => Some(
-            "timer.ms(N) or timer.hz(N) run on a timer (not in the traced process's context)"
-                .to_string(),
-        ),
         "kprocess" => scheduler(names.get(1).map(|n| match *n {
             "create" => "process_fork",
             "exec" => "process_exec",
@@ -218,7 +214,7 @@ fn probe_spelling(kind: &str, rest: &str) -> Option<String> {
         ("interval" | "i", [unit @ ("s" | "ms" | "us" | "hz"), n]) => {
             format!("probe timer.{unit}({n}) {{ ... }}")
         }
-        ("profile" | "p", ["hz", n]) => format!("probe timer.hz({n}) {{ ... }}"),
+        ("profile" | "p", ["hz", n]) => format!("probe timer.profile.hz({n}) {{ ... }}"),
         ("kprobe" | "k" | "kretprobe" | "kr" | "kfunc" | "kretfunc" | "fentry" | "fexit", _) => {
             let call = parts
                 .last()
@@ -303,6 +299,8 @@ mod tests {
         );
         assert!(kernel_point(&["begin"], None).is_none());
         assert!(kernel_point(&["timer", "ms"], None).is_none());
+        // utap samples threads itself (a process probe, see the catalogue).
+        assert!(kernel_point(&["timer", "profile"], None).is_none());
     }
 
     #[test]

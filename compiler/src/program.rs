@@ -148,6 +148,11 @@ pub enum ProcessEvent {
     },
     Signal,
     Quiesce,
+    /// `timer.profile`: every `period_ns`, each running thread of the
+    /// traced processes is sampled in its own context.
+    Profile {
+        period_ns: u64,
+    },
     /// `.function`, `.plt`, `.statement`, `.library(..)...` (+ `.return`).
     Function(utap_runtime::session::FunctionPoint),
 }

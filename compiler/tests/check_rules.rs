@@ -1021,13 +1021,12 @@ diag_test!(
 );
 
 diag_test!(
-    timer_profile_is_a_kernel_probe,
+    timer_profile_needs_a_positive_frequency,
     false,
-    "probe timer.profile { }",
+    "probe timer.profile.hz(0) { }",
     [
-        "semantic error: utap traces user space (ptrace): kernel probes are not available",
-        "1:7 'timer.profile' is a kernel probe point",
-        "help: the nearest user-space probe: timer.ms(N) or timer.hz(N) run on a timer (not in the traced process's context)",
+        "semantic error: sampling frequency must be positive",
+        "1:21 a number greater than 0",
     ]
 );
 
@@ -1074,6 +1073,9 @@ fn listing_everything_covers_every_family_and_alias() {
         "signal.send",
         "timer.ms(number)",
         "timer.hz(number)",
+        "timer.profile",
+        "timer.profile.tick",
+        "timer.profile.hz(number)",
     ] {
         assert!(text.lines().any(|l| l == line), "{line} missing");
     }
@@ -1085,7 +1087,7 @@ fn listing_timers_shows_their_argument() {
     assert_eq!(
         list("timer.*", false).unwrap(),
         "timer.hz(number)\ntimer.jiffies(number)\ntimer.ms(number)\ntimer.msec(number)\n\
-         timer.ns(number)\ntimer.nsec(number)\ntimer.s(number)\ntimer.sec(number)\n\
+         timer.ns(number)\ntimer.nsec(number)\ntimer.profile\ntimer.s(number)\ntimer.sec(number)\n\
          timer.us(number)\ntimer.usec(number)\n"
     );
 }

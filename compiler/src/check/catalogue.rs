@@ -76,6 +76,8 @@ pub enum ProcessEventKind {
     SyscallReturn,
     Signal,
     Quiesce,
+    /// `timer.profile`, `timer.profile.tick`, `timer.profile.hz(N)`.
+    Profile,
     /// A function probe: which site, whether a library is named, `.return`.
     Function(FunctionFamily),
 }
@@ -287,6 +289,12 @@ const CALL: CompSpec = CompSpec {
 /// The kernel tick the `timer.jiffies` family counts in (CONFIG_HZ=250).
 pub const JIFFY_NS: u64 = 4_000_000;
 
+/// `timer.profile`: SystemTap's runs on every CPU at each kernel tick in
+/// the context of whatever runs there; utap's samples each running thread
+/// of the traced processes at each tick (CONFIG_HZ, as `timer.jiffies`).
+const PROFILE_DOC: &str =
+    "every tick (250 Hz), in the context of each running thread of the traced processes";
+
 /// Every family utap supports.
 pub static FAMILIES: &[Family] = &[
     Family {
@@ -333,6 +341,32 @@ pub static FAMILIES: &[Family] = &[
         kind: FamilyKind::TimerHz,
         context: &[],
         doc: "N times a second",
+    },
+    Family {
+        comps: &[c("timer", ArgSpec::None), c("profile", ArgSpec::None)],
+        kind: FamilyKind::Process(ProcessEventKind::Profile),
+        context: &[],
+        doc: PROFILE_DOC,
+    },
+    Family {
+        comps: &[
+            c("timer", ArgSpec::None),
+            c("profile", ArgSpec::None),
+            c("tick", ArgSpec::None),
+        ],
+        kind: FamilyKind::Process(ProcessEventKind::Profile),
+        context: &[],
+        doc: PROFILE_DOC,
+    },
+    Family {
+        comps: &[
+            c("timer", ArgSpec::None),
+            c("profile", ArgSpec::None),
+            c("hz", ArgSpec::Num),
+        ],
+        kind: FamilyKind::Process(ProcessEventKind::Profile),
+        context: &[],
+        doc: "as timer.profile, N times a second (utap's; bpftrace's profile:hz:N)",
     },
     process_family!(
         ["begin"],
@@ -523,6 +557,16 @@ impl Family {
             FamilyKind::Process(ProcessEventKind::Function(ff)) => {
                 super::functions::build(ff, args)?
             }
+            FamilyKind::Process(ProcessEventKind::Profile) => PointKind::Process {
+                target: ProcessTarget::Any,
+                event: ProcessEvent::Profile {
+                    // `.hz(N)`; `.tick` (or nothing) is one jiffy.
+                    period_ns: match num(2) {
+                        Some(_) => (1_000_000_000 / positive(2, "sampling frequency")?).max(1),
+                        None => JIFFY_NS,
+                    },
+                },
+            },
             FamilyKind::Process(kind) => PointKind::Process {
                 target: match args.first() {
                     Some(Some(Some(PointArg::Str(path)))) => {
@@ -610,6 +654,7 @@ impl ProcessEventKind {
             ProcessEventKind::SyscallReturn => ProcessEvent::SyscallReturn { syscalls: None },
             ProcessEventKind::Signal => ProcessEvent::Signal,
             ProcessEventKind::Quiesce => ProcessEvent::Quiesce,
+            ProcessEventKind::Profile => ProcessEvent::Profile { period_ns: 0 },
             ProcessEventKind::Function(f) => {
                 ProcessEvent::Function(utap_runtime::session::FunctionPoint {
                     library: f.library.then(String::new),

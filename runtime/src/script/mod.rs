@@ -257,6 +257,12 @@ impl ScriptRuntime {
         self.state.usdt = m;
     }
 
+    /// The shadow stack of return-probe trampolines of the thread the next
+    /// firings run for (see `crate::unwind::returns`); empty for none.
+    pub fn set_hijacked_returns(&mut self, trampoline: u64, frames: &[crate::utrace::Frame]) {
+        self.state.unwind.returns.set(trampoline, frames);
+    }
+
     pub fn set_target(&mut self, pid: i64) {
         self.state.target = pid;
     }

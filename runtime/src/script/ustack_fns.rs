@@ -8,7 +8,12 @@
 //! stop of the tracer thread running the handler (syscall, signal,
 //! quiesce... probes); the stack is unwound by CFI (see `crate::unwind`).
 //! In a probe without a stopped thread (begin, end, timer) the backtrace is
-//! empty.
+//! empty, and addresses (of stacks collected earlier) are symbolized in
+//! the target process's modules, as they were when it was last unwound.
+//!
+//! `sprint_ubacktrace_folded()` and `sprint_ustack_folded(bt)` (utap's)
+//! give a stack in the "folded" form of flame graph tools
+//! (`main;a;b;spin`): outermost frame first, function names only.
 
 use crate::memory::{ProcessMemory, ReadMemory};
 
@@ -46,9 +51,18 @@ fn frames(ctx: *mut HandlerContext) -> Vec<u64> {
     s.unwind.backtrace(pid, mem, ip, sp, bp)
 }
 
+/// The process whose modules symbolize addresses: the event's, or in a
+/// probe without one (begin, end, timer: utap's own pid) the target's.
+fn sym_pid(ctx: *mut HandlerContext) -> i32 {
+    match ids(ctx).0 {
+        pid if pid > 0 && pid as u32 != std::process::id() => pid,
+        _ => st(ctx).target as i32,
+    }
+}
+
 /// `usymdata` of `addr` in the event's process.
 fn symdata(ctx: *mut HandlerContext, addr: u64) -> String {
-    let (pid, _) = ids(ctx);
+    let pid = sym_pid(ctx);
     st(ctx).unwind.map(pid, addr).symdata(addr)
 }
 
@@ -112,7 +126,7 @@ extern "C" fn utap_bi_sprint_ubacktrace(ctx: *mut HandlerContext) -> i64 {
 /// there is no symbol).
 extern "C" fn utap_bi_print_ubacktrace_brief(ctx: *mut HandlerContext) -> i64 {
     let f = frames(ctx);
-    let (pid, _) = ids(ctx);
+    let pid = sym_pid(ctx);
     let mut text = String::new();
     for a in f {
         let map = st(ctx).unwind.map(pid, a);
@@ -162,7 +176,7 @@ extern "C" fn utap_bi_ustack(ctx: *mut HandlerContext, n: i64) -> i64 {
 
 /// `usymname(addr)`: the symbol's name, else the address in hex.
 extern "C" fn utap_bi_usymname(ctx: *mut HandlerContext, addr: i64) -> i64 {
-    let (pid, _) = ids(ctx);
+    let pid = sym_pid(ctx);
     let name = st(ctx).unwind.map(pid, addr as u64).symname(addr as u64);
     string(ctx, &name)
 }
@@ -176,7 +190,7 @@ extern "C" fn utap_bi_usymdata(ctx: *mut HandlerContext, addr: i64) -> i64 {
 /// `umodname(addr)`: the short name of the module holding `addr`; an
 /// error "module cannot be found" outside every module.
 extern "C" fn utap_bi_umodname(ctx: *mut HandlerContext, addr: i64) -> i64 {
-    let (pid, _) = ids(ctx);
+    let pid = sym_pid(ctx);
     let name = st(ctx)
         .unwind
         .map(pid, addr as u64)
@@ -191,6 +205,41 @@ extern "C" fn utap_bi_umodname(ctx: *mut HandlerContext, addr: i64) -> i64 {
     }
 }
 
+/// The folded form of a stack (innermost first in `addrs`): names
+/// outermost first, joined by `;`. Return addresses (all but the first)
+/// are looked up one byte back, inside their call instruction, so that a
+/// call ending a function (to a noreturn one) names the caller.
+fn folded(ctx: *mut HandlerContext, addrs: &[u64]) -> String {
+    let pid = sym_pid(ctx);
+    let map = st(ctx).unwind.map(pid, addrs.first().copied().unwrap_or(0));
+    let names: Vec<String> = addrs
+        .iter()
+        .enumerate()
+        .rev()
+        .map(
+            |(i, &a)| match map.symbol_of(if i == 0 { a } else { a - 1 }) {
+                Some((sym, _, _)) => sym.name.clone(),
+                None => format!("{a:#x}"),
+            },
+        )
+        .collect();
+    names.join(";")
+}
+
+/// `sprint_ubacktrace_folded()`: the current stack, folded.
+extern "C" fn utap_bi_sprint_ubacktrace_folded(ctx: *mut HandlerContext) -> i64 {
+    let f = frames(ctx);
+    let text = folded(ctx, &f);
+    string(ctx, &text)
+}
+
+/// `sprint_ustack_folded(bt)`: a `ubacktrace()` string, folded.
+extern "C" fn utap_bi_sprint_ustack_folded(ctx: *mut HandlerContext, bt: i64) -> i64 {
+    let addrs = parse_list(st(ctx).strings.get(bt));
+    let text = folded(ctx, &addrs);
+    string(ctx, &text)
+}
+
 /// The builtins of this file, by script name.
 pub fn symbols() -> Vec<(&'static str, *const u8)> {
     vec![
@@ -202,6 +251,14 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
         ("print_ustack", utap_bi_print_ustack as *const u8),
         ("sprint_ubacktrace", utap_bi_sprint_ubacktrace as *const u8),
         ("sprint_ustack", utap_bi_sprint_ustack as *const u8),
+        (
+            "sprint_ubacktrace_folded",
+            utap_bi_sprint_ubacktrace_folded as *const u8,
+        ),
+        (
+            "sprint_ustack_folded",
+            utap_bi_sprint_ustack_folded as *const u8,
+        ),
         ("ubacktrace", utap_bi_ubacktrace as *const u8),
         ("ucallers", utap_bi_ucallers as *const u8),
         ("umodname", utap_bi_umodname as *const u8),

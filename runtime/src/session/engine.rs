@@ -42,6 +42,8 @@ pub(crate) struct Shared {
     entry_args: HashMap<i32, (i64, [i64; 6])>,
     /// Threads a script asked to quiesce, whose quiesce report is due.
     quiescing: Vec<i32>,
+    /// Threads interrupted for a `timer.profile` sample: (tid, group).
+    pub sampling: Vec<(i32, usize)>,
     /// Microseconds of `udelay`/`mdelay` the current event's handlers asked for.
     delay_us: i64,
     /// The command runs under a seccomp filter: detaching would make every
@@ -79,6 +81,7 @@ impl Shared {
             want_exe: dispatch.path_filters,
             entry_args: HashMap::new(),
             quiescing: Vec::new(),
+            sampling: Vec::new(),
             delay_us: 0,
             linger: false,
             finished: None,
@@ -141,7 +144,7 @@ impl Shared {
         }));
     }
 
-    fn matches(&self, filter: &ProcessFilter, pid: i32) -> bool {
+    pub(crate) fn matches(&self, filter: &ProcessFilter, pid: i32) -> bool {
         match filter {
             ProcessFilter::Any => true,
             ProcessFilter::Pid(p) => *p == pid,
@@ -161,6 +164,10 @@ impl Shared {
             return fired;
         }
         let memory = ProcessMemory::new(values.tid as i32);
+        match ctl.hijacked_returns(Tid(values.tid as i32)) {
+            Some((trampoline, frames)) => self.script.set_hijacked_returns(trampoline, frames),
+            None => self.script.set_hijacked_returns(0, &[]),
+        }
         for hook in hooks {
             if !self.matches(&hook.filter, values.pid as i32) {
                 continue;
@@ -278,7 +285,7 @@ pub(crate) struct Fired {
     pub stop: bool,
 }
 
-fn context(pid: i32, tid: i32) -> ProbeValues {
+pub(crate) fn context(pid: i32, tid: i32) -> ProbeValues {
     ProbeValues {
         pid: pid as i64,
         tid: tid as i64,
@@ -356,17 +363,19 @@ impl Engine for ScriptEngine {
     fn report_quiesce(&mut self, cx: &mut Cx, _: ResumeAction, event: Event) -> ResumeAction {
         let mut s = self.shared.borrow_mut();
         let d = &*self.dispatch;
-        let tid = cx.tid().0;
+        let (pid, tid) = (cx.pid().0, cx.tid().0);
+        // A profile sample is taken at whichever stop comes first.
+        let sampled = s.fire_sample(cx, d, pid, tid).is_some_and(|f| f.stop);
         let Some(i) = s.quiescing.iter().position(|&t| t == tid) else {
-            return ResumeAction::Resume;
+            return action(sampled);
         };
         if event != Event::None {
-            return ResumeAction::Resume;
+            return action(sampled);
         }
         s.quiescing.swap_remove(i);
         let hooks = &d.quiesce;
-        let values = context(cx.pid().0, tid);
-        action(s.fire(cx, hooks, &values).stop)
+        let values = context(pid, tid);
+        action(s.fire(cx, hooks, &values).stop || sampled)
     }
 
     fn report_syscall_entry(&mut self, cx: &mut Cx, _: ResumeAction) -> ResumeAction {
@@ -591,6 +600,7 @@ impl Engine for ScriptEngine {
         let d = &*self.dispatch;
         let (pid, tid) = (cx.pid().0, cx.tid().0);
         s.entry_args.remove(&tid);
+        s.forget_sample(tid);
         let left = s.live.get_mut(&pid).map(|n| {
             *n = n.saturating_sub(1);
             *n

@@ -35,6 +35,7 @@ mod unwinder;
 pub use functions::UserFunction;
 pub mod marks;
 pub mod points;
+mod profile;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -111,6 +112,7 @@ pub fn run(
     also_on_termination(interrupt::request);
     let dispatch = Rc::new(Dispatch::new(points));
     let mut tracer = Tracer::new().map_err(|e| SessionError(e.to_string()))?;
+    profile::place_tracer(&mut tracer, &dispatch);
     // As with SystemTap, the -c command exists (created, stopped at its
     // exec) before the begin probes run, so target() is its pid there.
     let spawned = match &opts.target {
@@ -170,6 +172,7 @@ pub fn run(
             .borrow_mut()
             .adopt_process(&mut ctl, &dispatch, pid, &threads);
         schedule_timers(&mut ctl, &shared, deadline);
+        profile::schedule(&mut ctl, &shared, &dispatch);
         // However the session ends, the script ends first: the user gets
         // the end probes' output before the threads are let go.
         let on_end = shared.clone();

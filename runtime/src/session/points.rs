@@ -35,6 +35,11 @@ pub enum ProcessEvent {
     SyscallReturn(Option<Vec<u32>>),
     Signal,
     Quiesce,
+    /// `timer.profile`: every `period_ns`, each running thread is sampled
+    /// (interrupted into a stop) and the probe fires in its context.
+    Profile {
+        period_ns: u64,
+    },
     /// `.function`, `.plt`, `.statement` (+ `.return`): a breakpoint.
     Function(FunctionPoint),
 }
@@ -145,6 +150,8 @@ pub(crate) struct Dispatch {
     pub thread_end: Vec<Hook>,
     pub signal: Vec<Hook>,
     pub quiesce: Vec<Hook>,
+    /// `timer.profile` hooks, grouped by sampling period.
+    pub profile: Vec<(u64, Vec<Hook>)>,
     pub entry: SyscallHooks,
     pub exit: SyscallHooks,
     /// The union of the syscall sets, `None` when some probe takes all.
@@ -182,6 +189,12 @@ impl Dispatch {
                 ProcessEvent::ThreadEnd => d.thread_end.push(hook),
                 ProcessEvent::Signal => d.signal.push(hook),
                 ProcessEvent::Quiesce => d.quiesce.push(hook),
+                ProcessEvent::Profile { period_ns } => {
+                    match d.profile.iter_mut().find(|(p, _)| p == period_ns) {
+                        Some((_, hooks)) => hooks.push(hook),
+                        None => d.profile.push((*period_ns, vec![hook])),
+                    }
+                }
                 ProcessEvent::Function(f) => d.functions.push((hook, f.clone())),
                 ProcessEvent::Syscall(set) => {
                     d.note_syscalls(set);
@@ -232,7 +245,7 @@ impl Dispatch {
         if !self.signal.is_empty() {
             e |= Events::SIGNAL;
         }
-        if !self.quiesce.is_empty() {
+        if !self.quiesce.is_empty() || !self.profile.is_empty() {
             e |= Events::QUIESCE;
         }
         if !self.functions.is_empty() {

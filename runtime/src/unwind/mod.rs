@@ -14,7 +14,10 @@
 //! * Signal frames: a return address at glibc's `__restore_rt`
 //!   (`mov $15,%rax; syscall`) is the kernel's `rt_sigframe`, whose saved
 //!   `ucontext` gives the interrupted rip/rsp/rbp.
+//! * Return-probe trampolines are replaced by the real return addresses
+//!   from the thread's shadow stack ([`returns`]).
 
+pub mod returns;
 pub mod stack;
 
 use std::collections::HashMap;
@@ -28,6 +31,7 @@ use object::{Object, ObjectSection};
 use crate::elf::{AddressSpaceMap, ImageCache, LoadedModule, read_maps};
 use crate::memory::ReadMemory;
 
+pub use returns::HijackedReturns;
 pub use stack::StackCopy;
 
 /// Most frames one backtrace holds (SystemTap's MAXBACKTRACE is 20 for
@@ -173,15 +177,19 @@ impl ProcessUnwinder {
     /// The return addresses of the stack whose innermost frame has these
     /// registers: the first element is `ip` itself. Stops at the root
     /// (a null or unreadable return address) or after `MAX_FRAMES`.
+    /// Return-probe trampolines are replaced by `returns`' real addresses.
+    #[allow(clippy::too_many_arguments)]
     pub fn backtrace(
         &self,
         cache: &mut CacheX86_64,
         stack: &StackCopy,
         mem: &dyn ReadMemory,
+        returns: &HijackedReturns,
         ip: u64,
         sp: u64,
         bp: u64,
     ) -> Vec<u64> {
+        let mut hijacked = 0;
         let mut out = vec![ip];
         let mut regs = UnwindRegsX86_64::new(ip, sp, bp);
         let mut read = |addr: u64| stack.read_u64(mem, addr).ok_or(());
@@ -206,6 +214,13 @@ impl ProcessUnwinder {
                 .unwind_frame(frame, &mut regs, cache, &mut read)
             {
                 Ok(Some(ret)) if ret != 0 => {
+                    // The slot the return address was read from: just
+                    // below the caller's stack pointer.
+                    let real = returns.real(ret, regs.sp().wrapping_sub(8), hijacked);
+                    if real != ret {
+                        hijacked += 1;
+                    }
+                    let ret = real;
                     let Some(next) = FrameAddress::from_return_address(ret) else {
                         break;
                     };
@@ -227,6 +242,9 @@ pub struct UnwindState {
     files: SectionCache,
     processes: HashMap<i32, ProcessUnwinder>,
     cache: Option<Box<CacheX86_64>>,
+    /// The shadow stack of the thread whose handler runs (set by the
+    /// session before each firing).
+    pub returns: HijackedReturns,
 }
 
 impl UnwindState {
@@ -241,7 +259,12 @@ impl UnwindState {
     /// costs no further re-read.
     pub fn process(&mut self, pid: i32, addr: u64) -> &ProcessUnwinder {
         let stale = self.processes.get(&pid).is_none_or(|p| !p.knows(addr));
-        if stale {
+        // A process that is gone keeps the modules it had: an end probe
+        // symbolizes the stacks its handlers collected.
+        let gone = stale
+            && self.processes.contains_key(&pid)
+            && !std::path::Path::new(&format!("/proc/{pid}/maps")).exists();
+        if stale && !gone {
             let mut p = ProcessUnwinder::new(pid, &mut self.images, &mut self.files);
             if !p.knows(addr) {
                 if p.unknown.len() == 64 {
@@ -268,16 +291,18 @@ impl UnwindState {
             .cache
             .take()
             .unwrap_or_else(|| Box::new(CacheX86_64::new()));
+        let returns = std::mem::take(&mut self.returns);
         let mut frames = self
             .process(pid, ip)
-            .backtrace(&mut cache, &stack, mem, ip, sp, bp);
+            .backtrace(&mut cache, &stack, mem, &returns, ip, sp, bp);
         // A frame in a library loaded since the maps were read: once more
         // with fresh maps.
         if let Some(&missing) = frames.iter().find(|&&a| !self.processes[&pid].knows(a)) {
             frames = self
                 .process(pid, missing)
-                .backtrace(&mut cache, &stack, mem, ip, sp, bp);
+                .backtrace(&mut cache, &stack, mem, &returns, ip, sp, bp);
         }
+        self.returns = returns;
         self.cache = Some(cache);
         frames
     }

@@ -429,6 +429,16 @@ impl Control<'_> {
             .map_err(|e| super::Error::os("enable semaphore", pid, e.raw_os_error().unwrap_or(0)))
     }
 
+    /// The trampoline and shadow stack (outermost first) of thread `tid`
+    /// when some of its return addresses are hijacked: what an unwinder
+    /// needs to show the real callers instead of the trampoline.
+    pub fn hijacked_returns(&self, tid: Tid) -> Option<(u64, &[Frame])> {
+        let pid = self.core.threads.get(&tid)?.tgid;
+        let space = self.core.uprobes.space(pid)?;
+        let frames = space.shadow.get(&tid).filter(|f| !f.is_empty())?;
+        Some((space.trampoline?, frames))
+    }
+
     /// Breakpoint hits stepped over by emulation and by single-step.
     pub fn step_counts(&self) -> StepCounts {
         self.core.uprobes.counts

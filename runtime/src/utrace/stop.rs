@@ -50,6 +50,11 @@ impl Tracer {
         self.core.stops += 1;
         let first = thread.run == Run::Starting;
         thread.run = Run::Stopped;
+        // Any ptrace trap clears a pending PTRACE_INTERRUPT (the kernel's
+        // ptrace_stop: "any trap clears pending STOP trap"): an interrupt
+        // overtaken by a syscall, exec or signal stop never arrives, and the
+        // next request_stop must send a new one.
+        thread.interrupted = false;
         if thread.detach_pending {
             return self.detach_stopped(tid, st);
         }

@@ -1,0 +1,1 @@
+$FIXTURES/profile 800
