@@ -11,23 +11,9 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-use support::{command, fixture, utap_bin};
-
-/// Whether bpftrace runs here (root, BPF allowed, tracefs).
-fn bpftrace_usable() -> bool {
-    let ok = Command::new("timeout")
-        .args(["30", "bpftrace", "-e", "BEGIN { exit(); }"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("SKIPPED: bpftrace is missing or cannot load BPF programs here (root, tracefs)");
-    }
-    ok
-}
+use support::{bpftrace_usable, command, fixture, utap_bin};
 
 /// The `PREFIXname: N` / `PREFIXname N` lines of a run's output (`@`:
 /// bpftrace's maps, `u_`: utap's, "": the fixture's own).

@@ -12,23 +12,9 @@
 
 mod support;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-use support::{command, fixture, utap_bin};
-
-/// Whether bpftrace runs here (root, BPF allowed, tracefs).
-fn bpftrace_usable() -> bool {
-    let ok = Command::new("timeout")
-        .args(["30", "bpftrace", "-e", "BEGIN { exit(); }"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("SKIPPED: bpftrace is missing or cannot load BPF programs here (root, tracefs)");
-    }
-    ok
-}
+use support::{bpftrace_usable, command, fixture, utap_bin};
 
 /// Runs a bounded command; its stdout lines that start with `m `.
 fn hits(args: &[&str]) -> Vec<String> {

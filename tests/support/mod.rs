@@ -301,3 +301,18 @@ pub fn wait_within_limit(child: &mut Child) -> std::process::ExitStatus {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// Whether bpftrace runs here (root, BPF allowed, tracefs), for the tests
+/// that take it as an oracle; says so when it does not.
+pub fn bpftrace_usable() -> bool {
+    let ok = Command::new("timeout")
+        .args(["30", "bpftrace", "-e", "BEGIN { exit(); }"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("SKIPPED: bpftrace is missing or cannot load BPF programs here (root, tracefs)");
+    }
+    ok
+}

@@ -15,6 +15,20 @@ pub(crate) fn st<'a>(ctx: *mut HandlerContext) -> &'a mut ScriptState {
     unsafe { HandlerContext::state(ctx) }
 }
 
+/// Runs `f` on the memory of the event's process: the run's reader when
+/// the session set one, else one on thread `tid`'s process.
+pub(crate) fn with_event_memory<T>(
+    ctx: *mut HandlerContext,
+    tid: i32,
+    f: impl FnOnce(&dyn memory::ReadMemory) -> T,
+) -> T {
+    match st(ctx).memory {
+        // SAFETY: set by `fire` for the duration of the run.
+        Some(m) => f(unsafe { &*m }),
+        None => f(&memory::ProcessMemory::new(tid)),
+    }
+}
+
 #[inline]
 fn probe<'a>(ctx: *mut HandlerContext) -> &'a mut super::context::ProbeValues {
     unsafe { &mut (*ctx).probe }

@@ -5,32 +5,14 @@
 //! (module and link-time pc) and run on the thread's registers and memory.
 
 use crate::dwarf::plan::{EvalError, Machine, Site, plan_of};
-use crate::memory::{ProcessMemory, ReadMemory};
 
 use super::builtins::st;
 use super::context::HandlerContext;
 
-/// The event thread's registers in DWARF order (x86_64).
-fn dwarf_regs(tid: i32) -> Option<[u64; 17]> {
-    if tid <= 0 || tid as u32 == std::process::id() {
-        return None;
-    }
-    let mut regs = std::mem::MaybeUninit::<libc::user_regs_struct>::zeroed();
-    // SAFETY: GETREGS writes one user_regs_struct; it fails unless `tid`
-    // is in a ptrace stop of this thread (the handler runs in one).
-    let r = unsafe {
-        libc::ptrace(
-            libc::PTRACE_GETREGS,
-            tid,
-            std::ptr::null_mut::<libc::c_void>(),
-            regs.as_mut_ptr(),
-        )
-    };
-    if r != 0 {
-        return None;
-    }
-    // SAFETY: initialised by the successful call.
-    let g = unsafe { regs.assume_init() };
+/// The event's registers in DWARF order (x86_64): those the probe sees
+/// (see `registers::event_regs`).
+fn dwarf_regs(ctx: *mut HandlerContext) -> Option<[u64; 17]> {
+    let g = super::registers::event_regs(ctx)?;
     Some([
         g.rax, g.rdx, g.rcx, g.rbx, g.rsi, g.rdi, g.rbp, g.rsp, g.r8, g.r9, g.r10, g.r11, g.r12,
         g.r13, g.r14, g.r15, g.rip,
@@ -72,26 +54,21 @@ fn with_site<T>(
         s.raise(ctx, msg);
         return None;
     };
-    let Some(regs) = dwarf_regs(tid) else {
+    let Some(regs) = dwarf_regs(ctx) else {
         s.raise(ctx, "cannot read the thread's registers");
         return None;
     };
-    let own;
-    let mem: &dyn ReadMemory = match s.memory {
-        // SAFETY: set by `fire` for the duration of the run.
-        Some(m) => unsafe { &*m },
-        None => {
-            own = ProcessMemory::new(tid);
-            &own
-        }
-    };
-    let machine = Machine {
-        regs,
-        bias: m.bias,
-        mem,
-        maxstringlen: s.limits.max_string_len,
-    };
-    match f(&machine, site) {
+    let (bias, maxstringlen) = (m.bias, s.limits.max_string_len);
+    let result = super::builtins::with_event_memory(ctx, tid, |mem| {
+        let machine = Machine {
+            regs,
+            bias,
+            mem,
+            maxstringlen,
+        };
+        f(&machine, site)
+    });
+    match result {
         Ok(v) => Some(v),
         Err(EvalError::Fault(addr)) => {
             s.raise(ctx, format!("read fault [man error::fault] at {addr:#x}"));

@@ -15,8 +15,6 @@
 //! give a stack in the "folded" form of flame graph tools
 //! (`main;a;b;spin`): outermost frame first, function names only.
 
-use crate::memory::{ProcessMemory, ReadMemory};
-
 use super::builtins::st;
 use super::context::HandlerContext;
 
@@ -38,17 +36,9 @@ fn frames(ctx: *mut HandlerContext) -> Vec<u64> {
     let Some((ip, sp, bp)) = thread_regs(ctx) else {
         return Vec::new();
     };
-    let s = st(ctx);
-    let own;
-    let mem: &dyn ReadMemory = match s.memory {
-        // SAFETY: set by fire_point for the duration of the run.
-        Some(m) => unsafe { &*m },
-        None => {
-            own = ProcessMemory::new(tid);
-            &own
-        }
-    };
-    s.unwind.backtrace(pid, mem, ip, sp, bp)
+    super::builtins::with_event_memory(ctx, tid, |mem| {
+        st(ctx).unwind.backtrace(pid, mem, ip, sp, bp)
+    })
 }
 
 /// The process whose modules symbolize addresses: the event's, or in a
