@@ -114,7 +114,9 @@ probe timer.ms(100) { while (1) i++ }
 "#;
 
 fn loop_yields(args: &[&str], sig: Option<i32>) {
-    let cmd = format!("{} 1 >/dev/null 2>&1", fixture("sleeper"));
+    // Without a filter the command is let go at the end: bounded, so that
+    // it does not outlive the test run.
+    let cmd = format!("timeout 30 {} 1 >/dev/null 2>&1", fixture("sleeper"));
     let mut all = vec!["-D", "MAXACTION=1000000000000000", "-c", &cmd];
     all.extend_from_slice(args);
     let live = Live::spawn(utap(LOOPING, &all));
@@ -197,7 +199,7 @@ fn reader_goes_away(args: &[&str], script: &str) {
 #[test]
 fn a_closed_output_pipe_ends_the_session_quietly() {
     reader_goes_away(&[], "probe timer.ms(1) { println(\"x\") }");
-    let cmd = format!("{} 1 >/dev/null 2>&1", fixture("sleeper"));
+    let cmd = format!("timeout 30 {} 1 >/dev/null 2>&1", fixture("sleeper"));
     reader_goes_away(&["-c", &cmd], "probe timer.ms(1) { println(\"x\") }");
 }
 
