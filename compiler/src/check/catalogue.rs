@@ -568,22 +568,7 @@ impl Family {
                 },
             },
             FamilyKind::Process(kind) => PointKind::Process {
-                target: match args.first() {
-                    Some(Some(Some(PointArg::Str(path)))) => {
-                        ProcessTarget::Path(find_executable(path))
-                    }
-                    Some(Some(Some(PointArg::Num(pid)))) => {
-                        if *pid < 2 {
-                            return Err(BuildError {
-                                message: "process pid must be greater than 1".into(),
-                                label: "pid 1 (init) cannot be traced".into(),
-                                component: 0,
-                            });
-                        }
-                        ProcessTarget::Pid(*pid)
-                    }
-                    _ => ProcessTarget::Any,
-                },
+                target: process_target(args)?,
                 event: kind.event(),
             },
         })
@@ -664,6 +649,25 @@ impl ProcessEventKind {
             }
         }
     }
+}
+
+/// What the `process` component names: `process("NAME")` a program
+/// (through `$PATH`), `process(PID)` a process (not init), `process` any.
+pub fn process_target(args: &[Option<Option<PointArg>>]) -> Result<ProcessTarget, BuildError> {
+    Ok(match args.first() {
+        Some(Some(Some(PointArg::Str(path)))) => ProcessTarget::Path(find_executable(path)),
+        Some(Some(Some(PointArg::Num(pid)))) => {
+            if *pid < 2 {
+                return Err(BuildError {
+                    message: "process pid must be greater than 1".into(),
+                    label: "pid 1 (init) cannot be traced".into(),
+                    component: 0,
+                });
+            }
+            ProcessTarget::Pid(*pid)
+        }
+        _ => ProcessTarget::Any,
+    })
 }
 
 /// SystemTap resolves a bare program name (`process("cat")`) through

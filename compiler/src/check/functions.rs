@@ -12,7 +12,7 @@ use utap_runtime::session::{FunctionPoint, FunctionSite};
 
 use super::alias::edit_distance;
 use super::catalogue::{
-    BuildError, FunctionFamily, PointArg, SiteKind, find_executable, glob_match,
+    BuildError, FunctionFamily, PointArg, SiteKind, glob_match, process_target,
 };
 use crate::program::{PointKind, ProcessEvent, ProcessTarget};
 
@@ -30,28 +30,14 @@ pub fn build(
     }
     let site_arg = if ff.library { 2 } else { 1 };
     let mut library = if ff.library { str_at(1) } else { None };
-    let (mut target, module) = match args.first() {
-        Some(Some(Some(PointArg::Str(path)))) => {
-            let exe = find_executable(path);
-            if is_library(&exe) && library.is_none() {
-                // process("libc.so.6").function(..): every process mapping it.
-                library = Some(exe.clone());
-                (ProcessTarget::Any, Some(exe))
-            } else {
-                (ProcessTarget::Path(exe.clone()), Some(exe))
-            }
+    let (mut target, module) = match process_target(args)? {
+        // process("libc.so.6").function(..): every process mapping it.
+        ProcessTarget::Path(exe) if is_library(&exe) && library.is_none() => {
+            library = Some(exe.clone());
+            (ProcessTarget::Any, Some(exe))
         }
-        Some(Some(Some(PointArg::Num(pid)))) => {
-            if *pid < 2 {
-                return Err(BuildError {
-                    message: "process pid must be greater than 1".into(),
-                    label: "pid 1 (init) cannot be traced".into(),
-                    component: 0,
-                });
-            }
-            (ProcessTarget::Pid(*pid), None)
-        }
-        _ => (ProcessTarget::Any, None),
+        ProcessTarget::Path(exe) => (ProcessTarget::Path(exe.clone()), Some(exe)),
+        other => (other, None),
     };
     let source = str_at(site_arg).filter(|s| s.contains('@') && ff.site != SiteKind::Plt);
     let site = match (ff.site, args.get(site_arg)) {

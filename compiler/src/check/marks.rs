@@ -14,7 +14,7 @@ use utap_runtime::elf::sdt::{SdtNote, sdt_notes};
 use utap_runtime::session::{FunctionPoint, FunctionSite};
 
 use super::alias::edit_distance;
-use super::catalogue::{BuildError, PointArg, find_executable, glob_match};
+use super::catalogue::{BuildError, PointArg, glob_match, process_target};
 use super::functions::is_library;
 use crate::program::{PointKind, ProcessEvent, ProcessTarget};
 
@@ -49,26 +49,13 @@ pub fn build(provider: bool, args: &[Option<Option<PointArg>>]) -> Result<PointK
     let name_arg = if provider { 2 } else { 1 };
     let name = str_at(name_arg).unwrap_or_default();
     let provider = if provider { str_at(1) } else { None };
-    let (target, library, module) = match args.first() {
-        Some(Some(Some(PointArg::Str(path)))) => {
-            let exe = find_executable(path);
-            match is_library(&exe) {
-                // A library's markers: in every process mapping it.
-                true => (ProcessTarget::Any, Some(exe.clone()), Some(exe)),
-                false => (ProcessTarget::Path(exe.clone()), None, Some(exe)),
-            }
+    let (target, library, module) = match process_target(args)? {
+        // A library's markers: in every process mapping it.
+        ProcessTarget::Path(exe) if is_library(&exe) => {
+            (ProcessTarget::Any, Some(exe.clone()), Some(exe))
         }
-        Some(Some(Some(PointArg::Num(pid)))) => {
-            if *pid < 2 {
-                return Err(BuildError {
-                    message: "process pid must be greater than 1".into(),
-                    label: "pid 1 (init) cannot be traced".into(),
-                    component: 0,
-                });
-            }
-            (ProcessTarget::Pid(*pid), None, None)
-        }
-        _ => (ProcessTarget::Any, None, None),
+        ProcessTarget::Path(exe) => (ProcessTarget::Path(exe.clone()), None, Some(exe)),
+        other => (other, None, None),
     };
     if let Some(file) = module {
         check_markers(&file, provider.as_deref(), &name, name_arg)?;
