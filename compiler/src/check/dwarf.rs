@@ -12,7 +12,7 @@ use utap_runtime::dwarf::{self, Access, Comp, DebugInfo, PlanError, Scope, Site}
 use utap_runtime::elf::ElfImage;
 use utap_runtime::session::FunctionSite;
 
-use crate::program::{PointKind, ProcessEvent, ProcessTarget};
+use crate::program::PointKind;
 
 /// One probe site: a function of a module and the pc the probe is at.
 pub struct DwarfSite {
@@ -40,18 +40,7 @@ pub fn sites_of(kinds: &[&PointKind]) -> Option<DwarfSites> {
         returning: false,
     };
     for kind in kinds {
-        let PointKind::Process {
-            target,
-            event: ProcessEvent::Function(fp),
-        } = kind
-        else {
-            return None;
-        };
-        let file = match (&fp.library, target) {
-            (Some(lib), _) if lib.starts_with('/') => lib.clone(),
-            (None, ProcessTarget::Path(p)) => p.clone(),
-            _ => return None,
-        };
+        let (fp, file) = super::functions::function_file(kind)?;
         let FunctionSite::Function { name, offset } = &fp.site else {
             return None;
         };
@@ -145,21 +134,12 @@ pub fn listing_vars(path: &str, function: &str) -> Option<String> {
 /// `-L`: the DWARF variables of the function a listed entry names
 /// (`process("P").function("NAME")`), empty without debug information.
 pub fn listing_extra(kind: &PointKind, listed: &str) -> Vec<String> {
-    let PointKind::Process {
-        target,
-        event: ProcessEvent::Function(fp),
-    } = kind
-    else {
+    let Some((fp, file)) = super::functions::function_file(kind) else {
         return Vec::new();
     };
     if fp.returning {
         return Vec::new();
     }
-    let file = match (&fp.library, target) {
-        (Some(lib), _) if lib.starts_with('/') => lib.clone(),
-        (None, ProcessTarget::Path(p)) => p.clone(),
-        _ => return Vec::new(),
-    };
     let Some(rest) = listed.split(".function(\"").nth(1) else {
         return Vec::new();
     };

@@ -166,10 +166,10 @@ fn check_symbols(file: &str, site: &FunctionSite, component: usize) -> Result<()
     })
 }
 
-/// `-l`/`-L`: a function point with a wildcard, in a module known at
-/// elaboration, lists one name per matching function (or PLT entry), as
-/// SystemTap does; `None` for other points.
-pub fn expand_listing(kind: &PointKind, head: &str) -> Option<Vec<String>> {
+/// A function point and the file known at elaboration that holds its
+/// functions (a library given by path, or the program); `None` for other
+/// points and for `process.function` without a path.
+pub fn function_file(kind: &PointKind) -> Option<(&FunctionPoint, String)> {
     let PointKind::Process {
         target,
         event: ProcessEvent::Function(fp),
@@ -182,6 +182,14 @@ pub fn expand_listing(kind: &PointKind, head: &str) -> Option<Vec<String>> {
         (None, ProcessTarget::Path(p)) => p.clone(),
         _ => return None,
     };
+    Some((fp, file))
+}
+
+/// `-l`/`-L`: a function point with a wildcard, in a module known at
+/// elaboration, lists one name per matching function (or PLT entry), as
+/// SystemTap does; `None` for other points.
+pub fn expand_listing(kind: &PointKind, head: &str) -> Option<Vec<String>> {
+    let (fp, file) = function_file(kind)?;
     let (comp, pattern) = match &fp.site {
         FunctionSite::Function { name, offset: 0 } => ("function", name),
         FunctionSite::Plt(name) => ("plt", name),
