@@ -228,7 +228,13 @@ extern "C" fn utap_bi_user_string_n2(ctx: *mut HandlerContext, addr: i64, n: i64
 /// `user_string_n_warn(addr, n)`: at most `n` bytes, or "<unknown>" and a
 /// warning.
 extern "C" fn utap_bi_user_string_n_warn(ctx: *mut HandlerContext, addr: i64, n: i64) -> i64 {
-    match read_user_string_n(ctx, addr, n) {
+    string_or_warning(ctx, read_user_string_n(ctx, addr, n))
+}
+
+/// The `_warn` readers' result: the string, or "<unknown>" and a warning
+/// naming the fault.
+fn string_or_warning(ctx: *mut HandlerContext, read: Result<Vec<u8>, memory::Fault>) -> i64 {
+    match read {
         Ok(s) => string(ctx, &s),
         Err(fault) => {
             st(ctx)
@@ -273,15 +279,7 @@ extern "C" fn utap_bi_user_string2(ctx: *mut HandlerContext, addr: i64, err: i64
 /// `user_string_warn(addr)`: the string, or "<unknown>" and a warning
 /// with the fault on a fault.
 extern "C" fn utap_bi_user_string_warn(ctx: *mut HandlerContext, addr: i64) -> i64 {
-    match read_user_string(ctx, addr) {
-        Ok(s) => string(ctx, &s),
-        Err(fault) => {
-            st(ctx)
-                .diagnostics
-                .push(format!("WARNING: {}", fault.string_message()));
-            string(ctx, b"<unknown>")
-        }
-    }
+    string_or_warning(ctx, read_user_string(ctx, addr))
 }
 
 /// `user_buffer_quoted(addr, inlen, outlen)`: `inlen` bytes at `addr` (NULs
