@@ -6,6 +6,7 @@ pub mod dwarf;
 pub mod elf;
 pub mod endtrace;
 pub mod format;
+pub mod glob;
 pub mod host;
 pub mod json;
 pub mod memory;

@@ -176,18 +176,10 @@ const SYSCALL_RETURN_VARS: &[ContextVarDef] = &[
 const END_VARS: &[ContextVarDef] = &[var("code", ContextVar::Code, false)];
 /// `.function`/`.plt` entries: the first six integer arguments of the
 /// x86_64 SysV ABI (utap's dwarfless extension; SystemTap has
-/// `int_arg(n)` and friends for the same registers).
-/// Read-only: writing registers at a breakpoint is not built.
-/// At entry the arguments can be set under `-g` (the registers are
-/// written before the function's first instruction runs).
-const FUNCTION_VARS: &[ContextVarDef] = &[
-    var("arg1", ContextVar::Arg(0), true),
-    var("arg2", ContextVar::Arg(1), true),
-    var("arg3", ContextVar::Arg(2), true),
-    var("arg4", ContextVar::Arg(3), true),
-    var("arg5", ContextVar::Arg(4), true),
-    var("arg6", ContextVar::Arg(5), true),
-];
+/// `int_arg(n)` and friends for the same registers). Under `-g` they can
+/// be set at entry, as a syscall's arguments can: the registers are
+/// written before the function's first instruction runs.
+const FUNCTION_VARS: &[ContextVarDef] = &ARGS;
 const FUNCTION_ARGS: [ContextVarDef; 6] = [
     var("arg1", ContextVar::Arg(0), false),
     var("arg2", ContextVar::Arg(1), false),
@@ -686,44 +678,13 @@ pub fn find_executable(name: &str) -> String {
     name.to_string()
 }
 
-/// Whether `text` matches the wildcard `pattern` (`*` = any run of
-/// characters within one component).
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let (p, t) = (pattern.as_bytes(), text.as_bytes());
-    let (mut pi, mut ti) = (0, 0);
-    let (mut star, mut mark) = (None, 0);
-    while ti < t.len() {
-        if pi < p.len() && p[pi] == b'*' {
-            star = Some(pi);
-            mark = ti;
-            pi += 1;
-        } else if pi < p.len() && p[pi] == t[ti] {
-            pi += 1;
-            ti += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ti = mark;
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&b| b == b'*')
-}
+/// Wildcards of probe-point components (`*`, `?`): the runtime's matcher,
+/// so names match the same at check time and in each process.
+pub use utap_runtime::glob::glob as glob_match;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn globs() {
-        assert!(glob_match("*", "begin"));
-        assert!(glob_match("a*c", "abcdefgabc"));
-        assert!(glob_match("*bc*fg*c", "abcdefgabc"));
-        assert!(!glob_match("*bc*bc*x", "abcdefgabc"));
-        assert!(glob_match("foo**bar", "foobar"));
-        assert!(!glob_match("foo", "foobar"));
-    }
 
     #[test]
     fn timer_hz_becomes_a_period() {

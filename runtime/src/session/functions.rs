@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::elf::{AddressSpaceMap, ImageCache, LoadedModule, read_maps};
+use crate::glob::glob;
 use crate::utrace::{Control, Tid};
 
 use super::marks::{Marker, NoteCache};
@@ -271,27 +272,4 @@ fn resolve(m: &LoadedModule, site: &FunctionSite, returning: bool) -> Vec<(u64, 
         FunctionSite::Absolute(_) | FunctionSite::Mark { .. } => {}
     }
     out
-}
-
-/// `*` matches any run of characters (SystemTap's function wildcards).
-pub fn glob(pattern: &str, text: &str) -> bool {
-    let (p, t) = (pattern.as_bytes(), text.as_bytes());
-    let (mut pi, mut ti, mut star, mut mark) = (0, 0, None, 0);
-    while ti < t.len() {
-        if pi < p.len() && p[pi] == b'*' {
-            star = Some(pi);
-            mark = ti;
-            pi += 1;
-        } else if pi < p.len() && (p[pi] == t[ti] || p[pi] == b'?') {
-            pi += 1;
-            ti += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ti = mark;
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&b| b == b'*')
 }

@@ -17,7 +17,7 @@ use crate::elf::LoadedModule;
 use crate::elf::sdt::{Operand, Reg, SdtArg, SdtNote, sdt_notes};
 use crate::memory::ReadMemory;
 
-use super::functions::glob;
+use crate::glob::glob;
 
 /// One marker in one process, at run-time addresses.
 #[derive(Clone, Debug, PartialEq, Eq)]
