@@ -6,11 +6,9 @@
 //! and the `-l`/`-L` expansion, one line per marker as SystemTap lists
 //! them. Run-time addresses come from `utap_runtime::session::marks`.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
-use std::rc::Rc;
+use std::sync::Arc;
 
-use utap_runtime::elf::sdt::{SdtNote, sdt_notes};
+use utap_runtime::elf::sdt::{SdtNote, notes_of};
 use utap_runtime::session::{FunctionPoint, FunctionSite};
 
 use super::alias::edit_distance;
@@ -18,26 +16,9 @@ use super::catalogue::{BuildError, PointArg, glob_match, process_target};
 use super::functions::is_library;
 use crate::program::{PointKind, ProcessEvent, ProcessTarget};
 
-thread_local! {
-    /// Notes per file: a script's points, its `$argN` checks and `-L`
-    /// read python3's 7 MB once.
-    static NOTES: RefCell<HashMap<String, Rc<Result<Vec<SdtNote>, String>>>> =
-        RefCell::new(HashMap::new());
-}
-
-fn notes(path: &str) -> Rc<Result<Vec<SdtNote>, String>> {
-    NOTES.with(|n| {
-        n.borrow_mut()
-            .entry(path.to_string())
-            .or_insert_with(|| {
-                Rc::new(
-                    std::fs::read(path)
-                        .map_err(|e| e.to_string())
-                        .and_then(|d| sdt_notes(&d)),
-                )
-            })
-            .clone()
-    })
+/// The notes of `path`, read once per run (shared with the session).
+fn notes(path: &str) -> Arc<Result<Vec<SdtNote>, String>> {
+    notes_of(path)
 }
 
 /// Builds a marker point from its components' arguments.

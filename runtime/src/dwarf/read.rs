@@ -125,6 +125,18 @@ fn leak(data: Vec<u8>) -> &'static [u8] {
     Box::leak(data.into_boxed_slice())
 }
 
+/// A file mapped for the run (read-only, private): only the pages the
+/// debug information needs are read, and a file without DWARF costs its
+/// headers. Kept like [`leak`]'s bytes (one mapping per file per run, see
+/// [`super::debug_info`]).
+fn map(path: &Path) -> Result<&'static [u8], String> {
+    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // SAFETY: a private read-only mapping that is never unmapped; the
+    // debug files it serves are not rewritten while utap runs.
+    let m = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(Box::leak(Box::new(m)))
+}
+
 fn has_debug_info(file: &object::File) -> bool {
     file.section_by_name(".debug_info")
         .is_some_and(|s| s.size() > 0 && s.file_range().is_some())
@@ -136,8 +148,8 @@ impl DebugInfo {
     /// every file looked for.
     pub fn open(path: &Path) -> Result<DebugInfo, String> {
         let real = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let bytes = std::fs::read(&real).map_err(|e| format!("{}: {e}", real.display()))?;
-        let file = object::File::parse(&*bytes).map_err(|e| format!("{}: {e}", real.display()))?;
+        let bytes = map(&real)?;
+        let file = object::File::parse(bytes).map_err(|e| format!("{}: {e}", real.display()))?;
         let mut looked = Vec::new();
         let separate = if has_debug_info(&file) {
             None
@@ -153,8 +165,8 @@ impl DebugInfo {
             let mut found = None;
             for c in candidates {
                 looked.push(c.display().to_string());
-                let Ok(d) = std::fs::read(&c) else { continue };
-                if object::File::parse(&*d).is_ok_and(|f| has_debug_info(&f)) {
+                let Ok(d) = map(&c) else { continue };
+                if object::File::parse(d).is_ok_and(|f| has_debug_info(&f)) {
                     found = Some((c, d));
                     break;
                 }
@@ -175,10 +187,9 @@ impl DebugInfo {
             }
         };
         drop(file);
-        // Kept for the run: see `leak`.
-        let data = leak(bytes);
+        let data = bytes;
         let (debug_path, debug_data) = match separate {
-            Some((p, d)) => (p, leak(d)),
+            Some((p, d)) => (p, d),
             None => (real.clone(), data),
         };
         let debug_file = object::File::parse(debug_data).map_err(|e| e.to_string())?;

@@ -75,7 +75,11 @@ impl ElfImage {
         let fail = |what: String| ElfError(format!("{}: {what}", path.display()));
         let real = std::fs::canonicalize(path).map_err(|e| fail(e.to_string()))?;
         let md = std::fs::metadata(&real).map_err(|e| fail(e.to_string()))?;
-        let data = std::fs::read(&real).map_err(|e| fail(e.to_string()))?;
+        let handle = std::fs::File::open(&real).map_err(|e| fail(e.to_string()))?;
+        // SAFETY: a private read-only mapping, dropped at the end of this
+        // function (symbols, names and notes are copied out). A file
+        // truncated meanwhile would fault as a read would fail.
+        let data = unsafe { memmap2::Mmap::map(&handle) }.map_err(|e| fail(e.to_string()))?;
         let file = ElfFile64::<Endianness>::parse(&*data)
             .map_err(|e| fail(format!("not a 64-bit ELF file ({e})")))?;
         let endian = file.endian();
