@@ -276,3 +276,28 @@ fn a_parameter_cannot_be_written_in_a_return_probe() {
         o.stderr
     );
 }
+
+#[test]
+fn a_bare_process_function_reads_the_dwarf_of_the_c_program() {
+    // `process.function(..)` without a path: the program of -c.
+    let script = r#"
+probe process.function("draw") { println($s->name$, " ", $scale, " ", $s->sides[3]) }
+probe process.function("add").return { println($a, " ", $$return) }
+"#;
+    assert_eq!(
+        trace("dwarf_O0", script),
+        ["-7 return=0x11f71fc053d", r#""square" 2 4"#]
+    );
+    // Without debug information, $$parms keeps its register form.
+    let path = fixture("dwarf_nodebug");
+    let o = run(utap(
+        r#"probe process.function("add") { println($$parms) }"#,
+        &["-c", &path],
+    ));
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert!(
+        o.stdout.contains("$arg1=0xfffffff9 $arg2=0x11f71fb04cb"),
+        "{}",
+        o.stdout
+    );
+}

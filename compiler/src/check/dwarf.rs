@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use utap_runtime::dwarf::{self, Access, Comp, DebugInfo, PlanError, Scope, Site};
 use utap_runtime::elf::ElfImage;
-use utap_runtime::session::FunctionSite;
+use utap_runtime::session::{FunctionPoint, FunctionSite};
 
-use crate::program::PointKind;
+use crate::program::{PointKind, ProcessEvent, ProcessTarget};
 
 /// One probe site: a function of a module and the pc the probe is at.
 pub struct DwarfSite {
@@ -31,6 +31,47 @@ pub struct DwarfSites {
     pub returning: bool,
 }
 
+thread_local! {
+    /// See [`set_target_exe`].
+    static TARGET_EXE: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The program of `-c`/`-x` for this check (see `CheckOptions::target_exe`).
+pub fn set_target_exe(exe: Option<String>) {
+    TARGET_EXE.with(|t| *t.borrow_mut() = exe);
+}
+
+/// The file a function point's DWARF is read from: its named program or
+/// library, else for `process.function(..)` the `-c`/`-x` program and
+/// for `process(PID).function(..)` that process's executable, when it
+/// has debug information (without, such points keep their register
+/// forms: `$$parms` as `$arg1=..`).
+fn dwarf_file(kind: &PointKind) -> Option<(&FunctionPoint, String)> {
+    if let Some(found) = super::functions::function_file(kind) {
+        return Some(found);
+    }
+    let PointKind::Process {
+        target,
+        event: ProcessEvent::Function(fp),
+    } = kind
+    else {
+        return None;
+    };
+    if fp.library.is_some() {
+        return None;
+    }
+    let exe = match target {
+        ProcessTarget::Any => TARGET_EXE.with(|t| t.borrow().clone())?,
+        ProcessTarget::Pid(pid) => std::fs::read_link(format!("/proc/{pid}/exe"))
+            .ok()?
+            .to_string_lossy()
+            .into_owned(),
+        ProcessTarget::Path(_) => return None,
+    };
+    dwarf::debug_info(&exe).ok()?;
+    Some((fp, exe))
+}
+
 /// The sites of a handler's points; `None` unless every point is a
 /// `.function`/`.statement` probe in a module known at compile time.
 pub fn sites_of(kinds: &[&PointKind]) -> Option<DwarfSites> {
@@ -40,7 +81,7 @@ pub fn sites_of(kinds: &[&PointKind]) -> Option<DwarfSites> {
         returning: false,
     };
     for kind in kinds {
-        let (fp, file) = super::functions::function_file(kind)?;
+        let (fp, file) = dwarf_file(kind)?;
         let FunctionSite::Function { name, offset } = &fp.site else {
             return None;
         };
