@@ -334,6 +334,8 @@ const EXPR_START: &[&str] = &[
     "~",
     "++",
     "--",
+    // `&$var`
+    "&",
 ];
 
 /// Binary, ternary and assignment operators.
