@@ -16,6 +16,8 @@
 //!   `ucontext` gives the interrupted rip/rsp/rbp.
 //! * Return-probe trampolines are replaced by the real return addresses
 //!   from the thread's shadow stack ([`returns`]).
+//! * The vDSO (no file) is read from the process's memory with its maps:
+//!   its symbols and `.eh_frame` make `clock_gettime` frames unwindable.
 
 pub mod returns;
 pub mod stack;
