@@ -179,3 +179,32 @@ fn writing_without_guru_mode_is_systemtaps_error() {
         o.stderr
     );
 }
+
+#[test]
+fn floating_point_parameters_in_xmm_registers_at_o2() {
+    // -O2: `ratio` and `share` arrive in xmm0 and xmm1 (read with
+    // PTRACE_GETFPREGS only for plans that use them).
+    let path = fixture("dwarf_types_O2");
+    let script = format!(
+        "probe process(\"{path}\").function(\"mix\") {{ println($ratio, \" \", $share, \" \", $hue)\n\
+         printf(\"%s %s\\n\", $ratio$, $share$) }}"
+    );
+    let o = run(utap(&script, &["-c", &path]));
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    let lines: Vec<&str> = o
+        .stdout
+        .lines()
+        .filter(|l| !OWN.iter().any(|p| l.starts_with(p)))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            format!(
+                "{} {} -2",
+                3.75f64.to_bits() as i64,
+                2.0f64.to_bits() as i64
+            ),
+            "3.75 2".to_string()
+        ]
+    );
+}

@@ -805,6 +805,33 @@ pub struct Machine<'a> {
     /// The script's values a plan reads (`@cast`'s address, computed
     /// indexes).
     pub input: [i64; 3],
+    /// The low 64 bits of xmm0..xmm15 (DWARF 17..32: `double` and `float`
+    /// values at `-O2`), read only for plans that use them.
+    pub xmm: Option<[u64; 16]>,
+}
+
+/// DWARF's number of xmm0 on x86_64.
+const XMM0: usize = 17;
+
+impl Site {
+    /// Whether the plan reads an xmm register (the caller then fetches
+    /// the floating point registers).
+    pub fn uses_xmm(&self) -> bool {
+        let chain = |c: &Chain| match &c.loc {
+            Loc::Register(r) => *r as usize >= XMM0,
+            Loc::Memory(ops) | Loc::Value(ops) => ops
+                .iter()
+                .any(|o| matches!(o, Op::Reg(r) if *r as usize >= XMM0)),
+            Loc::Unavailable => false,
+        };
+        match self {
+            Site::Long(c) => chain(c),
+            Site::Text(pieces) => pieces.iter().any(|p| match p {
+                Piece::Hex(c) | Piece::Pretty(c, _) => chain(c),
+                Piece::Text(_) => false,
+            }),
+        }
+    }
 }
 
 /// Where a value is.
@@ -824,6 +851,12 @@ pub enum EvalError {
 
 impl Machine<'_> {
     fn reg(&self, r: u16) -> Result<u64, EvalError> {
+        if let Some(i) = (r as usize).checked_sub(XMM0) {
+            return self
+                .xmm
+                .and_then(|x| x.get(i).copied())
+                .ok_or(EvalError::Unavailable);
+        }
         self.regs
             .get(r as usize)
             .copied()

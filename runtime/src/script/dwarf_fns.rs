@@ -25,6 +25,32 @@ fn dwarf_regs(ctx: *mut HandlerContext) -> Option<([u64; 17], u64)> {
     ))
 }
 
+/// The low halves of the stopped thread's xmm registers
+/// (`PTRACE_GETFPREGS`; a breakpoint stop leaves them as the function
+/// received them).
+fn xmm_regs(tid: i32) -> Option<[u64; 16]> {
+    let mut fp = std::mem::MaybeUninit::<libc::user_fpregs_struct>::zeroed();
+    // SAFETY: GETFPREGS writes one user_fpregs_struct; it fails unless
+    // `tid` is stopped and traced by the calling (tracer) thread.
+    let r = unsafe {
+        libc::ptrace(
+            libc::PTRACE_GETFPREGS,
+            tid,
+            std::ptr::null_mut::<libc::c_void>(),
+            fp.as_mut_ptr(),
+        )
+    };
+    if r != 0 {
+        return None;
+    }
+    // SAFETY: initialised by the successful call.
+    let fp = unsafe { fp.assume_init() };
+    let x = &fp.xmm_space;
+    Some(std::array::from_fn(|i| {
+        u64::from(x[4 * i]) | (u64::from(x[4 * i + 1]) << 32)
+    }))
+}
+
 /// The plan of this site: the function probe's module and pc, or the
 /// site-independent plan (`@cast`) in any probe. With the module's bias.
 fn site_of(ctx: *mut HandlerContext, plan: i64) -> Result<(Site, u64), String> {
@@ -72,6 +98,7 @@ fn with_site<T>(
         }
     };
     let (regs, tp) = dwarf_regs(ctx).unwrap_or(([0; 17], 0));
+    let xmm = if site.uses_xmm() { xmm_regs(tid) } else { None };
     let maxstringlen = s.limits.max_string_len;
     let result = super::builtins::with_event_memory(ctx, tid, |mem| {
         let machine = Machine {
@@ -81,6 +108,7 @@ fn with_site<T>(
             maxstringlen,
             tp,
             input,
+            xmm,
         };
         f(&machine, &site)
     });
