@@ -167,7 +167,7 @@ pub fn plan(sites: &DwarfSites, want: &Want) -> Result<i64, PlanError> {
 /// the thread resumes).
 fn stored_chain(c: utap_runtime::dwarf::Chain, name: &str) -> Result<dwarf::Chain, PlanError> {
     use utap_runtime::dwarf::plan::{Final, Loc};
-    let in_register = matches!(c.loc, Loc::Register(_) | Loc::Value(_))
+    let in_register = matches!(c.loc, Loc::Register(_) | Loc::Value(_) | Loc::Pieces(_))
         && !c
             .steps
             .iter()

@@ -48,6 +48,9 @@ pub enum Loc {
     Register(u16),
     /// The program computes its value (`DW_OP_stack_value`).
     Value(Vec<Op>),
+    /// `DW_OP_piece`s: the value's bytes, in order, each from a register,
+    /// memory or a computed value (a 16-byte struct in rdi:rsi at -O2).
+    Pieces(Vec<(Loc, u8)>),
     /// Optimised out here, or described in a way not handled.
     Unavailable,
 }
@@ -618,11 +621,28 @@ impl<'a> Scope<'a> {
         let mut input = EndianSlice::new(expr, LittleEndian);
         let mut ops = Vec::new();
         let mut value = false;
+        let mut reg: Option<u16> = None;
+        let mut pieces: Vec<(Loc, u8)> = Vec::new();
         while !input.is_empty() {
             let op = Operation::parse(&mut input, enc).ok()?;
+            if reg.is_some() && !matches!(op, Operation::Piece { .. }) {
+                // Only a piece may follow DW_OP_regN.
+                return None;
+            }
             match op {
-                Operation::Register { register } => {
-                    return input.is_empty().then_some(Loc::Register(register.0));
+                Operation::Register { register } => reg = Some(register.0),
+                Operation::Piece {
+                    size_in_bits,
+                    bit_offset: None,
+                } if size_in_bits % 8 == 0 && size_in_bits <= 8 * 32 => {
+                    let loc = match (reg.take(), ops.is_empty(), value) {
+                        (Some(r), _, _) => Loc::Register(r),
+                        (None, true, _) => Loc::Unavailable,
+                        (None, false, true) => Loc::Value(std::mem::take(&mut ops)),
+                        (None, false, false) => Loc::Memory(std::mem::take(&mut ops)),
+                    };
+                    value = false;
+                    pieces.push((loc, (size_in_bits / 8) as u8));
                 }
                 Operation::RegisterOffset {
                     register, offset, ..
@@ -656,15 +676,18 @@ impl<'a> Scope<'a> {
                 Operation::Deref {
                     size, space: false, ..
                 } => ops.push(Op::Deref(size)),
-                Operation::StackValue => {
-                    value = true;
-                    if !input.is_empty() {
-                        return None;
-                    }
-                }
+                Operation::StackValue => value = true,
                 Operation::Nop => {}
                 _ => return None,
             }
+        }
+        if !pieces.is_empty() {
+            let total: usize = pieces.iter().map(|(_, n)| *n as usize).sum();
+            let complete = reg.is_none() && ops.is_empty() && total <= 32;
+            return complete.then_some(Loc::Pieces(pieces));
+        }
+        if let Some(r) = reg {
+            return Some(Loc::Register(r));
         }
         if ops.is_empty() {
             return None;
@@ -817,13 +840,17 @@ impl Site {
     /// Whether the plan reads an xmm register (the caller then fetches
     /// the floating point registers).
     pub fn uses_xmm(&self) -> bool {
-        let chain = |c: &Chain| match &c.loc {
-            Loc::Register(r) => *r as usize >= XMM0,
-            Loc::Memory(ops) | Loc::Value(ops) => ops
-                .iter()
-                .any(|o| matches!(o, Op::Reg(r) if *r as usize >= XMM0)),
-            Loc::Unavailable => false,
-        };
+        fn loc(l: &Loc) -> bool {
+            match l {
+                Loc::Register(r) => *r as usize >= XMM0,
+                Loc::Memory(ops) | Loc::Value(ops) => ops
+                    .iter()
+                    .any(|o| matches!(o, Op::Reg(r) if *r as usize >= XMM0)),
+                Loc::Pieces(p) => p.iter().any(|(l, _)| loc(l)),
+                Loc::Unavailable => false,
+            }
+        }
+        let chain = |c: &Chain| loc(&c.loc);
         match self {
             Site::Long(c) => chain(c),
             Site::Text(pieces) => pieces.iter().any(|p| match p {
@@ -839,6 +866,32 @@ impl Site {
 pub enum Place {
     Memory(u64),
     Value(u64),
+    /// A value assembled from `DW_OP_piece`s: its first `len` bytes.
+    Bytes([u8; 32], u8),
+}
+
+impl Place {
+    /// The place `off` bytes further (a member of a struct).
+    fn at(self, off: u64) -> Option<Place> {
+        match self {
+            Place::Memory(a) => Some(Place::Memory(a.wrapping_add(off))),
+            Place::Bytes(b, len) if off < len as u64 => {
+                let mut out = [0u8; 32];
+                let rest = &b[off as usize..len as usize];
+                out[..rest.len()].copy_from_slice(rest);
+                Some(Place::Bytes(out, rest.len() as u8))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The first `n` (≤ 8) bytes of an assembled value, little-endian.
+fn low_bytes(b: &[u8; 32], len: u8, n: usize) -> u64 {
+    let mut buf = [0u8; 8];
+    let n = n.min(8).min(len as usize);
+    buf[..n].copy_from_slice(&b[..n]);
+    u64::from_le_bytes(buf)
 }
 
 /// Why a value could not be read: optimised out, or a memory fault at
@@ -913,12 +966,17 @@ impl Machine<'_> {
             Loc::Memory(ops) => Place::Memory(self.run(ops)?),
             Loc::Value(ops) => Place::Value(self.run(ops)?),
             Loc::Register(r) => Place::Value(self.reg(*r)?),
+            Loc::Pieces(pieces) => self.assemble(pieces)?,
             Loc::Unavailable => return Err(EvalError::Unavailable),
         };
         for s in &c.steps {
             p = match (s, p) {
                 (Step::Deref, Place::Memory(a)) => Place::Memory(self.load(a, 8)?),
                 (Step::Deref, Place::Value(v)) => Place::Memory(v),
+                (Step::Deref, Place::Bytes(b, len)) => Place::Memory(low_bytes(&b, len, 8)),
+                (Step::Offset(o), p @ Place::Bytes(..)) => {
+                    p.at(*o as u64).ok_or(EvalError::Unavailable)?
+                }
                 (Step::Offset(o), Place::Memory(a)) => Place::Memory(a.wrapping_add(*o as u64)),
                 (Step::Bits { .. }, p) => p,
                 (Step::Index { arg, stride }, Place::Memory(a)) => {
@@ -929,6 +987,38 @@ impl Machine<'_> {
             };
         }
         Ok(p)
+    }
+
+    /// The bytes of a value in pieces.
+    fn assemble(&self, pieces: &[(Loc, u8)]) -> Result<Place, EvalError> {
+        let mut buf = [0u8; 32];
+        let mut at = 0usize;
+        for (loc, n) in pieces {
+            let n = *n as usize;
+            if at + n > buf.len() {
+                return Err(EvalError::Unavailable);
+            }
+            match loc {
+                Loc::Register(r) => {
+                    let v = self.reg(*r)?.to_le_bytes();
+                    buf[at..at + n.min(8)].copy_from_slice(&v[..n.min(8)]);
+                }
+                Loc::Value(ops) => {
+                    let v = self.run(ops)?.to_le_bytes();
+                    buf[at..at + n.min(8)].copy_from_slice(&v[..n.min(8)]);
+                }
+                Loc::Memory(ops) => {
+                    let a = self.run(ops)?;
+                    match self.mem.read(a, &mut buf[at..at + n]) {
+                        Ok(got) if got == n => {}
+                        _ => return Err(EvalError::Fault(a)),
+                    }
+                }
+                _ => return Err(EvalError::Unavailable),
+            }
+            at += n;
+        }
+        Ok(Place::Bytes(buf, at as u8))
     }
 
     /// The number a chain gives.
@@ -951,6 +1041,7 @@ impl Machine<'_> {
                 let raw = match p {
                     Place::Memory(a) => self.load(a, size)?,
                     Place::Value(v) => v,
+                    Place::Bytes(b, len) => low_bytes(&b, len, size as usize),
                 };
                 Ok(float_bits(raw, size) as i64)
             }
@@ -958,6 +1049,9 @@ impl Machine<'_> {
                 Ok(extend(self.load(a, size)?, size, signed))
             }
             (Final::Load { size, signed }, Place::Value(v)) => Ok(extend(v, size, signed)),
+            (Final::Load { size, signed }, Place::Bytes(b, len)) => {
+                Ok(extend(low_bytes(&b, len, size as usize), size, signed))
+            }
             _ => Err(EvalError::Unavailable),
         }
     }
@@ -989,6 +1083,7 @@ impl Machine<'_> {
                 self.load(a, bytes)?
             }
             Place::Value(v) => v,
+            Place::Bytes(b, len) => low_bytes(&b, len, 8),
         };
         let v = raw >> shift;
         Ok(match width {
@@ -1001,6 +1096,7 @@ impl Machine<'_> {
         match place {
             Place::Memory(a) => self.load(a, size).ok(),
             Place::Value(v) => Some(v),
+            Place::Bytes(b, len) => Some(low_bytes(&b, len, size as usize)),
         }
     }
 
@@ -1037,10 +1133,10 @@ impl Machine<'_> {
                 None => out.push('?'),
             },
             Shape::Struct(members) => {
-                let Place::Memory(base) = place else {
+                if let Place::Value(_) = place {
                     out.push('?');
                     return;
-                };
+                }
                 out.push('{');
                 for (i, (name, off, s)) in members.iter().enumerate() {
                     if i > 0 {
@@ -1051,7 +1147,10 @@ impl Machine<'_> {
                         out.push_str(name);
                         out.push('=');
                     }
-                    self.pretty(out, Place::Memory(base.wrapping_add(*off as u64)), s);
+                    match place.at(*off as u64) {
+                        Some(p) => self.pretty(out, p, s),
+                        None => out.push('?'),
+                    }
                 }
                 out.push('}');
             }

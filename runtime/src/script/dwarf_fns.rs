@@ -185,7 +185,7 @@ extern "C" fn utap_bi_dwarf_set(
         };
         match m.place(c)? {
             Place::Memory(addr) => Ok((addr, stored(m, c.fin, addr, value)?)),
-            Place::Value(_) => Err(EvalError::Unavailable),
+            Place::Value(_) | Place::Bytes(..) => Err(EvalError::Unavailable),
         }
     });
     if let Some((addr, bytes)) = target
