@@ -241,15 +241,63 @@ fn return_probes_read_the_return_value_and_entry_values() {
 probe process("EXE").function("add").return { println($$return, " ", @entry($a)) }
 "#;
     assert_eq!(trace("dwarf_O0", script), ["return=0x11f71fc053d -7"]);
+}
+
+#[test]
+fn return_probes_read_parameters_at_entry_implicitly() {
+    // SystemTap: in a .return probe `$var` is the value at entry (an
+    // implicit @entry), `$$parms` too; `@defined` answers as at entry.
+    let script = r#"
+probe process("EXE").function("add").return {
+    println($a, " ", $d, " ", $$parms, " ", $$return)
+    println($$parms$, " ", @defined($b) ? "b" : "-", @defined($nope) ? "n" : "-")
+}
+probe process("EXE").function("draw").return { println($scale, " ", $s->sides[1], " ", $return) }
+"#;
+    let expected = [
+        "-7 122 a=0xfffffffffffffff9 b=0x11f71fb04cb c=0xffff d=0x7a return=0x11f71fc053d",
+        "a=-7 b=1234567890123 c=65535 d='z' b-",
+        "2 2 20",
+    ];
+    assert_eq!(trace("dwarf_O0", script), expected);
+    assert_eq!(trace("dwarf_O2", script), expected);
+}
+
+#[test]
+fn a_parameter_cannot_be_written_in_a_return_probe() {
     let path = fixture("dwarf_O0");
-    let bad = format!("probe process(\"{path}\").function(\"add\").return {{ println($a) }}");
-    let o = run(utap(&bad, &["-p2"]));
+    let bad = format!("probe process(\"{path}\").function(\"add\").return {{ $a = 1 }}");
+    let o = run(utap(&bad, &["-g", "-p2"]));
     assert_eq!(o.status, 1, "{}", o.stdout);
     assert!(
         o.stderr
-            .contains("'$a' is not available in a .return probe"),
+            .contains("'$a' cannot be written in a .return probe"),
         "{}",
         o.stderr
     );
-    assert!(o.stderr.contains("write @entry($a)"), "{}", o.stderr);
+}
+
+#[test]
+fn a_bare_process_function_reads_the_dwarf_of_the_c_program() {
+    // `process.function(..)` without a path: the program of -c.
+    let script = r#"
+probe process.function("draw") { println($s->name$, " ", $scale, " ", $s->sides[3]) }
+probe process.function("add").return { println($a, " ", $$return) }
+"#;
+    assert_eq!(
+        trace("dwarf_O0", script),
+        ["-7 return=0x11f71fc053d", r#""square" 2 4"#]
+    );
+    // Without debug information, $$parms keeps its register form.
+    let path = fixture("dwarf_nodebug");
+    let o = run(utap(
+        r#"probe process.function("add") { println($$parms) }"#,
+        &["-c", &path],
+    ));
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert!(
+        o.stdout.contains("$arg1=0xfffffff9 $arg2=0x11f71fb04cb"),
+        "{}",
+        o.stdout
+    );
 }

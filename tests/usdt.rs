@@ -290,6 +290,44 @@ fn library_markers_apply_after_dlopen_and_in_fork_children() {
     );
 }
 
+/// `process("EXE").library("LIB").mark(..)`: a library's markers in the
+/// processes of one program, with LIB as a file name (matched at run
+/// time, the library is dlopened after exec) or as a path (its markers are
+/// checked at elaboration, with "did you mean").
+#[test]
+fn library_markers_of_one_program_by_file_name_or_path() {
+    let Some(_) = forms() else { return };
+    let (exe, lib) = (fixture("usdt_dl"), fixture("libusdt_lib.so"));
+    let script = format!(
+        "global n, s\nprobe process(\"{exe}\").library(\"libusdt_lib.so\").provider(\"demo\").mark(\"lib*\") {{\n\
+         w = pid() == target() ? \"parent\" : \"child\"; n[w]++; s[w] += $arg1 }}\n\
+         probe end {{ foreach (k in n-) printf(\"utap %s %d %d\\n\", k, n[k], s[k]) }}"
+    );
+    let o = run(utap(&script, &["-c", &format!("{exe} {lib} 3")]));
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    let mut lines: Vec<&str> = o.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "child fired=3",
+            "parent fired=3",
+            "utap child 3 303",
+            "utap parent 3 3"
+        ]
+    );
+    let bad = format!("probe process(\"{exe}\").library(\"{lib}\").mark(\"libtic\") {{ }}");
+    let o = run(utap(&bad, &["-p2"]));
+    assert_eq!(o.status, 1, "{}", o.stdout);
+    assert!(
+        o.stderr
+            .contains(&format!("no match for mark 'libtic' in {lib}")),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("did you mean 'libtick'?"), "{}", o.stderr);
+}
+
 /// CPython 3.11 fires `function__entry` only on its tracing path (a
 /// profile or trace function set), so the script sets a no-op profiler.
 const PY_SCRIPT: &str = "import sys

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use support::{fixture, have};
-use utap_runtime::elf::sdt::{Operand, SdtNote, sdt_notes};
+use utap_runtime::elf::sdt::{Operand, SdtNote, notes_of, sdt_notes};
 
 /// readelf's notes as (provider, name, pc, base, semaphore, args).
 fn readelf_notes(path: &str) -> Vec<(String, String, u64, u64, u64, String)> {
@@ -60,6 +60,10 @@ fn check_against_readelf(path: &str) -> Vec<SdtNote> {
     let notes = sdt_notes(&data).unwrap();
     assert!(!notes.is_empty(), "{path} has markers");
     assert_eq!(ours(&notes), readelf_notes(path), "{path}");
+    // The section-by-section reader the checker and the session use
+    // (start-up: no whole-file read) gives the same notes.
+    let read = notes_of(path);
+    assert_eq!(read.as_ref().as_ref().unwrap(), &notes, "{path}");
     for n in &notes {
         n.parsed_args()
             .unwrap_or_else(|e| panic!("{}:{} {e}", n.provider, n.name));

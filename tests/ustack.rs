@@ -165,3 +165,25 @@ fn backtraces_equal_gdbs() {
     assert_eq!(fixture_chain(&block(&out, "getppid")), stacks[0], "{text}");
     assert_eq!(fixture_chain(&block(&out, "getuid")), stacks[1], "{text}");
 }
+
+/// A thread sampled inside `clock_gettime`'s vDSO code: the vDSO (no
+/// file; read from the process's memory) gives the innermost frame its
+/// symbol and its CFI, so the stack continues through libc to `main`.
+#[test]
+fn vdso_frames_are_named_and_unwound_through() {
+    let exe = fixture("vdso_spin");
+    let script = "probe timer.profile { s = sprint_ubacktrace()\n\
+                  if (isinstr(s, \"[vdso]\")) { print(s); println(\"--\"); exit() } }";
+    let o = run(utap(script, &["-c", &format!("{exe} 3")]));
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    let frames = block(&format!("vdso\n{}", o.stdout), "vdso");
+    let names: Vec<&str> = frames.iter().map(|(_, n, _)| n.as_str()).collect();
+    assert_eq!(frames[0].2, "vdso", "{}", o.stdout);
+    assert!(names[0].contains("clock_gettime"), "{}", o.stdout);
+    let spin = names.iter().position(|n| *n == "spin");
+    assert!(
+        spin.is_some() && names[spin.unwrap() + 1] == "main",
+        "{}",
+        o.stdout
+    );
+}

@@ -69,8 +69,22 @@ fn check_options(opts: &cli::Options) -> check::CheckOptions {
         verbose: u32::from(opts.verbose),
         tapset_dirs: opts.include.iter().map(Into::into).collect(),
         skip_badvars: opts.skip_badvars,
+        target_exe: target_exe(opts),
         ..Default::default()
     }
+}
+
+/// The program `-c CMD` runs (its first word, through `$PATH`) or the
+/// executable of `-x PID`: the DWARF of `process.function(..)` points.
+fn target_exe(opts: &cli::Options) -> Option<String> {
+    if let Some(cmd) = &opts.command {
+        let first = cmd.split_whitespace().next()?;
+        return Some(check::catalogue::find_executable(first));
+    }
+    let pid = opts.pid?;
+    std::fs::read_link(format!("/proc/{pid}/exe"))
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned())
 }
 
 /// Runs the passes; the exit status of a run (1 after a runtime error).

@@ -282,12 +282,15 @@ pub enum ExprKind {
     },
     /// `$name`, `$name->field[3]`, `$$vars`: context (target) variables.
     Target(TargetVar),
-    /// `@cast(expr, "type" [, "module"])->path`: parsed, rejected by the checker.
+    /// `@cast(expr, "type" [, "module"])->path`: the memory at `expr` read
+    /// as the type, from the module's DWARF (check::dwarf).
     Cast {
         expr: Box<Expr>,
         type_name: String,
         module: Option<String>,
         path: Vec<TargetComp>,
+        /// Trailing `$` / `$$` pretty-print suffix count.
+        pretty: u8,
     },
     /// `@var("name")`, `@entry(expr)`, `@perf("x")`… any other `@name(args)`
     /// form utap parses but the checker decides on.
@@ -355,6 +358,8 @@ pub struct TargetVar {
     pub path: Vec<TargetComp>,
     /// Trailing `$` / `$$` pretty-print suffix count.
     pub pretty: u8,
+    /// Written `&$var`: its address.
+    pub address: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -88,7 +88,9 @@ pub static BUILTINS: &[Builtin] = &[
     // DWARF target variables: a plan number (see utap_runtime::dwarf) and
     // the dynamic array indexes.
     ctx("__dwarf_long", &[L, L, L], L),
-    ctx("__dwarf_string", &[L], S),
+    // `$var = v` under -g: plan number, value, the plan's two values.
+    f("__dwarf_set", &[L, L, L, L], L, false, true),
+    ctx("__dwarf_string", &[L, L, L], S),
     pure("__fork_flags", &[L], S),
     ctx("__get_argv", &[L, L], S),
     // `$value .= s` and `$value = s` in `probe prometheus` (check::lower).

@@ -334,6 +334,8 @@ const EXPR_START: &[&str] = &[
     "~",
     "++",
     "--",
+    // `&$var`
+    "&",
 ];
 
 /// Binary, ternary and assignment operators.
@@ -1016,7 +1018,16 @@ impl Ctx {
             ));
         }
         let path = self.target_path(path, &mut pretty)?;
-        Ok(self.expr(ExprKind::Target(TargetVar { name, path, pretty }), l, r))
+        Ok(self.expr(
+            ExprKind::Target(TargetVar {
+                name,
+                path,
+                pretty,
+                address: false,
+            }),
+            l,
+            r,
+        ))
     }
 
     /// The `->field` / `[index]` path; a trailing `$` on the last field
@@ -1057,6 +1068,9 @@ impl Ctx {
     ) -> ActionResult<Box<Expr>> {
         if name == "cast" {
             return self.cast(args, path, l, r);
+        }
+        if name == "var" {
+            return self.at_var(args, path, l, r);
         }
         if name.starts_with("hist_") {
             let hist = self.histogram(name, args, l, r)?;
@@ -1153,7 +1167,56 @@ impl Ctx {
                 type_name,
                 module,
                 path,
+                pretty,
             },
+            l,
+            r,
+        ))
+    }
+
+    /// `&$var`, `&$p->field`, `&@var("g")`: the address of a target
+    /// variable (nothing else has one in the script language).
+    pub fn address_of(&self, mut e: Box<Expr>, l: usize, r: usize) -> ActionResult<Box<Expr>> {
+        match &mut e.kind {
+            ExprKind::Target(t) if t.pretty == 0 && !t.address => {
+                t.address = true;
+                e.span = self.span(l, r);
+                Ok(e)
+            }
+            _ => Err(user("'&' takes a target variable ($var, $p->field)", l, r)),
+        }
+    }
+
+    /// `@var("name[@file.c]" [, "module"])` possibly followed by `->x` /
+    /// `[i]`: a target variable of the probed module's globals, named
+    /// `@var(NAME[@FILE][, MODULE])` (no script identifier has `@`).
+    fn at_var(
+        &self,
+        args: Vec<Expr>,
+        path: Vec<Suffix>,
+        l: usize,
+        r: usize,
+    ) -> ActionResult<Box<Expr>> {
+        let strings: Vec<&str> = args
+            .iter()
+            .filter_map(|a| match &a.kind {
+                ExprKind::Str(s) if !s.is_empty() => Some(s.as_str()),
+                _ => None,
+            })
+            .collect();
+        if !(1..=2).contains(&args.len()) || strings.len() != args.len() {
+            return Err(user("'@var' takes (\"name[@file]\" [, \"module\"])", l, r));
+        }
+        let mut pretty = 0;
+        let path = self.target_path(path, &mut pretty)?;
+        let name = format!("@var({})", strings.join(", "));
+        Ok(self.expr(
+            ExprKind::Target(TargetVar {
+                name,
+                path,
+                pretty,
+                address: false,
+            }),
             l,
             r,
         ))

@@ -426,7 +426,22 @@ impl Printer {
                 self.out.push(']');
             }
             ExprKind::Target(t) => {
-                let _ = write!(self.out, "${}", t.name);
+                if t.address {
+                    self.out.push('&');
+                }
+                match t
+                    .name
+                    .strip_prefix("@var(")
+                    .and_then(|n| n.strip_suffix(')'))
+                {
+                    Some(args) => {
+                        let args: Vec<String> = args.split(", ").map(quote).collect();
+                        let _ = write!(self.out, "@var({})", args.join(", "));
+                    }
+                    None => {
+                        let _ = write!(self.out, "${}", t.name);
+                    }
+                }
                 self.target_path(&t.path);
                 for _ in 0..t.pretty {
                     self.out.push('$');
@@ -437,6 +452,7 @@ impl Printer {
                 type_name,
                 module,
                 path,
+                pretty,
             } => {
                 self.out.push_str("@cast(");
                 self.expr(expr, 0);
@@ -446,6 +462,9 @@ impl Printer {
                 }
                 self.out.push(')');
                 self.target_path(path);
+                for _ in 0..*pretty {
+                    self.out.push('$');
+                }
             }
             ExprKind::AtCall { name, args } => {
                 let _ = write!(self.out, "@{name}(");

@@ -339,13 +339,13 @@ diag_test!(
 );
 
 diag_test!(
-    cast_is_rejected,
+    cast_without_a_module_is_located,
     false,
     "probe begin { println(@cast(0, \"task_struct\")->pid) }",
     [
-        "semantic error: @cast is not supported by utap",
-        "1:23 needs kernel/DWARF type information",
-        "help: read tracee memory with user_long(), user_int(), user_string() ..."
+        "semantic error: @cast(.., \"task_struct\") needs a module",
+        "1:23 in the module's debug information",
+        "help: give the program or library as the third argument, or use @cast in a function probe of it"
     ]
 );
 

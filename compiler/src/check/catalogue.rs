@@ -481,6 +481,26 @@ pub static FAMILIES: &[Family] = &[
         MARK_VARS,
         "a USDT marker of provider P is reached"
     ),
+    function_family!(
+        [LIBRARY, c("mark", ArgSpec::Str)],
+        Mark,
+        true,
+        false,
+        MARK_VARS,
+        "a USDT marker of library LIB (path, file name or soname) is reached, also after dlopen"
+    ),
+    function_family!(
+        [
+            LIBRARY,
+            c("provider", ArgSpec::Str),
+            c("mark", ArgSpec::Str)
+        ],
+        ProviderMark,
+        true,
+        false,
+        MARK_VARS,
+        "a USDT marker of provider P of library LIB is reached"
+    ),
 ];
 
 /// An argument as written in a probe point.

@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use utap_runtime::dwarf::{self, Access, Comp, DebugInfo, PlanError, Scope, Site};
 use utap_runtime::elf::ElfImage;
-use utap_runtime::session::FunctionSite;
+use utap_runtime::session::{FunctionPoint, FunctionSite};
 
-use crate::program::PointKind;
+use crate::program::{PointKind, ProcessEvent, ProcessTarget};
 
 /// One probe site: a function of a module and the pc the probe is at.
 pub struct DwarfSite {
@@ -31,6 +31,47 @@ pub struct DwarfSites {
     pub returning: bool,
 }
 
+thread_local! {
+    /// See [`set_target_exe`].
+    static TARGET_EXE: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The program of `-c`/`-x` for this check (see `CheckOptions::target_exe`).
+pub fn set_target_exe(exe: Option<String>) {
+    TARGET_EXE.with(|t| *t.borrow_mut() = exe);
+}
+
+/// The file a function point's DWARF is read from: its named program or
+/// library, else for `process.function(..)` the `-c`/`-x` program and
+/// for `process(PID).function(..)` that process's executable, when it
+/// has debug information (without, such points keep their register
+/// forms: `$$parms` as `$arg1=..`).
+fn dwarf_file(kind: &PointKind) -> Option<(&FunctionPoint, String)> {
+    if let Some(found) = super::functions::function_file(kind) {
+        return Some(found);
+    }
+    let PointKind::Process {
+        target,
+        event: ProcessEvent::Function(fp),
+    } = kind
+    else {
+        return None;
+    };
+    if fp.library.is_some() {
+        return None;
+    }
+    let exe = match target {
+        ProcessTarget::Any => TARGET_EXE.with(|t| t.borrow().clone())?,
+        ProcessTarget::Pid(pid) => std::fs::read_link(format!("/proc/{pid}/exe"))
+            .ok()?
+            .to_string_lossy()
+            .into_owned(),
+        ProcessTarget::Path(_) => return None,
+    };
+    dwarf::debug_info(&exe).ok()?;
+    Some((fp, exe))
+}
+
 /// The sites of a handler's points; `None` unless every point is a
 /// `.function`/`.statement` probe in a module known at compile time.
 pub fn sites_of(kinds: &[&PointKind]) -> Option<DwarfSites> {
@@ -40,7 +81,7 @@ pub fn sites_of(kinds: &[&PointKind]) -> Option<DwarfSites> {
         returning: false,
     };
     for kind in kinds {
-        let (fp, file) = super::functions::function_file(kind)?;
+        let (fp, file) = dwarf_file(kind)?;
         let FunctionSite::Function { name, offset } = &fp.site else {
             return None;
         };
@@ -83,6 +124,10 @@ pub fn sites_of(kinds: &[&PointKind]) -> Option<DwarfSites> {
 /// What a `$expression` asks for.
 pub enum Want<'a> {
     Long(&'a str, &'a [Comp]),
+    /// `$var = value` (under -g): a number's place in memory.
+    Store(&'a str, &'a [Comp]),
+    /// `&$var`: the address of its place.
+    Address(&'a str, &'a [Comp]),
     Pretty(&'a str, &'a [Comp], bool),
     /// `$$parms`, `$$locals`, `$$vars` with the pretty level.
     All(&'a str, u8),
@@ -107,12 +152,104 @@ pub fn plan(sites: &DwarfSites, want: &Want) -> Result<i64, PlanError> {
         let scope = Scope::new(&s.info, f, s.pc);
         let site = match want {
             Want::Long(name, comps) => Site::Long(scope.long(name, comps)?),
+            Want::Store(name, comps) => Site::Long(stored_chain(scope.long(name, comps)?, name)?),
+            Want::Address(name, comps) => Site::Long(scope.address(name, comps)?),
             Want::Pretty(name, comps, deep) => Site::Text(scope.pretty(name, comps, *deep)?),
             Want::All(which, pretty) => Site::Text(scope.all(which, *pretty)),
         };
         access.sites.push((s.info.path.clone(), s.pc, site));
     }
     Ok(dwarf::register(access))
+}
+
+/// A chain `$var = v` can store to: one that ends in memory (a register
+/// location is refused: registers are restored from the hit's copy when
+/// the thread resumes).
+fn stored_chain(c: utap_runtime::dwarf::Chain, name: &str) -> Result<dwarf::Chain, PlanError> {
+    use utap_runtime::dwarf::plan::{Final, Loc};
+    let in_register = matches!(c.loc, Loc::Register(_) | Loc::Value(_) | Loc::Pieces(_))
+        && !c
+            .steps
+            .iter()
+            .any(|s| *s == utap_runtime::dwarf::Step::Deref);
+    if in_register {
+        return Err(PlanError {
+            message: format!(
+                "'${name}' is in a register here: utap writes target variables in memory only"
+            ),
+            help: Some(
+                "probe a statement where it is in memory, or build the program with -O0".into(),
+            ),
+        });
+    }
+    if !matches!(c.fin, Final::Load { .. } | Final::Bits { .. }) {
+        return Err(PlanError {
+            message: format!("'${name}' cannot be written: it is not an integer or a pointer"),
+            help: None,
+        });
+    }
+    Ok(c)
+}
+
+/// `@cast(addr, "type" [, "module"])->path`: a plan that reads through
+/// `addr` with the type from `module`'s debug information (the probed
+/// module when not named); it does not depend on the probe site.
+pub fn cast_plan(
+    sites: Option<&DwarfSites>,
+    type_name: &str,
+    module: Option<&str>,
+    comps: &[Comp],
+    pretty: u8,
+) -> Result<i64, PlanError> {
+    let info = match (module, sites.and_then(|s| s.sites.first())) {
+        (Some(m), _) if m.starts_with('<') || m == "kernel" => {
+            return Err(PlanError {
+                message: format!(
+                    "@cast module '{m}': utap reads types from an executable or library's debug information"
+                ),
+                help: Some(
+                    "name the program or library: @cast(p, \"struct x\", \"/path/to/prog\")".into(),
+                ),
+            });
+        }
+        (Some(m), _) => dwarf::debug_info(m).map_err(|e| PlanError {
+            message: format!("@cast: {e}"),
+            help: None,
+        })?,
+        (None, Some(site)) => site.info.clone(),
+        (None, None) => {
+            return Err(PlanError {
+                message: format!("@cast(.., \"{type_name}\") needs a module"),
+                help: Some("give the program or library as the third argument, or use @cast in a function probe of it".into()),
+            });
+        }
+    };
+    let Some(scope) = Scope::for_types(&info) else {
+        return Err(PlanError {
+            message: format!("no debug information in {}", info.path),
+            help: None,
+        });
+    };
+    let site = match pretty {
+        0 => Site::Long(scope.cast(type_name, comps)?),
+        p => Site::Text(scope.cast_pretty(type_name, comps, p > 1)?),
+    };
+    Ok(dwarf::register(Access {
+        sites: Vec::new(),
+        any: Some(site),
+    }))
+}
+
+/// `@var("name", "module")`: the module must be the probed one (utap
+/// reads a global with its module's load bias, known at the probe).
+pub fn var_module_ok(sites: &DwarfSites, module: &str) -> bool {
+    let real = std::fs::canonicalize(module)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| module.to_string());
+    sites
+        .sites
+        .iter()
+        .any(|s| s.info.path == real || s.info.path.ends_with(&format!("/{module}")))
 }
 
 /// `-L`: the variables of a function with their types, as SystemTap

@@ -63,6 +63,9 @@ pub fn split(
     let mut n = 0;
     for item in &mut script.items {
         let Item::Probe(p) = item else { continue };
+        if !p.points.is_empty() && p.points.iter().all(is_function_return) {
+            each_expr(&mut p.body, &mut implicit_entry);
+        }
         let mut exprs = Vec::new();
         let mut first_span = None;
         take_entries(&mut p.body, &mut exprs, &mut first_span);
@@ -96,6 +99,54 @@ pub fn split(
     }
     script.items.extend(added);
     errors
+}
+
+/// Whether `point` is a function's return, `process(..).function(..).return`
+/// (also with `.library(..)`): where target variables read at entry.
+fn is_function_return(point: &ast::ProbePoint) -> bool {
+    let c = &point.components;
+    c.first().is_some_and(|f| f.name == "process")
+        && c.iter().any(|x| x.name == "function" && x.arg.is_some())
+        && c.last()
+            .is_some_and(|l| l.name == "return" && l.arg.is_none())
+}
+
+/// SystemTap's implicit `@entry` in a function's `.return` probe: a DWARF
+/// target variable (`$var`, `$p->f`, `$var$`, `$$parms`, `$$vars`...) means
+/// its value at the call's entry. Left alone: `$return`, `$$return`, the
+/// registers `$argN`, targets already in `@entry(..)` or `@defined(..)`,
+/// and assigned targets (the checker reports those).
+fn implicit_entry(e: &mut Expr) -> bool {
+    match &mut e.kind {
+        ExprKind::AtCall { name, .. } if name == "entry" => true,
+        ExprKind::Defined(_) => true,
+        ExprKind::IncDec { .. } => true,
+        ExprKind::Assign { target, value, .. } if matches!(target.kind, ExprKind::Target(_)) => {
+            expr(value, &mut implicit_entry);
+            true
+        }
+        ExprKind::Target(t) if read_at_entry(t) => {
+            let inner = e.clone();
+            e.kind = ExprKind::AtCall {
+                name: "entry".into(),
+                args: vec![inner],
+            };
+            true
+        }
+        _ => false,
+    }
+}
+
+fn read_at_entry(t: &ast::TargetVar) -> bool {
+    let register_arg = t
+        .name
+        .strip_prefix("arg")
+        .is_some_and(|n| n.parse::<u8>().is_ok());
+    !register_arg
+        && !matches!(
+            t.name.as_str(),
+            "return" | "$return" | "$name" | "$provider"
+        )
 }
 
 /// Replaces each `@entry(e)` in `b` by the local `__entry_value_K` and

@@ -26,7 +26,7 @@ pub fn build(
         _ => None,
     };
     if let SiteKind::Mark { provider } = ff.site {
-        return super::marks::build(provider, args);
+        return super::marks::build(provider, ff.library, args);
     }
     let site_arg = if ff.library { 2 } else { 1 };
     let mut library = if ff.library { str_at(1) } else { None };

@@ -859,14 +859,7 @@ impl<'l> Lowerer<'l> {
                 Some((cv, ty)) => (mk(ExprKind::Context(cv), Type::Long, span), ty),
                 None => bad(span),
             },
-            ast::ExprKind::Cast { .. } => {
-                self.err(
-                    SemError::new(span, "@cast is not supported by utap")
-                        .label("needs kernel/DWARF type information")
-                        .help("read tracee memory with user_long(), user_int(), user_string() ..."),
-                );
-                bad(span)
-            }
+            ast::ExprKind::Cast { .. } => self.lower_cast(e, body),
             ast::ExprKind::AtCall { name, .. } => {
                 self.err(SemError::new(
                     span,
@@ -1135,6 +1128,11 @@ impl<'l> Lowerer<'l> {
             && prometheus_value(t, body)
         {
             return self.prometheus_write(op, value, span, body);
+        }
+        if let ast::ExprKind::Target(t) = &target.kind
+            && self.wants_dwarf(t, body)
+        {
+            return self.lower_dwarf_store(op, t, value, span, body);
         }
         let Some((lv, tt)) = self.lower_lvalue(target, body) else {
             self.lower_expr(value, body);
@@ -1532,6 +1530,7 @@ impl<'l> Lowerer<'l> {
         }
         match t.name.as_str() {
             "$parms" | "$locals" | "$vars" | "$return" => return true,
+            n if n.starts_with("@var(") => return true,
             // `$$name`, `$$provider`: .plt and marker context, not DWARF.
             n if n.starts_with('$') => return false,
             _ => {}
@@ -1565,7 +1564,9 @@ impl<'l> Lowerer<'l> {
             };
             return (mk(e, Type::String, span), STRING);
         }
-        if sites.returning {
+        if sites.returning && !name.starts_with('@') {
+            // Reads are made implicit @entry (check::entry); what is left
+            // is a write.
             self.err(
                 SemError::new(
                     span,
@@ -1575,6 +1576,16 @@ impl<'l> Lowerer<'l> {
                 .help(format!(
                     "write @entry(${name}) for its value at entry; $return is the return value here"
                 )),
+            );
+            return bad(span);
+        }
+        if name.starts_with("@var(") && !var_module_named(t, &sites) {
+            self.err(
+                SemError::new(
+                    span,
+                    "@var: utap reads the globals of the probed module only",
+                )
+                .label("not a module this probe is in"),
             );
             return bad(span);
         }
@@ -1590,22 +1601,8 @@ impl<'l> Lowerer<'l> {
             );
             return bad(span);
         }
-        let mut comps = Vec::new();
         let mut idx = Vec::new();
-        for c in &t.path {
-            match c {
-                ast::TargetComp::Field(f) => comps.push(Comp::Field(f.clone())),
-                ast::TargetComp::Index(e) => match &e.kind {
-                    ast::ExprKind::Num(n) => comps.push(Comp::Index(Some(*n))),
-                    _ => {
-                        let (x, ty) = self.lower_expr(e, body);
-                        self.unify(ty, LONG, e.span);
-                        idx.push(x);
-                        comps.push(Comp::Index(None));
-                    }
-                },
-            }
-        }
+        let comps: Vec<Comp> = dwarf_comps(self, &t.path, &mut idx, body);
         if idx.len() > 2 {
             self.err(SemError::new(
                 span,
@@ -1614,6 +1611,7 @@ impl<'l> Lowerer<'l> {
             return bad(span);
         }
         let want = match name {
+            _ if t.address => super::dwarf::Want::Address(name, &comps),
             "$parms" | "$locals" | "$vars" => super::dwarf::Want::All(name, t.pretty),
             _ if t.pretty > 0 => super::dwarf::Want::Pretty(name, &comps, t.pretty > 1),
             _ => super::dwarf::Want::Long(name, &comps),
@@ -1630,25 +1628,130 @@ impl<'l> Lowerer<'l> {
                 return bad(span);
             }
         };
-        let plan = mk(ExprKind::Long(id), Type::Long, span);
-        if matches!(want, super::dwarf::Want::Long(..)) {
-            while idx.len() < 2 {
-                idx.push(mk(ExprKind::Long(0), Type::Long, span));
-            }
-            let mut args = vec![plan];
-            args.extend(idx);
-            let e = ExprKind::Builtin {
-                name: "__dwarf_long",
-                args,
-            };
-            (mk(e, Type::Long, span), LONG)
-        } else {
-            let e = ExprKind::Builtin {
-                name: "__dwarf_string",
-                args: vec![plan],
-            };
-            (mk(e, Type::String, span), STRING)
+        let long = matches!(
+            want,
+            super::dwarf::Want::Long(..) | super::dwarf::Want::Address(..)
+        );
+        dwarf_call(id, idx, long, span)
+    }
+
+    /// `@cast(addr, "type" [, "module"])->path[$]`: the memory at `addr`
+    /// read as the type (from the module's DWARF, the probed one by
+    /// default), in any probe.
+    fn lower_cast(&mut self, e: &ast::Expr, body: &mut Body) -> Lowered {
+        let ast::ExprKind::Cast {
+            expr,
+            type_name,
+            module,
+            path,
+            pretty,
+        } = &e.kind
+        else {
+            unreachable!("called on @cast")
+        };
+        let span = e.span;
+        let (addr, ta) = self.lower_expr(expr, body);
+        self.unify(ta, LONG, expr.span);
+        if path.is_empty() && *pretty == 0 {
+            // `@cast(p, "T")` alone is the address.
+            return (addr, LONG);
         }
+        let mut idx = vec![addr];
+        let comps = dwarf_comps(self, path, &mut idx, body);
+        if idx.len() > 2 {
+            self.err(SemError::new(
+                span,
+                "utap supports one computed array index in a @cast",
+            ));
+            return bad(span);
+        }
+        let sites = body.dwarf.clone();
+        match super::dwarf::cast_plan(
+            sites.as_deref(),
+            type_name,
+            module.as_deref(),
+            &comps,
+            *pretty,
+        ) {
+            Ok(id) => dwarf_call(id, idx, *pretty == 0, span),
+            Err(err) => {
+                let mut d =
+                    SemError::new(span, err.message).label("in the module's debug information");
+                if let Some(h) = err.help {
+                    d = d.help(h);
+                }
+                self.err(d);
+                bad(span)
+            }
+        }
+    }
+
+    /// `$var = value` under -g: stored where the variable lives.
+    fn lower_dwarf_store(
+        &mut self,
+        op: AssignOp,
+        t: &ast::TargetVar,
+        value: &ast::Expr,
+        span: Span,
+        body: &mut Body,
+    ) -> Lowered {
+        use utap_runtime::dwarf::Comp;
+        let (v, tv) = self.lower_expr(value, body);
+        self.unify(tv, LONG, value.span);
+        let sites = body.dwarf.clone().expect("checked by wants_dwarf");
+        let dollar = match t.name.starts_with('@') {
+            true => t.name.clone(),
+            false => format!("${}", t.name),
+        };
+        if !self.guru {
+            self.err(
+                SemError::new(span, "write to target variable not permitted; need utap -g").label(
+                    format!("writing '{dollar}' changes what the traced program sees"),
+                ),
+            );
+            return bad(span);
+        }
+        if op != AssignOp::Assign || t.pretty > 0 || t.name.starts_with('$') {
+            self.err(
+                SemError::new(span, format!("'{dollar}' can only be assigned with ="))
+                    .label("utap stores a number into a target variable"),
+            );
+            return bad(span);
+        }
+        if sites.returning && !t.name.starts_with('@') {
+            self.err(
+                SemError::new(
+                    span,
+                    format!("'{dollar}' cannot be written in a .return probe"),
+                )
+                .label("the function's variables are gone when it returns"),
+            );
+            return bad(span);
+        }
+        let mut idx = Vec::new();
+        let comps: Vec<Comp> = dwarf_comps(self, &t.path, &mut idx, body);
+        let id = match super::dwarf::plan(&sites, &super::dwarf::Want::Store(&t.name, &comps)) {
+            Ok(id) => id,
+            Err(e) => {
+                let mut err = SemError::new(span, e.message)
+                    .label("in the probed function's debug information");
+                if let Some(h) = e.help {
+                    err = err.help(h);
+                }
+                self.err(err);
+                return bad(span);
+            }
+        };
+        while idx.len() < 2 {
+            idx.push(mk(ExprKind::Long(0), Type::Long, span));
+        }
+        let mut args = vec![mk(ExprKind::Long(id), Type::Long, span), v];
+        args.extend(idx);
+        let e = ExprKind::Builtin {
+            name: "__dwarf_set",
+            args,
+        };
+        (mk(e, Type::Long, span), LONG)
     }
 
     fn lower_target(
@@ -1677,6 +1780,13 @@ impl<'l> Lowerer<'l> {
             self.err(self.unavailable(&dollar, t, span, body));
             return None;
         };
+        if t.address {
+            self.err(
+                SemError::new(span, format!("'&{dollar}': not a variable in memory"))
+                    .label("& takes a DWARF target variable ($var, $p->field)"),
+            );
+            return None;
+        }
         if t.pretty > 0 {
             self.err(SemError::new(
                 span,
@@ -1887,7 +1997,7 @@ fn mark_context(name: &str) -> Option<i64> {
 /// information gives a plan at every site (computed indexes count as 0).
 fn dwarf_defined(t: &ast::TargetVar, sites: &super::dwarf::DwarfSites) -> bool {
     use utap_runtime::dwarf::Comp;
-    if sites.returning || sites.sites.is_empty() {
+    if t.name == "$return" || sites.sites.is_empty() {
         return t.name == "$return" && sites.returning;
     }
     let comps: Vec<Comp> = t
@@ -1902,12 +2012,75 @@ fn dwarf_defined(t: &ast::TargetVar, sites: &super::dwarf::DwarfSites) -> bool {
         })
         .collect();
     let name = t.name.as_str();
+    if name.starts_with("@var(") && !var_module_named(t, sites) {
+        return false;
+    }
     let want = match name {
         "$parms" | "$locals" | "$vars" => return true,
         _ if t.pretty > 0 => super::dwarf::Want::Pretty(name, &comps, t.pretty > 1),
         _ => super::dwarf::Want::Long(name, &comps),
     };
     super::dwarf::plan(sites, &want).is_ok()
+}
+
+/// The call of a DWARF builtin with plan `id` and the plan's values.
+fn dwarf_call(id: i64, mut idx: Vec<Expr>, long: bool, span: Span) -> Lowered {
+    while idx.len() < 2 {
+        idx.push(mk(ExprKind::Long(0), Type::Long, span));
+    }
+    let mut args = vec![mk(ExprKind::Long(id), Type::Long, span)];
+    args.extend(idx);
+    match long {
+        true => {
+            let e = ExprKind::Builtin {
+                name: "__dwarf_long",
+                args,
+            };
+            (mk(e, Type::Long, span), LONG)
+        }
+        false => {
+            let e = ExprKind::Builtin {
+                name: "__dwarf_string",
+                args,
+            };
+            (mk(e, Type::String, span), STRING)
+        }
+    }
+}
+
+/// Whether `@var(.., "MODULE")` names a probed module (or no module).
+fn var_module_named(t: &ast::TargetVar, sites: &super::dwarf::DwarfSites) -> bool {
+    match t.name.strip_suffix(')').and_then(|n| n.split_once(", ")) {
+        Some((_, module)) => super::dwarf::var_module_ok(sites, module),
+        None => true,
+    }
+}
+
+/// The plan's components of a target path; computed indexes are lowered
+/// into `idx` (in order).
+fn dwarf_comps(
+    lw: &mut Lowerer<'_>,
+    path: &[ast::TargetComp],
+    idx: &mut Vec<Expr>,
+    body: &mut Body,
+) -> Vec<utap_runtime::dwarf::Comp> {
+    use utap_runtime::dwarf::Comp;
+    let mut comps = Vec::new();
+    for c in path {
+        match c {
+            ast::TargetComp::Field(f) => comps.push(Comp::Field(f.clone())),
+            ast::TargetComp::Index(e) => match &e.kind {
+                ast::ExprKind::Num(n) => comps.push(Comp::Index(Some(*n))),
+                _ => {
+                    let (x, ty) = lw.lower_expr(e, body);
+                    lw.unify(ty, LONG, e.span);
+                    idx.push(x);
+                    comps.push(Comp::Index(None));
+                }
+            },
+        }
+    }
+    comps
 }
 
 /// `$value` read, or written other than with `=` and `.=`.

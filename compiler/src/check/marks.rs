@@ -6,11 +6,9 @@
 //! and the `-l`/`-L` expansion, one line per marker as SystemTap lists
 //! them. Run-time addresses come from `utap_runtime::session::marks`.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
-use std::rc::Rc;
+use std::sync::Arc;
 
-use utap_runtime::elf::sdt::{SdtNote, sdt_notes};
+use utap_runtime::elf::sdt::{SdtNote, notes_of};
 use utap_runtime::session::{FunctionPoint, FunctionSite};
 
 use super::alias::edit_distance;
@@ -18,37 +16,44 @@ use super::catalogue::{BuildError, PointArg, glob_match, process_target};
 use super::functions::is_library;
 use crate::program::{PointKind, ProcessEvent, ProcessTarget};
 
-thread_local! {
-    /// Notes per file: a script's points, its `$argN` checks and `-L`
-    /// read python3's 7 MB once.
-    static NOTES: RefCell<HashMap<String, Rc<Result<Vec<SdtNote>, String>>>> =
-        RefCell::new(HashMap::new());
-}
-
-fn notes(path: &str) -> Rc<Result<Vec<SdtNote>, String>> {
-    NOTES.with(|n| {
-        n.borrow_mut()
-            .entry(path.to_string())
-            .or_insert_with(|| {
-                Rc::new(
-                    std::fs::read(path)
-                        .map_err(|e| e.to_string())
-                        .and_then(|d| sdt_notes(&d)),
-                )
-            })
-            .clone()
-    })
+/// The notes of `path`, read once per run (shared with the session).
+fn notes(path: &str) -> Arc<Result<Vec<SdtNote>, String>> {
+    notes_of(path)
 }
 
 /// Builds a marker point from its components' arguments.
-pub fn build(provider: bool, args: &[Option<Option<PointArg>>]) -> Result<PointKind, BuildError> {
+/// With `library`, `process("PATH").library("LIB").mark(..)`: the
+/// markers of LIB (a path, file name or soname, wildcards) in the
+/// processes of PATH, also when it is loaded later (dlopen).
+pub fn build(
+    provider: bool,
+    library: bool,
+    args: &[Option<Option<PointArg>>],
+) -> Result<PointKind, BuildError> {
     let str_at = |i: usize| match args.get(i) {
         Some(Some(Some(PointArg::Str(s)))) => Some(s.clone()),
         _ => None,
     };
-    let name_arg = if provider { 2 } else { 1 };
+    let first = if library { 2 } else { 1 };
+    let name_arg = if provider { first + 1 } else { first };
     let name = str_at(name_arg).unwrap_or_default();
-    let provider = if provider { str_at(1) } else { None };
+    let provider = if provider { str_at(first) } else { None };
+    if library {
+        let lib = str_at(1).unwrap_or_default();
+        // Checked now when the library is named by path; a file name or
+        // soname is matched against each process's modules at run time.
+        if lib.starts_with('/') && !lib.contains('*') {
+            check_markers(&lib, provider.as_deref(), &name, name_arg)?;
+        }
+        return Ok(PointKind::Process {
+            target: process_target(args)?,
+            event: ProcessEvent::Function(FunctionPoint {
+                library: Some(lib),
+                site: FunctionSite::Mark { provider, name },
+                returning: false,
+            }),
+        });
+    }
     let (target, library, module) = match process_target(args)? {
         // A library's markers: in every process mapping it.
         ProcessTarget::Path(exe) if is_library(&exe) => {
@@ -85,7 +90,8 @@ fn module_of(kind: &PointKind) -> Option<(String, Option<&str>, &str)> {
         return None;
     };
     let file = match (library, target) {
-        (Some(lib), _) => lib.clone(),
+        (Some(lib), _) if lib.starts_with('/') && !lib.contains('*') => lib.clone(),
+        (Some(_), _) => return None,
         (None, ProcessTarget::Path(p)) => p.clone(),
         _ => return None,
     };

@@ -68,6 +68,10 @@ pub struct CheckOptions {
     pub args: Vec<String>,
     /// `--skip-badvars`: unresolvable context variables read as 0.
     pub skip_badvars: bool,
+    /// The program of `-c CMD` (its first word through `$PATH`) or of
+    /// `-x PID`: where `process.function("NAME")` (no path) finds the
+    /// DWARF of its target variables.
+    pub target_exe: Option<String>,
 }
 
 /// A checked script.
@@ -101,6 +105,7 @@ pub fn check_with_library(
     lib: Library,
 ) -> Result<(CheckOutput, Vec<String>), Vec<Diagnostic>> {
     let mut script = script;
+    dwarf::set_target_exe(opts.target_exe.clone());
     let mut entry_notes = Vec::new();
     let mut entry_errors = entry::split(&mut script, map, ids, &mut entry_notes);
     entry_errors.extend(overload::resolve(&mut script, map, ids));

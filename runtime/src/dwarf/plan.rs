@@ -32,6 +32,11 @@ pub enum Op {
     PlusConst(i64),
     /// Replace the top with the `n`-byte value at that address.
     Deref(u8),
+    /// Push the script's value number `n` (`@cast`'s address).
+    Input(usize),
+    /// The top is an offset in the program's TLS block, which ends at the
+    /// thread pointer (`fs_base`) and is this many bytes long.
+    Tls(u64),
 }
 
 /// Where a variable is at one pc.
@@ -43,6 +48,9 @@ pub enum Loc {
     Register(u16),
     /// The program computes its value (`DW_OP_stack_value`).
     Value(Vec<Op>),
+    /// `DW_OP_piece`s: the value's bytes, in order, each from a register,
+    /// memory or a computed value (a 16-byte struct in rdi:rsi at -O2).
+    Pieces(Vec<(Loc, u8)>),
     /// Optimised out here, or described in a way not handled.
     Unavailable,
 }
@@ -58,6 +66,12 @@ pub enum Step {
         arg: usize,
         stride: i64,
     },
+    /// The place is a bitfield's storage (always the last step; the
+    /// final read extracts the bits).
+    Bits {
+        shift: u8,
+        width: u8,
+    },
 }
 
 /// What to make of the final place.
@@ -69,6 +83,17 @@ pub enum Final {
     },
     /// An array used as a number: its address.
     Address,
+    /// A bitfield: `width` bits from bit `shift` of the place.
+    Bits {
+        shift: u8,
+        width: u8,
+        signed: bool,
+    },
+    /// A `float` or `double`: the bits of its value as a double
+    /// (SystemTap's floating point longs, for `fp_to_string`).
+    Float {
+        size: u8,
+    },
 }
 
 /// A variable access: location, steps, final load.
@@ -91,6 +116,14 @@ pub enum Shape {
         signed: bool,
     },
     Pointer,
+    Bits {
+        shift: u8,
+        width: u8,
+        signed: bool,
+    },
+    Float {
+        size: u8,
+    },
     /// `char *`: the string, quoted.
     Str,
     /// A pointer to a struct or union: the pointee's members (SystemTap
@@ -130,6 +163,9 @@ pub enum Site {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Access {
     pub sites: Vec<(String, u64, Site)>,
+    /// A plan that does not depend on the site (`@cast`: types only),
+    /// usable in any probe.
+    pub any: Option<Site>,
 }
 
 fn registry() -> &'static RwLock<Vec<Arc<Access>>> {
@@ -157,6 +193,7 @@ impl Access {
             .iter()
             .find(|(p, at, _)| p == path && *at == pc)
             .map(|(_, _, s)| s)
+            .or(self.any.as_ref())
     }
 }
 
@@ -194,6 +231,17 @@ pub struct Scope<'a> {
 }
 
 impl<'a> Scope<'a> {
+    /// A scope for plans that use types only (`@cast`): no variables,
+    /// any function of the module standing for the unit.
+    pub fn for_types(info: &'a DebugInfo) -> Option<Scope<'a>> {
+        Some(Scope {
+            info,
+            function: info.functions.first()?,
+            pc: 0,
+            vars: Vec::new(),
+        })
+    }
+
     pub fn new(info: &'a DebugInfo, function: &'a Function, pc: u64) -> Scope<'a> {
         let vars = info
             .variables(function)
@@ -212,16 +260,124 @@ impl<'a> Scope<'a> {
         }
     }
 
-    fn var(&self, name: &str) -> Option<&Variable> {
+    /// A local or parameter, or for `@var(NAME[@FILE])` a unit-level
+    /// variable of the module.
+    fn var(&self, name: &str) -> Option<Variable> {
+        if let Some(spec) = name.strip_prefix("@var(").and_then(|n| n.strip_suffix(')')) {
+            // `@var(NAME@FILE, MODULE)`: the module was checked by the caller.
+            let spec = spec.split(", ").next().unwrap_or(spec);
+            let (bare, file) = match spec.split_once('@') {
+                Some((n, f)) => (n, Some(f)),
+                None => (spec, None),
+            };
+            let found = self.info.globals_named(bare, file);
+            // A file static of this function's unit wins over others.
+            let mine = found
+                .iter()
+                .find(|g| g.decl_file == self.function.decl_file)
+                .or(found.first());
+            return mine.map(|g| Variable {
+                name: name.to_string(),
+                ..g.var.clone()
+            });
+        }
         // An inner block's variable shadows an outer one.
-        self.vars.iter().rev().find(|v| v.name == name)
+        self.vars.iter().rev().find(|v| v.name == name).cloned()
     }
 
     /// `$name` with components: a number.
     pub fn long(&self, name: &str, comps: &[Comp]) -> Result<Chain, PlanError> {
         let v = self.var(name).ok_or_else(|| self.not_found(name))?;
-        let (chain, ty) = self.walk(v, comps)?;
+        let (chain, ty) = self.walk(&v, comps)?;
+        self.finish(chain, ty, &self.shown(name, comps))
+    }
+
+    /// `&$name->path`: the address of the place (an error for a value
+    /// in a register, or a bitfield).
+    pub fn address(&self, name: &str, comps: &[Comp]) -> Result<Chain, PlanError> {
+        let v = self.var(name).ok_or_else(|| self.not_found(name))?;
+        let (chain, _) = self.walk(&v, comps)?;
+        let shown = self.shown(name, comps);
+        let in_memory =
+            matches!(chain.loc, Loc::Memory(_)) || chain.steps.iter().any(|s| *s == Step::Deref);
+        if !in_memory {
+            return Err(plan_err(format!(
+                "'{shown}' is in a register here: it has no address"
+            )));
+        }
+        if let Some(Step::Bits { .. }) = chain.steps.last() {
+            return Err(plan_err(format!(
+                "cannot take the address of bitfield '{shown}'"
+            )));
+        }
+        Ok(Chain {
+            fin: Final::Address,
+            ..chain
+        })
+    }
+
+    /// `@cast(addr, "type")->path`: a number, reading from the address
+    /// the script gives (value number 0; computed indexes follow).
+    pub fn cast(&self, type_name: &str, comps: &[Comp]) -> Result<Chain, PlanError> {
+        let (ty, shown) = self.cast_start(type_name)?;
+        let (chain, ty) = self.walk_from(Loc::Memory(vec![Op::Input(0)]), ty, shown, comps, 1)?;
+        self.finish(chain, ty, &format!("@cast(.., \"{type_name}\")"))
+    }
+
+    /// `@cast(addr, "type")->path$`: pretty-printed.
+    pub fn cast_pretty(
+        &self,
+        type_name: &str,
+        comps: &[Comp],
+        deep: bool,
+    ) -> Result<Vec<Piece>, PlanError> {
+        let (ty, shown) = self.cast_start(type_name)?;
+        let (chain, ty) = self.walk_from(Loc::Memory(vec![Op::Input(0)]), ty, shown, comps, 1)?;
+        Ok(vec![self.pretty_piece(chain, ty, deep)])
+    }
+
+    /// The type `@cast` names, as the place's type (the address points to
+    /// it); `"T *"` names a pointer, read at the address.
+    fn cast_start(&self, type_name: &str) -> Result<(Option<TypeRef>, String), PlanError> {
+        let bare = type_name.trim_end_matches(['*', ' ']);
+        let ty = self.info.type_named(bare).ok_or_else(|| PlanError {
+            message: format!(
+                "type definition '{type_name}' not found in {}",
+                self.info.path
+            ),
+            help: Some("name a struct, union or typedef of the module (\"struct point\")".into()),
+        })?;
+        if bare.len() != type_name.trim_end().len() {
+            return Err(plan_err(format!(
+                "@cast to a pointer type '{type_name}' is not supported by utap"
+            )));
+        }
+        Ok((Some(ty), format!("@cast(.., \"{type_name}\")")))
+    }
+
+    /// The final read of a chain that ends at a value of type `ty`.
+    fn finish(&self, chain: Chain, ty: Option<TypeRef>, shown: &str) -> Result<Chain, PlanError> {
+        let name = shown;
+        let comps: &[Comp] = &[];
+        if let Some(Step::Bits { .. }) = chain.steps.last() {
+            let mut chain = chain;
+            let Some(Step::Bits { shift, width }) = chain.steps.pop() else {
+                unreachable!()
+            };
+            let signed = matches!(self.info.kind(ty), TypeKind::Base { signed: true, .. });
+            return Ok(Chain {
+                fin: Final::Bits {
+                    shift,
+                    width,
+                    signed,
+                },
+                ..chain
+            });
+        }
         let fin = match self.info.kind(ty) {
+            TypeKind::Base {
+                size, float: true, ..
+            } => Final::Float { size },
             TypeKind::Base { size, signed, .. } => Final::Load { size, signed },
             TypeKind::Enum { size } => Final::Load { size, signed: true },
             TypeKind::Pointer(_) => Final::Load {
@@ -231,15 +387,15 @@ impl<'a> Scope<'a> {
             TypeKind::Array { .. } => Final::Address,
             TypeKind::Struct { union, .. } => {
                 let what = if union { "union" } else { "struct" };
+                let _ = comps;
                 return Err(PlanError {
-                    message: format!("'{}' is a {what}, not a number", self.shown(name, comps)),
-                    help: Some(format!("print it with ${}$ or read a member with ->", name)),
+                    message: format!("'{name}' is a {what}, not a number"),
+                    help: Some(format!("print it with {name}$ or read a member with ->")),
                 });
             }
             _ => {
                 return Err(plan_err(format!(
-                    "'{}' has type {}, not a number",
-                    self.shown(name, comps),
+                    "'{name}' has type {}, not a number",
                     self.info.type_name(ty)
                 )));
             }
@@ -250,9 +406,24 @@ impl<'a> Scope<'a> {
     /// `$name$` / `$name$$` with components: the pretty-printed text.
     pub fn pretty(&self, name: &str, comps: &[Comp], deep: bool) -> Result<Vec<Piece>, PlanError> {
         let v = self.var(name).ok_or_else(|| self.not_found(name))?;
-        let (chain, ty) = self.walk(v, comps)?;
+        let (chain, ty) = self.walk(&v, comps)?;
+        Ok(vec![self.pretty_piece(chain, ty, deep)])
+    }
+
+    /// The pretty-printing of the value a chain ends at.
+    fn pretty_piece(&self, mut chain: Chain, ty: Option<TypeRef>, deep: bool) -> Piece {
+        if let Some(Step::Bits { shift, width }) = chain.steps.last().cloned() {
+            chain.steps.pop();
+            let signed = matches!(self.info.kind(ty), TypeKind::Base { signed: true, .. });
+            let shape = Shape::Bits {
+                shift,
+                width,
+                signed,
+            };
+            return Piece::Pretty(chain, shape);
+        }
         let shape = self.shape(ty, if deep { 8 } else { 1 }, true);
-        Ok(vec![Piece::Pretty(chain, shape)])
+        Piece::Pretty(chain, shape)
     }
 
     /// `$$parms`, `$$locals`, `$$vars` (with `$` / `$$`: pretty).
@@ -285,7 +456,10 @@ impl<'a> Scope<'a> {
     }
 
     fn shown(&self, name: &str, comps: &[Comp]) -> String {
-        let mut s = format!("${name}");
+        let mut s = match name.starts_with('@') {
+            true => name.replace("@var(", "@var(\"").replace(')', "\")"),
+            false => format!("${name}"),
+        };
         for c in comps {
             match c {
                 Comp::Field(f) => s.push_str(&format!("->{f}")),
@@ -298,6 +472,14 @@ impl<'a> Scope<'a> {
 
     /// SystemTap's "unable to find local", with the alternatives.
     fn not_found(&self, name: &str) -> PlanError {
+        if let Some(spec) = name.strip_prefix("@var(").and_then(|n| n.strip_suffix(')')) {
+            return PlanError {
+                message: format!("unable to find global '{spec}' in {}", self.info.path),
+                help: Some(
+                    "@var names a global or file static: \"name\" or \"name@file.c\"".into(),
+                ),
+            };
+        }
         let alts: Vec<String> = self.vars.iter().map(|v| format!("${}", v.name)).collect();
         PlanError {
             message: format!(
@@ -318,17 +500,32 @@ impl<'a> Scope<'a> {
         if loc == Loc::Unavailable {
             return Err(PlanError {
                 message: format!(
-                    "'${}' is not accessible at this address (pc: {:#x})",
-                    v.name, self.pc
+                    "'{}' is not accessible at this address (pc: {:#x})",
+                    self.shown(&v.name, &[]),
+                    self.pc
                 ),
                 help: Some("it is optimised out here; @defined() is false for it".into()),
             });
         }
+        self.walk_from(loc, v.ty, self.shown(&v.name, &[]), comps, 0)
+    }
+
+    /// The steps of `comps` from a place of type `ty`; computed indexes
+    /// are value numbers `args`, `args + 1`.
+    fn walk_from(
+        &self,
+        loc: Loc,
+        ty: Option<TypeRef>,
+        mut shown: String,
+        comps: &[Comp],
+        mut args: usize,
+    ) -> Result<(Chain, Option<TypeRef>), PlanError> {
         let mut steps = Vec::new();
-        let mut ty = v.ty;
-        let mut args = 0;
-        let mut shown = format!("${}", v.name);
+        let mut ty = ty;
         for c in comps {
+            if let Some(Step::Bits { .. }) = steps.last() {
+                return Err(plan_err(format!("'{shown}' is a bitfield")));
+            }
             match c {
                 Comp::Field(f) => {
                     let mut kind = self.info.kind(ty);
@@ -424,11 +621,28 @@ impl<'a> Scope<'a> {
         let mut input = EndianSlice::new(expr, LittleEndian);
         let mut ops = Vec::new();
         let mut value = false;
+        let mut reg: Option<u16> = None;
+        let mut pieces: Vec<(Loc, u8)> = Vec::new();
         while !input.is_empty() {
             let op = Operation::parse(&mut input, enc).ok()?;
+            if reg.is_some() && !matches!(op, Operation::Piece { .. }) {
+                // Only a piece may follow DW_OP_regN.
+                return None;
+            }
             match op {
-                Operation::Register { register } => {
-                    return input.is_empty().then_some(Loc::Register(register.0));
+                Operation::Register { register } => reg = Some(register.0),
+                Operation::Piece {
+                    size_in_bits,
+                    bit_offset: None,
+                } if size_in_bits % 8 == 0 && size_in_bits <= 8 * 32 => {
+                    let loc = match (reg.take(), ops.is_empty(), value) {
+                        (Some(r), _, _) => Loc::Register(r),
+                        (None, true, _) => Loc::Unavailable,
+                        (None, false, true) => Loc::Value(std::mem::take(&mut ops)),
+                        (None, false, false) => Loc::Memory(std::mem::take(&mut ops)),
+                    };
+                    value = false;
+                    pieces.push((loc, (size_in_bits / 8) as u8));
                 }
                 Operation::RegisterOffset {
                     register, offset, ..
@@ -451,6 +665,7 @@ impl<'a> Scope<'a> {
                     ops.extend([Op::Reg(r), Op::PlusConst(off)]);
                 }
                 Operation::Address { address } => ops.push(Op::Addr(address)),
+                Operation::TLS => ops.push(Op::Tls(self.info.tls_block?)),
                 Operation::UnsignedConstant { value } => ops.push(Op::Const(value as i64)),
                 Operation::SignedConstant { value } => ops.push(Op::Const(value)),
                 Operation::PlusConstant { value } => ops.push(Op::PlusConst(value as i64)),
@@ -461,15 +676,18 @@ impl<'a> Scope<'a> {
                 Operation::Deref {
                     size, space: false, ..
                 } => ops.push(Op::Deref(size)),
-                Operation::StackValue => {
-                    value = true;
-                    if !input.is_empty() {
-                        return None;
-                    }
-                }
+                Operation::StackValue => value = true,
                 Operation::Nop => {}
                 _ => return None,
             }
+        }
+        if !pieces.is_empty() {
+            let total: usize = pieces.iter().map(|(_, n)| *n as usize).sum();
+            let complete = reg.is_none() && ops.is_empty() && total <= 32;
+            return complete.then_some(Loc::Pieces(pieces));
+        }
+        if let Some(r) = reg {
+            return Some(Loc::Register(r));
         }
         if ops.is_empty() {
             return None;
@@ -491,7 +709,7 @@ impl<'a> Scope<'a> {
                 char,
                 float,
             } => match (char, float) {
-                (_, true) => Shape::Unknown,
+                (_, true) => Shape::Float { size },
                 (true, _) => Shape::Char { size, signed },
                 _ => Shape::Int { size, signed },
             },
@@ -511,16 +729,32 @@ impl<'a> Scope<'a> {
                     members
                         .iter()
                         .map(|m| {
-                            (
-                                m.name.clone(),
-                                m.offset as i64,
-                                self.shape(m.ty, depth.saturating_sub(1), false),
-                            )
+                            let shape = match m.bits {
+                                Some((shift, width)) => Shape::Bits {
+                                    shift: shift as u8,
+                                    width: width as u8,
+                                    signed: matches!(
+                                        self.info.kind(m.ty),
+                                        TypeKind::Base { signed: true, .. }
+                                    ),
+                                },
+                                None => self.shape(m.ty, depth.saturating_sub(1), false),
+                            };
+                            (m.name.clone(), m.offset as i64, shape)
                         })
                         .collect(),
                 )
             }
             TypeKind::Array { elem, dims } => {
+                let chars = matches!(self.info.kind(elem), TypeKind::Base { char: true, .. });
+                if let ([Some(count)], true) = (dims.as_slice(), chars) {
+                    // char[N]: the string, quoted, at any depth.
+                    return Shape::Array {
+                        elem: Box::new(Shape::Str),
+                        count: *count,
+                        stride: 1,
+                    };
+                }
                 if depth == 0 && !top {
                     return Shape::Elided("[...]");
                 }
@@ -559,6 +793,12 @@ fn find_member(
 ) -> Option<Option<TypeRef>> {
     if let Some(m) = members.iter().find(|m| m.name == name) {
         steps.push(Step::Offset(m.offset as i64));
+        if let Some((shift, width)) = m.bits {
+            steps.push(Step::Bits {
+                shift: shift as u8,
+                width: width as u8,
+            });
+        }
         return Some(m.ty);
     }
     for m in members.iter().filter(|m| m.name.is_empty()) {
@@ -583,13 +823,75 @@ pub struct Machine<'a> {
     pub bias: u64,
     pub mem: &'a dyn ReadMemory,
     pub maxstringlen: usize,
+    /// The thread pointer (`fs_base`), for thread-local variables.
+    pub tp: u64,
+    /// The script's values a plan reads (`@cast`'s address, computed
+    /// indexes).
+    pub input: [i64; 3],
+    /// The low 64 bits of xmm0..xmm15 (DWARF 17..32: `double` and `float`
+    /// values at `-O2`), read only for plans that use them.
+    pub xmm: Option<[u64; 16]>,
+}
+
+/// DWARF's number of xmm0 on x86_64.
+const XMM0: usize = 17;
+
+impl Site {
+    /// Whether the plan reads an xmm register (the caller then fetches
+    /// the floating point registers).
+    pub fn uses_xmm(&self) -> bool {
+        fn loc(l: &Loc) -> bool {
+            match l {
+                Loc::Register(r) => *r as usize >= XMM0,
+                Loc::Memory(ops) | Loc::Value(ops) => ops
+                    .iter()
+                    .any(|o| matches!(o, Op::Reg(r) if *r as usize >= XMM0)),
+                Loc::Pieces(p) => p.iter().any(|(l, _)| loc(l)),
+                Loc::Unavailable => false,
+            }
+        }
+        let chain = |c: &Chain| loc(&c.loc);
+        match self {
+            Site::Long(c) => chain(c),
+            Site::Text(pieces) => pieces.iter().any(|p| match p {
+                Piece::Hex(c) | Piece::Pretty(c, _) => chain(c),
+                Piece::Text(_) => false,
+            }),
+        }
+    }
 }
 
 /// Where a value is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Place {
+pub enum Place {
     Memory(u64),
     Value(u64),
+    /// A value assembled from `DW_OP_piece`s: its first `len` bytes.
+    Bytes([u8; 32], u8),
+}
+
+impl Place {
+    /// The place `off` bytes further (a member of a struct).
+    fn at(self, off: u64) -> Option<Place> {
+        match self {
+            Place::Memory(a) => Some(Place::Memory(a.wrapping_add(off))),
+            Place::Bytes(b, len) if off < len as u64 => {
+                let mut out = [0u8; 32];
+                let rest = &b[off as usize..len as usize];
+                out[..rest.len()].copy_from_slice(rest);
+                Some(Place::Bytes(out, rest.len() as u8))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The first `n` (≤ 8) bytes of an assembled value, little-endian.
+fn low_bytes(b: &[u8; 32], len: u8, n: usize) -> u64 {
+    let mut buf = [0u8; 8];
+    let n = n.min(8).min(len as usize);
+    buf[..n].copy_from_slice(&b[..n]);
+    u64::from_le_bytes(buf)
 }
 
 /// Why a value could not be read: optimised out, or a memory fault at
@@ -602,6 +904,12 @@ pub enum EvalError {
 
 impl Machine<'_> {
     fn reg(&self, r: u16) -> Result<u64, EvalError> {
+        if let Some(i) = (r as usize).checked_sub(XMM0) {
+            return self
+                .xmm
+                .and_then(|x| x.get(i).copied())
+                .ok_or(EvalError::Unavailable);
+        }
         self.regs
             .get(r as usize)
             .copied()
@@ -624,6 +932,11 @@ impl Machine<'_> {
                 Op::Reg(r) => st.push(self.reg(*r)?),
                 Op::Const(c) => st.push(*c as u64),
                 Op::Addr(a) => st.push(a.wrapping_add(self.bias)),
+                Op::Input(k) => st.push(self.input.get(*k).copied().unwrap_or(0) as u64),
+                Op::Tls(block) => {
+                    let off = st.pop().ok_or(EvalError::Unavailable)?;
+                    st.push(self.tp.wrapping_sub(*block).wrapping_add(off));
+                }
                 Op::PlusConst(c) => {
                     let t = st.pop().ok_or(EvalError::Unavailable)?;
                     st.push(t.wrapping_add(*c as u64));
@@ -647,20 +960,27 @@ impl Machine<'_> {
         st.pop().ok_or(EvalError::Unavailable)
     }
 
-    fn place(&self, c: &Chain, index: &[i64]) -> Result<Place, EvalError> {
+    /// Where a chain ends: an address, or a value (register, computed).
+    pub fn place(&self, c: &Chain) -> Result<Place, EvalError> {
         let mut p = match &c.loc {
             Loc::Memory(ops) => Place::Memory(self.run(ops)?),
             Loc::Value(ops) => Place::Value(self.run(ops)?),
             Loc::Register(r) => Place::Value(self.reg(*r)?),
+            Loc::Pieces(pieces) => self.assemble(pieces)?,
             Loc::Unavailable => return Err(EvalError::Unavailable),
         };
         for s in &c.steps {
             p = match (s, p) {
                 (Step::Deref, Place::Memory(a)) => Place::Memory(self.load(a, 8)?),
                 (Step::Deref, Place::Value(v)) => Place::Memory(v),
+                (Step::Deref, Place::Bytes(b, len)) => Place::Memory(low_bytes(&b, len, 8)),
+                (Step::Offset(o), p @ Place::Bytes(..)) => {
+                    p.at(*o as u64).ok_or(EvalError::Unavailable)?
+                }
                 (Step::Offset(o), Place::Memory(a)) => Place::Memory(a.wrapping_add(*o as u64)),
+                (Step::Bits { .. }, p) => p,
                 (Step::Index { arg, stride }, Place::Memory(a)) => {
-                    let i = index.get(*arg).copied().unwrap_or(0);
+                    let i = self.input.get(*arg).copied().unwrap_or(0);
                     Place::Memory(a.wrapping_add(i.wrapping_mul(*stride) as u64))
                 }
                 _ => return Err(EvalError::Unavailable),
@@ -669,15 +989,69 @@ impl Machine<'_> {
         Ok(p)
     }
 
+    /// The bytes of a value in pieces.
+    fn assemble(&self, pieces: &[(Loc, u8)]) -> Result<Place, EvalError> {
+        let mut buf = [0u8; 32];
+        let mut at = 0usize;
+        for (loc, n) in pieces {
+            let n = *n as usize;
+            if at + n > buf.len() {
+                return Err(EvalError::Unavailable);
+            }
+            match loc {
+                Loc::Register(r) => {
+                    let v = self.reg(*r)?.to_le_bytes();
+                    buf[at..at + n.min(8)].copy_from_slice(&v[..n.min(8)]);
+                }
+                Loc::Value(ops) => {
+                    let v = self.run(ops)?.to_le_bytes();
+                    buf[at..at + n.min(8)].copy_from_slice(&v[..n.min(8)]);
+                }
+                Loc::Memory(ops) => {
+                    let a = self.run(ops)?;
+                    match self.mem.read(a, &mut buf[at..at + n]) {
+                        Ok(got) if got == n => {}
+                        _ => return Err(EvalError::Fault(a)),
+                    }
+                }
+                _ => return Err(EvalError::Unavailable),
+            }
+            at += n;
+        }
+        Ok(Place::Bytes(buf, at as u8))
+    }
+
     /// The number a chain gives.
-    pub fn long(&self, c: &Chain, index: &[i64]) -> Result<i64, EvalError> {
-        let p = self.place(c, index)?;
+    pub fn long(&self, c: &Chain) -> Result<i64, EvalError> {
+        let p = self.place(c)?;
         match (c.fin, p) {
             (Final::Address, Place::Memory(a)) => Ok(a as i64),
+            (
+                Final::Bits {
+                    shift,
+                    width,
+                    signed,
+                },
+                p,
+            ) => {
+                let v = self.bits(p, shift, width)?;
+                Ok(extend_bits(v, width, signed))
+            }
+            (Final::Float { size }, p) => {
+                let raw = match p {
+                    Place::Memory(a) => self.load(a, size)?,
+                    Place::Value(v) => v,
+                    Place::Bytes(b, len) => low_bytes(&b, len, size as usize),
+                };
+                Ok(float_bits(raw, size) as i64)
+            }
             (Final::Load { size, signed }, Place::Memory(a)) => {
                 Ok(extend(self.load(a, size)?, size, signed))
             }
             (Final::Load { size, signed }, Place::Value(v)) => Ok(extend(v, size, signed)),
+            (Final::Load { size, signed }, Place::Bytes(b, len)) => {
+                Ok(extend(low_bytes(&b, len, size as usize), size, signed))
+            }
             _ => Err(EvalError::Unavailable),
         }
     }
@@ -688,11 +1062,11 @@ impl Machine<'_> {
         for p in pieces {
             match p {
                 Piece::Text(t) => out.push_str(t),
-                Piece::Hex(c) => match self.long(c, &[]) {
+                Piece::Hex(c) => match self.long(c) {
                     Ok(v) => out.push_str(&format!("{:#x}", v as u64)),
                     Err(_) => out.push('?'),
                 },
-                Piece::Pretty(c, shape) => match self.place(c, &[]) {
+                Piece::Pretty(c, shape) => match self.place(c) {
                     Ok(place) => self.pretty(&mut out, place, shape),
                     Err(_) => out.push('?'),
                 },
@@ -701,10 +1075,28 @@ impl Machine<'_> {
         out
     }
 
+    /// The raw `width` bits from bit `shift` of a place.
+    fn bits(&self, p: Place, shift: u8, width: u8) -> Result<u64, EvalError> {
+        let raw = match p {
+            Place::Memory(a) => {
+                let bytes = (shift as u32 + width as u32).div_ceil(8).clamp(1, 8) as u8;
+                self.load(a, bytes)?
+            }
+            Place::Value(v) => v,
+            Place::Bytes(b, len) => low_bytes(&b, len, 8),
+        };
+        let v = raw >> shift;
+        Ok(match width {
+            64.. => v,
+            w => v & ((1u64 << w) - 1),
+        })
+    }
+
     fn scalar(&self, place: Place, size: u8) -> Option<u64> {
         match place {
             Place::Memory(a) => self.load(a, size).ok(),
             Place::Value(v) => Some(v),
+            Place::Bytes(b, len) => Some(low_bytes(&b, len, size as usize)),
         }
     }
 
@@ -719,6 +1111,19 @@ impl Machine<'_> {
                 Some(v) => out.push_str(&quote_char(v as u8)),
                 None => out.push('?'),
             },
+            Shape::Bits {
+                shift,
+                width,
+                signed,
+            } => match self.bits(place, *shift, *width) {
+                Ok(v) if *signed => out.push_str(&extend_bits(v, *width, true).to_string()),
+                Ok(v) => out.push_str(&v.to_string()),
+                Err(_) => out.push('?'),
+            },
+            Shape::Float { size } => match self.scalar(place, *size) {
+                Some(v) => out.push_str(&f64::from_bits(float_bits(v, *size)).to_string()),
+                None => out.push('?'),
+            },
             Shape::Pointer => match self.scalar(place, 8) {
                 Some(v) => out.push_str(&format!("{v:#x}")),
                 None => out.push('?'),
@@ -728,10 +1133,10 @@ impl Machine<'_> {
                 None => out.push('?'),
             },
             Shape::Struct(members) => {
-                let Place::Memory(base) = place else {
+                if let Place::Value(_) = place {
                     out.push('?');
                     return;
-                };
+                }
                 out.push('{');
                 for (i, (name, off, s)) in members.iter().enumerate() {
                     if i > 0 {
@@ -742,7 +1147,10 @@ impl Machine<'_> {
                         out.push_str(name);
                         out.push('=');
                     }
-                    self.pretty(out, Place::Memory(base.wrapping_add(*off as u64)), s);
+                    match place.at(*off as u64) {
+                        Some(p) => self.pretty(out, p, s),
+                        None => out.push('?'),
+                    }
                 }
                 out.push('}');
             }
@@ -789,6 +1197,23 @@ impl Machine<'_> {
             }
             Err(_) => out.push_str(&format!("{addr:#x}")),
         }
+    }
+}
+
+/// Sign- or zero-extends the low `width` bits.
+fn extend_bits(v: u64, width: u8, signed: bool) -> i64 {
+    if width == 0 || width >= 64 || !signed {
+        return v as i64;
+    }
+    let sh = 64 - width as u32;
+    ((v << sh) as i64) >> sh
+}
+
+/// The bits of a `float` (4 bytes) or `double` as a double.
+fn float_bits(raw: u64, size: u8) -> u64 {
+    match size {
+        4 => (f32::from_bits(raw as u32) as f64).to_bits(),
+        _ => raw,
     }
 }
 

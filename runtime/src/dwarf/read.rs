@@ -51,6 +51,18 @@ pub struct Member {
     pub name: String,
     pub offset: u64,
     pub ty: Option<TypeRef>,
+    /// A bitfield: its first bit counted from `offset` (little-endian,
+    /// may exceed 7) and its width in bits.
+    pub bits: Option<(u64, u64)>,
+}
+
+/// A variable of a compilation unit (global or file static), for
+/// `@var("name@file.c")`.
+#[derive(Clone, Debug)]
+pub struct Global {
+    pub name: String,
+    pub decl_file: Option<String>,
+    pub var: Variable,
 }
 
 /// Where a variable lives.
@@ -99,12 +111,30 @@ pub struct DebugInfo {
     eh_frame: Option<(gimli::EhFrame<R>, gimli::BaseAddresses)>,
     pub functions: Vec<Function>,
     by_name: HashMap<String, Vec<usize>>,
+    /// The unit-level variables (globals and file statics).
+    pub globals: Vec<Global>,
+    /// The executable's TLS block size rounded to its alignment (x86_64
+    /// variant II: the block ends at the thread pointer), when the file
+    /// is a program (`PT_INTERP`) with a `PT_TLS` segment.
+    pub tls_block: Option<u64>,
 }
 
 /// Keeps a file's bytes for the run: debug information is read once per
 /// file (see [`super::debug_info`]) and borrowed by every plan.
 fn leak(data: Vec<u8>) -> &'static [u8] {
     Box::leak(data.into_boxed_slice())
+}
+
+/// A file mapped for the run (read-only, private): only the pages the
+/// debug information needs are read, and a file without DWARF costs its
+/// headers. Kept like [`leak`]'s bytes (one mapping per file per run, see
+/// [`super::debug_info`]).
+fn map(path: &Path) -> Result<&'static [u8], String> {
+    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // SAFETY: a private read-only mapping that is never unmapped; the
+    // debug files it serves are not rewritten while utap runs.
+    let m = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(Box::leak(Box::new(m)))
 }
 
 fn has_debug_info(file: &object::File) -> bool {
@@ -118,8 +148,8 @@ impl DebugInfo {
     /// every file looked for.
     pub fn open(path: &Path) -> Result<DebugInfo, String> {
         let real = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let bytes = std::fs::read(&real).map_err(|e| format!("{}: {e}", real.display()))?;
-        let file = object::File::parse(&*bytes).map_err(|e| format!("{}: {e}", real.display()))?;
+        let bytes = map(&real)?;
+        let file = object::File::parse(bytes).map_err(|e| format!("{}: {e}", real.display()))?;
         let mut looked = Vec::new();
         let separate = if has_debug_info(&file) {
             None
@@ -135,8 +165,8 @@ impl DebugInfo {
             let mut found = None;
             for c in candidates {
                 looked.push(c.display().to_string());
-                let Ok(d) = std::fs::read(&c) else { continue };
-                if object::File::parse(&*d).is_ok_and(|f| has_debug_info(&f)) {
+                let Ok(d) = map(&c) else { continue };
+                if object::File::parse(d).is_ok_and(|f| has_debug_info(&f)) {
                     found = Some((c, d));
                     break;
                 }
@@ -157,10 +187,9 @@ impl DebugInfo {
             }
         };
         drop(file);
-        // Kept for the run: see `leak`.
-        let data = leak(bytes);
+        let data = bytes;
         let (debug_path, debug_data) = match separate {
-            Some((p, d)) => (p, leak(d)),
+            Some((p, d)) => (p, d),
             None => (real.clone(), data),
         };
         let debug_file = object::File::parse(debug_data).map_err(|e| e.to_string())?;
@@ -187,7 +216,10 @@ impl DebugInfo {
             }
             Some((gimli::EhFrame::new(bytes, LittleEndian), bases))
         });
+        let tls_block = tls_block(data);
         let mut info = DebugInfo {
+            tls_block,
+            globals: Vec::new(),
             path: real.to_string_lossy().into_owned(),
             debug_path: debug_path.to_string_lossy().into_owned(),
             dwarf,
@@ -211,6 +243,12 @@ impl DebugInfo {
             let unit = &self.units[ui];
             let mut cursor = unit.entries();
             while let Some(e) = cursor.next_dfs()? {
+                if e.tag() == gimli::DW_TAG_variable && e.depth() == 1 {
+                    if let Some(g) = self.global_of(ui, e) {
+                        self.globals.push(g);
+                    }
+                    continue;
+                }
                 if e.tag() != gimli::DW_TAG_subprogram {
                     continue;
                 }
@@ -250,6 +288,93 @@ impl DebugInfo {
             }
         }
         Ok(())
+    }
+
+    /// A unit-level variable with a location (a definition; a declaration
+    /// without one is the `extern` of another unit).
+    fn global_of(&self, ui: usize, e: &gimli::DebuggingInformationEntry<R>) -> Option<Global> {
+        let location = self.location_of(ui, e);
+        if location == VarLocation::None {
+            return None;
+        }
+        let name = self.name_of(ui, e)?;
+        let ty = match self.attr_of(ui, e, gimli::DW_AT_type) {
+            Some(AttributeValue::UnitRef(o)) => Some(TypeRef {
+                unit: ui,
+                offset: o.0,
+            }),
+            _ => None,
+        };
+        let (decl_file, _) = self.decl_of(ui, e);
+        Some(Global {
+            name: name.clone(),
+            decl_file,
+            var: Variable {
+                name,
+                param: false,
+                ty,
+                location,
+                scope: None,
+            },
+        })
+    }
+
+    /// The unit-level variables named `name`, from `file` when given
+    /// (matched by suffix as for functions).
+    pub fn globals_named(&self, name: &str, file: Option<&str>) -> Vec<&Global> {
+        self.globals
+            .iter()
+            .filter(|g| g.name == name)
+            .filter(|g| {
+                file.is_none_or(|f| g.decl_file.as_deref().is_some_and(|d| file_matches(f, d)))
+            })
+            .collect()
+    }
+
+    /// The encoding of the unit a type or variable belongs to.
+    pub fn unit_encoding(&self, t: TypeRef) -> gimli::Encoding {
+        self.units[t.unit].encoding()
+    }
+
+    /// A named struct, union, enum, typedef or base type, for `@cast`
+    /// (`"struct point"`, `"point"`, `"point_t"`); a trailing `*` makes a
+    /// pointer (handled by the caller).
+    pub fn type_named(&self, name: &str) -> Option<TypeRef> {
+        let (tag, bare) = match name.split_once(' ') {
+            Some(("struct", n)) => (Some(gimli::DW_TAG_structure_type), n.trim()),
+            Some(("union", n)) => (Some(gimli::DW_TAG_union_type), n.trim()),
+            Some(("enum", n)) => (Some(gimli::DW_TAG_enumeration_type), n.trim()),
+            Some(("class", n)) => (Some(gimli::DW_TAG_class_type), n.trim()),
+            _ => (None, name.trim()),
+        };
+        for (ui, unit) in self.units.iter().enumerate() {
+            let mut cursor = unit.entries();
+            while let Ok(Some(e)) = cursor.next_dfs() {
+                let fits = match tag {
+                    Some(t) => e.tag() == t,
+                    None => matches!(
+                        e.tag(),
+                        gimli::DW_TAG_structure_type
+                            | gimli::DW_TAG_union_type
+                            | gimli::DW_TAG_class_type
+                            | gimli::DW_TAG_typedef
+                            | gimli::DW_TAG_base_type
+                            | gimli::DW_TAG_enumeration_type
+                    ),
+                };
+                // A declaration (`struct x;`) has no members.
+                if !fits || e.attr_value(gimli::DW_AT_declaration).is_some() {
+                    continue;
+                }
+                if self.name_of(ui, e).as_deref() == Some(bare) {
+                    return Some(TypeRef {
+                        unit: ui,
+                        offset: e.offset().0,
+                    });
+                }
+            }
+        }
+        None
     }
 
     /// A DIE's name, through `DW_AT_abstract_origin` / `DW_AT_specification`.
@@ -668,7 +793,13 @@ impl DebugInfo {
                 }),
                 _ => None,
             };
-            out.push(Member { name, offset, ty });
+            let (offset, bits) = bitfield(e, offset);
+            out.push(Member {
+                name,
+                offset,
+                ty,
+                bits,
+            });
         })?;
         Ok(out)
     }
@@ -736,6 +867,58 @@ impl DebugInfo {
             _ => "?".into(),
         }
     }
+}
+
+fn udata(v: Option<AttributeValue<R>>) -> Option<u64> {
+    match v? {
+        AttributeValue::Udata(n) => Some(n),
+        AttributeValue::Data1(n) => Some(n as u64),
+        AttributeValue::Data2(n) => Some(n as u64),
+        AttributeValue::Data4(n) => Some(n as u64),
+        AttributeValue::Data8(n) => Some(n),
+        AttributeValue::Sdata(n) if n >= 0 => Some(n as u64),
+        _ => None,
+    }
+}
+
+/// A member's byte offset and, for a bitfield, (first bit from that
+/// byte, width): from `DW_AT_data_bit_offset` (DWARF 4+, what gcc writes)
+/// or the older big-endian-counted `DW_AT_bit_offset` with its storage
+/// unit's `DW_AT_byte_size`.
+fn bitfield(e: &gimli::DebuggingInformationEntry<R>, offset: u64) -> (u64, Option<(u64, u64)>) {
+    let Some(width) = udata(e.attr_value(gimli::DW_AT_bit_size)) else {
+        return (offset, None);
+    };
+    let first = match udata(e.attr_value(gimli::DW_AT_data_bit_offset)) {
+        Some(b) => b,
+        None => {
+            let storage = byte_size(e).unwrap_or(4) * 8;
+            let old = udata(e.attr_value(gimli::DW_AT_bit_offset)).unwrap_or(0);
+            offset * 8 + storage.saturating_sub(old + width)
+        }
+    };
+    (first / 8, Some((first % 8, width)))
+}
+
+/// The rounded size of the `PT_TLS` segment of an ELF file's bytes.
+fn tls_block(data: &[u8]) -> Option<u64> {
+    use object::read::elf::{FileHeader, ProgramHeader};
+    let header = object::elf::FileHeader64::<object::Endianness>::parse(data).ok()?;
+    let endian = header.endian().ok()?;
+    let phdrs = header.program_headers(endian, data).ok()?;
+    // Only the program's block is at a fixed place below the thread
+    // pointer; a library's is found through the DTV.
+    if !phdrs
+        .iter()
+        .any(|p| p.p_type(endian) == object::elf::PT_INTERP)
+    {
+        return None;
+    }
+    let tls = phdrs
+        .iter()
+        .find(|p| p.p_type(endian) == object::elf::PT_TLS)?;
+    let align = tls.p_align(endian).max(1);
+    Some(tls.p_memsz(endian).div_ceil(align) * align)
 }
 
 fn byte_size(e: &gimli::DebuggingInformationEntry<R>) -> Option<u64> {

@@ -75,8 +75,31 @@ impl ElfImage {
         let fail = |what: String| ElfError(format!("{}: {what}", path.display()));
         let real = std::fs::canonicalize(path).map_err(|e| fail(e.to_string()))?;
         let md = std::fs::metadata(&real).map_err(|e| fail(e.to_string()))?;
-        let data = std::fs::read(&real).map_err(|e| fail(e.to_string()))?;
-        let file = ElfFile64::<Endianness>::parse(&*data)
+        let handle = std::fs::File::open(&real).map_err(|e| fail(e.to_string()))?;
+        // SAFETY: a private read-only mapping, dropped at the end of this
+        // function (symbols, names and notes are copied out). A file
+        // truncated meanwhile would fault as a read would fail.
+        let data = unsafe { memmap2::Mmap::map(&handle) }.map_err(|e| fail(e.to_string()))?;
+        ElfImage::parse(&real, dev_of(md.dev()), md.ino(), &data, Some(debug_root))
+    }
+
+    /// An image read from a process's memory: the vDSO (`[vdso]`), which
+    /// has no file. No separate debug files are looked for.
+    pub fn from_memory(name: &str, data: &[u8]) -> Result<ElfImage, ElfError> {
+        ElfImage::parse(Path::new(name), (0, 0), 0, data, None)
+    }
+
+    /// The image of ELF bytes found at `real` (device, inode); separate
+    /// debug files are searched under `debug_root` when given.
+    fn parse(
+        real: &Path,
+        dev: (u32, u32),
+        inode: u64,
+        data: &[u8],
+        debug_root: Option<&Path>,
+    ) -> Result<ElfImage, ElfError> {
+        let fail = |what: String| ElfError(format!("{}: {what}", real.display()));
+        let file = ElfFile64::<Endianness>::parse(data)
             .map_err(|e| fail(format!("not a 64-bit ELF file ({e})")))?;
         let endian = file.endian();
         let header = file.elf_header();
@@ -98,9 +121,9 @@ impl ElfImage {
             .is_some_and(|t| t.symbols().next().is_some());
         let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
         let mut debug_file = None;
-        if !has_symtab {
+        if let (false, Some(debug_root)) = (has_symtab, debug_root) {
             let link = file.gnu_debuglink().ok().flatten().map(|(n, _)| n.to_vec());
-            if let Some((p, more)) = debug_symbols(&real, debug_root, build_id.as_deref(), link) {
+            if let Some((p, more)) = debug_symbols(real, debug_root, build_id.as_deref(), link) {
                 syms.extend(more);
                 debug_file = Some(p);
             }
@@ -115,8 +138,8 @@ impl ElfImage {
         let (soname, needed) = dynamic_names(&file);
         Ok(ElfImage {
             path: real.to_string_lossy().into_owned(),
-            dev: dev_of(md.dev()),
-            inode: md.ino(),
+            dev,
+            inode,
             relocatable: header.e_type(endian) == elf::ET_DYN,
             entry: header.e_entry(endian),
             loads,

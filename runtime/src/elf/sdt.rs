@@ -11,6 +11,11 @@
 //! signed) with AT&T operands: `%reg` (every sub-register name), `$imm`,
 //! `disp(%base)`, `(%base,%index,scale)`, `disp(%rip)`.
 
+use std::collections::HashMap;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+
 use object::{Object, ObjectSection};
 
 /// One marker, at link-time addresses (after the prelink correction).
@@ -44,6 +49,87 @@ pub fn sdt_notes(data: &[u8]) -> Result<Vec<SdtNote>, String> {
     };
     let notes = section.data().map_err(|e| e.to_string())?;
     let base_addr = file.section_by_name(".stapsdt.base").map(|s| s.address());
+    parse_notes(notes, base_addr)
+}
+
+/// The markers of the ELF file at `path`, read once per utap run and
+/// shared by the checker (points, `$argN`, `-L`) and the session (sites
+/// at exec and at each `dlopen`). Only the ELF header, the section
+/// headers, their names and the note section are read (python3.11 is
+/// 7 MB; its notes are 656 bytes).
+pub fn notes_of(path: &str) -> Arc<Result<Vec<SdtNote>, String>> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<Result<Vec<SdtNote>, String>>>>> =
+        OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(found) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(path) {
+        return found.clone();
+    }
+    let read = Arc::new(read_notes(Path::new(path)));
+    cache
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(path.to_string(), read.clone());
+    read
+}
+
+/// Reads the notes of a 64-bit little-endian ELF file section by section
+/// (see [`notes_of`]).
+fn read_notes(path: &Path) -> Result<Vec<SdtNote>, String> {
+    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let at = |off: u64, len: usize| -> Result<Vec<u8>, String> {
+        let mut buf = vec![0u8; len];
+        f.read_exact_at(&mut buf, off)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(buf)
+    };
+    let eh = at(0, 64)?;
+    if &eh[..4] != b"\x7fELF" || eh[4] != 2 || eh[5] != 1 {
+        return Err(format!(
+            "{}: not a 64-bit little-endian ELF file",
+            path.display()
+        ));
+    }
+    let u16_at = |b: &[u8], i: usize| u16::from_le_bytes([b[i], b[i + 1]]) as usize;
+    let u32_at = |b: &[u8], i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
+    let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+    let (shoff, shentsize, shnum, shstrndx) = (
+        u64_at(&eh, 0x28),
+        u16_at(&eh, 0x3a),
+        u16_at(&eh, 0x3c),
+        u16_at(&eh, 0x3e),
+    );
+    if shnum == 0 || shentsize < 64 || shstrndx >= shnum {
+        return Ok(Vec::new());
+    }
+    let table = at(shoff, shnum * shentsize)?;
+    let header = |i: usize| &table[i * shentsize..i * shentsize + 64];
+    let strtab_hdr = header(shstrndx);
+    let names = at(u64_at(strtab_hdr, 24), u64_at(strtab_hdr, 32) as usize)?;
+    let name_of = |h: &[u8]| {
+        let start = (u32_at(h, 0) as usize).min(names.len());
+        let end = names[start..]
+            .iter()
+            .position(|&b| b == 0)
+            .map_or(names.len(), |n| start + n);
+        &names[start..end]
+    };
+    let (mut notes, mut base_addr) = (None, None);
+    for i in 0..shnum {
+        let h = header(i);
+        match name_of(h) {
+            b".note.stapsdt" => notes = Some((u64_at(h, 24), u64_at(h, 32) as usize)),
+            b".stapsdt.base" => base_addr = Some(u64_at(h, 16)),
+            _ => {}
+        }
+    }
+    match notes {
+        Some((off, len)) => parse_notes(&at(off, len)?, base_addr),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The stapsdt notes of a `.note.stapsdt` section's bytes.
+fn parse_notes(notes: &[u8], base_addr: Option<u64>) -> Result<Vec<SdtNote>, String> {
     let mut out = Vec::new();
     let mut rest = notes;
     while rest.len() >= 12 {

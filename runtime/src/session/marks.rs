@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::elf::LoadedModule;
-use crate::elf::sdt::{Operand, Reg, SdtArg, SdtNote, sdt_notes};
+use crate::elf::sdt::{Operand, Reg, SdtArg, SdtNote, notes_of};
 use crate::memory::ReadMemory;
 
 use crate::glob::glob;
@@ -53,10 +53,11 @@ impl NoteCache {
         self.by_path
             .entry(path.to_string())
             .or_insert_with(|| {
-                let notes = std::fs::read(path)
-                    .ok()
-                    .and_then(|data| sdt_notes(&data).ok())
-                    .unwrap_or_default();
+                // Read once per run, shared with the checker.
+                let notes = match notes_of(path).as_ref() {
+                    Ok(n) => n.clone(),
+                    Err(_) => Vec::new(),
+                };
                 Rc::new(notes)
             })
             .clone()

@@ -16,6 +16,8 @@
 //!   `ucontext` gives the interrupted rip/rsp/rbp.
 //! * Return-probe trampolines are replaced by the real return addresses
 //!   from the thread's shadow stack ([`returns`]).
+//! * The vDSO (no file) is read from the process's memory with its maps:
+//!   its symbols and `.eh_frame` make `clock_gettime` frames unwindable.
 
 pub mod returns;
 pub mod stack;
@@ -63,10 +65,20 @@ impl UnwindSections {
     /// Reads the sections of `path`; a file without them gives empty
     /// sections (framehop then falls back to frame pointers).
     pub fn read(path: &str) -> UnwindSections {
-        let Ok(data) = std::fs::read(path) else {
+        let Ok(f) = std::fs::File::open(path) else {
             return UnwindSections::default();
         };
-        let Ok(file) = object::File::parse(&*data) else {
+        // SAFETY: a private read-only mapping dropped before returning
+        // (the sections are copied): only their pages are read.
+        let Ok(data) = (unsafe { memmap2::Mmap::map(&f) }) else {
+            return UnwindSections::default();
+        };
+        UnwindSections::parse(&data)
+    }
+
+    /// The sections of ELF bytes (a file's, or the vDSO's from memory).
+    pub fn parse(data: &[u8]) -> UnwindSections {
+        let Ok(file) = object::File::parse(data) else {
             return UnwindSections::default();
         };
         let section = |name: &str| {
@@ -144,13 +156,18 @@ pub struct ProcessUnwinder {
 impl ProcessUnwinder {
     pub fn new(pid: i32, images: &mut ImageCache, files: &mut SectionCache) -> ProcessUnwinder {
         let maps = read_maps(pid).unwrap_or_default();
-        let map = AddressSpaceMap::new(&maps, images);
+        let mut map = AddressSpaceMap::new(&maps, images);
         let mut unwinder = UnwinderX86_64::new();
         let mut sections = Vec::new();
         for m in &map.modules {
             let s = files.get(m);
             unwinder.add_module(s.module(&m.image.path, m));
             sections.push(s);
+        }
+        if let Some((m, s)) = vdso(pid, &maps) {
+            unwinder.add_module(s.module(&m.image.path, &m));
+            sections.push(Arc::new(s));
+            map.modules.push(m);
         }
         ProcessUnwinder {
             map,
@@ -232,6 +249,38 @@ impl ProcessUnwinder {
         }
         out
     }
+}
+
+/// The vDSO of process `pid` (`[vdso]`, no file): its image and unwind
+/// sections read from the process's memory (one read of its two pages,
+/// when the process's unwinder is built), so that a stack stopped in
+/// `clock_gettime` unwinds through it and shows `__vdso_clock_gettime`.
+fn vdso(pid: i32, maps: &[crate::elf::Mapping]) -> Option<(LoadedModule, UnwindSections)> {
+    let m = maps.iter().find(|m| m.path == "[vdso]")?;
+    let len = usize::try_from(m.end.checked_sub(m.start)?).ok()?;
+    if len > 1 << 20 {
+        return None;
+    }
+    let mut data = vec![0u8; len];
+    let got = crate::memory::ProcessMemory::new(pid)
+        .read(m.start, &mut data)
+        .ok()?;
+    if got != len {
+        return None;
+    }
+    let image = crate::elf::ElfImage::from_memory("vdso", &data).ok()?;
+    // Its first PT_LOAD (vaddr 0 in practice) is at the mapping's start.
+    let bias = m
+        .start
+        .wrapping_sub(image.loads.first().map_or(0, |l| l.vaddr));
+    let sections = UnwindSections::parse(&data);
+    let module = LoadedModule {
+        image: Arc::new(image),
+        bias,
+        start: m.start,
+        end: m.end,
+    };
+    Some((module, sections))
 }
 
 /// What a session keeps for unwinding: file sections, images, the
