@@ -45,6 +45,22 @@ pub(crate) struct Site {
     pub refs: u32,
 }
 
+impl Site {
+    /// Whether a SIGTRAP with rip one past the site can only be this
+    /// site's `int3`: when the original instruction is longer than one
+    /// byte, site + 1 is inside it, no instruction boundary the thread can
+    /// reach another way (a kill(SIGTRAP) or the program's own trap shows
+    /// rip at a boundary). A one-byte instruction (`push %rbp`) leaves the
+    /// thread at site + 1 after its step-over, where a pending SIGTRAP
+    /// would also be delivered: only siginfo tells those apart.
+    pub fn trap_is_unambiguous(&self) -> bool {
+        match &self.step {
+            StepOver::Emulate(i) | StepOver::Xol(i) => i.len() > 1,
+            StepOver::SingleStep => false,
+        }
+    }
+}
+
 /// A hijacked return: where the function would have returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Frame {
