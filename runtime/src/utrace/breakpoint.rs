@@ -210,11 +210,23 @@ impl Tracer {
                 slot?
             }
         };
-        let code = xol::relocate(insn, slot);
+        let frame_setup = self
+            .core
+            .uprobes
+            .space(owner)?
+            .sites
+            .get(&addr)?
+            .frame_setup;
+        let code = if frame_setup {
+            xol::relocate_frame_setup(addr, slot)
+        } else {
+            xol::relocate(insn, slot)
+        };
         let written = code.is_some_and(|c| mem::write(owner.0, slot, &c).is_ok());
         let site = self.core.uprobes.space_mut(owner)?.sites.get_mut(&addr)?;
         if !written {
             // Not relocatable there (or not writable): never try again.
+            site.frame_setup = false;
             site.step = if emulate::can_emulate(insn) {
                 StepOver::Emulate(*insn)
             } else {

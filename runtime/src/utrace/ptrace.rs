@@ -244,3 +244,53 @@ pub(crate) fn wait_for(pid: i32, flags: i32) -> std::result::Result<Option<(Tid,
         }
     }
 }
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+
+    /// A child stopped in a signal-delivery-stop under our ptrace.
+    fn stopped_child() -> Tid {
+        // SAFETY: the child only raises SIGSTOP and exits (async-signal-safe).
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: as above.
+            unsafe {
+                libc::raise(libc::SIGSTOP);
+                libc::_exit(0)
+            }
+        }
+        let tid = Tid(pid);
+        seize(tid, 0).unwrap();
+        // Seized before its SIGSTOP (a signal-delivery-stop) or after (the
+        // group-stop is then reported as PTRACE_EVENT_STOP): a ptrace-stop
+        // either way.
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        unsafe { libc::waitpid(pid, &mut status, libc::__WALL) };
+        assert!(libc::WIFSTOPPED(status), "{status:#x}");
+        tid
+    }
+
+    #[test]
+    fn only_the_changed_registers_are_written() {
+        let tid = stopped_child();
+        let old = get_regs(tid).unwrap();
+        let mut one = old;
+        one.rip += 1;
+        one.rsp -= 8;
+        write_changed_regs(tid, &old, &one).unwrap();
+        assert_eq!(get_regs(tid).unwrap(), one);
+        let mut many = one;
+        (many.rax, many.rbx, many.r12) = (1, 2, 3);
+        write_changed_regs(tid, &one, &many).unwrap();
+        assert_eq!(get_regs(tid).unwrap(), many);
+        write_changed_regs(tid, &many, &many).unwrap();
+        assert_eq!(get_regs(tid).unwrap(), many);
+        // SAFETY: our own child.
+        unsafe {
+            libc::kill(tid.0, libc::SIGKILL);
+            libc::waitpid(tid.0, std::ptr::null_mut(), libc::__WALL);
+        }
+    }
+}
