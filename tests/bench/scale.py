@@ -6,8 +6,10 @@ Prints, with the machine's load:
     against the project's floor tracer (tests/fixtures/floor.c: seccomp
     RET_TRACE on every syscall, a bare PTRACE_CONT at each stop, `-p` pins
     tracer and tracee to CPU 0). Goal <= 1.1. Also against `floor -n`, which
-    fetches each stop's syscall (PTRACE_GET_SYSCALL_INFO) as any tracer
-    counting by name must.
+    fetches each stop's syscall (PTRACE_GET_SYSCALL_INFO) as any ptrace
+    tracer counting by name must, and against the floor of a supervisor
+    that needs no ptrace stop (tests/fixtures/notifyfloor.c: seccomp user
+    notification, whose event carries the number).
  2. T(k threads x N) / T(1 thread x N) for k = 2 and 4 with a
     `syscall.getppid` probe on `mtsys k N` (each thread makes N getppid).
     Goal <= 1.2 for k = 2 on 2 CPUs. The floor tracer (one tracer thread)
@@ -20,6 +22,7 @@ Prints, with the machine's load:
 Every case runs once per round, cases in turn, so machine noise hits all
 alike; the medians are printed.
 Usage: tests/bench/scale.py [--rounds R] [--calls N] [--mt-calls N] [--no-strace]
+                            [--floor-only]
 Needs: cargo build --release (the fixtures come from its build script).
 """
 import argparse
@@ -81,21 +84,26 @@ def main():
     ap.add_argument("--calls", type=int, default=200000, help="getppid calls of loop")
     ap.add_argument("--mt-calls", type=int, default=100000, help="getppid calls per mtsys thread")
     ap.add_argument("--no-strace", action="store_true")
+    ap.add_argument("--floor-only", action="store_true",
+                    help="only part 1 (utap against the floors), no mtsys or strace")
     a = ap.parse_args()
     fx = fixtures_dir()
-    floor, loop, mtsys = (os.path.join(fx, n) for n in ("floor", "loop", "mtsys"))
-    strace = not a.no_strace and shutil.which("strace") is not None
+    floor, loop, mtsys, notify = (os.path.join(fx, n)
+                                  for n in ("floor", "loop", "mtsys", "notifyfloor"))
+    strace = not a.no_strace and not a.floor_only and shutil.which("strace") is not None
     n, m = str(a.calls), str(a.mt_calls)
     cases = [
         ("floor -p loop", [floor, "-p", loop, n]),
         ("floor -p -n loop", [floor, "-p", "-n", loop, n]),
         ("utap syscall.* loop", [UTAP, COUNT_ALL, "-c", f"{loop} {n}"]),
+        ("notifyfloor -p loop", [notify, "-p", loop, n]),
+        ("notifyfloor -s loop", [notify, "-s", loop, n]),
     ]
-    for k in (1, 2, 4):
+    for k in () if a.floor_only else (1, 2, 4):
         cases.append((f"utap getppid mtsys {k}", [UTAP, GETPPID, "-c", f"{mtsys} {k} {m}"]))
-    for k in (1, 2):
+    for k in () if a.floor_only else (1, 2):
         cases.append((f"floor mtsys {k}", [floor, mtsys, str(k), m]))
-    for k in (1, 2, 4):
+    for k in () if a.floor_only else (1, 2, 4):
         cases.append((f"floor -p -j {k} loop", [floor, "-p", "-j", str(k), loop, m]))
     if strace:
         cases.append(("strace -f -c loop", STRACE + [loop, n]))
@@ -113,6 +121,12 @@ def main():
     print(f"\nutap/floor (loop {n}, entry-only count by name): "
           f"{t['utap syscall.* loop'] / t['floor -p loop']:.2f} (goal <= 1.1); against the floor that also "
           f"fetches the syscall (floor -n): {t['utap syscall.* loop'] / t['floor -p -n loop']:.2f}")
+    best_notify = min(t["notifyfloor -p loop"], t["notifyfloor -s loop"])
+    print(f"the floor without a ptrace stop (notifyfloor: seccomp user notification, which "
+          f"carries the syscall number): floor/notifyfloor {t['floor -p loop'] / best_notify:.2f}, "
+          f"utap/notifyfloor {t['utap syscall.* loop'] / best_notify:.2f}")
+    if a.floor_only:
+        return
     one = t["utap getppid mtsys 1"]
     for k in (2, 4):
         print(f"T({k} threads x {m})/T(1 thread x {m}), syscall.getppid: "

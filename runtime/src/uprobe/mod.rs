@@ -43,6 +43,34 @@ pub(crate) struct Site {
     pub slot: Option<u64>,
     /// Probes/engines sharing it.
     pub refs: u32,
+    /// The site is a frame set-up, `push %rbp; mov %rsp,%rbp`, whose slot
+    /// runs both instructions (`xol::FRAME_SETUP`): the thread then never
+    /// resumes at site + 1.
+    pub frame_setup: bool,
+}
+
+impl Site {
+    /// Whether a SIGTRAP with rip one past the site can only be this
+    /// site's `int3`: when the original instruction is longer than one
+    /// byte, site + 1 is inside it, no instruction boundary the thread can
+    /// reach another way (a kill(SIGTRAP) or the program's own trap shows
+    /// rip at a boundary). A one-byte instruction (`push %rbp`) leaves the
+    /// thread at site + 1 after its step-over, where a pending SIGTRAP
+    /// would also be delivered: only siginfo tells those apart.
+    ///
+    /// The frame set-up `push %rbp; mov %rsp,%rbp` (a one-byte first
+    /// instruction, the entry of every function built with frame
+    /// pointers) is run out of line as a pair, so no step-over leaves the
+    /// thread at site + 1, and no code jumps there (past the push, which
+    /// would unbalance the frame): once its slot is made, its traps are
+    /// unambiguous too.
+    pub fn trap_is_unambiguous(&self) -> bool {
+        match &self.step {
+            StepOver::Xol(_) if self.frame_setup && self.slot.is_some() => true,
+            StepOver::Emulate(i) | StepOver::Xol(i) => i.len() > 1,
+            StepOver::SingleStep => false,
+        }
+    }
 }
 
 /// A hijacked return: where the function would have returned.
@@ -155,6 +183,7 @@ impl Breakpoints {
                 step,
                 slot: None,
                 refs: 1,
+                frame_setup: bytes[..n].starts_with(&xol::FRAME_SETUP),
             },
         );
         space.removed.remove(&addr);
@@ -265,4 +294,42 @@ fn add_to_counter(owner: Tid, addr: u64, delta: i32) -> std::io::Result<()> {
     }
     let v = (i32::from(u16::from_le_bytes(b)) + delta).clamp(0, i32::from(u16::MAX)) as u16;
     mem::write_data(owner.0, addr, &v.to_le_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(bytes: &[u8], slot: Option<u64>) -> Site {
+        Site {
+            orig: bytes[0],
+            step: emulate::plan(bytes, 0x1000).0,
+            slot,
+            refs: 1,
+            frame_setup: bytes.starts_with(&xol::FRAME_SETUP),
+        }
+    }
+
+    #[test]
+    fn only_a_trap_one_past_a_longer_instruction_needs_no_siginfo() {
+        // endbr64, sub $0x18,%rsp, mov %rdi,%rax: site + 1 is inside them.
+        for bytes in [
+            &[0xf3, 0x0f, 0x1e, 0xfa][..],
+            &[0x48, 0x83, 0xec, 0x18],
+            &[0x48, 0x89, 0xf8],
+        ] {
+            assert!(site(bytes, None).trap_is_unambiguous(), "{bytes:x?}");
+        }
+        // push %rbx; push %rbp not followed by mov %rsp,%rbp; syscall.
+        for bytes in [&[0x53, 0x90][..], &[0x55, 0x90, 0x90, 0x90], &[0x0f, 0x05]] {
+            assert!(
+                !site(bytes, Some(0x2000)).trap_is_unambiguous(),
+                "{bytes:x?}"
+            );
+        }
+        // The frame set-up: once its pair runs from a slot.
+        let setup = [0x55, 0x48, 0x89, 0xe5];
+        assert!(!site(&setup, None).trap_is_unambiguous());
+        assert!(site(&setup, Some(0x2000)).trap_is_unambiguous());
+    }
 }

@@ -74,6 +74,21 @@ pub fn relocate(i: &Instruction, slot: u64) -> Option<Vec<u8>> {
     (out.code_buffer.len() as u64 <= SLOT_SIZE).then_some(out.code_buffer)
 }
 
+/// `push %rbp; mov %rsp,%rbp`: the frame set-up, run out of line as a pair
+/// (see `Site::trap_is_unambiguous`).
+pub const FRAME_SETUP: [u8; 4] = [0x55, 0x48, 0x89, 0xe5];
+
+/// The slot's bytes for a frame set-up at `site`: both instructions (no
+/// operand to relocate), then a jump back past them. `None` out of reach.
+pub fn relocate_frame_setup(site: u64, slot: u64) -> Option<Vec<u8>> {
+    let after = slot + FRAME_SETUP.len() as u64 + 5;
+    let rel = i32::try_from((site + FRAME_SETUP.len() as u64).wrapping_sub(after) as i64).ok()?;
+    let mut code = FRAME_SETUP.to_vec();
+    code.push(0xe9);
+    code.extend_from_slice(&rel.to_le_bytes());
+    Some(code)
+}
+
 /// Where to map a new slot page for `site`: the free page right below the
 /// nearest mapping that has a free page under it (never under the stack,
 /// which grows down), within reach. Above-the-mapping gaps are avoided:
@@ -150,6 +165,23 @@ mod tests {
         ] {
             assert!(runnable(&decode(bytes, 0x1000)), "{bytes:x?}");
         }
+    }
+
+    #[test]
+    fn a_frame_setup_runs_as_a_pair_and_jumps_past_both() {
+        for (site, slot) in [
+            (0x40_1000u64, 0x40_0000u64),
+            (0x7f00_0000_0000, 0x7f00_0000_8000),
+        ] {
+            let out = decode_all(&relocate_frame_setup(site, slot).unwrap(), slot);
+            let codes: Vec<Code> = out.iter().map(|i| i.code()).collect();
+            assert_eq!(
+                codes,
+                [Code::Push_r64, Code::Mov_rm64_r64, Code::Jmp_rel32_64]
+            );
+            assert_eq!(out[2].near_branch64(), site + 4);
+        }
+        assert_eq!(relocate_frame_setup(0x7f00_0000_0000, 0x1000), None);
     }
 
     #[test]

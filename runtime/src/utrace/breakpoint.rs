@@ -38,14 +38,18 @@ impl Tracer {
         let Some(space) = self.core.uprobes.space(pid) else {
             return false;
         };
-        match ptrace::siginfo(tid) {
-            Ok(info) if info.si_code == SI_KERNEL => {}
-            _ => return false,
-        }
         let Ok(mut regs) = ptrace::get_regs(tid) else {
             return false;
         };
         let addr = regs.rip.wrapping_sub(1);
+        // Most hits need no GETSIGINFO (see `Site::trap_is_unambiguous`).
+        let unambiguous = space
+            .sites
+            .get(&addr)
+            .is_some_and(|s| s.trap_is_unambiguous());
+        if !unambiguous && !is_int3_trap(tid) {
+            return false;
+        }
         if space.trampoline == Some(addr) {
             return self.on_return_trap(tid, pid, regs);
         }
@@ -64,6 +68,15 @@ impl Tracer {
         false
     }
 
+    /// Writes the registers of a thread stopped at a breakpoint: only the
+    /// words that differ from what the kernel holds, when that is known.
+    fn write_bp_regs(&mut self, tid: Tid, regs: &super::Regs) -> super::Result<()> {
+        match self.core.bp_kernel.take() {
+            Some(old) => ptrace::write_changed_regs(tid, &old, regs),
+            None => ptrace::set_regs(tid, regs),
+        }
+    }
+
     fn clear_signal(&mut self, tid: Tid) {
         if let Some(t) = self.core.threads.get_mut(&tid) {
             t.pending_signal = None;
@@ -74,6 +87,7 @@ impl Tracer {
         self.clear_signal(tid);
         // The engines see rip at the site. The thread itself still has rip
         // one past the int3 until the step-over's single SETREGS.
+        self.core.bp_kernel = Some(regs);
         regs.rip = addr;
         let hit = BreakpointHit {
             addr,
@@ -93,6 +107,7 @@ impl Tracer {
         if regs.rip == addr {
             self.step_over(tid, pid, addr, regs);
         }
+        self.core.bp_kernel = None;
         self.finish_stop_pub(tid);
     }
 
@@ -106,7 +121,7 @@ impl Tracer {
             .space(pid)
             .and_then(|s| s.sites.get(&addr))
         else {
-            let _ = ptrace::set_regs(tid, &regs);
+            let _ = self.write_bp_regs(tid, &regs);
             return;
         };
         let (step, orig) = (site.step, site.orig);
@@ -114,7 +129,7 @@ impl Tracer {
             if let Some(slot) = self.xol_slot(tid, owner, addr, &insn, &regs) {
                 let mut r = regs;
                 r.rip = slot;
-                if ptrace::set_regs(tid, &r).is_ok() {
+                if self.write_bp_regs(tid, &r).is_ok() {
                     self.core.uprobes.counts.out_of_line += 1;
                     return;
                 }
@@ -127,7 +142,7 @@ impl Tracer {
         }
         // Fallback: hold every other thread of the process, put the
         // original byte back, single-step, re-insert (finish_bp_step).
-        let _ = ptrace::set_regs(tid, &regs);
+        let _ = self.write_bp_regs(tid, &regs);
         self.core.uprobes.counts.single_stepped += 1;
         self.core.uprobes.stepping.push((pid, tid));
         self.hold_others(tid, pid);
@@ -152,7 +167,7 @@ impl Tracer {
             Some(s) => mem::write_data(owner.0, s.addr, &s.value.to_le_bytes()).is_ok(),
             None => true,
         };
-        if stored && ptrace::set_regs(tid, &r).is_ok() {
+        if stored && self.write_bp_regs(tid, &r).is_ok() {
             self.core.uprobes.counts.emulated += 1;
             return true;
         }
@@ -195,11 +210,23 @@ impl Tracer {
                 slot?
             }
         };
-        let code = xol::relocate(insn, slot);
+        let frame_setup = self
+            .core
+            .uprobes
+            .space(owner)?
+            .sites
+            .get(&addr)?
+            .frame_setup;
+        let code = if frame_setup {
+            xol::relocate_frame_setup(addr, slot)
+        } else {
+            xol::relocate(insn, slot)
+        };
         let written = code.is_some_and(|c| mem::write(owner.0, slot, &c).is_ok());
         let site = self.core.uprobes.space_mut(owner)?.sites.get_mut(&addr)?;
         if !written {
             // Not relocatable there (or not writable): never try again.
+            site.frame_setup = false;
             site.step = if emulate::can_emulate(insn) {
                 StepOver::Emulate(*insn)
             } else {
@@ -231,6 +258,8 @@ impl Tracer {
             u64::MAX,
             0,
         ];
+        // The injected call rewrites the registers (and puts `regs` back).
+        self.core.bp_kernel = None;
         let got = self.remote_syscall(tid, owner, regs, libc::SYS_mmap as u64, args)?;
         (got == hint).then_some(hint)
     }
@@ -337,8 +366,9 @@ impl Tracer {
             return false;
         };
         self.clear_signal(tid);
+        let kernel = regs;
         regs.rip = returned[0].orig_ret;
-        let _ = ptrace::set_regs(tid, &regs);
+        let _ = ptrace::write_changed_regs(tid, &kernel, &regs);
         for frame in returned.iter().rev() {
             let hit = BreakpointHit {
                 addr: frame.func,
@@ -503,6 +533,11 @@ impl Cx<'_> {
         }
         Ok(entry)
     }
+}
+
+/// Whether the SIGTRAP `tid` is stopped with was raised by an `int3`.
+fn is_int3_trap(tid: Tid) -> bool {
+    ptrace::siginfo(tid).is_ok_and(|info| info.si_code == SI_KERNEL)
 }
 
 /// AT_ENTRY from /proc/PID/auxv.

@@ -141,6 +141,11 @@ pub(crate) struct Core {
     /// engines' `Cx` and back, so a hit costs one GETREGS.
     #[cfg(target_arch = "x86_64")]
     pub bp_regs: Option<super::Regs>,
+    /// The registers the kernel holds for the thread of that stop, when
+    /// known (engines' `Cx::set_regs` keep it current): the step-over then
+    /// writes only what it changes (`ptrace::write_changed_regs`).
+    #[cfg(target_arch = "x86_64")]
+    pub bp_kernel: Option<super::Regs>,
 }
 
 /// See [`Control::on_end`].

@@ -221,6 +221,9 @@ impl Cx<'_> {
     pub fn set_regs(&mut self, regs: &Regs) -> Result<()> {
         self.alive()?;
         ptrace::set_regs(self.tid, regs)?;
+        if let Some(k) = self.ctl.core.bp_kernel.as_mut() {
+            *k = *regs;
+        }
         self.stop.regs = Some(*regs);
         self.stop.syscall = None;
         Ok(())

@@ -99,6 +99,18 @@
 //!   only not reported.
 //! * Syscall details cost one `PTRACE_GET_SYSCALL_INFO` at an entry and
 //!   one `PTRACE_GETREGS` at an exit, fetched on first use and cached.
+//! * A ptrace request on a stopped thread costs 1–2 µs on the 2-vCPU VM,
+//!   most of it `ptrace_check_attach` (a plain syscall: 0.2–0.5 µs);
+//!   GETREGS ≈1.8x and SETREGS ≈2.6x a POKEUSER (`ptrace_requests`
+//!   fixture). No request is cheaper than `PTRACE_GET_SYSCALL_INFO` for the
+//!   number (GETEVENTMSG with `SECCOMP_RET_TRACE | nr` costs the same), so
+//!   a ptrace tracer counting by name pays wait + fetch + restart; only a
+//!   seccomp user notification brings the number with the event
+//!   (`notifyfloor` fixture: below even the bare `PTRACE_CONT` floor).
+//! * A breakpoint hit costs GETREGS, the registers the step-over changes
+//!   (POKEUSER each: rip out of line, rip and rsp for an emulated push;
+//!   SETREGS past two) and the restart; GETSIGINFO only where rip - 1 may
+//!   be reached without the `int3` (`uprobe::Site::trap_is_unambiguous`).
 //! * `Control::stop_count` counts the stops (utap prints it under `-v`).
 //! * Where the tracer thread runs: [`colocate`] (by default it follows its
 //!   tracee's CPU in `SCHED_IDLE`: 4–12x faster stops on an idle machine).
