@@ -216,6 +216,26 @@ fn unknown_function_gets_a_located_did_you_mean() {
     assert!(o.stderr.contains("<input>:1:"), "{}", o.stderr);
 }
 
+/// `process.function` without a path is resolved in the -c program, as
+/// SystemTap does: a misspelt name is an error before anything runs.
+#[test]
+fn unknown_function_of_the_c_program_gets_a_located_did_you_mean() {
+    let path = fixture("ufuncs");
+    let o = run(utap(
+        r#"probe process.function("ad") { }"#,
+        &["-c", &format!("{path} hot 1")],
+    ));
+    assert_ne!(o.status, 0);
+    assert!(
+        o.stderr
+            .contains(&format!("no match for function 'ad' in {path}")),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("did you mean 'add'?"), "{}", o.stderr);
+    assert!(!o.stdout.contains("hot"), "the program ran: {}", o.stdout);
+}
+
 #[test]
 fn listing_expands_function_wildcards() {
     let path = fixture("ufuncs");

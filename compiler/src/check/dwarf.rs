@@ -41,6 +41,19 @@ pub fn set_target_exe(exe: Option<String>) {
     TARGET_EXE.with(|t| *t.borrow_mut() = exe);
 }
 
+/// The program a `process.function(..)` without a path probes: the
+/// `-c`/`-x` program, or `process(PID)`'s executable; `None` for a named
+/// program and when unknown.
+pub(super) fn implicit_program(target: &ProcessTarget) -> Option<String> {
+    match target {
+        ProcessTarget::Any => TARGET_EXE.with(|t| t.borrow().clone()),
+        ProcessTarget::Pid(pid) => std::fs::read_link(format!("/proc/{pid}/exe"))
+            .ok()
+            .map(|p| p.to_string_lossy().into_owned()),
+        ProcessTarget::Path(_) => None,
+    }
+}
+
 /// The file a function point's DWARF is read from: its named program or
 /// library, else for `process.function(..)` the `-c`/`-x` program and
 /// for `process(PID).function(..)` that process's executable, when it
@@ -60,14 +73,7 @@ fn dwarf_file(kind: &PointKind) -> Option<(&FunctionPoint, String)> {
     if fp.library.is_some() {
         return None;
     }
-    let exe = match target {
-        ProcessTarget::Any => TARGET_EXE.with(|t| t.borrow().clone())?,
-        ProcessTarget::Pid(pid) => std::fs::read_link(format!("/proc/{pid}/exe"))
-            .ok()?
-            .to_string_lossy()
-            .into_owned(),
-        ProcessTarget::Path(_) => return None,
-    };
+    let exe = implicit_program(target)?;
     dwarf::debug_info(&exe).ok()?;
     Some((fp, exe))
 }

@@ -84,7 +84,12 @@ pub fn build(
     let checked = match &library {
         Some(lib) if lib.starts_with('/') => Some(lib.clone()),
         Some(_) => None,
-        None => module,
+        // Without a path: the -c/-x program, as SystemTap resolves it (a
+        // shell built-in or a missing file is left to the session).
+        None => module.or_else(|| {
+            super::dwarf::implicit_program(&target)
+                .filter(|exe| ElfImage::open(Path::new(exe)).is_ok())
+        }),
     };
     if let Some(file) = checked {
         check_symbols(&file, &site, site_arg)?;
