@@ -87,6 +87,8 @@ pub struct StepCounts {
     pub single_stepped: u64,
     /// Slot pages mapped (one injected mmap each).
     pub slot_pages: u64,
+    /// Threads interrupted so that text changed with none running.
+    pub text_holds: u64,
 }
 
 /// Every address space with breakpoints, by the pid owning it.
@@ -95,8 +97,12 @@ pub(crate) struct Breakpoints {
     pub spaces: HashMap<Tid, Space>,
     /// vfork children: they share the parent's space until exec/exit.
     pub alias: HashMap<Tid, Tid>,
+    /// The thread that called vfork, by child: blocked in the kernel
+    /// until the child execs or exits (it runs no instruction before).
+    pub vforkers: HashMap<Tid, Tid>,
     pub counts: StepCounts,
-    /// Fallback single-steps in progress: (process, stepping thread).
+    /// Fallback single-steps in progress: (owner of the address space,
+    /// stepping thread).
     /// Every other stop of such a process is held until the step is over,
     /// a just-created thread's first stop included.
     pub stepping: Vec<(Tid, Tid)>,
@@ -206,6 +212,7 @@ impl Breakpoints {
 
     /// Forgets `pid`'s space (it exec'd: a new mm without our bytes).
     pub fn forget(&mut self, pid: Tid) {
+        self.vforkers.remove(&pid);
         if self.alias.remove(&pid).is_none() {
             self.spaces.remove(&pid);
         }
@@ -219,6 +226,7 @@ impl Breakpoints {
         if vfork {
             if self.spaces.contains_key(&owner) {
                 self.alias.insert(child, owner);
+                self.vforkers.insert(child, parent_tid);
             }
             return;
         }

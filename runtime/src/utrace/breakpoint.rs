@@ -10,7 +10,6 @@
 
 use super::cx::StopKind;
 use super::ptrace;
-use super::thread::Run;
 use super::{Control, Cx, Engine, Event, Tid, Tracer};
 use crate::uprobe::emulate::{self, StepOver};
 use crate::uprobe::{BreakpointHit, Frame, StepCounts, mem, xol};
@@ -129,7 +128,7 @@ impl Tracer {
         // original byte back, single-step, re-insert (finish_bp_step).
         let _ = ptrace::set_regs(tid, &regs);
         self.core.uprobes.counts.single_stepped += 1;
-        self.core.uprobes.stepping.push((pid, tid));
+        self.core.uprobes.stepping.push((owner, tid));
         self.hold_others(tid, pid);
         let _ = mem::write(owner.0, addr, &[orig]);
         if let Some(t) = self.core.threads.get_mut(&tid) {
@@ -235,45 +234,14 @@ impl Tracer {
         (got == hint).then_some(hint)
     }
 
-    /// Interrupts the running threads of `pid` but `tid` and waits for
-    /// their stops, which are kept (not handled) until the step is over.
-    /// A thread created meanwhile starts stopped; its first stop is held
-    /// by `hold_during_step`.
+    /// Interrupts the running threads sharing `pid`'s memory but `tid`
+    /// (a vfork child's or parent's included) and waits for their stops,
+    /// which are kept (not handled) until the step is over. A thread
+    /// created meanwhile starts stopped; its first stop is held by
+    /// `hold_during_step`.
     fn hold_others(&mut self, tid: Tid, pid: Tid) {
-        // Stops already taken but not yet handled (waiting in `replay`)
-        // are held as they are: waiting for those threads would hang.
-        let core = &mut self.core;
-        let of_pid = |t: Tid| core.threads.get(&t).is_some_and(|th| th.tgid == pid);
-        let (held, rest): (Vec<_>, Vec<_>) = core
-            .replay
-            .drain(..)
-            .partition(|&(t, _)| t != tid && of_pid(t));
-        core.replay = rest;
-        core.uprobes_held.extend(held);
-        let pending: Vec<Tid> = core.uprobes_held.iter().map(|&(t, _)| t).collect();
-        let others: Vec<Tid> = core
-            .threads
-            .values()
-            .filter(|t| t.tgid == pid && t.tid != tid && t.run == Run::Running)
-            .filter(|t| !pending.contains(&t.tid))
-            .map(|t| t.tid)
-            .collect();
-        for t in others {
-            // Always a fresh PTRACE_INTERRUPT, even if one was sent before:
-            // any other ptrace stop clears a pending interrupt in the
-            // kernel ("any trap clears pending STOP trap"), so an earlier
-            // one may be gone, and waiting on it would hang.
-            let Some(th) = self.core.threads.get_mut(&t) else {
-                continue;
-            };
-            if ptrace::interrupt(t).is_err() {
-                continue;
-            }
-            th.interrupted = true;
-            if let Ok(Some(status)) = ptrace::wait_for(t.0, 0) {
-                self.core.uprobes_held.push(status);
-            }
-        }
+        let owner = self.core.uprobes.owner(pid);
+        self.core.hold_space(Some(tid), owner);
     }
 
     /// The held single-step is done: re-insert the `int3` and let the
@@ -322,7 +290,8 @@ impl Tracer {
             Some(t) => Some(t.tgid),
             None => super::control::proc_tgid(tid),
         };
-        if !tgid.is_some_and(|g| stepping.iter().any(|&(p, _)| p == g)) {
+        let uprobes = &self.core.uprobes;
+        if !tgid.is_some_and(|g| stepping.iter().any(|&(o, _)| o == uprobes.owner(g))) {
             return false;
         }
         self.core.uprobes_held.push((tid, status));
@@ -404,7 +373,17 @@ impl Control<'_> {
     /// Inserts a breakpoint at `addr` in process `pid` (shared and counted
     /// with other users of the same address). Engines with `BREAKPOINT`
     /// get `report_breakpoint` at each hit.
+    /// The other threads sharing the memory are held while the byte
+    /// changes (`utrace::hold`).
     pub fn insert_breakpoint(&mut self, pid: Tid, addr: u64) -> super::Result<()> {
+        if !self
+            .core
+            .uprobes
+            .space(pid)
+            .is_some_and(|s| s.sites.contains_key(&addr))
+        {
+            self.core.hold_for_text(pid);
+        }
         self.core
             .uprobes
             .insert(pid, addr)
@@ -414,6 +393,14 @@ impl Control<'_> {
     /// Drops one use of the breakpoint at `addr`; the last restores the
     /// original byte.
     pub fn remove_breakpoint(&mut self, pid: Tid, addr: u64) -> super::Result<()> {
+        let site = self
+            .core
+            .uprobes
+            .space(pid)
+            .and_then(|s| s.sites.get(&addr));
+        if site.is_some_and(|s| s.refs == 1) {
+            self.core.hold_for_text(pid);
+        }
         self.core
             .uprobes
             .remove(pid, addr)

@@ -257,6 +257,7 @@ mod doorbell;
 mod engine;
 mod error;
 mod events;
+mod hold;
 pub mod hurry;
 mod ptrace;
 mod remote;

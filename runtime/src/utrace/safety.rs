@@ -126,8 +126,13 @@ impl Tracer {
     /// and given up on after a few seconds.
     pub(crate) fn detach_all(&mut self) {
         // No int3 and no hijacked return may outlive the tracing; threads
-        // held for a breakpoint step are detached like the others.
+        // held for a breakpoint step are detached like the others. The
+        // bytes change with every thread of each space held (utrace::hold).
+        if !self.core.uprobes.is_empty() {
+            self.core.hold_all_spaces();
+        }
         self.core.uprobes.restore_all();
+        self.core.text_hold = false;
         for (tid, status) in std::mem::take(&mut self.core.uprobes_held) {
             match ptrace::decode(status) {
                 Status::Exited(_) | Status::Signaled { .. } => {
