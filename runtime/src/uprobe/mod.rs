@@ -87,6 +87,8 @@ pub struct StepCounts {
     pub single_stepped: u64,
     /// Slot pages mapped (one injected mmap each).
     pub slot_pages: u64,
+    /// Slot pages unmapped from processes let go.
+    pub slot_pages_unmapped: u64,
     /// Threads interrupted so that text changed with none running.
     pub text_holds: u64,
 }

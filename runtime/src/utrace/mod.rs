@@ -263,6 +263,7 @@ mod ptrace;
 mod remote;
 mod safety;
 mod signal;
+mod slot_unmap;
 mod spawn;
 mod stop;
 mod thread;

@@ -130,6 +130,7 @@ impl Tracer {
         // bytes change with every thread of each space held (utrace::hold).
         if !self.core.uprobes.is_empty() {
             self.core.hold_all_spaces();
+            self.unmap_slot_pages();
         }
         self.core.uprobes.restore_all();
         self.core.text_hold = false;
