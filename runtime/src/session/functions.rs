@@ -251,7 +251,7 @@ fn resolve(m: &LoadedModule, site: &FunctionSite, returning: bool) -> Vec<(u64, 
                 .image
                 .symbols
                 .iter()
-                .filter(|s| s.func && glob(name, &s.name))
+                .filter(|s| s.func && s.matches(name, glob))
             {
                 let at = match (*offset, returning) {
                     (0, false) => crate::dwarf::entry_pc(&m.image.path, s.addr),
@@ -259,7 +259,7 @@ fn resolve(m: &LoadedModule, site: &FunctionSite, returning: bool) -> Vec<(u64, 
                 };
                 let addr = at.wrapping_add(m.bias);
                 if !out.iter().any(|(a, _)| *a == addr) {
-                    out.push((addr, s.name.as_str().into()));
+                    out.push((addr, s.shown().into()));
                 }
             }
         }
