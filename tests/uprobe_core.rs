@@ -52,14 +52,16 @@ fn trace(args: &str, funcs: &[&str], hijack: bool) -> (Counter, String, i32) {
         hijack,
         ..Counter::default()
     };
-    trace_with(args, funcs, counter)
+    trace_with(args, funcs, counter, Events::FOLLOW)
 }
 
-/// `trace` with any engine getting the breakpoint reports.
+/// `trace` with any engine getting the breakpoint reports (and `more`
+/// events: FOLLOW, or not).
 fn trace_with<E: Engine + Default + 'static>(
     args: &str,
     funcs: &[&str],
     engine: E,
+    more: Events,
 ) -> (E, String, i32) {
     let out = std::env::temp_dir().join(format!(
         "uprobe_core_{}_{}",
@@ -93,13 +95,8 @@ fn trace_with<E: Engine + Default + 'static>(
     }
     let at_exec = tracer.add_engine(AtExec(funcs.iter().map(|s| s.to_string()).collect()));
     let mut ctl = tracer.ctl();
-    ctl.attach(
-        child.pid,
-        id,
-        AttachMode::Create,
-        Events::BREAKPOINT | Events::FOLLOW,
-    )
-    .unwrap();
+    ctl.attach(child.pid, id, AttachMode::Create, Events::BREAKPOINT | more)
+        .unwrap();
     ctl.attach(child.pid, at_exec, AttachMode::Create, Events::EXEC)
         .unwrap();
     ctl.end_when_exits(child.pid);
@@ -274,7 +271,7 @@ fn not_in_tracing_stop(pid: i32) -> Vec<String> {
 
 #[test]
 fn text_changes_with_every_thread_stopped() {
-    let (c, out, code) = trace_with("threads 5000", &["hot"], Changer::default());
+    let (c, out, code) = trace_with("threads 5000", &["hot"], Changer::default(), Events::FOLLOW);
     assert_eq!(code, 0, "{out}");
     assert_eq!(count(&out, "hot"), 20000);
     assert_eq!(c.hits, 20000);
@@ -284,4 +281,20 @@ fn text_changes_with_every_thread_stopped() {
         running.is_empty(),
         "threads ran while text changed: {running:?}"
     );
+}
+
+/// A fork child no engine follows is let go with the parent's breakpoint
+/// bytes taken out of its copy of the memory: it calls `add` N times
+/// untraced (on main it died of SIGTRAP at the first), then execs
+/// `ufuncs basic N`, whose output shows it ran on.
+#[test]
+fn unfollowed_fork_child_runs_without_our_bytes() {
+    let (c, out, code) = trace_with("fork 7", &["add"], Counter::default(), Events::NONE);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(count(&out, "parent add"), 7, "{out}");
+    // The child's exec'd program: add 7 times, then fib and the rest.
+    assert_eq!(count(&out, "add"), 7, "{out}");
+    assert_eq!(count(&out, "fib"), 177, "{out}");
+    // Only the parent's calls hit.
+    assert_eq!(c.entries, 7);
 }

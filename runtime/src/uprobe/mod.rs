@@ -212,6 +212,18 @@ impl Breakpoints {
         }
     }
 
+    /// A fork child nobody traces: its copy of the bytes and hijacked
+    /// slots is put back (it has not run an instruction yet) and its space
+    /// forgotten, so it never meets an `int3` untraced.
+    pub fn let_go(&mut self, child: Tid) {
+        if self.alias.contains_key(&child) {
+            return;
+        }
+        if let Some(mut space) = self.spaces.remove(&child) {
+            restore_space(child, &mut space);
+        }
+    }
+
     /// Forgets `pid`'s space (it exec'd: a new mm without our bytes).
     pub fn forget(&mut self, pid: Tid) {
         self.vforkers.remove(&pid);

@@ -280,6 +280,14 @@ impl Tracer {
         if let Some(status) = self.core.orphans.remove(&child) {
             self.core.replay.push((child, status));
         }
+        let untraced = self
+            .core
+            .threads
+            .get(&child)
+            .is_none_or(|t| t.attachments.is_empty() || t.detach_pending);
+        if kind == CloneKind::Fork && untraced {
+            self.core.uprobes.let_go(child);
+        }
         self.finish_stop(tid, reported);
     }
 
