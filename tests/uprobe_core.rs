@@ -298,3 +298,20 @@ fn unfollowed_fork_child_runs_without_our_bytes() {
     // Only the parent's calls hit.
     assert_eq!(c.entries, 7);
 }
+
+/// A vfork child no engine follows runs in the parent's memory, int3
+/// bytes included: the core keeps it traced until it execs, stepping it
+/// over the sites (`add+4` is single-stepped, the parent held meanwhile),
+/// so it calls `add` N times and execs (on main it died of SIGTRAP). Only
+/// the parent's hits are reported; its count shows the child's calls.
+#[test]
+fn unfollowed_vfork_child_steps_over_the_shared_bytes() {
+    for site in ["add", "add+4"] {
+        let (c, out, code) = trace_with("vfork 6", &[site], Counter::default(), Events::NONE);
+        assert_eq!(code, 0, "{site}: {out}");
+        assert_eq!(count(&out, "parent add"), 12, "{site}: {out}");
+        assert_eq!(count(&out, "add"), 6, "{site}: {out}");
+        assert_eq!(count(&out, "fib"), 177, "{site}: {out}");
+        assert_eq!(c.entries, 6, "{site}");
+    }
+}

@@ -400,6 +400,17 @@ impl Tracer {
             if thread.run != Run::Stopped {
                 return;
             }
+            if thread.attachments.is_empty()
+                && !thread.detach_pending
+                && self.core.uprobes.alias.contains_key(&thread.tgid)
+            {
+                // A vfork child nobody follows shares its parent's
+                // breakpoints: the core keeps it (stepping it over them)
+                // until it execs or exits, so it never meets an int3
+                // untraced. Its bytes cannot be taken out: they are the
+                // parent's.
+                return self.resume(tid, ResumeAction::Resume);
+            }
             if thread.attachments.is_empty() || thread.detach_pending {
                 let sig = thread.pending_signal.take();
                 let _ = ptrace::detach(tid, sig);
