@@ -254,7 +254,7 @@ fn resolve(m: &LoadedModule, site: &FunctionSite, returning: bool) -> Vec<(u64, 
                 .filter(|s| s.func && s.matches(name, glob))
             {
                 let at = match (*offset, returning) {
-                    (0, false) => crate::dwarf::entry_pc(&m.image.path, s.addr),
+                    (0, false) => crate::dwarf::entry_pc(&m.image, s.addr),
                     _ => s.addr.wrapping_add(*offset),
                 };
                 let addr = at.wrapping_add(m.bias);
