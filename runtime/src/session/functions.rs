@@ -165,6 +165,9 @@ impl FunctionProbes {
                 }
             }
         }
+        if let Some(before) = self.spaces.get(&pid) {
+            self.drop_unmapped(ctl, pid, before.clone(), &space);
+        }
         let sites = self.sites.entry(pid).or_default();
         for (addr, hook, name, returning, mark) in wanted {
             if !sites.contains_key(&addr) {
@@ -209,6 +212,37 @@ impl FunctionProbes {
             self.place_unwinder(ctl, pid, &space);
         }
         self.spaces.insert(pid, Rc::new(space));
+    }
+
+    /// Sites in modules that are no longer mapped where they were (a
+    /// library dlclosed, maybe loaded again elsewhere or at the same
+    /// place with fresh bytes) are forgotten, here and in the core, so
+    /// they are placed again and nothing is written back at detach.
+    fn drop_unmapped(
+        &mut self,
+        ctl: &mut Control,
+        pid: i32,
+        before: Rc<AddressSpaceMap>,
+        now: &AddressSpaceMap,
+    ) {
+        let gone = |addr: u64| match (before.module_of(addr), now.module_of(addr)) {
+            (Some(b), Some(n)) => b.image.path != n.image.path || b.bias != n.bias,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        let mut forget = |addr: u64| {
+            let g = gone(addr);
+            if g {
+                ctl.forget_breakpoint(Tid(pid), addr);
+            }
+            !g
+        };
+        if let Some(sites) = self.sites.get_mut(&pid) {
+            sites.retain(|&addr, _| forget(addr));
+        }
+        if let Some(placed) = self.unwinder.get_mut(&pid) {
+            placed.retain(|&addr, _| forget(addr));
+        }
     }
 
     /// Breakpoints on the unwinder's entry points now mapped (libraries

@@ -192,6 +192,14 @@ impl Breakpoints {
         mem::write(owner.0, addr, &[orig])
     }
 
+    /// Forgets the site at `addr` without writing anything: its module
+    /// was unmapped (dlclose), the byte went with it.
+    pub fn unmapped(&mut self, pid: Tid, addr: u64) {
+        if let Some(space) = self.space_mut(pid) {
+            space.sites.remove(&addr);
+        }
+    }
+
     /// Increments the 16-bit USDT semaphore at `addr` in `pid`'s space
     /// (a counter in writable data; the program reads it to decide
     /// whether to evaluate a marker's arguments).

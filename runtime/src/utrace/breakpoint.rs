@@ -407,6 +407,12 @@ impl Control<'_> {
             .map_err(|e| super::Error::os("remove breakpoint", pid, e.raw_os_error().unwrap_or(0)))
     }
 
+    /// Forgets the breakpoint at `addr` of `pid` whose module was
+    /// unmapped (every use of it: the byte is gone with the mapping).
+    pub fn forget_breakpoint(&mut self, pid: Tid, addr: u64) {
+        self.core.uprobes.unmapped(pid, addr);
+    }
+
     /// Increments the USDT semaphore at `addr` in process `pid`; every
     /// detach takes the increment back (as it restores breakpoint bytes).
     pub fn enable_semaphore(&mut self, pid: Tid, addr: u64) -> super::Result<()> {
