@@ -71,6 +71,9 @@ pub(crate) struct Space {
     /// Slot pages mapped in this space (inherited by fork children with
     /// the memory; gone at exec with the space).
     pub pages: Vec<xol::SlotPage>,
+    /// (slot, site) of every site that had a slot when the bytes were
+    /// restored: where a thread at a slot's start goes back to.
+    pub slot_sites: Vec<(u64, u64)>,
     /// Mapping a slot page failed once: don't try at every hit.
     pub no_pages: bool,
     /// USDT is-enabled semaphores (2-byte counters) this tracer
@@ -278,6 +281,9 @@ fn restore_space(owner: Tid, space: &mut Space) {
         }
     }
     for (&addr, site) in space.sites.iter() {
+        if let Some(slot) = site.slot {
+            space.slot_sites.push((slot, addr));
+        }
         let _ = mem::write(owner.0, addr, &[site.orig]);
         space.removed.insert(addr);
     }

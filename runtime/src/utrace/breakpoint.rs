@@ -344,6 +344,32 @@ impl Tracer {
         (!returned.is_empty()).then_some(returned)
     }
 
+    /// At a detach from a stop other than a signal's: a thread that ran
+    /// into one of our `int3`s just before it stopped (an interrupt is
+    /// reported before the trap's SIGTRAP, which stays pending) would get
+    /// that SIGTRAP untraced. It is let run to the SIGTRAP's stop (the
+    /// bytes are restored by then), whose status replaces the first.
+    pub(crate) fn take_pending_trap(&mut self, tid: Tid, pid: Tid) -> Option<ptrace::Status> {
+        let space = self.core.uprobes.space(pid)?;
+        let at = ptrace::get_regs(tid).ok()?.rip.wrapping_sub(1);
+        let ours = space.trampoline == Some(at)
+            || space.sites.contains_key(&at)
+            || space.removed.contains(&at);
+        if !ours || !sigtrap_pending(tid) {
+            return None;
+        }
+        // Another interrupt may still be pending: it stops first.
+        for _ in 0..3 {
+            ptrace::restart(ptrace::PTRACE_CONT, tid, None).ok()?;
+            let (_, status) = ptrace::wait_for(tid.0, 0).ok()??;
+            let st = ptrace::decode(status);
+            if !matches!(st, ptrace::Status::Event { .. }) {
+                return Some(st);
+            }
+        }
+        None
+    }
+
     /// At a detach: a thread stopped by a trap of ours is set to continue
     /// as if nothing had been there (the bytes are restored by then).
     /// Returns true if the SIGTRAP was ours.
@@ -505,4 +531,16 @@ pub(super) fn auxv_entry(pid: i32) -> Option<u64> {
         let key = u64::from_ne_bytes(c[..8].try_into().ok()?);
         (key == libc::AT_ENTRY).then(|| u64::from_ne_bytes(c[8..].try_into().unwrap()))
     })
+}
+
+/// Whether SIGTRAP is pending for thread `tid` (its own pending set).
+fn sigtrap_pending(tid: Tid) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", tid.0)) else {
+        return false;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigPnd:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (libc::SIGTRAP - 1)) != 0)
 }

@@ -127,12 +127,15 @@ impl Tracer {
     pub(crate) fn detach_all(&mut self) {
         // No int3 and no hijacked return may outlive the tracing; threads
         // held for a breakpoint step are detached like the others. The
-        // bytes change with every thread of each space held (utrace::hold).
+        // bytes go first, while threads may run (a thread that trapped just
+        // before is rewound): holding first let more threads reach an int3
+        // whose SIGTRAP could be left pending. Then every thread of each
+        // space is held (utrace::hold) to take the slot pages out.
+        self.core.uprobes.restore_all();
         if !self.core.uprobes.is_empty() {
             self.core.hold_all_spaces();
             self.unmap_slot_pages();
         }
-        self.core.uprobes.restore_all();
         self.core.text_hold = false;
         for (tid, status) in std::mem::take(&mut self.core.uprobes_held) {
             match ptrace::decode(status) {

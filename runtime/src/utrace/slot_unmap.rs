@@ -19,8 +19,8 @@ use crate::uprobe::{mem, xol};
 impl Tracer {
     /// Unmaps the slot pages of every space whose threads can all be
     /// moved out of them (see the module doc). Called with every space
-    /// held, before the bytes are restored (the sites tell each slot's
-    /// address).
+    /// held, after the bytes are restored (`Space::slot_sites` tells each
+    /// slot's site).
     pub(crate) fn unmap_slot_pages(&mut self) {
         let owners: Vec<Tid> = self
             .core
@@ -49,11 +49,12 @@ impl Tracer {
                 .iter()
                 .any(|&b| (b..b + xol::PAGE_SIZE).contains(&rip))
         };
-        let site_of: Vec<(u64, u64)> = space
+        let mut site_of: Vec<(u64, u64)> = space
             .sites
             .iter()
             .filter_map(|(&addr, s)| Some((s.slot?, addr)))
             .collect();
+        site_of.extend(&space.slot_sites);
         let tids: Vec<Tid> = self
             .core
             .threads

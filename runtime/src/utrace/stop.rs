@@ -487,7 +487,20 @@ impl Tracer {
     /// Detaches a thread that stopped with no engine left: the signal of a
     /// signal-delivery-stop is passed on; a child it was creating is let go
     /// too.
-    pub(crate) fn detach_stopped(&mut self, tid: Tid, st: Status) {
+    pub(crate) fn detach_stopped(&mut self, tid: Tid, mut st: Status) {
+        let Some(thread) = self.core.threads.get(&tid) else {
+            return;
+        };
+        if !matches!(st, Status::SignalStop(_)) && !self.core.uprobes.is_empty() {
+            match self.take_pending_trap(tid, thread.tgid) {
+                Some(Status::Exited(_) | Status::Signaled { .. }) => {
+                    self.core.threads.remove(&tid);
+                    return;
+                }
+                Some(taken) => st = taken,
+                None => {}
+            }
+        }
         let Some(thread) = self.core.threads.remove(&tid) else {
             return;
         };
