@@ -56,7 +56,7 @@ pub struct Demangled {
 /// Demangles an Itanium C++ ABI name (`_Z...`); `None` for other names.
 /// cpp_demangle does the work: a complete, fuzzed demangler of the ABI.
 pub fn demangle(name: &str) -> Option<Demangled> {
-    if !name.starts_with("_Z") {
+    if !name.starts_with("_Z") || is_rust_legacy(name) {
         return None;
     }
     let sym = cpp_demangle::Symbol::new(name).ok()?;
@@ -64,6 +64,20 @@ pub fn demangle(name: &str) -> Option<Demangled> {
     let full = sym.demangle_with_options(&opts).ok()?;
     let short = sym.demangle_with_options(&opts.no_params()).ok()?;
     Some(Demangled { full, short })
+}
+
+/// A Rust symbol in the legacy mangling (`_ZN...17h<16 hex>E`): Itanium
+/// in form, but not C++; left as it is (with a `.llvm.N` suffix too).
+fn is_rust_legacy(name: &str) -> bool {
+    let base = name.split('.').next().unwrap_or(name);
+    let Some(body) = base.strip_suffix('E') else {
+        return false;
+    };
+    body.len() > 19
+        && body[body.len() - 19..].starts_with("17h")
+        && body[body.len() - 16..]
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit())
 }
 
 /// The last `::` component of a qualified name (outside template
@@ -204,5 +218,9 @@ mod tests {
         assert!(c.matches("add", glob) && !c.matches("ad", glob));
         assert_eq!(unqualified("ns::Box<a::b>::get"), "get");
         assert_eq!(unqualified("max<int>"), "max<int>");
+        let rust = sym("_ZN4core3fmt5write17h0123456789abcdefE", 0x30, 1, true);
+        assert_eq!(rust.shown(), "_ZN4core3fmt5write17h0123456789abcdefE");
+        let clone = sym("_ZN1a4deep17h0123456789abcdefE.llvm.42", 0x40, 1, false);
+        assert_eq!(clone.shown(), "_ZN1a4deep17h0123456789abcdefE.llvm.42");
     }
 }
