@@ -95,6 +95,22 @@ probe end { foreach (k in n+) printf("%s %d\n", k, n[k]) }"#,
     assert!(!out.contains("u_deep_ret"), "deep never returns: {out}");
 }
 
+/// A library unloaded (dlclose) takes its breakpoints with it: loaded
+/// again (most often at the same address, with fresh bytes), its
+/// functions are probed again, and no stale site's byte is ever written
+/// back into whatever is mapped there later (on main the second round
+/// went unseen: the site was still "placed").
+#[test]
+fn library_unloaded_and_loaded_again_is_probed_again() {
+    let script = r#"global n
+probe process("LIB").function("udl_square") { n["u_udl"]++ }
+probe end { foreach (k in n+) printf("%s %d\n", k, n[k]) }"#
+        .replace("LIB", &fixture("libudl.so"));
+    let out = trace("ufuncs", &script, "dlclose 7");
+    assert_eq!(count(&out, "udl_square"), 14, "{out}");
+    assert_eq!(count(&out, "u_udl"), 14, "{out}");
+}
+
 #[test]
 fn fork_and_exec_are_followed() {
     // Parent 3 + child 3 before its exec + 3 in the exec'd "basic 3".

@@ -6,6 +6,11 @@
 //! those of an untraced run, and utap's return counts equal the fixture's
 //! own counts of normal returns (a function left by an exception does not
 //! return). Skipped with a message when g++ is missing.
+//!
+//! C++ names (ucxx.cc: a namespace, a method, an overload, a template):
+//! symbol output shows them demangled (`probefunc()`, `usymname()`,
+//! `usymdata()`, backtraces, `-l`), and `.function("geo::scale")` names
+//! every overload, `.function("geo::scale(long, long)")` one.
 
 mod support;
 
@@ -16,9 +21,16 @@ use support::{command, run, utap};
 
 /// Builds the fixture once per test process, at `-O0` and `-O2`.
 fn build(opt: &str) -> Option<String> {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/uprobe/uthrow.cc");
+    build_fixture("uthrow", opt)
+}
+
+/// Builds tests/fixtures/uprobe/NAME.cc with g++ at `opt`.
+fn build_fixture(name: &str, opt: &str) -> Option<String> {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/uprobe")
+        .join(format!("{name}.cc"));
     let exe = format!(
-        "{}/uthrow{opt}-{}",
+        "{}/{name}{opt}-{}",
         env!("UTAP_FIXTURES"),
         std::process::id()
     );
@@ -91,4 +103,85 @@ fn exceptions_cross_return_probes_without_changing_the_program() {
         assert_eq!(count(out, "u_thrower"), 40, "{opt}: {out}");
         assert_eq!(count(out, "caught"), 10, "{opt}: {out}");
     }
+}
+
+const CXX_SCRIPT: &str = r#"global n
+probe process("EXE").function("geo::Shape::area") { n[probefunc()]++ }
+probe process("EXE").function("geo::scale") { n[probefunc()]++ }
+probe process("EXE").function("geo::biggest<*>") { n[probefunc()]++ }
+probe process("EXE").function("scale(long, long)").return { n["return " . usymname(uaddr())]++ }
+probe process("EXE").function("area").call {
+  if (!n["first"]++) printf("%s\n%s\n%s\n", usymdata(uaddr()), usymname(uaddr()), pp())
+}
+probe end { foreach (k in n+) printf("%s %d\n", k, n[k]) }"#;
+
+#[test]
+fn cxx_names_are_demangled_and_match_by_qualified_name() {
+    let Some(exe) = build_fixture("ucxx", "-O0") else {
+        return;
+    };
+    // The program's own output (its counts: area 5, scale(x) 5,
+    // scale(x, y) 3, biggest<long> 5, biggest<double> 1) is not mixed in.
+    let o = run(utap(
+        &CXX_SCRIPT.replace("EXE", &exe),
+        &["-c", &format!("{exe} 5 >/dev/null")],
+    ));
+    let listed = run(utap(
+        "",
+        &["-l", &format!(r#"process("{exe}").function("geo::*")"#)],
+    ));
+    let bad = run(utap(
+        &format!(r#"probe process("{exe}").function("geo::scael") {{ }}"#),
+        &["-c", "true"],
+    ));
+    let bt = run(utap(
+        &format!(
+            r#"probe process("{exe}").function("geo::Shape::area") {{ print_ubacktrace_brief(); exit() }}"#
+        ),
+        &["-c", &format!("{exe} 1")],
+    ));
+    let image = utap_runtime::elf::ElfImage::open(std::path::Path::new(&exe)).unwrap();
+    let size = image
+        .symbols
+        .function("_ZNK3geo5Shape4areaEl")
+        .unwrap()
+        .size;
+    let _ = std::fs::remove_file(&exe);
+    assert_eq!(o.status, 0, "{}{}", o.stdout, o.stderr);
+    let expected = format!(
+        "geo::Shape::area(long) const+0x0/{size:#x} [{exe}]
+geo::Shape::area(long) const
+process(\"{exe}\").function(\"area\").call
+geo::biggest<double>(double, double) 1
+geo::scale(long, long) 3
+return geo::scale(long, long) 3
+geo::Shape::area(long) const 5
+first 5
+geo::scale(long) 5
+geo::biggest<long>(long, long) 5
+"
+    );
+    assert_eq!(o.stdout, expected, "{}", o.stderr);
+    let listing = format!(
+        "process(\"{exe}\").function(\"geo::Shape::area(long) const\")
+process(\"{exe}\").function(\"geo::biggest<double>(double, double)\")
+process(\"{exe}\").function(\"geo::biggest<long>(long, long)\")
+process(\"{exe}\").function(\"geo::scale(long)\")
+process(\"{exe}\").function(\"geo::scale(long, long)\")
+"
+    );
+    assert_eq!(listed.stdout, listing, "{}", listed.stderr);
+    assert_eq!(bad.status, 1);
+    assert!(
+        bad.stderr.contains("did you mean 'geo::scale'?"),
+        "{}",
+        bad.stderr
+    );
+    assert!(
+        bt.stdout
+            .starts_with("geo::Shape::area(long) const+0x0\nmain+0x"),
+        "{}{}",
+        bt.stdout,
+        bt.stderr
+    );
 }

@@ -10,7 +10,7 @@
 
 mod support;
 
-use support::{fixture, run, utap};
+use support::{Running, fixture, run, utap};
 
 const FUNCS: [&str; 10] = [
     "x_riprel",
@@ -139,4 +139,60 @@ probe end { foreach (k in n+) printf("u_%s %d\n", k, n[k]) }"#
     );
     assert_eq!(count(&o.stdout, "u_x_imul"), 4 * n, "{}", o.stdout);
     assert_eq!(count(&o.stdout, "u_x_sys"), getpids, "{}", o.stdout);
+}
+
+/// Anonymous executable mappings of `pid` (a slot page is one).
+fn anonymous_exec_pages(pid: i32) -> Vec<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .unwrap()
+        .lines()
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() == 5 && f[1].contains('x')
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The slot page mapped in an attached (-x) process is unmapped when the
+/// session lets it go (issue 13): /proc/PID/maps shows no mapping of ours
+/// afterwards, and the program runs on (its loop checks x_imul's result
+/// and aborts on a wrong one) untraced.
+#[test]
+fn attached_process_keeps_no_slot_page_after_the_session() {
+    let mut p = Running::ready("uxol", &["loop"]);
+    let pid = p.pid();
+    assert_eq!(anonymous_exec_pages(pid), Vec::<String>::new());
+    let exe = fixture("uxol");
+    let script = r#"global n
+probe process("EXE").function("x_imul") { n++ }
+probe process("EXE").function("x_riprel") { n++ }
+probe timer.ms(300) { printf("hits %d\n", n > 0); exit() }"#
+        .replace("EXE", &exe);
+    let o = run(utap(&script, &["-v", "-x", &pid.to_string()]));
+    assert_eq!(
+        (o.status, o.stdout.as_str()),
+        (0, "hits 1\n"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        step_overs(&o.stderr)[3] >= 1,
+        "no slot page was mapped: {}",
+        o.stderr
+    );
+    assert_eq!(
+        anonymous_exec_pages(pid),
+        Vec::<String>::new(),
+        "{}",
+        o.stderr
+    );
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let ended = p.child.try_wait().unwrap();
+    assert!(
+        ended.is_none(),
+        "the program ended: {ended:?}\n{}",
+        o.stderr
+    );
+    support::assert_running_untraced(pid);
 }

@@ -103,10 +103,10 @@ pub fn sites_of(kinds: &[&PointKind]) -> Option<DwarfSites> {
         for s in image
             .symbols
             .iter()
-            .filter(|s| s.func && super::catalogue::glob_match(name, &s.name))
+            .filter(|s| s.func && s.matches(name, super::catalogue::glob_match))
         {
             let pc = match (*offset, fp.returning) {
-                (0, false) => dwarf::entry_pc(&image.path, s.addr),
+                (0, false) => dwarf::entry_pc(&image, s.addr),
                 _ => s.addr.wrapping_add(*offset),
             };
             if out

@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use utap_runtime::elf::ElfImage;
+use utap_runtime::elf::symbols::demangle;
 use utap_runtime::session::{FunctionPoint, FunctionSite};
 
 use super::alias::edit_distance;
@@ -135,17 +136,18 @@ fn check_symbols(file: &str, site: &FunctionSite, component: usize) -> Result<()
         label: e.0,
         component: 0,
     })?;
-    let (pattern, names): (&str, Vec<&str>) = match site {
-        FunctionSite::Function { name, .. } => (
-            name,
-            image
-                .symbols
-                .iter()
-                .filter(|s| s.func)
-                .map(|s| s.name.as_str())
-                .collect(),
-        ),
-        FunctionSite::Plt(name) => (name, image.plt.iter().map(|p| p.name.as_str()).collect()),
+    let (pattern, names): (&str, Vec<String>) = match site {
+        FunctionSite::Function { name, .. } => {
+            let funcs = || image.symbols.iter().filter(|s| s.func);
+            if funcs().any(|s| s.matches(name, glob_match)) {
+                return Ok(());
+            }
+            // Suggestions: shown names, and C++ names without parameters.
+            let short = funcs().filter_map(|s| Some(demangle(&s.name)?.short));
+            let shown = funcs().map(|s| s.shown().into_owned());
+            (name, shown.chain(short).collect())
+        }
+        FunctionSite::Plt(name) => (name, image.plt.iter().map(|p| p.name.clone()).collect()),
         FunctionSite::Absolute(_) | FunctionSite::Mark { .. } => return Ok(()),
     };
     if names.iter().any(|n| glob_match(pattern, n)) {
@@ -158,7 +160,7 @@ fn check_symbols(file: &str, site: &FunctionSite, component: usize) -> Result<()
     };
     let best = names
         .iter()
-        .map(|n| (edit_distance(n, pattern), *n))
+        .map(|n| (edit_distance(n, pattern), n))
         .min()
         .filter(|(d, _)| *d <= pattern.len().max(3) / 2);
     Err(BuildError {
@@ -202,16 +204,21 @@ pub fn expand_listing(kind: &PointKind, head: &str) -> Option<Vec<String>> {
     };
     let image = ElfImage::open(Path::new(&file)).ok()?;
     let written = format!("{comp}(\"{pattern}\")");
-    let mut names: Vec<&str> = match &fp.site {
-        FunctionSite::Plt(_) => image.plt.iter().map(|p| p.name.as_str()).collect(),
+    // C++ functions listed by their demangled names, which match again.
+    let mut names: Vec<String> = match &fp.site {
+        FunctionSite::Plt(_) => image
+            .plt
+            .iter()
+            .filter(|p| glob_match(pattern, &p.name))
+            .map(|p| p.name.clone())
+            .collect(),
         _ => image
             .symbols
             .iter()
-            .filter(|s| s.func)
-            .map(|s| s.name.as_str())
+            .filter(|s| s.func && s.matches(pattern, glob_match))
+            .map(|s| s.shown().into_owned())
             .collect(),
     };
-    names.retain(|n| glob_match(pattern, n));
     names.sort();
     names.dedup();
     Some(

@@ -48,9 +48,31 @@ pub fn debug_info(path: &str) -> Result<Arc<DebugInfo>, String> {
 /// symbol is at `sym_addr` of `path`: after the prologue when the debug
 /// information describes unoptimised code (SystemTap's prologue search),
 /// else the symbol itself.
-pub fn entry_pc(path: &str, sym_addr: u64) -> u64 {
-    match debug_info(path) {
+///
+/// Unoptimised code (gcc and clang at -O0) always sets up a frame
+/// pointer first: a function that does not (libc's, most optimised code)
+/// keeps its symbol address without reading any DWARF, so that probing a
+/// few functions of a big library does not parse its whole debug file.
+pub fn entry_pc(image: &crate::elf::ElfImage, sym_addr: u64) -> u64 {
+    if !sets_up_frame(image, sym_addr) {
+        return sym_addr;
+    }
+    match debug_info(&image.path) {
         Ok(d) => d.probe_pc(sym_addr).unwrap_or(sym_addr),
         Err(_) => sym_addr,
     }
+}
+
+/// Whether the function at `addr` of `image` starts with `push %rbp;
+/// mov %rsp,%rbp` (after an `endbr64`), read from the file.
+fn sets_up_frame(image: &crate::elf::ElfImage, addr: u64) -> bool {
+    use std::os::unix::fs::FileExt;
+    const FRAME: [u8; 4] = [0x55, 0x48, 0x89, 0xe5];
+    const ENDBR64: [u8; 4] = [0xf3, 0x0f, 0x1e, 0xfa];
+    let Some(off) = image.file_offset(addr) else {
+        return false;
+    };
+    let mut b = [0u8; 8];
+    let read = std::fs::File::open(&image.path).and_then(|f| f.read_exact_at(&mut b, off));
+    read.is_ok() && (b[..4] == FRAME || (b[..4] == ENDBR64 && b[4..] == FRAME))
 }

@@ -96,7 +96,7 @@ impl AddressSpaceMap {
     /// `usymname`: the symbol's name, else the address in hex.
     pub fn symname(&self, addr: u64) -> String {
         match self.symbol_of(addr) {
-            Some((s, _, _)) => s.name.clone(),
+            Some((s, _, _)) => s.shown().into_owned(),
             None => format!("{addr:#x}"),
         }
     }
@@ -105,7 +105,7 @@ impl AddressSpaceMap {
     /// `0xADDR [module+0xOFF/0xSIZE]`, or just the address.
     pub fn symdata(&self, addr: u64) -> String {
         if let Some((s, off, m)) = self.symbol_of(addr) {
-            return format!("{}+{off:#x}/{:#x} [{}]", s.name, s.size, m.image.path);
+            return format!("{}+{off:#x}/{:#x} [{}]", s.shown(), s.size, m.image.path);
         }
         match self.module_of(addr) {
             Some(m) => format!(

@@ -1,6 +1,8 @@
 //! A module's symbol table, sorted by address: function lookup by name (for
 //! probe points) and by address (for `usymname`/`usymdata`).
 
+use std::borrow::Cow;
+
 /// One symbol, at its link-time address.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Symbol {
@@ -11,6 +13,87 @@ pub struct Symbol {
     pub func: bool,
     /// `STB_GLOBAL`/`STB_WEAK` rather than file-local.
     pub global: bool,
+}
+
+impl Symbol {
+    /// The name as symbol output shows it (`usymname`, `usymdata`,
+    /// backtraces, `probefunc()`, `-l`): a C++ name demangled with its
+    /// parameters (`ns::Shape::area() const`), any other name as it is.
+    pub fn shown(&self) -> Cow<'_, str> {
+        match demangle(&self.name) {
+            Some(d) => Cow::Owned(d.full),
+            None => Cow::Borrowed(&self.name),
+        }
+    }
+
+    /// Whether the function pattern `pattern` names this symbol, by
+    /// `glob`: its linkage name or, for C++, its demangled name with or
+    /// without the parameters (`ns::f(int)`, `ns::f`: every overload), or
+    /// its unqualified name (`f`), as SystemTap matches DWARF's names.
+    pub fn matches(&self, pattern: &str, glob: impl Fn(&str, &str) -> bool) -> bool {
+        if glob(pattern, &self.name) {
+            return true;
+        }
+        let Some(d) = demangle(&self.name) else {
+            return false;
+        };
+        [&d.full, &d.short]
+            .iter()
+            .any(|n| glob(pattern, n) || glob(pattern, unqualified(n)))
+    }
+}
+
+/// A C++ linkage name demangled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Demangled {
+    /// With parameters (without a template's return type, which
+    /// `c++filt` prints first).
+    pub full: String,
+    /// Without parameters and return type: `ns::Foo::bar`, `max<int>`.
+    pub short: String,
+}
+
+/// Demangles an Itanium C++ ABI name (`_Z...`); `None` for other names.
+/// cpp_demangle does the work: a complete, fuzzed demangler of the ABI.
+pub fn demangle(name: &str) -> Option<Demangled> {
+    if !name.starts_with("_Z") || is_rust_legacy(name) {
+        return None;
+    }
+    let sym = cpp_demangle::Symbol::new(name).ok()?;
+    let opts = cpp_demangle::DemangleOptions::new().no_return_type();
+    let full = sym.demangle_with_options(&opts).ok()?;
+    let short = sym.demangle_with_options(&opts.no_params()).ok()?;
+    Some(Demangled { full, short })
+}
+
+/// A Rust symbol in the legacy mangling (`_ZN...17h<16 hex>E`): Itanium
+/// in form, but not C++; left as it is (with a `.llvm.N` suffix too).
+fn is_rust_legacy(name: &str) -> bool {
+    let base = name.split('.').next().unwrap_or(name);
+    let Some(body) = base.strip_suffix('E') else {
+        return false;
+    };
+    body.len() > 19
+        && body[body.len() - 19..].starts_with("17h")
+        && body[body.len() - 16..]
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit())
+}
+
+/// The last `::` component of a qualified name (outside template
+/// arguments): `bar` of `ns::Foo<a::b>::bar`.
+fn unqualified(name: &str) -> &str {
+    let (mut depth, mut start) = (0i32, 0);
+    let b = name.as_bytes();
+    for i in 0..b.len() {
+        match b[i] {
+            b'<' | b'(' => depth += 1,
+            b'>' | b')' => depth -= 1,
+            b':' if depth == 0 && b.get(i + 1) == Some(&b':') => start = i + 2,
+            _ => {}
+        }
+    }
+    &name[start.min(name.len())..]
 }
 
 /// Symbols sorted by address; aliases at one address keep the preferred
@@ -107,5 +190,37 @@ mod tests {
         assert_eq!(t.lookup(0x210), None);
         assert_eq!(t.lookup(0x20f).unwrap().0.name, "free");
         assert_eq!(t.lookup(0xff), None);
+    }
+
+    #[test]
+    fn cxx_names_are_demangled_and_matched_like_systemtap() {
+        let glob = |p: &str, t: &str| match (p.strip_prefix('*'), p.strip_suffix('*')) {
+            (Some(_), Some(_)) => t.contains(&p[1..p.len() - 1]),
+            (None, Some(head)) => t.starts_with(head),
+            _ => p == t,
+        };
+        let m = sym("_ZN2ns5Shape4areaEv", 0x10, 1, true);
+        assert_eq!(m.shown(), "ns::Shape::area()");
+        for p in [
+            "ns::Shape::area",
+            "ns::Shape::area()",
+            "area",
+            "area()",
+            "ns::*",
+            "*Shape*",
+            "_ZN2ns5Shape4areaEv",
+        ] {
+            assert!(m.matches(p, glob), "{p}");
+        }
+        assert!(!m.matches("Shape", glob));
+        let c = sym("add", 0x20, 1, true);
+        assert_eq!(c.shown(), "add");
+        assert!(c.matches("add", glob) && !c.matches("ad", glob));
+        assert_eq!(unqualified("ns::Box<a::b>::get"), "get");
+        assert_eq!(unqualified("max<int>"), "max<int>");
+        let rust = sym("_ZN4core3fmt5write17h0123456789abcdefE", 0x30, 1, true);
+        assert_eq!(rust.shown(), "_ZN4core3fmt5write17h0123456789abcdefE");
+        let clone = sym("_ZN1a4deep17h0123456789abcdefE.llvm.42", 0x40, 1, false);
+        assert_eq!(clone.shown(), "_ZN1a4deep17h0123456789abcdefE.llvm.42");
     }
 }

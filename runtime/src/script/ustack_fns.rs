@@ -121,7 +121,7 @@ extern "C" fn utap_bi_print_ubacktrace_brief(ctx: *mut HandlerContext) -> i64 {
     for a in f {
         let map = st(ctx).unwind.map(pid, a);
         match map.symbol_of(a) {
-            Some((sym, off, _)) => text.push_str(&format!("{}+{off:#x}\n", sym.name)),
+            Some((sym, off, _)) => text.push_str(&format!("{}+{off:#x}\n", sym.shown())),
             None => text.push_str(&format!("{a:#x}\n")),
         }
     }
@@ -208,7 +208,7 @@ fn folded(ctx: *mut HandlerContext, addrs: &[u64]) -> String {
         .rev()
         .map(
             |(i, &a)| match map.symbol_of(if i == 0 { a } else { a - 1 }) {
-                Some((sym, _, _)) => sym.name.clone(),
+                Some((sym, _, _)) => sym.shown().into_owned(),
                 None => format!("{a:#x}"),
             },
         )

@@ -166,6 +166,9 @@ impl FunctionProbes {
                 }
             }
         }
+        if let Some(before) = self.spaces.get(&pid) {
+            self.drop_unmapped(ctl, pid, before.clone(), &space);
+        }
         let sites = self.sites.entry(pid).or_default();
         for (addr, hook, name, returning, mark) in wanted {
             if !sites.contains_key(&addr) {
@@ -212,6 +215,37 @@ impl FunctionProbes {
         self.spaces.insert(pid, Rc::new(space));
     }
 
+    /// Sites in modules that are no longer mapped where they were (a
+    /// library dlclosed, maybe loaded again elsewhere or at the same
+    /// place with fresh bytes) are forgotten, here and in the core, so
+    /// they are placed again and nothing is written back at detach.
+    fn drop_unmapped(
+        &mut self,
+        ctl: &mut Control,
+        pid: i32,
+        before: Rc<AddressSpaceMap>,
+        now: &AddressSpaceMap,
+    ) {
+        let gone = |addr: u64| match (before.module_of(addr), now.module_of(addr)) {
+            (Some(b), Some(n)) => b.image.path != n.image.path || b.bias != n.bias,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        let mut forget = |addr: u64| {
+            let g = gone(addr);
+            if g {
+                ctl.forget_breakpoint(Tid(pid), addr);
+            }
+            !g
+        };
+        if let Some(sites) = self.sites.get_mut(&pid) {
+            sites.retain(|&addr, _| forget(addr));
+        }
+        if let Some(placed) = self.unwinder.get_mut(&pid) {
+            placed.retain(|&addr, _| forget(addr));
+        }
+    }
+
     /// Breakpoints on the unwinder's entry points now mapped (libraries
     /// may come later, by dlopen), so exceptions cross return probes.
     fn place_unwinder(&mut self, ctl: &mut Control, pid: i32, space: &AddressSpaceMap) {
@@ -252,15 +286,15 @@ fn resolve(m: &LoadedModule, site: &FunctionSite, returning: bool) -> Vec<(u64, 
                 .image
                 .symbols
                 .iter()
-                .filter(|s| s.func && glob(name, &s.name))
+                .filter(|s| s.func && s.matches(name, glob))
             {
                 let at = match (*offset, returning) {
-                    (0, false) => crate::dwarf::entry_pc(&m.image.path, s.addr),
+                    (0, false) => crate::dwarf::entry_pc(&m.image, s.addr),
                     _ => s.addr.wrapping_add(*offset),
                 };
                 let addr = at.wrapping_add(m.bias);
                 if !out.iter().any(|(a, _)| *a == addr) {
-                    out.push((addr, s.name.as_str().into()));
+                    out.push((addr, s.shown().into()));
                 }
             }
         }

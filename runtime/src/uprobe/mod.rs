@@ -99,6 +99,9 @@ pub(crate) struct Space {
     /// Slot pages mapped in this space (inherited by fork children with
     /// the memory; gone at exec with the space).
     pub pages: Vec<xol::SlotPage>,
+    /// (slot, site) of every site that had a slot when the bytes were
+    /// restored: where a thread at a slot's start goes back to.
+    pub slot_sites: Vec<(u64, u64)>,
     /// Mapping a slot page failed once: don't try at every hit.
     pub no_pages: bool,
     /// USDT is-enabled semaphores (2-byte counters) this tracer
@@ -115,6 +118,10 @@ pub struct StepCounts {
     pub single_stepped: u64,
     /// Slot pages mapped (one injected mmap each).
     pub slot_pages: u64,
+    /// Slot pages unmapped from processes let go.
+    pub slot_pages_unmapped: u64,
+    /// Threads interrupted so that text changed with none running.
+    pub text_holds: u64,
 }
 
 /// Every address space with breakpoints, by the pid owning it.
@@ -123,8 +130,12 @@ pub(crate) struct Breakpoints {
     pub spaces: HashMap<Tid, Space>,
     /// vfork children: they share the parent's space until exec/exit.
     pub alias: HashMap<Tid, Tid>,
+    /// The thread that called vfork, by child: blocked in the kernel
+    /// until the child execs or exits (it runs no instruction before).
+    pub vforkers: HashMap<Tid, Tid>,
     pub counts: StepCounts,
-    /// Fallback single-steps in progress: (process, stepping thread).
+    /// Fallback single-steps in progress: (owner of the address space,
+    /// stepping thread).
     /// Every other stop of such a process is held until the step is over,
     /// a just-created thread's first stop included.
     pub stepping: Vec<(Tid, Tid)>,
@@ -213,6 +224,14 @@ impl Breakpoints {
         mem::write(owner.0, addr, &[orig])
     }
 
+    /// Forgets the site at `addr` without writing anything: its module
+    /// was unmapped (dlclose), the byte went with it.
+    pub fn unmapped(&mut self, pid: Tid, addr: u64) {
+        if let Some(space) = self.space_mut(pid) {
+            space.sites.remove(&addr);
+        }
+    }
+
     /// Increments the 16-bit USDT semaphore at `addr` in `pid`'s space
     /// (a counter in writable data; the program reads it to decide
     /// whether to evaluate a marker's arguments).
@@ -233,8 +252,21 @@ impl Breakpoints {
         }
     }
 
+    /// A fork child nobody traces: its copy of the bytes and hijacked
+    /// slots is put back (it has not run an instruction yet) and its space
+    /// forgotten, so it never meets an `int3` untraced.
+    pub fn let_go(&mut self, child: Tid) {
+        if self.alias.contains_key(&child) {
+            return;
+        }
+        if let Some(mut space) = self.spaces.remove(&child) {
+            restore_space(child, &mut space);
+        }
+    }
+
     /// Forgets `pid`'s space (it exec'd: a new mm without our bytes).
     pub fn forget(&mut self, pid: Tid) {
+        self.vforkers.remove(&pid);
         if self.alias.remove(&pid).is_none() {
             self.spaces.remove(&pid);
         }
@@ -248,6 +280,7 @@ impl Breakpoints {
         if vfork {
             if self.spaces.contains_key(&owner) {
                 self.alias.insert(child, owner);
+                self.vforkers.insert(child, parent_tid);
             }
             return;
         }
@@ -277,6 +310,9 @@ fn restore_space(owner: Tid, space: &mut Space) {
         }
     }
     for (&addr, site) in space.sites.iter() {
+        if let Some(slot) = site.slot {
+            space.slot_sites.push((slot, addr));
+        }
         let _ = mem::write(owner.0, addr, &[site.orig]);
         space.removed.insert(addr);
     }

@@ -10,7 +10,6 @@
 
 use super::cx::StopKind;
 use super::ptrace;
-use super::thread::Run;
 use super::{Control, Cx, Engine, Event, Tid, Tracer};
 use crate::uprobe::emulate::{self, StepOver};
 use crate::uprobe::{BreakpointHit, Frame, StepCounts, mem, xol};
@@ -144,7 +143,7 @@ impl Tracer {
         // original byte back, single-step, re-insert (finish_bp_step).
         let _ = self.write_bp_regs(tid, &regs);
         self.core.uprobes.counts.single_stepped += 1;
-        self.core.uprobes.stepping.push((pid, tid));
+        self.core.uprobes.stepping.push((owner, tid));
         self.hold_others(tid, pid);
         let _ = mem::write(owner.0, addr, &[orig]);
         if let Some(t) = self.core.threads.get_mut(&tid) {
@@ -264,45 +263,14 @@ impl Tracer {
         (got == hint).then_some(hint)
     }
 
-    /// Interrupts the running threads of `pid` but `tid` and waits for
-    /// their stops, which are kept (not handled) until the step is over.
-    /// A thread created meanwhile starts stopped; its first stop is held
-    /// by `hold_during_step`.
+    /// Interrupts the running threads sharing `pid`'s memory but `tid`
+    /// (a vfork child's or parent's included) and waits for their stops,
+    /// which are kept (not handled) until the step is over. A thread
+    /// created meanwhile starts stopped; its first stop is held by
+    /// `hold_during_step`.
     fn hold_others(&mut self, tid: Tid, pid: Tid) {
-        // Stops already taken but not yet handled (waiting in `replay`)
-        // are held as they are: waiting for those threads would hang.
-        let core = &mut self.core;
-        let of_pid = |t: Tid| core.threads.get(&t).is_some_and(|th| th.tgid == pid);
-        let (held, rest): (Vec<_>, Vec<_>) = core
-            .replay
-            .drain(..)
-            .partition(|&(t, _)| t != tid && of_pid(t));
-        core.replay = rest;
-        core.uprobes_held.extend(held);
-        let pending: Vec<Tid> = core.uprobes_held.iter().map(|&(t, _)| t).collect();
-        let others: Vec<Tid> = core
-            .threads
-            .values()
-            .filter(|t| t.tgid == pid && t.tid != tid && t.run == Run::Running)
-            .filter(|t| !pending.contains(&t.tid))
-            .map(|t| t.tid)
-            .collect();
-        for t in others {
-            // Always a fresh PTRACE_INTERRUPT, even if one was sent before:
-            // any other ptrace stop clears a pending interrupt in the
-            // kernel ("any trap clears pending STOP trap"), so an earlier
-            // one may be gone, and waiting on it would hang.
-            let Some(th) = self.core.threads.get_mut(&t) else {
-                continue;
-            };
-            if ptrace::interrupt(t).is_err() {
-                continue;
-            }
-            th.interrupted = true;
-            if let Ok(Some(status)) = ptrace::wait_for(t.0, 0) {
-                self.core.uprobes_held.push(status);
-            }
-        }
+        let owner = self.core.uprobes.owner(pid);
+        self.core.hold_space(Some(tid), owner);
     }
 
     /// The held single-step is done: re-insert the `int3` and let the
@@ -351,7 +319,8 @@ impl Tracer {
             Some(t) => Some(t.tgid),
             None => super::control::proc_tgid(tid),
         };
-        if !tgid.is_some_and(|g| stepping.iter().any(|&(p, _)| p == g)) {
+        let uprobes = &self.core.uprobes;
+        if !tgid.is_some_and(|g| stepping.iter().any(|&(o, _)| o == uprobes.owner(g))) {
             return false;
         }
         self.core.uprobes_held.push((tid, status));
@@ -405,6 +374,32 @@ impl Tracer {
         (!returned.is_empty()).then_some(returned)
     }
 
+    /// At a detach from a stop other than a signal's: a thread that ran
+    /// into one of our `int3`s just before it stopped (an interrupt is
+    /// reported before the trap's SIGTRAP, which stays pending) would get
+    /// that SIGTRAP untraced. It is let run to the SIGTRAP's stop (the
+    /// bytes are restored by then), whose status replaces the first.
+    pub(crate) fn take_pending_trap(&mut self, tid: Tid, pid: Tid) -> Option<ptrace::Status> {
+        let space = self.core.uprobes.space(pid)?;
+        let at = ptrace::get_regs(tid).ok()?.rip.wrapping_sub(1);
+        let ours = space.trampoline == Some(at)
+            || space.sites.contains_key(&at)
+            || space.removed.contains(&at);
+        if !ours || !sigtrap_pending(tid) {
+            return None;
+        }
+        // Another interrupt may still be pending: it stops first.
+        for _ in 0..3 {
+            ptrace::restart(ptrace::PTRACE_CONT, tid, None).ok()?;
+            let (_, status) = ptrace::wait_for(tid.0, 0).ok()??;
+            let st = ptrace::decode(status);
+            if !matches!(st, ptrace::Status::Event { .. }) {
+                return Some(st);
+            }
+        }
+        None
+    }
+
     /// At a detach: a thread stopped by a trap of ours is set to continue
     /// as if nothing had been there (the bytes are restored by then).
     /// Returns true if the SIGTRAP was ours.
@@ -434,7 +429,17 @@ impl Control<'_> {
     /// Inserts a breakpoint at `addr` in process `pid` (shared and counted
     /// with other users of the same address). Engines with `BREAKPOINT`
     /// get `report_breakpoint` at each hit.
+    /// The other threads sharing the memory are held while the byte
+    /// changes (`utrace::hold`).
     pub fn insert_breakpoint(&mut self, pid: Tid, addr: u64) -> super::Result<()> {
+        if !self
+            .core
+            .uprobes
+            .space(pid)
+            .is_some_and(|s| s.sites.contains_key(&addr))
+        {
+            self.core.hold_for_text(pid);
+        }
         self.core
             .uprobes
             .insert(pid, addr)
@@ -444,10 +449,24 @@ impl Control<'_> {
     /// Drops one use of the breakpoint at `addr`; the last restores the
     /// original byte.
     pub fn remove_breakpoint(&mut self, pid: Tid, addr: u64) -> super::Result<()> {
+        let site = self
+            .core
+            .uprobes
+            .space(pid)
+            .and_then(|s| s.sites.get(&addr));
+        if site.is_some_and(|s| s.refs == 1) {
+            self.core.hold_for_text(pid);
+        }
         self.core
             .uprobes
             .remove(pid, addr)
             .map_err(|e| super::Error::os("remove breakpoint", pid, e.raw_os_error().unwrap_or(0)))
+    }
+
+    /// Forgets the breakpoint at `addr` of `pid` whose module was
+    /// unmapped (every use of it: the byte is gone with the mapping).
+    pub fn forget_breakpoint(&mut self, pid: Tid, addr: u64) {
+        self.core.uprobes.unmapped(pid, addr);
     }
 
     /// Increments the USDT semaphore at `addr` in process `pid`; every
@@ -547,4 +566,16 @@ pub(super) fn auxv_entry(pid: i32) -> Option<u64> {
         let key = u64::from_ne_bytes(c[..8].try_into().ok()?);
         (key == libc::AT_ENTRY).then(|| u64::from_ne_bytes(c[8..].try_into().unwrap()))
     })
+}
+
+/// Whether SIGTRAP is pending for thread `tid` (its own pending set).
+fn sigtrap_pending(tid: Tid) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", tid.0)) else {
+        return false;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigPnd:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (libc::SIGTRAP - 1)) != 0)
 }

@@ -137,6 +137,9 @@ pub(crate) struct Core {
     pub uprobes: crate::uprobe::Breakpoints,
     /// Wait statuses of threads held during a breakpoint single-step.
     pub uprobes_held: Vec<(Tid, i32)>,
+    /// Threads are held for a text change made in the current report
+    /// (`utrace::hold`): released by the loop after it.
+    pub text_hold: bool,
     /// The registers of the breakpoint stop being reported: handed to the
     /// engines' `Cx` and back, so a hit costs one GETREGS.
     #[cfg(target_arch = "x86_64")]

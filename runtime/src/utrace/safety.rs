@@ -126,8 +126,17 @@ impl Tracer {
     /// and given up on after a few seconds.
     pub(crate) fn detach_all(&mut self) {
         // No int3 and no hijacked return may outlive the tracing; threads
-        // held for a breakpoint step are detached like the others.
+        // held for a breakpoint step are detached like the others. The
+        // bytes go first, while threads may run (a thread that trapped just
+        // before is rewound): holding first let more threads reach an int3
+        // whose SIGTRAP could be left pending. Then every thread of each
+        // space is held (utrace::hold) to take the slot pages out.
         self.core.uprobes.restore_all();
+        if !self.core.uprobes.is_empty() {
+            self.core.hold_all_spaces();
+            self.unmap_slot_pages();
+        }
+        self.core.text_hold = false;
         for (tid, status) in std::mem::take(&mut self.core.uprobes_held) {
             match ptrace::decode(status) {
                 Status::Exited(_) | Status::Signaled { .. } => {

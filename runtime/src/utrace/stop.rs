@@ -280,6 +280,14 @@ impl Tracer {
         if let Some(status) = self.core.orphans.remove(&child) {
             self.core.replay.push((child, status));
         }
+        let untraced = self
+            .core
+            .threads
+            .get(&child)
+            .is_none_or(|t| t.attachments.is_empty() || t.detach_pending);
+        if kind == CloneKind::Fork && untraced {
+            self.core.uprobes.let_go(child);
+        }
         self.finish_stop(tid, reported);
     }
 
@@ -392,6 +400,17 @@ impl Tracer {
             if thread.run != Run::Stopped {
                 return;
             }
+            if thread.attachments.is_empty()
+                && !thread.detach_pending
+                && self.core.uprobes.alias.contains_key(&thread.tgid)
+            {
+                // A vfork child nobody follows shares its parent's
+                // breakpoints: the core keeps it (stepping it over them)
+                // until it execs or exits, so it never meets an int3
+                // untraced. Its bytes cannot be taken out: they are the
+                // parent's.
+                return self.resume(tid, ResumeAction::Resume);
+            }
             if thread.attachments.is_empty() || thread.detach_pending {
                 let sig = thread.pending_signal.take();
                 let _ = ptrace::detach(tid, sig);
@@ -468,7 +487,20 @@ impl Tracer {
     /// Detaches a thread that stopped with no engine left: the signal of a
     /// signal-delivery-stop is passed on; a child it was creating is let go
     /// too.
-    pub(crate) fn detach_stopped(&mut self, tid: Tid, st: Status) {
+    pub(crate) fn detach_stopped(&mut self, tid: Tid, mut st: Status) {
+        let Some(thread) = self.core.threads.get(&tid) else {
+            return;
+        };
+        if !matches!(st, Status::SignalStop(_)) && !self.core.uprobes.is_empty() {
+            match self.take_pending_trap(tid, thread.tgid) {
+                Some(Status::Exited(_) | Status::Signaled { .. }) => {
+                    self.core.threads.remove(&tid);
+                    return;
+                }
+                Some(taken) => st = taken,
+                None => {}
+            }
+        }
         let Some(thread) = self.core.threads.remove(&tid) else {
             return;
         };

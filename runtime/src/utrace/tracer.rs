@@ -181,6 +181,7 @@ impl Tracer {
     fn catch_up(&mut self) {
         self.run_timers();
         loop {
+            self.release_text_hold();
             if let Some((tid, status)) = self.core.replay.pop() {
                 self.on_status(tid, status);
             } else if let Some(tid) = self.core.pending_resolve.pop() {

@@ -1,0 +1,118 @@
+//! Holding an address space still while its text changes: every
+//! breakpoint byte is written (inserted, removed, restored at detach) and
+//! every slot page unmapped only while no thread sharing that memory can
+//! run. The threads of the space (the process's threads, and a vfork child
+//! borrowing its memory) that are running get a `PTRACE_INTERRUPT`; their
+//! stops are kept in `uprobes_held`, not handled, and go back to the loop
+//! once the change is over (`Tracer::release_text_hold`), or are detached
+//! as they are at the end of the session.
+//!
+//! Threads already stopped, listening in a group-stop or not yet at their
+//! first stop cannot execute an instruction until the tracer lets them,
+//! so they need nothing.
+
+use super::control::Core;
+use super::ptrace;
+use super::thread::Run;
+use super::{Tid, Tracer};
+
+impl Core {
+    /// Stops every running thread sharing `owner`'s memory, but `except`;
+    /// returns how many were interrupted. Stops already taken but not yet
+    /// handled (waiting in `replay`) are held as they are: waiting for
+    /// those threads again would hang.
+    pub(crate) fn hold_space(&mut self, except: Option<Tid>, owner: Tid) -> usize {
+        let uprobes = &self.uprobes;
+        let threads = &self.threads;
+        let in_space = |t: Tid| {
+            threads
+                .get(&t)
+                .is_some_and(|th| uprobes.owner(th.tgid) == owner)
+        };
+        let (held, rest): (Vec<_>, Vec<_>) = self
+            .replay
+            .drain(..)
+            .partition(|&(t, _)| Some(t) != except && in_space(t));
+        self.replay = rest;
+        self.uprobes_held.extend(held);
+        let pending: Vec<Tid> = self.uprobes_held.iter().map(|&(t, _)| t).collect();
+        let others: Vec<Tid> = self
+            .threads
+            .values()
+            .filter(|t| t.run == Run::Running && Some(t.tid) != except)
+            .filter(|t| self.uprobes.owner(t.tgid) == owner && !pending.contains(&t.tid))
+            .map(|t| t.tid)
+            .collect();
+        let mut stopped = 0;
+        for t in others {
+            let Some(th) = self.threads.get_mut(&t) else {
+                continue;
+            };
+            // A leader that already exited stays a zombie, without a stop
+            // or a status, until its last thread ends: never wait for it.
+            if th.tid == th.tgid && is_zombie(t) {
+                continue;
+            }
+            // Always a fresh PTRACE_INTERRUPT, even if one was sent before:
+            // any other ptrace stop clears a pending interrupt in the
+            // kernel ("any trap clears pending STOP trap"), so an earlier
+            // one may be gone, and waiting on it would hang.
+            if ptrace::interrupt(t).is_err() {
+                continue;
+            }
+            th.interrupted = true;
+            if self.uprobes.vforkers.values().any(|&v| v == t) {
+                // Blocked in vfork until its child lets the memory go, and
+                // then stopped by the interrupt before any instruction of
+                // its own: quiescent without a wait (which could hang on a
+                // child held here). Its stop comes through the loop.
+                continue;
+            }
+            if let Ok(Some(status)) = ptrace::wait_for(t.0, 0) {
+                self.uprobes_held.push(status);
+                stopped += 1;
+            }
+        }
+        self.uprobes.counts.text_holds += stopped as u64;
+        stopped
+    }
+
+    /// Holds the space of `pid` for a text change made outside any
+    /// single-step; the held stops are let go by the loop after the
+    /// current report (`Tracer::release_text_hold`).
+    pub(crate) fn hold_for_text(&mut self, pid: Tid) {
+        let owner = self.uprobes.owner(pid);
+        self.hold_space(None, owner);
+        self.text_hold = true;
+    }
+
+    /// Holds every space with breakpoints (before the end's restore).
+    pub(crate) fn hold_all_spaces(&mut self) {
+        let owners: Vec<Tid> = self.uprobes.spaces.keys().copied().collect();
+        for owner in owners {
+            self.hold_space(None, owner);
+        }
+    }
+}
+
+impl Tracer {
+    /// After a report that changed text: the held threads go back to the
+    /// loop, unless a single-step still needs them held.
+    pub(crate) fn release_text_hold(&mut self) {
+        if !std::mem::take(&mut self.core.text_hold) {
+            return;
+        }
+        if self.core.uprobes.stepping.is_empty() {
+            let held = std::mem::take(&mut self.core.uprobes_held);
+            self.core.replay.extend(held);
+        }
+    }
+}
+
+/// Whether `tid` is a zombie (state Z in /proc/TID/stat).
+fn is_zombie(tid: Tid) -> bool {
+    std::fs::read_to_string(format!("/proc/{}/stat", tid.0))
+        .ok()
+        .and_then(|s| s.rsplit_once(") ").map(|(_, r)| r.starts_with('Z')))
+        .unwrap_or(false)
+}

@@ -1,0 +1,142 @@
+//! Taking the out-of-line slot pages (`uprobe::xol`) out of a process the
+//! tracer lets go: a detached program keeps no mapping of ours. At the
+//! end, with every thread of the space held (`utrace::hold`), a thread
+//! still inside a slot is moved out of it first: at a slot's start (the
+//! relocated instruction not run yet) back to the site, whose original
+//! byte is back by then; at the slot's `jmp` back, to its target. Then one
+//! held thread runs an injected `munmap` (`remote_syscall`), as the page
+//! was mapped. A thread anywhere else in a page (inside a relocated
+//! branch's expansion), or no thread at a stop that can run the syscall,
+//! leaves the page mapped, which is harmless.
+
+use iced_x86::{Code, Decoder, DecoderOptions};
+
+use super::ptrace::{self, Status};
+use super::thread::Run;
+use super::{Tid, Tracer};
+use crate::uprobe::{mem, xol};
+
+impl Tracer {
+    /// Unmaps the slot pages of every space whose threads can all be
+    /// moved out of them (see the module doc). Called with every space
+    /// held, after the bytes are restored (`Space::slot_sites` tells each
+    /// slot's site).
+    pub(crate) fn unmap_slot_pages(&mut self) {
+        let owners: Vec<Tid> = self
+            .core
+            .uprobes
+            .spaces
+            .iter()
+            .filter(|(_, s)| !s.pages.is_empty())
+            .map(|(&o, _)| o)
+            .collect();
+        for owner in owners {
+            if self.move_out_of_slots(owner) {
+                self.unmap_pages_of(owner);
+            }
+        }
+    }
+
+    /// Moves every thread of `owner`'s space out of the slot pages;
+    /// false if one cannot be.
+    fn move_out_of_slots(&mut self, owner: Tid) -> bool {
+        let Some(space) = self.core.uprobes.space(owner) else {
+            return false;
+        };
+        let pages: Vec<u64> = space.pages.iter().map(|p| p.base).collect();
+        let in_pages = |rip: u64| {
+            pages
+                .iter()
+                .any(|&b| (b..b + xol::PAGE_SIZE).contains(&rip))
+        };
+        let mut site_of: Vec<(u64, u64)> = space
+            .sites
+            .iter()
+            .filter_map(|(&addr, s)| Some((s.slot?, addr)))
+            .collect();
+        site_of.extend(&space.slot_sites);
+        let tids: Vec<Tid> = self
+            .core
+            .threads
+            .values()
+            .filter(|t| self.core.uprobes.owner(t.tgid) == owner && t.run != Run::Starting)
+            .map(|t| t.tid)
+            .collect();
+        for tid in tids {
+            let Ok(mut regs) = ptrace::get_regs(tid) else {
+                return false;
+            };
+            if !in_pages(regs.rip) {
+                continue;
+            }
+            let target = match site_of.iter().find(|&&(slot, _)| slot == regs.rip) {
+                Some(&(_, site)) => Some(site),
+                None => jump_back_target(owner, regs.rip).filter(|&t| !in_pages(t)),
+            };
+            let Some(target) = target else {
+                return false;
+            };
+            regs.rip = target;
+            if ptrace::set_regs(tid, &regs).is_err() {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Runs `munmap` of each slot page in a held thread of `owner`'s
+    /// space that stopped for our interrupt or at a signal.
+    fn unmap_pages_of(&mut self, owner: Tid) {
+        let uprobes = &self.core.uprobes;
+        let threads = &self.core.threads;
+        let pick = |want_interrupt: bool| {
+            self.core.uprobes_held.iter().find_map(|&(tid, status)| {
+                let th = threads.get(&tid)?;
+                let ok = match ptrace::decode(status) {
+                    // Our PTRACE_INTERRUPT (a group-stop carries its stop
+                    // signal and must stay stopped).
+                    Status::Event {
+                        event: ptrace::EVENT_STOP,
+                        sig,
+                    } => want_interrupt && !sig.is_stop_signal(),
+                    Status::SignalStop(_) => !want_interrupt,
+                    _ => false,
+                };
+                (ok && uprobes.owner(th.tgid) == owner).then_some(tid)
+            })
+        };
+        let Some(tid) = pick(true).or_else(|| pick(false)) else {
+            return;
+        };
+        let Ok(regs) = ptrace::get_regs(tid) else {
+            return;
+        };
+        let pages: Vec<u64> = match self.core.uprobes.space(owner) {
+            Some(s) => s.pages.iter().map(|p| p.base).collect(),
+            None => return,
+        };
+        for base in pages {
+            let args = [base, xol::PAGE_SIZE, 0, 0, 0, 0];
+            let done = self.remote_syscall(tid, owner, &regs, libc::SYS_munmap as u64, args);
+            if done != Some(0) {
+                return;
+            }
+            if let Some(space) = self.core.uprobes.space_mut(owner) {
+                space.pages.retain(|p| p.base != base);
+                for site in space.sites.values_mut() {
+                    site.slot = None;
+                }
+            }
+            self.core.uprobes.counts.slot_pages_unmapped += 1;
+        }
+    }
+}
+
+/// Where the slot instruction at `rip` jumps back to, if it is the slot's
+/// final `jmp rel32`.
+fn jump_back_target(owner: Tid, rip: u64) -> Option<u64> {
+    let mut code = [0u8; 16];
+    let n = mem::read(owner.0, rip, &mut code).ok()?;
+    let insn = Decoder::with_ip(64, &code[..n], rip, DecoderOptions::NONE).decode();
+    matches!(insn.code(), Code::Jmp_rel32_64 | Code::Jmp_rel8_64).then(|| insn.near_branch64())
+}
