@@ -6,7 +6,6 @@
 //! to the transport queue, and process facts come from caches refreshed at
 //! clone and exec.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -68,7 +67,8 @@ pub(crate) struct Shared {
     pub release: Option<Box<dyn FnOnce(&mut Control)>>,
 }
 
-pub(crate) type SharedRef = Rc<RefCell<Shared>>;
+/// The state behind the script's lock (`super::lock`).
+pub(crate) type SharedRef = std::sync::Arc<super::lock::ScriptLock>;
 
 impl Shared {
     pub fn new(script: ScriptRuntime, sink: Producer, dispatch: &Dispatch) -> Shared {
@@ -361,7 +361,9 @@ pub(crate) struct ScriptEngine {
 
 impl Engine for ScriptEngine {
     fn report_quiesce(&mut self, cx: &mut Cx, _: ResumeAction, event: Event) -> ResumeAction {
-        let mut s = self.shared.borrow_mut();
+        let Some(mut s) = self.shared.for_probe() else {
+            return ResumeAction::Resume;
+        };
         let d = &*self.dispatch;
         let (pid, tid) = (cx.pid().0, cx.tid().0);
         // A profile sample is taken at whichever stop comes first.
@@ -382,7 +384,9 @@ impl Engine for ScriptEngine {
         let Ok(info) = cx.syscall() else {
             return ResumeAction::Resume;
         };
-        let mut s = self.shared.borrow_mut();
+        let Some(mut s) = self.shared.for_probe() else {
+            return ResumeAction::Resume;
+        };
         let d = &*self.dispatch;
         let args = info.args.map(|a| a as i64);
         let want_exit = !d.exit.get(info.nr).is_empty();
@@ -417,7 +421,9 @@ impl Engine for ScriptEngine {
         let Ok(info) = cx.syscall() else {
             return ResumeAction::Resume;
         };
-        let mut s = self.shared.borrow_mut();
+        let Some(mut s) = self.shared.for_probe() else {
+            return ResumeAction::Resume;
+        };
         let d = &*self.dispatch;
         let tid = cx.tid().0;
         let (nr, args) = match s.entry_args.remove(&tid) {
@@ -455,7 +461,9 @@ impl Engine for ScriptEngine {
         let Some(original) = sig.original else {
             return ResumeAction::Resume;
         };
-        let mut s = self.shared.borrow_mut();
+        let Some(mut s) = self.shared.for_probe() else {
+            return ResumeAction::Resume;
+        };
         let d = &*self.dispatch;
         if d.signal.is_empty() {
             return ResumeAction::Resume;

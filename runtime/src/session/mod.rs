@@ -31,13 +31,13 @@
 
 pub(crate) mod engine;
 mod functions;
+mod lock;
 mod unwinder;
 pub use functions::UserFunction;
 pub mod marks;
 pub mod points;
 mod profile;
 
-use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -146,7 +146,7 @@ pub fn run(
     if let Some(deadline) = deadline {
         interrupt::at(deadline);
     }
-    let shared: SharedRef = Rc::new(RefCell::new(Shared::new(script, sink, &dispatch)));
+    let shared = new_shared(Shared::new(script, sink, &dispatch));
     {
         let mut s = shared.borrow_mut();
         s.linger = seccomp_on;
@@ -189,6 +189,11 @@ pub fn run(
     drop(tracer);
     let s = shared.borrow();
     Ok(s.finished.unwrap_or(1))
+}
+
+/// The script state behind its lock, for a session's engines and timers.
+pub(crate) fn new_shared(shared: Shared) -> SharedRef {
+    std::sync::Arc::new(lock::ScriptLock::new(shared))
 }
 
 /// End (or error) probes, autoprinted globals, the error summary. From now
@@ -350,7 +355,7 @@ pub(crate) fn schedule_timers(ctl: &mut Control, shared: &SharedRef, deadline: O
         let mut jitter = crate::script::scheduler::Jitter::new(t.probe as u64);
         ctl.add_timer(now + jitter.period(&t), move |ctl| {
             let mut s = shared.borrow_mut();
-            let s = &mut *s;
+            let s: &mut Shared = &mut s;
             if s.finished.is_some() {
                 return None;
             }
@@ -369,7 +374,7 @@ pub(crate) fn schedule_timers(ctl: &mut Control, shared: &SharedRef, deadline: O
         let shared = shared.clone();
         ctl.add_timer(now + METRICS_POLL, move |ctl| {
             let mut s = shared.borrow_mut();
-            let s = &mut *s;
+            let s: &mut Shared = &mut s;
             if s.finished.is_some() {
                 return None;
             }
