@@ -65,6 +65,13 @@ pub(crate) struct Shared {
     /// A daemon session: how its end lets go of the threads (detaching
     /// only its own engine), instead of ending the whole tracer.
     pub release: Option<Box<dyn FnOnce(&mut Control)>>,
+    /// Several tracer threads serve the session: how a handler on another
+    /// one has the first tracer thread end the script (end probes, output
+    /// and status are handed over from there).
+    pub end_elsewhere: Option<Box<dyn Fn(EndReason) + Send + Sync>>,
+    /// The script's end is decided (on another tracer thread): no handler
+    /// runs any more, as SystemTap's probes after `exit()`.
+    pub stopping: bool,
 }
 
 /// The state behind the script's lock (`super::lock`).
@@ -90,6 +97,8 @@ impl Shared {
             functions: FunctionProbes::default(),
             end_with: None,
             release: None,
+            end_elsewhere: None,
+            stopping: false,
         }
     }
 
@@ -160,7 +169,7 @@ impl Shared {
             values: *values,
             stop: false,
         };
-        if self.finished.is_some() {
+        if self.finished.is_some() || self.stopping {
             return fired;
         }
         let memory = ProcessMemory::new(values.tid as i32);
@@ -195,6 +204,13 @@ impl Shared {
     /// then the tracing ends too unless the command must be shepherded
     /// (see `linger`).
     pub fn end(&mut self, ctl: &mut Control, why: EndReason) {
+        if ctl.shard_index() != 0 {
+            if let Some(elsewhere) = self.end_elsewhere.as_ref().filter(|_| !self.stopping) {
+                self.stopping = true;
+                elsewhere(why);
+            }
+            return;
+        }
         if self.finished.is_none() {
             // exit(), an error, the target's exit: as for -T (utrace::hurry).
             // Not in a daemon, which serves other sessions afterwards.
@@ -204,6 +220,19 @@ impl Shared {
             if self.verbose {
                 eprintln!("utap: session ended: {why}");
                 eprintln!("utap: {} ptrace stops", ctl.stop_count());
+                let shards = ctl.shard_stats();
+                if !shards.is_empty() {
+                    let list = |f: fn(&crate::utrace::ShardStats) -> u64| {
+                        let v: Vec<String> = shards.iter().map(|s| f(s).to_string()).collect();
+                        v.join(" + ")
+                    };
+                    eprintln!(
+                        "utap: {} tracer threads: ptrace stops {}; threads handed over {}",
+                        shards.len(),
+                        list(|s| s.stops),
+                        list(|s| s.adopted)
+                    );
+                }
                 let c = ctl.step_counts();
                 if c != Default::default() {
                     eprintln!(

@@ -69,6 +69,9 @@ pub struct SessionOptions {
     pub time_limit: Option<Duration>,
     /// `-v`: say which syscall-stop strategy is used and why.
     pub verbose: bool,
+    /// `-g`: guru code may control other threads (stop, resume,
+    /// quiesce), which keeps the session on one tracer thread.
+    pub guru: bool,
 }
 
 /// A session that could not start: the message for the user.
@@ -178,11 +181,16 @@ pub fn run(
         let on_end = shared.clone();
         ctl.on_end(move |ctl, why| on_end.borrow_mut().end(ctl, why));
     }
+    let shards = shard_count(&dispatch, opts, id);
+    if shards > 1 {
+        share_tracing(&mut tracer, &shared, points, shards)?;
+    }
     crate::endtrace::mark("tracing started");
     if opts.verbose {
         eprintln!(
-            "utap: tracing started: process {pid}, {} thread(s)",
-            threads.len()
+            "utap: tracing started: process {pid}, {} thread(s), {} tracer thread(s)",
+            threads.len(),
+            tracer.shard_count()
         );
     }
     tracer.run().map_err(|e| SessionError(e.to_string()))?;
@@ -190,6 +198,71 @@ pub fn run(
     let s = shared.borrow();
     Ok(s.finished.unwrap_or(1))
 }
+
+/// How many tracer threads serve the session: one per CPU (`UTAP_SHARDS`
+/// overrides), or one for what must stay on one (see `utrace`'s `shard`):
+/// function, marker and `.return` probes (breakpoints), `timer.profile`
+/// (it samples every thread from one tick), `-g` (guru thread control
+/// across threads) and `process.quiesce`.
+fn shard_count(d: &Dispatch, opts: &SessionOptions, engine: crate::utrace::EngineId) -> usize {
+    if !d.functions.is_empty()
+        || !d.profile.is_empty()
+        || !d.quiesce.is_empty()
+        || opts.guru
+        || engine.0 != 0
+    {
+        return 1;
+    }
+    if let Some(n) = std::env::var("UTAP_SHARDS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        return n.clamp(1, 64);
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(64))
+}
+
+/// Starts the other tracer threads, each with its own script engine over
+/// the same (locked) script state.
+fn share_tracing(
+    tracer: &mut Tracer,
+    shared: &SharedRef,
+    points: &[ProcessPoint],
+    shards: usize,
+) -> Result<(), SessionError> {
+    let points = SendPoints(points.to_vec());
+    let state = shared.clone();
+    let factory: crate::utrace::EngineFactory = std::sync::Arc::new(move || {
+        let points = &points;
+        let engine = ScriptEngine {
+            shared: state.clone(),
+            dispatch: Rc::new(Dispatch::new(&points.0)),
+        };
+        vec![Box::new(engine) as Box<dyn crate::utrace::Engine>]
+    });
+    let weak = std::sync::Arc::downgrade(shared);
+    let main = tracer.handle();
+    shared.borrow_mut().end_elsewhere = Some(Box::new(move |why| {
+        let weak = weak.clone();
+        let _ = main.send(move |ctl| {
+            if let Some(s) = weak.upgrade() {
+                s.borrow_mut().end(ctl, why);
+            }
+        });
+    }));
+    tracer
+        .enable_shards(shards, factory)
+        .map_err(|e| SessionError(format!("cannot start tracer threads: {e}")))
+}
+
+/// The probe points, for the other tracer threads to build their own
+/// dispatch tables from.
+struct SendPoints(Vec<ProcessPoint>);
+// SAFETY: a sharded session has no function or marker points (the only
+// ones holding reference-counted values, see `shard_count`); the rest is
+// plain data, only read.
+unsafe impl Send for SendPoints {}
+unsafe impl Sync for SendPoints {}
 
 /// The script state behind its lock, for a session's engines and timers.
 pub(crate) fn new_shared(shared: Shared) -> SharedRef {

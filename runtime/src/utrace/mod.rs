@@ -261,6 +261,7 @@ pub mod hurry;
 mod ptrace;
 mod remote;
 mod safety;
+mod shard;
 mod signal;
 mod spawn;
 mod stop;
@@ -283,6 +284,7 @@ pub use events::{Event, Events};
 pub use safety::{
     also_on_termination, catch_termination_signals, end_sessions, termination_signal,
 };
+pub use shard::{EngineFactory, ShardStats};
 pub use signal::{Disposition, Signal};
 pub use spawn::{SpawnCommand, Spawned};
 pub use thread::SyscallSource;

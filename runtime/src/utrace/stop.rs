@@ -35,6 +35,7 @@ impl Tracer {
             return;
         }
         let st = ptrace::decode(status);
+        self.note_shard_stop();
         let Some(thread) = self.core.threads.get_mut(&tid) else {
             self.on_stranger(tid, st, status);
             return;
@@ -48,6 +49,11 @@ impl Tracer {
             _ => {}
         }
         self.core.stops += 1;
+        // Handed over by another shard: back to where it was parked.
+        #[cfg(target_arch = "x86_64")]
+        if let Some(regs) = thread.restore.take() {
+            let _ = ptrace::set_regs(tid, &regs);
+        }
         let first = thread.run == Run::Starting;
         thread.run = Run::Stopped;
         // Any ptrace trap clears a pending PTRACE_INTERRUPT (the kernel's
@@ -65,6 +71,9 @@ impl Tracer {
             } if first => {
                 // The kernel's first stop of a child it attached for us.
                 thread.group_stopped = sig.is_stop_signal();
+                if self.hand_over(tid) {
+                    return;
+                }
                 self.finish_stop(tid, false);
             }
             Status::SyscallStop => self.on_syscall_stop(tid),
@@ -295,6 +304,9 @@ impl Tracer {
         }
         // A new mm: none of the old breakpoints or trampolines exist.
         self.core.uprobes.forget(tid);
+        if let Some(s) = &self.core.shard {
+            s.group.forget_park(tid);
+        }
         let Some(thread) = self.core.threads.get_mut(&tid) else {
             return;
         };
@@ -472,6 +484,10 @@ impl Tracer {
         let Some(thread) = self.core.threads.remove(&tid) else {
             return;
         };
+        #[cfg(target_arch = "x86_64")]
+        if let Some(regs) = &thread.restore {
+            let _ = ptrace::set_regs(tid, regs);
+        }
         let ours = matches!(st, Status::SignalStop(Signal::TRAP))
             && !thread.stepping
             && self.undo_trap_for_detach(tid, thread.tgid);

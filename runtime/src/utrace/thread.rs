@@ -98,6 +98,13 @@ pub(crate) struct Thread {
     /// Single-stepping the original instruction of this breakpoint site
     /// (the fallback step-over); the int3 goes back when it completes.
     pub bp_step: Option<u64>,
+    /// Seized with PTRACE_O_EXITKILL (a spawned command and what it
+    /// creates): a handed-over thread is seized again the same way.
+    pub exitkill: bool,
+    /// Handed over by another shard (`shard`): its registers before it
+    /// was parked, put back at its first stop here.
+    #[cfg(target_arch = "x86_64")]
+    pub restore: Option<Box<super::Regs>>,
 }
 
 impl Thread {
@@ -120,6 +127,9 @@ impl Thread {
             stepping: false,
             no_blockstep: false,
             bp_step: None,
+            exitkill: false,
+            #[cfg(target_arch = "x86_64")]
+            restore: None,
         }
     }
 
@@ -128,6 +138,7 @@ impl Thread {
     pub fn child(&self, tid: Tid, tgid: Tid) -> Thread {
         let mut child = Thread::new(tid, tgid, Run::Starting);
         child.source = self.source;
+        child.exitkill = self.exitkill;
         child.attachments = self
             .attachments
             .iter()
