@@ -226,11 +226,14 @@ impl Shared {
                         let v: Vec<String> = shards.iter().map(|s| f(s).to_string()).collect();
                         v.join(" + ")
                     };
+                    let moved: u64 = shards.iter().map(|s| s.adopted).sum();
+                    let parked: u64 = shards.iter().map(|s| s.parked_ns).sum();
                     eprintln!(
-                        "utap: {} tracer threads: ptrace stops {}; threads handed over {}",
+                        "utap: {} tracer threads: ptrace stops {}; threads handed over {} ({:.1} µs parked on average)",
                         shards.len(),
                         list(|s| s.stops),
-                        list(|s| s.adopted)
+                        list(|s| s.adopted),
+                        parked as f64 / moved.max(1) as f64 / 1000.0
                     );
                 }
                 let c = ctl.step_counts();

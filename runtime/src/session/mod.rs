@@ -188,9 +188,8 @@ pub fn run(
     crate::endtrace::mark("tracing started");
     if opts.verbose {
         eprintln!(
-            "utap: tracing started: process {pid}, {} thread(s), {} tracer thread(s)",
-            threads.len(),
-            tracer.shard_count()
+            "utap: tracing started: process {pid}, {} thread(s)",
+            threads.len()
         );
     }
     tracer.run().map_err(|e| SessionError(e.to_string()))?;

@@ -68,6 +68,8 @@ struct Slot {
     stops: AtomicU64,
     /// Threads handed over to it.
     adopted: AtomicU64,
+    /// Nanoseconds those threads spent parked, from detach to restore.
+    parked_ns: AtomicU64,
 }
 
 /// The shards of one session.
@@ -96,6 +98,8 @@ pub struct ShardStats {
     pub stops: u64,
     /// Threads handed over to it.
     pub adopted: u64,
+    /// Nanoseconds they spent parked, in all (the handover's cost to them).
+    pub parked_ns: u64,
 }
 
 impl Group {
@@ -108,6 +112,7 @@ impl Group {
                     load: AtomicUsize::new(0),
                     stops: AtomicU64::new(0),
                     adopted: AtomicU64::new(0),
+                    parked_ns: AtomicU64::new(0),
                 })
                 .collect(),
             ended: AtomicBool::new(false),
@@ -144,6 +149,7 @@ impl Group {
             .map(|s| ShardStats {
                 stops: s.stops.load(Ordering::Relaxed),
                 adopted: s.adopted.load(Ordering::Relaxed),
+                parked_ns: s.parked_ns.load(Ordering::Relaxed),
             })
             .collect()
     }
@@ -280,7 +286,7 @@ impl Tracer {
         let Some(mut thread) = self.core.threads.remove(&tid) else {
             return false;
         };
-        thread.restore = Some(Box::new(regs));
+        thread.restore = Some(Box::new((regs, std::time::Instant::now())));
         group.slots[target].load.fetch_add(1, Ordering::Relaxed);
         group.slots[shard.index]
             .load
@@ -381,6 +387,16 @@ impl Tracer {
             }
             group.restore_parks();
         }
+    }
+}
+
+/// A handed-over thread was put back where it was parked.
+pub(crate) fn note_handover(shard: &Option<ShardRef>, parked: std::time::Instant) {
+    if let Some(s) = shard {
+        let ns = parked.elapsed().as_nanos() as u64;
+        s.group.slots[s.index]
+            .parked_ns
+            .fetch_add(ns, Ordering::Relaxed);
     }
 }
 

@@ -51,8 +51,9 @@ impl Tracer {
         self.core.stops += 1;
         // Handed over by another shard: back to where it was parked.
         #[cfg(target_arch = "x86_64")]
-        if let Some(regs) = thread.restore.take() {
-            let _ = ptrace::set_regs(tid, &regs);
+        if let Some(parked) = thread.restore.take() {
+            let _ = ptrace::set_regs(tid, &parked.0);
+            super::shard::note_handover(&self.core.shard, parked.1);
         }
         let first = thread.run == Run::Starting;
         thread.run = Run::Stopped;
@@ -485,8 +486,8 @@ impl Tracer {
             return;
         };
         #[cfg(target_arch = "x86_64")]
-        if let Some(regs) = &thread.restore {
-            let _ = ptrace::set_regs(tid, regs);
+        if let Some(parked) = &thread.restore {
+            let _ = ptrace::set_regs(tid, &parked.0);
         }
         let ours = matches!(st, Status::SignalStop(Signal::TRAP))
             && !thread.stepping

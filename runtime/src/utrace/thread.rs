@@ -102,9 +102,9 @@ pub(crate) struct Thread {
     /// creates): a handed-over thread is seized again the same way.
     pub exitkill: bool,
     /// Handed over by another shard (`shard`): its registers before it
-    /// was parked, put back at its first stop here.
+    /// was parked, put back at its first stop here, and when it was parked.
     #[cfg(target_arch = "x86_64")]
-    pub restore: Option<Box<super::Regs>>,
+    pub restore: Option<Box<(super::Regs, std::time::Instant)>>,
 }
 
 impl Thread {
