@@ -210,15 +210,18 @@ fn a_thousand_threads_created_and_joined_lose_nothing() {
     );
 }
 
-/// More tracer threads than CPUs, and a thousand threads: each new thread
-/// is handed over at its first stop; nothing is lost or counted twice.
+/// More tracer threads than CPUs, and a thousand threads, each handed
+/// over at its first stop (`UTAP_SHARD_SETTLE=1`; by default only a thread
+/// that keeps stopping moves): nothing is lost or counted twice.
 #[test]
 fn a_thousand_threads_over_four_tracer_threads_lose_nothing() {
-    let out = run(utap_sharded(
+    let mut c = utap_sharded(
         CHURN,
         4,
         &["-c", &format!("{} 1000 100", fixture("threads"))],
-    ));
+    );
+    c.env("UTAP_SHARD_SETTLE", "1");
+    let out = run(c);
     assert_eq!(out.status, 0, "{out:?}");
     assert_sharded(&out.stderr, 4);
     assert_eq!(
@@ -272,7 +275,7 @@ fn ctrl_c_during_thread_churn_leaves_nothing_stopped_or_traced() {
                 % 380;
         let cmd = format!("{} 8 >/dev/null 2>&1", fixture("churn"));
         let mut c = utap(THREAD_COUNT, &["-c", &cmd]);
-        c.env("UTAP_SHARDS", "2");
+        c.env("UTAP_SHARDS", "2").env("UTAP_SHARD_SETTLE", "1");
         let live = Live::spawn(c);
         let line = live.line();
         let pid: i32 = line
@@ -314,4 +317,41 @@ fn ctrl_c_during_thread_churn_leaves_nothing_stopped_or_traced() {
         });
         signal(pid, libc::SIGKILL);
     }
+}
+
+/// Per thread of a `-x` session (no seccomp filter: entry and exit stops),
+/// its getppid entries and returns: each churn thread makes 3.
+const ENTRIES_AND_RETURNS: &str = r#"
+global e, r
+probe syscall.getppid { e[tid()]++ }
+probe syscall.getppid.return { r[tid()]++ }
+probe end {
+  bad = 0; n = 0; full = 0
+  foreach (t in e) { n++; if (e[t] > 3 || r[t] > e[t]) bad++; if (e[t] == 3 && r[t] == 3) full++ }
+  printf("threads>0=%d full>0=%d bad=%d\n", n > 0, full > 0, bad)
+}
+"#;
+
+/// Threads handed over at a syscall entry (`UTAP_SHARD_SETTLE=2`: a new
+/// thread's second stop is its first getppid's entry) make the call after
+/// the handover, and it is reported once: no thread shows more than its 3
+/// entries, or more returns than entries.
+#[test]
+fn threads_handed_over_at_a_syscall_entry_report_each_call_once() {
+    let churn = Running::ready("churn", &["4"]);
+    let mut c = utap_sharded(
+        ENTRIES_AND_RETURNS,
+        2,
+        &["-T", "1", "-x", &churn.pid().to_string()],
+    );
+    c.env("UTAP_SHARD_SETTLE", "2");
+    let out = run(c);
+    assert_eq!(out.status, 0, "{out:?}");
+    assert_sharded(&out.stderr, 2);
+    assert_eq!(out.stdout, "threads>0=1 full>0=1 bad=0\n", "{out:?}");
+    wait_until("every thread untraced", || {
+        threads(churn.pid())
+            .iter()
+            .all(|&t| matches!(status_field(t, "TracerPid").as_deref(), Some("0") | None))
+    });
 }

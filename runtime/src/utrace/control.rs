@@ -143,6 +143,8 @@ pub(crate) struct Core {
     pub bp_regs: Option<super::Regs>,
     /// This tracer's place among the session's tracer threads (`shard`).
     pub shard: Option<super::shard::ShardRef>,
+    /// Its threads that stopped often enough to count as busy (`shard`).
+    pub busy: usize,
 }
 
 /// See [`Control::on_end`].

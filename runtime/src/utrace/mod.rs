@@ -148,19 +148,20 @@
 //! `Core`, doorbell, colocation and engines (from a factory, at the same
 //! ids); each waits with `__WALL | __WNOTHREAD` and so reaps only the
 //! stops of its own tracees. The kernel makes an auto-attached clone a
-//! tracee of its creator's tracer thread; at the clone's first stop (after
-//! its creator's clone report, before it ran an instruction) its shard
-//! hands it to the least loaded shard. ptrace cannot pass a tracee on: the
-//! owner saves its registers, points its instruction pointer at a `jmp .`
-//! (`eb fe`) written over the program's entry code (AT_ENTRY, through
-//! /proc/PID/mem: `_start` never runs again; put back at the end), sets
-//! `orig_rax` to -1 (nothing to restart), detaches, and sends the `Thread`
-//! record (attachments, actions, syscall source, EXITKILL) to the new
-//! shard's command queue; the new owner seizes the spinning thread,
-//! interrupts it and, at that stop, restores its registers and resumes it
-//! without a report. A thread keeps its shard for life; each shard's
-//! colocation follows its own tracees (the issue's "keep the owner and move
-//! the owner's affinity"), so migration needs no further handover.
+//! tracee of its creator's tracer thread; at its 64th stop there (a
+//! thread that keeps stopping; short-lived ones never move) it is handed to
+//! the shard with the fewest busy threads, if that has fewer. ptrace
+//! cannot pass a tracee on: the owner saves its registers, points its
+//! instruction pointer at a `jmp .` (`eb fe`) written over the program's
+//! entry code (AT_ENTRY, through /proc/PID/mem: `_start` never runs again;
+//! put back at the end), sets `orig_rax` to -1 (at a syscall entry the call
+//! is skipped, and made again after the handover without a second report),
+//! detaches, and sends the `Thread` record (attachments, actions, syscall
+//! source, EXITKILL) to the new shard's command queue; the new owner seizes
+//! the spinning thread, interrupts it and, at that stop, restores its
+//! registers and resumes it without a report. A thread moves once; each
+//! shard's colocation follows its own tracees (the issue's "keep the owner
+//! and move the owner's affinity"), so migration needs no further handover.
 //! Measured cost of a handover and the policy: see README ("Tracing many
 //! threads").
 //!

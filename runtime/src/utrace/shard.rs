@@ -10,19 +10,26 @@
 //! hook.
 //!
 //! **Handover.** The kernel makes a new thread a tracee of its creator's
-//! tracer thread. At the new thread's first stop (after its creator's
-//! clone report, before it ran a single instruction) its shard may hand it
-//! to the least loaded shard: ptrace cannot pass a tracee on, so the owner
-//! saves its registers, points its instruction pointer at a `jmp .`
-//! (`eb fe`, written over the program's entry code at AT_ENTRY, which never
-//! runs again once the program started), and detaches it; the thread spins
-//! there, making no system call (a seccomp `RET_TRACE` without a tracer
-//! would fail it) and reporting nothing; the new owner seizes it,
-//! interrupts it and, at that stop, puts its registers back and resumes it
-//! without reporting anything: its first stop was already reported. A
-//! thread keeps its shard for life; each shard's colocation then follows
-//! its own tracees' CPUs (the issue's "keep the owner and move the owner's
-//! affinity"), so no further handover is needed when a thread migrates.
+//! tracer thread. A thread that keeps stopping is worth serving elsewhere:
+//! at its [`SETTLE`]th stop on a shard (64; `UTAP_SHARD_SETTLE` for tests),
+//! once that stop is reported and arbitrated and the thread would resume,
+//! it moves to the shard with the fewest busy threads if that one has
+//! fewer than its own, else it counts as busy where it is. Short-lived
+//! threads (a few stops from birth to exit) never pay for a move. ptrace
+//! cannot pass a tracee on, so the owner saves its registers, points its
+//! instruction pointer at a `jmp .` (`eb fe`, written over the program's
+//! entry code at AT_ENTRY, which never runs again once the program
+//! started), and detaches it; the thread spins there, making no system
+//! call (a seccomp `RET_TRACE` without a tracer would fail it) and
+//! reporting nothing; the new owner seizes it, interrupts it and, at that
+//! stop, puts its registers back and resumes it without a report. At a
+//! syscall entry (the usual stop of a busy thread) the call is skipped
+//! while parked (`orig_rax` -1) and the registers put back point at its
+//! `syscall` instruction with the number in `rax`: the call is made again
+//! after the handover, and that second entry stop is not reported
+//! (`Thread::retrap`). A thread moves once; each shard's colocation then
+//! follows its own tracees' CPUs (the issue's "keep the owner and move the
+//! owner's affinity"), so migration needs no further handover.
 //!
 //! **Ending.** Any shard's end (`Control::end`, the watched process's
 //! exit, a termination signal) ends the group: every shard is rung, detaches
@@ -34,8 +41,9 @@
 //!
 //! **What stays on one shard.** Threads of a process with breakpoints
 //! (their sites, step windows and return trampolines are one shard's
-//! state), threads in a group-stop or with a signal or a stop pending, and
-//! fork children (new processes stay with their creator's shard) are never
+//! state), process leaders, threads in a group-stop, with a signal or a
+//! stop pending, or inside a syscall other than at its entry, and fork
+//! children (new processes stay with their creator's shard) are never
 //! handed over. Sessions that control threads across threads, sample with
 //! `timer.profile` or place breakpoints are not sharded at all (the session
 //! decides, see `crate::session`).
@@ -50,7 +58,7 @@ use std::time::Duration;
 use super::control::{Core, EndReason};
 use super::error::{Error, Result};
 use super::ptrace;
-use super::thread::{Run, Thread};
+use super::thread::{Parkable, Run, Thread};
 use super::tracer::Command;
 use super::{Control, Engine, ResumeAction, Tid, Tracer};
 
@@ -62,7 +70,7 @@ struct Slot {
     /// Its command queue; `None` once it has closed (see *Ending*).
     tx: Mutex<Option<mpsc::Sender<Command>>>,
     ring: Mutex<Option<Arc<OwnedFd>>>,
-    /// Threads it serves (updated at its stops and at each handover).
+    /// Its busy threads (updated at its stops and at each handover).
     load: AtomicUsize,
     /// Its ptrace-stops so far.
     stops: AtomicU64,
@@ -79,6 +87,8 @@ pub(crate) struct Group {
     reason: Mutex<Option<EndReason>>,
     /// Per process: the `jmp .` site and the bytes it replaced.
     parks: Mutex<HashMap<i32, (u64, [u8; 2])>>,
+    /// Stops of a thread before it may move ([`SETTLE`]).
+    settle: u32,
     /// Per shard: its loop still serves events (see `loop_ended`).
     serving: Mutex<Vec<bool>>,
     served: Condvar,
@@ -118,6 +128,11 @@ impl Group {
             ended: AtomicBool::new(false),
             reason: Mutex::new(None),
             parks: Mutex::new(HashMap::new()),
+            settle: std::env::var("UTAP_SHARD_SETTLE")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(SETTLE)
+                .max(1),
             serving: Mutex::new((0..n).map(|i| i != 0).collect()),
             served: Condvar::new(),
         }
@@ -236,24 +251,30 @@ impl Tracer {
         self.core.shard.as_ref().map_or(1, |s| s.group.slots.len())
     }
 
-    /// At a new thread's first stop: hands it to a less loaded shard if
-    /// that is possible and worth it. True when it is gone from here.
+    /// At a thread's [`SETTLE`]th stop here (`UTAP_SHARD_SETTLE`), once its engines have
+    /// spoken and it would be resumed: hands it to the shard with the
+    /// fewest busy threads if that has fewer than this one, else counts it
+    /// busy here. True when it is gone from here.
     #[cfg(target_arch = "x86_64")]
     pub(crate) fn hand_over(&mut self, tid: Tid) -> bool {
         let Some(shard) = self.core.shard.clone() else {
             return false;
         };
         let group = &shard.group;
-        if self.core.end.is_some() || group.ended().is_some() || !self.core.uprobes.is_empty() {
-            return false;
-        }
-        let Some(thread) = self.core.threads.get(&tid) else {
+        let Some(thread) = self.core.threads.get_mut(&tid) else {
             return false;
         };
-        if !movable(thread) {
+        if thread.stops_here != group.settle || thread.settled {
             return false;
         }
-        let mine = self.core.threads.len();
+        if !movable(thread)
+            || self.core.end.is_some()
+            || group.ended().is_some()
+            || !self.core.uprobes.is_empty()
+        {
+            return false;
+        }
+        let mine = self.core.busy;
         let (target, load) = group
             .slots
             .iter()
@@ -261,36 +282,31 @@ impl Tracer {
             .map(|(i, s)| (i, s.load.load(Ordering::Relaxed)))
             .min_by_key(|&(i, load)| (load, i != shard.index))
             .unwrap_or((shard.index, 0));
-        // Worth a move only towards a shard with fewer threads than this
-        // one would keep.
-        if target == shard.index || load + 1 >= mine {
+        if target == shard.index || load >= mine {
+            thread.settled = true;
+            self.core.busy += 1;
             return false;
         }
         let Some(park) = group.park_site(thread.tgid) else {
             return false;
         };
-        let Ok(regs) = ptrace::get_regs(tid) else {
+        let Some((parked, restore, retrap)) = park_regs(thread, park) else {
             return false;
         };
-        let mut parked = regs;
-        parked.rip = park;
-        // Not inside a system call: nothing to restart on the way out.
-        parked.orig_rax = u64::MAX;
         if ptrace::set_regs(tid, &parked).is_err() {
             return false;
         }
         if ptrace::detach(tid, None).is_err() {
-            let _ = ptrace::set_regs(tid, &regs);
+            let _ = ptrace::set_regs(tid, &restore);
             return false;
         }
         let Some(mut thread) = self.core.threads.remove(&tid) else {
             return false;
         };
-        thread.restore = Some(Box::new((regs, std::time::Instant::now())));
+        thread.restore = Some(Box::new((restore, std::time::Instant::now())));
+        thread.retrap = retrap;
+        thread.settled = true;
         group.slots[target].load.fetch_add(1, Ordering::Relaxed);
-        group.slots[shard.index]
-            .load
-            .store(self.core.threads.len(), Ordering::Relaxed);
         // Sent under the slot's lock: a shard closes its queue under the
         // same lock, so the thread is either adopted there or taken back.
         let slot = &group.slots[target];
@@ -310,7 +326,6 @@ impl Tracer {
             }
             Err(back) => {
                 drop(tx);
-                slot.load.fetch_sub(1, Ordering::Relaxed);
                 back(&mut Control {
                     core: &mut self.core,
                 });
@@ -330,7 +345,7 @@ impl Tracer {
         if let Some(s) = &self.core.shard {
             let slot = &s.group.slots[s.index];
             slot.stops.store(self.core.stops, Ordering::Relaxed);
-            slot.load.store(self.core.threads.len(), Ordering::Relaxed);
+            slot.load.store(self.core.busy, Ordering::Relaxed);
         }
     }
 
@@ -400,21 +415,53 @@ pub(crate) fn note_handover(shard: &Option<ShardRef>, parked: std::time::Instant
     }
 }
 
-/// A thread that may change shards: nothing pending that belongs to this
-/// shard's state.
+/// Stops of a thread on its shard before it may move: a thread that stops
+/// this often keeps its tracer busy, while short-lived threads (a few
+/// stops from birth to exit) are not worth a handover's cost (README,
+/// "Tracing many threads").
+pub(crate) const SETTLE: u32 = 64;
+
+/// A thread that may change shards: not a process leader, at a stop where
+/// it can be parked, with nothing pending that belongs to this shard.
 fn movable(t: &Thread) -> bool {
     t.tid != t.tgid
         && t.run == Run::Stopped
+        && t.parkable != Parkable::No
         && !t.attachments.is_empty()
         && !t.group_stopped
         && !t.detach_pending
         && !t.quiesce_due
         && !t.stepping
-        && !t.in_syscall
+        && !t.retrap
         && t.bp_step.is_none()
         && t.pending_signal.is_none()
         && t.injected.is_none()
         && t.prevailing() == ResumeAction::Resume
+}
+
+/// The registers that park `t` on `park`, those that put it back, and
+/// whether its syscall is made again: at a syscall entry the call is
+/// skipped now (`orig_rax` -1) and the thread goes back to its `syscall`
+/// instruction with the number in `rax`; elsewhere it goes back as it was.
+#[cfg(target_arch = "x86_64")]
+fn park_regs(t: &Thread, park: u64) -> Option<(super::Regs, super::Regs, bool)> {
+    let regs = ptrace::get_regs(t.tid).ok()?;
+    let mut restore = regs;
+    let retrap = t.parkable == Parkable::Entry;
+    if retrap {
+        // Only the 2-byte `syscall` (0f 05) is known to be made again so.
+        let at = regs.rip.checked_sub(2)?;
+        let word = ptrace::raw(libc::PTRACE_PEEKTEXT as u32, t.tid, at as usize, 0).ok()?;
+        if word as u64 & 0xffff != 0x050f {
+            return None;
+        }
+        restore.rip = at;
+        restore.rax = regs.orig_rax;
+    }
+    let mut parked = regs;
+    parked.rip = park;
+    parked.orig_rax = u64::MAX;
+    Some((parked, restore, retrap))
 }
 
 /// Takes over a parked thread: seize, interrupt; its registers go back at
@@ -433,6 +480,7 @@ fn adopt(core: &mut Core, mut thread: Thread) {
     let _ = ptrace::interrupt(thread.tid);
     thread.run = Run::Running;
     thread.interrupted = true;
+    core.busy += 1;
     if let Some(s) = &core.shard {
         s.group.slots[s.index]
             .adopted

@@ -23,7 +23,7 @@
 use super::control::EndReason;
 use super::cx::StopKind;
 use super::ptrace::{self, Status};
-use super::thread::{Mode, Run, Thread};
+use super::thread::{Mode, Parkable, Run, SyscallSource, Thread};
 use super::{
     CloneInfo, CloneKind, Engine, Event, ExitStatus, Jctl, ResumeAction, Signal, Tid, Tracer,
 };
@@ -49,6 +49,8 @@ impl Tracer {
             _ => {}
         }
         self.core.stops += 1;
+        thread.stops_here = thread.stops_here.saturating_add(1);
+        thread.parkable = Parkable::No;
         // Handed over by another shard: back to where it was parked.
         #[cfg(target_arch = "x86_64")]
         if let Some(parked) = thread.restore.take() {
@@ -72,8 +74,8 @@ impl Tracer {
             } if first => {
                 // The kernel's first stop of a child it attached for us.
                 thread.group_stopped = sig.is_stop_signal();
-                if self.hand_over(tid) {
-                    return;
+                if !thread.group_stopped {
+                    thread.parkable = Parkable::Quiet;
                 }
                 self.finish_stop(tid, false);
             }
@@ -102,8 +104,16 @@ impl Tracer {
         let Some(thread) = self.core.threads.get_mut(&tid) else {
             return;
         };
+        if std::mem::take(&mut thread.retrap) {
+            // The entry reported before a handover, made again.
+            thread.in_syscall = true;
+            return self.finish_stop(tid, false);
+        }
         let entry = !thread.in_syscall;
         thread.in_syscall = entry;
+        if entry {
+            thread.parkable = Parkable::Entry;
+        }
         let untraced = std::mem::take(&mut thread.entered_untraced);
         if entry {
             thread.reset_exit_choices();
@@ -134,8 +144,14 @@ impl Tracer {
         };
         let mut reported = false;
         thread.entered_untraced = false;
+        if std::mem::take(&mut thread.retrap) {
+            // The entry reported before a handover, made again.
+            thread.in_syscall = true;
+            return self.finish_stop(tid, false);
+        }
         if !thread.in_syscall {
             thread.in_syscall = true;
+            thread.parkable = Parkable::Entry;
             thread.reset_exit_choices();
             reported = self.report(
                 tid,
@@ -218,6 +234,9 @@ impl Tracer {
         } else {
             thread.group_stopped.then_some(Jctl::Continued)
         };
+        if jctl.is_none() && !thread.in_syscall && !thread.group_stopped {
+            thread.parkable = Parkable::Quiet;
+        }
         let mut reported = false;
         if let Some(j) = jctl {
             thread.group_stopped = matches!(j, Jctl::Stopped(_));
@@ -325,6 +344,9 @@ impl Tracer {
         let Some(thread) = self.core.threads.remove(&tid) else {
             return;
         };
+        if thread.settled {
+            self.core.busy = self.core.busy.saturating_sub(1);
+        }
         self.report_death(&thread, status);
         if !self.core.uprobes.is_empty() {
             if thread.bp_step.is_some() {
@@ -427,7 +449,12 @@ impl Tracer {
                     }
                 }
                 // resume() treats a left-over Interrupt/Report as Resume.
-                _ => return self.resume(tid, action),
+                _ => {
+                    if self.core.shard.is_some() && self.hand_over(tid) {
+                        return;
+                    }
+                    return self.resume(tid, action);
+                }
             }
         }
     }
@@ -451,6 +478,14 @@ impl Tracer {
             return;
         };
         let mut mode = thread.mode_for(action);
+        if thread.retrap && !matches!(mode, Mode::Step | Mode::Block | Mode::Listen) {
+            // On to the syscall made again: under seccomp its filter stops
+            // it (a syscall-entry stop first would look like an exit).
+            mode = match thread.source {
+                SyscallSource::Seccomp => Mode::Cont,
+                SyscallSource::Ptrace => Mode::Syscall,
+            };
+        }
         let sig = thread.pending_signal.take();
         let result = match mode {
             Mode::Listen => {
@@ -466,7 +501,7 @@ impl Tracer {
         // ESRCH: killed meanwhile; its death comes through wait.
         let _ = result;
         thread.mode = mode;
-        if mode != Mode::Syscall {
+        if mode != Mode::Syscall && !thread.retrap {
             thread.in_syscall = false;
         }
         thread.stepping = matches!(mode, Mode::Step | Mode::Block);
