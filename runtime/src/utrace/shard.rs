@@ -65,7 +65,9 @@ use super::{Control, Engine, ResumeAction, Tid, Tracer};
 /// Makes one shard's engines, in the order (ids) of shard 0's.
 pub type EngineFactory = Arc<dyn Fn() -> Vec<Box<dyn Engine>> + Send + Sync>;
 
-/// What one shard shares with the others.
+/// What one shard shares with the others; a cache line of its own, as
+/// its shard writes its counts at every stop.
+#[repr(align(128))]
 struct Slot {
     /// Its command queue; `None` once it has closed (see *Ending*).
     tx: Mutex<Option<mpsc::Sender<Command>>>,
