@@ -118,15 +118,20 @@ impl Tracer {
             if let Some(end) = self.core.end.take() {
                 break self.end_group(end);
             }
-            if let Some(end) = self.core.shard.as_ref().and_then(|s| s.group.ended()) {
-                break end;
-            }
             if let Some(sig) = safety::termination_signal() {
                 crate::endtrace::mark("tracer saw the signal");
                 if self.core.kill_on_signal {
                     self.kill_all();
                 }
                 break self.end_group(EndReason::Signal(sig));
+            }
+            // Another shard ended the session (after the signal check: a
+            // signal's killing is every shard's to do for its tracees).
+            if let Some(end) = self.core.shard.as_ref().and_then(|s| s.group.ended()) {
+                if matches!(end, EndReason::Signal(_)) && self.core.kill_on_signal {
+                    self.kill_all();
+                }
+                break end;
             }
             self.doorbell.set_deadline(self.next_deadline());
             let (tid, status) = match self.colocator.wait() {
