@@ -103,11 +103,12 @@ impl ScriptLock {
                 Err(std::sync::TryLockError::Poisoned(e)) => return Some(e.into_inner()),
                 Err(std::sync::TryLockError::WouldBlock) => {}
             }
-            // Spin a little first: the holder is usually mid-handler on
-            // another CPU and done within microseconds.
-            if attempt < 64 {
+            // Spin, then yield, before sleeping: the holder is usually
+            // mid-handler (a microsecond) on another CPU, or preempted on
+            // this one; a sleep costs a timer's slack (≈50 µs) per event.
+            if attempt < 256 {
                 std::hint::spin_loop();
-            } else if self.delay.is_zero() {
+            } else if attempt < 4096 || self.delay.is_zero() {
                 std::thread::yield_now();
             } else {
                 std::thread::sleep(self.delay);
