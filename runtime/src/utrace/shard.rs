@@ -188,6 +188,22 @@ impl Group {
         self.served.notify_all();
     }
 
+    /// Every shard but `owner` forgets thread `tid` (without a ptrace
+    /// request: it is no longer theirs).
+    pub fn forget_elsewhere(&self, owner: usize, tid: Tid) {
+        for (i, slot) in self.slots.iter().enumerate().filter(|(i, _)| *i != owner) {
+            let sent = lock(&slot.tx).as_ref().is_some_and(|tx| {
+                tx.send(Box::new(move |ctl: &mut Control| {
+                    ctl.core.threads.remove(&tid);
+                }))
+                .is_ok()
+            });
+            if sent && let Some(ring) = lock(&self.slots[i].ring).as_ref() {
+                super::doorbell::ring(ring.as_raw_fd());
+            }
+        }
+    }
+
     /// A process exec'd: its old entry code is gone with its old image.
     pub fn forget_park(&self, tgid: Tid) {
         lock(&self.parks).remove(&tgid.0);

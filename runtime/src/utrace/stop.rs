@@ -36,8 +36,11 @@ impl Tracer {
         }
         let st = ptrace::decode(status);
         self.note_shard_stop();
-        let Some(thread) = self.core.threads.get_mut(&tid) else {
+        if !self.core.threads.contains_key(&tid) && !self.exec_took_leader(tid, st) {
             self.on_stranger(tid, st, status);
+            return;
+        }
+        let Some(thread) = self.core.threads.get_mut(&tid) else {
             return;
         };
         match st {
@@ -84,6 +87,34 @@ impl Tracer {
             Status::Event { event, sig } => self.on_event(tid, event, sig),
             _ => {}
         }
+    }
+
+    /// With several shards, a thread of ours that exec'd takes over its
+    /// process leader's id, which another shard traced: its exec stop
+    /// comes under the leader's id. The thread's record takes that id
+    /// here, and the other shards forget the old leader (the kernel has
+    /// let it go; it reports no death).
+    fn exec_took_leader(&mut self, tid: Tid, st: Status) -> bool {
+        let Status::Event {
+            event: ptrace::EVENT_EXEC,
+            ..
+        } = st
+        else {
+            return false;
+        };
+        let Some(shard) = self.core.shard.clone() else {
+            return false;
+        };
+        let Some(former) = ptrace::event_msg(tid).ok().map(|m| Tid(m as i32)) else {
+            return false;
+        };
+        let Some(mut t) = self.core.threads.remove(&former) else {
+            return false;
+        };
+        t.tid = tid;
+        self.core.threads.insert(tid, t);
+        shard.group.forget_elsewhere(shard.index, tid);
+        true
     }
 
     /// A stop from a thread we do not know yet: the first stop of a child
