@@ -46,7 +46,7 @@ pub(crate) struct Confined(Shared);
 // pointers of a handler run are set and cleared within it, and the
 // session's closures run under the lock too. Sessions whose state hands
 // out values across threads (function and marker probes, the profile
-// sampler, guru thread control) are never sharded (`shards_for`).
+// sampler, guru thread control) are never sharded (`shard_count`).
 unsafe impl Send for Confined {}
 unsafe impl Sync for Confined {}
 

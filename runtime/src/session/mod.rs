@@ -4,8 +4,10 @@
 //! from its first instruction, with a seccomp filter that stops only on the
 //! syscalls the script probes, if it probes any) or attaches to every thread of a running
 //! process, and serves every process probe from one utrace engine attached
-//! to each thread of the target and its descendants ([`engine`]). Timer
-//! probes run on the same tracer thread, so script globals need no locks.
+//! to each thread of the target and its descendants ([`engine`]), on one
+//! tracer thread per CPU (see `shard_count` and `crate::utrace`'s shards);
+//! handlers, timer and end probes share the script state under its lock
+//! ([`lock`]). Timer and end probes run on the first tracer thread.
 //!
 //! The session ends when the target process exits, when a handler calls
 //! `exit()` or fails, at the `-T` limit, or on SIGINT/SIGTERM/SIGHUP/SIGQUIT;

@@ -68,9 +68,11 @@
 //!   `disposition(sig)`, `memory()` (a `ReadMemory`).
 //! * Ticks: `add_timer(first, |ctl| -> Option<Instant>)` runs the closure on
 //!   the tracer thread at `first` and then at each deadline it returns
-//!   (`None` stops it): timer probes share the handlers' thread, so script
-//!   globals need no locks. The doorbell's timerfd wakes the loop; an idle
-//!   loop costs nothing.
+//!   (`None` stops it): with one tracer thread, timer probes share the
+//!   handlers' thread. The doorbell's timerfd wakes the loop; an idle loop
+//!   costs nothing.
+//! * Several tracer threads: `enable_shards(n, factory)` (see *Many traced
+//!   threads*), `Control::shard_stats`, `shard_index`.
 //! * The loop ends on `Control::end` / `TracerHandle::end` (e.g. Ctrl-C
 //!   from another thread), when the `end_when_exits` process dies
 //!   (`EndReason::ProcessExited` with its status), or on

@@ -204,7 +204,8 @@ impl Group {
         }
     }
 
-    /// A process exec'd: its old entry code is gone with its old image.
+    /// A process exec'd (its old entry code is gone with its old image) or
+    /// ended (its pid may be reused): nothing to put back there.
     pub fn forget_park(&self, tgid: Tid) {
         lock(&self.parks).remove(&tgid.0);
     }
@@ -308,14 +309,15 @@ impl Tracer {
         let Some(park) = group.park_site(thread.tgid) else {
             return false;
         };
-        let Some((parked, restore, retrap)) = park_regs(thread, park) else {
+        let Some((regs, parked, restore, retrap)) = park_regs(thread, park) else {
             return false;
         };
         if ptrace::set_regs(tid, &parked).is_err() {
             return false;
         }
         if ptrace::detach(tid, None).is_err() {
-            let _ = ptrace::set_regs(tid, &restore);
+            // Still ours and stopped where it was: it goes on from here.
+            let _ = ptrace::set_regs(tid, &regs);
             return false;
         }
         let Some(mut thread) = self.core.threads.remove(&tid) else {
@@ -457,12 +459,12 @@ fn movable(t: &Thread) -> bool {
         && t.prevailing() == ResumeAction::Resume
 }
 
-/// The registers that park `t` on `park`, those that put it back, and
-/// whether its syscall is made again: at a syscall entry the call is
+/// The registers of `t` now, those that park it on `park`, those that put
+/// it back, and whether its syscall is made again: at a syscall entry the call is
 /// skipped now (`orig_rax` -1) and the thread goes back to its `syscall`
 /// instruction with the number in `rax`; elsewhere it goes back as it was.
 #[cfg(target_arch = "x86_64")]
-fn park_regs(t: &Thread, park: u64) -> Option<(super::Regs, super::Regs, bool)> {
+fn park_regs(t: &Thread, park: u64) -> Option<(super::Regs, super::Regs, super::Regs, bool)> {
     let regs = ptrace::get_regs(t.tid).ok()?;
     let mut restore = regs;
     let retrap = t.parkable == Parkable::Entry;
@@ -479,7 +481,7 @@ fn park_regs(t: &Thread, park: u64) -> Option<(super::Regs, super::Regs, bool)> 
     let mut parked = regs;
     parked.rip = park;
     parked.orig_rax = u64::MAX;
-    Some((parked, restore, retrap))
+    Some((regs, parked, restore, retrap))
 }
 
 /// Takes over a parked thread: seize, interrupt; its registers go back at

@@ -378,6 +378,9 @@ impl Tracer {
         if thread.settled {
             self.core.busy = self.core.busy.saturating_sub(1);
         }
+        if let Some(s) = self.core.shard.as_ref().filter(|_| tid == thread.tgid) {
+            s.group.forget_park(tid);
+        }
         self.report_death(&thread, status);
         if !self.core.uprobes.is_empty() {
             if thread.bp_step.is_some() {
