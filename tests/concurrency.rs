@@ -4,7 +4,10 @@
 //! and joining a thousand threads loses no event and never hangs.
 //!
 //! These hold whatever the tracer's threading: they guard the move from
-//! one tracer thread to several (README, "Tracing many threads").
+//! one tracer thread to several (README, "Tracing many threads"). The
+//! tests that must see several tracer threads at work ask for them
+//! (`UTAP_SHARDS`, whatever the machine's CPU count) and check with `-v`
+//! that each one served stops and that threads were handed over.
 
 mod support;
 
@@ -14,7 +17,7 @@ use support::*;
 
 /// Threads of the `mtsys` workload and getppid calls per thread.
 const THREADS: usize = 8;
-const CALLS: usize = 10_000;
+const CALLS: usize = 20_000;
 
 /// Every syscall of the workload (after its exec) counted by name, the
 /// getppid calls by thread, and each syscall's name length into a
@@ -116,13 +119,53 @@ fn strace_counts(cmd: &str, program: &str) -> Counts {
     counts
 }
 
+/// The `-v` line of a sharded session: per tracer thread, its stops and
+/// the threads handed over to it.
+fn shard_line(stderr: &str) -> (Vec<u64>, Vec<u64>) {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains(" tracer threads: ptrace stops "))
+        .unwrap_or_else(|| panic!("no tracer-thread line in {stderr}"));
+    let nums =
+        |s: &str| -> Vec<u64> { s.split(" + ").map(|n| n.trim().parse().unwrap()).collect() };
+    let rest = line.split_once("ptrace stops ").unwrap().1;
+    let (stops, handed) = rest.split_once("; threads handed over ").unwrap();
+    let handed = handed.split_once(" (").unwrap().0;
+    (nums(stops), nums(handed))
+}
+
+/// Several tracer threads really served the session: each handled stops,
+/// and new threads were handed over to the others.
+fn assert_sharded(stderr: &str, shards: usize) {
+    let (stops, handed) = shard_line(stderr);
+    assert_eq!(stops.len(), shards, "{stderr}");
+    assert!(
+        stops.iter().all(|&n| n > 0),
+        "a tracer thread served nothing: {stderr}"
+    );
+    assert!(
+        handed.iter().sum::<u64>() > 0,
+        "no thread handed over: {stderr}"
+    );
+}
+
+/// utap's run with `shards` tracer threads and `-v`, whose notes go to
+/// stderr (checked by `assert_sharded`) beside the script's output.
+fn utap_sharded(script: &str, shards: usize, args: &[&str]) -> std::process::Command {
+    let mut c = utap(script, &[&["-v"], args].concat());
+    c.env("UTAP_SHARDS", shards.to_string());
+    c
+}
+
 #[test]
 fn eight_threads_counted_by_name_by_tid_and_in_a_histogram_equal_strace() {
     let program = fixture("mtsys");
     let cmd = format!("{program} {THREADS} {CALLS}");
-    let out = run(utap(COUNT, &["-c", &cmd]));
-    assert_eq!(out.stderr, "", "{out:?}");
+    let out = run(utap_sharded(COUNT, 2, &["-c", &cmd]));
     assert_eq!(out.status, 0, "{out:?}");
+    assert!(!out.stderr.contains("ERROR"), "{out:?}");
+    assert!(!out.stderr.contains("skipped"), "{out:?}");
+    assert_sharded(&out.stderr, 2);
     let got = parse_utap(&out.stdout);
     assert_eq!(got.per_thread, vec![CALLS as u64; THREADS], "{out:?}");
     assert_eq!(
@@ -165,4 +208,150 @@ fn a_thousand_threads_created_and_joined_lose_nothing() {
         out.stdout, "calls=1001 distinct=1001 begun=1000 ended=1000\n",
         "{out:?}"
     );
+}
+
+/// More tracer threads than CPUs, and a thousand threads, each handed
+/// over at its first stop (`UTAP_SHARD_SETTLE=1`; by default only a thread
+/// that keeps stopping moves): nothing is lost or counted twice.
+#[test]
+fn a_thousand_threads_over_four_tracer_threads_lose_nothing() {
+    let mut c = utap_sharded(
+        CHURN,
+        4,
+        &["-c", &format!("{} 1000 100", fixture("threads"))],
+    );
+    c.env("UTAP_SHARD_SETTLE", "1");
+    let out = run(c);
+    assert_eq!(out.status, 0, "{out:?}");
+    assert_sharded(&out.stderr, 4);
+    assert_eq!(
+        out.stdout, "calls=1001 distinct=1001 begun=1000 ended=1000\n",
+        "{out:?}"
+    );
+}
+
+/// A thread-count script with no syscall probe: no seccomp filter, so an
+/// interrupted session lets the program go on untraced.
+const THREAD_COUNT: &str = r#"
+global begun
+probe process.begin { if (pid() == target()) printf("target %d\n", target()) }
+probe process.thread.begin { begun++ }
+probe end { println(begun >= 0 ? "end" : "") }
+"#;
+
+/// The bytes at the program's entry point (AT_ENTRY), where a handover
+/// parks a thread on a `jmp .` while it changes tracer threads.
+fn entry_code(pid: i32) -> Option<[u8; 2]> {
+    use std::os::unix::fs::FileExt;
+    let auxv = std::fs::read(format!("/proc/{pid}/auxv")).ok()?;
+    let entry = auxv.chunks_exact(16).find_map(|p| {
+        let key = u64::from_ne_bytes(p[..8].try_into().unwrap());
+        (key == libc::AT_ENTRY).then(|| u64::from_ne_bytes(p[8..].try_into().unwrap()))
+    })?;
+    let mem = std::fs::File::open(format!("/proc/{pid}/mem")).ok()?;
+    let mut code = [0u8; 2];
+    mem.read_exact_at(&mut code, entry).ok()?;
+    Some(code)
+}
+
+/// Ctrl-C at a random moment of a session whose program keeps creating
+/// and joining threads (each handed between tracer threads at its birth):
+/// utap ends with its end probe, and the program is left running,
+/// untraced, never stopped, still making new threads (no thread left
+/// parked), its entry code no longer a `jmp .`.
+#[test]
+fn ctrl_c_during_thread_churn_leaves_nothing_stopped_or_traced() {
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u64;
+    for round in 0..4u64 {
+        // 20–400 ms into the churn.
+        let delay = 20
+            + (seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(round * 1442695040888963407)
+                >> 33)
+                % 380;
+        let cmd = format!("{} 8 >/dev/null 2>&1", fixture("churn"));
+        let mut c = utap(THREAD_COUNT, &["-c", &cmd]);
+        c.env("UTAP_SHARDS", "2").env("UTAP_SHARD_SETTLE", "1");
+        let live = Live::spawn(c);
+        let line = live.line();
+        let pid: i32 = line
+            .strip_prefix("target ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected line {line:?}"));
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+        signal(live.pid(), libc::SIGINT);
+        let out = live.finish();
+        assert_eq!(
+            (out.stdout.as_str(), out.status),
+            ("end\n", 0),
+            "{out:?} after {delay} ms"
+        );
+        assert_eq!(out.stderr, "", "{out:?}");
+        wait_until("every thread untraced", || {
+            threads(pid)
+                .iter()
+                .all(|&t| matches!(status_field(t, "TracerPid").as_deref(), Some("0") | None))
+        });
+        for t in threads(pid) {
+            let st = state(t);
+            assert!(
+                st != 't' && st != 'T',
+                "thread {t} of {pid} is stopped ({st}) after {delay} ms"
+            );
+        }
+        let code = entry_code(pid).expect("entry code");
+        assert_ne!(
+            code,
+            [0xeb, 0xfe],
+            "entry code left parked after {delay} ms"
+        );
+        // Still churning: threads it creates from now on appear (a thread
+        // left parked would keep the main thread in pthread_join forever).
+        let before = threads(pid);
+        wait_until("new threads", || {
+            threads(pid).iter().any(|t| !before.contains(t))
+        });
+        signal(pid, libc::SIGKILL);
+    }
+}
+
+/// Per thread of a `-x` session (no seccomp filter: entry and exit stops),
+/// its getppid entries and returns: each churn thread makes 3.
+const ENTRIES_AND_RETURNS: &str = r#"
+global e, r
+probe syscall.getppid { e[tid()]++ }
+probe syscall.getppid.return { r[tid()]++ }
+probe end {
+  bad = 0; n = 0; full = 0
+  foreach (t in e) { n++; if (e[t] > 3 || r[t] > e[t]) bad++; if (e[t] == 3 && r[t] == 3) full++ }
+  printf("threads>0=%d full>0=%d bad=%d\n", n > 0, full > 0, bad)
+}
+"#;
+
+/// Threads handed over at a syscall entry (`UTAP_SHARD_SETTLE=2`: a new
+/// thread's second stop is its first getppid's entry) make the call after
+/// the handover, and it is reported once: no thread shows more than its 3
+/// entries, or more returns than entries.
+#[test]
+fn threads_handed_over_at_a_syscall_entry_report_each_call_once() {
+    let churn = Running::ready("churn", &["4"]);
+    let mut c = utap_sharded(
+        ENTRIES_AND_RETURNS,
+        2,
+        &["-T", "1", "-x", &churn.pid().to_string()],
+    );
+    c.env("UTAP_SHARD_SETTLE", "2");
+    let out = run(c);
+    assert_eq!(out.status, 0, "{out:?}");
+    assert_sharded(&out.stderr, 2);
+    assert_eq!(out.stdout, "threads>0=1 full>0=1 bad=0\n", "{out:?}");
+    wait_until("every thread untraced", || {
+        threads(churn.pid())
+            .iter()
+            .all(|&t| matches!(status_field(t, "TracerPid").as_deref(), Some("0") | None))
+    });
 }

@@ -291,6 +291,7 @@ fn traced(
         target,
         time_limit: limit,
         verbose: opts.verbose > 0,
+        guru: opts.guru,
     };
     let handover = handover.clone();
     let conclude = Box::new(move |status: i32, after: Aftermath| {

@@ -58,12 +58,17 @@ def script(text):
 COUNT_ALL = script("global n\nprobe syscall.* { n[name]++ }\n"
                    "probe end { foreach (s in n- limit 3) printf(\"%s %d\\n\", s, n[s]) }\n")
 GETPPID = script("global n\nprobe syscall.getppid { n++ }\nprobe end { printf(\"%d\\n\", n) }\n")
+CHURN = script("global n\nprobe syscall.getppid { n++ }\nprobe end { printf(\"%d\\n\", n) }\n")
 STRACE = ["strace", "-f", "-c", "-o", "/dev/null"]
 
 
 def run(argv):
+    env = None
+    if argv and argv[0].startswith("UTAP_SHARDS="):
+        env = dict(os.environ, UTAP_SHARDS=argv[0].split("=", 1)[1])
+        argv = argv[1:]
     t = time.perf_counter()
-    r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     dt = time.perf_counter() - t
     if r.returncode != 0:
         sys.exit(f"failed ({r.returncode}): {' '.join(argv)}")
@@ -102,6 +107,13 @@ def main():
     for k in () if a.floor_only else (1, 2, 4):
         cases.append((f"utap getppid mtsys {k}", [UTAP, GETPPID, "-c", f"{mtsys} {k} {m}"]))
     for k in () if a.floor_only else (1, 2):
+        cases.append((f"utap 1 tracer thr mtsys {k}",
+                      ["UTAP_SHARDS=1", UTAP, GETPPID, "-c", f"{mtsys} {k} {m}"]))
+    threads = os.path.join(fx, "threads")
+    for shards in () if a.floor_only else (1, 2):
+        cases.append((f"utap churn 1000 shards={shards}",
+                      [f"UTAP_SHARDS={shards}", UTAP, CHURN, "-c", f"{threads} 1000 100"]))
+    for k in () if a.floor_only else (1, 2):
         cases.append((f"floor mtsys {k}", [floor, mtsys, str(k), m]))
     for k in () if a.floor_only else (1, 2, 4):
         cases.append((f"floor -p -j {k} loop", [floor, "-p", "-j", str(k), loop, m]))
@@ -131,6 +143,11 @@ def main():
     for k in (2, 4):
         print(f"T({k} threads x {m})/T(1 thread x {m}), syscall.getppid: "
               f"{t[f'utap getppid mtsys {k}'] / one:.2f}" + (" (goal <= 1.2 on 2 CPUs)" if k == 2 else ""))
+    print(f"the same with one tracer thread (UTAP_SHARDS=1): T(2)/T(1) "
+          f"{t['utap 1 tracer thr mtsys 2'] / t['utap 1 tracer thr mtsys 1']:.2f}")
+    print(f"1,000 threads created and joined (threads 1000 100), tracer threads per CPU / one: "
+          f"{t['utap churn 1000 shards=2'] / t['utap churn 1000 shards=1']:.2f} (the handover at each "
+          f"thread's birth)")
     print(f"the one-thread floor tracer itself: T(2 threads)/T(1 thread) "
           f"{t['floor mtsys 2'] / t['floor mtsys 1']:.2f}")
     print(f"a tracer thread per CPU (floor -p -j k: k copies of loop {m}, each traced by its own "

@@ -207,7 +207,7 @@ pub(crate) fn start(
         }
     }
     let dispatch = Rc::new(Dispatch::new(&p.points));
-    let shared: SharedRef = Rc::new(RefCell::new(Shared::new(script, sink, &dispatch)));
+    let shared: SharedRef = crate::session::new_shared(Shared::new(script, sink, &dispatch));
     {
         let mut s = shared.borrow_mut();
         s.verbose = p.verbose;

@@ -19,6 +19,13 @@ pub struct Limits {
     pub hist_elision: i64,
     /// Errors tolerated before the session stops (`MAXERRORS`).
     pub max_errors: i64,
+    /// Probes skipped on lock contention tolerated before the session
+    /// stops with an error (`MAXSKIPPED`).
+    pub max_skipped: i64,
+    /// Tries for the script's lock before a probe is skipped
+    /// (`MAXTRYLOCK`), `TRYLOCKDELAY` microseconds apart.
+    pub max_trylock: i64,
+    pub trylock_delay_us: i64,
 }
 
 impl Default for Limits {
@@ -31,6 +38,12 @@ impl Default for Limits {
             max_string_len: 512,
             hist_elision: 2,
             max_errors: 0,
+            max_skipped: 100,
+            // SystemTap's kernel handlers cannot be preempted while they
+            // hold a lock (100 tries 10 µs apart); a tracer thread can lose
+            // its CPU for a whole time slice, so utap waits up to ≈1 s.
+            max_trylock: 100_000,
+            trylock_delay_us: 10,
         }
     }
 }
@@ -94,6 +107,9 @@ impl Limits {
                 "MAXSTRINGLEN" => l.max_string_len = num()?.max(1) as usize,
                 "HIST_ELISION" => l.hist_elision = num()?,
                 "MAXERRORS" => l.max_errors = num()?,
+                "MAXSKIPPED" => l.max_skipped = num()?,
+                "MAXTRYLOCK" => l.max_trylock = num()?.max(1),
+                "TRYLOCKDELAY" => l.trylock_delay_us = num()?.max(0),
                 _ if SYSTEMTAP_ONLY.contains(&name) => {}
                 _ => {
                     return Err(format!(

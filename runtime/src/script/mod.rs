@@ -107,6 +107,8 @@ pub struct ScriptRuntime {
     interruptible: Vec<bool>,
     suppress_errors: bool,
     errors: u64,
+    /// Probes skipped because the script's lock stayed busy (MAXTRYLOCK).
+    skipped: u64,
     phase: Phase,
     /// `--format json`: globals at exit are printed as JSON records.
     json: bool,
@@ -158,6 +160,7 @@ impl ScriptRuntime {
             interruptible,
             suppress_errors: options.suppress_errors,
             errors: 0,
+            skipped: 0,
             json: false,
             metrics: None,
             phase: Phase::Starting,
@@ -270,6 +273,27 @@ impl ScriptRuntime {
     /// Runtime errors so far.
     pub fn error_count(&self) -> u64 {
         self.errors
+    }
+
+    /// Counts `n` probe runs skipped because the script's lock could not be
+    /// taken in time (SystemTap's `skipped_count`); more than MAXSKIPPED
+    /// stop the session with SystemTap's error. Returns whether it stops.
+    pub fn note_skipped(&mut self, n: u64, sink: &mut dyn OutputSink) -> bool {
+        self.skipped += n;
+        if self.skipped as i64 > self.state.limits.max_skipped
+            && matches!(self.phase, Phase::Starting | Phase::Running)
+        {
+            sink.warn(
+                "ERROR: Skipped too many probes, check MAXSKIPPED or try again with stap -t for more details.",
+            );
+            self.phase = Phase::Error;
+        }
+        self.phase == Phase::Error
+    }
+
+    /// The limits the script runs under (`-D`).
+    pub fn limits(&self) -> &Limits {
+        &self.state.limits
     }
 
     /// Runs probe `index`'s handler for one event of its first point.
@@ -522,10 +546,10 @@ impl ScriptRuntime {
                 ));
             }
         }
-        if self.errors > 0 {
+        if self.errors > 0 || self.skipped > 0 {
             sink.warn(&format!(
-                "WARNING: Number of errors: {}, skipped probes: 0",
-                self.errors
+                "WARNING: Number of errors: {}, skipped probes: {}",
+                self.errors, self.skipped
             ));
         }
         if self.phase == Phase::Error {

@@ -161,3 +161,33 @@ fn large_output_is_handed_over_in_pieces_in_order() {
     assert_eq!(sink.bytes, 300_000);
     assert_eq!(sink.pushes, 300_000 / super::state::FLUSH_AT + 1);
 }
+
+#[test]
+fn probes_skipped_on_lock_contention_are_counted_in_the_summary() {
+    let mut rt = runtime(vec![probe(Trigger::Begin(0), begin_a)]);
+    let mut sink = BufferSink::default();
+    assert!(!rt.note_skipped(3, &mut sink));
+    assert_eq!(rt.finish(&mut sink), 0);
+    assert_eq!(
+        sink.err,
+        ["WARNING: Number of errors: 0, skipped probes: 3"]
+    );
+}
+
+#[test]
+fn more_skipped_probes_than_maxskipped_fail_the_session_as_systemtap() {
+    let mut rt = runtime(vec![probe(Trigger::Begin(0), begin_a)]);
+    let mut sink = BufferSink::default();
+    assert!(!rt.note_skipped(100, &mut sink));
+    assert!(rt.note_skipped(1, &mut sink));
+    assert_eq!(rt.phase(), Phase::Error);
+    assert_eq!(rt.finish(&mut sink), 1);
+    assert_eq!(
+        sink.err,
+        [
+            "ERROR: Skipped too many probes, check MAXSKIPPED or try again with stap -t for more details.",
+            "WARNING: Number of errors: 0, skipped probes: 101",
+            "Pass 5: run failed.  [man error::pass5]"
+        ]
+    );
+}

@@ -6,7 +6,6 @@
 //! to the transport queue, and process facts come from caches refreshed at
 //! clone and exec.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -66,9 +65,17 @@ pub(crate) struct Shared {
     /// A daemon session: how its end lets go of the threads (detaching
     /// only its own engine), instead of ending the whole tracer.
     pub release: Option<Box<dyn FnOnce(&mut Control)>>,
+    /// Several tracer threads serve the session: how a handler on another
+    /// one has the first tracer thread end the script (end probes, output
+    /// and status are handed over from there).
+    pub end_elsewhere: Option<Box<dyn Fn(EndReason) + Send + Sync>>,
+    /// The script's end is decided (on another tracer thread): no handler
+    /// runs any more, as SystemTap's probes after `exit()`.
+    pub stopping: bool,
 }
 
-pub(crate) type SharedRef = Rc<RefCell<Shared>>;
+/// The state behind the script's lock (`super::lock`).
+pub(crate) type SharedRef = std::sync::Arc<super::lock::ScriptLock>;
 
 impl Shared {
     pub fn new(script: ScriptRuntime, sink: Producer, dispatch: &Dispatch) -> Shared {
@@ -90,6 +97,8 @@ impl Shared {
             functions: FunctionProbes::default(),
             end_with: None,
             release: None,
+            end_elsewhere: None,
+            stopping: false,
         }
     }
 
@@ -160,7 +169,7 @@ impl Shared {
             values: *values,
             stop: false,
         };
-        if self.finished.is_some() {
+        if self.finished.is_some() || self.stopping {
             return fired;
         }
         let memory = ProcessMemory::new(values.tid as i32);
@@ -195,6 +204,13 @@ impl Shared {
     /// then the tracing ends too unless the command must be shepherded
     /// (see `linger`).
     pub fn end(&mut self, ctl: &mut Control, why: EndReason) {
+        if ctl.shard_index() != 0 {
+            if let Some(elsewhere) = self.end_elsewhere.as_ref().filter(|_| !self.stopping) {
+                self.stopping = true;
+                elsewhere(why);
+            }
+            return;
+        }
         if self.finished.is_none() {
             // exit(), an error, the target's exit: as for -T (utrace::hurry).
             // Not in a daemon, which serves other sessions afterwards.
@@ -204,6 +220,22 @@ impl Shared {
             if self.verbose {
                 eprintln!("utap: session ended: {why}");
                 eprintln!("utap: {} ptrace stops", ctl.stop_count());
+                let shards = ctl.shard_stats();
+                if !shards.is_empty() {
+                    let list = |f: fn(&crate::utrace::ShardStats) -> u64| {
+                        let v: Vec<String> = shards.iter().map(|s| f(s).to_string()).collect();
+                        v.join(" + ")
+                    };
+                    let moved: u64 = shards.iter().map(|s| s.adopted).sum();
+                    let parked: u64 = shards.iter().map(|s| s.parked_ns).sum();
+                    eprintln!(
+                        "utap: {} tracer threads: ptrace stops {}; threads handed over {} ({:.1} µs parked on average)",
+                        shards.len(),
+                        list(|s| s.stops),
+                        list(|s| s.adopted),
+                        parked as f64 / moved.max(1) as f64 / 1000.0
+                    );
+                }
                 let c = ctl.step_counts();
                 if c != Default::default() {
                     eprintln!(
@@ -361,7 +393,9 @@ pub(crate) struct ScriptEngine {
 
 impl Engine for ScriptEngine {
     fn report_quiesce(&mut self, cx: &mut Cx, _: ResumeAction, event: Event) -> ResumeAction {
-        let mut s = self.shared.borrow_mut();
+        let Some(mut s) = self.shared.for_probe() else {
+            return ResumeAction::Resume;
+        };
         let d = &*self.dispatch;
         let (pid, tid) = (cx.pid().0, cx.tid().0);
         // A profile sample is taken at whichever stop comes first.
@@ -382,7 +416,9 @@ impl Engine for ScriptEngine {
         let Ok(info) = cx.syscall() else {
             return ResumeAction::Resume;
         };
-        let mut s = self.shared.borrow_mut();
+        let Some(mut s) = self.shared.for_probe() else {
+            return ResumeAction::Resume;
+        };
         let d = &*self.dispatch;
         let args = info.args.map(|a| a as i64);
         let want_exit = !d.exit.get(info.nr).is_empty();
@@ -417,7 +453,9 @@ impl Engine for ScriptEngine {
         let Ok(info) = cx.syscall() else {
             return ResumeAction::Resume;
         };
-        let mut s = self.shared.borrow_mut();
+        let Some(mut s) = self.shared.for_probe() else {
+            return ResumeAction::Resume;
+        };
         let d = &*self.dispatch;
         let tid = cx.tid().0;
         let (nr, args) = match s.entry_args.remove(&tid) {
@@ -455,7 +493,9 @@ impl Engine for ScriptEngine {
         let Some(original) = sig.original else {
             return ResumeAction::Resume;
         };
-        let mut s = self.shared.borrow_mut();
+        let Some(mut s) = self.shared.for_probe() else {
+            return ResumeAction::Resume;
+        };
         let d = &*self.dispatch;
         if d.signal.is_empty() {
             return ResumeAction::Resume;

@@ -4,8 +4,10 @@
 //! from its first instruction, with a seccomp filter that stops only on the
 //! syscalls the script probes, if it probes any) or attaches to every thread of a running
 //! process, and serves every process probe from one utrace engine attached
-//! to each thread of the target and its descendants ([`engine`]). Timer
-//! probes run on the same tracer thread, so script globals need no locks.
+//! to each thread of the target and its descendants ([`engine`]), on one
+//! tracer thread per CPU (see `shard_count` and `crate::utrace`'s shards);
+//! handlers, timer and end probes share the script state under its lock
+//! ([`lock`]). Timer and end probes run on the first tracer thread.
 //!
 //! The session ends when the target process exits, when a handler calls
 //! `exit()` or fails, at the `-T` limit, or on SIGINT/SIGTERM/SIGHUP/SIGQUIT;
@@ -31,13 +33,13 @@
 
 pub(crate) mod engine;
 mod functions;
+mod lock;
 mod unwinder;
 pub use functions::UserFunction;
 pub mod marks;
 pub mod points;
 mod profile;
 
-use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -69,6 +71,9 @@ pub struct SessionOptions {
     pub time_limit: Option<Duration>,
     /// `-v`: say which syscall-stop strategy is used and why.
     pub verbose: bool,
+    /// `-g`: guru code may control other threads (stop, resume,
+    /// quiesce), which keeps the session on one tracer thread.
+    pub guru: bool,
 }
 
 /// A session that could not start: the message for the user.
@@ -146,7 +151,7 @@ pub fn run(
     if let Some(deadline) = deadline {
         interrupt::at(deadline);
     }
-    let shared: SharedRef = Rc::new(RefCell::new(Shared::new(script, sink, &dispatch)));
+    let shared = new_shared(Shared::new(script, sink, &dispatch));
     {
         let mut s = shared.borrow_mut();
         s.linger = seccomp_on;
@@ -178,6 +183,10 @@ pub fn run(
         let on_end = shared.clone();
         ctl.on_end(move |ctl, why| on_end.borrow_mut().end(ctl, why));
     }
+    let shards = shard_count(&dispatch, opts, id);
+    if shards > 1 {
+        share_tracing(&mut tracer, &shared, points, shards)?;
+    }
     crate::endtrace::mark("tracing started");
     if opts.verbose {
         eprintln!(
@@ -189,6 +198,76 @@ pub fn run(
     drop(tracer);
     let s = shared.borrow();
     Ok(s.finished.unwrap_or(1))
+}
+
+/// How many tracer threads serve the session: one per CPU (`UTAP_SHARDS`
+/// overrides), or one for what must stay on one (see `utrace`'s `shard`):
+/// function, marker and `.return` probes (breakpoints), `timer.profile`
+/// (it samples every thread from one tick), `-g` (guru thread control
+/// across threads) and `process.quiesce`.
+fn shard_count(d: &Dispatch, opts: &SessionOptions, engine: crate::utrace::EngineId) -> usize {
+    if !d.functions.is_empty()
+        || !d.profile.is_empty()
+        || !d.quiesce.is_empty()
+        || opts.guru
+        || engine.0 != 0
+    {
+        return 1;
+    }
+    if let Some(n) = std::env::var("UTAP_SHARDS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        return n.clamp(1, 64);
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(64))
+}
+
+/// Starts the other tracer threads, each with its own script engine over
+/// the same (locked) script state.
+fn share_tracing(
+    tracer: &mut Tracer,
+    shared: &SharedRef,
+    points: &[ProcessPoint],
+    shards: usize,
+) -> Result<(), SessionError> {
+    let points = SendPoints(points.to_vec());
+    let state = shared.clone();
+    let factory: crate::utrace::EngineFactory = std::sync::Arc::new(move || {
+        let points = &points;
+        let engine = ScriptEngine {
+            shared: state.clone(),
+            dispatch: Rc::new(Dispatch::new(&points.0)),
+        };
+        vec![Box::new(engine) as Box<dyn crate::utrace::Engine>]
+    });
+    let weak = std::sync::Arc::downgrade(shared);
+    let main = tracer.handle();
+    shared.borrow_mut().end_elsewhere = Some(Box::new(move |why| {
+        let weak = weak.clone();
+        let _ = main.send(move |ctl| {
+            if let Some(s) = weak.upgrade() {
+                s.borrow_mut().end(ctl, why);
+            }
+        });
+    }));
+    tracer
+        .enable_shards(shards, factory)
+        .map_err(|e| SessionError(format!("cannot start tracer threads: {e}")))
+}
+
+/// The probe points, for the other tracer threads to build their own
+/// dispatch tables from.
+struct SendPoints(Vec<ProcessPoint>);
+// SAFETY: a sharded session has no function or marker points (the only
+// ones holding reference-counted values, see `shard_count`); the rest is
+// plain data, only read.
+unsafe impl Send for SendPoints {}
+unsafe impl Sync for SendPoints {}
+
+/// The script state behind its lock, for a session's engines and timers.
+pub(crate) fn new_shared(shared: Shared) -> SharedRef {
+    std::sync::Arc::new(lock::ScriptLock::new(shared))
 }
 
 /// End (or error) probes, autoprinted globals, the error summary. From now
@@ -350,7 +429,7 @@ pub(crate) fn schedule_timers(ctl: &mut Control, shared: &SharedRef, deadline: O
         let mut jitter = crate::script::scheduler::Jitter::new(t.probe as u64);
         ctl.add_timer(now + jitter.period(&t), move |ctl| {
             let mut s = shared.borrow_mut();
-            let s = &mut *s;
+            let s: &mut Shared = &mut s;
             if s.finished.is_some() {
                 return None;
             }
@@ -369,7 +448,7 @@ pub(crate) fn schedule_timers(ctl: &mut Control, shared: &SharedRef, deadline: O
         let shared = shared.clone();
         ctl.add_timer(now + METRICS_POLL, move |ctl| {
             let mut s = shared.borrow_mut();
-            let s = &mut *s;
+            let s: &mut Shared = &mut s;
             if s.finished.is_some() {
                 return None;
             }

@@ -149,6 +149,10 @@ pub(crate) struct Core {
     /// writes only what it changes (`ptrace::write_changed_regs`).
     #[cfg(target_arch = "x86_64")]
     pub bp_kernel: Option<super::Regs>,
+    /// This tracer's place among the session's tracer threads (`shard`).
+    pub shard: Option<super::shard::ShardRef>,
+    /// Its threads that stopped often enough to count as busy (`shard`).
+    pub busy: usize,
 }
 
 /// See [`Control::on_end`].
@@ -411,7 +415,30 @@ impl Control<'_> {
     /// seccomp, signal, event and interrupt stops; deaths are not stops).
     /// What tracing has cost the tracees, for `-v` and the tests.
     pub fn stop_count(&self) -> u64 {
-        self.core.stops
+        match &self.core.shard {
+            Some(s) => {
+                let stats = s.group.stats();
+                let others: u64 = stats.iter().map(|x| x.stops).sum::<u64>() - stats[s.index].stops;
+                others + self.core.stops
+            }
+            None => self.core.stops,
+        }
+    }
+
+    /// Per tracer thread of the session (`Tracer::enable_shards`): its
+    /// stops and the threads handed over to it; empty with one tracer
+    /// thread.
+    pub fn shard_stats(&self) -> Vec<super::ShardStats> {
+        self.core
+            .shard
+            .as_ref()
+            .map_or_else(Vec::new, |s| s.group.stats())
+    }
+
+    /// Which of the session's tracer threads this is (0: the one that
+    /// started the session, which runs its timers and end hook).
+    pub fn shard_index(&self) -> usize {
+        self.core.shard.as_ref().map_or(0, |s| s.index)
     }
 
     /// Ends `run` after the current report; every thread is detached.

@@ -68,9 +68,11 @@
 //!   `disposition(sig)`, `memory()` (a `ReadMemory`).
 //! * Ticks: `add_timer(first, |ctl| -> Option<Instant>)` runs the closure on
 //!   the tracer thread at `first` and then at each deadline it returns
-//!   (`None` stops it): timer probes share the handlers' thread, so script
-//!   globals need no locks. The doorbell's timerfd wakes the loop; an idle
-//!   loop costs nothing.
+//!   (`None` stops it): with one tracer thread, timer probes share the
+//!   handlers' thread. The doorbell's timerfd wakes the loop; an idle loop
+//!   costs nothing.
+//! * Several tracer threads: `enable_shards(n, factory)` (see *Many traced
+//!   threads*), `Control::shard_stats`, `shard_index`.
 //! * The loop ends on `Control::end` / `TracerHandle::end` (e.g. Ctrl-C
 //!   from another thread), when the `end_when_exits` process dies
 //!   (`EndReason::ProcessExited` with its status), or on
@@ -117,9 +119,10 @@
 //!
 //! # Invariants
 //!
-//! * **One tracer thread** owns every ptrace relationship and runs every
-//!   callback, tick and command, so engine state needs no locks (see *Many
-//!   traced threads* below for what a thread per CPU changes). Other
+//! * **One tracer thread per tracee** owns its ptrace relationship and
+//!   runs its callbacks; without `enable_shards` that is one thread for
+//!   every tracee, tick and command, so engine state needs no locks (see
+//!   *Many traced threads* below for what several change). Other
 //!   threads use a [`TracerHandle`] (commands + doorbell wake-up); an idle
 //!   tracer sleeps in `waitpid` and uses no CPU.
 //! * **Callbacks never block** (seed 000). To keep a thread stopped an
@@ -142,87 +145,68 @@
 //!   another thread of the same process while it is traced: Linux lets any
 //!   thread of the tracer's process take its ptrace stops.
 //!
-//! # Many traced threads: one tracer thread today, one per CPU next
+//! # Many traced threads: a tracer thread per CPU
 //!
 //! Issue 16 asks for traced threads on different CPUs to be served in
 //! parallel. What was measured (`tests/bench/scale.py`, whose floor tracer
-//! `tests/fixtures/floor.c` is bare ptrace with no utap code at all), and
-//! the design the change needs; it is not built yet.
+//! `tests/fixtures/floor.c` is bare ptrace with no utap code at all):
+//! with one tracer thread even the floor tracer takes ≈2x one thread's
+//! time for two traced threads (every stop of every thread waits for the
+//! one tracer), while a tracer thread per CPU (`floor -p -j k`) runs two
+//! tracees in about the time of one. utap's own code is ≈3% of its tracer
+//! thread's samples; the rest is the kernel's switch and wake-up paths. So
+//! the remedy is several tracer threads, each one this loop.
 //!
-//! **The limit is the single tracer thread, not utap's code.** Each stop
-//! costs utap one `waitpid`, one `PTRACE_GET_SYSCALL_INFO` and one restart;
-//! the floor tracer pays the same minus the fetch (`floor -n` adds it), and
-//! utap's own code is ≈3% of its tracer thread's samples (`perf record -g`
-//! on `loop 200000`; the rest is the kernel's switch and wake-up paths).
-//! With two traced threads the floor tracer itself takes ≈2x one thread's
-//! time: every stop of every thread waits for the one tracer. With a tracer
-//! thread per CPU (`floor -p -j k`: k tracees, each traced by its own
-//! thread on CPU i mod CPUs) two tracees take about as long as one, and
-//! four twice as long on 2 CPUs: ptrace stops of different tracers do run
-//! in parallel. So the remedy is several tracer threads, each one this
-//! loop.
-//!
-//! **Shards.** One [`Tracer`]-like loop per online CPU ("shard"), pinned to
-//! its CPU, with its own `Core` (threads, orphans, timers), doorbell and
-//! colocation; each waits with `__WALL | __WNOTHREAD` and so reaps only the
-//! stops of the tracees it attached. The kernel makes an auto-attached
-//! clone a tracee of its creator's tracer, so a new thread starts in its
-//! parent's shard. A global table `tid → shard` (read-mostly; written only
-//! at attach, handover and death) routes [`Control`] calls and
-//! [`TracerHandle`] commands to the owner; a command reaching a former
-//! owner is forwarded.
-//!
-//! **Handover.** ptrace cannot pass a tracee to another thread: the old
-//! owner must `PTRACE_DETACH` and the new one `PTRACE_SEIZE`. In between the
-//! thread must make no syscall (a seccomp `RET_TRACE` without a tracer fails
-//! it with ENOSYS) and no event may be lost. So the owner hands over only at
-//! a stop it has finished reporting: it saves the registers, points the
-//! instruction pointer at a `jmp .` (`eb fe`) written, like the return
-//! trampoline's `int3`, into the program's entry code (AT_ENTRY: `_start`
-//! never runs again), detaches, and sends the `Thread`
-//! record (attachments, actions, `in_syscall`, pending signal, saved
-//! registers) to the new shard, which seizes the spinning thread, interrupts
-//! it, restores the registers and reports nothing (the stop was already
-//! reported). About six ptrace calls and a cross-thread message: worth it
-//! only for a thread that stays on another CPU, so a thread is handed over
-//! when its last CPU (`/proc/TID/stat`, read at most every 2 ms as
-//! colocation does now) differs from its shard's for two checks in a row.
-//! Threads born on the parent's CPU and spread by the scheduler move once.
+//! **Shards (built, `shard`).** [`Tracer::enable_shards`] starts `n - 1`
+//! more tracer loops ("shards"), each on its own thread with its own
+//! `Core`, doorbell, colocation and engines (from a factory, at the same
+//! ids); each waits with `__WALL | __WNOTHREAD` and so reaps only the
+//! stops of its own tracees. The kernel makes an auto-attached clone a
+//! tracee of its creator's tracer thread; at its 64th stop there (a
+//! thread that keeps stopping; short-lived ones never move) it is handed to
+//! the shard with the fewest busy threads, if that has fewer. ptrace
+//! cannot pass a tracee on: the owner saves its registers, points its
+//! instruction pointer at a `jmp .` (`eb fe`) written over the program's
+//! entry code (AT_ENTRY, through /proc/PID/mem: `_start` never runs again;
+//! put back at the end), sets `orig_rax` to -1 (at a syscall entry the call
+//! is skipped, and made again after the handover without a second report),
+//! detaches, and sends the `Thread` record (attachments, actions, syscall
+//! source, EXITKILL) to the new shard's command queue; the new owner seizes
+//! the spinning thread, interrupts it and, at that stop, restores its
+//! registers and resumes it without a report. A thread moves once; each
+//! shard's colocation follows its own tracees (the issue's "keep the owner
+//! and move the owner's affinity"), so migration needs no further handover.
+//! Measured cost of a handover and the policy: see README ("Tracing many
+//! threads").
 //!
 //! **The model stays exact.** A thread's reports all come from its owner,
-//! one after another, and a handover happens between stops, so per-thread
-//! callback order holds; arbitration, `Stop`, quiesce and detach are
-//! per-thread state that moves with the record. A `control(STOP)` racing a
-//! handover is queued with the record and answered by the new owner
-//! (`InProgress` until its interrupt stop). Breakpoint sites and return
-//! trampolines are per address space, which threads of several shards
-//! share: that table needs a lock (writes at insert/remove, reads at each
-//! trap). Ending: every shard detaches its own tracees (only it may); `run`
-//! returns when all have.
+//! one after another, and the handover happens at a stop already reported
+//! and arbitrated, so per-thread callback order holds. Only a thread with
+//! nothing pending moves (no group-stop, signal, quiesce, step, `Stop`;
+//! never a process leader, never in a tracer with breakpoints), and a
+//! thread in flight is either adopted by its new owner or, if that one has
+//! closed its queue (the session ending), taken back by its sender.
+//! Commands and `Control` calls stay per shard: a command reaches shard
+//! 0's threads only (the sessions that control other threads are not
+//! sharded).
+//!
+//! **Ending.** Any shard's end (`Control::end`, the watched process's exit,
+//! a termination signal) ends the group: every doorbell is rung, each
+//! shard detaches its own tracees (only it may), closes its queue and
+//! detaches what a last handover brought; shard 0 waits (bounded) for the
+//! others to finish the event they were handling before its end hook (end
+//! probes after every report), then joins them and restores the entry
+//! code. A `Tracer` dropped (a panic) does the same; a shard thread that
+//! panics ends the group.
 //!
 //! **Engines and script state.** Callbacks of different shards run at
-//! once, so an engine is either per shard (`add_engine` takes a factory)
-//! or `Sync`. For scripts (SystemTap's rules): each compiled handler gets,
-//! from the checker, the set of globals it reads and writes, and takes their
-//! locks in global-index order before running (read locks for reads, write
-//! locks for writes; SystemTap locks per handler the same way, so a handler
-//! sees no other handler's partial update). `<<<` needs no global lock: each
-//! shard aggregates into its own copy (count, sum, min, max, buckets) and a
-//! read (`@count`, `@hist_log`, `foreach`) write-locks the statistic and
-//! merges the copies, as SystemTap's per-CPU statistics. Strings, `foreach`
-//! iterators, the run's output buffer, the error message and MAXACTION
-//! counting are per handler run, so per shard (keeping counting scripts at
-//! zero allocations per event). Timer and end probes run on shard 0 with
-//! the same locks.
-//!
-//! **Output.** The ring is single-producer: one ring per shard, each message
-//! tagged with a sequence number from one atomic counter taken when the
-//! handler run ends; the output thread merges the rings by sequence. A
-//! message stays whole, a thread's messages keep their order (one owner at a
-//! time, and a handover happens after the old owner's message got its
-//! number), and messages of different threads appear in the order their
-//! handlers finished.
-//!
+//! once, so each shard has its own engine objects, and what they share is
+//! theirs to lock. The script engine (`crate::session`) keeps the script
+//! state behind one lock with SystemTap's bounded try-lock and skipped-
+//! probe count; output goes through the one transport producer under that
+//! lock, so messages stay whole and in handler order. Timer and end probes
+//! run on shard 0.
+
 //! # utrace → ptrace, as implemented
 //!
 //! | utrace | here |
@@ -274,6 +258,7 @@ pub mod hurry;
 mod ptrace;
 mod remote;
 mod safety;
+mod shard;
 mod signal;
 mod slot_unmap;
 mod spawn;
@@ -297,6 +282,7 @@ pub use events::{Event, Events};
 pub use safety::{
     also_on_termination, catch_termination_signals, end_sessions, termination_signal,
 };
+pub use shard::{EngineFactory, ShardStats};
 pub use signal::{Disposition, Signal};
 pub use spawn::{SpawnCommand, Spawned};
 pub use thread::SyscallSource;

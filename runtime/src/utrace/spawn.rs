@@ -142,6 +142,7 @@ impl Control<'_> {
         // SAFETY: reading one byte into a local buffer.
         let n = unsafe { libc::read(status_r, byte.as_mut_ptr().cast(), 1) };
         let mut thread = Thread::new(pid, pid, Run::Stopped);
+        thread.exitkill = true;
         // Stopped inside execve: a PTRACE_SYSCALL resume sees its exit,
         // which is not reported (its entry came before tracing).
         thread.in_syscall = true;

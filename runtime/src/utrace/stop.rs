@@ -23,7 +23,7 @@
 use super::control::EndReason;
 use super::cx::StopKind;
 use super::ptrace::{self, Status};
-use super::thread::{Mode, Run, Thread};
+use super::thread::{Mode, Parkable, Run, SyscallSource, Thread};
 use super::{
     CloneInfo, CloneKind, Engine, Event, ExitStatus, Jctl, ResumeAction, Signal, Tid, Tracer,
 };
@@ -35,8 +35,12 @@ impl Tracer {
             return;
         }
         let st = ptrace::decode(status);
-        let Some(thread) = self.core.threads.get_mut(&tid) else {
+        self.note_shard_stop();
+        if !self.core.threads.contains_key(&tid) && !self.exec_took_leader(tid, st) {
             self.on_stranger(tid, st, status);
+            return;
+        }
+        let Some(thread) = self.core.threads.get_mut(&tid) else {
             return;
         };
         match st {
@@ -48,6 +52,14 @@ impl Tracer {
             _ => {}
         }
         self.core.stops += 1;
+        thread.stops_here = thread.stops_here.saturating_add(1);
+        thread.parkable = Parkable::No;
+        // Handed over by another shard: back to where it was parked.
+        #[cfg(target_arch = "x86_64")]
+        if let Some(parked) = thread.restore.take() {
+            let _ = ptrace::set_regs(tid, &parked.0);
+            super::shard::note_handover(&self.core.shard, parked.1);
+        }
         let first = thread.run == Run::Starting;
         thread.run = Run::Stopped;
         // Any ptrace trap clears a pending PTRACE_INTERRUPT (the kernel's
@@ -65,6 +77,9 @@ impl Tracer {
             } if first => {
                 // The kernel's first stop of a child it attached for us.
                 thread.group_stopped = sig.is_stop_signal();
+                if !thread.group_stopped {
+                    thread.parkable = Parkable::Quiet;
+                }
                 self.finish_stop(tid, false);
             }
             Status::SyscallStop => self.on_syscall_stop(tid),
@@ -72,6 +87,34 @@ impl Tracer {
             Status::Event { event, sig } => self.on_event(tid, event, sig),
             _ => {}
         }
+    }
+
+    /// With several shards, a thread of ours that exec'd takes over its
+    /// process leader's id, which another shard traced: its exec stop
+    /// comes under the leader's id. The thread's record takes that id
+    /// here, and the other shards forget the old leader (the kernel has
+    /// let it go; it reports no death).
+    fn exec_took_leader(&mut self, tid: Tid, st: Status) -> bool {
+        let Status::Event {
+            event: ptrace::EVENT_EXEC,
+            ..
+        } = st
+        else {
+            return false;
+        };
+        let Some(shard) = self.core.shard.clone() else {
+            return false;
+        };
+        let Some(former) = ptrace::event_msg(tid).ok().map(|m| Tid(m as i32)) else {
+            return false;
+        };
+        let Some(mut t) = self.core.threads.remove(&former) else {
+            return false;
+        };
+        t.tid = tid;
+        self.core.threads.insert(tid, t);
+        shard.group.forget_elsewhere(shard.index, tid);
+        true
     }
 
     /// A stop from a thread we do not know yet: the first stop of a child
@@ -92,8 +135,16 @@ impl Tracer {
         let Some(thread) = self.core.threads.get_mut(&tid) else {
             return;
         };
+        if std::mem::take(&mut thread.retrap) {
+            // The entry reported before a handover, made again.
+            thread.in_syscall = true;
+            return self.finish_stop(tid, false);
+        }
         let entry = !thread.in_syscall;
         thread.in_syscall = entry;
+        if entry {
+            thread.parkable = Parkable::Entry;
+        }
         let untraced = std::mem::take(&mut thread.entered_untraced);
         if entry {
             thread.reset_exit_choices();
@@ -124,8 +175,14 @@ impl Tracer {
         };
         let mut reported = false;
         thread.entered_untraced = false;
+        if std::mem::take(&mut thread.retrap) {
+            // The entry reported before a handover, made again.
+            thread.in_syscall = true;
+            return self.finish_stop(tid, false);
+        }
         if !thread.in_syscall {
             thread.in_syscall = true;
+            thread.parkable = Parkable::Entry;
             thread.reset_exit_choices();
             reported = self.report(
                 tid,
@@ -208,6 +265,9 @@ impl Tracer {
         } else {
             thread.group_stopped.then_some(Jctl::Continued)
         };
+        if jctl.is_none() && !thread.in_syscall && !thread.group_stopped {
+            thread.parkable = Parkable::Quiet;
+        }
         let mut reported = false;
         if let Some(j) = jctl {
             thread.group_stopped = matches!(j, Jctl::Stopped(_));
@@ -303,6 +363,9 @@ impl Tracer {
         }
         // A new mm: none of the old breakpoints or trampolines exist.
         self.core.uprobes.forget(tid);
+        if let Some(s) = &self.core.shard {
+            s.group.forget_park(tid);
+        }
         let Some(thread) = self.core.threads.get_mut(&tid) else {
             return;
         };
@@ -320,6 +383,12 @@ impl Tracer {
         let Some(thread) = self.core.threads.remove(&tid) else {
             return;
         };
+        if thread.settled {
+            self.core.busy = self.core.busy.saturating_sub(1);
+        }
+        if let Some(s) = self.core.shard.as_ref().filter(|_| tid == thread.tgid) {
+            s.group.forget_park(tid);
+        }
         self.report_death(&thread, status);
         if !self.core.uprobes.is_empty() {
             if thread.bp_step.is_some() {
@@ -433,7 +502,12 @@ impl Tracer {
                     }
                 }
                 // resume() treats a left-over Interrupt/Report as Resume.
-                _ => return self.resume(tid, action),
+                _ => {
+                    if self.core.shard.is_some() && self.hand_over(tid) {
+                        return;
+                    }
+                    return self.resume(tid, action);
+                }
             }
         }
     }
@@ -457,6 +531,14 @@ impl Tracer {
             return;
         };
         let mut mode = thread.mode_for(action);
+        if thread.retrap && !matches!(mode, Mode::Step | Mode::Block | Mode::Listen) {
+            // On to the syscall made again: under seccomp its filter stops
+            // it (a syscall-entry stop first would look like an exit).
+            mode = match thread.source {
+                SyscallSource::Seccomp => Mode::Cont,
+                SyscallSource::Ptrace => Mode::Syscall,
+            };
+        }
         let sig = thread.pending_signal.take();
         let result = match mode {
             Mode::Listen => {
@@ -472,7 +554,7 @@ impl Tracer {
         // ESRCH: killed meanwhile; its death comes through wait.
         let _ = result;
         thread.mode = mode;
-        if mode != Mode::Syscall {
+        if mode != Mode::Syscall && !thread.retrap {
             thread.in_syscall = false;
         }
         thread.stepping = matches!(mode, Mode::Step | Mode::Block);
@@ -504,6 +586,10 @@ impl Tracer {
         let Some(thread) = self.core.threads.remove(&tid) else {
             return;
         };
+        #[cfg(target_arch = "x86_64")]
+        if let Some(parked) = &thread.restore {
+            let _ = ptrace::set_regs(tid, &parked.0);
+        }
         let ours = matches!(st, Status::SignalStop(Signal::TRAP))
             && !thread.stepping
             && self.undo_trap_for_detach(tid, thread.tgid);

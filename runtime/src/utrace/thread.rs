@@ -31,6 +31,16 @@ pub(crate) enum Run {
     Starting,
 }
 
+/// Whether a stop can hand the thread over (see `shard`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Parkable {
+    No,
+    /// A syscall entry (reported): the call is skipped and made again.
+    Entry,
+    /// An interrupt or first stop outside any syscall.
+    Quiet,
+}
+
 /// Where syscall entries come from for a thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SyscallSource {
@@ -98,6 +108,24 @@ pub(crate) struct Thread {
     /// Single-stepping the original instruction of this breakpoint site
     /// (the fallback step-over); the int3 goes back when it completes.
     pub bp_step: Option<u64>,
+    /// Stops here (this shard) so far: a thread that keeps stopping is
+    /// worth moving to a less busy shard (`shard`), one that stops a few
+    /// times and exits is not.
+    pub stops_here: u32,
+    /// Counted among its shard's busy threads.
+    pub settled: bool,
+    /// Where the current stop may park the thread for a handover.
+    pub parkable: Parkable,
+    /// Parked at a syscall entry already reported: the call is made again
+    /// after the handover, and that entry stop is not reported.
+    pub retrap: bool,
+    /// Seized with PTRACE_O_EXITKILL (a spawned command and what it
+    /// creates): a handed-over thread is seized again the same way.
+    pub exitkill: bool,
+    /// Handed over by another shard (`shard`): its registers before it
+    /// was parked, put back at its first stop here, and when it was parked.
+    #[cfg(target_arch = "x86_64")]
+    pub restore: Option<Box<(super::Regs, std::time::Instant)>>,
 }
 
 impl Thread {
@@ -120,6 +148,13 @@ impl Thread {
             stepping: false,
             no_blockstep: false,
             bp_step: None,
+            stops_here: 0,
+            settled: false,
+            parkable: Parkable::No,
+            retrap: false,
+            exitkill: false,
+            #[cfg(target_arch = "x86_64")]
+            restore: None,
         }
     }
 
@@ -128,6 +163,7 @@ impl Thread {
     pub fn child(&self, tid: Tid, tgid: Tid) -> Thread {
         let mut child = Thread::new(tid, tgid, Run::Starting);
         child.source = self.source;
+        child.exitkill = self.exitkill;
         child.attachments = self
             .attachments
             .iter()

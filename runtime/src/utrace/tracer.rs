@@ -26,7 +26,7 @@ use super::{
 };
 
 /// Work sent from another thread; runs on the tracer thread.
-type Command = Box<dyn FnOnce(&mut Control<'_>) + Send>;
+pub(crate) type Command = Box<dyn FnOnce(&mut Control<'_>) + Send>;
 
 /// One engine's event callback, given the prevailing action so far.
 pub(crate) type Callback<'c> =
@@ -38,7 +38,9 @@ pub struct Tracer {
     pub(crate) engines: Vec<Box<dyn Engine>>,
     pub(crate) doorbell: Doorbell,
     commands: mpsc::Receiver<Command>,
-    sender: mpsc::Sender<Command>,
+    pub(crate) sender: mpsc::Sender<Command>,
+    /// The other tracer threads this one started (`shard`).
+    pub(crate) shards: super::shard::Shards,
     /// Reused list of the engines of the thread being reported.
     scratch: Vec<EngineId>,
     /// Brings the tracer thread to its tracees' CPU (see `colocate`).
@@ -59,6 +61,7 @@ impl Tracer {
             doorbell,
             commands,
             sender,
+            shards: Default::default(),
             scratch: Vec::new(),
             colocator: Colocator::new(Colocation::from_env()),
             _not_send: PhantomData,
@@ -113,14 +116,22 @@ impl Tracer {
         let reason = loop {
             self.catch_up();
             if let Some(end) = self.core.end.take() {
-                break end;
+                break self.end_group(end);
             }
             if let Some(sig) = safety::termination_signal() {
                 crate::endtrace::mark("tracer saw the signal");
                 if self.core.kill_on_signal {
                     self.kill_all();
                 }
-                break EndReason::Signal(sig);
+                break self.end_group(EndReason::Signal(sig));
+            }
+            // Another shard ended the session (after the signal check: a
+            // signal's killing is every shard's to do for its tracees).
+            if let Some(end) = self.core.shard.as_ref().and_then(|s| s.group.ended()) {
+                if matches!(end, EndReason::Signal(_)) && self.core.kill_on_signal {
+                    self.kill_all();
+                }
+                break end;
             }
             self.doorbell.set_deadline(self.next_deadline());
             let (tid, status) = match self.colocator.wait() {
@@ -129,6 +140,7 @@ impl Tracer {
                 Err(errno) => {
                     self.colocator.restore();
                     self.detach_all();
+                    self.close_shard();
                     return Err(Error::Os {
                         op: "waitpid",
                         tid: Tid(-1),
@@ -140,6 +152,7 @@ impl Tracer {
                 if let Err(e) = self.on_doorbell(status) {
                     self.colocator.restore();
                     self.detach_all();
+                    self.close_shard();
                     return Err(e);
                 }
             } else {
@@ -150,6 +163,7 @@ impl Tracer {
             }
         };
         crate::endtrace::mark("tracer loop ended");
+        self.loop_ended();
         if let Some(hook) = self.core.on_end.take() {
             hook(
                 &mut Control {
@@ -160,6 +174,7 @@ impl Tracer {
         }
         self.colocator.restore();
         self.detach_all();
+        self.close_shard();
         crate::endtrace::mark("all detached");
         // Commands that came too late still get their answers.
         self.drain_commands();
@@ -207,7 +222,15 @@ impl Tracer {
         Ok(())
     }
 
-    fn drain_commands(&mut self) {
+    /// This tracer's end is every shard's end (`shard`).
+    fn end_group(&self, why: EndReason) -> EndReason {
+        match &self.core.shard {
+            Some(s) => s.group.end(why),
+            None => why,
+        }
+    }
+
+    pub(crate) fn drain_commands(&mut self) {
         while let Ok(cmd) = self.commands.try_recv() {
             cmd(&mut Control {
                 core: &mut self.core,
@@ -459,6 +482,7 @@ impl Drop for Tracer {
         if !self.core.threads.is_empty() || !self.core.orphans.is_empty() {
             self.detach_all();
         }
+        self.close_shard();
         safety::unregister(self.doorbell.ring.as_raw_fd());
     }
 }

@@ -1,0 +1,133 @@
+//! The script's lock: handlers of different tracer threads (shards, see
+//! `utrace::shard`) may fire at once, and they share the script's state.
+//!
+//! SystemTap locks, per probe handler, the globals the handler uses (read
+//! locks for reads, write locks for writes) in a fixed order, so a handler
+//! never sees another's partial update. utap takes one lock over the whole
+//! script state instead: it gives the same guarantee (each handler run is
+//! atomic with respect to every other), cannot deadlock, and costs little
+//! parallelism here, because a handler run is a small part of a ptrace
+//! stop (≈3% of the tracer's samples, `utrace` module docs): what the
+//! tracer threads do in parallel is the stops, which take no lock. It also
+//! keeps the per-run scratch (strings, `foreach` iterators, the run's output
+//! buffer, the error message, MAXACTION) private to the run, and keeps
+//! `<<<` exact without per-thread copies.
+//!
+//! As SystemTap's, a probe handler never waits for the lock without bound:
+//! it tries MAXTRYLOCK times, TRYLOCKDELAY µs apart, and then the probe is
+//! *skipped* and counted ("skipped probes" in the end summary; more than
+//! MAXSKIPPED end the session with SystemTap's error). Begin, end, timer
+//! and the session's own bookkeeping wait as long as it takes.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+use super::engine::Shared;
+
+/// [`Shared`] behind the script's lock.
+pub(crate) struct ScriptLock {
+    inner: RwLock<Confined>,
+    /// Probes skipped since the last time the count was folded into the
+    /// script (by whoever holds the lock next).
+    skipped: AtomicU64,
+    /// MAXTRYLOCK and TRYLOCKDELAY, read once.
+    tries: u64,
+    delay: Duration,
+}
+
+/// The state, which holds single-threaded parts (reference-counted
+/// strings, raw pointers valid during a run, the session's closures).
+pub(crate) struct Confined(Shared);
+
+// SAFETY: every access to the `Shared` goes through `ScriptLock`'s
+// RwLock, and nothing borrowed from it outlives the guard: the Rc values
+// inside are cloned and dropped only by the lock's holder, the raw
+// pointers of a handler run are set and cleared within it, and the
+// session's closures run under the lock too. Sessions whose state hands
+// out values across threads (function and marker probes, the profile
+// sampler, guru thread control) are never sharded (`shard_count`).
+unsafe impl Send for Confined {}
+unsafe impl Sync for Confined {}
+
+/// The script's state, held for a handler run (derefs to `Shared`).
+pub(crate) type Guard<'a> = RwLockWriteGuard<'a, Confined>;
+
+impl std::ops::Deref for Confined {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Confined {
+    fn deref_mut(&mut self) -> &mut Shared {
+        &mut self.0
+    }
+}
+
+impl ScriptLock {
+    pub fn new(shared: Shared) -> ScriptLock {
+        let limits = shared.script.limits();
+        let tries = limits.max_trylock.max(1) as u64;
+        let delay = Duration::from_micros(limits.trylock_delay_us.max(0) as u64);
+        ScriptLock {
+            inner: RwLock::new(Confined(shared)),
+            skipped: AtomicU64::new(0),
+            tries,
+            delay,
+        }
+    }
+
+    /// Waits for the state (begin/end probes, timers, bookkeeping).
+    pub fn borrow_mut(&self) -> Guard<'_> {
+        let mut g = self.inner.write().unwrap_or_else(|e| e.into_inner());
+        fold_skipped(&self.skipped, &mut g);
+        g
+    }
+
+    /// Waits to read the state.
+    pub fn borrow(&self) -> RwLockReadGuard<'_, Confined> {
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// For a probe handler: the state, or `None` (the probe is skipped and
+    /// counted) when it stays busy for MAXTRYLOCK tries.
+    pub fn for_probe(&self) -> Option<Guard<'_>> {
+        for attempt in 0..self.tries {
+            match self.inner.try_write() {
+                Ok(mut g) => {
+                    fold_skipped(&self.skipped, &mut g);
+                    return Some(g);
+                }
+                Err(std::sync::TryLockError::Poisoned(e)) => return Some(e.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => {}
+            }
+            // Spin, then yield, before sleeping: the holder is usually
+            // mid-handler (a microsecond) on another CPU, or preempted on
+            // this one; a sleep costs a timer's slack (≈50 µs) per event.
+            if attempt < 256 {
+                std::hint::spin_loop();
+            } else if attempt < 4096 || self.delay.is_zero() {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(self.delay);
+            }
+        }
+        self.skipped.fetch_add(1, Ordering::Relaxed);
+        None
+    }
+}
+
+/// Probes skipped while the lock was busy go into the script's count (and
+/// its MAXSKIPPED check) as soon as someone holds the lock.
+fn fold_skipped(skipped: &AtomicU64, g: &mut Confined) {
+    if skipped.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let n = skipped.swap(0, Ordering::Relaxed);
+    let s = &mut g.0;
+    // Past MAXSKIPPED the script is in its error phase: the next handler
+    // run's outcome ends the session.
+    s.script.note_skipped(n, &mut s.sink);
+}
