@@ -12,7 +12,7 @@ use utap_runtime::dwarf::{self, Access, Comp, DebugInfo, PlanError, Scope, Site}
 use utap_runtime::elf::ElfImage;
 use utap_runtime::session::{FunctionPoint, FunctionSite};
 
-use crate::program::{PointKind, ProcessEvent, ProcessTarget};
+use crate::program::{PointKind, ProcessTarget};
 
 /// One probe site: a function of a module and the pc the probe is at.
 pub struct DwarfSite {
@@ -63,13 +63,7 @@ fn dwarf_file(kind: &PointKind) -> Option<(&FunctionPoint, String)> {
     if let Some(found) = super::functions::function_file(kind) {
         return Some(found);
     }
-    let PointKind::Process {
-        target,
-        event: ProcessEvent::Function(fp),
-    } = kind
-    else {
-        return None;
-    };
+    let (target, fp) = super::functions::function_point(kind)?;
     if fp.library.is_some() {
         return None;
     }

@@ -173,17 +173,22 @@ fn check_symbols(file: &str, site: &FunctionSite, component: usize) -> Result<()
     })
 }
 
+/// The process filter and the function point of a function probe.
+pub(super) fn function_point(kind: &PointKind) -> Option<(&ProcessTarget, &FunctionPoint)> {
+    match kind {
+        PointKind::Process {
+            target,
+            event: ProcessEvent::Function(fp),
+        } => Some((target, fp)),
+        _ => None,
+    }
+}
+
 /// A function point and the file known at elaboration that holds its
 /// functions (a library given by path, or the program); `None` for other
 /// points and for `process.function` without a path.
 pub fn function_file(kind: &PointKind) -> Option<(&FunctionPoint, String)> {
-    let PointKind::Process {
-        target,
-        event: ProcessEvent::Function(fp),
-    } = kind
-    else {
-        return None;
-    };
+    let (target, fp) = function_point(kind)?;
     let file = match (&fp.library, target) {
         (Some(lib), _) if lib.starts_with('/') => lib.clone(),
         (None, ProcessTarget::Path(p)) => p.clone(),
