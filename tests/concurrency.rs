@@ -355,3 +355,24 @@ fn threads_handed_over_at_a_syscall_entry_report_each_call_once() {
             .all(|&t| matches!(status_field(t, "TracerPid").as_deref(), Some("0") | None))
     });
 }
+
+/// A thread served by another tracer thread than its process leader execs
+/// (`thread_exec`; `UTAP_SHARD_SETTLE=2` moves it at its first getppid):
+/// it takes over the leader's id, its new tracer thread follows, and the
+/// session ends when the new program exits, with every call counted.
+/// utap's first tracer thread, the program's real parent, may reap the
+/// new program's stops and death (it hung about one run in three).
+#[test]
+fn a_non_leader_exec_on_another_tracer_thread_ends_the_session() {
+    let mut c = utap_sharded(
+        "global n probe syscall.getppid { n++ } probe end { println(n) }",
+        2,
+        &["-c", &fixture("thread_exec")],
+    );
+    c.env("UTAP_SHARD_SETTLE", "2");
+    let out = run(c);
+    assert_eq!(out.status, 0, "{out:?}");
+    assert_sharded(&out.stderr, 2);
+    assert!(out.stderr.contains("exited with status 0"), "{out:?}");
+    assert_eq!(out.stdout, "201\n", "{out:?}");
+}

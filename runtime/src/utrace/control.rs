@@ -120,6 +120,8 @@ pub(crate) struct Core {
     pub orphans: TidMap<i32>,
     /// Wait statuses to handle again (adopted orphans).
     pub replay: Vec<(Tid, i32)>,
+    /// Wait statuses other shards reaped that may be ours (`foreign`).
+    pub passed: Vec<(Tid, i32)>,
     /// Stopped threads whose engines changed their minds.
     pub pending_resolve: Vec<Tid>,
     pub end: Option<EndReason>,

@@ -161,7 +161,8 @@
 //! more tracer loops ("shards"), each on its own thread with its own
 //! `Core`, doorbell, colocation and engines (from a factory, at the same
 //! ids); each waits with `__WALL | __WNOTHREAD` and so reaps only the
-//! stops of its own tracees. The kernel makes an auto-attached clone a
+//! stops of its own tracees, except those of a real child that another
+//! shard traces (after a non-leader exec), passed on by `foreign`. The kernel makes an auto-attached clone a
 //! tracee of its creator's tracer thread; at its 64th stop there (a
 //! thread that keeps stopping; short-lived ones never move) it is handed to
 //! the shard with the fewest busy threads, if that has fewer. ptrace
@@ -253,6 +254,7 @@ mod doorbell;
 mod engine;
 mod error;
 mod events;
+mod foreign;
 mod hold;
 pub mod hurry;
 mod ptrace;

@@ -86,6 +86,8 @@ struct Slot {
 pub(crate) struct Group {
     slots: Vec<Slot>,
     ended: AtomicBool,
+    /// Some thread was handed over (see `foreign`).
+    moved: AtomicBool,
     reason: Mutex<Option<EndReason>>,
     /// Per process: the `jmp .` site and the bytes it replaced.
     parks: Mutex<HashMap<i32, (u64, [u8; 2])>>,
@@ -128,6 +130,7 @@ impl Group {
                 })
                 .collect(),
             ended: AtomicBool::new(false),
+            moved: AtomicBool::new(false),
             reason: Mutex::new(None),
             parks: Mutex::new(HashMap::new()),
             settle: std::env::var("UTAP_SHARD_SETTLE")
@@ -191,13 +194,32 @@ impl Group {
     /// Every shard but `owner` forgets thread `tid` (without a ptrace
     /// request: it is no longer theirs).
     pub fn forget_elsewhere(&self, owner: usize, tid: Tid) {
-        for (i, slot) in self.slots.iter().enumerate().filter(|(i, _)| *i != owner) {
-            let sent = lock(&slot.tx).as_ref().is_some_and(|tx| {
-                tx.send(Box::new(move |ctl: &mut Control| {
-                    ctl.core.threads.remove(&tid);
-                }))
-                .is_ok()
-            });
+        self.to_others(owner, &|| {
+            Box::new(move |ctl: &mut Control| {
+                ctl.core.threads.remove(&tid);
+            })
+        });
+    }
+
+    /// Passes a wait status shard `from` reaped for another shard's
+    /// tracee to every other shard (see `foreign`).
+    pub fn pass_on(&self, from: usize, tid: Tid, status: i32) {
+        self.to_others(from, &|| {
+            Box::new(move |ctl: &mut Control| ctl.core.passed.push((tid, status)))
+        });
+    }
+
+    /// Whether some thread has changed shards in this session.
+    pub fn moved(&self) -> bool {
+        self.moved.load(Ordering::Acquire)
+    }
+
+    /// Sends a command made by `make` to every shard but `me`, ringing it.
+    fn to_others(&self, me: usize, make: &dyn Fn() -> Command) {
+        for (i, slot) in self.slots.iter().enumerate().filter(|(i, _)| *i != me) {
+            let sent = lock(&slot.tx)
+                .as_ref()
+                .is_some_and(|tx| tx.send(make()).is_ok());
             if sent && let Some(ring) = lock(&self.slots[i].ring).as_ref() {
                 super::doorbell::ring(ring.as_raw_fd());
             }
@@ -326,6 +348,7 @@ impl Tracer {
         thread.restore = Some(Box::new((restore, std::time::Instant::now())));
         thread.retrap = retrap;
         thread.settled = true;
+        group.moved.store(true, Ordering::Release);
         group.slots[target].load.fetch_add(1, Ordering::Relaxed);
         // Sent under the slot's lock: a shard closes its queue under the
         // same lock, so the thread is either adopted there or taken back.

@@ -36,6 +36,9 @@ impl Tracer {
         }
         let st = ptrace::decode(status);
         self.note_shard_stop();
+        if self.pass_foreign(tid, st, status) {
+            return;
+        }
         if !self.core.threads.contains_key(&tid) && !self.exec_took_leader(tid, st) {
             self.on_stranger(tid, st, status);
             return;

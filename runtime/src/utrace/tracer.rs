@@ -199,6 +199,8 @@ impl Tracer {
             self.release_text_hold();
             if let Some((tid, status)) = self.core.replay.pop() {
                 self.on_status(tid, status);
+            } else if let Some((tid, status)) = self.core.passed.pop() {
+                self.on_passed(tid, status);
             } else if let Some(tid) = self.core.pending_resolve.pop() {
                 self.resolve(tid);
             } else {
