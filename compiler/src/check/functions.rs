@@ -83,17 +83,26 @@ pub fn build(
     // A library's functions are checked in the library when its path is
     // known; an executable's in the executable.
     let checked = match &library {
-        Some(lib) if lib.starts_with('/') => Some(lib.clone()),
+        Some(lib) if lib.starts_with('/') => Some((lib.clone(), true)),
         Some(_) => None,
         // Without a path: the -c/-x program, as SystemTap resolves it (a
         // shell built-in or a missing file is left to the session).
-        None => module.or_else(|| {
-            super::dwarf::implicit_program(&target)
-                .filter(|exe| ElfImage::open(Path::new(exe)).is_ok())
-        }),
+        None => module
+            .map(|m| (m, true))
+            .or_else(|| super::dwarf::implicit_program(&target).map(|exe| (exe, false))),
     };
-    if let Some(file) = checked {
-        check_symbols(&file, &site, site_arg)?;
+    if let Some((file, named)) = checked {
+        match ElfImage::open(Path::new(&file)) {
+            Ok(image) => check_symbols(&image, &site, site_arg)?,
+            Err(e) if named => {
+                return Err(BuildError {
+                    message: format!("cannot probe functions of {file}"),
+                    label: e.0,
+                    component: 0,
+                });
+            }
+            Err(_) => {}
+        }
     }
     if let (ProcessTarget::Path(_), Some(_)) = (&target, &library) {
         // The process filter stays; the library names the module.
@@ -129,13 +138,12 @@ fn split_offset(s: &str) -> Option<(String, u64)> {
     (!name.is_empty()).then(|| (name.to_string(), off))
 }
 
-/// The site must name something in `file`.
-fn check_symbols(file: &str, site: &FunctionSite, component: usize) -> Result<(), BuildError> {
-    let image = ElfImage::open(Path::new(file)).map_err(|e| BuildError {
-        message: format!("cannot probe functions of {file}"),
-        label: e.0,
-        component: 0,
-    })?;
+/// The site must name something in `image`.
+fn check_symbols(
+    image: &ElfImage,
+    site: &FunctionSite,
+    component: usize,
+) -> Result<(), BuildError> {
     let (pattern, names): (&str, Vec<String>) = match site {
         FunctionSite::Function { name, .. } => {
             let funcs = || image.symbols.iter().filter(|s| s.func);
