@@ -34,7 +34,7 @@ fn filtered_command_outlives(name: &str, ending: &str, status: i32) {
     let copy = dir.join("copy");
     let script = format!("probe syscall.openat {{ }} {ending} probe end {{ println(\"end\") }}");
     let cmd = format!(
-        "sh -c 'sleep 3; cat /etc/hostname > {}' >/dev/null 2>&1",
+        "exec sh -c 'sleep 3; cat /etc/hostname > {}' >/dev/null 2>&1",
         copy.display()
     );
     let (out, took) = timed(utap(&script, &["-T", "0.3", "-c", &cmd]));
@@ -94,7 +94,7 @@ fn sigquit_runs_the_end_probes_and_lets_the_process_go() {
 fn sigkill_of_utap_kills_the_command_through_exitkill() {
     let script =
         "probe process.begin { if (pid() == target()) printf(\"target %d\\n\", target()) }";
-    let cmd = format!("{} 1 >/dev/null 2>&1", fixture("sleeper"));
+    let cmd = format!("exec {} 1 >/dev/null 2>&1", fixture("sleeper"));
     let live = Live::spawn(utap(script, &["-c", &cmd]));
     let line = live.line();
     let pid: i32 = line.strip_prefix("target ").unwrap().parse().unwrap();
@@ -116,7 +116,7 @@ probe timer.ms(100) { while (1) i++ }
 fn loop_yields(args: &[&str], sig: Option<i32>) {
     // Without a filter the command is let go at the end: bounded, so that
     // it does not outlive the test run.
-    let cmd = format!("timeout 30 {} 1 >/dev/null 2>&1", fixture("sleeper"));
+    let cmd = format!("exec timeout 30 {} 1 >/dev/null 2>&1", fixture("sleeper"));
     let mut all = vec!["-D", "MAXACTION=1000000000000000", "-c", &cmd];
     all.extend_from_slice(args);
     let live = Live::spawn(utap(LOOPING, &all));
@@ -199,7 +199,7 @@ fn reader_goes_away(args: &[&str], script: &str) {
 #[test]
 fn a_closed_output_pipe_ends_the_session_quietly() {
     reader_goes_away(&[], "probe timer.ms(1) { println(\"x\") }");
-    let cmd = format!("timeout 30 {} 1 >/dev/null 2>&1", fixture("sleeper"));
+    let cmd = format!("exec timeout 30 {} 1 >/dev/null 2>&1", fixture("sleeper"));
     reader_goes_away(&["-c", &cmd], "probe timer.ms(1) { println(\"x\") }");
 }
 

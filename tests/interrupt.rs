@@ -36,7 +36,7 @@ probe end {{ println(n >= 0 ? "end" : "") }}
 /// returns the sleeper's pid.
 fn interrupt(filtered: bool, sig: i32) -> i32 {
     // Its output must not hold utap's pipes open after utap ends.
-    let cmd = format!("{} 2 >/dev/null 2>&1", fixture("sleeper"));
+    let cmd = format!("exec {} 2 >/dev/null 2>&1", fixture("sleeper"));
     let live = Live::spawn(utap(&script(filtered), &["-c", &cmd]));
     let line = live.line();
     let pid: i32 = line

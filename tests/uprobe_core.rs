@@ -68,8 +68,12 @@ fn trace_with<E: Engine + Default + 'static>(
         std::process::id(),
         args.replace(' ', "_")
     ));
-    let cmd =
-        SpawnCommand::shell(&format!("{} {args} > {}", fixture("ufuncs"), out.display())).unwrap();
+    let cmd = SpawnCommand::command_line(&format!(
+        "exec {} {args} > {}",
+        fixture("ufuncs"),
+        out.display()
+    ))
+    .unwrap();
     let mut tracer = Tracer::new().unwrap();
     let id = tracer.add_engine(engine);
     let child = tracer.spawn(&cmd, None).unwrap();

@@ -124,7 +124,7 @@ fn cxx_names_are_demangled_and_match_by_qualified_name() {
     // scale(x, y) 3, biggest<long> 5, biggest<double> 1) is not mixed in.
     let o = run(utap(
         &CXX_SCRIPT.replace("EXE", &exe),
-        &["-c", &format!("{exe} 5 >/dev/null")],
+        &["-c", &format!("exec {exe} 5 >/dev/null")],
     ));
     let listed = run(utap(
         "",

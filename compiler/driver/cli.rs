@@ -27,7 +27,7 @@ pub struct Options {
     #[arg(short = 'e', value_name = "SCRIPT")]
     pub script_text: Option<String>,
 
-    /// Run CMD (as `/bin/sh -c "exec CMD"`), traced from its first instruction.
+    /// Run CMD (its words; `/bin/sh -c CMD` for shell syntax), traced from its first instruction.
     #[arg(short = 'c', value_name = "CMD")]
     pub command: Option<String>,
 

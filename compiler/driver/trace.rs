@@ -3,6 +3,7 @@
 
 use utap_compiler::program::{PointKind, ProcessEvent as Ev, ProcessTarget, Program};
 use utap_runtime::session::{ProcessEvent, ProcessFilter, ProcessPoint, Target};
+use utap_runtime::utrace::command_line::CommandLine;
 
 use crate::cli;
 
@@ -89,53 +90,9 @@ fn resolve(path: &str) -> Result<String, String> {
         .ok_or_else(|| format!("cannot find executable '{path}' of process(\"{path}\")"))
 }
 
-/// Characters that make `-c CMD` more than a program and its arguments.
-const SHELL_SYNTAX: &[char] = &[
-    '$', '`', '\\', '"', '\'', ';', '&', '|', '<', '>', '(', ')', '{', '}', '*', '?', '[', ']',
-    '~', '#', '=', '!', '\n',
-];
-
-/// Fails before anything starts when CMD is a plain program with arguments
-/// whose program `/bin/sh -c "exec CMD"` could not run: `exec` looks a name
-/// up in PATH only (never a builtin or function), so the same lookup here
-/// gives the shell's answer. Commands with shell syntax are left to the
-/// shell.
+/// Fails before anything starts when `-c CMD` cannot run: a program that
+/// is not there, unmatched quotes, an undefined variable (SystemTap's
+/// wordexp rules, `utrace::command_line`).
 fn check_command(cmd: &str) -> Result<(), String> {
-    if cmd.contains(SHELL_SYNTAX) {
-        return Ok(());
-    }
-    let Some(program) = cmd.split_whitespace().next() else {
-        return Err("-c needs a command".into());
-    };
-    if program.contains('/') {
-        let path = std::path::Path::new(program);
-        return match std::fs::metadata(path) {
-            Err(_) => Err(format!("cannot run '{program}': no such file or directory")),
-            Ok(m) if m.is_dir() || !executable(path) => {
-                Err(format!("cannot run '{program}': permission denied"))
-            }
-            Ok(_) => Ok(()),
-        };
-    }
-    // Without PATH the shell uses its own default: leave it to the shell.
-    let Some(dirs) = std::env::var_os("PATH") else {
-        return Ok(());
-    };
-    let found = std::env::split_paths(&dirs)
-        .map(|d| d.join(program))
-        .any(|p| p.is_file() && executable(&p));
-    match found {
-        true => Ok(()),
-        false => Err(format!("cannot run '{program}': command not found")),
-    }
-}
-
-/// access(X_OK), as the shell's exec decides.
-fn executable(path: &std::path::Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: a valid NUL-terminated path.
-    unsafe { libc::access(c.as_ptr(), libc::X_OK) == 0 }
+    CommandLine::parse(cmd).map(|_| ())
 }

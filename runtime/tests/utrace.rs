@@ -956,7 +956,8 @@ fn follows_100_threads() {
 /// execs itself three times; every process is followed and the first one's
 /// exit code (7 + 3) is unchanged.
 fn follows_fork_exec_chain() {
-    let cmd = SpawnCommand::shell(&format!("{} 3", fixture("forkexec").display())).unwrap();
+    let line = format!("exec {} 3", fixture("forkexec").display());
+    let cmd = SpawnCommand::new("/bin/sh", &["-c", &line]).unwrap();
     let (c, end, pid) = count_tree(cmd, TREE);
     assert_eq!(end, exited(pid, 10));
     assert_eq!(c.clones.len(), 3);

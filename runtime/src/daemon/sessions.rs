@@ -250,7 +250,7 @@ pub(crate) fn start(
     Ok(())
 }
 
-/// Starts a client's `-c` command (`/bin/sh -c "exec CMD"`) stopped at its
+/// Starts a client's `-c` command (its words, or `/bin/sh -c CMD`) stopped at its
 /// exec, with the client's descriptors, directory and environment. No
 /// seccomp filter: the process may be shared with sessions that probe
 /// other syscalls, and it must be free to run on untraced when its last
@@ -258,7 +258,8 @@ pub(crate) fn start(
 fn spawn(ctl: &mut Control, cmd: &str, io: CommandIo) -> Result<Tid, String> {
     use std::ffi::CString;
     use std::os::fd::AsRawFd;
-    let command = SpawnCommand::shell(cmd).map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    let command =
+        SpawnCommand::command_line(cmd).map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
     // Everything the child needs is built before the fork: it must not
     // allocate.
     let cwd = CString::new(io.cwd.clone()).map_err(|_| "bad directory".to_string())?;

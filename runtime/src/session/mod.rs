@@ -58,7 +58,7 @@ use points::{Dispatch, SyscallNeed};
 /// What the session traces.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
-    /// `-c CMD`: run `/bin/sh -c "exec CMD"`.
+    /// `-c CMD`: run CMD's words, or `/bin/sh -c CMD` (`utrace::command_line`).
     Command(String),
     /// `-x PID`: attach to a running process.
     Attach(i32),
@@ -350,7 +350,7 @@ fn eperm_reasons(yama: bool) -> String {
     }
 }
 
-/// Starts `/bin/sh -c "exec CMD"` traced from its first instruction, with a
+/// Starts `-c CMD` (`utrace::command_line`) traced from its first instruction, with a
 /// seccomp filter when the script probes syscalls.
 fn spawn(
     tracer: &mut Tracer,
@@ -358,8 +358,8 @@ fn spawn(
     syscalls: SyscallNeed,
     verbose: bool,
 ) -> Result<(Tid, bool), SessionError> {
-    let command =
-        SpawnCommand::shell(cmd).map_err(|e| SessionError(format!("cannot run {cmd:?}: {e}")))?;
+    let command = SpawnCommand::command_line(cmd)
+        .map_err(|e| SessionError(format!("cannot run {cmd:?}: {e}")))?;
     // Built before fork: installing it in the child must not allocate.
     // A probe on every syscall still gets a filter (tracing every number
     // x86_64 has, far beyond its ≈460): one stop per syscall instead of

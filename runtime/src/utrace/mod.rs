@@ -22,7 +22,7 @@
 //!
 //! let mut tracer = Tracer::new()?;                 // on the tracer thread
 //! let engine = tracer.add_engine(Count(0));
-//! let child = tracer.spawn(&SpawnCommand::shell("ls")?, None)?;
+//! let child = tracer.spawn(&SpawnCommand::command_line("ls")?, None)?;
 //! let mut ctl = tracer.ctl();
 //! ctl.attach(child.pid, engine, AttachMode::Create, Events::SYSCALL_ENTRY | Events::FOLLOW)?;
 //! ctl.end_when_exits(child.pid);
@@ -248,6 +248,7 @@
 mod action;
 mod breakpoint;
 pub mod colocate;
+pub mod command_line;
 mod control;
 mod cx;
 mod doorbell;

@@ -15,14 +15,16 @@
 
 use std::ffi::CString;
 
+use super::command_line::CommandLine;
 use super::error::{Error, Result};
 use super::ptrace::{self, Status};
 use super::thread::{Run, Thread};
 use super::{Control, Signal, Tid, Tracer};
 
-/// A command line to execute (no PATH search: `program` is a path).
+/// A command line to execute (no PATH search: `path` is a path).
 #[derive(Clone, Debug)]
 pub struct SpawnCommand {
+    path: CString,
     argv: Vec<CString>,
 }
 
@@ -33,12 +35,26 @@ impl SpawnCommand {
         for a in args {
             argv.push(cstring(a.as_ref())?);
         }
-        Ok(SpawnCommand { argv })
+        Ok(SpawnCommand {
+            path: argv[0].clone(),
+            argv,
+        })
     }
 
-    /// SystemTap's `-c CMD`: `/bin/sh -c "exec CMD"`.
-    pub fn shell(cmd: &str) -> Result<SpawnCommand> {
-        SpawnCommand::new("/bin/sh", &["-c", &format!("exec {cmd}")])
+    /// SystemTap's `-c CMD`: the program and arguments CMD's words name,
+    /// or `/bin/sh -c CMD` for shell syntax ([`CommandLine`]).
+    pub fn command_line(cmd: &str) -> Result<SpawnCommand> {
+        match CommandLine::parse(cmd).map_err(Error::Spawn)? {
+            CommandLine::Shell(cmd) => SpawnCommand::new("/bin/sh", &["-c", &cmd]),
+            CommandLine::Words { program, argv } => {
+                let path = program.to_str().ok_or_else(|| {
+                    Error::Spawn(format!("program path is not UTF-8: {program:?}"))
+                })?;
+                let mut spawn = SpawnCommand::new(path, &argv[1..])?;
+                spawn.argv[0] = cstring(&argv[0])?;
+                Ok(spawn)
+            }
+        }
     }
 }
 
@@ -97,7 +113,7 @@ impl Control<'_> {
         // caller's hook, which must too) before exec or _exit.
         let pid = unsafe { libc::fork() };
         if pid == 0 {
-            unsafe { child(&argv, hook, status_w) }
+            unsafe { child(cmd.path.as_ptr(), &argv, hook, status_w) }
         }
         // SAFETY: closing our copy of the write end.
         unsafe { libc::close(status_w) };
@@ -170,6 +186,7 @@ fn wait(pid: Tid) -> Result<Status> {
 
 /// In the forked child. Async-signal-safe calls only.
 unsafe fn child(
+    path: *const libc::c_char,
     argv: &[*const libc::c_char],
     hook: Option<&mut dyn FnMut() -> bool>,
     status_w: libc::c_int,
@@ -191,7 +208,7 @@ unsafe fn child(
         };
         let byte = [ok as u8];
         libc::write(status_w, byte.as_ptr().cast(), 1);
-        libc::execv(argv[0], argv.as_ptr());
+        libc::execv(path, argv.as_ptr());
         libc::_exit(127)
     }
 }
