@@ -537,4 +537,51 @@ mod tests {
             assert_eq!(i386, libc::SECCOMP_RET_TRACE);
         }
     }
+
+    /// With a notify set: its numbers notify, the traced set (and execve,
+    /// execveat, the listener hand-over) traces, a number in both traces,
+    /// other ABIs trace, the rest is allowed.
+    #[test]
+    fn programs_notify_exactly_their_notify_set() {
+        let cases: Vec<(Vec<u32>, Vec<u32>)> = vec![
+            (vec![], vec![1]),
+            (vec![0, 1], vec![1, 2, 3, 59, 110]),
+            (
+                (0..200).step_by(3).collect(),
+                (0..460).filter(|n| n % 3 != 0).collect(),
+            ),
+            (vec![257], (0..1024).filter(|&n| n != 257).collect()),
+        ];
+        for (traced, notified) in cases {
+            let filter = Filter::with_notify(traced.clone(), notified.clone()).unwrap();
+            for nr in (0..1100).chain([LISTENER_NR]) {
+                let trace =
+                    traced.contains(&nr) || ALWAYS_TRACED.contains(&nr) || nr == LISTENER_NR;
+                let expect = if trace {
+                    libc::SECCOMP_RET_TRACE
+                } else if notified.contains(&nr) {
+                    RET_USER_NOTIF
+                } else {
+                    libc::SECCOMP_RET_ALLOW
+                };
+                let got = run(&filter.program, AUDIT_ARCH_X86_64, nr);
+                assert_eq!(
+                    got,
+                    expect,
+                    "nr {nr}: {traced:?} / {} notified",
+                    notified.len()
+                );
+            }
+            let x32 = run(&filter.program, AUDIT_ARCH_X86_64, X32_SYSCALL_BIT | 1);
+            assert_eq!(x32, libc::SECCOMP_RET_TRACE);
+        }
+        // Too many alternations for range tests: no bitmask fallback with
+        // a notify set (the session then traces everything instead).
+        let traced: Vec<u32> = (0..2000).step_by(2).collect();
+        let notified: Vec<u32> = (1..2000).step_by(2).collect();
+        assert_eq!(
+            Filter::with_notify(traced, notified).unwrap_err(),
+            BuildError::TooLarge
+        );
+    }
 }
