@@ -18,6 +18,15 @@ use crate::utrace::Tid;
 /// may run on the waker's CPU), as a ptrace stop and its tracer do.
 const FD_SYNC_WAKE_UP: u64 = 1;
 
+/// Whether this kernel lets a tracer take a child's listener
+/// (`pidfd_getfd`, Linux 5.6): asked with an invalid descriptor, the call
+/// fails with EBADF where it exists and ENOSYS where not.
+pub fn supported() -> bool {
+    // SAFETY: no descriptor is created.
+    let rc = unsafe { libc::syscall(libc::SYS_pidfd_getfd, -1, 0, 0) };
+    rc < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOSYS)
+}
+
 /// A listener taken from a traced child.
 #[derive(Debug)]
 pub struct Listener {

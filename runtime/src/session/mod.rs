@@ -30,6 +30,10 @@
 //! per syscall instead of PTRACE_SYSCALL's two). Without a filter (`-x`, or
 //! a script without syscall probes) these signals detach and the command
 //! goes on untraced.
+//!
+//! Syscall entries whose probes need no stop come through a seccomp user
+//! notification instead of a RET_TRACE stop ([`notify`]); the same rules
+//! hold for them (without a listener the kernel fails them with ENOSYS).
 
 pub(crate) mod engine;
 mod functions;

@@ -63,9 +63,10 @@ pub(crate) fn plan(d: &Dispatch, need: SyscallNeed, stopless: &[bool], every: u3
         .collect()
 }
 
-/// Whether the route may be used: on unless `UTAP_NOTIFY=0`.
+/// Whether the route may be used: on unless `UTAP_NOTIFY=0`, where the
+/// kernel can hand the listener over.
 pub(crate) fn enabled() -> bool {
-    std::env::var("UTAP_NOTIFY").map_or(true, |v| v != "0")
+    std::env::var("UTAP_NOTIFY").map_or(true, |v| v != "0") && crate::listener::supported()
 }
 
 /// Starts the server thread; returns the count of notifications it
