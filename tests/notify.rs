@@ -8,6 +8,7 @@
 mod support;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use support::*;
@@ -22,7 +23,11 @@ fn strace_available() -> bool {
 
 /// `strace -f -c` of `/bin/sh -c "exec CMD"`: calls per syscall name.
 fn strace_counts(cmd: &str) -> BTreeMap<String, u64> {
-    let file = std::env::temp_dir().join(format!("utap-notify-{}.txt", std::process::id()));
+    // Tests run in parallel in this one process: a file per run.
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let run_no = RUNS.fetch_add(1, Ordering::SeqCst);
+    let file =
+        std::env::temp_dir().join(format!("utap-notify-{}-{run_no}.txt", std::process::id()));
     let mut c = command("strace");
     c.args(["-f", "-qq", "-c", "-o"]).arg(&file);
     c.args(["/bin/sh", "-c", &format!("exec {cmd}")]);
