@@ -150,10 +150,14 @@ fn assert_sharded(stderr: &str, shards: usize) {
 }
 
 /// utap's run with `shards` tracer threads and `-v`, whose notes go to
-/// stderr (checked by `assert_sharded`) beside the script's output.
+/// stderr (checked by `assert_sharded`) beside the script's output. The
+/// syscall entries come through ptrace stops (`UTAP_NOTIFY=0`): these
+/// tests are about the tracer threads, which a seccomp notification
+/// bypasses (tests/notify.rs).
 fn utap_sharded(script: &str, shards: usize, args: &[&str]) -> std::process::Command {
     let mut c = utap(script, &[&["-v"], args].concat());
     c.env("UTAP_SHARDS", shards.to_string());
+    c.env("UTAP_NOTIFY", "0");
     c
 }
 

@@ -203,7 +203,10 @@ pub fn run(
             )));
         }
     };
-    let result = traced(opts, compiled, options, target, limit, &points, &handover);
+    let stopless = utap_compiler::stopless::stopless_probes(program);
+    let result = traced(
+        opts, compiled, options, target, limit, &points, stopless, &handover,
+    );
     // Every thread is detached now: the foreground may go.
     let mut h = handover.lock().unwrap_or_else(|e| e.into_inner());
     match result {
@@ -278,6 +281,7 @@ fn traced(
     target: Target,
     limit: Option<Duration>,
     points: &[utap_runtime::session::ProcessPoint],
+    stopless: Vec<bool>,
     handover: &Arc<Mutex<Handover>>,
 ) -> Result<i32, PassError> {
     let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
@@ -292,6 +296,7 @@ fn traced(
         time_limit: limit,
         verbose: opts.verbose > 0,
         guru: opts.guru,
+        stopless: Some(stopless),
     };
     let handover = handover.clone();
     let conclude = Box::new(move |status: i32, after: Aftermath| {

@@ -16,4 +16,5 @@ pub mod preprocess;
 pub mod print;
 pub mod program;
 pub mod source;
+pub mod stopless;
 pub mod walk;

@@ -9,6 +9,7 @@ pub mod format;
 pub mod glob;
 pub mod host;
 pub mod json;
+pub mod listener;
 pub mod memory;
 pub mod metrics;
 pub mod priority;

@@ -85,16 +85,39 @@ impl Filter {
     /// A filter tracing `syscalls` (x86_64 numbers), execve and execveat,
     /// and every syscall of another architecture or ABI.
     pub fn new(syscalls: impl IntoIterator<Item = u32>) -> Result<Filter, BuildError> {
+        Filter::with_notify(syscalls, [])
+    }
+
+    /// Like [`Filter::new`], and `notify` (x86_64 numbers) return
+    /// `SECCOMP_RET_USER_NOTIF` instead: their entries reach the listener
+    /// [`install_with_listener`] returns, with no ptrace stop (see
+    /// `crate::session::notify`). A number in both sets, execve and
+    /// execveat are traced; [`LISTENER_NR`] is traced when `notify` is not
+    /// empty. The bitmask fallback knows no notify verdict: a notify set
+    /// whose range search is too long fails with `TooLarge`.
+    pub fn with_notify(
+        syscalls: impl IntoIterator<Item = u32>,
+        notify: impl IntoIterator<Item = u32>,
+    ) -> Result<Filter, BuildError> {
         let mut set: Vec<u32> = syscalls.into_iter().chain(ALWAYS_TRACED).collect();
-        if let Some(&bad) = set.iter().find(|&&nr| nr >= X32_SYSCALL_BIT) {
+        let mut notify: Vec<u32> = notify.into_iter().collect();
+        if !notify.is_empty() {
+            set.push(LISTENER_NR);
+        }
+        if let Some(&bad) = set.iter().chain(&notify).find(|&&nr| nr >= X32_SYSCALL_BIT) {
             return Err(BuildError::BadSyscall(bad));
         }
         set.sort_unstable();
         set.dedup();
-        let ranges = to_ranges(&set);
-        let body = search(&ranges)
-            .or_else(|| with_returns(bitmask(&set)))
-            .ok_or(BuildError::TooLarge)?;
+        notify.retain(|nr| set.binary_search(nr).is_err());
+        notify.sort_unstable();
+        notify.dedup();
+        let ranges = to_ranges(&set, &notify);
+        let body = match search(&ranges) {
+            Some(body) => body,
+            None if notify.is_empty() => with_returns(bitmask(&set)).ok_or(BuildError::TooLarge)?,
+            None => return Err(BuildError::TooLarge),
+        };
         let program = assemble(body)?;
         Ok(Filter { program })
     }
@@ -126,6 +149,7 @@ impl std::fmt::Display for Filter {
                 JSET_K => writeln!(f, "{i}: jset #{k:#x} {jumps}")?,
                 RET_K if k == libc::SECCOMP_RET_ALLOW => writeln!(f, "{i}: ret ALLOW")?,
                 RET_K if k == libc::SECCOMP_RET_TRACE => writeln!(f, "{i}: ret TRACE")?,
+                RET_K if k == RET_USER_NOTIF => writeln!(f, "{i}: ret USER_NOTIF")?,
                 code => writeln!(f, "{i}: {code:#x} {jumps} k {k:#x}")?,
             }
         }
@@ -133,17 +157,44 @@ impl std::fmt::Display for Filter {
     }
 }
 
-/// Maximal runs of consecutive numbers, as half-open ranges.
-fn to_ranges(sorted: &[u32]) -> Vec<(u32, u32)> {
-    let mut ranges: Vec<(u32, u32)> = Vec::new();
-    for &nr in sorted {
+/// A range's verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    Trace,
+    Notify,
+}
+
+/// A half-open range of numbers with one verdict.
+type Range = (u32, u32, Verdict);
+
+/// Maximal runs of consecutive numbers with the same verdict, as half-open
+/// ranges in order (`traced` and `notified` are sorted and disjoint).
+fn to_ranges(traced: &[u32], notified: &[u32]) -> Vec<Range> {
+    let mut all: Vec<(u32, Verdict)> = traced
+        .iter()
+        .map(|&n| (n, Verdict::Trace))
+        .chain(notified.iter().map(|&n| (n, Verdict::Notify)))
+        .collect();
+    all.sort_unstable_by_key(|&(n, _)| n);
+    let mut ranges: Vec<Range> = Vec::new();
+    for (nr, v) in all {
         match ranges.last_mut() {
-            Some((_, hi)) if *hi == nr => *hi = nr + 1,
-            _ => ranges.push((nr, nr + 1)),
+            Some((_, hi, last)) if *hi == nr && *last == v => *hi = nr + 1,
+            _ => ranges.push((nr, nr + 1, v)),
         }
     }
     ranges
 }
+
+/// `SECCOMP_RET_USER_NOTIF` (linux/seccomp.h).
+pub const RET_USER_NOTIF: u32 = 0x7fc0_0000;
+
+/// A syscall number no kernel has (it fails with ENOSYS), always traced by
+/// a filter with a notify set: the child makes it once, right after
+/// installing the filter, with the listener's descriptor as its first
+/// argument, so the tracer can take the descriptor (`pidfd_getfd`) at that
+/// seccomp stop, before exec closes it (see `utrace::spawn`).
+pub const LISTENER_NR: u32 = 0x3fff_0000;
 
 /// A jump target before layout.
 #[derive(Clone, Copy, Debug)]
@@ -152,6 +203,7 @@ enum To {
     Skip(u8),
     Trace,
     Allow,
+    Notify,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -175,15 +227,20 @@ fn jump(code: u16, k: u32, jt: To, jf: To) -> Insn {
     Insn { code, jt, jf, k }
 }
 
-/// Range tests in sequence: `nr == lo` or `lo <= nr < hi` → TRACE.
-fn linear(ranges: &[(u32, u32)]) -> Vec<Insn> {
+/// Range tests in sequence: `nr == lo` or `lo <= nr < hi` → the range's
+/// verdict.
+fn linear(ranges: &[Range]) -> Vec<Insn> {
     let mut body = Vec::new();
-    for &(lo, hi) in ranges {
+    for &(lo, hi, v) in ranges {
+        let to = match v {
+            Verdict::Trace => To::Trace,
+            Verdict::Notify => To::Notify,
+        };
         if hi == lo + 1 {
-            body.push(jump(JEQ_K, lo, To::Trace, To::Skip(0)));
+            body.push(jump(JEQ_K, lo, to, To::Skip(0)));
         } else {
             body.push(jump(JGE_K, lo, To::Skip(0), To::Skip(1)));
-            body.push(jump(JGE_K, hi, To::Skip(0), To::Trace));
+            body.push(jump(JGE_K, hi, To::Skip(0), to));
         }
     }
     body
@@ -196,7 +253,7 @@ const LEAF_RANGES: usize = 8;
 /// Range tests as a binary search: `jge` on the first number of the upper
 /// half splits, leaves are [`linear`] chains with their own returns. `None`
 /// if a jump over a lower half would be longer than 255 instructions.
-fn search(ranges: &[(u32, u32)]) -> Option<Vec<sock_filter>> {
+fn search(ranges: &[Range]) -> Option<Vec<sock_filter>> {
     if ranges.len() <= LEAF_RANGES {
         return with_returns(linear(ranges));
     }
@@ -241,18 +298,26 @@ fn bitmask(sorted: &[u32]) -> Vec<Insn> {
     body
 }
 
-/// Ends `body` with its own `ret ALLOW; ret TRACE` and resolves its jumps,
-/// so no jump leaves the piece: pieces compose into programs longer than a
-/// BPF jump (255 instructions) can span. `None` if a jump is too long.
+/// Ends `body` with its own `ret ALLOW; ret TRACE` (and `ret USER_NOTIF`
+/// if some jump goes there) and resolves its jumps, so no jump leaves the
+/// piece: pieces compose into programs longer than a BPF jump (255
+/// instructions) can span. `None` if a jump is too long.
 fn with_returns(mut body: Vec<Insn>) -> Option<Vec<sock_filter>> {
     let allow = body.len();
+    let notifies = body
+        .iter()
+        .any(|i| matches!(i.jt, To::Notify) || matches!(i.jf, To::Notify));
     body.push(stmt(RET_K, libc::SECCOMP_RET_ALLOW));
     body.push(stmt(RET_K, libc::SECCOMP_RET_TRACE));
+    if notifies {
+        body.push(stmt(RET_K, RET_USER_NOTIF));
+    }
     let offset = |at: usize, to: To| -> Option<u8> {
         let target = match to {
             To::Skip(n) => return Some(n),
             To::Allow => allow,
             To::Trace => allow + 1,
+            To::Notify => allow + 2,
         };
         u8::try_from(target - at - 1).ok()
     };
@@ -302,21 +367,58 @@ pub enum Privileges {
 /// Returns the errno on failure; the caller then traces with
 /// PTRACE_SYSCALL instead. Async-signal-safe: no allocation, no locks.
 pub fn install(filter: &Filter) -> Result<Privileges, i32> {
+    set_filter(filter, 0).map(|(p, _)| p)
+}
+
+/// `SECCOMP_FILTER_FLAG_NEW_LISTENER` and
+/// `SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV` (Linux 5.19) of linux/seccomp.h.
+const FLAG_NEW_LISTENER: c_ulong = 1 << 3;
+const FLAG_WAIT_KILLABLE_RECV: c_ulong = 1 << 5;
+
+/// [`install`] for a filter with a notify set: asks for a listener (with
+/// `WAIT_KILLABLE_RECV` where the kernel has it: once the listener has
+/// received a notification, only SIGKILL interrupts the wait, so a signal
+/// cannot make the syscall restart and notify — and be counted — twice)
+/// and hands its descriptor to the tracer through the [`LISTENER_NR`]
+/// syscall, at whose seccomp stop the tracer takes it. Returns whether the
+/// wait is killable. Async-signal-safe.
+pub fn install_with_listener(filter: &Filter) -> Result<(Privileges, bool), i32> {
+    let (privileges, fd, killable) =
+        match set_filter(filter, FLAG_NEW_LISTENER | FLAG_WAIT_KILLABLE_RECV) {
+            Ok((p, fd)) => (p, fd, true),
+            Err(libc::EINVAL) => {
+                let (p, fd) = set_filter(filter, FLAG_NEW_LISTENER)?;
+                (p, fd, false)
+            }
+            Err(e) => return Err(e),
+        };
+    // SAFETY: an unknown syscall number: the kernel answers ENOSYS after
+    // the tracer's seccomp stop.
+    // The descriptor is CLOEXEC: exec closes our copy (a close(2) here
+    // could be a notified syscall already).
+    unsafe { libc::syscall(LISTENER_NR as libc::c_long, fd, killable as libc::c_long) };
+    Ok((privileges, killable))
+}
+
+/// seccomp(SECCOMP_SET_MODE_FILTER, flags, filter), with NO_NEW_PRIVS set
+/// only if needed (see [`install`]); returns what the call returned (the
+/// listener with `FLAG_NEW_LISTENER`).
+fn set_filter(filter: &Filter, flags: c_ulong) -> Result<(Privileges, libc::c_long), i32> {
     let prog = sock_fprog {
         len: filter.program.len() as u16,
         filter: filter.program.as_ptr() as *mut sock_filter,
     };
     let set = |prog: &sock_fprog| unsafe {
-        libc::prctl(
-            libc::PR_SET_SECCOMP,
-            libc::SECCOMP_MODE_FILTER as c_ulong,
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER as c_ulong,
+            flags,
             prog as *const sock_fprog,
-            0 as c_ulong,
-            0 as c_ulong,
         )
     };
-    if set(&prog) == 0 {
-        return Ok(Privileges::Kept);
+    let rc = set(&prog);
+    if rc >= 0 {
+        return Ok((Privileges::Kept, rc));
     }
     let errno = unsafe { *libc::__errno_location() };
     if errno != libc::EACCES {
@@ -331,10 +433,14 @@ pub fn install(filter: &Filter) -> Result<Privileges, i32> {
             0 as c_ulong,
         )
     };
-    if nnp != 0 || set(&prog) != 0 {
+    if nnp != 0 {
         return Err(unsafe { *libc::__errno_location() });
     }
-    Ok(Privileges::NoNewPrivs)
+    let rc = set(&prog);
+    if rc < 0 {
+        return Err(unsafe { *libc::__errno_location() });
+    }
+    Ok((Privileges::NoNewPrivs, rc))
 }
 
 /// Whether [`install`] in a child of this process would have to set
@@ -430,5 +536,52 @@ mod tests {
             let i386 = run(&filter.program, 0x4000_0003, 20);
             assert_eq!(i386, libc::SECCOMP_RET_TRACE);
         }
+    }
+
+    /// With a notify set: its numbers notify, the traced set (and execve,
+    /// execveat, the listener hand-over) traces, a number in both traces,
+    /// other ABIs trace, the rest is allowed.
+    #[test]
+    fn programs_notify_exactly_their_notify_set() {
+        let cases: Vec<(Vec<u32>, Vec<u32>)> = vec![
+            (vec![], vec![1]),
+            (vec![0, 1], vec![1, 2, 3, 59, 110]),
+            (
+                (0..200).step_by(3).collect(),
+                (0..460).filter(|n| n % 3 != 0).collect(),
+            ),
+            (vec![257], (0..1024).filter(|&n| n != 257).collect()),
+        ];
+        for (traced, notified) in cases {
+            let filter = Filter::with_notify(traced.clone(), notified.clone()).unwrap();
+            for nr in (0..1100).chain([LISTENER_NR]) {
+                let trace =
+                    traced.contains(&nr) || ALWAYS_TRACED.contains(&nr) || nr == LISTENER_NR;
+                let expect = if trace {
+                    libc::SECCOMP_RET_TRACE
+                } else if notified.contains(&nr) {
+                    RET_USER_NOTIF
+                } else {
+                    libc::SECCOMP_RET_ALLOW
+                };
+                let got = run(&filter.program, AUDIT_ARCH_X86_64, nr);
+                assert_eq!(
+                    got,
+                    expect,
+                    "nr {nr}: {traced:?} / {} notified",
+                    notified.len()
+                );
+            }
+            let x32 = run(&filter.program, AUDIT_ARCH_X86_64, X32_SYSCALL_BIT | 1);
+            assert_eq!(x32, libc::SECCOMP_RET_TRACE);
+        }
+        // Too many alternations for range tests: no bitmask fallback with
+        // a notify set (the session then traces everything instead).
+        let traced: Vec<u32> = (0..2000).step_by(2).collect();
+        let notified: Vec<u32> = (1..2000).step_by(2).collect();
+        assert_eq!(
+            Filter::with_notify(traced, notified).unwrap_err(),
+            BuildError::TooLarge
+        );
     }
 }

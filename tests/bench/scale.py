@@ -64,8 +64,9 @@ STRACE = ["strace", "-f", "-c", "-o", "/dev/null"]
 
 def run(argv):
     env = None
-    if argv and argv[0].startswith("UTAP_SHARDS="):
-        env = dict(os.environ, UTAP_SHARDS=argv[0].split("=", 1)[1])
+    while argv and argv[0].startswith("UTAP_") and "=" in argv[0]:
+        var, value = argv[0].split("=", 1)
+        env = dict(env or os.environ, **{var: value})
         argv = argv[1:]
     t = time.perf_counter()
     r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
@@ -91,6 +92,9 @@ def main():
     ap.add_argument("--no-strace", action="store_true")
     ap.add_argument("--floor-only", action="store_true",
                     help="only part 1 (utap against the floors), no mtsys or strace")
+    ap.add_argument("--before", metavar="UTAP",
+                    help="another utap binary (e.g. main's, copied to /tmp/utap-main) "
+                         "timed on the same count in the same rounds")
     a = ap.parse_args()
     fx = fixtures_dir()
     floor, loop, mtsys, notify = (os.path.join(fx, n)
@@ -101,9 +105,13 @@ def main():
         ("floor -p loop", [floor, "-p", loop, n]),
         ("floor -p -n loop", [floor, "-p", "-n", loop, n]),
         ("utap syscall.* loop", [UTAP, COUNT_ALL, "-c", f"{loop} {n}"]),
+        # The same count through ptrace stops (no seccomp notification).
+        ("utap NOTIFY=0 loop", ["UTAP_NOTIFY=0", UTAP, COUNT_ALL, "-c", f"{loop} {n}"]),
         ("notifyfloor -p loop", [notify, "-p", loop, n]),
         ("notifyfloor -s loop", [notify, "-s", loop, n]),
     ]
+    if a.before:
+        cases.append(("before syscall.* loop", [a.before, COUNT_ALL, "-c", f"{loop} {n}"]))
     for k in () if a.floor_only else (1, 2, 4):
         cases.append((f"utap getppid mtsys {k}", [UTAP, GETPPID, "-c", f"{mtsys} {k} {m}"]))
     for k in () if a.floor_only else (1, 2):
@@ -133,6 +141,10 @@ def main():
     print(f"\nutap/floor (loop {n}, entry-only count by name): "
           f"{t['utap syscall.* loop'] / t['floor -p loop']:.2f} (goal <= 1.1); against the floor that also "
           f"fetches the syscall (floor -n): {t['utap syscall.* loop'] / t['floor -p -n loop']:.2f}")
+    print(f"the same count through ptrace stops (UTAP_NOTIFY=0): utap/floor "
+          f"{t['utap NOTIFY=0 loop'] / t['floor -p loop']:.2f}")
+    if a.before:
+        print(f"--before ({a.before}): before/floor {t['before syscall.* loop'] / t['floor -p loop']:.2f}")
     best_notify = min(t["notifyfloor -p loop"], t["notifyfloor -s loop"])
     print(f"the floor without a ptrace stop (notifyfloor: seccomp user notification, which "
           f"carries the syscall number): floor/notifyfloor {t['floor -p loop'] / best_notify:.2f}, "

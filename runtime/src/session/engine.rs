@@ -72,6 +72,9 @@ pub(crate) struct Shared {
     /// The script's end is decided (on another tracer thread): no handler
     /// runs any more, as SystemTap's probes after `exit()`.
     pub stopping: bool,
+    /// Syscall entries served by seccomp notification (`super::notify`),
+    /// when that route is on: `-v` says how many.
+    pub notified: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// The state behind the script's lock (`super::lock`).
@@ -99,6 +102,7 @@ impl Shared {
             release: None,
             end_elsewhere: None,
             stopping: false,
+            notified: None,
         }
     }
 
@@ -199,6 +203,35 @@ impl Shared {
         fired
     }
 
+    /// [`Shared::fire`] for a syscall entry served by a seccomp
+    /// notification (`super::notify`): no thread is in a stop and no
+    /// `Control` is at hand, which the compiler checked the handlers do not
+    /// need (`utap_compiler::stopless`: no registers, no thread control, no
+    /// guru writes). True when a handler ended the script.
+    pub fn fire_unstopped(&mut self, hooks: &[Hook], values: &ProbeValues) -> bool {
+        if self.finished.is_some() || self.stopping {
+            return false;
+        }
+        let memory = ProcessMemory::new(values.tid as i32);
+        self.script.set_hijacked_returns(0, &[]);
+        for hook in hooks {
+            if !self.matches(&hook.filter, values.pid as i32) {
+                continue;
+            }
+            let outcome = self.script.fire_point(
+                hook.probe,
+                hook.point,
+                values,
+                Some(&memory),
+                &mut self.sink,
+            );
+            if outcome.stop {
+                return true;
+            }
+        }
+        false
+    }
+
     /// Ends the script (exit(), an error, -T, a signal, the target's
     /// exit): end probes now, output written and the status handed over,
     /// then the tracing ends too unless the command must be shepherded
@@ -220,6 +253,12 @@ impl Shared {
             if self.verbose {
                 eprintln!("utap: session ended: {why}");
                 eprintln!("utap: {} ptrace stops", ctl.stop_count());
+                if let Some(n) = &self.notified {
+                    eprintln!(
+                        "utap: {} syscall entries served by seccomp notification (no ptrace stop)",
+                        n.load(std::sync::atomic::Ordering::Relaxed)
+                    );
+                }
                 let shards = ctl.shard_stats();
                 if !shards.is_empty() {
                     let list = |f: fn(&crate::utrace::ShardStats) -> u64| {

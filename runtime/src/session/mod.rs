@@ -30,10 +30,15 @@
 //! per syscall instead of PTRACE_SYSCALL's two). Without a filter (`-x`, or
 //! a script without syscall probes) these signals detach and the command
 //! goes on untraced.
+//!
+//! Syscall entries whose probes need no stop come through a seccomp user
+//! notification instead of a RET_TRACE stop ([`notify`]); the same rules
+//! hold for them (without a listener the kernel fails them with ENOSYS).
 
 pub(crate) mod engine;
 mod functions;
 mod lock;
+mod notify;
 mod unwinder;
 pub use functions::UserFunction;
 pub mod marks;
@@ -74,6 +79,11 @@ pub struct SessionOptions {
     /// `-g`: guru code may control other threads (stop, resume,
     /// quiesce), which keeps the session on one tracer thread.
     pub guru: bool,
+    /// Per probe (by index): its handler can run without a ptrace stop
+    /// (`utap_compiler::stopless`); `None`: unknown, every probe stops.
+    /// Syscall entries served that way come through a seccomp
+    /// notification ([`notify`]).
+    pub stopless: Option<Vec<bool>>,
 }
 
 /// A session that could not start: the message for the user.
@@ -120,20 +130,29 @@ pub fn run(
     profile::place_tracer(&mut tracer, &dispatch);
     // As with SystemTap, the -c command exists (created, stopped at its
     // exec) before the begin probes run, so target() is its pid there.
-    let spawned = match &opts.target {
+    let notified = match &opts.stopless {
+        Some(stopless) if notify::enabled() && !opts.guru => {
+            notify::plan(&dispatch, dispatch.syscall_need(), stopless, EVERY_SYSCALL)
+        }
+        _ => Vec::new(),
+    };
+    let mut spawned = match &opts.target {
         Target::Command(cmd) => Ok(spawn(
             &mut tracer,
             cmd,
             dispatch.syscall_need(),
+            &notified,
             opts.verbose,
         )?),
         Target::Attach(pid) => Err(Tid(*pid)),
     };
-    script.set_target(match spawned {
-        Ok((pid, _)) | Err(pid) => pid.0 as i64,
+    script.set_target(match &spawned {
+        Ok((pid, _, _)) => pid.0 as i64,
+        Err(pid) => pid.0 as i64,
     });
+    let listener = spawned.as_mut().ok().and_then(|(_, _, l)| l.take());
     if !script.run_begin(&mut sink) {
-        if let Ok((pid, _)) = spawned {
+        if let Ok((pid, _, _)) = spawned {
             // Never run: under its seccomp filter it could not run untraced.
             // SAFETY: signalling our own stopped child.
             unsafe { libc::kill(pid.0, libc::SIGKILL) };
@@ -141,7 +160,7 @@ pub fn run(
         return Ok(conclude(finish(&mut script, &mut sink), Aftermath::Detach));
     }
     let (pid, threads, seccomp_on) = match spawned {
-        Ok((pid, seccomp_on)) => (pid, vec![pid], seccomp_on),
+        Ok((pid, seccomp_on, _)) => (pid, vec![pid], seccomp_on),
         Err(pid) => attach_target(&mut tracer, pid, opts.verbose)?,
     };
     // -T counts from here, as SystemTap's counts from the module running:
@@ -182,6 +201,14 @@ pub fn run(
         // the end probes' output before the threads are let go.
         let on_end = shared.clone();
         ctl.on_end(move |ctl, why| on_end.borrow_mut().end(ctl, why));
+    }
+    if let Some(listener) = listener {
+        if shared.borrow().end_elsewhere.is_none() {
+            shared.borrow_mut().end_elsewhere = Some(end_on_first(&tracer, &shared));
+        }
+        let count = notify::start(listener, shared.clone(), SendPoints(points.to_vec()))
+            .map_err(|e| SessionError(format!("cannot start the notification thread: {e}")))?;
+        shared.borrow_mut().notified = Some(count);
     }
     let shards = shard_count(&dispatch, opts, id);
     if shards > 1 {
@@ -241,19 +268,26 @@ fn share_tracing(
         };
         vec![Box::new(engine) as Box<dyn crate::utrace::Engine>]
     });
+    let end = end_on_first(tracer, shared);
+    shared.borrow_mut().end_elsewhere = Some(end);
+    tracer
+        .enable_shards(shards, factory)
+        .map_err(|e| SessionError(format!("cannot start tracer threads: {e}")))
+}
+
+/// How a handler running elsewhere than on the first tracer thread (a
+/// shard, the notification server) has the script ended there.
+fn end_on_first(tracer: &Tracer, shared: &SharedRef) -> Box<dyn Fn(EndReason) + Send + Sync> {
     let weak = std::sync::Arc::downgrade(shared);
     let main = tracer.handle();
-    shared.borrow_mut().end_elsewhere = Some(Box::new(move |why| {
+    Box::new(move |why| {
         let weak = weak.clone();
         let _ = main.send(move |ctl| {
             if let Some(s) = weak.upgrade() {
                 s.borrow_mut().end(ctl, why);
             }
         });
-    }));
-    tracer
-        .enable_shards(shards, factory)
-        .map_err(|e| SessionError(format!("cannot start tracer threads: {e}")))
+    })
 }
 
 /// The probe points, for the other tracer threads to build their own
@@ -350,26 +384,47 @@ fn eperm_reasons(yama: bool) -> String {
     }
 }
 
-/// Starts `-c CMD` (`utrace::command_line`) traced from its first instruction, with a
-/// seccomp filter when the script probes syscalls.
+/// Starts `-c CMD` (`utrace::command_line`) traced from its first
+/// instruction, with a seccomp filter when the script probes syscalls; the
+/// entries of `notified` (see [`notify`]) come through the returned
+/// listener.
 fn spawn(
     tracer: &mut Tracer,
     cmd: &str,
     syscalls: SyscallNeed,
+    notified: &[u32],
     verbose: bool,
-) -> Result<(Tid, bool), SessionError> {
+) -> Result<(Tid, bool, Option<crate::listener::Listener>), SessionError> {
     let command = SpawnCommand::command_line(cmd)
         .map_err(|e| SessionError(format!("cannot run {cmd:?}: {e}")))?;
     // Built before fork: installing it in the child must not allocate.
     // A probe on every syscall still gets a filter (tracing every number
     // x86_64 has, far beyond its ≈460): one stop per syscall instead of
     // PTRACE_SYSCALL's two, and exits only where a return probe wants them.
-    let filter = match syscalls {
-        SyscallNeed::Nothing => None,
-        SyscallNeed::Some(s) => seccomp::Filter::new(s.iter().copied()).ok(),
-        SyscallNeed::All => seccomp::Filter::new(0..EVERY_SYSCALL).ok(),
+    let needed: Vec<u32> = match syscalls {
+        SyscallNeed::Nothing => Vec::new(),
+        SyscallNeed::Some(s) => s.to_vec(),
+        SyscallNeed::All => (0..EVERY_SYSCALL).collect(),
     };
-    let mut install = || filter.as_ref().is_some_and(|f| seccomp::install(f).is_ok());
+    let with_notify = match notified {
+        [] => None,
+        _ => {
+            let traced = needed.iter().copied().filter(|n| !notified.contains(n));
+            seccomp::Filter::with_notify(traced, notified.iter().copied()).ok()
+        }
+    };
+    let notify_on = with_notify.is_some();
+    let filter = match (syscalls, with_notify) {
+        (SyscallNeed::Nothing, _) => None,
+        (_, Some(f)) => Some(f),
+        (_, None) => seccomp::Filter::new(needed.iter().copied()).ok(),
+    };
+    let mut install = || {
+        filter.as_ref().is_some_and(|f| match notify_on {
+            true => seccomp::install_with_listener(f).is_ok(),
+            false => seccomp::install(f).is_ok(),
+        })
+    };
     let hook: Option<&mut dyn FnMut() -> bool> = match filter {
         Some(_) => Some(&mut install),
         None => None,
@@ -378,6 +433,14 @@ fn spawn(
         .spawn(&command, hook)
         .map_err(|e| SessionError(format!("cannot run {cmd:?}: {e}")))?;
     let seccomp_on = filter.is_some() && spawned.hook_ok;
+    if seccomp_on && notify_on && spawned.listener.is_none() {
+        // Its notified syscalls would fail with ENOSYS: never run it.
+        // SAFETY: signalling our own stopped child.
+        unsafe { libc::kill(spawned.pid.0, libc::SIGKILL) };
+        return Err(SessionError(format!(
+            "cannot run {cmd:?}: the seccomp notification listener could not be taken"
+        )));
+    }
     if seccomp_on {
         tracer
             .ctl()
@@ -385,13 +448,24 @@ fn spawn(
     }
     if verbose {
         eprintln!("{}", strategy_note(syscalls, seccomp_on));
+        if let Some(l) = spawned.listener.as_ref().filter(|_| seccomp_on) {
+            eprintln!(
+                "utap: seccomp user notification serves the entries of {} syscall(s) without a ptrace stop ({})",
+                notified.len(),
+                match l.killable {
+                    true => "killable waits",
+                    false => "no WAIT_KILLABLE_RECV: a signal may restart a notified call",
+                }
+            );
+        }
         if seccomp_on && seccomp::needs_no_new_privs() {
             eprintln!(
                 "utap: without CAP_SYS_ADMIN the filter needs NO_NEW_PRIVS: setuid programs run without their privileges"
             );
         }
     }
-    Ok((spawned.pid, seccomp_on))
+    let listener = spawned.listener.filter(|_| seccomp_on);
+    Ok((spawned.pid, seccomp_on, listener))
 }
 
 /// Syscall numbers a filter for "every syscall" traces (x86_64 has < 512;

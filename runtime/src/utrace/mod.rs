@@ -109,6 +109,13 @@
 //!   a ptrace tracer counting by name pays wait + fetch + restart; only a
 //!   seccomp user notification brings the number with the event
 //!   (`notifyfloor` fixture: below even the bare `PTRACE_CONT` floor).
+//!   The script session uses one for entry-only probes that need no stop
+//!   (`crate::session::notify`, outside this core: those entries never
+//!   reach the engines' `report_syscall_entry`): `loop 100000` counted by
+//!   name in 0.63x the bare ptrace floor's time at load 7–9 (0.98x through
+//!   ptrace stops in the same run), 1.03–1.11x at load 3–5 (1.31–2.43x
+//!   through ptrace stops), start-up included (`tests/bench/scale.py
+//!   --floor-only`).
 //! * A breakpoint hit costs GETREGS, the registers the step-over changes
 //!   (POKEUSER each: rip out of line, rip and rsp for an emulated push;
 //!   SETREGS past two) and the restart; GETSIGINFO only where rip - 1 may

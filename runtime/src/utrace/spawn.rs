@@ -63,11 +63,14 @@ fn cstring(s: &str) -> Result<CString> {
 }
 
 /// A started command.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Spawned {
     pub pid: Tid,
     /// What the pre-exec hook returned (true without a hook).
     pub hook_ok: bool,
+    /// The seccomp notification listener the hook handed over with
+    /// `seccomp::install_with_listener`, if it did.
+    pub listener: Option<crate::listener::Listener>,
 }
 
 impl Tracer {
@@ -140,13 +143,24 @@ impl Control<'_> {
         ptrace::seize(pid, ptrace::OPTIONS | ptrace::O_EXITKILL)?;
         // SAFETY: signalling our own child.
         unsafe { libc::kill(pid.0, libc::SIGCONT) };
+        let mut listener = None;
         loop {
-            let st = wait(pid)?;
+            let st = match &listener {
+                Some(l) => wait_serving(pid, l)?,
+                None => wait(pid)?,
+            };
             let sig = match st {
                 Status::Event {
                     event: ptrace::EVENT_EXEC,
                     ..
                 } => break,
+                Status::Event {
+                    event: ptrace::EVENT_SECCOMP,
+                    ..
+                } => {
+                    listener = listener.or_else(|| take_listener(pid));
+                    None
+                }
                 Status::Exited(_) | Status::Signaled { .. } => return Err(early_end(st)),
                 Status::SignalStop(Signal::CONT) => None,
                 Status::SignalStop(s) => Some(s),
@@ -168,6 +182,7 @@ impl Control<'_> {
         Ok(Spawned {
             pid,
             hook_ok: n == 1 && byte[0] == 1,
+            listener,
         })
     }
 }
@@ -181,6 +196,48 @@ fn wait(pid: Tid) -> Result<Status> {
             tid: pid,
             errno,
         }),
+    }
+}
+
+/// At a seccomp stop before exec: the listener, if this is the
+/// `seccomp::LISTENER_NR` call of `install_with_listener` (its arguments:
+/// the descriptor, whether the wait is killable).
+fn take_listener(pid: Tid) -> Option<crate::listener::Listener> {
+    let info = ptrace::syscall_info(pid).ok()?;
+    if info.op != libc::PTRACE_SYSCALL_INFO_SECCOMP {
+        return None;
+    }
+    // SAFETY: `op` says the seccomp member is filled.
+    let (nr, args) = unsafe { (info.u.seccomp.nr, info.u.seccomp.args) };
+    if nr != u64::from(crate::seccomp::LISTENER_NR) {
+        return None;
+    }
+    crate::listener::Listener::take(pid, args[0] as i32, args[1] != 0).ok()
+}
+
+/// [`wait`] while the child, under its notify filter, may make notified
+/// syscalls before exec (writing its status byte): those are let through
+/// unreported (nothing before exec is), as the stops are.
+fn wait_serving(pid: Tid, listener: &crate::listener::Listener) -> Result<Status> {
+    loop {
+        match ptrace::wait_for(pid.0, libc::WUNTRACED | libc::WNOHANG) {
+            Ok(Some((_, status))) => return Ok(ptrace::decode(status)),
+            Ok(None) => {}
+            Err(errno) => {
+                return Err(Error::Os {
+                    op: "waitpid",
+                    tid: pid,
+                    errno,
+                });
+            }
+        }
+        if listener.poll(1) {
+            // SAFETY: plain data.
+            let mut n = unsafe { std::mem::zeroed() };
+            if listener.recv(&mut n) == crate::listener::Received::Notified {
+                listener.answer_continue(n.id);
+            }
+        }
     }
 }
 
