@@ -17,13 +17,20 @@ const CALLS: u64 = 100_000;
 /// Each mtsys thread's getppid calls numbered 1, 2, ... CALLS, every
 /// number added to one statistic and to the thread's element of a
 /// statistics array; then the aggregates and the non-empty `@hist_log`
-/// buckets of both.
+/// buckets of both. `gone` and `gone_by` get the same values and are
+/// deleted before anything reads them: the other tracer thread's copies
+/// must go too.
 const SCRIPT: &str = r#"
-global n, all, by_tid
+global n, all, by_tid, gone, gone_by
 probe syscall.getppid {
-  if (execname() == "mtsys") { v = ++n[tid()]; all <<< v; by_tid[tid()] <<< v }
+  if (execname() == "mtsys") {
+    v = ++n[tid()]; all <<< v; by_tid[tid()] <<< v; gone <<< v; gone_by[tid()] <<< v
+  }
 }
 probe end {
+  delete gone; delete gone_by
+  left = 0; foreach (t in gone_by) left++
+  printf("deleted %d %d\n", @count(gone), left)
   printf("all %d %d %d %d %d\n", @count(all), @sum(all), @min(all), @max(all), @avg(all))
   foreach (b in @hist_log(all)) if (@hist_log(all)[b]) printf("hist %d %d\n", b, @hist_log(all)[b])
   foreach (t in by_tid) {
@@ -90,6 +97,7 @@ fn stats_added_on_two_tracer_threads_read_exactly() {
 
     let sum = CALLS * (CALLS + 1) / 2;
     let (mut all, mut hist, mut tids, mut thist) = (vec![], BTreeMap::new(), vec![], vec![]);
+    let mut deleted = None;
     for line in out.stdout.lines() {
         let f: Vec<u64> = line
             .split(' ')
@@ -101,9 +109,11 @@ fn stats_added_on_two_tracer_threads_read_exactly() {
             Some("hist") => drop(hist.insert(f[0], f[1])),
             Some("tid") => tids.push(f),
             Some("thist") => thist.push((f[0], f[1])),
+            Some("deleted") => deleted = Some(f),
             _ => panic!("unexpected line {line:?}"),
         }
     }
+    assert_eq!(deleted, Some(vec![0, 0]), "{}", out.stdout);
     let n = THREADS * CALLS;
     assert_eq!(all, vec![n, THREADS * sum, 1, CALLS, THREADS * sum / n]);
     assert_eq!(hist, log_buckets(CALLS, THREADS));
