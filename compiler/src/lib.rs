@@ -10,6 +10,7 @@ pub mod check;
 pub mod diag;
 pub mod foreign;
 pub mod lexer;
+pub mod locks;
 pub mod macros;
 pub mod parser;
 pub mod preprocess;

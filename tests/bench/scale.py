@@ -18,11 +18,15 @@ Prints, with the machine's load:
     thread pinned with its tracee to CPU i mod CPUs) what a tracer thread
     per CPU can do.
  3. utap / `strace -f -c` on the same workloads (skipped with --no-strace).
+With --stats-against BIN, only: T(2)/T(1) of a `<<<` script (a statistic and
+a statistics array by thread) on `mtsys k`, for this build and for BIN (say
+main's binary copied to /tmp), alternating: what per-tracer-thread copies of
+statistics change.
 
 Every case runs once per round, cases in turn, so machine noise hits all
 alike; the medians are printed.
 Usage: tests/bench/scale.py [--rounds R] [--calls N] [--mt-calls N] [--no-strace]
-                            [--floor-only]
+                            [--floor-only] [--stats-against BIN]
 Needs: cargo build --release (the fixtures come from its build script).
 """
 import argparse
@@ -59,6 +63,8 @@ COUNT_ALL = script("global n\nprobe syscall.* { n[name]++ }\n"
                    "probe end { foreach (s in n- limit 3) printf(\"%s %d\\n\", s, n[s]) }\n")
 GETPPID = script("global n\nprobe syscall.getppid { n++ }\nprobe end { printf(\"%d\\n\", n) }\n")
 CHURN = script("global n\nprobe syscall.getppid { n++ }\nprobe end { printf(\"%d\\n\", n) }\n")
+STATS = script("global s, by\nprobe syscall.getppid { s <<< tid(); by[tid()] <<< 1 }\n"
+               "probe end { printf(\"%d %d\\n\", @count(s), @max(s)) }\n")
 STRACE = ["strace", "-f", "-c", "-o", "/dev/null"]
 
 
@@ -95,8 +101,12 @@ def main():
     ap.add_argument("--before", metavar="UTAP",
                     help="another utap binary (e.g. main's, copied to /tmp/utap-main) "
                          "timed on the same count in the same rounds")
+    ap.add_argument("--stats-against", metavar="BIN",
+                    help="only T(2)/T(1) of a <<< script, this build against BIN")
     a = ap.parse_args()
     fx = fixtures_dir()
+    if a.stats_against:
+        return stats_against(a, os.path.join(fx, "mtsys"))
     floor, loop, mtsys, notify = (os.path.join(fx, n)
                                   for n in ("floor", "loop", "mtsys", "notifyfloor"))
     strace = not a.no_strace and not a.floor_only and shutil.which("strace") is not None
@@ -169,6 +179,24 @@ def main():
         print(f"utap/strace -f -c: loop {t['utap syscall.* loop'] / t['strace -f -c loop']:.3f}, " +
               ", ".join(f"mtsys {k} {t[f'utap getppid mtsys {k}'] / t[f'strace -f -c mtsys {k}']:.3f}"
                         for k in (1, 2, 4)))
+
+
+def stats_against(a, mtsys):
+    """T(2)/T(1) of the `<<<` script, this build and `a.stats_against`."""
+    m = str(a.mt_calls)
+    builds = [("this", UTAP), ("other", a.stats_against)]
+    cases = [(f"{b} <<< mtsys {k}", [path, STATS, "-c", f"{mtsys} {k} {m}"])
+             for k in (1, 2) for b, path in builds]
+    load_before = os.getloadavg()[0]
+    med = alternate(cases, a.rounds)
+    print(f"{a.rounds} rounds alternating, {os.cpu_count()} CPUs, "
+          f"load {load_before:.2f} before / {os.getloadavg()[0]:.2f} after")
+    for name, _ in cases:
+        md, lo, hi = med[name]
+        print(f"{name:26} {md:9.3f} {lo:7.3f} {hi:7.3f}")
+    for b, path in builds:
+        t1, t2 = med[f"{b} <<< mtsys 1"][0], med[f"{b} <<< mtsys 2"][0]
+        print(f"{b} ({path}): T(2 threads x {m})/T(1 thread x {m}) with <<<: {t2 / t1:.2f}")
 
 
 if __name__ == "__main__":

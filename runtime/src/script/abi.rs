@@ -202,8 +202,19 @@ pub unsafe extern "C" fn utap_arr_add(ctx: *mut HandlerContext, gid: i64, delta:
     })
 }
 
+/// Folds the other tracer threads' copies of statistic `gid` into it
+/// before a use other than `<<<` (see `globals::ShardCopies`); a cheap
+/// test for every other global.
+#[inline]
+fn settle(ctx: *mut HandlerContext, gid: i64) {
+    if let Err(e) = st(ctx).globals.settle(gid as usize) {
+        st(ctx).raise(ctx, e.to_string());
+    }
+}
+
 /// `[k] in a`.
 pub unsafe extern "C" fn utap_arr_exists(ctx: *mut HandlerContext, gid: i64) -> i64 {
+    settle(ctx, gid);
     with_keys(ctx, gid, |g, k, _| match g {
         Global::LongArray(m) => m.contains(k),
         Global::StrArray(m) => m.contains(k),
@@ -214,6 +225,7 @@ pub unsafe extern "C" fn utap_arr_exists(ctx: *mut HandlerContext, gid: i64) -> 
 
 /// `delete a[k]`.
 pub unsafe extern "C" fn utap_arr_delete(ctx: *mut HandlerContext, gid: i64) {
+    settle(ctx, gid);
     with_keys(ctx, gid, |g, k, _| match g {
         Global::LongArray(m) => drop(m.remove(k)),
         Global::StrArray(m) => drop(m.remove(k)),
@@ -224,6 +236,7 @@ pub unsafe extern "C" fn utap_arr_delete(ctx: *mut HandlerContext, gid: i64) {
 
 /// `delete g` for any global: an array is emptied, a scalar reset.
 pub unsafe extern "C" fn utap_global_clear(ctx: *mut HandlerContext, gid: i64) {
+    settle(ctx, gid);
     let s = st(ctx);
     match &mut s.globals.vars[gid as usize] {
         Global::Long(slot) => s.globals.longs[*slot as usize] = 0,
@@ -247,6 +260,9 @@ fn with_stat<R>(
     create: bool,
     f: impl FnOnce(&mut Stat) -> R,
 ) -> Result<Option<R>, String> {
+    if !create {
+        settle(ctx, gid);
+    }
     if elem == 0 {
         return match &mut st(ctx).globals.vars[gid as usize] {
             Global::Stat(s) => Ok(Some(f(s))),
@@ -270,8 +286,30 @@ fn with_stat<R>(
 
 /// `s <<< v`.
 pub unsafe extern "C" fn utap_stat_add(ctx: *mut HandlerContext, gid: i64, elem: i64, v: i64) {
+    if st(ctx).globals.shard != 0 {
+        return shard_add(ctx, gid, elem, v);
+    }
     if let Err(e) = with_stat(ctx, gid, elem, true, |s| s.add(v)) {
         st(ctx).raise(ctx, e);
+    }
+}
+
+/// `s <<< v` on a tracer thread other than the first: into its own copy.
+fn shard_add(ctx: *mut HandlerContext, gid: i64, elem: i64, v: i64) {
+    let s = st(ctx);
+    let result = match elem {
+        0 => s.globals.shard_add(gid as usize, None, v),
+        _ => {
+            let raw = unsafe { &(*ctx).keys };
+            let strings = &s.strings;
+            let mut keys = [Key::Long(0); MAX_KEYS];
+            let types = &s.globals.key_types[gid as usize];
+            let n = key_tuple(types, raw, |h| strings.get(h), &mut keys);
+            s.globals.shard_add(gid as usize, Some(&keys[..n]), v)
+        }
+    };
+    if let Err(e) = result {
+        st(ctx).raise(ctx, e.to_string());
     }
 }
 
@@ -377,6 +415,7 @@ pub unsafe extern "C" fn utap_foreach_array(
     };
     let limit = (has_limit != 0).then_some(limit);
     let mut entries = Vec::new();
+    settle(ctx, gid);
     with_keys(ctx, gid, |g, k, _| {
         let filter: Vec<Option<Key<'_>>> = k
             .iter()

@@ -222,6 +222,9 @@ impl ScriptRuntime {
             return false;
         };
         let handlers = self.ordered(|t| matches!(t, Trigger::Prometheus).then_some(0));
+        if handlers.is_empty() {
+            self.settle_globals(sink);
+        }
         requests.serve(|| match handlers.is_empty() {
             true => sink::metrics(&self.state),
             false => self.prometheus_text(&handlers, sink),
@@ -264,6 +267,28 @@ impl ScriptRuntime {
     /// firings run for (see `crate::unwind::returns`); empty for none.
     pub fn set_hijacked_returns(&mut self, trampoline: u64, frames: &[crate::utrace::Frame]) {
         self.state.unwind.returns.set(trampoline, frames);
+    }
+
+    /// The tracer thread (shard) the next handler runs belong to: `<<<`
+    /// there adds to that shard's copy of the statistic (see
+    /// `globals::ShardCopies`).
+    pub fn set_shard(&mut self, shard: usize) {
+        self.state.globals.shard = shard;
+    }
+
+    /// `<<<` values added on tracer threads other than the first, and how
+    /// many times such copies were folded in (`-v`).
+    pub fn shard_stat_counts(&self) -> (u64, u64) {
+        let c = &self.state.globals.copies;
+        (c.added, c.folds)
+    }
+
+    /// Folds every statistic's per-shard copies in, for what reads the
+    /// globals outside a handler (printing at exit, `--metrics`).
+    fn settle_globals(&mut self, sink: &mut dyn OutputSink) {
+        if let Err(e) = self.state.globals.settle_all() {
+            sink.warn(&format!("ERROR: {e}"));
+        }
     }
 
     pub fn set_target(&mut self, pid: i64) {
@@ -421,6 +446,8 @@ impl ScriptRuntime {
         phase: Phase,
         sink: &mut dyn OutputSink,
     ) {
+        // Begin, end, error and prometheus probes run on the first.
+        self.set_shard(0);
         let us = ProbeValues {
             pid: std::process::id() as i64,
             tid: unsafe { libc::gettid() } as i64,
@@ -487,6 +514,8 @@ impl ScriptRuntime {
 
     /// Fires a timer point (no process context).
     pub fn fire_timer_point(&mut self, timer: TimerPoint, sink: &mut dyn OutputSink) -> Outcome {
+        // Timers run on the first tracer thread (or the scheduler's).
+        self.set_shard(0);
         let us = ProbeValues {
             pid: std::process::id() as i64,
             tid: unsafe { libc::gettid() } as i64,
@@ -519,6 +548,7 @@ impl ScriptRuntime {
     /// Prints the autoprinted globals and the error summary; returns the
     /// exit status (1 after a runtime error).
     pub fn finish(&mut self, sink: &mut dyn OutputSink) -> i32 {
+        self.settle_globals(sink);
         let mut out = std::mem::take(&mut self.state.out);
         out.clear();
         if self.phase != Phase::Error {

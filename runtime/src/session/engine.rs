@@ -176,6 +176,7 @@ impl Shared {
         if self.finished.is_some() || self.stopping {
             return fired;
         }
+        self.script.set_shard(ctl.shard_index());
         let memory = ProcessMemory::new(values.tid as i32);
         match ctl.hijacked_returns(Tid(values.tid as i32)) {
             Some((trampoline, frames)) => self.script.set_hijacked_returns(trampoline, frames),
@@ -273,6 +274,12 @@ impl Shared {
                         list(|s| s.stops),
                         list(|s| s.adopted),
                         parked as f64 / moved.max(1) as f64 / 1000.0
+                    );
+                }
+                let (added, folds) = self.script.shard_stat_counts();
+                if added > 0 {
+                    eprintln!(
+                        "utap: statistics: {added} values added on other tracer threads' copies, folded in {folds} times"
                     );
                 }
                 let c = ctl.step_counts();

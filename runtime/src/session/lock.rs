@@ -10,8 +10,20 @@
 //! stop (≈3% of the tracer's samples, `utrace` module docs): what the
 //! tracer threads do in parallel is the stops, which take no lock. It also
 //! keeps the per-run scratch (strings, `foreach` iterators, the run's output
-//! buffer, the error message, MAXACTION) private to the run, and keeps
-//! `<<<` exact without per-thread copies.
+//! buffer, the error message, MAXACTION) private to the run. Statistics
+//! already have SystemTap's per-CPU layout (`script::globals::ShardCopies`:
+//! `<<<` goes to the tracer thread's own copy, reads fold them), which is
+//! what lets a `<<<` take a *read* lock once globals get their own locks.
+//!
+//! What per-global locks still need (not built): the per-run scratch and
+//! the `HandlerContext` per tracer thread instead of one in
+//! `ScriptRuntime`; the long slots and string/array globals behind one
+//! `RwLock` each, taken per probe in global-index order from the probe's
+//! read/write set (SystemTap's `locks[]`, computed by its translator); the
+//! session's per-event maps in `Shared` (`entry_args`, `live`) under their
+//! own small locks, since a thread handed over between a syscall's entry
+//! and exit finds its entry on the other tracer thread; and the error,
+//! skip and phase counters of `ScriptRuntime` shared between the copies.
 //!
 //! As SystemTap's, a probe handler never waits for the lock without bound:
 //! it tries MAXTRYLOCK times, TRYLOCKDELAY µs apart, and then the probe is
@@ -47,6 +59,19 @@ pub(crate) struct Confined(Shared);
 // session's closures run under the lock too. Sessions whose state hands
 // out values across threads (function and marker probes, the profile
 // sampler, guru thread control) are never sharded (`shard_count`).
+// Audit (issue 16 point 2), what is not `Send`/`Sync` in `Shared`:
+// - `ScriptState::{memory, sink}`: raw pointers set by `fire_point` for
+//   one run and cleared by `end_run` before the guard is dropped;
+// - `ScriptState::usdt` (`Rc<Marker>`) and `ufunc` (`Rc<str>` names),
+//   `Shared::functions` (breakpoint tables with `Rc`s): only in function
+//   and marker sessions, which have one tracer thread;
+// - `Shared::{release, conclude, end_elsewhere}` closures: called by the
+//   guard's holder (`end`), on the first tracer thread;
+// - per-shard statistics copies (`Globals::copies`): plain data, written
+//   by `<<<` and folded by readers, both under the write guard.
+// Readers through `borrow()` (a shared guard) only read plain fields
+// (`finished`, the timer list, `has_metrics`, the daemon's status line
+// with `sink.lost()`); none clones an `Rc`.
 unsafe impl Send for Confined {}
 unsafe impl Sync for Confined {}
 
