@@ -173,13 +173,17 @@ pub fn run(
     let limit = opts.timeout.map(Duration::from_secs_f64);
     let Some(target) = target else {
         let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
-        let _metrics = start_metrics(opts, &mut rt)?;
+        let metrics = start_metrics(opts, &mut rt)?;
         let (transport, mut producer) = start_transport(opts, &mut rt)?;
         transport.on_closed(scheduler::interrupt);
         scheduler::install_interrupt_handler();
         let status = scheduler::run(&mut rt, &mut producer, limit);
         drop(producer);
-        verdict(status, transport.finish()).exit();
+        let verdict = verdict(status, transport.finish());
+        // exit() runs no destructor: a scrape whose prometheus probe called
+        // exit() is still being answered on the HTTP thread; let it finish.
+        drop(metrics);
+        verdict.exit();
     };
     let points = trace::process_points(program).map_err(PassError::Message)?;
     // Still one thread here: split into the foreground the shell waits for
