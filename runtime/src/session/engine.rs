@@ -177,30 +177,19 @@ impl Shared {
             return fired;
         }
         self.script.set_shard(ctl.shard_index());
-        let memory = ProcessMemory::new(values.tid as i32);
         match ctl.hijacked_returns(Tid(values.tid as i32)) {
             Some((trampoline, frames)) => self.script.set_hijacked_returns(trampoline, frames),
             None => self.script.set_hijacked_returns(0, &[]),
         }
-        for hook in hooks {
-            if !self.matches(&hook.filter, values.pid as i32) {
-                continue;
-            }
-            let outcome = self.script.fire_point(
-                hook.probe,
-                hook.point,
-                &fired.values,
-                Some(&memory),
-                &mut self.sink,
-            );
-            fired.values = outcome.probe;
-            fired.stop |= self.apply(ctl, &outcome, values.tid);
+        let mut stop = false;
+        self.run_hooks(hooks, &mut fired.values, |me, outcome| {
+            stop |= me.apply(ctl, outcome, values.tid);
             if outcome.stop {
-                self.end(ctl, EndReason::Requested);
-                break;
+                me.end(ctl, EndReason::Requested);
             }
-        }
-        fired.stop |= self.hold_for_delay(ctl, values.tid, fired.stop);
+            outcome.stop
+        });
+        fired.stop = stop | self.hold_for_delay(ctl, values.tid, stop);
         fired
     }
 
@@ -208,13 +197,33 @@ impl Shared {
     /// notification (`super::notify`): no thread is in a stop and no
     /// `Control` is at hand, which the compiler checked the handlers do not
     /// need (`utap_compiler::stopless`: no registers, no thread control, no
-    /// guru writes). True when a handler ended the script.
-    pub fn fire_unstopped(&mut self, hooks: &[Hook], values: &ProbeValues) -> bool {
+    /// guru writes). A handler that ends the script (exit(), an error) has
+    /// the first tracer thread end it.
+    pub fn fire_unstopped(&mut self, hooks: &[Hook], values: &ProbeValues) {
         if self.finished.is_some() || self.stopping {
-            return false;
+            return;
         }
-        let memory = ProcessMemory::new(values.tid as i32);
         self.script.set_hijacked_returns(0, &[]);
+        let mut values = *values;
+        self.run_hooks(hooks, &mut values, |me, outcome| {
+            if outcome.stop {
+                me.end_on_first(EndReason::Requested);
+            }
+            outcome.stop
+        });
+    }
+
+    /// Runs the handler of each hook that applies to the event's process,
+    /// in order, each seeing the values the previous one left (guru
+    /// writes); `after` sees each run's outcome and says whether to stop
+    /// there.
+    fn run_hooks(
+        &mut self,
+        hooks: &[Hook],
+        values: &mut ProbeValues,
+        mut after: impl FnMut(&mut Self, &crate::script::Outcome) -> bool,
+    ) {
+        let memory = ProcessMemory::new(values.tid as i32);
         for hook in hooks {
             if !self.matches(&hook.filter, values.pid as i32) {
                 continue;
@@ -226,11 +235,20 @@ impl Shared {
                 Some(&memory),
                 &mut self.sink,
             );
-            if outcome.stop {
-                return true;
+            *values = outcome.probe;
+            if after(self, &outcome) {
+                break;
             }
         }
-        false
+    }
+
+    /// Has the first tracer thread end the script (only it runs `end`'s
+    /// work), once: from another tracer thread or the notification server.
+    fn end_on_first(&mut self, why: EndReason) {
+        if let Some(elsewhere) = self.end_elsewhere.as_ref().filter(|_| !self.stopping) {
+            self.stopping = true;
+            elsewhere(why);
+        }
     }
 
     /// Ends the script (exit(), an error, -T, a signal, the target's
@@ -239,10 +257,7 @@ impl Shared {
     /// (see `linger`).
     pub fn end(&mut self, ctl: &mut Control, why: EndReason) {
         if ctl.shard_index() != 0 {
-            if let Some(elsewhere) = self.end_elsewhere.as_ref().filter(|_| !self.stopping) {
-                self.stopping = true;
-                elsewhere(why);
-            }
+            self.end_on_first(why);
             return;
         }
         if self.finished.is_none() {

@@ -37,7 +37,6 @@ use crate::listener::{Listener, Notification, Received};
 use crate::script::ProbeValues;
 use crate::script::context::event;
 use crate::seccomp::ALWAYS_TRACED;
-use crate::utrace::EndReason;
 
 /// Syscall numbers served by notification, ascending; empty: none.
 pub(crate) fn plan(d: &Dispatch, need: SyscallNeed, stopless: &[bool], every: u32) -> Vec<u32> {
@@ -136,11 +135,5 @@ fn entry(shared: &SharedRef, d: &Dispatch, n: &Notification) {
         event: event::SYSCALL,
         ..context(pid, tid)
     };
-    if s.fire_unstopped(hooks, &values) && !s.stopping {
-        // exit() or an error: the first tracer thread ends the script.
-        s.stopping = true;
-        if let Some(end) = s.end_elsewhere.as_ref() {
-            end(EndReason::Requested);
-        }
-    }
+    s.fire_unstopped(hooks, &values);
 }
