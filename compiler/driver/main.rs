@@ -74,10 +74,16 @@ fn check_options(opts: &cli::Options) -> check::CheckOptions {
     }
 }
 
-/// The program `-c CMD` runs (its first word, through `$PATH`) or the
-/// executable of `-x PID`: the DWARF of `process.function(..)` points.
+/// The program `-c CMD` runs (as the runtime will start it:
+/// `utrace::command_line`; for shell syntax or a command that cannot run,
+/// its first word through `$PATH`) or the executable of `-x PID`: the
+/// DWARF of `process.function(..)` points.
 fn target_exe(opts: &cli::Options) -> Option<String> {
+    use utap_runtime::utrace::command_line::CommandLine;
     if let Some(cmd) = &opts.command {
+        if let Ok(CommandLine::Words { program, .. }) = CommandLine::parse(cmd) {
+            return Some(program.to_string_lossy().into_owned());
+        }
         let first = cmd.split_whitespace().next()?;
         return Some(check::catalogue::find_executable(first));
     }
