@@ -295,18 +295,7 @@ fn ctrl_c_during_thread_churn_leaves_nothing_stopped_or_traced() {
             "{out:?} after {delay} ms"
         );
         assert_eq!(out.stderr, "", "{out:?}");
-        wait_until("every thread untraced", || {
-            threads(pid)
-                .iter()
-                .all(|&t| matches!(status_field(t, "TracerPid").as_deref(), Some("0") | None))
-        });
-        for t in threads(pid) {
-            let st = state(t);
-            assert!(
-                st != 't' && st != 'T',
-                "thread {t} of {pid} is stopped ({st}) after {delay} ms"
-            );
-        }
+        assert_settled_untraced(pid, &format!(" after {delay} ms"));
         // utap returns within its detach budget and puts the entry code
         // back behind it, once every tracer thread has let go.
         wait_until(&format!("entry code put back after {delay} ms"), || {

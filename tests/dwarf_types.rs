@@ -18,7 +18,12 @@ const OWN: [&str; 5] = ["mix ", "opaque ", "bump ", "peek ", "width "];
 /// Runs `script` (EXE replaced by the fixture's path) over the fixture
 /// with `args`; (the script's lines, the fixture's lines).
 fn trace(script: &str, args: &[&str]) -> (Vec<String>, Vec<String>) {
-    let path = fixture("dwarf_types");
+    trace_in("dwarf_types", script, args)
+}
+
+/// [`trace`] over the fixture built as `exe` (e.g. its -O2 build).
+fn trace_in(exe: &str, script: &str, args: &[&str]) -> (Vec<String>, Vec<String>) {
+    let path = fixture(exe);
     let mut all = args.to_vec();
     all.extend(["-c", &path]);
     let o = run(utap(&script.replace("EXE", &path), &all));
@@ -184,18 +189,9 @@ fn writing_without_guru_mode_is_systemtaps_error() {
 fn floating_point_parameters_in_xmm_registers_at_o2() {
     // -O2: `ratio` and `share` arrive in xmm0 and xmm1 (read with
     // PTRACE_GETFPREGS only for plans that use them).
-    let path = fixture("dwarf_types_O2");
-    let script = format!(
-        "probe process(\"{path}\").function(\"mix\") {{ println($ratio, \" \", $share, \" \", $hue)\n\
-         printf(\"%s %s\\n\", $ratio$, $share$) }}"
-    );
-    let o = run(utap(&script, &["-c", &path]));
-    assert_eq!(o.status, 0, "{}", o.stderr);
-    let lines: Vec<&str> = o
-        .stdout
-        .lines()
-        .filter(|l| !OWN.iter().any(|p| l.starts_with(p)))
-        .collect();
+    let script = "probe process(\"EXE\").function(\"mix\") { println($ratio, \" \", $share, \" \", $hue)\n\
+         printf(\"%s %s\\n\", $ratio$, $share$) }";
+    let (lines, _) = trace_in("dwarf_types_O2", script, &[]);
     assert_eq!(
         lines,
         [
@@ -214,22 +210,13 @@ fn a_struct_passed_in_two_registers_is_read_from_its_pieces() {
     // -O2: `s` (16 bytes) is `DW_OP_reg5 DW_OP_piece 8 DW_OP_reg4
     // DW_OP_piece 8`; at -O0 it is in memory. Both read the same.
     for exe in ["dwarf_types_O2", "dwarf_types"] {
-        let path = fixture(exe);
-        let script = format!(
-            "probe process(\"{path}\").function(\"width\") {{ println($s->lo, \" \", $s->hi, \" \", $k, \" \", $s$, \" \", $$parms$) }}"
-        );
-        let o = run(utap(&script, &["-c", &path]));
-        assert_eq!(o.status, 0, "{}", o.stderr);
-        let lines: Vec<&str> = o
-            .stdout
-            .lines()
-            .filter(|l| !OWN.iter().any(|p| l.starts_with(p)))
-            .collect();
+        let script = "probe process(\"EXE\").function(\"width\") { println($s->lo, \" \", $s->hi, \" \", $k, \" \", $s$, \" \", $$parms$) }";
+        let (lines, own) = trace_in(exe, script, &[]);
         assert_eq!(
             lines,
             ["3 40 2 {.lo=3, .hi=40} s={.lo=3, .hi=40} k=2"],
             "{exe}"
         );
-        assert!(o.stdout.contains("width 74\n"), "{}", o.stdout);
+        assert!(own.iter().any(|l| l == "width 74"), "{own:?}");
     }
 }

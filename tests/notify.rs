@@ -13,14 +13,6 @@ use std::time::{Duration, Instant};
 
 use support::*;
 
-fn strace_available() -> bool {
-    if have("strace") {
-        return true;
-    }
-    println!("strace is not installed: oracle test skipped");
-    false
-}
-
 /// `strace -f -c` of CMD's words (as utap's `-c` runs them): calls per
 /// syscall name.
 fn strace_counts(cmd: &str) -> BTreeMap<String, u64> {
@@ -36,20 +28,8 @@ fn strace_counts(cmd: &str) -> BTreeMap<String, u64> {
     assert!(out.stderr.is_empty(), "strace failed: {}", out.stderr);
     let table = std::fs::read_to_string(&file).unwrap();
     let _ = std::fs::remove_file(&file);
-    let mut counts: BTreeMap<String, u64> = table
-        .lines()
-        .filter_map(|l| {
-            let cols: Vec<&str> = l.split_whitespace().collect();
-            // % time, seconds, usecs/call, calls, [errors,] syscall
-            if cols.len() < 5 || !cols[0].contains('.') || cols.last() == Some(&"total") {
-                return None;
-            }
-            Some((cols.last()?.to_string(), cols[3].parse().ok()?))
-        })
-        .collect();
-    // The command's own execve precedes tracing: utap never sees it.
-    *counts.get_mut("execve").unwrap() -= 1;
-    counts.retain(|_, n| *n > 0);
+    let mut counts = strace_c_counts(&table);
+    drop_first_exec(&mut counts);
     counts
 }
 
@@ -94,19 +74,6 @@ fn notified(stderr: &str) -> Option<u64> {
             .parse()
             .ok()
     })
-}
-
-/// `utap: N ptrace stops`.
-fn ptrace_stops(stderr: &str) -> u64 {
-    stderr
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("utap: ")?
-                .strip_suffix(" ptrace stops")?
-                .parse()
-                .ok()
-        })
-        .unwrap_or_else(|| panic!("no stop count in {stderr}"))
 }
 
 #[test]

@@ -36,14 +36,6 @@ const COMPARED: &[&str] = &[
     "openat", "close", "read", "write", "lseek", "getpid", "kill",
 ];
 
-fn strace_available() -> bool {
-    if have("strace") {
-        return true;
-    }
-    println!("strace is not installed: oracle test skipped");
-    false
-}
-
 /// Runs `strace -f -qq OPTS -o FILE CMD` (CMD's words, as utap's `-c` runs
 /// a command without shell syntax); returns FILE's text.
 fn strace(opts: &[&str], cmd: &str) -> String {
@@ -92,18 +84,6 @@ fn calls_of_the_command(
         .filter(|call| COMPARED.iter().any(|n| call.starts_with(&format!("{n}("))))
         .map(|call| pid_normalised(&call, &pid))
         .collect()
-}
-
-/// strace counts the command's own execve, which utap never reports (its
-/// entry came before tracing).
-fn drop_first_exec(counts: &mut BTreeMap<String, u64>) {
-    let n = counts
-        .get_mut("execve")
-        .expect("strace saw the command's execve");
-    *n -= 1;
-    if *n == 0 {
-        counts.remove("execve");
-    }
 }
 
 fn pid_normalised(call: &str, pid: &str) -> String {
@@ -157,21 +137,6 @@ fn utap_counts(out: &str) -> BTreeMap<String, u64> {
         .collect()
 }
 
-/// The `calls` column of `strace -c` per syscall name.
-fn strace_counts(table: &str) -> BTreeMap<String, u64> {
-    table
-        .lines()
-        .filter_map(|l| {
-            let cols: Vec<&str> = l.split_whitespace().collect();
-            // % time, seconds, usecs/call, calls, [errors,] syscall
-            if cols.len() < 5 || !cols[0].contains('.') || cols.last() == Some(&"total") {
-                return None;
-            }
-            Some((cols.last()?.to_string(), cols[3].parse().ok()?))
-        })
-        .collect()
-}
-
 const COUNT: &str = r#"
 global n
 probe process.syscall%s { n[syscall_name($syscall)]++ }
@@ -183,7 +148,7 @@ fn counts(return_probe: bool, program: &str) -> (BTreeMap<String, u64>, BTreeMap
     let ours = finish(utap(&script, &["-c", program]).spawn().unwrap());
     assert!(ours.stderr.is_empty(), "utap failed: {}", ours.stderr);
     let mut ours = utap_counts(&ours.stdout);
-    let mut theirs = strace_counts(&strace(&["-c"], program));
+    let mut theirs = strace_c_counts(&strace(&["-c"], program));
     if program.ends_with("/forker") {
         for counts in [&mut ours, &mut theirs] {
             let waits = counts.remove("wait4");
@@ -295,7 +260,7 @@ fn syslatency_example_counts_equal_strace_c() {
     }
     let program = fixture("syscalls");
     let ours = table_column(&example("syslatency", &program), 1);
-    let mut theirs = strace_counts(&strace(&["-c"], &program));
+    let mut theirs = strace_c_counts(&strace(&["-c"], &program));
     // The command's own execve precedes tracing.
     drop_first_exec(&mut theirs);
     assert_eq!(ours, theirs);
@@ -319,7 +284,7 @@ fn errtop_example_error_counts_equal_strace_c() {
     }
     let table = strace(&["-c"], &program);
     assert_eq!(errors, strace_errors(&table));
-    let calls = strace_counts(&table);
+    let calls = strace_c_counts(&table);
     for (name, n) in of {
         assert_eq!(Some(&n), calls.get(&name), "{name}");
     }
@@ -337,7 +302,7 @@ fn procsyscalls_example_total_equals_strace_c() {
         .find_map(|l| l.strip_prefix("total"))
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or_else(|| panic!("no total in {out}"));
-    let theirs: u64 = strace_counts(&strace(&["-c"], &program)).values().sum();
+    let theirs: u64 = strace_c_counts(&strace(&["-c"], &program)).values().sum();
     // The command's own execve precedes tracing.
     assert_eq!(total, theirs - 1);
 }
@@ -379,7 +344,7 @@ fn rwbytes_and_opentop_examples_count_as_strace() {
             calls.rsplit(' ').next().unwrap().parse::<u64>().unwrap()
         })
         .sum();
-    let theirs = strace_counts(&strace(&["-c"], &program));
+    let theirs = strace_c_counts(&strace(&["-c"], &program));
     assert_eq!(Some(&ours), theirs.get("write"));
 
     let program = fixture("syscalls");
@@ -389,6 +354,6 @@ fn rwbytes_and_opentop_examples_count_as_strace() {
         .skip(1)
         .map(|l| l.split_whitespace().next().unwrap().parse::<u64>().unwrap())
         .sum();
-    let theirs = strace_counts(&strace(&["-c"], &program));
+    let theirs = strace_c_counts(&strace(&["-c"], &program));
     assert_eq!(Some(&opens), theirs.get("openat"));
 }

@@ -135,16 +135,7 @@ fn only_function_probes_means_no_syscall_stops() {
         "{}",
         o.stderr
     );
-    let stops: u64 = o
-        .stderr
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("utap: ")?
-                .strip_suffix(" ptrace stops")?
-                .parse()
-                .ok()
-        })
-        .unwrap();
+    let stops = support::ptrace_stops(&o.stderr);
     // 50 hits, the loader's few reports, start-up and exit stops.
     assert!((50..80).contains(&stops), "{stops} stops");
 }

@@ -162,6 +162,75 @@ pub fn assert_running_untraced(pid: i32) {
     }
 }
 
+/// Threads come and go: asserts, once none of `pid`'s threads is traced
+/// any more (a thread being detached when utap returned is let go at
+/// once), that none of those there now is stopped. `when` ends the
+/// message (e.g. " after 20 ms").
+pub fn assert_settled_untraced(pid: i32, when: &str) {
+    wait_until("every thread untraced", || {
+        threads(pid)
+            .iter()
+            .all(|&t| matches!(status_field(t, "TracerPid").as_deref(), Some("0") | None))
+    });
+    for t in threads(pid) {
+        let st = state(t);
+        assert!(
+            st != 't' && st != 'T',
+            "thread {t} of {pid} is stopped ({st}){when}"
+        );
+    }
+}
+
+/// Whether strace is installed; says that the oracle test is skipped
+/// when not.
+pub fn strace_available() -> bool {
+    if have("strace") {
+        return true;
+    }
+    println!("strace is not installed: oracle test skipped");
+    false
+}
+
+/// The `calls` column of a `strace -c` table per syscall name.
+pub fn strace_c_counts(table: &str) -> std::collections::BTreeMap<String, u64> {
+    table
+        .lines()
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            // % time, seconds, usecs/call, calls, [errors,] syscall
+            if cols.len() < 5 || !cols[0].contains('.') || cols.last() == Some(&"total") {
+                return None;
+            }
+            Some((cols.last()?.to_string(), cols[3].parse().ok()?))
+        })
+        .collect()
+}
+
+/// strace counts the command's own execve, which utap never reports (its
+/// entry came before tracing).
+pub fn drop_first_exec(counts: &mut std::collections::BTreeMap<String, u64>) {
+    let n = counts
+        .get_mut("execve")
+        .expect("strace saw the command's execve");
+    *n -= 1;
+    if *n == 0 {
+        counts.remove("execve");
+    }
+}
+
+/// `utap: N ptrace stops` of a `-v` run's stderr.
+pub fn ptrace_stops(stderr: &str) -> u64 {
+    stderr
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("utap: ")?
+                .strip_suffix(" ptrace stops")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no stop count in {stderr}"))
+}
+
 /// Waits until `cond` holds (at most [`LIMIT`]).
 pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     let start = Instant::now();
