@@ -12,8 +12,8 @@
 //! the copies and needs the write lock. `delete` of a statistic is a write
 //! too (it clears every copy).
 //!
-//! utap does not take per-global locks yet (`runtime::session::lock`);
-//! this is the compile-time half.
+//! The codegen carries each set into the script image (`ProbeSpec::locks`);
+//! the runtime takes it (`runtime::script::global_locks`).
 
 use std::collections::BTreeMap;
 

@@ -27,6 +27,7 @@ use cranelift_module::{DataDescription, DataId, FuncId, Linkage, Module, default
 use utap_compiler::ast::Span;
 use utap_compiler::program::{PointKind, ProbeDef, Program};
 use utap_runtime::script::Limits;
+use utap_runtime::script::global_locks::GlobalLock;
 use utap_runtime::script::image::{HandlerFn, PointSpec, ProbeSpec, ScriptImage, Trigger};
 
 pub use locations::{SourceList, Sources};
@@ -230,11 +231,13 @@ pub fn compile(
     c.module
         .finalize_definitions()
         .map_err(|e| CodegenError::new(Span::default(), format!("native code generator: {e}")))?;
+    let lock_sets = utap_compiler::locks::probe_locks(program);
     let probes = program
         .probes
         .iter()
         .zip(&handlers)
-        .map(|(p, &id)| {
+        .zip(lock_sets)
+        .map(|((p, &id), locks)| {
             let ptr = c.module.get_finalized_function(id);
             // SAFETY: the function was compiled with the handler signature
             // (one pointer argument, no result) and lives as long as
@@ -251,6 +254,13 @@ pub fn compile(
                     })
                     .collect(),
                 handler,
+                locks: locks
+                    .iter()
+                    .map(|l| GlobalLock {
+                        global: l.global.0,
+                        write: l.write,
+                    })
+                    .collect(),
             }
         })
         .collect();

@@ -351,7 +351,7 @@ pub(crate) fn list(ctl: &mut Control) -> String {
                 out,
                 "{id}\t{}\t{threads}\t{}\t{:.3}\t{}\t{}\t{}\t{}",
                 live.pid,
-                s.sink.lost(),
+                s.sink.lock().unwrap_or_else(|e| e.into_inner()).lost(),
                 slot.busy.get().as_secs_f64() * 1000.0,
                 if live.guru { "guru" } else { "observe" },
                 if s.finished.is_some() {

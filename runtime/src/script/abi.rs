@@ -237,9 +237,9 @@ pub unsafe extern "C" fn utap_arr_delete(ctx: *mut HandlerContext, gid: i64) {
 /// `delete g` for any global: an array is emptied, a scalar reset.
 pub unsafe extern "C" fn utap_global_clear(ctx: *mut HandlerContext, gid: i64) {
     settle(ctx, gid);
-    let s = st(ctx);
-    match &mut s.globals.vars[gid as usize] {
-        Global::Long(slot) => s.globals.longs[*slot as usize] = 0,
+    let g = &mut *st(ctx).globals;
+    match &mut g.vars[gid as usize] {
+        Global::Long(slot) => g.longs[*slot as usize] = 0,
         Global::Str(v) => v.clear(),
         Global::Stat(stat) => stat.clear(),
         Global::LongArray(m) => m.clear(),
@@ -286,7 +286,7 @@ fn with_stat<R>(
 
 /// `s <<< v`.
 pub unsafe extern "C" fn utap_stat_add(ctx: *mut HandlerContext, gid: i64, elem: i64, v: i64) {
-    if st(ctx).globals.shard != 0 {
+    if st(ctx).shard != 0 {
         return shard_add(ctx, gid, elem, v);
     }
     if let Err(e) = with_stat(ctx, gid, elem, true, |s| s.add(v)) {
@@ -298,14 +298,19 @@ pub unsafe extern "C" fn utap_stat_add(ctx: *mut HandlerContext, gid: i64, elem:
 fn shard_add(ctx: *mut HandlerContext, gid: i64, elem: i64, v: i64) {
     let s = st(ctx);
     let result = match elem {
-        0 => s.globals.shard_add(gid as usize, None, v),
+        0 => {
+            let shard = s.shard;
+            s.globals.shard_add(shard, gid as usize, None, v)
+        }
         _ => {
             let raw = unsafe { &(*ctx).keys };
             let strings = &s.strings;
             let mut keys = [Key::Long(0); MAX_KEYS];
             let types = &s.globals.key_types[gid as usize];
             let n = key_tuple(types, raw, |h| strings.get(h), &mut keys);
-            s.globals.shard_add(gid as usize, Some(&keys[..n]), v)
+            let shard = s.shard;
+            s.globals
+                .shard_add(shard, gid as usize, Some(&keys[..n]), v)
         }
     };
     if let Err(e) = result {

@@ -2,6 +2,8 @@
 //! native code indexes directly, everything else (strings, statistics,
 //! arrays) here, built on the value library's types.
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
 use crate::values::map::{Key, KeyPart, LongMap, MapLimit, MapOverflow, StatMap, StrMap};
 use crate::values::stats::{Stat, StatSpec};
 
@@ -25,9 +27,6 @@ pub struct Globals {
     pub vars: Vec<Global>,
     /// Key types per global (empty for scalars).
     pub key_types: Vec<Vec<KeyType>>,
-    /// The tracer thread (shard) running the current handler: `<<<` on
-    /// any other than the first goes to that shard's copy.
-    pub shard: usize,
     /// Per-shard copies of the statistics.
     pub copies: ShardCopies,
 }
@@ -39,15 +38,21 @@ pub struct Globals {
 /// histogram, `foreach`, `in`, `delete`, the printing at exit) first folds
 /// the copies into the first one ([`Globals::settle`]). Folding is exact
 /// for count, sum, min, max and buckets (see `Stat::merge`).
+///
+/// Handlers of different tracer threads may `<<<` into the same statistic
+/// at once (they hold its lock shared, see `global_locks`): each writes
+/// only its own shard's slot, the rows are made before the tracer threads
+/// start ([`Globals::reserve_shards`]), and the flags and counters are
+/// atomics. Folding holds the statistic's lock exclusive.
 #[derive(Default)]
 pub struct ShardCopies {
-    /// `[shard - 1][global]`, made on first use.
+    /// `[shard - 1][global]`, each copy made on first use.
     copies: Vec<Vec<Option<StatCopy>>>,
     /// Per global: some copy holds values not folded in yet.
-    pending: Vec<bool>,
+    pending: Vec<AtomicBool>,
     /// Values added to copies, and folds (for `-v`).
-    pub added: u64,
-    pub folds: u64,
+    pub added: AtomicU64,
+    pub folds: AtomicU64,
 }
 
 /// One shard's copy of a statistic or statistics array.
@@ -62,7 +67,6 @@ impl Globals {
             longs: vec![0; long_slots],
             vars: Vec::with_capacity(specs.len()),
             key_types: Vec::with_capacity(specs.len()),
-            shard: 0,
             copies: ShardCopies::default(),
         };
         for spec in specs {
@@ -70,27 +74,34 @@ impl Globals {
             g.key_types.push(spec.keys.clone().unwrap_or_default());
         }
         g.reset_scalars(specs, limits);
-        g.copies.pending = vec![false; specs.len()];
+        g.copies.pending = specs.iter().map(|_| AtomicBool::new(false)).collect();
         g
     }
 
-    /// `<<< v` from a tracer thread other than the first: into its own
-    /// copy of statistic `gid` (with `keys`, of that element).
+    /// Makes the rows of copies for shards `1..shards`, before handlers
+    /// of several tracer threads may add to them at once.
+    pub fn reserve_shards(&mut self, shards: usize) {
+        let n = self.vars.len();
+        let rows = &mut self.copies.copies;
+        if rows.len() + 1 < shards {
+            rows.resize_with(shards - 1, || (0..n).map(|_| None).collect());
+        }
+    }
+
+    /// `<<< v` from a tracer thread (`shard`) other than the first: into
+    /// its own copy of statistic `gid` (with `keys`, of that element).
     pub fn shard_add(
         &mut self,
+        shard: usize,
         gid: usize,
         keys: Option<&[Key<'_>]>,
         v: i64,
     ) -> Result<(), MapOverflow> {
-        let shard = self.shard;
+        // Reserved at the session's start; this only grows with the whole
+        // script held (a single tracer thread).
+        self.reserve_shards(shard + 1);
         let copies = &mut self.copies;
-        if copies.copies.len() < shard {
-            copies.copies.resize_with(shard, Vec::new);
-        }
         let row = &mut copies.copies[shard - 1];
-        if row.len() <= gid {
-            row.resize_with(gid + 1, || None);
-        }
         let copy = match (&mut row[gid], &self.vars[gid]) {
             (Some(c), _) => c,
             (slot @ None, Global::Stat(s)) => slot.insert(StatCopy::Scalar(Stat::new(s.spec()))),
@@ -99,8 +110,8 @@ impl Globals {
             }
             (None, _) => return Ok(()),
         };
-        copies.pending[gid] = true;
-        copies.added += 1;
+        copies.pending[gid].store(true, Ordering::Relaxed);
+        copies.added.fetch_add(1, Ordering::Relaxed);
         match (copy, keys, &self.vars[gid]) {
             (StatCopy::Scalar(s), None, _) => s.add(v),
             (StatCopy::Array(m), Some(k), Global::StatArray(_, spec)) => m.stat_add(k, *spec, v)?,
@@ -115,7 +126,7 @@ impl Globals {
     #[inline]
     pub fn settle(&mut self, gid: usize) -> Result<(), MapOverflow> {
         match self.copies.pending.get(gid) {
-            Some(true) => self.fold(gid),
+            Some(p) if p.load(Ordering::Relaxed) => self.fold(gid),
             _ => Ok(()),
         }
     }
@@ -132,8 +143,8 @@ impl Globals {
 
     #[cold]
     fn fold(&mut self, gid: usize) -> Result<(), MapOverflow> {
-        self.copies.pending[gid] = false;
-        self.copies.folds += 1;
+        self.copies.pending[gid].store(false, Ordering::Relaxed);
+        self.copies.folds.fetch_add(1, Ordering::Relaxed);
         let mut result = Ok(());
         for row in &mut self.copies.copies {
             match (row.get_mut(gid), &mut self.vars[gid]) {

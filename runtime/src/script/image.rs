@@ -87,6 +87,9 @@ pub struct PointSpec {
 pub struct ProbeSpec {
     pub points: Vec<PointSpec>,
     pub handler: HandlerFn,
+    /// The globals the handler uses (transitively), sorted by global:
+    /// the locks a run beside other handlers takes (`global_locks`).
+    pub locks: Vec<super::global_locks::GlobalLock>,
 }
 
 /// Everything the runtime needs besides native code.

@@ -19,6 +19,7 @@ pub mod abi;
 pub mod builtins;
 pub mod context;
 pub mod dwarf_fns;
+pub mod global_locks;
 pub mod globals;
 pub mod image;
 pub mod interrupt;
@@ -36,7 +37,8 @@ mod tests;
 pub mod timing;
 pub mod ustack_fns;
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::memory::ReadMemory;
 
@@ -58,6 +60,50 @@ pub enum Phase {
     Stopping,
     /// A runtime error ended the session: error probes next.
     Error,
+}
+
+impl Phase {
+    fn from_u8(v: u8) -> Phase {
+        match v {
+            0 => Phase::Starting,
+            1 => Phase::Running,
+            2 => Phase::Stopping,
+            _ => Phase::Error,
+        }
+    }
+}
+
+/// What every runtime copy of a script (one per tracer thread) shares
+/// besides the globals: the session's phase and its error and skip
+/// counts, which any handler run may move.
+#[derive(Default)]
+struct Tally {
+    phase: AtomicU8,
+    errors: AtomicU64,
+    skipped: AtomicU64,
+    /// `-v`: guarded handler runs in progress, and the most at once.
+    running: AtomicU32,
+    most: AtomicU32,
+}
+
+impl Tally {
+    fn phase(&self) -> Phase {
+        Phase::from_u8(self.phase.load(Ordering::Acquire))
+    }
+
+    fn set(&self, p: Phase) {
+        self.phase.store(p as u8, Ordering::Release);
+    }
+
+    /// Moves to `to` if the session is still starting or running.
+    fn leave_running(&self, to: Phase) {
+        let live = |p: u8| matches!(Phase::from_u8(p), Phase::Starting | Phase::Running);
+        let _ = self
+            .phase
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |p| {
+                live(p).then_some(to as u8)
+            });
+    }
 }
 
 /// What one handler run did, for the caller's event loop.
@@ -106,15 +152,14 @@ pub struct ScriptRuntime {
     /// Per probe: begin/end/error probes get MAXACTION_INTERRUPTIBLE.
     interruptible: Vec<bool>,
     suppress_errors: bool,
-    errors: u64,
-    /// Probes skipped because the script's lock stayed busy (MAXTRYLOCK).
-    skipped: u64,
-    phase: Phase,
+    /// Phase, errors and probes skipped because a lock stayed busy
+    /// (MAXTRYLOCK), shared with the other copies ([`Self::replica`]).
+    tally: Arc<Tally>,
     /// `--format json`: globals at exit are printed as JSON records.
     json: bool,
     /// `--metrics`: scrapes waiting for the globals' exposition.
     metrics: Option<crate::metrics::MetricsRequests>,
-    timing: Option<Box<timing::Timing>>,
+    timing: Option<Arc<Mutex<timing::Timing>>>,
     verbose: bool,
 }
 
@@ -133,18 +178,33 @@ impl ScriptRuntime {
             })
             .collect();
         let timing = options.timing.clone().map(|labels| {
-            Box::new(timing::Timing::new(
+            Arc::new(Mutex::new(timing::Timing::new(
                 labels,
                 image.probes.iter().map(|p| p.points.len()),
-            ))
+            )))
         });
         let mut state = Box::new(ScriptState::new(image, options.limits.clone()));
         state.target = options.target;
-        let ctx = Box::new(HandlerContext {
+        let ctx = Self::context(options.limits.max_nesting);
+        ScriptRuntime {
+            state,
+            ctx,
+            interruptible,
+            suppress_errors: options.suppress_errors,
+            tally: Arc::default(),
+            json: false,
+            metrics: None,
+            timing,
+            verbose: options.verbose,
+        }
+    }
+
+    fn context(max_nesting: i64) -> Box<HandlerContext> {
+        Box::new(HandlerContext {
             error: 0,
             actions_left: 0,
             nesting: 0,
-            max_nesting: options.limits.max_nesting,
+            max_nesting,
             location: 0,
             long_globals: std::ptr::null_mut(),
             keys: [0; context::MAX_KEYS],
@@ -153,19 +213,26 @@ impl ScriptRuntime {
             probe_index: 0,
             point_index: 0,
             state: std::ptr::null_mut(),
-        });
+        })
+    }
+
+    /// Another copy of the script for tracer thread `shard`, running its
+    /// handlers beside this one's: its own scratch (strings, output,
+    /// iterators, process facts) and handler context, the same globals,
+    /// phase and counts. `--metrics` is served by the first copy only.
+    pub fn replica(&self, shard: usize) -> ScriptRuntime {
+        let mut state = Box::new(self.state.replica(shard));
+        state.globals.reserve_shards(shard + 1);
         ScriptRuntime {
             state,
-            ctx,
-            interruptible,
-            suppress_errors: options.suppress_errors,
-            errors: 0,
-            skipped: 0,
-            json: false,
+            ctx: Self::context(self.ctx.max_nesting),
+            interruptible: self.interruptible.clone(),
+            suppress_errors: self.suppress_errors,
+            tally: Arc::clone(&self.tally),
+            json: self.json,
             metrics: None,
-            phase: Phase::Starting,
-            timing,
-            verbose: options.verbose,
+            timing: self.timing.clone(),
+            verbose: self.verbose,
         }
     }
 
@@ -174,7 +241,7 @@ impl ScriptRuntime {
     }
 
     pub fn phase(&self) -> Phase {
-        self.phase
+        self.tally.phase()
     }
 
     /// The per-thread process facts the context builtins read; a process
@@ -230,7 +297,7 @@ impl ScriptRuntime {
             false => self.prometheus_text(&handlers, sink),
         });
         self.metrics = Some(requests);
-        self.phase != Phase::Running
+        self.phase() != Phase::Running
     }
 
     /// Runs the `probe prometheus` handlers on an empty `$value` and takes
@@ -273,14 +340,17 @@ impl ScriptRuntime {
     /// there adds to that shard's copy of the statistic (see
     /// `globals::ShardCopies`).
     pub fn set_shard(&mut self, shard: usize) {
-        self.state.globals.shard = shard;
+        self.state.shard = shard;
     }
 
     /// `<<<` values added on tracer threads other than the first, and how
     /// many times such copies were folded in (`-v`).
     pub fn shard_stat_counts(&self) -> (u64, u64) {
         let c = &self.state.globals.copies;
-        (c.added, c.folds)
+        (
+            c.added.load(Ordering::Relaxed),
+            c.folds.load(Ordering::Relaxed),
+        )
     }
 
     /// Folds every statistic's per-shard copies in, for what reads the
@@ -297,23 +367,23 @@ impl ScriptRuntime {
 
     /// Runtime errors so far.
     pub fn error_count(&self) -> u64 {
-        self.errors
+        self.tally.errors.load(Ordering::Relaxed)
     }
 
     /// Counts `n` probe runs skipped because the script's lock could not be
     /// taken in time (SystemTap's `skipped_count`); more than MAXSKIPPED
     /// stop the session with SystemTap's error. Returns whether it stops.
     pub fn note_skipped(&mut self, n: u64, sink: &mut dyn OutputSink) -> bool {
-        self.skipped += n;
-        if self.skipped as i64 > self.state.limits.max_skipped
-            && matches!(self.phase, Phase::Starting | Phase::Running)
+        let skipped = self.tally.skipped.fetch_add(n, Ordering::Relaxed) + n;
+        if skipped as i64 > self.state.limits.max_skipped
+            && matches!(self.phase(), Phase::Starting | Phase::Running)
         {
             sink.warn(
                 "ERROR: Skipped too many probes, check MAXSKIPPED or try again with stap -t for more details.",
             );
-            self.phase = Phase::Error;
+            self.tally.set(Phase::Error);
         }
-        self.phase == Phase::Error
+        self.phase() == Phase::Error
     }
 
     /// The limits the script runs under (`-D`).
@@ -379,10 +449,53 @@ impl ScriptRuntime {
         // during the call.
         let started = self.timing.is_some().then(std::time::Instant::now);
         unsafe { handler(&mut *self.ctx) };
-        if let (Some(t), Some(started)) = (&mut self.timing, started) {
-            t.record(index, point, started.elapsed());
+        if let (Some(t), Some(started)) = (&self.timing, started) {
+            let took = started.elapsed();
+            t.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .record(index, point, took);
         }
         self.after_run(sink)
+    }
+
+    /// [`Self::fire_point`] for a handler that may run beside others of
+    /// other tracer threads: it first takes the locks of the globals the
+    /// probe uses (`global_locks`). `None` when one stays busy past
+    /// MAXTRYLOCK: the probe is skipped and counted, as SystemTap's.
+    pub fn fire_point_guarded(
+        &mut self,
+        index: usize,
+        point: usize,
+        probe: &ProbeValues,
+        memory: Option<&dyn ReadMemory>,
+        sink: &mut dyn OutputSink,
+    ) -> Option<Outcome> {
+        let st = &self.state;
+        let set = &st.image.probes.get(index)?.locks;
+        let tries = st.limits.max_trylock.max(1) as u64;
+        let delay = std::time::Duration::from_micros(st.limits.trylock_delay_us.max(0) as u64);
+        if !st.globals.lock_set(set, tries, delay) {
+            self.note_skipped(1, sink);
+            return None;
+        }
+        let tally = self.verbose.then(|| Arc::clone(&self.tally));
+        if let Some(t) = &tally {
+            let now = t.running.fetch_add(1, Ordering::Relaxed) + 1;
+            t.most.fetch_max(now, Ordering::Relaxed);
+        }
+        let outcome = self.fire_point(index, point, probe, memory, sink);
+        if let Some(t) = &tally {
+            t.running.fetch_sub(1, Ordering::Relaxed);
+        }
+        let st = &self.state;
+        st.globals.unlock_set(&st.image.probes[index].locks);
+        Some(outcome)
+    }
+
+    /// `-v`: the most handler runs that were in progress at once, each
+    /// holding its globals' locks (`fire_point_guarded`).
+    pub fn most_beside(&self) -> u32 {
+        self.tally.most.load(Ordering::Relaxed)
     }
 
     fn after_run(&mut self, sink: &mut dyn OutputSink) -> Outcome {
@@ -402,22 +515,22 @@ impl ScriptRuntime {
         }
         let error = ctx.error != 0;
         if error {
-            self.errors += 1;
+            let errors = self.tally.errors.fetch_add(1, Ordering::Relaxed) + 1;
             let msg = state.describe_error(ctx.location);
             if !self.suppress_errors {
                 sink.warn(&format!("ERROR: {msg}"));
-                if self.errors as i64 > state.limits.max_errors {
-                    self.phase = Phase::Error;
+                if errors as i64 > state.limits.max_errors {
+                    self.tally.set(Phase::Error);
                 }
             }
             ctx.error = 0;
         }
-        if state.exit_requested && matches!(self.phase, Phase::Starting | Phase::Running) {
-            self.phase = Phase::Stopping;
+        if state.exit_requested {
+            self.tally.leave_running(Phase::Stopping);
         }
         let outcome = Outcome {
             error,
-            stop: matches!(self.phase, Phase::Stopping | Phase::Error),
+            stop: matches!(self.tally.phase(), Phase::Stopping | Phase::Error),
             probe: ctx.probe,
             control: std::mem::take(&mut state.control),
         };
@@ -454,7 +567,7 @@ impl ScriptRuntime {
             ..ProbeValues::default()
         };
         for (i, j) in probes {
-            if self.phase != phase {
+            if self.phase() != phase {
                 break;
             }
             self.fire_point(i, j, &us, None, sink);
@@ -469,10 +582,10 @@ impl ScriptRuntime {
             _ => None,
         });
         self.run_ordered(probes, Phase::Starting, sink);
-        if self.phase == Phase::Starting {
-            self.phase = Phase::Running;
+        if self.phase() == Phase::Starting {
+            self.tally.set(Phase::Running);
         }
-        self.phase == Phase::Running
+        self.phase() == Phase::Running
     }
 
     /// The timer points to schedule.
@@ -526,17 +639,15 @@ impl ScriptRuntime {
 
     /// Ends the session: end probes (or, after an error, error probes).
     pub fn run_end(&mut self, sink: &mut dyn OutputSink) {
-        if matches!(self.phase, Phase::Starting | Phase::Running) {
-            self.phase = Phase::Stopping;
-        }
-        if self.phase == Phase::Stopping {
+        self.tally.leave_running(Phase::Stopping);
+        if self.phase() == Phase::Stopping {
             let ends = self.ordered(|t| match t {
                 Trigger::End(p) => Some(*p),
                 _ => None,
             });
             self.run_ordered(ends, Phase::Stopping, sink);
         }
-        if self.phase == Phase::Error {
+        if self.phase() == Phase::Error {
             let errs = self.ordered(|t| match t {
                 Trigger::Error(p) => Some(*p),
                 _ => None,
@@ -551,7 +662,7 @@ impl ScriptRuntime {
         self.settle_globals(sink);
         let mut out = std::mem::take(&mut self.state.out);
         out.clear();
-        if self.phase != Phase::Error {
+        if self.phase() != Phase::Error {
             if self.json {
                 out.json(|b| sink::autoprint_json(&self.state, b));
             } else {
@@ -560,6 +671,7 @@ impl ScriptRuntime {
         }
         if let Some(t) = &self.timing {
             let image = &self.state.image;
+            let t = t.lock().unwrap_or_else(|e| e.into_inner());
             let report = t.report(|i, j| image.probes[i].points[j].text.clone());
             out.text(|b| b.extend_from_slice(report.as_bytes()));
         }
@@ -576,13 +688,14 @@ impl ScriptRuntime {
                 ));
             }
         }
-        if self.errors > 0 || self.skipped > 0 {
+        let errors = self.tally.errors.load(Ordering::Relaxed);
+        let skipped = self.tally.skipped.load(Ordering::Relaxed);
+        if errors > 0 || skipped > 0 {
             sink.warn(&format!(
-                "WARNING: Number of errors: {}, skipped probes: {}",
-                self.errors, self.skipped
+                "WARNING: Number of errors: {errors}, skipped probes: {skipped}"
             ));
         }
-        if self.phase == Phase::Error {
+        if self.phase() == Phase::Error {
             sink.warn("Pass 5: run failed.  [man error::pass5]");
             1
         } else {

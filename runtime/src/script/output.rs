@@ -38,6 +38,11 @@ pub struct RunOutput {
 }
 
 impl RunOutput {
+    /// Whether printf records are queued for the output thread.
+    pub fn deferred(&self) -> bool {
+        self.deferred
+    }
+
     pub fn new(deferred: bool) -> RunOutput {
         RunOutput {
             buf: Vec::with_capacity(4096),

@@ -9,6 +9,7 @@ use crate::values::map::EntryId;
 use crate::values::strings::{Regex, Tokenizer};
 
 use super::context::HandlerContext;
+use super::global_locks::SharedGlobals;
 use super::globals::Globals;
 use super::image::ScriptImage;
 use super::limits::Limits;
@@ -40,7 +41,12 @@ pub struct ScriptState {
     pub image: Arc<ScriptImage>,
     pub limits: Limits,
     pub strings: Strings,
-    pub globals: Globals,
+    /// Shared by every runtime copy of the script (see `global_locks`).
+    pub globals: SharedGlobals,
+    /// The tracer thread (shard) running the current handler: `<<<` on
+    /// any other than the first goes to that shard's copy
+    /// (`globals::ShardCopies`).
+    pub shard: usize,
     /// Output of the current handler run (pushed to the sink at its end).
     pub out: RunOutput,
     /// `$value` of `probe prometheus`: the text a scrape is served.
@@ -101,6 +107,28 @@ pub enum ControlRequest {
 impl ScriptState {
     pub fn new(image: Arc<ScriptImage>, limits: Limits) -> ScriptState {
         let globals = Globals::new(&image.globals, image.long_slots, &limits);
+        ScriptState::with_globals(image, limits, SharedGlobals::new(globals))
+    }
+
+    /// Another state for the same script, over the same globals: the
+    /// scratch of one more tracer thread's handler runs.
+    pub fn replica(&self, shard: usize) -> ScriptState {
+        let mut s = ScriptState::with_globals(
+            Arc::clone(&self.image),
+            self.limits.clone(),
+            self.globals.clone(),
+        );
+        s.out = RunOutput::new(self.out.deferred());
+        s.target = self.target;
+        s.shard = shard;
+        s
+    }
+
+    fn with_globals(
+        image: Arc<ScriptImage>,
+        limits: Limits,
+        globals: SharedGlobals,
+    ) -> ScriptState {
         let strings = Strings::new(image.literals.clone(), limits.max_string_len);
         let regexes = image.regexes.iter().map(|_| None).collect();
         ScriptState {
@@ -108,6 +136,7 @@ impl ScriptState {
             limits,
             strings,
             globals,
+            shard: 0,
             out: RunOutput::new(false),
             error_message: String::new(),
             exit_requested: false,

@@ -43,6 +43,7 @@ fn probe(trigger: Trigger, handler: super::HandlerFn) -> ProbeSpec {
             name: String::new(),
         }],
         handler,
+        locks: Vec::new(),
     }
 }
 

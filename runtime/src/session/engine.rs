@@ -8,6 +8,8 @@
 
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::memory::ProcessMemory;
@@ -24,10 +26,18 @@ use super::functions::FunctionProbes;
 use super::points::{Dispatch, Hook, ProcessFilter};
 use super::unwinder::UnwindStep;
 
-/// What the engine and the session's timers share (all on the tracer thread).
+/// What the engines of every tracer thread and the session's timers share,
+/// behind the session's lock (`super::lock`): syscall handlers hold it
+/// shared and run beside each other (each tracer thread on its own copy of
+/// the script, under the globals' own locks); everything else holds it
+/// exclusive.
 pub(crate) struct Shared {
-    pub script: ScriptRuntime,
-    pub sink: Producer,
+    /// One runtime copy of the script per tracer thread (by shard index),
+    /// then one for the notification server; the first is also the one
+    /// begin/end/timers and the exclusive paths use.
+    runs: Vec<Mutex<ScriptRuntime>>,
+    /// The transport's single producer: whole messages, pushed in turn.
+    pub sink: Mutex<Producer>,
     pub engine: EngineId,
     /// Live traced threads per process, to know when a process ends.
     live: HashMap<i32, u32>,
@@ -38,13 +48,11 @@ pub(crate) struct Shared {
     /// The syscall and arguments recorded at its entry, for the return
     /// probes: a call skipped by `$return`, and rt_sigreturn (whose exit
     /// sees the signal frame's registers), show as number -1 at their exit.
-    entry_args: HashMap<i32, (i64, [i64; 6])>,
+    entry_args: EntryArgs,
     /// Threads a script asked to quiesce, whose quiesce report is due.
-    quiescing: Vec<i32>,
+    quiescing: Mutex<Vec<i32>>,
     /// Threads interrupted for a `timer.profile` sample: (tid, group).
     pub sampling: Vec<(i32, usize)>,
-    /// Microseconds of `udelay`/`mdelay` the current event's handlers asked for.
-    delay_us: i64,
     /// The command runs under a seccomp filter: detaching would make every
     /// syscall the filter traps fail with ENOSYS (a RET_TRACE filter with
     /// no tracer), so when the script ends first the session keeps tracing
@@ -71,7 +79,7 @@ pub(crate) struct Shared {
     pub end_elsewhere: Option<Box<dyn Fn(EndReason) + Send + Sync>>,
     /// The script's end is decided (on another tracer thread): no handler
     /// runs any more, as SystemTap's probes after `exit()`.
-    pub stopping: bool,
+    pub stopping: AtomicBool,
     /// Syscall entries served by seccomp notification (`super::notify`),
     /// when that route is on: `-v` says how many.
     pub notified: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
@@ -83,16 +91,15 @@ pub(crate) type SharedRef = std::sync::Arc<super::lock::ScriptLock>;
 impl Shared {
     pub fn new(script: ScriptRuntime, sink: Producer, dispatch: &Dispatch) -> Shared {
         Shared {
-            script,
-            sink,
+            runs: vec![Mutex::new(script)],
+            sink: Mutex::new(sink),
             engine: EngineId(u32::MAX),
             live: HashMap::new(),
             exe: HashMap::new(),
             want_exe: dispatch.path_filters,
-            entry_args: HashMap::new(),
-            quiescing: Vec::new(),
+            entry_args: EntryArgs::default(),
+            quiescing: Mutex::default(),
             sampling: Vec::new(),
-            delay_us: 0,
             linger: false,
             finished: None,
             conclude: None,
@@ -101,8 +108,53 @@ impl Shared {
             end_with: None,
             release: None,
             end_elsewhere: None,
-            stopping: false,
+            stopping: AtomicBool::new(false),
             notified: None,
+        }
+    }
+
+    /// The first copy of the script, with the whole state held.
+    pub fn script(&mut self) -> &mut ScriptRuntime {
+        self.runs[0].get_mut().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The first copy of the script and the output, with the whole state
+    /// held (timers, `--metrics`).
+    pub fn script_and_sink(&mut self) -> (&mut ScriptRuntime, &mut Mutex<Producer>) {
+        let run = self.runs[0].get_mut().unwrap_or_else(|e| e.into_inner());
+        (run, &mut self.sink)
+    }
+
+    /// The first copy of the script, from a shared hold (reading it).
+    pub fn first(&self) -> MutexGuard<'_, ScriptRuntime> {
+        self.run(0)
+    }
+
+    /// The copy of the script tracer thread `shard` runs handlers on
+    /// (`runs` has one per tracer thread: nobody else waits for it).
+    pub fn run(&self, shard: usize) -> MutexGuard<'_, ScriptRuntime> {
+        let m = &self.runs[shard % self.runs.len()];
+        m.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Makes copies of the script up to `n` (one per tracer thread, and the
+    /// notification server's), before they start.
+    pub fn add_runs(&mut self, n: usize) {
+        while self.runs.len() < n {
+            let shard = self.runs.len();
+            let copy = self.script().replica(shard);
+            self.runs.push(Mutex::new(copy));
+        }
+    }
+
+    /// A process is gone or runs something new: every copy forgets what
+    /// it knew of `tid` (it is read again on use).
+    fn forget_proc(&mut self, tid: i32) {
+        for r in &mut self.runs {
+            r.get_mut()
+                .unwrap_or_else(|e| e.into_inner())
+                .procs_mut()
+                .remove(tid);
         }
     }
 
@@ -111,7 +163,7 @@ impl Shared {
     pub fn adopt_process(&mut self, ctl: &mut Control, d: &Dispatch, pid: Tid, threads: &[Tid]) {
         self.note_exec(pid.0);
         for &t in threads {
-            self.script.procs_mut().refresh(t.0);
+            self.script().procs_mut().refresh(t.0);
             *self.live.entry(pid.0).or_default() += 1;
         }
         self.place_functions(ctl, d, pid.0);
@@ -123,7 +175,8 @@ impl Shared {
     }
 
     fn note_exec(&mut self, pid: i32) {
-        self.script.procs_mut().refresh(pid);
+        self.forget_proc(pid);
+        self.script().procs_mut().refresh(pid);
         if self.want_exe {
             if let Ok(p) = std::fs::read_link(format!("/proc/{pid}/exe")) {
                 self.exe.insert(pid, p.to_string_lossy().into_owned());
@@ -149,7 +202,7 @@ impl Shared {
         regs: &libc::user_regs_struct,
     ) {
         let modules = self.functions.spaces.get(&pid).cloned().unwrap_or_default();
-        self.script.set_user_function(Some(super::UserFunction {
+        self.script().set_user_function(Some(super::UserFunction {
             name: name.unwrap_or_else(|| "".into()),
             uaddr,
             modules,
@@ -166,87 +219,94 @@ impl Shared {
     }
 
     /// Runs the handlers of `hooks` that apply to the event's process, in
-    /// order; returns the (possibly guru-modified) context values and
-    /// whether the current thread must stay stopped.
+    /// order, with the whole state held (on the first copy of the script);
+    /// returns the (possibly guru-modified) context values and whether the
+    /// current thread must stay stopped. A handler that ends the script
+    /// ends it here.
     pub fn fire(&mut self, ctl: &mut Control, hooks: &[Hook], values: &ProbeValues) -> Fired {
-        let mut fired = Fired {
-            values: *values,
-            stop: false,
+        let fired = {
+            let me: &Shared = self;
+            let mut run = me.first();
+            run.set_shard(ctl.shard_index());
+            me.fire_on(&mut run, false, Some(ctl), hooks, values)
         };
-        if self.finished.is_some() || self.stopping {
-            return fired;
+        if fired.end {
+            self.end(ctl, EndReason::Requested);
         }
-        self.script.set_shard(ctl.shard_index());
-        match ctl.hijacked_returns(Tid(values.tid as i32)) {
-            Some((trampoline, frames)) => self.script.set_hijacked_returns(trampoline, frames),
-            None => self.script.set_hijacked_returns(0, &[]),
-        }
-        let mut stop = false;
-        self.run_hooks(hooks, &mut fired.values, |me, outcome| {
-            stop |= me.apply(ctl, outcome, values.tid);
-            if outcome.stop {
-                me.end(ctl, EndReason::Requested);
-            }
-            outcome.stop
-        });
-        fired.stop = stop | self.hold_for_delay(ctl, values.tid, stop);
         fired
     }
 
-    /// [`Shared::fire`] for a syscall entry served by a seccomp
-    /// notification (`super::notify`): no thread is in a stop and no
-    /// `Control` is at hand, which the compiler checked the handlers do not
-    /// need (`utap_compiler::stopless`: no registers, no thread control, no
-    /// guru writes). A handler that ends the script (exit(), an error) has
-    /// the first tracer thread end it.
-    pub fn fire_unstopped(&mut self, hooks: &[Hook], values: &ProbeValues) {
-        if self.finished.is_some() || self.stopping {
-            return;
-        }
-        self.script.set_hijacked_returns(0, &[]);
-        let mut values = *values;
-        self.run_hooks(hooks, &mut values, |me, outcome| {
-            if outcome.stop {
-                me.end_on_first(EndReason::Requested);
-            }
-            outcome.stop
-        });
-    }
-
-    /// Runs the handler of each hook that applies to the event's process,
-    /// in order, each seeing the values the previous one left (guru
-    /// writes); `after` sees each run's outcome and says whether to stop
-    /// there.
-    fn run_hooks(
-        &mut self,
+    /// Runs the handlers of `hooks` that apply to the event's process on
+    /// `run`, in order, each seeing the values the previous one left (guru
+    /// writes). `guarded`: the state is held shared, other tracer threads
+    /// run handlers meanwhile, and each run takes its probe's global locks
+    /// (or is skipped). Without a `ctl` (a syscall served by seccomp
+    /// notification, `super::notify`) no thread is in a stop, which the
+    /// compiler checked the handlers do not need (`utap_compiler::stopless`:
+    /// no registers, no thread control, no guru writes). `Fired::end`: a
+    /// handler ended the script (exit(), an error); the caller ends it once
+    /// it holds the whole state.
+    pub fn fire_on(
+        &self,
+        run: &mut ScriptRuntime,
+        guarded: bool,
+        mut ctl: Option<&mut Control>,
         hooks: &[Hook],
-        values: &mut ProbeValues,
-        mut after: impl FnMut(&mut Self, &crate::script::Outcome) -> bool,
-    ) {
+        values: &ProbeValues,
+    ) -> Fired {
+        let mut fired = Fired {
+            values: *values,
+            stop: false,
+            end: false,
+        };
+        if self.finished.is_some() || self.stopping.load(Ordering::Relaxed) {
+            return fired;
+        }
+        let tid = Tid(values.tid as i32);
+        match ctl.as_deref().and_then(|c| c.hijacked_returns(tid)) {
+            Some((trampoline, frames)) => run.set_hijacked_returns(trampoline, frames),
+            None => run.set_hijacked_returns(0, &[]),
+        }
         let memory = ProcessMemory::new(values.tid as i32);
+        let mut sink = LockedSink(&self.sink);
+        let mut delay_us = 0;
         for hook in hooks {
-            if !self.matches(&hook.filter, values.pid as i32) {
+            if !self.matches(&hook.filter, fired.values.pid as i32) {
                 continue;
             }
-            let outcome = self.script.fire_point(
-                hook.probe,
-                hook.point,
-                values,
-                Some(&memory),
-                &mut self.sink,
+            let (v, mem) = (
+                &fired.values,
+                Some(&memory as &dyn crate::memory::ReadMemory),
             );
-            *values = outcome.probe;
-            if after(self, &outcome) {
+            let outcome = match guarded {
+                true => match run.fire_point_guarded(hook.probe, hook.point, v, mem, &mut sink) {
+                    Some(o) => o,
+                    None => continue,
+                },
+                false => run.fire_point(hook.probe, hook.point, v, mem, &mut sink),
+            };
+            fired.values = outcome.probe;
+            if let Some(ctl) = ctl.as_deref_mut() {
+                fired.stop |= self.apply(ctl, &outcome, values.tid, &mut delay_us);
+            }
+            if outcome.stop {
+                fired.end = true;
                 break;
             }
         }
+        if let Some(ctl) = ctl {
+            fired.stop |= self.hold_for_delay(ctl, values.tid, fired.stop, delay_us);
+        }
+        fired
     }
 
     /// Has the first tracer thread end the script (only it runs `end`'s
     /// work), once: from another tracer thread or the notification server.
-    fn end_on_first(&mut self, why: EndReason) {
-        if let Some(elsewhere) = self.end_elsewhere.as_ref().filter(|_| !self.stopping) {
-            self.stopping = true;
+    pub(crate) fn end_on_first(&self, why: EndReason) {
+        let Some(elsewhere) = self.end_elsewhere.as_ref() else {
+            return;
+        };
+        if !self.stopping.swap(true, Ordering::AcqRel) {
             elsewhere(why);
         }
     }
@@ -291,7 +351,13 @@ impl Shared {
                         parked as f64 / moved.max(1) as f64 / 1000.0
                     );
                 }
-                let (added, folds) = self.script.shard_stat_counts();
+                let most = self.script().most_beside();
+                if most > 1 {
+                    eprintln!(
+                        "utap: handler runs side by side (holding their globals' locks): at most {most} at once"
+                    );
+                }
+                let (added, folds) = self.script().shard_stat_counts();
                 if added > 0 {
                     eprintln!(
                         "utap: statistics: {added} values added on other tracer threads' copies, folded in {folds} times"
@@ -305,7 +371,8 @@ impl Shared {
                     );
                 }
             }
-            let status = super::finish(&mut self.script, &mut self.sink);
+            let (run, sink) = self.script_and_sink();
+            let status = super::finish(run, sink);
             let after = match self.linger && matches!(why, EndReason::Requested) {
                 true => super::Aftermath::Shepherd,
                 false => super::Aftermath::Detach,
@@ -331,7 +398,14 @@ impl Shared {
     /// current thread is to stay stopped (`current` is -1 in a timer).
     /// Delays and signals (`udelay`, `raise`) apply to the current thread
     /// only: in a timer probe there is none.
-    pub fn apply(&mut self, ctl: &mut Control, outcome: &Outcome, current: i64) -> bool {
+    /// `delay_us` adds up the `udelay`/`mdelay` of the current event.
+    pub fn apply(
+        &self,
+        ctl: &mut Control,
+        outcome: &Outcome,
+        current: i64,
+        delay_us: &mut i64,
+    ) -> bool {
         let mut stop = false;
         for req in &outcome.control {
             match *req {
@@ -343,14 +417,14 @@ impl Shared {
                     let _ = ctl.control(Tid(t as i32), self.engine, ResumeAction::Resume);
                 }
                 ControlRequest::Quiesce(t) => {
-                    self.quiescing.push(t as i32);
+                    lock(&self.quiescing).push(t as i32);
                     let _ = ctl.control(Tid(t as i32), self.engine, ResumeAction::Report);
                 }
                 ControlRequest::Raise { tid, signo } if tid == current => {
                     let _ = ctl.send_signal(Tid(tid as i32), Signal(signo as i32));
                 }
                 ControlRequest::Delay { tid, us } if tid == current => {
-                    self.delay_us = self.delay_us.saturating_add(us);
+                    *delay_us = delay_us.saturating_add(us);
                 }
                 ControlRequest::Raise { .. } | ControlRequest::Delay { .. } => {}
             }
@@ -361,8 +435,7 @@ impl Shared {
     /// After the handlers of one event: the delays they asked for, added
     /// up, hold the thread in its stop until a timer resumes it (true);
     /// `stop()` (`stopped`) holds it for good instead, until `resume()`.
-    fn hold_for_delay(&mut self, ctl: &mut Control, tid: i64, stopped: bool) -> bool {
-        let us = std::mem::take(&mut self.delay_us);
+    fn hold_for_delay(&self, ctl: &mut Control, tid: i64, stopped: bool, us: i64) -> bool {
         if us <= 0 || stopped {
             return false;
         }
@@ -376,6 +449,58 @@ impl Shared {
 pub(crate) struct Fired {
     pub values: ProbeValues,
     pub stop: bool,
+    /// A handler ended the script: the caller ends it (`Shared::end`).
+    pub end: bool,
+}
+
+/// A mutex whose holder cannot have left its data half-made (a panic in a
+/// handler aborts), so a poisoned one is taken as is.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The transport's producer, for handler runs of several tracer threads:
+/// each run's output (or a flushed part of it) is pushed whole, under a
+/// mutex held for the copy into the ring only, so messages stay whole and
+/// each traced thread's stay in order (a thread's events are handled one
+/// at a time, wherever it is handed over).
+pub(crate) struct LockedSink<'a>(pub &'a Mutex<Producer>);
+
+impl crate::script::OutputSink for LockedSink<'_> {
+    fn push(&mut self, bytes: &[u8]) {
+        crate::script::OutputSink::push(&mut *lock(self.0), bytes);
+    }
+    fn warn(&mut self, line: &str) {
+        crate::script::OutputSink::warn(&mut *lock(self.0), line);
+    }
+    fn system(&mut self, cmd: &[u8]) {
+        crate::script::OutputSink::system(&mut *lock(self.0), cmd);
+    }
+    fn ending(&mut self) {
+        crate::script::OutputSink::ending(&mut *lock(self.0));
+    }
+}
+
+/// The syscall and arguments recorded at each thread's syscall entry, for
+/// its return probes. Several tracer threads use it at once (a thread
+/// handed over between a syscall's entry and exit finds its entry on the
+/// other), so it is split in a few maps by thread id, each behind a mutex
+/// held for one lookup.
+#[derive(Default)]
+pub(crate) struct EntryArgs([Mutex<HashMap<i32, (i64, [i64; 6])>>; 8]);
+
+impl EntryArgs {
+    fn part(&self, tid: i32) -> MutexGuard<'_, HashMap<i32, (i64, [i64; 6])>> {
+        lock(&self.0[tid as usize % self.0.len()])
+    }
+
+    pub fn insert(&self, tid: i32, entry: (i64, [i64; 6])) {
+        self.part(tid).insert(tid, entry);
+    }
+
+    pub fn remove(&self, tid: i32) -> Option<(i64, [i64; 6])> {
+        self.part(tid).remove(&tid)
+    }
 }
 
 pub(crate) fn context(pid: i32, tid: i32) -> ProbeValues {
@@ -452,6 +577,25 @@ pub(crate) struct ScriptEngine {
     pub dispatch: Rc<Dispatch>,
 }
 
+impl ScriptEngine {
+    /// A handler run beside the other tracer threads ended the script:
+    /// end it now that the shared hold is let go.
+    fn ended(&self, cx: &mut Cx, fired: &Fired) {
+        if fired.end {
+            self.shared.borrow_mut().end(cx, EndReason::Requested);
+        }
+    }
+}
+
+/// Runs `hooks` with the state held shared (`s`), on this tracer thread's
+/// copy of the script, beside the handlers of the other tracer threads.
+fn fire_beside(s: &Shared, cx: &mut Cx, hooks: &[Hook], values: &ProbeValues) -> Fired {
+    let shard = cx.shard_index();
+    let mut run = s.run(shard);
+    run.set_shard(shard);
+    s.fire_on(&mut run, true, Some(&mut **cx), hooks, values)
+}
+
 impl Engine for ScriptEngine {
     fn report_quiesce(&mut self, cx: &mut Cx, _: ResumeAction, event: Event) -> ResumeAction {
         let Some(mut s) = self.shared.for_probe() else {
@@ -461,13 +605,18 @@ impl Engine for ScriptEngine {
         let (pid, tid) = (cx.pid().0, cx.tid().0);
         // A profile sample is taken at whichever stop comes first.
         let sampled = s.fire_sample(cx, d, pid, tid).is_some_and(|f| f.stop);
-        let Some(i) = s.quiescing.iter().position(|&t| t == tid) else {
-            return action(sampled);
+        let due = {
+            let mut q = lock(&s.quiescing);
+            let i = q.iter().position(|&t| t == tid);
+            match i {
+                Some(i) if event == Event::None => drop(q.swap_remove(i)),
+                _ => {}
+            }
+            i.is_some()
         };
-        if event != Event::None {
+        if !due || event != Event::None {
             return action(sampled);
         }
-        s.quiescing.swap_remove(i);
         let hooks = &d.quiesce;
         let values = context(pid, tid);
         action(s.fire(cx, hooks, &values).stop || sampled)
@@ -477,7 +626,7 @@ impl Engine for ScriptEngine {
         let Ok(info) = cx.syscall() else {
             return ResumeAction::Resume;
         };
-        let Some(mut s) = self.shared.for_probe() else {
+        let Some(s) = self.shared.for_probe_shared() else {
             return ResumeAction::Resume;
         };
         let d = &*self.dispatch;
@@ -501,12 +650,14 @@ impl Engine for ScriptEngine {
             event: event::SYSCALL,
             ..context(cx.pid().0, cx.tid().0)
         };
-        let fired = s.fire(cx, hooks, &values);
+        let fired = fire_beside(&s, cx, hooks, &values);
         let v = fired.values;
         inject_at_entry(cx, &v, &args);
         if want_exit {
             s.entry_args.insert(cx.tid().0, (info.nr, v.args));
         }
+        drop(s);
+        self.ended(cx, &fired);
         action(fired.stop)
     }
 
@@ -514,12 +665,12 @@ impl Engine for ScriptEngine {
         let Ok(info) = cx.syscall() else {
             return ResumeAction::Resume;
         };
-        let Some(mut s) = self.shared.for_probe() else {
+        let Some(s) = self.shared.for_probe_shared() else {
             return ResumeAction::Resume;
         };
         let d = &*self.dispatch;
         let tid = cx.tid().0;
-        let (nr, args) = match s.entry_args.remove(&tid) {
+        let (nr, args) = match s.entry_args.remove(tid) {
             // Skipped at its entry ($return set): the number is -1 now.
             Some((nr, args)) if info.nr == -1 => (nr, args),
             Some((_, args)) => (info.nr, args),
@@ -538,10 +689,12 @@ impl Engine for ScriptEngine {
             event: event::SYSCALL_RETURN,
             ..context(cx.pid().0, tid)
         };
-        let fired = s.fire(cx, hooks, &values);
+        let fired = fire_beside(&s, cx, hooks, &values);
+        drop(s);
         if fired.values.ret != ret {
             let _ = cx.set_syscall_return(fired.values.ret);
         }
+        self.ended(cx, &fired);
         action(fired.stop)
     }
 
@@ -582,7 +735,8 @@ impl Engine for ScriptEngine {
         let mut s = self.shared.borrow_mut();
         let d = &*self.dispatch;
         let child = clone.child.0;
-        s.script.procs_mut().refresh(child);
+        s.forget_proc(child);
+        s.script().procs_mut().refresh(child);
         let (hooks, values) = match clone.kind {
             CloneKind::Thread => {
                 let pid = cx.pid().0;
@@ -606,7 +760,7 @@ impl Engine for ScriptEngine {
         let d = &*self.dispatch;
         let pid = cx.pid().0;
         if former.0 != pid {
-            s.script.procs_mut().remove(former.0);
+            s.forget_proc(former.0);
         }
         s.note_exec(pid);
         s.functions.forget(pid);
@@ -650,7 +804,7 @@ impl Engine for ScriptEngine {
             };
             if let Some(mark) = &site.mark {
                 let decoded = mark_args(mark, &regs, tid, &mut values);
-                s.script.set_marker(Some((mark.clone(), decoded)));
+                s.script().set_marker(Some((mark.clone(), decoded)));
             }
             let hooks: Vec<Hook> = site.entry.iter().map(|(h, _)| h.clone()).collect();
             let name = site
@@ -665,8 +819,8 @@ impl Engine for ScriptEngine {
                 set_arguments(cx, &fired.values, &args);
                 (stop, args) = (fired.stop, fired.values.args);
             }
-            s.script.set_user_function(None);
-            s.script.set_marker(None);
+            s.script().set_user_function(None);
+            s.script().set_marker(None);
             // The unwinder reads its own return address: a `.return` on
             // it is not hijacked (it returns only when the throw fails).
             let unwinding = step == Some(UnwindStep::Park);
@@ -692,7 +846,7 @@ impl Engine for ScriptEngine {
         let name = site.ret.first().map(|(_, n)| n.clone());
         s.set_user_function(pid, name, frame.func, &regs);
         let stop = s.fire(cx, &hooks, &values).stop;
-        s.script.set_user_function(None);
+        s.script().set_user_function(None);
         action(stop)
     }
 
@@ -700,7 +854,7 @@ impl Engine for ScriptEngine {
         let mut s = self.shared.borrow_mut();
         let d = &*self.dispatch;
         let (pid, tid) = (cx.pid().0, cx.tid().0);
-        s.entry_args.remove(&tid);
+        s.entry_args.remove(tid);
         s.forget_sample(tid);
         let left = s.live.get_mut(&pid).map(|n| {
             *n = n.saturating_sub(1);
@@ -726,6 +880,6 @@ impl Engine for ScriptEngine {
                 s.end(cx, why);
             }
         }
-        s.script.procs_mut().remove(tid);
+        s.forget_proc(tid);
     }
 }

@@ -36,6 +36,7 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use super::engine::Shared;
+use crate::script::global_locks::backoff;
 
 /// [`Shared`] behind the script's lock.
 pub(crate) struct ScriptLock {
@@ -45,6 +46,10 @@ pub(crate) struct ScriptLock {
     skipped: AtomicU64,
     /// MAXTRYLOCK and TRYLOCKDELAY, read once.
     tries: u64,
+    /// How often a syscall handler tries for its shared hold: not a lock
+    /// of SystemTap's (MAXTRYLOCK is about the globals' locks), it waits
+    /// out bookkeeping at least as long as the default MAXTRYLOCK.
+    shared_tries: u64,
     delay: Duration,
 }
 
@@ -93,13 +98,14 @@ impl std::ops::DerefMut for Confined {
 
 impl ScriptLock {
     pub fn new(shared: Shared) -> ScriptLock {
-        let limits = shared.script.limits();
+        let limits = shared.first().limits().clone();
         let tries = limits.max_trylock.max(1) as u64;
         let delay = Duration::from_micros(limits.trylock_delay_us.max(0) as u64);
         ScriptLock {
             inner: RwLock::new(Confined(shared)),
             skipped: AtomicU64::new(0),
             tries,
+            shared_tries: tries.max(100_000),
             delay,
         }
     }
@@ -128,16 +134,24 @@ impl ScriptLock {
                 Err(std::sync::TryLockError::Poisoned(e)) => return Some(e.into_inner()),
                 Err(std::sync::TryLockError::WouldBlock) => {}
             }
-            // Spin, then yield, before sleeping: the holder is usually
-            // mid-handler (a microsecond) on another CPU, or preempted on
-            // this one; a sleep costs a timer's slack (≈50 µs) per event.
-            if attempt < 256 {
-                std::hint::spin_loop();
-            } else if attempt < 4096 || self.delay.is_zero() {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(self.delay);
+            backoff(attempt, self.delay);
+        }
+        self.skipped.fetch_add(1, Ordering::Relaxed);
+        None
+    }
+
+    /// For a syscall probe handler, which runs beside the other tracer
+    /// threads' under the globals' own locks (`script::global_locks`): the
+    /// state held shared, or `None` (skipped and counted) when bookkeeping
+    /// holds it for MAXTRYLOCK tries.
+    pub fn for_probe_shared(&self) -> Option<RwLockReadGuard<'_, Confined>> {
+        for attempt in 0..self.shared_tries {
+            match self.inner.try_read() {
+                Ok(g) => return Some(g),
+                Err(std::sync::TryLockError::Poisoned(e)) => return Some(e.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => {}
             }
+            backoff(attempt, self.delay);
         }
         self.skipped.fetch_add(1, Ordering::Relaxed);
         None
@@ -154,5 +168,6 @@ fn fold_skipped(skipped: &AtomicU64, g: &mut Confined) {
     let s = &mut g.0;
     // Past MAXSKIPPED the script is in its error phase: the next handler
     // run's outcome ends the session.
-    s.script.note_skipped(n, &mut s.sink);
+    let (run, sink) = s.script_and_sink();
+    run.note_skipped(n, sink);
 }

@@ -202,15 +202,21 @@ pub fn run(
         let on_end = shared.clone();
         ctl.on_end(move |ctl, why| on_end.borrow_mut().end(ctl, why));
     }
+    let shards = shard_count(&dispatch, opts, id);
+    // A copy of the script per tracer thread, and the notification
+    // server's after them.
+    shared
+        .borrow_mut()
+        .add_runs(shards + listener.is_some() as usize);
     if let Some(listener) = listener {
         if shared.borrow().end_elsewhere.is_none() {
             shared.borrow_mut().end_elsewhere = Some(end_on_first(&tracer, &shared));
         }
-        let count = notify::start(listener, shared.clone(), SendPoints(points.to_vec()))
+        let points = SendPoints(points.to_vec());
+        let count = notify::start(listener, shared.clone(), points, shards)
             .map_err(|e| SessionError(format!("cannot start the notification thread: {e}")))?;
         shared.borrow_mut().notified = Some(count);
     }
-    let shards = shard_count(&dispatch, opts, id);
     if shards > 1 {
         share_tracing(&mut tracer, &shared, points, shards)?;
     }
@@ -497,7 +503,7 @@ const METRICS_POLL: Duration = Duration::from_millis(50);
 /// Timer probes and the `-T` deadline, as ticks of the tracer loop.
 pub(crate) fn schedule_timers(ctl: &mut Control, shared: &SharedRef, deadline: Option<Instant>) {
     let now = Instant::now();
-    let timers = shared.borrow().script.timers();
+    let timers = shared.borrow().first().timers();
     for t in timers {
         let shared = shared.clone();
         let mut jitter = crate::script::scheduler::Jitter::new(t.probe as u64);
@@ -507,9 +513,10 @@ pub(crate) fn schedule_timers(ctl: &mut Control, shared: &SharedRef, deadline: O
             if s.finished.is_some() {
                 return None;
             }
-            let outcome = s.script.fire_timer(t.probe, &mut s.sink);
+            let (run, sink) = s.script_and_sink();
+            let outcome = run.fire_timer(t.probe, sink);
             // resume()/quiesce()/stop(tid) from a timer: no current thread.
-            s.apply(ctl, &outcome, -1);
+            s.apply(ctl, &outcome, -1, &mut 0);
             if outcome.stop {
                 s.end(ctl, EndReason::Requested);
                 return None;
@@ -517,7 +524,7 @@ pub(crate) fn schedule_timers(ctl: &mut Control, shared: &SharedRef, deadline: O
             Some(Instant::now() + jitter.period(&t))
         });
     }
-    if shared.borrow().script.has_metrics() {
+    if shared.borrow().first().has_metrics() {
         // Scrapes are answered between events, never while a tracee waits.
         let shared = shared.clone();
         ctl.add_timer(now + METRICS_POLL, move |ctl| {
@@ -527,7 +534,8 @@ pub(crate) fn schedule_timers(ctl: &mut Control, shared: &SharedRef, deadline: O
                 return None;
             }
             // `probe prometheus` handlers run here; exit() in one ends it.
-            if s.script.serve_metrics(&mut s.sink) {
+            let (run, sink) = s.script_and_sink();
+            if run.serve_metrics(sink) {
                 s.end(ctl, EndReason::Requested);
                 return None;
             }

@@ -82,6 +82,7 @@ pub(crate) fn start(
     listener: Listener,
     shared: SharedRef,
     points: SendPoints,
+    shard: usize,
 ) -> std::io::Result<Arc<AtomicU64>> {
     let count = Arc::new(AtomicU64::new(0));
     let counted = count.clone();
@@ -90,12 +91,14 @@ pub(crate) fn start(
         .name("utap-notify".into())
         .spawn(move || {
             let dispatch = Dispatch::new(&points.0);
-            serve(&listener, &shared, &dispatch, &counted);
+            serve(&listener, &shared, &dispatch, &counted, shard);
         })?;
     Ok(count)
 }
 
-fn serve(listener: &Listener, shared: &SharedRef, d: &Dispatch, count: &AtomicU64) {
+/// `shard`: the copy of the script (and of the statistics) the server's
+/// handler runs use, its own (`Shared::add_runs`).
+fn serve(listener: &Listener, shared: &SharedRef, d: &Dispatch, count: &AtomicU64, shard: usize) {
     // SAFETY: plain data.
     let mut n: Notification = unsafe { std::mem::zeroed() };
     loop {
@@ -105,24 +108,26 @@ fn serve(listener: &Listener, shared: &SharedRef, d: &Dispatch, count: &AtomicU6
             Received::Closed => return,
         }
         count.fetch_add(1, Ordering::Relaxed);
-        entry(shared, d, &n);
+        entry(shared, d, &n, shard);
         // ENOENT: the thread died meanwhile; nothing waits.
         listener.answer_continue(n.id);
     }
 }
 
-/// Runs the entry handlers of one notified syscall, under the script lock.
-fn entry(shared: &SharedRef, d: &Dispatch, n: &Notification) {
+/// Runs the entry handlers of one notified syscall, beside the tracer
+/// threads' handlers (the state held shared, the globals' locks taken).
+fn entry(shared: &SharedRef, d: &Dispatch, n: &Notification, shard: usize) {
     let nr = n.data.nr as i64;
     let hooks = d.entry.get(nr);
     if hooks.is_empty() {
         return;
     }
-    let Some(mut s) = shared.for_probe() else {
+    let Some(s) = shared.for_probe_shared() else {
         return;
     };
+    let mut run = s.run(shard);
     let tid = n.pid as i32;
-    let procs = s.script.procs_mut();
+    let procs = run.procs_mut();
     // A thread is in the cache from its attach or clone report; one that
     // raced ahead of its report is read from /proc once.
     if procs.get(tid).is_none() {
@@ -135,5 +140,9 @@ fn entry(shared: &SharedRef, d: &Dispatch, n: &Notification) {
         event: event::SYSCALL,
         ..context(pid, tid)
     };
-    s.fire_unstopped(hooks, &values);
+    run.set_shard(shard);
+    let fired = s.fire_on(&mut run, true, None, hooks, &values);
+    if fired.end {
+        s.end_on_first(crate::utrace::EndReason::Requested);
+    }
 }
