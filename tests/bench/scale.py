@@ -22,11 +22,16 @@ With --stats-against BIN, only: T(2)/T(1) of a `<<<` script (a statistic and
 a statistics array by thread) on `mtsys k`, for this build and for BIN (say
 main's binary copied to /tmp), alternating: what per-tracer-thread copies of
 statistics change.
+With --locks-against BIN, only: the same for a handler that is not trivial
+(a few array updates on globals of its own in the entry and the return probe
+of getppid): what per-global locks change (handlers of different tracer
+threads on disjoint globals run at once).
 
 Every case runs once per round, cases in turn, so machine noise hits all
 alike; the medians are printed.
 Usage: tests/bench/scale.py [--rounds R] [--calls N] [--mt-calls N] [--no-strace]
                             [--floor-only] [--stats-against BIN]
+                            [--locks-against BIN]
 Needs: cargo build --release (the fixtures come from its build script).
 """
 import argparse
@@ -65,6 +70,10 @@ GETPPID = script("global n\nprobe syscall.getppid { n++ }\nprobe end { printf(\"
 CHURN = script("global n\nprobe syscall.getppid { n++ }\nprobe end { printf(\"%d\\n\", n) }\n")
 STATS = script("global s, by\nprobe syscall.getppid { s <<< tid(); by[tid()] <<< 1 }\n"
                "probe end { printf(\"%d %d\\n\", @count(s), @max(s)) }\n")
+ARRAYS = script("global a, sa, ca, b, sb, cb\n"
+                "probe syscall.getppid { t = tid(); a[t]++; sa[t % 7] += a[t]; ca++ }\n"
+                "probe syscall.getppid.return { t = tid(); b[t]++; sb[t % 5] += b[t] + $return; cb++ }\n"
+                "probe end { printf(\"%d %d\\n\", ca, cb) }\n")
 STRACE = ["strace", "-f", "-c", "-o", "/dev/null"]
 
 
@@ -103,10 +112,15 @@ def main():
                          "timed on the same count in the same rounds")
     ap.add_argument("--stats-against", metavar="BIN",
                     help="only T(2)/T(1) of a <<< script, this build against BIN")
+    ap.add_argument("--locks-against", metavar="BIN",
+                    help="only T(2)/T(1) of an array-updating entry+return script, this build "
+                         "against BIN")
     a = ap.parse_args()
     fx = fixtures_dir()
     if a.stats_against:
-        return stats_against(a, os.path.join(fx, "mtsys"))
+        return against(a, os.path.join(fx, "mtsys"), STATS, "<<<", a.stats_against)
+    if a.locks_against:
+        return against(a, os.path.join(fx, "mtsys"), ARRAYS, "arrays", a.locks_against)
     floor, loop, mtsys, notify = (os.path.join(fx, n)
                                   for n in ("floor", "loop", "mtsys", "notifyfloor"))
     strace = not a.no_strace and not a.floor_only and shutil.which("strace") is not None
@@ -181,11 +195,11 @@ def main():
                         for k in (1, 2, 4)))
 
 
-def stats_against(a, mtsys):
-    """T(2)/T(1) of the `<<<` script, this build and `a.stats_against`."""
+def against(a, mtsys, stp, label, other):
+    """T(2)/T(1) of script `stp`, this build and `other`."""
     m = str(a.mt_calls)
-    builds = [("this", UTAP), ("other", a.stats_against)]
-    cases = [(f"{b} <<< mtsys {k}", [path, STATS, "-c", f"{mtsys} {k} {m}"])
+    builds = [("this", UTAP), ("other", other)]
+    cases = [(f"{b} {label} mtsys {k}", [path, stp, "-c", f"{mtsys} {k} {m}"])
              for k in (1, 2) for b, path in builds]
     load_before = os.getloadavg()[0]
     med = alternate(cases, a.rounds)
@@ -195,8 +209,8 @@ def stats_against(a, mtsys):
         md, lo, hi = med[name]
         print(f"{name:26} {md:9.3f} {lo:7.3f} {hi:7.3f}")
     for b, path in builds:
-        t1, t2 = med[f"{b} <<< mtsys 1"][0], med[f"{b} <<< mtsys 2"][0]
-        print(f"{b} ({path}): T(2 threads x {m})/T(1 thread x {m}) with <<<: {t2 / t1:.2f}")
+        t1, t2 = med[f"{b} {label} mtsys 1"][0], med[f"{b} {label} mtsys 2"][0]
+        print(f"{b} ({path}): T(2 threads x {m})/T(1 thread x {m}) with {label}: {t2 / t1:.2f}")
 
 
 if __name__ == "__main__":

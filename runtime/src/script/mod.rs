@@ -1,8 +1,11 @@
 //! The script runtime: runs compiled probe handlers.
 //!
 //! [`ScriptRuntime`] owns a script's state and fires its handlers one at a
-//! time on the calling thread (the tracer thread in a process session, so
-//! globals need no locks). A run's output is collected in a buffer and
+//! time on the calling thread. A process session with several tracer
+//! threads gives each its own copy ([`ScriptRuntime::replica`]) over the
+//! same globals, phase and counts; handlers that may then run at once take
+//! their globals' locks ([`ScriptRuntime::fire_point_guarded`],
+//! [`global_locks`]). A run's output is collected in a buffer and
 //! handed to an [`OutputSink`] when the handler returns; a handler never
 //! writes to a file descriptor. Runtime errors are reported with
 //! SystemTap's wording and location and move the session to its error

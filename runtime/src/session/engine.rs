@@ -262,6 +262,12 @@ impl Shared {
         if self.finished.is_some() || self.stopping.load(Ordering::Relaxed) {
             return fired;
         }
+        if run.phase() != crate::script::Phase::Running {
+            // exit() or an error on another tracer thread, whose end is
+            // on its way: as SystemTap's, no probe starts any more.
+            fired.end = true;
+            return fired;
+        }
         let tid = Tid(values.tid as i32);
         match ctl.as_deref().and_then(|c| c.hijacked_returns(tid)) {
             Some((trampoline, frames)) => run.set_hijacked_returns(trampoline, frames),

@@ -1,35 +1,35 @@
-//! The script's lock: handlers of different tracer threads (shards, see
-//! `utrace::shard`) may fire at once, and they share the script's state.
+//! The session's lock: handlers of different tracer threads (shards, see
+//! `utrace::shard`) may fire at once, and they share the session's state.
 //!
-//! SystemTap locks, per probe handler, the globals the handler uses (read
-//! locks for reads, write locks for writes) in a fixed order, so a handler
-//! never sees another's partial update. utap takes one lock over the whole
-//! script state instead: it gives the same guarantee (each handler run is
-//! atomic with respect to every other), cannot deadlock, and costs little
-//! parallelism here, because a handler run is a small part of a ptrace
-//! stop (≈3% of the tracer's samples, `utrace` module docs): what the
-//! tracer threads do in parallel is the stops, which take no lock. It also
-//! keeps the per-run scratch (strings, `foreach` iterators, the run's output
-//! buffer, the error message, MAXACTION) private to the run. Statistics
-//! already have SystemTap's per-CPU layout (`script::globals::ShardCopies`:
-//! `<<<` goes to the tracer thread's own copy, reads fold them), which is
-//! what lets a `<<<` take a *read* lock once globals get their own locks.
+//! Two levels, as SystemTap's per-probe locking needs:
+//! - syscall probe handlers (the hot path, and what the notification
+//!   server runs) hold this lock *shared* ([`ScriptLock::for_probe_shared`])
+//!   and run beside each other: each tracer thread on its own copy of the
+//!   script (`Shared::run`: strings, output buffer, iterators, error
+//!   message, MAXACTION, process facts), and each run takes the read/write
+//!   locks of the globals its probe uses, in global order
+//!   (`script::global_locks`, the sets computed by `utap_compiler::locks`),
+//!   so a run is atomic over what it touches and handlers on disjoint
+//!   globals run at once. The session's per-event state they share is
+//!   behind its own small locks or atomics: the syscall entries awaiting
+//!   their exit (`EntryArgs`, striped by thread: a thread handed over
+//!   between entry and exit finds its entry on the other tracer thread),
+//!   the quiesce list, the transport's producer (held for one push), the
+//!   phase and the error and skip counts (`ScriptRuntime`'s tally), the
+//!   end decision (`stopping`);
+//! - everything else holds it *exclusive* ([`ScriptLock::for_probe`],
+//!   [`ScriptLock::borrow_mut`]): begin/end/timer probes, clone, exec,
+//!   death, signal, quiesce and breakpoint events, the session's
+//!   bookkeeping. They need no global lock: no handler runs meanwhile.
+//!   They run on the first copy of the script.
 //!
-//! What per-global locks still need (not built): the per-run scratch and
-//! the `HandlerContext` per tracer thread instead of one in
-//! `ScriptRuntime`; the long slots and string/array globals behind one
-//! `RwLock` each, taken per probe in global-index order from the probe's
-//! read/write set (SystemTap's `locks[]`, computed by its translator); the
-//! session's per-event maps in `Shared` (`entry_args`, `live`) under their
-//! own small locks, since a thread handed over between a syscall's entry
-//! and exit finds its entry on the other tracer thread; and the error,
-//! skip and phase counters of `ScriptRuntime` shared between the copies.
-//!
-//! As SystemTap's, a probe handler never waits for the lock without bound:
-//! it tries MAXTRYLOCK times, TRYLOCKDELAY µs apart, and then the probe is
+//! As SystemTap's, a probe handler never waits without bound: it tries
+//! MAXTRYLOCK times, TRYLOCKDELAY µs apart, and then the probe is
 //! *skipped* and counted ("skipped probes" in the end summary; more than
-//! MAXSKIPPED end the session with SystemTap's error). Begin, end, timer
-//! and the session's own bookkeeping wait as long as it takes.
+//! MAXSKIPPED end the session with SystemTap's error). The shared hold is
+//! not one of SystemTap's locks: it waits out bookkeeping at least as long
+//! as the default MAXTRYLOCK. Begin, end, timer and the session's own
+//! bookkeeping wait as long as it takes.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -54,26 +54,33 @@ pub(crate) struct ScriptLock {
 }
 
 /// The state, which holds single-threaded parts (reference-counted
-/// strings, raw pointers valid during a run, the session's closures).
+/// strings, raw pointers valid during a run, the session's closures):
+/// see the audit below for why sharing it is sound.
 pub(crate) struct Confined(Shared);
 
 // SAFETY: every access to the `Shared` goes through `ScriptLock`'s
-// RwLock, and nothing borrowed from it outlives the guard: the Rc values
-// inside are cloned and dropped only by the lock's holder, the raw
-// pointers of a handler run are set and cleared within it, and the
-// session's closures run under the lock too. Sessions whose state hands
-// out values across threads (function and marker probes, the profile
-// sampler, guru thread control) are never sharded (`shard_count`).
+// RwLock. With it held exclusive, nothing borrowed from the state outlives
+// the guard. With it held shared (syscall handlers of several threads),
+// each thread reaches only: its own copy of the script (`Shared::runs`,
+// one mutex per tracer thread and one for the notification server); the
+// globals under their own locks (`script::global_locks`); and the parts
+// of `Shared` that are atomics or behind mutexes (`entry_args`,
+// `quiescing`, `sink`, `stopping`) or only read while shared (`exe`,
+// `finished`, `end_elsewhere`, `engine`).
 // Audit (issue 16 point 2), what is not `Send`/`Sync` in `Shared`:
 // - `ScriptState::{memory, sink}`: raw pointers set by `fire_point` for
-//   one run and cleared by `end_run` before the guard is dropped;
+//   one run and cleared by `end_run`, on the thread of the run;
 // - `ScriptState::usdt` (`Rc<Marker>`) and `ufunc` (`Rc<str>` names),
-//   `Shared::functions` (breakpoint tables with `Rc`s): only in function
-//   and marker sessions, which have one tracer thread;
-// - `Shared::{release, conclude, end_elsewhere}` closures: called by the
-//   guard's holder (`end`), on the first tracer thread;
-// - per-shard statistics copies (`Globals::copies`): plain data, written
-//   by `<<<` and folded by readers, both under the write guard.
+//   `Shared::functions` (breakpoint tables with `Rc`s): only set in
+//   function and marker sessions, which have one tracer thread, and only
+//   with the lock exclusive (breakpoint events);
+// - `Shared::{release, conclude}` closures: called by `end`, with the lock
+//   exclusive, on the first tracer thread;
+// - the globals (`SharedGlobals`): plain data under per-global locks;
+//   statistics copies are per shard, their rows made before the tracer
+//   threads start, flags and counters atomic (`globals::ShardCopies`);
+// - `ScriptRuntime` itself (a `Box<HandlerContext>` with raw pointers):
+//   each copy is used by one thread at a time, behind its mutex.
 // Readers through `borrow()` (a shared guard) only read plain fields
 // (`finished`, the timer list, `has_metrics`, the daemon's status line
 // with `sink.lost()`); none clones an `Rc`.
