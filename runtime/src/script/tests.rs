@@ -192,3 +192,90 @@ fn more_skipped_probes_than_maxskipped_fail_the_session_as_systemtap() {
         ]
     );
 }
+
+unsafe extern "C" fn bump(ctx: *mut HandlerContext) {
+    unsafe { *(*ctx).long_globals += 1 };
+}
+
+/// A script with one long global `n`, and two process probes: the first
+/// writes it (write lock), the second reads it (read lock).
+fn with_global_n(limits: super::Limits) -> ScriptRuntime {
+    use super::global_locks::GlobalLock;
+    use super::image::{GlobalSpec, ValueType};
+    let lock = |write| vec![GlobalLock { global: 0, write }];
+    let image = ScriptImage {
+        globals: vec![GlobalSpec {
+            name: "n".into(),
+            value: ValueType::Long,
+            keys: None,
+            size: None,
+            wrap: false,
+            init: None,
+            autoprint: false,
+            long_slot: Some(0),
+        }],
+        probes: vec![
+            ProbeSpec {
+                locks: lock(true),
+                ..probe(Trigger::Process, bump)
+            },
+            ProbeSpec {
+                locks: lock(false),
+                ..probe(Trigger::Process, begin_a)
+            },
+        ],
+        long_slots: 1,
+        ..ScriptImage::default()
+    };
+    let options = RuntimeOptions {
+        limits,
+        ..RuntimeOptions::default()
+    };
+    ScriptRuntime::new(Arc::new(image), options)
+}
+
+#[test]
+fn copies_share_globals_and_a_busy_lock_skips_the_probe_as_systemtap() {
+    let limits = super::Limits {
+        max_trylock: 3,
+        trylock_delay_us: 0,
+        ..super::Limits::default()
+    };
+    let mut rt = with_global_n(limits);
+    let mut other = rt.replica(1);
+    let mut sink = BufferSink::default();
+    let v = ProbeValues::default();
+    // Another tracer thread's handler holds `n` shared: the writer waits
+    // its MAXTRYLOCK tries, then the probe is skipped and counted; a
+    // reader goes ahead.
+    let held = [super::global_locks::GlobalLock {
+        global: 0,
+        write: false,
+    }];
+    let globals = rt.state.globals.clone();
+    assert!(globals.lock_set(&held, 1, Default::default()));
+    assert!(
+        other
+            .fire_point_guarded(0, 0, &v, None, &mut sink)
+            .is_none()
+    );
+    assert!(
+        other
+            .fire_point_guarded(1, 0, &v, None, &mut sink)
+            .is_some()
+    );
+    globals.unlock_set(&held);
+    // Free again: the copy's run writes the global every copy sees.
+    assert!(
+        other
+            .fire_point_guarded(0, 0, &v, None, &mut sink)
+            .is_some()
+    );
+    assert!(rt.fire_point_guarded(0, 0, &v, None, &mut sink).is_some());
+    assert_eq!(rt.state.globals.longs[0], 2);
+    assert_eq!(rt.finish(&mut sink), 0);
+    assert_eq!(
+        sink.err,
+        ["WARNING: Number of errors: 0, skipped probes: 1"]
+    );
+}

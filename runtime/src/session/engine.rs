@@ -713,13 +713,13 @@ impl Engine for ScriptEngine {
         let Some(original) = sig.original else {
             return ResumeAction::Resume;
         };
-        let Some(mut s) = self.shared.for_probe() else {
-            return ResumeAction::Resume;
-        };
         let d = &*self.dispatch;
         if d.signal.is_empty() {
             return ResumeAction::Resume;
         }
+        let Some(s) = self.shared.for_probe_shared() else {
+            return ResumeAction::Resume;
+        };
         let code = cx.siginfo().map(|i| i.si_code as i64).unwrap_or(0);
         let hooks = &d.signal;
         let values = ProbeValues {
@@ -727,7 +727,9 @@ impl Engine for ScriptEngine {
             code,
             ..context(cx.pid().0, cx.tid().0)
         };
-        let fired = s.fire(cx, hooks, &values);
+        let fired = fire_beside(&s, cx, hooks, &values);
+        drop(s);
+        self.ended(cx, &fired);
         if fired.values.signal != values.signal {
             sig.deliver = match fired.values.signal {
                 0 => None,

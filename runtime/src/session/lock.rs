@@ -2,8 +2,8 @@
 //! `utrace::shard`) may fire at once, and they share the session's state.
 //!
 //! Two levels, as SystemTap's per-probe locking needs:
-//! - syscall probe handlers (the hot path, and what the notification
-//!   server runs) hold this lock *shared* ([`ScriptLock::for_probe_shared`])
+//! - syscall and signal probe handlers (the hot path, and what the
+//!   notification server runs) hold this lock *shared* ([`ScriptLock::for_probe_shared`])
 //!   and run beside each other: each tracer thread on its own copy of the
 //!   script (`Shared::run`: strings, output buffer, iterators, error
 //!   message, MAXACTION, process facts), and each run takes the read/write
@@ -19,7 +19,7 @@
 //!   end decision (`stopping`);
 //! - everything else holds it *exclusive* ([`ScriptLock::for_probe`],
 //!   [`ScriptLock::borrow_mut`]): begin/end/timer probes, clone, exec,
-//!   death, signal, quiesce and breakpoint events, the session's
+//!   death, quiesce and breakpoint events, the session's
 //!   bookkeeping. They need no global lock: no handler runs meanwhile.
 //!   They run on the first copy of the script.
 //!
