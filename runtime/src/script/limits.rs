@@ -22,7 +22,7 @@ pub struct Limits {
     /// Probes skipped on lock contention tolerated before the session
     /// stops with an error (`MAXSKIPPED`).
     pub max_skipped: i64,
-    /// Tries for the script's lock before a probe is skipped
+    /// Tries for a global's lock before a probe is skipped
     /// (`MAXTRYLOCK`), `TRYLOCKDELAY` microseconds apart.
     pub max_trylock: i64,
     pub trylock_delay_us: i64,

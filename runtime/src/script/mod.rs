@@ -373,7 +373,7 @@ impl ScriptRuntime {
         self.tally.errors.load(Ordering::Relaxed)
     }
 
-    /// Counts `n` probe runs skipped because the script's lock could not be
+    /// Counts `n` probe runs skipped because a lock could not be
     /// taken in time (SystemTap's `skipped_count`); more than MAXSKIPPED
     /// stop the session with SystemTap's error. Returns whether it stops.
     pub fn note_skipped(&mut self, n: u64, sink: &mut dyn OutputSink) -> bool {

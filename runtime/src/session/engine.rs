@@ -459,8 +459,8 @@ pub(crate) struct Fired {
     pub end: bool,
 }
 
-/// A mutex whose holder cannot have left its data half-made (a panic in a
-/// handler aborts), so a poisoned one is taken as is.
+/// Takes a mutex, poisoned or not: what these guard (maps, lists, a
+/// runtime copy between runs) is whole after each operation.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
