@@ -9,6 +9,11 @@
 //! The globals themselves stay where native code finds them (the long
 //! slot vector, `Globals::vars`) in one store shared by every runtime
 //! copy of the script ([`SharedGlobals`]); the locks are the only guard.
+//! The runtime functions reach the store through a `&mut Globals` made
+//! for the call, so two tracer threads may hold one at the same time,
+//! each touching only the globals whose locks it holds (and its own
+//! statistics copies): sound in what memory is accessed, though a cell
+//! per global would state it in the types.
 //!
 //! As in SystemTap, a lock is never waited for without bound: each one is
 //! tried MAXTRYLOCK times, TRYLOCKDELAY µs apart, and when one stays busy
@@ -107,8 +112,8 @@ pub struct SharedGlobals(Arc<Store>);
 
 // SAFETY: the globals are plain data (no Rc, no thread-bound pointer);
 // concurrent access is governed by the per-global locks, see above.
-unsafe impl Send for SharedGlobals {}
-unsafe impl Sync for SharedGlobals {}
+unsafe impl Send for Store {}
+unsafe impl Sync for Store {}
 
 impl SharedGlobals {
     pub fn new(globals: Globals) -> SharedGlobals {

@@ -493,18 +493,21 @@ impl crate::script::OutputSink for LockedSink<'_> {
 /// other), so it is split in a few maps by thread id, each behind a mutex
 /// held for one lookup.
 #[derive(Default)]
-pub(crate) struct EntryArgs([Mutex<HashMap<i32, (i64, [i64; 6])>>; 8]);
+pub(crate) struct EntryArgs([Mutex<HashMap<i32, Entry>>; 8]);
+
+/// A syscall's number and arguments at its entry.
+type Entry = (i64, [i64; 6]);
 
 impl EntryArgs {
-    fn part(&self, tid: i32) -> MutexGuard<'_, HashMap<i32, (i64, [i64; 6])>> {
+    fn part(&self, tid: i32) -> MutexGuard<'_, HashMap<i32, Entry>> {
         lock(&self.0[tid as usize % self.0.len()])
     }
 
-    pub fn insert(&self, tid: i32, entry: (i64, [i64; 6])) {
+    pub fn insert(&self, tid: i32, entry: Entry) {
         self.part(tid).insert(tid, entry);
     }
 
-    pub fn remove(&self, tid: i32) -> Option<(i64, [i64; 6])> {
+    pub fn remove(&self, tid: i32) -> Option<Entry> {
         self.part(tid).remove(&tid)
     }
 }
