@@ -83,6 +83,19 @@ impl NodeIds {
     pub fn count(&self) -> u32 {
         self.next
     }
+
+    /// Ids for a parse beside the one using `self`: they start `room` ids
+    /// past this one's next id; [`NodeIds::join`] continues after both.
+    pub fn split_off(&self, room: u32) -> NodeIds {
+        NodeIds {
+            next: self.next.saturating_add(room),
+        }
+    }
+
+    /// Continues after the ids `other` (from [`NodeIds::split_off`]) used.
+    pub fn join(&mut self, other: NodeIds) {
+        self.next = self.next.max(other.next);
+    }
 }
 
 /// Parses one file of the map (a user script or a tapset).

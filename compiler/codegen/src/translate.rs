@@ -9,7 +9,7 @@
 //! the call; errors native code detects itself (division by zero,
 //! MAXACTION, MAXNESTING) store it on their cold path.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::mem::offset_of;
 
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -158,7 +158,7 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
             exit,
             error_exit,
             kind,
-            frefs: HashMap::new(),
+            frefs: HashMap::default(),
         }
     }
 

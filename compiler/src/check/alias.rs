@@ -9,7 +9,7 @@
 //! first point of a list that resolves. Conditions of every level are
 //! collected and and-ed by the caller.
 
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::rc::Rc;
 
 use super::catalogue::{ArgSpec, FAMILIES, Family, PointArg, glob_match};
@@ -165,6 +165,22 @@ impl Resolver<'_> {
         candidates: &[usize],
     ) -> Vec<(usize, usize)> {
         let mut found = Vec::new();
+        // Only a name shorter than the point can be used with a suffix.
+        if names.len() < 2 {
+            return found;
+        }
+        // The proper prefixes of every candidate name that the point's
+        // first components match: a name here has a longer alias matching
+        // too. One pass, not one per name (`syscall.*.return` looks at
+        // 700 aliases).
+        let mut longer: HashSet<&[String]> = HashSet::default();
+        for &j in candidates {
+            for n in &self.aliases[j].names {
+                if n.len() > 1 && n.len() <= names.len() && matches(&names[..n.len()], n) {
+                    longer.extend((1..n.len()).map(|k| &n[..k]));
+                }
+            }
+        }
         for &i in candidates {
             let alias = &self.aliases[i];
             for name in &alias.names {
@@ -176,15 +192,7 @@ impl Resolver<'_> {
                 {
                     continue;
                 }
-                let longer = candidates.iter().any(|&j| {
-                    self.aliases[j].names.iter().any(|n| {
-                        n.len() > k
-                            && n[..k] == name[..]
-                            && n.len() <= names.len()
-                            && matches(&names[..n.len()], n)
-                    })
-                });
-                if !longer && !found.contains(&(i, k)) {
+                if !longer.contains(&name[..]) && !found.contains(&(i, k)) {
                     found.push((i, k));
                 }
             }

@@ -61,6 +61,14 @@ pub struct TapsetFile {
 /// A top-level item: (file, item index).
 pub type ItemRef = (usize, usize);
 
+/// What [`Library::take`] marked as loaded.
+pub enum Taken {
+    /// The whole file (it cannot be cut into items).
+    Whole,
+    /// These items, in file order.
+    Items(Vec<usize>),
+}
+
 #[derive(Default)]
 pub struct Library {
     pub files: Vec<TapsetFile>,
@@ -149,6 +157,15 @@ impl Library {
     /// kept, so positions and line numbers stay those of the file). None
     /// when nothing is new.
     pub fn take_items(&mut self, file: usize, items: &[usize]) -> Option<String> {
+        match self.take(file, items)? {
+            Taken::Whole => Some(self.files[file].text.to_string()),
+            Taken::Items(wanted) => Some(self.items_text(file, &wanted)),
+        }
+    }
+
+    /// Marks what [`Library::take_items`] would parse as loaded: the whole
+    /// file, or these items (in file order).
+    pub fn take(&mut self, file: usize, items: &[usize]) -> Option<Taken> {
         let f = &mut self.files[file];
         let first_use = !f.loaded.iter().any(|l| *l);
         let mut wanted: Vec<usize> = if f.defs.whole {
@@ -165,10 +182,20 @@ impl Library {
         }
         if f.defs.whole {
             f.loaded.iter_mut().for_each(|l| *l = true);
-            return Some(f.text.to_string());
+            return Some(Taken::Whole);
         }
-        // Everything after the last wanted item is left out (positions
-        // before it are unchanged).
+        wanted.sort_unstable();
+        wanted.dedup();
+        for &i in &wanted {
+            f.loaded[i] = true;
+        }
+        Some(Taken::Items(wanted))
+    }
+
+    /// The text of `file` with only these items (everything after the
+    /// last one left out; positions before it unchanged).
+    pub fn items_text(&self, file: usize, wanted: &[usize]) -> String {
+        let f = &self.files[file];
         let end = wanted
             .iter()
             .map(|&i| f.defs.items[i].range.end)
@@ -178,13 +205,12 @@ impl Library {
             .iter()
             .map(|&b| if b == b'\n' { b'\n' } else { b' ' })
             .collect();
-        for i in wanted {
-            f.loaded[i] = true;
+        for &i in wanted {
             let r = f.defs.items[i].range.clone();
             text[r.clone()].copy_from_slice(&f.text.as_bytes()[r]);
         }
         // Item ranges start and end on token boundaries, so this is UTF-8.
-        Some(String::from_utf8(text).unwrap_or_default())
+        String::from_utf8(text).unwrap_or_default()
     }
 
     /// Every alias name (for `-l`).
