@@ -820,6 +820,10 @@ impl Ctx {
         l: usize,
         r: usize,
     ) -> ActionResult<Vec<Vec<Component>>> {
+        if parts.iter().all(|alts| alts.len() == 1) {
+            // No braces (nearly every point): one point, nothing to copy.
+            return Ok(vec![parts.into_iter().flatten().flatten().collect()]);
+        }
         let mut out: Vec<Vec<Component>> = vec![Vec::new()];
         for alts in parts {
             if out.len().saturating_mul(alts.len()) > MAX_POINT_EXPANSION {

@@ -713,6 +713,7 @@ impl Session {
             aliases: &self.aliases,
             by_first: &self.by_first,
             library_names: &[],
+            families: Default::default(),
         };
         let resolved = match resolver.resolve_list(&p.points) {
             Ok(r) => r,
