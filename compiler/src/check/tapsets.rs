@@ -16,6 +16,41 @@ mod embedded {
     include!(concat!(env!("OUT_DIR"), "/stdlib_files.rs"));
 }
 
+/// What each stdlib file defines. The largest file (syscalls.stp, most of
+/// the text) is scanned on a second thread while this one scans the rest.
+fn scan_stdlib() -> Vec<Defs> {
+    let files = embedded::STDLIB_FILES;
+    let Some(big) = (0..files.len()).max_by_key(|&i| files[i].1.len()) else {
+        return Vec::new();
+    };
+    let scan_rest = || {
+        files
+            .iter()
+            .enumerate()
+            .map(|(i, (_, text))| (i != big).then(|| scan(text)))
+            .collect::<Vec<_>>()
+    };
+    let (rest, big_defs) = std::thread::scope(|s| {
+        match std::thread::Builder::new()
+            .name("utap-scan".into())
+            .spawn_scoped(s, || scan(files[big].1))
+        {
+            Ok(h) => {
+                let rest = scan_rest();
+                (
+                    rest,
+                    h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                )
+            }
+            Err(_) => (scan_rest(), scan(files[big].1)),
+        }
+    });
+    let mut big_defs = Some(big_defs);
+    rest.into_iter()
+        .map(|d| d.or_else(|| big_defs.take()).unwrap_or_default())
+        .collect()
+}
+
 /// The stdlib files built into the binary: (file name, text).
 pub fn stdlib_files() -> &'static [(&'static str, &'static str)] {
     embedded::STDLIB_FILES
@@ -84,8 +119,8 @@ impl Library {
     pub fn new(stdlib: bool, dirs: &[PathBuf]) -> Result<Library, String> {
         let mut lib = Library::default();
         if stdlib {
-            for (name, text) in embedded::STDLIB_FILES {
-                lib.add(format!("stdlib/{name}"), Cow::Borrowed(*text));
+            for ((name, text), defs) in embedded::STDLIB_FILES.iter().zip(scan_stdlib()) {
+                lib.add_scanned(format!("stdlib/{name}"), Cow::Borrowed(*text), defs);
             }
         }
         for dir in dirs {
@@ -104,8 +139,13 @@ impl Library {
 
     /// Adds one file (also used by tests).
     pub fn add(&mut self, name: String, text: Cow<'static, str>) {
-        let idx = self.files.len();
         let defs = scan(&text);
+        self.add_scanned(name, text, defs);
+    }
+
+    /// Adds one file whose definitions are known.
+    fn add_scanned(&mut self, name: String, text: Cow<'static, str>, defs: Defs) {
+        let idx = self.files.len();
         for (i, item) in defs.items.iter().enumerate() {
             for f in &item.functions {
                 self.functions.entry(f.clone()).or_default().push((idx, i));
