@@ -17,6 +17,7 @@ use utap_compiler::print;
 use utap_compiler::source::SourceMap;
 
 fn main() -> ExitCode {
+    keep_freed_memory();
     // Before anything else: compiling and attaching next to a target's
     // thousand busy threads need the CPU (runtime/src/priority.rs).
     utap_runtime::priority::raise_at_start();
@@ -44,6 +45,20 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
         Err(Failure::Reported) => ExitCode::FAILURE,
+    }
+}
+
+/// Compiling a script allocates and frees a few megabytes in small pieces
+/// (syntax trees of 700 aliases, their lowered bodies). glibc's defaults
+/// hand freed memory back to the kernel (above 128 KiB at the heap's top)
+/// and serve growing blocks over 128 KiB with fresh mmaps, so the same
+/// pages are faulted in and zeroed again and again: keep them instead.
+fn keep_freed_memory() {
+    // SAFETY: mallopt only sets glibc's allocator parameters.
+    unsafe {
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 64 << 20);
+        libc::mallopt(libc::M_TOP_PAD, 16 << 20);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
     }
 }
 

@@ -186,6 +186,9 @@ pub fn run(
         verdict.exit();
     };
     let points = trace::process_points(program).map_err(PassError::Message)?;
+    // Before the split: work on the compiler's heap after it would copy
+    // the pages it touches (copy-on-write).
+    let stopless = utap_compiler::stopless::stopless_probes(program);
     // Still one thread here: split into the foreground the shell waits for
     // and the tracing process (see utap_runtime::host).
     let handover = match host::split() {
@@ -207,7 +210,6 @@ pub fn run(
             )));
         }
     };
-    let stopless = utap_compiler::stopless::stopless_probes(program);
     let result = traced(
         opts, compiled, options, target, limit, &points, stopless, &handover,
     );

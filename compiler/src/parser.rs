@@ -83,6 +83,19 @@ impl NodeIds {
     pub fn count(&self) -> u32 {
         self.next
     }
+
+    /// Ids for a parse beside the one using `self`: they start `room` ids
+    /// past this one's next id; [`NodeIds::join`] continues after both.
+    pub fn split_off(&self, room: u32) -> NodeIds {
+        NodeIds {
+            next: self.next.saturating_add(room),
+        }
+    }
+
+    /// Continues after the ids `other` (from [`NodeIds::split_off`]) used.
+    pub fn join(&mut self, other: NodeIds) {
+        self.next = self.next.max(other.next);
+    }
 }
 
 /// Parses one file of the map (a user script or a tapset).
@@ -807,6 +820,10 @@ impl Ctx {
         l: usize,
         r: usize,
     ) -> ActionResult<Vec<Vec<Component>>> {
+        if parts.iter().all(|alts| alts.len() == 1) {
+            // No braces (nearly every point): one point, nothing to copy.
+            return Ok(vec![parts.into_iter().flatten().flatten().collect()]);
+        }
         let mut out: Vec<Vec<Component>> = vec![Vec::new()];
         for alts in parts {
             if out.len().saturating_mul(alts.len()) > MAX_POINT_EXPANSION {

@@ -5,7 +5,7 @@
 //! source text at the span: its kind from its first character, its text by
 //! the lexical rules of the language.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use utap_compiler::ast::{FileId, Span};
 use utap_compiler::source::SourceMap;
@@ -163,8 +163,8 @@ impl Locations {
         // Entry 0: no location known.
         Locations {
             table: vec![String::new()],
-            index: HashMap::new(),
-            lines: HashMap::new(),
+            index: HashMap::default(),
+            lines: HashMap::default(),
         }
     }
 

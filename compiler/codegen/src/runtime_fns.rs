@@ -1,7 +1,7 @@
 //! The runtime functions native code imports: their names, signatures and
 //! the symbol table handed to the JIT.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use cranelift_codegen::ir::{AbiParam, Signature, types};
 use cranelift_jit::JITBuilder;

@@ -1,7 +1,7 @@
 //! Compile-time tables that end up in the runtime image: string literals,
 //! printf formats, regular expressions and error locations.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use utap_runtime::format::FormatPiece;
 use utap_runtime::script::image::GlobalSpec;
@@ -26,7 +26,7 @@ impl<'a> Tables<'a> {
             sources,
             locations: Locations::new(),
             literals: Vec::new(),
-            literal_index: HashMap::new(),
+            literal_index: HashMap::default(),
             formats: Vec::new(),
             regexes: Vec::new(),
             globals,

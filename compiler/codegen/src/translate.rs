@@ -9,7 +9,7 @@
 //! the call; errors native code detects itself (division by zero,
 //! MAXACTION, MAXNESTING) store it on their cold path.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::mem::offset_of;
 
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -98,6 +98,10 @@ pub struct Translator<'a, 'b, 's> {
     error_exit: Block,
     kind: Kind,
     frefs: HashMap<FuncId, FuncRef>,
+    /// One cold block per (error kind, error target) that records the
+    /// location it is given and raises: every check branches there
+    /// (building a raise per check was half of translating a handler).
+    raise_blocks: Vec<(i64, Block, Block)>,
 }
 
 impl<'a, 'b, 's> Translator<'a, 'b, 's> {
@@ -158,7 +162,8 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
             exit,
             error_exit,
             kind,
-            frefs: HashMap::new(),
+            frefs: HashMap::default(),
+            raise_blocks: Vec::new(),
         }
     }
 
@@ -187,6 +192,7 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
                 self.b.ins().return_(&[v]);
             }
         }
+        self.fill_raise_blocks();
         self.b.seal_all_blocks();
         let config = self.module.target_config();
         self.b.finalize(config);
@@ -308,17 +314,41 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
 
     /// Raises error `kind` at `loc` when `cond` is nonzero.
     fn raise_if(&mut self, cond: Value, kind: i64, loc: u32) {
-        let err = self.b.create_block();
+        let err = self.raise_block(kind);
         let cont = self.b.create_block();
-        self.b.ins().brif(cond, err, &[], cont, &[]);
-        self.b.switch_to_block(err);
-        self.b.set_cold_block(err);
-        self.set_location(loc);
-        let k = self.iconst(kind);
-        self.call("utap_raise", &[k]);
-        let target = self.error_target();
-        self.b.ins().jump(target, &[]);
+        let loc = self.iconst(loc as i64);
+        self.b.ins().brif(cond, err, &[loc.into()], cont, &[]);
         self.b.switch_to_block(cont);
+    }
+
+    /// The block raising `kind` towards the current error target; it takes
+    /// the location (filled in by [`Self::fill_raise_blocks`]).
+    fn raise_block(&mut self, kind: i64) -> Block {
+        let target = self.error_target();
+        if let Some(&(_, _, b)) = self
+            .raise_blocks
+            .iter()
+            .find(|(k, t, _)| *k == kind && *t == target)
+        {
+            return b;
+        }
+        let b = self.b.create_block();
+        self.b.append_block_param(b, I64);
+        self.raise_blocks.push((kind, target, b));
+        b
+    }
+
+    /// The raise blocks' code: record the location, raise, leave.
+    fn fill_raise_blocks(&mut self) {
+        for (kind, target, b) in std::mem::take(&mut self.raise_blocks) {
+            self.b.switch_to_block(b);
+            self.b.set_cold_block(b);
+            let loc = self.b.block_params(b)[0];
+            self.store_ctx(loc, offset_of!(HandlerContext, location));
+            let k = self.iconst(kind);
+            self.call("utap_raise", &[k]);
+            self.b.ins().jump(target, &[]);
+        }
     }
 
     fn loc(&mut self, span: Span) -> u32 {

@@ -9,7 +9,8 @@
 //! first point of a list that resolves. Conditions of every level are
 //! collected and and-ed by the caller.
 
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::catalogue::{ArgSpec, FAMILIES, Family, PointArg, glob_match};
@@ -53,6 +54,29 @@ pub struct Resolver<'a> {
     pub by_first: &'a HashMap<String, Vec<usize>>,
     /// Names of tapset aliases not loaded (for "did you mean" only).
     pub library_names: &'a [Vec<String>],
+    /// What each point's components matched in the catalogue.
+    pub families: RefCell<HashMap<String, Vec<Resolved>>>,
+}
+
+/// A point's component names and arguments, as a map key.
+fn components_key(point: &ast::ProbePoint) -> String {
+    let mut key = String::new();
+    for c in &point.components {
+        key.push_str(&c.name);
+        match &c.arg {
+            None => key.push('\u{1}'),
+            Some(Literal::Num(n)) => {
+                key.push('\u{2}');
+                key.push_str(&n.to_string());
+            }
+            Some(Literal::Str(v)) => {
+                key.push('\u{3}');
+                key.push_str(v);
+            }
+        }
+        key.push('\u{0}');
+    }
+    key
 }
 
 /// Indexes aliases `from..` by first name component into `index`.
@@ -139,16 +163,29 @@ impl Resolver<'_> {
             let suffix = &point.components[k..];
             out.extend(self.expand_alias(&self.aliases[alias], &head, point, suffix, stack)?);
         }
-        for family in FAMILIES {
-            if let Some(r) = match_family(family, point)? {
-                out.push(r);
-            }
-        }
+        out.extend(self.match_families(point)?);
         for r in &mut out {
             if let Some(c) = &point.condition {
                 r.conditions.push(c.clone());
             }
         }
+        Ok(out)
+    }
+
+    /// The families a point matches. Remembered by the point's components:
+    /// the 400 aliases `syscall.*` expands to all target `process.syscall`.
+    fn match_families(&self, point: &ast::ProbePoint) -> Result<Vec<Resolved>, SemError> {
+        let key = components_key(point);
+        if let Some(found) = self.families.borrow().get(&key) {
+            return Ok(found.clone());
+        }
+        let mut out = Vec::new();
+        for family in FAMILIES {
+            if let Some(r) = match_family(family, point)? {
+                out.push(r);
+            }
+        }
+        self.families.borrow_mut().insert(key, out.clone());
         Ok(out)
     }
 
@@ -165,6 +202,22 @@ impl Resolver<'_> {
         candidates: &[usize],
     ) -> Vec<(usize, usize)> {
         let mut found = Vec::new();
+        // Only a name shorter than the point can be used with a suffix.
+        if names.len() < 2 {
+            return found;
+        }
+        // The proper prefixes of every candidate name that the point's
+        // first components match: a name here has a longer alias matching
+        // too. One pass, not one per name (`syscall.*.return` looks at
+        // 700 aliases).
+        let mut longer: HashSet<&[String]> = HashSet::default();
+        for &j in candidates {
+            for n in &self.aliases[j].names {
+                if n.len() > 1 && n.len() <= names.len() && matches(&names[..n.len()], n) {
+                    longer.extend((1..n.len()).map(|k| &n[..k]));
+                }
+            }
+        }
         for &i in candidates {
             let alias = &self.aliases[i];
             for name in &alias.names {
@@ -176,15 +229,7 @@ impl Resolver<'_> {
                 {
                     continue;
                 }
-                let longer = candidates.iter().any(|&j| {
-                    self.aliases[j].names.iter().any(|n| {
-                        n.len() > k
-                            && n[..k] == name[..]
-                            && n.len() <= names.len()
-                            && matches(&names[..n.len()], n)
-                    })
-                });
-                if !longer && !found.contains(&(i, k)) {
+                if !longer.contains(&name[..]) && !found.contains(&(i, k)) {
                     found.push((i, k));
                 }
             }

@@ -3,7 +3,7 @@
 //! has no side effect. This is what makes `syscall.*` aliases cheap: a
 //! handler that uses only `name` never computes `argstr`.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 use crate::builtins;
 use crate::program::*;
@@ -15,9 +15,9 @@ use crate::walk;
 pub fn dead_locals(body: &mut Block, pure_fns: &[bool]) -> Vec<LocalId> {
     let mut elided = Vec::new();
     loop {
-        let mut read = HashSet::new();
+        let mut read = HashSet::default();
         reads_block(body, &mut read);
-        let mut dropped = HashSet::new();
+        let mut dropped = HashSet::default();
         drop_block(body, &read, &mut dropped, pure_fns);
         if dropped.is_empty() {
             break;

@@ -7,7 +7,7 @@
 //! Types are unified as we go (see `types`); expression types are written
 //! in afterwards by `retype`, once every variable is solved.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 
 use super::catalogue::{ContextVarDef, FAMILIES, Family, FamilyKind};
@@ -97,7 +97,7 @@ impl Body {
             locals: Vec::new(),
             tvs: Vec::new(),
             spans: Vec::new(),
-            by_name: HashMap::new(),
+            by_name: HashMap::default(),
             families,
             func,
             file,

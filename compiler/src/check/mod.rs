@@ -35,7 +35,7 @@ pub mod tapsets;
 pub mod types;
 mod unset;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::path::PathBuf;
 use std::rc::Rc;
 
@@ -117,7 +117,7 @@ pub fn check_with_library(
             ..Default::default()
         },
         first_id: vec![None; lib.files.len()],
-        canon: HashMap::new(),
+        canon: HashMap::default(),
         lib,
         map,
         ids,
@@ -140,7 +140,7 @@ pub fn check_with_library(
     );
     let mut session = Session {
         aliases,
-        by_first: HashMap::new(),
+        by_first: HashMap::default(),
         indexed: 0,
         patterns_loaded: Default::default(),
         targets_queued: 0,
@@ -451,27 +451,27 @@ impl Loader<'_> {
                 .filter(|(f, _)| *f == file)
                 .map(|(_, i)| *i)
                 .collect();
-            let Some(text) = self.lib.take_items(file, &wanted) else {
+            let Some(taken) = self.lib.take(file, &wanted) else {
                 continue;
             };
-            let id = self.map.add(self.lib.files[file].name.clone(), text);
-            let canon = *self.first_id[file].get_or_insert(id);
-            self.canon.insert(id, canon);
-            match parse_file(self.map, id, &self.parse, self.ids) {
-                Ok(script) => {
-                    let mut errors = Vec::new();
-                    let mut probes = Vec::new();
-                    add_items(
-                        script,
-                        canon,
-                        syms,
-                        &mut self.new_aliases,
-                        &mut probes,
-                        &mut errors,
-                    );
-                    self.new_probes.extend(probes);
-                    self.errors
-                        .extend(errors.into_iter().map(SemError::into_diagnostic));
+            let parsed = match taken {
+                tapsets::Taken::Items(items) if items.len() >= PARALLEL_ITEMS => {
+                    self.parse_halves(file, &items)
+                }
+                tapsets::Taken::Items(items) => {
+                    let text = self.lib.items_text(file, &items);
+                    self.parse_text(file, text)
+                }
+                tapsets::Taken::Whole => {
+                    let text = self.lib.files[file].text.to_string();
+                    self.parse_text(file, text)
+                }
+            };
+            match parsed {
+                Ok(scripts) => {
+                    for (script, canon) in scripts {
+                        self.add_loaded(script, canon, syms);
+                    }
                     any = true;
                 }
                 Err(diags) => self.errors.extend(diags),
@@ -479,7 +479,93 @@ impl Loader<'_> {
         }
         any
     }
+
+    /// Adds a text of library file `file` to the map (as the same file as
+    /// its first parse); its id and the id it counts as.
+    fn add_text(&mut self, file: usize, text: String) -> (FileId, FileId) {
+        let id = self.map.add(self.lib.files[file].name.clone(), text);
+        let canon = *self.first_id[file].get_or_insert(id);
+        self.canon.insert(id, canon);
+        (id, canon)
+    }
+
+    /// Parses one text of library file `file`.
+    fn parse_text(&mut self, file: usize, text: String) -> Parsed {
+        let (id, canon) = self.add_text(file, text);
+        parse_file(self.map, id, &self.parse, self.ids).map(|s| vec![(s, canon)])
+    }
+
+    /// Parses many items of `file` as two texts on two threads (half the
+    /// parse time when a CPU is free: `syscall.*` needs 400 aliases). The
+    /// halves are cut in file order, so their items are added in the order
+    /// of one parse. A half that does not parse gives way to one parse of
+    /// them all: the diagnostics are those of one text.
+    fn parse_halves(&mut self, file: usize, items: &[usize]) -> Parsed {
+        let (first, second) = items.split_at(items.len() / 2);
+        let (a, canon) = self.add_text(file, self.lib.items_text(file, first));
+        let (b, _) = self.add_text(file, self.lib.items_text(file, second));
+        let map: &SourceMap = self.map;
+        let opts = &self.parse;
+        // Ids of the second half start past any the first half can use
+        // (fewer expressions than bytes).
+        let room = u32::try_from(map.text(a).len()).unwrap_or(u32::MAX / 2);
+        let mut second_ids = self.ids.split_off(room);
+        let ids = &mut *self.ids;
+        let (ra, rb) = std::thread::scope(|s| {
+            let other = std::thread::Builder::new()
+                .name("utap-parse".into())
+                .stack_size(PARSE_STACK)
+                .spawn_scoped(s, || parse_file(map, b, opts, &mut second_ids));
+            match other {
+                Ok(handle) => {
+                    let ra = parse_file(map, a, opts, ids);
+                    let rb = handle
+                        .join()
+                        .unwrap_or_else(|p| std::panic::resume_unwind(p));
+                    (ra, Some(rb))
+                }
+                Err(_) => (parse_file(map, a, opts, ids), None),
+            }
+        });
+        self.ids.join(second_ids);
+        match (ra, rb) {
+            (Ok(sa), Some(Ok(sb))) => Ok(vec![(sa, canon), (sb, canon)]),
+            (Ok(sa), None) => {
+                let rb = parse_file(self.map, b, &self.parse, self.ids);
+                rb.map(|sb| vec![(sa, canon), (sb, canon)])
+                    .or_else(|_| self.parse_text(file, self.lib.items_text(file, items)))
+            }
+            _ => self.parse_text(file, self.lib.items_text(file, items)),
+        }
+    }
+
+    /// Sorts a parsed library text's items into the symbol tables.
+    fn add_loaded(&mut self, script: ast::Script, canon: FileId, syms: &mut Symbols) {
+        let mut errors = Vec::new();
+        let mut probes = Vec::new();
+        add_items(
+            script,
+            canon,
+            syms,
+            &mut self.new_aliases,
+            &mut probes,
+            &mut errors,
+        );
+        self.new_probes.extend(probes);
+        self.errors
+            .extend(errors.into_iter().map(SemError::into_diagnostic));
+    }
 }
+
+/// A library text parsed: its items, with the file they count as.
+type Parsed = Result<Vec<(ast::Script, FileId)>, Vec<Diagnostic>>;
+
+/// Loads of at least this many items of one file are parsed on two
+/// threads (a thread costs about what parsing 10 aliases does).
+const PARALLEL_ITEMS: usize = 64;
+
+/// The parse thread's stack: the main thread's size (parsing recurses).
+const PARSE_STACK: usize = 8 << 20;
 
 impl TapsetLoader for Loader<'_> {
     fn load_function(&mut self, syms: &mut Symbols, name: &str) -> bool {
@@ -521,7 +607,7 @@ impl TapsetLoader for Loader<'_> {
 struct Session {
     aliases: Vec<AliasDef>,
     /// Point patterns whose tapset aliases are loaded.
-    patterns_loaded: std::collections::HashSet<Vec<String>>,
+    patterns_loaded: rustc_hash::FxHashSet<Vec<String>>,
     /// `aliases[..targets_queued]` have had their targets' aliases loaded.
     targets_queued: usize,
     /// Index of `aliases[..indexed]` by first name component.
@@ -627,6 +713,7 @@ impl Session {
             aliases: &self.aliases,
             by_first: &self.by_first,
             library_names: &[],
+            families: Default::default(),
         };
         let resolved = match resolver.resolve_list(&p.points) {
             Ok(r) => r,

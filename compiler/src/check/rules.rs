@@ -2,7 +2,7 @@
 //! inside a `foreach` must not modify the iterated array, and globals
 //! written but never read are marked for printing at exit.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 use super::error::SemError;
 use crate::ast::Span;
@@ -209,8 +209,8 @@ pub fn apply(program: &mut Program) -> Vec<SemError> {
         }
     }
     let probes: Vec<Effects> = program.probes.iter().map(|p| effects(&p.body)).collect();
-    let mut reads = HashSet::new();
-    let mut written = HashSet::new();
+    let mut reads = HashSet::default();
+    let mut written = HashSet::default();
     for fx in funcs.iter().chain(&probes) {
         reads.extend(fx.reads.iter().copied());
         written.extend(fx.writes.iter().copied());

@@ -16,6 +16,41 @@ mod embedded {
     include!(concat!(env!("OUT_DIR"), "/stdlib_files.rs"));
 }
 
+/// What each stdlib file defines. The largest file (syscalls.stp, most of
+/// the text) is scanned on a second thread while this one scans the rest.
+fn scan_stdlib() -> Vec<Defs> {
+    let files = embedded::STDLIB_FILES;
+    let Some(big) = (0..files.len()).max_by_key(|&i| files[i].1.len()) else {
+        return Vec::new();
+    };
+    let scan_rest = || {
+        files
+            .iter()
+            .enumerate()
+            .map(|(i, (_, text))| (i != big).then(|| scan(text)))
+            .collect::<Vec<_>>()
+    };
+    let (rest, big_defs) = std::thread::scope(|s| {
+        match std::thread::Builder::new()
+            .name("utap-scan".into())
+            .spawn_scoped(s, || scan(files[big].1))
+        {
+            Ok(h) => {
+                let rest = scan_rest();
+                (
+                    rest,
+                    h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                )
+            }
+            Err(_) => (scan_rest(), scan(files[big].1)),
+        }
+    });
+    let mut big_defs = Some(big_defs);
+    rest.into_iter()
+        .map(|d| d.or_else(|| big_defs.take()).unwrap_or_default())
+        .collect()
+}
+
 /// The stdlib files built into the binary: (file name, text).
 pub fn stdlib_files() -> &'static [(&'static str, &'static str)] {
     embedded::STDLIB_FILES
@@ -61,6 +96,14 @@ pub struct TapsetFile {
 /// A top-level item: (file, item index).
 pub type ItemRef = (usize, usize);
 
+/// What [`Library::take`] marked as loaded.
+pub enum Taken {
+    /// The whole file (it cannot be cut into items).
+    Whole,
+    /// These items, in file order.
+    Items(Vec<usize>),
+}
+
 #[derive(Default)]
 pub struct Library {
     pub files: Vec<TapsetFile>,
@@ -76,8 +119,8 @@ impl Library {
     pub fn new(stdlib: bool, dirs: &[PathBuf]) -> Result<Library, String> {
         let mut lib = Library::default();
         if stdlib {
-            for (name, text) in embedded::STDLIB_FILES {
-                lib.add(format!("stdlib/{name}"), Cow::Borrowed(*text));
+            for ((name, text), defs) in embedded::STDLIB_FILES.iter().zip(scan_stdlib()) {
+                lib.add_scanned(format!("stdlib/{name}"), Cow::Borrowed(*text), defs);
             }
         }
         for dir in dirs {
@@ -96,8 +139,13 @@ impl Library {
 
     /// Adds one file (also used by tests).
     pub fn add(&mut self, name: String, text: Cow<'static, str>) {
-        let idx = self.files.len();
         let defs = scan(&text);
+        self.add_scanned(name, text, defs);
+    }
+
+    /// Adds one file whose definitions are known.
+    fn add_scanned(&mut self, name: String, text: Cow<'static, str>, defs: Defs) {
+        let idx = self.files.len();
         for (i, item) in defs.items.iter().enumerate() {
             for f in &item.functions {
                 self.functions.entry(f.clone()).or_default().push((idx, i));
@@ -149,6 +197,15 @@ impl Library {
     /// kept, so positions and line numbers stay those of the file). None
     /// when nothing is new.
     pub fn take_items(&mut self, file: usize, items: &[usize]) -> Option<String> {
+        match self.take(file, items)? {
+            Taken::Whole => Some(self.files[file].text.to_string()),
+            Taken::Items(wanted) => Some(self.items_text(file, &wanted)),
+        }
+    }
+
+    /// Marks what [`Library::take_items`] would parse as loaded: the whole
+    /// file, or these items (in file order).
+    pub fn take(&mut self, file: usize, items: &[usize]) -> Option<Taken> {
         let f = &mut self.files[file];
         let first_use = !f.loaded.iter().any(|l| *l);
         let mut wanted: Vec<usize> = if f.defs.whole {
@@ -165,10 +222,20 @@ impl Library {
         }
         if f.defs.whole {
             f.loaded.iter_mut().for_each(|l| *l = true);
-            return Some(f.text.to_string());
+            return Some(Taken::Whole);
         }
-        // Everything after the last wanted item is left out (positions
-        // before it are unchanged).
+        wanted.sort_unstable();
+        wanted.dedup();
+        for &i in &wanted {
+            f.loaded[i] = true;
+        }
+        Some(Taken::Items(wanted))
+    }
+
+    /// The text of `file` with only these items (everything after the
+    /// last one left out; positions before it unchanged).
+    pub fn items_text(&self, file: usize, wanted: &[usize]) -> String {
+        let f = &self.files[file];
         let end = wanted
             .iter()
             .map(|&i| f.defs.items[i].range.end)
@@ -178,13 +245,12 @@ impl Library {
             .iter()
             .map(|&b| if b == b'\n' { b'\n' } else { b' ' })
             .collect();
-        for i in wanted {
-            f.loaded[i] = true;
+        for &i in wanted {
             let r = f.defs.items[i].range.clone();
             text[r.clone()].copy_from_slice(&f.text.as_bytes()[r]);
         }
         // Item ranges start and end on token boundaries, so this is UTF-8.
-        Some(String::from_utf8(text).unwrap_or_default())
+        String::from_utf8(text).unwrap_or_default()
     }
 
     /// Every alias name (for `-l`).

@@ -8,7 +8,7 @@
 //! syscall.close { print(filename) }`) keeps SystemTap's warning, once per
 //! read rather than once per expansion.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::error::SemError;
 use super::rules;
