@@ -239,7 +239,7 @@ fn entry_injection_needs_no_exit_stop() {
     let dir = scratch("stops");
     std::fs::write(dir.join("go"), "").unwrap();
     let cmd = format!("{} {}", fixture("fileops"), dir.display());
-    let mut count = |script: &str| {
+    let count = |script: &str| {
         std::fs::write(dir.join("victim"), "x").unwrap();
         let _ = std::fs::remove_file(dir.join("created"));
         let out = run(utap(script, &["-g", "-v", "-c", &cmd]));
