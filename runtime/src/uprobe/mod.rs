@@ -107,6 +107,9 @@ pub(crate) struct Space {
     /// USDT is-enabled semaphores (2-byte counters) this tracer
     /// incremented, and by how much: taken back at detach.
     pub semaphores: HashMap<u64, u16>,
+    /// The space's `/proc/PID/mem`, for the stack accesses of return
+    /// hijacks and emulated steps (closed with the space).
+    pub mem: mem::MemFile,
 }
 
 /// Counters for `-v`.

@@ -18,11 +18,11 @@ use crate::uprobe::{BreakpointHit, Frame, StepCounts, mem, xol};
 const SI_KERNEL: i32 = 0x80;
 
 /// Reads the memory of a stopped process for an emulated `ret` or
-/// indirect call.
-struct StackOf(i32);
-impl emulate::Stack for StackOf {
+/// indirect call (through the space's mem file when it has one).
+struct StackOf<'a>(Option<&'a std::fs::File>, i32);
+impl emulate::Stack for StackOf<'_> {
     fn read_u64(&self, addr: u64) -> Option<u64> {
-        mem::read_data_u64(self.0, addr).ok()
+        mem::read_u64_in(self.0, self.1, addr).ok()
     }
 }
 
@@ -159,11 +159,18 @@ impl Tracer {
         regs: super::Regs,
     ) -> bool {
         let mut r = regs;
-        let Some(store) = emulate::apply(insn, &mut r, &StackOf(owner.0)) else {
+        let Some(space) = self.core.uprobes.space_mut(owner) else {
+            return false;
+        };
+        let file = space.mem.file(owner.0);
+        let Some(store) = emulate::apply(insn, &mut r, &StackOf(file, owner.0)) else {
             return false;
         };
         let stored = match store {
-            Some(s) => mem::write_data(owner.0, s.addr, &s.value.to_le_bytes()).is_ok(),
+            Some(s) => space
+                .mem
+                .write(owner.0, s.addr, &s.value.to_le_bytes())
+                .is_ok(),
             None => true,
         };
         if stored && self.write_bp_regs(tid, &r).is_ok() {
@@ -519,7 +526,7 @@ impl Cx<'_> {
         while frames.last().is_some_and(|f| f.slot < slot) {
             frames.pop();
         }
-        let mut orig_ret = mem::read_data_u64(owner.0, slot).map_err(os)?;
+        let mut orig_ret = space.mem.read_u64(owner.0, slot).map_err(os)?;
         if orig_ret == tramp {
             // A tail call from a hijacked function: same slot, same return.
             match frames.iter().rev().find(|f| f.slot == slot) {
@@ -527,7 +534,10 @@ impl Cx<'_> {
                 None => return Err(super::Error::Unsupported("return slot already hijacked")),
             }
         } else {
-            mem::write_data(owner.0, slot, &tramp.to_le_bytes()).map_err(os)?;
+            space
+                .mem
+                .write(owner.0, slot, &tramp.to_le_bytes())
+                .map_err(os)?;
         }
         frames.push(Frame {
             func,
