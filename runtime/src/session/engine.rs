@@ -652,16 +652,11 @@ impl Engine for ScriptEngine {
                 let decoded = mark_args(mark, &regs, tid, &mut values);
                 s.script.set_marker(Some((mark.clone(), decoded)));
             }
-            let hooks: Vec<Hook> = site.entry.iter().map(|(h, _)| h.clone()).collect();
-            let name = site
-                .entry
-                .first()
-                .or(site.ret.first())
-                .map(|(_, n)| n.clone());
+            let name = site.entry_name.clone().or(site.ret_name.clone());
             s.set_user_function(pid, name, hit.addr, &regs);
             let (mut stop, mut args) = (false, args);
-            if !hooks.is_empty() {
-                let fired = s.fire(cx, &hooks, &values);
+            if !site.entry.is_empty() {
+                let fired = s.fire(cx, &site.entry, &values);
                 set_arguments(cx, &fired.values, &args);
                 (stop, args) = (fired.stop, fired.values.args);
             }
@@ -688,10 +683,8 @@ impl Engine for ScriptEngine {
             event: event::FUNCTION_RETURN,
             ..context(pid, tid)
         };
-        let hooks: Vec<Hook> = site.ret.iter().map(|(h, _)| h.clone()).collect();
-        let name = site.ret.first().map(|(_, n)| n.clone());
-        s.set_user_function(pid, name, frame.func, &regs);
-        let stop = s.fire(cx, &hooks, &values).stop;
+        s.set_user_function(pid, site.ret_name.clone(), frame.func, &regs);
+        let stop = s.fire(cx, &site.ret, &values).stop;
         s.script.set_user_function(None);
         action(stop)
     }

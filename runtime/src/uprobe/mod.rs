@@ -28,9 +28,15 @@ pub mod mem;
 pub mod xol;
 
 use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 
 use crate::utrace::Tid;
+use crate::utrace::{TidHasher, TidMap};
 use emulate::StepOver;
+
+/// Maps by address, looked up at every hit: the core's cheap hash for
+/// thread ids (see `TidHasher`), not SipHash.
+pub(crate) type AddrMap<V> = HashMap<u64, V, BuildHasherDefault<TidHasher>>;
 
 /// One breakpoint site.
 #[derive(Clone, Debug)]
@@ -89,13 +95,13 @@ pub struct Frame {
 /// vfork child until it execs).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Space {
-    pub sites: HashMap<u64, Site>,
+    pub sites: AddrMap<Site>,
     /// Addresses whose site was removed: a late trap there is rewound.
     pub removed: HashSet<u64>,
     /// Where hijacked returns land (an `int3` at the executable's entry
     /// point, which never runs again after start-up).
     pub trampoline: Option<u64>,
-    pub shadow: HashMap<Tid, Vec<Frame>>,
+    pub shadow: TidMap<Vec<Frame>>,
     /// Slot pages mapped in this space (inherited by fork children with
     /// the memory; gone at exec with the space).
     pub pages: Vec<xol::SlotPage>,
@@ -130,18 +136,21 @@ pub struct StepCounts {
 /// Every address space with breakpoints, by the pid owning it.
 #[derive(Default)]
 pub(crate) struct Breakpoints {
-    pub spaces: HashMap<Tid, Space>,
+    pub spaces: TidMap<Space>,
     /// vfork children: they share the parent's space until exec/exit.
-    pub alias: HashMap<Tid, Tid>,
+    pub alias: TidMap<Tid>,
     /// The thread that called vfork, by child: blocked in the kernel
     /// until the child execs or exits (it runs no instruction before).
-    pub vforkers: HashMap<Tid, Tid>,
+    pub vforkers: TidMap<Tid>,
     pub counts: StepCounts,
     /// Fallback single-steps in progress: (owner of the address space,
     /// stepping thread).
     /// Every other stop of such a process is held until the step is over,
     /// a just-created thread's first stop included.
     pub stepping: Vec<(Tid, Tid)>,
+    /// The frames a return trap popped, innermost first: kept between
+    /// traps so that a return allocates nothing.
+    pub returned: Vec<Frame>,
 }
 
 /// What the engines are told at a breakpoint stop.
@@ -156,6 +165,9 @@ pub struct BreakpointHit {
 
 impl Breakpoints {
     pub fn owner(&self, pid: Tid) -> Tid {
+        if self.alias.is_empty() {
+            return pid;
+        }
         *self.alias.get(&pid).unwrap_or(&pid)
     }
 

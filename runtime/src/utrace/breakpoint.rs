@@ -338,14 +338,16 @@ impl Tracer {
     /// them innermost first, continue at the real return address.
     fn on_return_trap(&mut self, tid: Tid, pid: Tid, mut regs: super::Regs) -> bool {
         let slot = regs.rsp.wrapping_sub(8);
-        let Some(returned) = self.pop_frames(tid, pid, slot) else {
+        let mut returned = std::mem::take(&mut self.core.uprobes.returned);
+        let Some(outermost) = self.pop_frames(tid, pid, slot, &mut returned) else {
+            self.core.uprobes.returned = returned;
             return false;
         };
         self.clear_signal(tid);
         let kernel = regs;
-        regs.rip = returned[0].orig_ret;
+        regs.rip = outermost.orig_ret;
         let _ = ptrace::write_changed_regs(tid, &kernel, &regs);
-        for frame in returned.iter().rev() {
+        for frame in returned.iter() {
             let hit = BreakpointHit {
                 addr: frame.func,
                 returned: Some(*frame),
@@ -359,26 +361,36 @@ impl Tracer {
             );
             regs = self.core.bp_regs.take().unwrap_or(regs);
         }
+        returned.clear();
+        self.core.uprobes.returned = returned;
         self.finish_stop_pub(tid);
         true
     }
 
     /// Pops the frames of `tid` returning through `slot` (and stale ones
-    /// below it: longjmp); the returned ones outermost first.
-    fn pop_frames(&mut self, tid: Tid, pid: Tid, slot: u64) -> Option<Vec<Frame>> {
+    /// below it: longjmp) into `returned` (cleared first), innermost
+    /// first; returns the outermost, whose return address is the real one
+    /// (several frames share a slot after tail calls).
+    fn pop_frames(
+        &mut self,
+        tid: Tid,
+        pid: Tid,
+        slot: u64,
+        returned: &mut Vec<Frame>,
+    ) -> Option<Frame> {
+        returned.clear();
         let space = self.core.uprobes.space_mut(pid)?;
         let frames = space.shadow.get_mut(&tid)?;
-        let mut returned = Vec::new();
         while let Some(top) = frames.last() {
             if top.slot > slot {
                 break;
             }
             let f = frames.pop().unwrap();
             if f.slot == slot {
-                returned.insert(0, f);
+                returned.push(f);
             }
         }
-        (!returned.is_empty()).then_some(returned)
+        returned.last().copied()
     }
 
     /// At a detach from a stop other than a signal's: a thread that ran
@@ -419,10 +431,11 @@ impl Tracer {
         };
         let addr = regs.rip.wrapping_sub(1);
         if space.trampoline == Some(addr) {
-            let Some(ret) = self.pop_frames(tid, pid, regs.rsp.wrapping_sub(8)) else {
+            let slot = regs.rsp.wrapping_sub(8);
+            let Some(ret) = self.pop_frames(tid, pid, slot, &mut Vec::new()) else {
                 return false;
             };
-            regs.rip = ret[0].orig_ret;
+            regs.rip = ret.orig_ret;
         } else if space.removed.contains(&addr) || space.sites.contains_key(&addr) {
             regs.rip = addr;
         } else {
