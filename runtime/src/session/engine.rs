@@ -33,7 +33,7 @@ pub(crate) struct Shared {
     live: HashMap<i32, u32>,
     /// Executable paths per process, kept only when a probe is limited to a
     /// path.
-    exe: HashMap<i32, String>,
+    exe: super::functions::IdMap<i32, String>,
     want_exe: bool,
     /// The syscall and arguments recorded at its entry, for the return
     /// probes: a call skipped by `$return`, and rt_sigreturn (whose exit
@@ -87,7 +87,7 @@ impl Shared {
             sink,
             engine: EngineId(u32::MAX),
             live: HashMap::new(),
-            exe: HashMap::new(),
+            exe: Default::default(),
             want_exe: dispatch.path_filters,
             entry_args: HashMap::new(),
             quiescing: Vec::new(),

@@ -7,6 +7,7 @@
 //! `dlopen` alike. The breakpoints themselves belong to the utrace core.
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::rc::Rc;
 
 use crate::elf::{AddressSpaceMap, ImageCache, LoadedModule, read_maps};
@@ -30,6 +31,11 @@ pub struct UserFunction {
     pub regs: Option<libc::user_regs_struct>,
 }
 
+/// Maps by pid or address looked up at every hit: the tracer core's cheap
+/// hash (`TidHasher`: kernel-chosen ids and addresses, no adversary), not
+/// SipHash.
+pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<crate::utrace::TidHasher>>;
+
 /// What fires at one breakpoint address of one process. Shared (`Rc`)
 /// between the table and a hit being handled, so a hit allocates nothing.
 #[derive(Clone, Debug, Default)]
@@ -50,17 +56,17 @@ pub(crate) struct FunctionProbes {
     cache: ImageCache,
     notes: NoteCache,
     /// Per process: breakpoint address -> hooks.
-    sites: HashMap<i32, HashMap<u64, Rc<SiteHooks>>>,
+    sites: IdMap<i32, IdMap<u64, Rc<SiteHooks>>>,
     /// Per process: the loader's `_dl_debug_state`.
-    loader: HashMap<i32, u64>,
+    loader: IdMap<i32, u64>,
     /// Per process, with return probes: the unwinder's entry points.
-    unwinder: HashMap<i32, HashMap<u64, UnwindStep>>,
+    unwinder: IdMap<i32, IdMap<u64, UnwindStep>>,
     /// Entry arguments of live return frames, by cookie (also where
     /// `@entry` values of a return probe would be kept).
-    entries: HashMap<u64, [i64; 6]>,
+    entries: IdMap<u64, [i64; 6]>,
     next_cookie: u64,
     /// The session's modules per process, for `usymname` and friends.
-    pub spaces: HashMap<i32, Rc<AddressSpaceMap>>,
+    pub spaces: IdMap<i32, Rc<AddressSpaceMap>>,
 }
 
 impl FunctionProbes {
