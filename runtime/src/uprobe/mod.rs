@@ -53,6 +53,11 @@ pub(crate) struct Site {
     /// runs both instructions (`xol::FRAME_SETUP`): the thread then never
     /// resumes at site + 1.
     pub frame_setup: bool,
+    /// A frame set-up's second slot, (slot, trampoline): the set-up that
+    /// also stores the trampoline over the return address
+    /// (`xol::relocate_hijacking_frame_setup`), for hits whose return is
+    /// hijacked. Made at the first such hit.
+    pub hijack_slot: Option<(u64, u64)>,
 }
 
 impl Site {
@@ -108,6 +113,10 @@ pub(crate) struct Space {
     /// (slot, site) of every site that had a slot when the bytes were
     /// restored: where a thread at a slot's start goes back to.
     pub slot_sites: Vec<(u64, u64)>,
+    /// (slot, site) of every hijacking frame set-up slot made here: where
+    /// a thread inside one goes when the pages are taken out
+    /// (`xol::leave_hijacking_slot`).
+    pub hijack_slots: Vec<(u64, u64)>,
     /// Mapping a slot page failed once: don't try at every hit.
     pub no_pages: bool,
     /// USDT is-enabled semaphores (2-byte counters) this tracer
@@ -151,6 +160,25 @@ pub(crate) struct Breakpoints {
     /// The frames a return trap popped, innermost first: kept between
     /// traps so that a return allocates nothing.
     pub returned: Vec<Frame>,
+    /// The thread whose breakpoint stop is being reported: a return hijack
+    /// it asks for is written by the step-over that follows (`pending`).
+    pub defer_for: Option<Tid>,
+    /// A hijack's store of the trampoline not made yet: the step-over
+    /// makes it with its own (one write for both, or none at all when a
+    /// hijacking slot runs), and the end of the stop flushes it otherwise.
+    pub pending: Option<PendingHijack>,
+}
+
+/// The trampoline's store over a return address, deferred to the
+/// step-over of the breakpoint stop (see `Breakpoints::pending`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PendingHijack {
+    pub tid: Tid,
+    pub owner: Tid,
+    /// The return address's slot (rsp at the entry).
+    pub slot: u64,
+    /// The trampoline.
+    pub value: u64,
 }
 
 /// What the engines are told at a breakpoint stop.
@@ -210,6 +238,7 @@ impl Breakpoints {
                 slot: None,
                 refs: 1,
                 frame_setup: bytes[..n].starts_with(&xol::FRAME_SETUP),
+                hijack_slot: None,
             },
         );
         space.removed.remove(&addr);
@@ -260,7 +289,8 @@ impl Breakpoints {
 
     /// Restores every breakpoint byte and hijacked return slot of every
     /// space (before the tracer lets the processes go). Spaces stay known,
-    /// so late traps are still recognised and rewound.
+    /// so late traps are still recognised and rewound. Once more does
+    /// only what is left: the slots that hold the trampoline again.
     pub fn restore_all(&mut self) {
         for (owner, space) in self.spaces.iter_mut() {
             restore_space(*owner, space);
@@ -358,6 +388,7 @@ mod tests {
             slot,
             refs: 1,
             frame_setup: bytes.starts_with(&xol::FRAME_SETUP),
+            hijack_slot: None,
         }
     }
 

@@ -12,7 +12,7 @@ use super::cx::StopKind;
 use super::ptrace;
 use super::{Control, Cx, Engine, Event, Tid, Tracer};
 use crate::uprobe::emulate::{self, StepOver};
-use crate::uprobe::{BreakpointHit, Frame, StepCounts, mem, xol};
+use crate::uprobe::{BreakpointHit, Frame, PendingHijack, StepCounts, mem, xol};
 
 /// si_code of a trap raised by `int3`.
 const SI_KERNEL: i32 = 0x80;
@@ -93,21 +93,49 @@ impl Tracer {
             returned: None,
         };
         self.core.bp_regs = Some(regs);
+        self.core.uprobes.defer_for = Some(tid);
         self.report(
             tid,
             Event::Breakpoint,
             StopKind::Other,
             Some(&mut |e: &mut dyn Engine, cx, a| e.report_breakpoint(cx, a, &hit)),
         );
+        self.core.uprobes.defer_for = None;
         // Engines may have changed registers (guru: then they were written
-        // already) or memory (a return hijack): step over from the
-        // registers as they are now.
+        // already) or asked for a return hijack (its store is pending):
+        // step over from the registers as they are now.
         let regs = self.core.bp_regs.take().unwrap_or(regs);
         if regs.rip == addr {
             self.step_over(tid, pid, addr, regs);
         }
+        // Whatever the step-over did not make of a hijack's store is made
+        // now, before the thread runs.
+        self.flush_hijack();
         self.core.bp_kernel = None;
         self.finish_stop_pub(tid);
+    }
+
+    /// Makes a pending hijack's store (`Breakpoints::pending`). Should it
+    /// fail, the frames it was for are dropped, as when `hijack_return`
+    /// fails at once: no return is reported for them.
+    fn flush_hijack(&mut self) {
+        let Some(p) = self.core.uprobes.pending.take() else {
+            return;
+        };
+        if !self.core.threads.contains_key(&p.tid) {
+            return; // let go meanwhile (the session ended)
+        }
+        let Some(space) = self.core.uprobes.space_mut(p.owner) else {
+            return;
+        };
+        let bytes = p.value.to_le_bytes();
+        if space.mem.write(p.owner.0, p.slot, &bytes).is_err() {
+            if let Some(frames) = space.shadow.get_mut(&p.tid) {
+                while frames.last().is_some_and(|f| f.slot == p.slot) {
+                    frames.pop();
+                }
+            }
+        }
     }
 
     /// Steps over the site's instruction (emulated, out of line, or a held
@@ -126,6 +154,10 @@ impl Tracer {
         let (step, orig) = (site.step, site.orig);
         if let StepOver::Xol(insn) = step {
             if let Some(slot) = self.xol_slot(tid, owner, addr, &insn, &regs) {
+                if self.run_hijacking_slot(tid, owner, addr, regs) {
+                    self.core.uprobes.counts.out_of_line += 1;
+                    return;
+                }
                 let mut r = regs;
                 r.rip = slot;
                 if self.write_bp_regs(tid, &r).is_ok() {
@@ -167,10 +199,7 @@ impl Tracer {
             return false;
         };
         let stored = match store {
-            Some(s) => space
-                .mem
-                .write(owner.0, s.addr, &s.value.to_le_bytes())
-                .is_ok(),
+            Some(s) => self.store_emulated(tid, owner, s),
             None => true,
         };
         if stored && self.write_bp_regs(tid, &r).is_ok() {
@@ -178,6 +207,79 @@ impl Tracer {
             return true;
         }
         false
+    }
+
+    /// Makes an emulated instruction's store (a push or a call, at
+    /// rsp - 8): with a pending hijack's store just above it (the return
+    /// address at rsp), both in one write.
+    fn store_emulated(&mut self, tid: Tid, owner: Tid, s: emulate::Store) -> bool {
+        let above = s.addr.wrapping_add(8);
+        let uprobes = &mut self.core.uprobes;
+        let merged = uprobes
+            .pending
+            .filter(|p| p.tid == tid && p.slot == above)
+            .map(|p| p.value);
+        let Some(space) = uprobes.space_mut(owner) else {
+            return false;
+        };
+        let Some(tramp) = merged else {
+            return space
+                .mem
+                .write(owner.0, s.addr, &s.value.to_le_bytes())
+                .is_ok();
+        };
+        let mut both = [0u8; 16];
+        both[..8].copy_from_slice(&s.value.to_le_bytes());
+        both[8..].copy_from_slice(&tramp.to_le_bytes());
+        let ok = space.mem.write(owner.0, s.addr, &both).is_ok();
+        if ok {
+            self.core.uprobes.pending = None;
+        }
+        ok
+    }
+
+    /// At a frame set-up whose return is being hijacked: runs the slot
+    /// that stores the trampoline itself
+    /// (`xol::relocate_hijacking_frame_setup`, made now if need be)
+    /// instead of writing it from here. False when there is no such
+    /// hijack or no slot for it (the store is then made as usual).
+    fn run_hijacking_slot(&mut self, tid: Tid, owner: Tid, addr: u64, regs: super::Regs) -> bool {
+        let Some(p) = self.core.uprobes.pending else {
+            return false;
+        };
+        if p.tid != tid || p.slot != regs.rsp {
+            return false;
+        }
+        let Some(slot) = self.hijacking_slot(owner, addr, p.value) else {
+            return false;
+        };
+        let mut r = regs;
+        r.rip = slot;
+        if self.write_bp_regs(tid, &r).is_err() {
+            return false;
+        }
+        self.core.uprobes.pending = None;
+        true
+    }
+
+    /// The frame set-up site's hijacking slot for trampoline `tramp`, made
+    /// in a slot page already mapped within reach; `None` if the site is
+    /// no frame set-up run out of line or no slot is free.
+    fn hijacking_slot(&mut self, owner: Tid, addr: u64, tramp: u64) -> Option<u64> {
+        let space = self.core.uprobes.space_mut(owner)?;
+        let site = space.sites.get(&addr)?;
+        if !site.frame_setup || site.slot.is_none() {
+            return None;
+        }
+        if let Some((slot, t)) = site.hijack_slot {
+            return (t == tramp).then_some(slot);
+        }
+        let slot = space.pages.iter_mut().find_map(|p| p.take_near(addr))?;
+        let code = xol::relocate_hijacking_frame_setup(addr, slot, tramp)?;
+        mem::write(owner.0, slot, &code).ok()?;
+        space.hijack_slots.push((slot, addr));
+        space.sites.get_mut(&addr)?.hijack_slot = Some((slot, tramp));
+        Some(slot)
     }
 
     /// The site's out-of-line slot: made at the first hit (a slot page is
@@ -529,12 +631,14 @@ impl Cx<'_> {
         let os = |e: std::io::Error| {
             super::Error::os("hijack return", tid, e.raw_os_error().unwrap_or(0))
         };
-        let space = self
-            .ctl
-            .core
-            .uprobes
-            .space_mut(pid)
-            .ok_or(super::Error::Gone(tid))?;
+        let uprobes = &mut self.ctl.core.uprobes;
+        // At a breakpoint stop of this thread, the store waits for the
+        // step-over (see `Breakpoints::pending`).
+        let defer = uprobes.defer_for == Some(tid)
+            && uprobes
+                .pending
+                .is_none_or(|p| p.tid == tid && p.slot == slot);
+        let space = uprobes.space_mut(pid).ok_or(super::Error::Gone(tid))?;
         let frames = space.shadow.entry(tid).or_default();
         while frames.last().is_some_and(|f| f.slot < slot) {
             frames.pop();
@@ -546,7 +650,7 @@ impl Cx<'_> {
                 Some(f) => orig_ret = f.orig_ret,
                 None => return Err(super::Error::Unsupported("return slot already hijacked")),
             }
-        } else {
+        } else if !defer {
             space
                 .mem
                 .write(owner.0, slot, &tramp.to_le_bytes())
@@ -558,6 +662,14 @@ impl Cx<'_> {
             orig_ret,
             cookie,
         });
+        if defer && orig_ret != tramp {
+            self.ctl.core.uprobes.pending = Some(PendingHijack {
+                tid,
+                owner,
+                slot,
+                value: tramp,
+            });
+        }
         Ok(())
     }
 
