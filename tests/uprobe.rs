@@ -206,33 +206,6 @@ probe begin {{ printf("up\n") }}"#
     support::assert_running_untraced(p.pid());
 }
 
-/// Sessions end while two threads run through `hot`, a frame set-up
-/// whose return is hijacked at every hit by the slot that stores the
-/// trampoline itself (`xol::relocate_hijacking_frame_setup`): whichever
-/// instruction a thread was at (before the store, after it, back in the
-/// function), the program runs on with its own return addresses (one
-/// left holding the trampoline would send it to `_start`; `hot` returning
-/// a wrong value aborts it). Several sessions, each ending at another
-/// moment.
-#[test]
-fn sessions_ending_mid_hijack_leave_the_program_running() {
-    let mut p = Running::ready("ufuncs", &["spin"]);
-    let path = fixture("ufuncs");
-    let script = format!(
-        r#"global n
-probe process("{path}").function("hot").return {{ n++ }}
-probe timer.ms(150) {{ exit() }}
-probe end {{ printf("returns %d\n", n > 1000) }}"#
-    );
-    for round in 0..4 {
-        let o = run(utap(&script, &["-x", &p.pid().to_string()]));
-        assert_eq!(o.stdout, "returns 1\n", "round {round}: {}", o.stderr);
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        assert_eq!(p.exited(), None, "round {round}: the program died");
-        support::assert_running_untraced(p.pid());
-    }
-}
-
 #[test]
 fn unknown_function_gets_a_located_did_you_mean() {
     let path = fixture("ufuncs");

@@ -53,11 +53,6 @@ pub(crate) struct Site {
     /// runs both instructions (`xol::FRAME_SETUP`): the thread then never
     /// resumes at site + 1.
     pub frame_setup: bool,
-    /// A frame set-up's second slot, (slot, trampoline): the set-up that
-    /// also stores the trampoline over the return address
-    /// (`xol::relocate_hijacking_frame_setup`), for hits whose return is
-    /// hijacked. Made at the first such hit.
-    pub hijack_slot: Option<(u64, u64)>,
 }
 
 impl Site {
@@ -113,10 +108,6 @@ pub(crate) struct Space {
     /// (slot, site) of every site that had a slot when the bytes were
     /// restored: where a thread at a slot's start goes back to.
     pub slot_sites: Vec<(u64, u64)>,
-    /// (slot, site) of every hijacking frame set-up slot made here: where
-    /// a thread inside one goes when the pages are taken out
-    /// (`xol::leave_hijacking_slot`).
-    pub hijack_slots: Vec<(u64, u64)>,
     /// Mapping a slot page failed once: don't try at every hit.
     pub no_pages: bool,
     /// USDT is-enabled semaphores (2-byte counters) this tracer
@@ -164,8 +155,9 @@ pub(crate) struct Breakpoints {
     /// it asks for is written by the step-over that follows (`pending`).
     pub defer_for: Option<Tid>,
     /// A hijack's store of the trampoline not made yet: the step-over
-    /// makes it with its own (one write for both, or none at all when a
-    /// hijacking slot runs), and the end of the stop flushes it otherwise.
+    /// makes it with its own (an emulated push or call: one write for
+    /// both words), and the end of the stop makes it otherwise, before the
+    /// thread runs.
     pub pending: Option<PendingHijack>,
 }
 
@@ -238,7 +230,6 @@ impl Breakpoints {
                 slot: None,
                 refs: 1,
                 frame_setup: bytes[..n].starts_with(&xol::FRAME_SETUP),
-                hijack_slot: None,
             },
         );
         space.removed.remove(&addr);
@@ -289,8 +280,7 @@ impl Breakpoints {
 
     /// Restores every breakpoint byte and hijacked return slot of every
     /// space (before the tracer lets the processes go). Spaces stay known,
-    /// so late traps are still recognised and rewound. Once more does
-    /// only what is left: the slots that hold the trampoline again.
+    /// so late traps are still recognised and rewound.
     pub fn restore_all(&mut self) {
         for (owner, space) in self.spaces.iter_mut() {
             restore_space(*owner, space);
@@ -388,7 +378,6 @@ mod tests {
             slot,
             refs: 1,
             frame_setup: bytes.starts_with(&xol::FRAME_SETUP),
-            hijack_slot: None,
         }
     }
 

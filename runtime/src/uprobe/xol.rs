@@ -89,53 +89,6 @@ pub fn relocate_frame_setup(site: u64, slot: u64) -> Option<Vec<u8>> {
     Some(code)
 }
 
-/// The slot's bytes for a frame set-up at `site` whose return is hijacked
-/// at this hit: the set-up with the trampoline's address stored over the
-/// return address in between, through `%rbp` (saved by the push, set by
-/// the `mov` anyway), so the hijack costs the tracer no memory write:
-/// `push %rbp; movabs $tramp,%rbp; mov %rbp,8(%rsp); mov %rsp,%rbp;
-/// jmp site+4`. Flags are untouched. `None` out of reach.
-pub fn relocate_hijacking_frame_setup(site: u64, slot: u64, tramp: u64) -> Option<Vec<u8>> {
-    let mut code = vec![0x55, 0x48, 0xbd];
-    code.extend_from_slice(&tramp.to_le_bytes());
-    code.extend_from_slice(&[0x48, 0x89, 0x6c, 0x24, 0x08]);
-    code.extend_from_slice(&FRAME_SETUP[1..]);
-    let after = slot + code.len() as u64 + 5;
-    let rel = i32::try_from((site + FRAME_SETUP.len() as u64).wrapping_sub(after) as i64).ok()?;
-    code.push(0xe9);
-    code.extend_from_slice(&rel.to_le_bytes());
-    Some(code)
-}
-
-/// Offsets of the instructions of a hijacking frame set-up slot after its
-/// push (`movabs`, the store, the `mov`, the `jmp` back).
-const HIJACKING_AFTER_PUSH: [u64; 4] = [1, 11, 16, 19];
-
-/// Where a thread stopped at `rip` in the hijacking slot `slot` of `site`
-/// goes when the slot page is taken away (a detach): at the slot's start,
-/// back to the site (nothing done yet); after the push, past the frame
-/// set-up, with `%rbp = %rsp` as the `mov` sets it (the store of the
-/// trampoline, done or not, is the detach's to undo: `restore_space`).
-/// `None` if `rip` is not at an instruction of that slot.
-pub fn leave_hijacking_slot(
-    rip: u64,
-    slot: u64,
-    site: u64,
-    regs: &mut super::emulate::Regs,
-) -> Option<()> {
-    let off = rip.checked_sub(slot)?;
-    if off == 0 {
-        regs.rip = site;
-        return Some(());
-    }
-    if !HIJACKING_AFTER_PUSH.contains(&off) {
-        return None;
-    }
-    regs.rbp = regs.rsp;
-    regs.rip = site + FRAME_SETUP.len() as u64;
-    Some(())
-}
-
 /// Where to map a new slot page for `site`: the free page right below the
 /// nearest mapping that has a free page under it (never under the stack,
 /// which grows down), within reach. Above-the-mapping gaps are avoided:
@@ -229,57 +182,6 @@ mod tests {
             assert_eq!(out[2].near_branch64(), site + 4);
         }
         assert_eq!(relocate_frame_setup(0x7f00_0000_0000, 0x1000), None);
-    }
-
-    #[test]
-    fn a_hijacking_frame_setup_stores_the_trampoline_and_jumps_past_the_setup() {
-        let (site, slot, tramp) = (0x5555_0000_1000u64, 0x5554_ffff_f000u64, 0x5555_0000_0040);
-        let code = relocate_hijacking_frame_setup(site, slot, tramp).unwrap();
-        assert!(code.len() as u64 <= SLOT_SIZE);
-        let out = decode_all(&code, slot);
-        let codes: Vec<Code> = out.iter().map(|i| i.code()).collect();
-        assert_eq!(
-            codes,
-            [
-                Code::Push_r64,
-                Code::Mov_r64_imm64,
-                Code::Mov_rm64_r64,
-                Code::Mov_rm64_r64,
-                Code::Jmp_rel32_64
-            ]
-        );
-        assert_eq!(out[1].immediate64(), tramp);
-        assert_eq!(out[2].memory_base(), iced_x86::Register::RSP);
-        assert_eq!(out[2].memory_displacement64(), 8);
-        assert_eq!(out[4].near_branch64(), site + 4);
-        let offsets: Vec<u64> = out[1..].iter().map(|i| i.ip() - slot).collect();
-        assert_eq!(offsets, HIJACKING_AFTER_PUSH);
-        assert_eq!(
-            relocate_hijacking_frame_setup(0x7f00_0000_0000, 0x1000, tramp),
-            None
-        );
-    }
-
-    #[test]
-    fn a_thread_leaves_a_hijacking_slot_at_the_site_or_past_the_setup() {
-        // SAFETY: plain data.
-        let mut r: super::super::emulate::Regs = unsafe { std::mem::zeroed() };
-        let (site, slot) = (0x40_1000, 0x40_0000);
-        r.rsp = 0x7000;
-        r.rbp = 0x1234;
-        assert_eq!(leave_hijacking_slot(slot, slot, site, &mut r), Some(()));
-        assert_eq!((r.rip, r.rbp), (site, 0x1234));
-        for off in HIJACKING_AFTER_PUSH {
-            r.rbp = 0x1234;
-            assert_eq!(
-                leave_hijacking_slot(slot + off, slot, site, &mut r),
-                Some(())
-            );
-            assert_eq!((r.rip, r.rbp), (site + 4, 0x7000));
-        }
-        for rip in [slot + 2, slot + 24, slot - 1] {
-            assert_eq!(leave_hijacking_slot(rip, slot, site, &mut r), None);
-        }
     }
 
     #[test]

@@ -154,10 +154,6 @@ impl Tracer {
         let (step, orig) = (site.step, site.orig);
         if let StepOver::Xol(insn) = step {
             if let Some(slot) = self.xol_slot(tid, owner, addr, &insn, &regs) {
-                if self.run_hijacking_slot(tid, owner, addr, regs) {
-                    self.core.uprobes.counts.out_of_line += 1;
-                    return;
-                }
                 let mut r = regs;
                 r.rip = slot;
                 if self.write_bp_regs(tid, &r).is_ok() {
@@ -236,50 +232,6 @@ impl Tracer {
             self.core.uprobes.pending = None;
         }
         ok
-    }
-
-    /// At a frame set-up whose return is being hijacked: runs the slot
-    /// that stores the trampoline itself
-    /// (`xol::relocate_hijacking_frame_setup`, made now if need be)
-    /// instead of writing it from here. False when there is no such
-    /// hijack or no slot for it (the store is then made as usual).
-    fn run_hijacking_slot(&mut self, tid: Tid, owner: Tid, addr: u64, regs: super::Regs) -> bool {
-        let Some(p) = self.core.uprobes.pending else {
-            return false;
-        };
-        if p.tid != tid || p.slot != regs.rsp {
-            return false;
-        }
-        let Some(slot) = self.hijacking_slot(owner, addr, p.value) else {
-            return false;
-        };
-        let mut r = regs;
-        r.rip = slot;
-        if self.write_bp_regs(tid, &r).is_err() {
-            return false;
-        }
-        self.core.uprobes.pending = None;
-        true
-    }
-
-    /// The frame set-up site's hijacking slot for trampoline `tramp`, made
-    /// in a slot page already mapped within reach; `None` if the site is
-    /// no frame set-up run out of line or no slot is free.
-    fn hijacking_slot(&mut self, owner: Tid, addr: u64, tramp: u64) -> Option<u64> {
-        let space = self.core.uprobes.space_mut(owner)?;
-        let site = space.sites.get(&addr)?;
-        if !site.frame_setup || site.slot.is_none() {
-            return None;
-        }
-        if let Some((slot, t)) = site.hijack_slot {
-            return (t == tramp).then_some(slot);
-        }
-        let slot = space.pages.iter_mut().find_map(|p| p.take_near(addr))?;
-        let code = xol::relocate_hijacking_frame_setup(addr, slot, tramp)?;
-        mem::write(owner.0, slot, &code).ok()?;
-        space.hijack_slots.push((slot, addr));
-        space.sites.get_mut(&addr)?.hijack_slot = Some((slot, tramp));
-        Some(slot)
     }
 
     /// The site's out-of-line slot: made at the first hit (a slot page is
@@ -644,7 +596,8 @@ impl Cx<'_> {
             frames.pop();
         }
         let mut orig_ret = space.mem.read_u64(owner.0, slot).map_err(os)?;
-        if orig_ret == tramp {
+        let store = orig_ret != tramp;
+        if !store {
             // A tail call from a hijacked function: same slot, same return.
             match frames.iter().rev().find(|f| f.slot == slot) {
                 Some(f) => orig_ret = f.orig_ret,
@@ -662,7 +615,7 @@ impl Cx<'_> {
             orig_ret,
             cookie,
         });
-        if defer && orig_ret != tramp {
+        if defer && store {
             self.ctl.core.uprobes.pending = Some(PendingHijack {
                 tid,
                 owner,

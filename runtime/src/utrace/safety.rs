@@ -134,10 +134,6 @@ impl Tracer {
         self.core.uprobes.restore_all();
         if !self.core.uprobes.is_empty() {
             self.core.hold_all_spaces();
-            // A thread that ran a hijacking slot's store meanwhile
-            // (`xol::relocate_hijacking_frame_setup`): its slot is put
-            // back now that none runs (the bytes are not written twice).
-            self.core.uprobes.restore_all();
             self.unmap_slot_pages();
         }
         self.core.text_hold = false;

@@ -3,9 +3,7 @@
 //! end, with every thread of the space held (`utrace::hold`), a thread
 //! still inside a slot is moved out of it first: at a slot's start (the
 //! relocated instruction not run yet) back to the site, whose original
-//! byte is back by then; at the slot's `jmp` back, to its target; inside
-//! a hijacking frame set-up (`xol::leave_hijacking_slot`), past the set-up.
-//! Then one
+//! byte is back by then; at the slot's `jmp` back, to its target. Then one
 //! held thread runs an injected `munmap` (`remote_syscall`), as the page
 //! was mapped. A thread anywhere else in a page (inside a relocated
 //! branch's expansion), or no thread at a stop that can run the syscall,
@@ -57,7 +55,6 @@ impl Tracer {
             .filter_map(|(&addr, s)| Some((s.slot?, addr)))
             .collect();
         site_of.extend(&space.slot_sites);
-        let hijacking = space.hijack_slots.clone();
         let tids: Vec<Tid> = self
             .core
             .threads
@@ -65,34 +62,26 @@ impl Tracer {
             .filter(|t| self.core.uprobes.owner(t.tgid) == owner && t.run != Run::Starting)
             .map(|t| t.tid)
             .collect();
-        // Every thread is seen to, even once one cannot be moved (the
-        // pages then stay): one left inside a hijacking slot could store
-        // the trampoline after the detach.
-        let mut all = true;
         for tid in tids {
             let Ok(mut regs) = ptrace::get_regs(tid) else {
-                all = false;
-                continue;
+                return false;
             };
             if !in_pages(regs.rip) {
                 continue;
             }
-            let left = hijacking.iter().find_map(|&(slot, site)| {
-                xol::leave_hijacking_slot(regs.rip, slot, site, &mut regs)
-            });
             let target = match site_of.iter().find(|&&(slot, _)| slot == regs.rip) {
-                _ if left.is_some() => Some(regs.rip),
                 Some(&(_, site)) => Some(site),
                 None => jump_back_target(owner, regs.rip).filter(|&t| !in_pages(t)),
             };
             let Some(target) = target else {
-                all = false;
-                continue;
+                return false;
             };
             regs.rip = target;
-            all &= ptrace::set_regs(tid, &regs).is_ok();
+            if ptrace::set_regs(tid, &regs).is_err() {
+                return false;
+            }
         }
-        all
+        true
     }
 
     /// Runs `munmap` of each slot page in a held thread of `owner`'s
@@ -136,11 +125,7 @@ impl Tracer {
                 space.pages.retain(|p| p.base != base);
                 for site in space.sites.values_mut() {
                     site.slot = None;
-                    site.hijack_slot = None;
                 }
-                space
-                    .hijack_slots
-                    .retain(|&(s, _)| !(base..base + xol::PAGE_SIZE).contains(&s));
             }
             self.core.uprobes.counts.slot_pages_unmapped += 1;
         }
