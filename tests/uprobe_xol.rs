@@ -25,11 +25,16 @@ const FUNCS: [&str; 10] = [
     "x_sys",
 ];
 
-/// Counts every x_* entry and the returns of two of them.
+/// Counts every x_* entry and the returns of four of them: a return
+/// hijack's store is made with each kind of step-over (out of line:
+/// x_push, x_imul; emulated call, its push and the store in one write:
+/// x_call; single-stepped syscall: x_sys).
 const SCRIPT: &str = r#"global n
 probe process("EXE").function("x_*") { n[probefunc()]++ }
 probe process("EXE").function("x_push").return { n["x_push.return"]++; if ($return != $arg1 + 5) n["bad"]++ }
 probe process("EXE").function("x_imul").return { n["x_imul.return"]++ }
+probe process("EXE").function("x_call").return { n["x_call.return"]++; if ($return != $arg1 * 2 + 1) n["bad"]++ }
+probe process("EXE").function("x_sys").return { n["x_sys.return"]++; if ($return != pid()) n["bad"]++ }
 probe end { foreach (k in n+) printf("u_%s %d\n", k, n[k]) }"#;
 
 fn count(out: &str, name: &str) -> i64 {
@@ -89,6 +94,8 @@ fn each_kind_of_first_instruction_steps_over_correctly() {
     }
     assert_eq!(count(&out, "u_x_push.return"), n, "{out}");
     assert_eq!(count(&out, "u_x_imul.return"), n, "{out}");
+    assert_eq!(count(&out, "u_x_call.return"), n, "{out}");
+    assert_eq!(count(&out, "u_x_sys.return"), n, "{out}");
     assert!(!out.contains("u_bad"), "{out}");
     let [emulated, xol, stepped, pages] = step_overs(&stderr);
     // Out of line: riprel, imul, jmp, test, ret, push, getpid's mov imm.

@@ -43,7 +43,7 @@ pub(crate) struct Shared {
     live: HashMap<i32, u32>,
     /// Executable paths per process, kept only when a probe is limited to a
     /// path.
-    exe: HashMap<i32, String>,
+    exe: super::functions::IdMap<i32, String>,
     want_exe: bool,
     /// The syscall and arguments recorded at its entry, for the return
     /// probes: a call skipped by `$return`, and rt_sigreturn (whose exit
@@ -95,7 +95,7 @@ impl Shared {
             sink: Mutex::new(sink),
             engine: EngineId(u32::MAX),
             live: HashMap::new(),
-            exe: HashMap::new(),
+            exe: Default::default(),
             want_exe: dispatch.path_filters,
             entry_args: EntryArgs::default(),
             quiescing: Mutex::default(),
@@ -817,16 +817,11 @@ impl Engine for ScriptEngine {
                 let decoded = mark_args(mark, &regs, tid, &mut values);
                 s.script().set_marker(Some((mark.clone(), decoded)));
             }
-            let hooks: Vec<Hook> = site.entry.iter().map(|(h, _)| h.clone()).collect();
-            let name = site
-                .entry
-                .first()
-                .or(site.ret.first())
-                .map(|(_, n)| n.clone());
+            let name = site.entry_name.clone().or(site.ret_name.clone());
             s.set_user_function(pid, name, hit.addr, &regs);
             let (mut stop, mut args) = (false, args);
-            if !hooks.is_empty() {
-                let fired = s.fire(cx, &hooks, &values);
+            if !site.entry.is_empty() {
+                let fired = s.fire(cx, &site.entry, &values);
                 set_arguments(cx, &fired.values, &args);
                 (stop, args) = (fired.stop, fired.values.args);
             }
@@ -853,10 +848,8 @@ impl Engine for ScriptEngine {
             event: event::FUNCTION_RETURN,
             ..context(pid, tid)
         };
-        let hooks: Vec<Hook> = site.ret.iter().map(|(h, _)| h.clone()).collect();
-        let name = site.ret.first().map(|(_, n)| n.clone());
-        s.set_user_function(pid, name, frame.func, &regs);
-        let stop = s.fire(cx, &hooks, &values).stop;
+        s.set_user_function(pid, site.ret_name.clone(), frame.func, &regs);
+        let stop = s.fire(cx, &site.ret, &values).stop;
         s.script().set_user_function(None);
         action(stop)
     }

@@ -7,6 +7,7 @@
 //! `dlopen` alike. The breakpoints themselves belong to the utrace core.
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::rc::Rc;
 
 use crate::elf::{AddressSpaceMap, ImageCache, LoadedModule, read_maps};
@@ -30,12 +31,21 @@ pub struct UserFunction {
     pub regs: Option<libc::user_regs_struct>,
 }
 
-/// What fires at one breakpoint address of one process.
+/// Maps by pid or address looked up at every hit: the tracer core's cheap
+/// hash (`TidHasher`: kernel-chosen ids and addresses, no adversary), not
+/// SipHash.
+pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<crate::utrace::TidHasher>>;
+
+/// What fires at one breakpoint address of one process. Shared (`Rc`)
+/// between the table and a hit being handled, so a hit allocates nothing.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SiteHooks {
-    /// Entry hooks with the function's name (`probefunc()`).
-    pub entry: Vec<(Hook, Rc<str>)>,
-    pub ret: Vec<(Hook, Rc<str>)>,
+    pub entry: Vec<Hook>,
+    pub ret: Vec<Hook>,
+    /// The function's name (`probefunc()`) as the first entry and return
+    /// hooks placed here named it.
+    pub entry_name: Option<Rc<str>>,
+    pub ret_name: Option<Rc<str>>,
     /// At a USDT marker: the marker (its arguments, name, semaphore).
     pub mark: Option<Rc<Marker>>,
 }
@@ -46,21 +56,21 @@ pub(crate) struct FunctionProbes {
     cache: ImageCache,
     notes: NoteCache,
     /// Per process: breakpoint address -> hooks.
-    sites: HashMap<i32, HashMap<u64, SiteHooks>>,
+    sites: IdMap<i32, IdMap<u64, Rc<SiteHooks>>>,
     /// Per process: the loader's `_dl_debug_state`.
-    loader: HashMap<i32, u64>,
+    loader: IdMap<i32, u64>,
     /// Per process, with return probes: the unwinder's entry points.
-    unwinder: HashMap<i32, HashMap<u64, UnwindStep>>,
+    unwinder: IdMap<i32, IdMap<u64, UnwindStep>>,
     /// Entry arguments of live return frames, by cookie (also where
     /// `@entry` values of a return probe would be kept).
-    entries: HashMap<u64, [i64; 6]>,
+    entries: IdMap<u64, [i64; 6]>,
     next_cookie: u64,
     /// The session's modules per process, for `usymname` and friends.
-    pub spaces: HashMap<i32, Rc<AddressSpaceMap>>,
+    pub spaces: IdMap<i32, Rc<AddressSpaceMap>>,
 }
 
 impl FunctionProbes {
-    pub fn site(&self, pid: i32, addr: u64) -> Option<&SiteHooks> {
+    pub fn site(&self, pid: i32, addr: u64) -> Option<&Rc<SiteHooks>> {
         self.sites.get(&pid)?.get(&addr)
     }
 
@@ -175,9 +185,9 @@ impl FunctionProbes {
                 if ctl.insert_breakpoint(Tid(pid), addr).is_err() {
                     continue;
                 }
-                sites.insert(addr, SiteHooks::default());
+                sites.insert(addr, Rc::default());
             }
-            let site = sites.get_mut(&addr).expect("just inserted");
+            let site = Rc::make_mut(sites.get_mut(&addr).expect("just inserted"));
             if let Some(mark) = mark.filter(|_| site.mark.is_none()) {
                 if mark.semaphore != 0 {
                     // Is-enabled: the program takes the marker's branch
@@ -186,16 +196,17 @@ impl FunctionProbes {
                 }
                 site.mark = Some(mark);
             }
-            let list = if returning {
-                &mut site.ret
+            let (list, first_name) = if returning {
+                (&mut site.ret, &mut site.ret_name)
             } else {
-                &mut site.entry
+                (&mut site.entry, &mut site.entry_name)
             };
             if !list
                 .iter()
-                .any(|(h, _)| h.probe == hook.probe && h.point == hook.point)
+                .any(|h| h.probe == hook.probe && h.point == hook.point)
             {
-                list.push((hook, name));
+                list.push(hook);
+                first_name.get_or_insert(name);
             }
         }
         if !self.loader.contains_key(&pid) {

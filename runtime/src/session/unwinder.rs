@@ -6,8 +6,6 @@
 //! in whichever modules define them (libgcc_s and libstdc++, or a program
 //! linking them statically).
 
-use std::collections::HashMap;
-
 use crate::elf::AddressSpaceMap;
 
 /// What a breakpoint on an unwinder function does.
@@ -29,8 +27,8 @@ pub(crate) const PARK: &[&str] = &[
 pub(crate) const REARM: &[&str] = &["__cxa_begin_catch"];
 
 /// The run-time addresses of the unwinder functions mapped in `space`.
-pub(crate) fn sites(space: &AddressSpaceMap) -> HashMap<u64, UnwindStep> {
-    let mut out = HashMap::new();
+pub(crate) fn sites(space: &AddressSpaceMap) -> super::functions::IdMap<u64, UnwindStep> {
+    let mut out = super::functions::IdMap::default();
     let lists = [(PARK, UnwindStep::Park), (REARM, UnwindStep::Rearm)];
     for m in &space.modules {
         for (names, step) in lists {

@@ -28,9 +28,15 @@ pub mod mem;
 pub mod xol;
 
 use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 
 use crate::utrace::Tid;
+use crate::utrace::{TidHasher, TidMap};
 use emulate::StepOver;
+
+/// Maps by address, looked up at every hit: the core's cheap hash for
+/// thread ids (see `TidHasher`), not SipHash.
+pub(crate) type AddrMap<V> = HashMap<u64, V, BuildHasherDefault<TidHasher>>;
 
 /// One breakpoint site.
 #[derive(Clone, Debug)]
@@ -89,13 +95,13 @@ pub struct Frame {
 /// vfork child until it execs).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Space {
-    pub sites: HashMap<u64, Site>,
+    pub sites: AddrMap<Site>,
     /// Addresses whose site was removed: a late trap there is rewound.
     pub removed: HashSet<u64>,
     /// Where hijacked returns land (an `int3` at the executable's entry
     /// point, which never runs again after start-up).
     pub trampoline: Option<u64>,
-    pub shadow: HashMap<Tid, Vec<Frame>>,
+    pub shadow: TidMap<Vec<Frame>>,
     /// Slot pages mapped in this space (inherited by fork children with
     /// the memory; gone at exec with the space).
     pub pages: Vec<xol::SlotPage>,
@@ -107,6 +113,9 @@ pub(crate) struct Space {
     /// USDT is-enabled semaphores (2-byte counters) this tracer
     /// incremented, and by how much: taken back at detach.
     pub semaphores: HashMap<u64, u16>,
+    /// The space's `/proc/PID/mem`, for the stack accesses of return
+    /// hijacks and emulated steps (closed with the space).
+    pub mem: mem::MemFile,
 }
 
 /// Counters for `-v`.
@@ -127,18 +136,41 @@ pub struct StepCounts {
 /// Every address space with breakpoints, by the pid owning it.
 #[derive(Default)]
 pub(crate) struct Breakpoints {
-    pub spaces: HashMap<Tid, Space>,
+    pub spaces: TidMap<Space>,
     /// vfork children: they share the parent's space until exec/exit.
-    pub alias: HashMap<Tid, Tid>,
+    pub alias: TidMap<Tid>,
     /// The thread that called vfork, by child: blocked in the kernel
     /// until the child execs or exits (it runs no instruction before).
-    pub vforkers: HashMap<Tid, Tid>,
+    pub vforkers: TidMap<Tid>,
     pub counts: StepCounts,
     /// Fallback single-steps in progress: (owner of the address space,
     /// stepping thread).
     /// Every other stop of such a process is held until the step is over,
     /// a just-created thread's first stop included.
     pub stepping: Vec<(Tid, Tid)>,
+    /// The frames a return trap popped, innermost first: kept between
+    /// traps so that a return allocates nothing.
+    pub returned: Vec<Frame>,
+    /// The thread whose breakpoint stop is being reported: a return hijack
+    /// it asks for is written by the step-over that follows (`pending`).
+    pub defer_for: Option<Tid>,
+    /// A hijack's store of the trampoline not made yet: the step-over
+    /// makes it with its own (an emulated push or call: one write for
+    /// both words), and the end of the stop makes it otherwise, before the
+    /// thread runs.
+    pub pending: Option<PendingHijack>,
+}
+
+/// The trampoline's store over a return address, deferred to the
+/// step-over of the breakpoint stop (see `Breakpoints::pending`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PendingHijack {
+    pub tid: Tid,
+    pub owner: Tid,
+    /// The return address's slot (rsp at the entry).
+    pub slot: u64,
+    /// The trampoline.
+    pub value: u64,
 }
 
 /// What the engines are told at a breakpoint stop.
@@ -153,6 +185,9 @@ pub struct BreakpointHit {
 
 impl Breakpoints {
     pub fn owner(&self, pid: Tid) -> Tid {
+        if self.alias.is_empty() {
+            return pid;
+        }
         *self.alias.get(&pid).unwrap_or(&pid)
     }
 

@@ -12,17 +12,17 @@ use super::cx::StopKind;
 use super::ptrace;
 use super::{Control, Cx, Engine, Event, Tid, Tracer};
 use crate::uprobe::emulate::{self, StepOver};
-use crate::uprobe::{BreakpointHit, Frame, StepCounts, mem, xol};
+use crate::uprobe::{BreakpointHit, Frame, PendingHijack, StepCounts, mem, xol};
 
 /// si_code of a trap raised by `int3`.
 const SI_KERNEL: i32 = 0x80;
 
 /// Reads the memory of a stopped process for an emulated `ret` or
-/// indirect call.
-struct StackOf(i32);
-impl emulate::Stack for StackOf {
+/// indirect call (through the space's mem file when it has one).
+struct StackOf<'a>(Option<&'a std::fs::File>, i32);
+impl emulate::Stack for StackOf<'_> {
     fn read_u64(&self, addr: u64) -> Option<u64> {
-        mem::read_data_u64(self.0, addr).ok()
+        mem::read_u64_in(self.0, self.1, addr).ok()
     }
 }
 
@@ -93,21 +93,49 @@ impl Tracer {
             returned: None,
         };
         self.core.bp_regs = Some(regs);
+        self.core.uprobes.defer_for = Some(tid);
         self.report(
             tid,
             Event::Breakpoint,
             StopKind::Other,
             Some(&mut |e: &mut dyn Engine, cx, a| e.report_breakpoint(cx, a, &hit)),
         );
+        self.core.uprobes.defer_for = None;
         // Engines may have changed registers (guru: then they were written
-        // already) or memory (a return hijack): step over from the
-        // registers as they are now.
+        // already) or asked for a return hijack (its store is pending):
+        // step over from the registers as they are now.
         let regs = self.core.bp_regs.take().unwrap_or(regs);
         if regs.rip == addr {
             self.step_over(tid, pid, addr, regs);
         }
+        // Whatever the step-over did not make of a hijack's store is made
+        // now, before the thread runs.
+        self.flush_hijack();
         self.core.bp_kernel = None;
         self.finish_stop_pub(tid);
+    }
+
+    /// Makes a pending hijack's store (`Breakpoints::pending`). Should it
+    /// fail, the frames it was for are dropped, as when `hijack_return`
+    /// fails at once: no return is reported for them.
+    fn flush_hijack(&mut self) {
+        let Some(p) = self.core.uprobes.pending.take() else {
+            return;
+        };
+        if !self.core.threads.contains_key(&p.tid) {
+            return; // let go meanwhile (the session ended)
+        }
+        let Some(space) = self.core.uprobes.space_mut(p.owner) else {
+            return;
+        };
+        let bytes = p.value.to_le_bytes();
+        if space.mem.write(p.owner.0, p.slot, &bytes).is_err() {
+            if let Some(frames) = space.shadow.get_mut(&p.tid) {
+                while frames.last().is_some_and(|f| f.slot == p.slot) {
+                    frames.pop();
+                }
+            }
+        }
     }
 
     /// Steps over the site's instruction (emulated, out of line, or a held
@@ -159,11 +187,15 @@ impl Tracer {
         regs: super::Regs,
     ) -> bool {
         let mut r = regs;
-        let Some(store) = emulate::apply(insn, &mut r, &StackOf(owner.0)) else {
+        let Some(space) = self.core.uprobes.space_mut(owner) else {
+            return false;
+        };
+        let file = space.mem.file(owner.0);
+        let Some(store) = emulate::apply(insn, &mut r, &StackOf(file, owner.0)) else {
             return false;
         };
         let stored = match store {
-            Some(s) => mem::write_data(owner.0, s.addr, &s.value.to_le_bytes()).is_ok(),
+            Some(s) => self.store_emulated(tid, owner, s),
             None => true,
         };
         if stored && self.write_bp_regs(tid, &r).is_ok() {
@@ -171,6 +203,35 @@ impl Tracer {
             return true;
         }
         false
+    }
+
+    /// Makes an emulated instruction's store (a push or a call, at
+    /// rsp - 8): with a pending hijack's store just above it (the return
+    /// address at rsp), both in one write.
+    fn store_emulated(&mut self, tid: Tid, owner: Tid, s: emulate::Store) -> bool {
+        let above = s.addr.wrapping_add(8);
+        let uprobes = &mut self.core.uprobes;
+        let merged = uprobes
+            .pending
+            .filter(|p| p.tid == tid && p.slot == above)
+            .map(|p| p.value);
+        let Some(space) = uprobes.space_mut(owner) else {
+            return false;
+        };
+        let Some(tramp) = merged else {
+            return space
+                .mem
+                .write(owner.0, s.addr, &s.value.to_le_bytes())
+                .is_ok();
+        };
+        let mut both = [0u8; 16];
+        both[..8].copy_from_slice(&s.value.to_le_bytes());
+        both[8..].copy_from_slice(&tramp.to_le_bytes());
+        let ok = space.mem.write(owner.0, s.addr, &both).is_ok();
+        if ok {
+            self.core.uprobes.pending = None;
+        }
+        ok
     }
 
     /// The site's out-of-line slot: made at the first hit (a slot page is
@@ -331,14 +392,16 @@ impl Tracer {
     /// them innermost first, continue at the real return address.
     fn on_return_trap(&mut self, tid: Tid, pid: Tid, mut regs: super::Regs) -> bool {
         let slot = regs.rsp.wrapping_sub(8);
-        let Some(returned) = self.pop_frames(tid, pid, slot) else {
+        let mut returned = std::mem::take(&mut self.core.uprobes.returned);
+        let Some(outermost) = self.pop_frames(tid, pid, slot, &mut returned) else {
+            self.core.uprobes.returned = returned;
             return false;
         };
         self.clear_signal(tid);
         let kernel = regs;
-        regs.rip = returned[0].orig_ret;
+        regs.rip = outermost.orig_ret;
         let _ = ptrace::write_changed_regs(tid, &kernel, &regs);
-        for frame in returned.iter().rev() {
+        for frame in returned.iter() {
             let hit = BreakpointHit {
                 addr: frame.func,
                 returned: Some(*frame),
@@ -352,26 +415,36 @@ impl Tracer {
             );
             regs = self.core.bp_regs.take().unwrap_or(regs);
         }
+        returned.clear();
+        self.core.uprobes.returned = returned;
         self.finish_stop_pub(tid);
         true
     }
 
     /// Pops the frames of `tid` returning through `slot` (and stale ones
-    /// below it: longjmp); the returned ones outermost first.
-    fn pop_frames(&mut self, tid: Tid, pid: Tid, slot: u64) -> Option<Vec<Frame>> {
+    /// below it: longjmp) into `returned` (cleared first), innermost
+    /// first; returns the outermost, whose return address is the real one
+    /// (several frames share a slot after tail calls).
+    fn pop_frames(
+        &mut self,
+        tid: Tid,
+        pid: Tid,
+        slot: u64,
+        returned: &mut Vec<Frame>,
+    ) -> Option<Frame> {
+        returned.clear();
         let space = self.core.uprobes.space_mut(pid)?;
         let frames = space.shadow.get_mut(&tid)?;
-        let mut returned = Vec::new();
         while let Some(top) = frames.last() {
             if top.slot > slot {
                 break;
             }
             let f = frames.pop().unwrap();
             if f.slot == slot {
-                returned.insert(0, f);
+                returned.push(f);
             }
         }
-        (!returned.is_empty()).then_some(returned)
+        returned.last().copied()
     }
 
     /// At a detach from a stop other than a signal's: a thread that ran
@@ -412,10 +485,11 @@ impl Tracer {
         };
         let addr = regs.rip.wrapping_sub(1);
         if space.trampoline == Some(addr) {
-            let Some(ret) = self.pop_frames(tid, pid, regs.rsp.wrapping_sub(8)) else {
+            let slot = regs.rsp.wrapping_sub(8);
+            let Some(ret) = self.pop_frames(tid, pid, slot, &mut Vec::new()) else {
                 return false;
             };
-            regs.rip = ret[0].orig_ret;
+            regs.rip = ret.orig_ret;
         } else if space.removed.contains(&addr) || space.sites.contains_key(&addr) {
             regs.rip = addr;
         } else {
@@ -509,25 +583,31 @@ impl Cx<'_> {
         let os = |e: std::io::Error| {
             super::Error::os("hijack return", tid, e.raw_os_error().unwrap_or(0))
         };
-        let space = self
-            .ctl
-            .core
-            .uprobes
-            .space_mut(pid)
-            .ok_or(super::Error::Gone(tid))?;
+        let uprobes = &mut self.ctl.core.uprobes;
+        // At a breakpoint stop of this thread, the store waits for the
+        // step-over (see `Breakpoints::pending`).
+        let defer = uprobes.defer_for == Some(tid)
+            && uprobes
+                .pending
+                .is_none_or(|p| p.tid == tid && p.slot == slot);
+        let space = uprobes.space_mut(pid).ok_or(super::Error::Gone(tid))?;
         let frames = space.shadow.entry(tid).or_default();
         while frames.last().is_some_and(|f| f.slot < slot) {
             frames.pop();
         }
-        let mut orig_ret = mem::read_data_u64(owner.0, slot).map_err(os)?;
-        if orig_ret == tramp {
+        let mut orig_ret = space.mem.read_u64(owner.0, slot).map_err(os)?;
+        let store = orig_ret != tramp;
+        if !store {
             // A tail call from a hijacked function: same slot, same return.
             match frames.iter().rev().find(|f| f.slot == slot) {
                 Some(f) => orig_ret = f.orig_ret,
                 None => return Err(super::Error::Unsupported("return slot already hijacked")),
             }
-        } else {
-            mem::write_data(owner.0, slot, &tramp.to_le_bytes()).map_err(os)?;
+        } else if !defer {
+            space
+                .mem
+                .write(owner.0, slot, &tramp.to_le_bytes())
+                .map_err(os)?;
         }
         frames.push(Frame {
             func,
@@ -535,6 +615,14 @@ impl Cx<'_> {
             orig_ret,
             cookie,
         });
+        if defer && store {
+            self.ctl.core.uprobes.pending = Some(PendingHijack {
+                tid,
+                owner,
+                slot,
+                value: tramp,
+            });
+        }
         Ok(())
     }
 

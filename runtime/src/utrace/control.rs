@@ -104,6 +104,13 @@ impl Hasher for TidHasher {
     fn write_i32(&mut self, n: i32) {
         self.0 = (n as u32 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     }
+    /// Addresses (breakpoint sites, `crate::uprobe::AddrMap`): the high
+    /// half of the product folded in, as sites 16 bytes apart would
+    /// otherwise share their low bits, the table's index.
+    fn write_u64(&mut self, n: u64) {
+        let h = n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = h ^ (h >> 32);
+    }
     fn finish(&self) -> u64 {
         self.0
     }

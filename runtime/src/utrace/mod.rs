@@ -283,6 +283,7 @@ pub use colocate::Colocation;
 pub use control::{
     AttachMode, Attached, Control, ControlStatus, EndHook, EndReason, Tick, TimerId,
 };
+pub(crate) use control::{TidHasher, TidMap};
 #[cfg(target_arch = "x86_64")]
 pub use cx::Regs;
 pub use cx::{Cx, ProcessMemory, SyscallInfo};
