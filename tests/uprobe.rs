@@ -206,6 +206,34 @@ probe begin {{ printf("up\n") }}"#
     support::assert_running_untraced(p.pid());
 }
 
+/// Sessions end while two threads run through `hot`, whose entry and
+/// return are probed: whichever instruction a thread was at (just past
+/// the int3 with its SIGTRAP still pending, in the out-of-line slot, back
+/// in the function), the program runs on with its own code and return
+/// addresses. The slot page's `munmap` at the end used to run in a thread
+/// interrupted with our SIGTRAP pending, which consumed it and let the
+/// thread go one byte past the site with a SIGTRAP to deliver: the program
+/// died of it in about 1 of 50 sessions (2 deaths in 25 runs of 4).
+/// Twenty sessions, each ending at another moment.
+#[test]
+fn sessions_ending_while_threads_run_a_probed_function_leave_it_running() {
+    let mut p = Running::ready("ufuncs", &["spin"]);
+    let path = fixture("ufuncs");
+    let script = format!(
+        r#"global n
+probe process("{path}").function("hot").return {{ n++ }}
+probe timer.ms(150) {{ if (n > 0) exit() }}
+probe end {{ printf("returns %d\n", n > 0) }}"#
+    );
+    for round in 0..20 {
+        let o = run(utap(&script, &["-x", &p.pid().to_string()]));
+        assert_eq!(o.stdout, "returns 1\n", "round {round}: {}", o.stderr);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(p.exited(), None, "round {round}: the program died");
+        support::assert_running_untraced(p.pid());
+    }
+}
+
 #[test]
 fn unknown_function_gets_a_located_did_you_mean() {
     let path = fixture("ufuncs");

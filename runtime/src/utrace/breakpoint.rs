@@ -657,7 +657,7 @@ pub(super) fn auxv_entry(pid: i32) -> Option<u64> {
 }
 
 /// Whether SIGTRAP is pending for thread `tid` (its own pending set).
-fn sigtrap_pending(tid: Tid) -> bool {
+pub(super) fn sigtrap_pending(tid: Tid) -> bool {
     let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", tid.0)) else {
         return false;
     };

@@ -11,6 +11,7 @@
 
 use iced_x86::{Code, Decoder, DecoderOptions};
 
+use super::breakpoint::sigtrap_pending;
 use super::ptrace::{self, Status};
 use super::thread::Run;
 use super::{Tid, Tracer};
@@ -94,11 +95,15 @@ impl Tracer {
                 let th = threads.get(&tid)?;
                 let ok = match ptrace::decode(status) {
                     // Our PTRACE_INTERRUPT (a group-stop carries its stop
-                    // signal and must stay stopped).
+                    // signal and must stay stopped). Not one that hit an
+                    // int3 of ours just before: running the syscall would
+                    // consume that SIGTRAP, which detach_stopped could then
+                    // neither see pending nor undo (the thread would be let
+                    // go one byte past the site, the SIGTRAP delivered).
                     Status::Event {
                         event: ptrace::EVENT_STOP,
                         sig,
-                    } => want_interrupt && !sig.is_stop_signal(),
+                    } => want_interrupt && !sig.is_stop_signal() && !sigtrap_pending(tid),
                     Status::SignalStop(_) => !want_interrupt,
                     _ => false,
                 };
