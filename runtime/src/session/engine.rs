@@ -7,7 +7,6 @@
 //! clone and exec.
 
 use std::collections::HashMap;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use crate::memory::ProcessMemory;
@@ -449,7 +448,7 @@ fn action(stop: bool) -> ResumeAction {
 /// mutable state instead of copied per event.
 pub(crate) struct ScriptEngine {
     pub shared: SharedRef,
-    pub dispatch: Rc<Dispatch>,
+    pub dispatch: std::sync::Arc<Dispatch>,
 }
 
 impl Engine for ScriptEngine {

@@ -45,7 +45,7 @@ pub mod marks;
 pub mod points;
 mod profile;
 
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use points::{FunctionPoint, FunctionSite, ProcessEvent, ProcessFilter, ProcessPoint};
@@ -125,7 +125,8 @@ pub fn run(
     catch_termination_signals().map_err(|e| SessionError(format!("signal setup: {e}")))?;
     // A handler looping on the tracer thread still yields to them.
     also_on_termination(interrupt::request);
-    let dispatch = Rc::new(Dispatch::new(points));
+    // Built once: the shards and the notification thread share it.
+    let dispatch = Arc::new(Dispatch::new(points));
     let mut tracer = Tracer::new().map_err(|e| SessionError(e.to_string()))?;
     profile::place_tracer(&mut tracer, &dispatch);
     // As with SystemTap, the -c command exists (created, stopped at its
@@ -206,13 +207,13 @@ pub fn run(
         if shared.borrow().end_elsewhere.is_none() {
             shared.borrow_mut().end_elsewhere = Some(end_on_first(&tracer, &shared));
         }
-        let count = notify::start(listener, shared.clone(), SendPoints(points.to_vec()))
+        let count = notify::start(listener, shared.clone(), dispatch.clone())
             .map_err(|e| SessionError(format!("cannot start the notification thread: {e}")))?;
         shared.borrow_mut().notified = Some(count);
     }
     let shards = shard_count(&dispatch, opts, id);
     if shards > 1 {
-        share_tracing(&mut tracer, &shared, points, shards)?;
+        share_tracing(&mut tracer, &shared, &dispatch, shards)?;
     }
     crate::endtrace::mark("tracing started");
     if opts.verbose {
@@ -255,16 +256,14 @@ fn shard_count(d: &Dispatch, opts: &SessionOptions, engine: crate::utrace::Engin
 fn share_tracing(
     tracer: &mut Tracer,
     shared: &SharedRef,
-    points: &[ProcessPoint],
+    dispatch: &Arc<Dispatch>,
     shards: usize,
 ) -> Result<(), SessionError> {
-    let points = SendPoints(points.to_vec());
-    let state = shared.clone();
+    let (state, dispatch) = (shared.clone(), dispatch.clone());
     let factory: crate::utrace::EngineFactory = std::sync::Arc::new(move || {
-        let points = &points;
         let engine = ScriptEngine {
             shared: state.clone(),
-            dispatch: Rc::new(Dispatch::new(&points.0)),
+            dispatch: dispatch.clone(),
         };
         vec![Box::new(engine) as Box<dyn crate::utrace::Engine>]
     });
@@ -289,15 +288,6 @@ fn end_on_first(tracer: &Tracer, shared: &SharedRef) -> Box<dyn Fn(EndReason) + 
         });
     })
 }
-
-/// The probe points, for the other tracer threads to build their own
-/// dispatch tables from.
-struct SendPoints(Vec<ProcessPoint>);
-// SAFETY: a sharded session has no function or marker points (the only
-// ones holding reference-counted values, see `shard_count`); the rest is
-// plain data, only read.
-unsafe impl Send for SendPoints {}
-unsafe impl Sync for SendPoints {}
 
 /// The script state behind its lock, for a session's engines and timers.
 pub(crate) fn new_shared(shared: Shared) -> SharedRef {
