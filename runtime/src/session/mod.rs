@@ -129,6 +129,15 @@ pub fn run(
     let dispatch = Arc::new(Dispatch::new(points));
     let mut tracer = Tracer::new().map_err(|e| SessionError(e.to_string()))?;
     profile::place_tracer(&mut tracer, &dispatch);
+    // The session's engine is this new tracer's first. Its other tracer
+    // threads start now, beside the command's fork and exec, not while
+    // the command waits at its exec stop.
+    let shards = shard_count(&dispatch, opts, crate::utrace::EngineId(0));
+    if shards > 1 {
+        tracer
+            .prepare_shards(shards)
+            .map_err(|e| SessionError(format!("cannot start tracer threads: {e}")))?;
+    }
     // As with SystemTap, the -c command exists (created, stopped at its
     // exec) before the begin probes run, so target() is its pid there.
     let notified = match &opts.stopless {
@@ -211,7 +220,7 @@ pub fn run(
             .map_err(|e| SessionError(format!("cannot start the notification thread: {e}")))?;
         shared.borrow_mut().notified = Some(count);
     }
-    let shards = shard_count(&dispatch, opts, id);
+    debug_assert_eq!(id.0, 0);
     if shards > 1 {
         share_tracing(&mut tracer, &shared, &dispatch, shards)?;
     }
