@@ -232,9 +232,27 @@ pub fn run(
         );
     }
     tracer.run().map_err(|e| SessionError(e.to_string()))?;
-    drop(tracer);
-    let s = shared.borrow();
-    Ok(s.finished.unwrap_or(1))
+    let status = shared.borrow().finished.unwrap_or(1);
+    // Every thread is detached: dropping the tracer (reaping its doorbell
+    // child) and the script state takes about a millisecond, which the
+    // foreground need not wait for (see `drop_leftovers`).
+    LEFTOVERS.with(|l| l.borrow_mut().push(Box::new((tracer, shared, dispatch))));
+    Ok(status)
+}
+
+thread_local! {
+    /// What ended sessions of this thread left to drop.
+    static LEFTOVERS: std::cell::RefCell<Vec<Box<dyn std::any::Any>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Drops what [`run`] left of its session on this thread (its tracer,
+/// script state): call it once the verdict has reached whoever waits.
+/// Left undropped, the doorbell children still die with this thread
+/// (`PR_SET_PDEATHSIG`).
+pub fn drop_leftovers() {
+    let left = LEFTOVERS.with(|l| std::mem::take(&mut *l.borrow_mut()));
+    drop(left);
 }
 
 /// How many tracer threads serve the session: one per CPU (`UTAP_SHARDS`
