@@ -215,7 +215,7 @@ pub fn run(
     );
     // Every thread is detached now: the foreground may go.
     let mut h = handover.lock().unwrap_or_else(|e| e.into_inner());
-    match result {
+    let reported = match result {
         Err(e) if !h.link.reported() => {
             if let PassError::Message(m) = &e {
                 eprintln!("utap: {m}");
@@ -231,7 +231,10 @@ pub fn run(
             Ok(status)
         }
         result => result,
-    }
+    };
+    drop(h);
+    utap_runtime::session::drop_leftovers();
+    reported
 }
 
 /// `probe prometheus` without `--metrics`: nothing would ever run it

@@ -11,7 +11,6 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -206,7 +205,7 @@ pub(crate) fn start(
             }
         }
     }
-    let dispatch = Rc::new(Dispatch::new(&p.points));
+    let dispatch = std::sync::Arc::new(Dispatch::new(&p.points));
     let shared: SharedRef = crate::session::new_shared(Shared::new(script, sink, &dispatch));
     {
         let mut s = shared.borrow_mut();

@@ -7,7 +7,6 @@
 //! clone and exec.
 
 use std::collections::HashMap;
-use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -583,7 +582,7 @@ fn action(stop: bool) -> ResumeAction {
 /// mutable state instead of copied per event.
 pub(crate) struct ScriptEngine {
     pub shared: SharedRef,
-    pub dispatch: Rc<Dispatch>,
+    pub dispatch: std::sync::Arc<Dispatch>,
 }
 
 impl ScriptEngine {

@@ -45,7 +45,7 @@ pub mod marks;
 pub mod points;
 mod profile;
 
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use points::{FunctionPoint, FunctionSite, ProcessEvent, ProcessFilter, ProcessPoint};
@@ -125,9 +125,19 @@ pub fn run(
     catch_termination_signals().map_err(|e| SessionError(format!("signal setup: {e}")))?;
     // A handler looping on the tracer thread still yields to them.
     also_on_termination(interrupt::request);
-    let dispatch = Rc::new(Dispatch::new(points));
+    // Built once: the shards and the notification thread share it.
+    let dispatch = Arc::new(Dispatch::new(points));
     let mut tracer = Tracer::new().map_err(|e| SessionError(e.to_string()))?;
     profile::place_tracer(&mut tracer, &dispatch);
+    // The session's engine is this new tracer's first. Its other tracer
+    // threads start now, beside the command's fork and exec, not while
+    // the command waits at its exec stop.
+    let shards = shard_count(&dispatch, opts, crate::utrace::EngineId(0));
+    if shards > 1 {
+        tracer
+            .prepare_shards(shards)
+            .map_err(|e| SessionError(format!("cannot start tracer threads: {e}")))?;
+    }
     // As with SystemTap, the -c command exists (created, stopped at its
     // exec) before the begin probes run, so target() is its pid there.
     let notified = match &opts.stopless {
@@ -212,13 +222,13 @@ pub fn run(
         if shared.borrow().end_elsewhere.is_none() {
             shared.borrow_mut().end_elsewhere = Some(end_on_first(&tracer, &shared));
         }
-        let points = SendPoints(points.to_vec());
-        let count = notify::start(listener, shared.clone(), points, shards)
+        let count = notify::start(listener, shared.clone(), dispatch.clone(), shards)
             .map_err(|e| SessionError(format!("cannot start the notification thread: {e}")))?;
         shared.borrow_mut().notified = Some(count);
     }
+    debug_assert_eq!(id.0, 0);
     if shards > 1 {
-        share_tracing(&mut tracer, &shared, points, shards)?;
+        share_tracing(&mut tracer, &shared, &dispatch, shards)?;
     }
     crate::endtrace::mark("tracing started");
     if opts.verbose {
@@ -228,9 +238,27 @@ pub fn run(
         );
     }
     tracer.run().map_err(|e| SessionError(e.to_string()))?;
-    drop(tracer);
-    let s = shared.borrow();
-    Ok(s.finished.unwrap_or(1))
+    let status = shared.borrow().finished.unwrap_or(1);
+    // Every thread is detached: dropping the tracer (reaping its doorbell
+    // child) and the script state takes about a millisecond, which the
+    // foreground need not wait for (see `drop_leftovers`).
+    LEFTOVERS.with(|l| l.borrow_mut().push(Box::new((tracer, shared, dispatch))));
+    Ok(status)
+}
+
+thread_local! {
+    /// What ended sessions of this thread left to drop.
+    static LEFTOVERS: std::cell::RefCell<Vec<Box<dyn std::any::Any>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Drops what [`run`] left of its session on this thread (its tracer,
+/// script state): call it once the verdict has reached whoever waits.
+/// Left undropped, the doorbell children still die with this thread
+/// (`PR_SET_PDEATHSIG`).
+pub fn drop_leftovers() {
+    let left = LEFTOVERS.with(|l| std::mem::take(&mut *l.borrow_mut()));
+    drop(left);
 }
 
 /// How many tracer threads serve the session: one per CPU (`UTAP_SHARDS`
@@ -261,16 +289,14 @@ fn shard_count(d: &Dispatch, opts: &SessionOptions, engine: crate::utrace::Engin
 fn share_tracing(
     tracer: &mut Tracer,
     shared: &SharedRef,
-    points: &[ProcessPoint],
+    dispatch: &Arc<Dispatch>,
     shards: usize,
 ) -> Result<(), SessionError> {
-    let points = SendPoints(points.to_vec());
-    let state = shared.clone();
+    let (state, dispatch) = (shared.clone(), dispatch.clone());
     let factory: crate::utrace::EngineFactory = std::sync::Arc::new(move || {
-        let points = &points;
         let engine = ScriptEngine {
             shared: state.clone(),
-            dispatch: Rc::new(Dispatch::new(&points.0)),
+            dispatch: dispatch.clone(),
         };
         vec![Box::new(engine) as Box<dyn crate::utrace::Engine>]
     });
@@ -295,15 +321,6 @@ fn end_on_first(tracer: &Tracer, shared: &SharedRef) -> Box<dyn Fn(EndReason) + 
         });
     })
 }
-
-/// The probe points, for the other tracer threads to build their own
-/// dispatch tables from.
-struct SendPoints(Vec<ProcessPoint>);
-// SAFETY: a sharded session has no function or marker points (the only
-// ones holding reference-counted values, see `shard_count`); the rest is
-// plain data, only read.
-unsafe impl Send for SendPoints {}
-unsafe impl Sync for SendPoints {}
 
 /// The script state behind its lock, for a session's engines and timers.
 pub(crate) fn new_shared(shared: Shared) -> SharedRef {

@@ -30,7 +30,6 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::SendPoints;
 use super::engine::{SharedRef, context};
 use super::points::{Dispatch, SyscallNeed};
 use crate::listener::{Listener, Notification, Received};
@@ -81,7 +80,7 @@ pub(crate) fn enabled() -> bool {
 pub(crate) fn start(
     listener: Listener,
     shared: SharedRef,
-    points: SendPoints,
+    dispatch: Arc<Dispatch>,
     shard: usize,
 ) -> std::io::Result<Arc<AtomicU64>> {
     let count = Arc::new(AtomicU64::new(0));
@@ -90,7 +89,6 @@ pub(crate) fn start(
     std::thread::Builder::new()
         .name("utap-notify".into())
         .spawn(move || {
-            let dispatch = Dispatch::new(&points.0);
             serve(&listener, &shared, &dispatch, &counted, shard);
         })?;
     Ok(count)

@@ -20,7 +20,6 @@
 //! Cost: one stop per running thread per tick (≈3–45 µs, see
 //! `crate::utrace`), plus one small procfs read per traced thread.
 
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use crate::utrace::{Colocation, Control, ResumeAction, Tid, Tracer};
@@ -40,7 +39,7 @@ pub(crate) fn place_tracer(tracer: &mut Tracer, d: &Dispatch) {
 }
 
 /// Schedules one sampling tick per `timer.profile` period of the script.
-pub(crate) fn schedule(ctl: &mut Control, shared: &SharedRef, dispatch: &Rc<Dispatch>) {
+pub(crate) fn schedule(ctl: &mut Control, shared: &SharedRef, dispatch: &std::sync::Arc<Dispatch>) {
     for (group, &(period_ns, _)) in dispatch.profile.iter().enumerate() {
         let period = Duration::from_nanos(period_ns);
         let (shared, d) = (shared.clone(), dispatch.clone());

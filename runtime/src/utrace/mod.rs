@@ -167,7 +167,9 @@
 //! **Shards (built, `shard`).** [`Tracer::enable_shards`] starts `n - 1`
 //! more tracer loops ("shards"), each on its own thread with its own
 //! `Core`, doorbell, colocation and engines (from a factory, at the same
-//! ids); each waits with `__WALL | __WNOTHREAD` and so reaps only the
+//! ids; `prepare_shards(n)` may start the threads earlier, so that their
+//! set-up overlaps with spawning the command); each waits with
+//! `__WALL | __WNOTHREAD` and so reaps only the
 //! stops of its own tracees, except those of a real child that another
 //! shard traces (after a non-leader exec), passed on by `foreign`. The kernel makes an auto-attached clone a
 //! tracee of its creator's tracer thread; at its 64th stop there (a

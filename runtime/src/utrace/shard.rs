@@ -248,6 +248,36 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[derive(Default)]
 pub(crate) struct Shards {
     threads: Vec<JoinHandle<()>>,
+    /// Started ahead by `prepare_shards`, waiting for their engines.
+    prepared: Option<Prepared>,
+}
+
+/// Shard threads that have made their tracer (and forked its doorbell
+/// child) and wait for what `enable_shards` sends them.
+struct Prepared {
+    group: Arc<Group>,
+    starts: Vec<mpsc::SyncSender<Start>>,
+    ready: Vec<mpsc::Receiver<Result<()>>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Prepared {
+    /// Never enabled (the session ended in its begin probes): the threads
+    /// see their start channel close, drop their tracer and end.
+    fn drop(&mut self) {
+        self.starts.clear();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// What a prepared shard needs to serve: its engines and the session's
+/// settings every shard applies.
+struct Start {
+    factory: EngineFactory,
+    kill_on_signal: bool,
+    end_on_exit: Option<Tid>,
 }
 
 impl Tracer {
@@ -257,33 +287,70 @@ impl Tracer {
     /// session's `kill_on_signal`/`end_when_exits`, which every shard
     /// applies. `n <= 1` changes nothing.
     pub fn enable_shards(&mut self, n: usize, factory: EngineFactory) -> Result<()> {
-        if n <= 1 || !cfg!(target_arch = "x86_64") || self.core.shard.is_some() {
+        if self.shards.prepared.is_none() {
+            self.prepare_shards(n)?;
+        }
+        let Some(mut prepared) = self.shards.prepared.take() else {
+            return Ok(());
+        };
+        let group = Arc::clone(&prepared.group);
+        *lock(&group.slots[0].tx) = Some(self.sender.clone());
+        *lock(&group.slots[0].ring) = Some(Arc::clone(&self.doorbell.ring));
+        self.core.shard = Some(ShardRef { group, index: 0 });
+        let (kill_on_signal, end_on_exit) = (self.core.kill_on_signal, self.core.end_on_exit);
+        for start in std::mem::take(&mut prepared.starts) {
+            let _ = start.send(Start {
+                factory: Arc::clone(&factory),
+                kill_on_signal,
+                end_on_exit,
+            });
+        }
+        self.shards.threads.append(&mut prepared.threads);
+        for ready in std::mem::take(&mut prepared.ready) {
+            ready
+                .recv()
+                .map_err(|_| Error::Spawn("a tracer thread did not start".into()))??;
+        }
+        Ok(())
+    }
+
+    /// Starts the `n - 1` other tracer threads ahead of [`enable_shards`]
+    /// (same `n`), so that making their tracers (each forks a doorbell
+    /// child) overlaps with starting the traced command instead of holding
+    /// it at its exec stop. Dropped unused if `enable_shards` never comes.
+    /// `n <= 1` changes nothing.
+    pub fn prepare_shards(&mut self, n: usize) -> Result<()> {
+        if n <= 1
+            || !cfg!(target_arch = "x86_64")
+            || self.core.shard.is_some()
+            || self.shards.prepared.is_some()
+        {
             return Ok(());
         }
         let group = Arc::new(Group::new(n));
-        *lock(&group.slots[0].tx) = Some(self.sender.clone());
-        *lock(&group.slots[0].ring) = Some(Arc::clone(&self.doorbell.ring));
-        self.core.shard = Some(ShardRef {
+        let mut prepared = Prepared {
             group: Arc::clone(&group),
-            index: 0,
-        });
-        let (kill, watch) = (self.core.kill_on_signal, self.core.end_on_exit);
+            starts: Vec::new(),
+            ready: Vec::new(),
+            threads: Vec::new(),
+        };
         for index in 1..n {
             let (ready_tx, ready) = mpsc::sync_channel(1);
-            let (group, factory) = (Arc::clone(&group), Arc::clone(&factory));
+            let (start, started) = mpsc::sync_channel(1);
+            let group = Arc::clone(&group);
             let spawned = std::thread::Builder::new()
                 .name(format!("utap-shard-{index}"))
-                .spawn(move || serve(group, index, factory, kill, watch, ready_tx));
+                .spawn(move || serve(group, index, started, ready_tx));
             match spawned {
                 Ok(handle) => {
-                    self.shards.threads.push(handle);
-                    ready
-                        .recv()
-                        .map_err(|_| Error::Spawn("a tracer thread did not start".into()))??;
+                    prepared.threads.push(handle);
+                    prepared.starts.push(start);
+                    prepared.ready.push(ready);
                 }
                 Err(e) => return Err(Error::Spawn(format!("tracer thread: {e}"))),
             }
         }
+        self.shards.prepared = Some(prepared);
         Ok(())
     }
 
@@ -539,9 +606,7 @@ fn adopt(core: &mut Core, mut thread: Thread) {
 fn serve(
     group: Arc<Group>,
     index: usize,
-    factory: EngineFactory,
-    kill_on_signal: bool,
-    end_on_exit: Option<Tid>,
+    started: mpsc::Receiver<Start>,
     ready: mpsc::SyncSender<Result<()>>,
 ) {
     // However this thread ends (a panic in a callback too), shard 0 does
@@ -560,12 +625,15 @@ fn serve(
             return;
         }
     };
-    for engine in factory() {
+    let Ok(start) = started.recv() else {
+        return;
+    };
+    for engine in (start.factory)() {
         tracer.engines.push(engine);
     }
     tracer.core.engine_count = tracer.engines.len() as u32;
-    tracer.core.kill_on_signal = kill_on_signal;
-    tracer.core.end_on_exit = end_on_exit;
+    tracer.core.kill_on_signal = start.kill_on_signal;
+    tracer.core.end_on_exit = start.end_on_exit;
     *lock(&group.slots[index].tx) = Some(tracer.sender.clone());
     *lock(&group.slots[index].ring) = Some(Arc::clone(&tracer.doorbell.ring));
     tracer.core.shard = Some(ShardRef {
