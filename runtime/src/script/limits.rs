@@ -79,6 +79,15 @@ const SYSTEMTAP_ONLY: &[&str] = &[
 ];
 
 impl Limits {
+    /// MAXTRYLOCK as a count of tries (at least one) and TRYLOCKDELAY as
+    /// the pause between them: what every bounded lock wait uses.
+    pub fn trylock(&self) -> (u64, std::time::Duration) {
+        (
+            self.max_trylock.max(1) as u64,
+            std::time::Duration::from_micros(self.trylock_delay_us.max(0) as u64),
+        )
+    }
+
     /// Applies `-D` definitions (`NAME=VALUE` or `NAME`). An unknown name is
     /// an error that lists the known ones (a misspelt limit would otherwise
     /// silently not apply); SystemTap's settings of its kernel runtime are

@@ -475,8 +475,7 @@ impl ScriptRuntime {
     ) -> Option<Outcome> {
         let st = &self.state;
         let set = &st.image.probes.get(index)?.locks;
-        let tries = st.limits.max_trylock.max(1) as u64;
-        let delay = std::time::Duration::from_micros(st.limits.trylock_delay_us.max(0) as u64);
+        let (tries, delay) = st.limits.trylock();
         if !st.globals.lock_set(set, tries, delay) {
             self.note_skipped(1, sink);
             return None;

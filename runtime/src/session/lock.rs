@@ -105,9 +105,7 @@ impl std::ops::DerefMut for Confined {
 
 impl ScriptLock {
     pub fn new(shared: Shared) -> ScriptLock {
-        let limits = shared.first().limits().clone();
-        let tries = limits.max_trylock.max(1) as u64;
-        let delay = Duration::from_micros(limits.trylock_delay_us.max(0) as u64);
+        let (tries, delay) = shared.first().limits().trylock();
         ScriptLock {
             inner: RwLock::new(Confined(shared)),
             skipped: AtomicU64::new(0),
