@@ -5,6 +5,7 @@
 //! Diagnostics from every pass go through `diag`.
 
 pub mod ast;
+mod beside;
 pub mod builtins;
 pub mod check;
 pub mod diag;

@@ -511,30 +511,14 @@ impl Loader<'_> {
         let room = u32::try_from(map.text(a).len()).unwrap_or(u32::MAX / 2);
         let mut second_ids = self.ids.split_off(room);
         let ids = &mut *self.ids;
-        let (ra, rb) = std::thread::scope(|s| {
-            let other = std::thread::Builder::new()
-                .name("utap-parse".into())
-                .stack_size(PARSE_STACK)
-                .spawn_scoped(s, || parse_file(map, b, opts, &mut second_ids));
-            match other {
-                Ok(handle) => {
-                    let ra = parse_file(map, a, opts, ids);
-                    let rb = handle
-                        .join()
-                        .unwrap_or_else(|p| std::panic::resume_unwind(p));
-                    (ra, Some(rb))
-                }
-                Err(_) => (parse_file(map, a, opts, ids), None),
-            }
-        });
+        let (ra, rb) = crate::beside::beside(
+            "utap-parse",
+            || parse_file(map, a, opts, ids),
+            || parse_file(map, b, opts, &mut second_ids),
+        );
         self.ids.join(second_ids);
         match (ra, rb) {
-            (Ok(sa), Some(Ok(sb))) => Ok(vec![(sa, canon), (sb, canon)]),
-            (Ok(sa), None) => {
-                let rb = parse_file(self.map, b, &self.parse, self.ids);
-                rb.map(|sb| vec![(sa, canon), (sb, canon)])
-                    .or_else(|_| self.parse_text(file, self.lib.items_text(file, items)))
-            }
+            (Ok(sa), Ok(sb)) => Ok(vec![(sa, canon), (sb, canon)]),
             _ => self.parse_text(file, self.lib.items_text(file, items)),
         }
     }
@@ -563,9 +547,6 @@ type Parsed = Result<Vec<(ast::Script, FileId)>, Vec<Diagnostic>>;
 /// Loads of at least this many items of one file are parsed on two
 /// threads (a thread costs about what parsing 10 aliases does).
 const PARALLEL_ITEMS: usize = 64;
-
-/// The parse thread's stack: the main thread's size (parsing recurses).
-const PARSE_STACK: usize = 8 << 20;
 
 impl TapsetLoader for Loader<'_> {
     fn load_function(&mut self, syms: &mut Symbols, name: &str) -> bool {

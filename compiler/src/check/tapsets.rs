@@ -30,21 +30,7 @@ fn scan_stdlib() -> Vec<Defs> {
             .map(|(i, (_, text))| (i != big).then(|| scan(text)))
             .collect::<Vec<_>>()
     };
-    let (rest, big_defs) = std::thread::scope(|s| {
-        match std::thread::Builder::new()
-            .name("utap-scan".into())
-            .spawn_scoped(s, || scan(files[big].1))
-        {
-            Ok(h) => {
-                let rest = scan_rest();
-                (
-                    rest,
-                    h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-                )
-            }
-            Err(_) => (scan_rest(), scan(files[big].1)),
-        }
-    });
+    let (rest, big_defs) = crate::beside::beside("utap-scan", scan_rest, || scan(files[big].1));
     let mut big_defs = Some(big_defs);
     rest.into_iter()
         .map(|d| d.or_else(|| big_defs.take()).unwrap_or_default())
