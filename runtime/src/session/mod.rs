@@ -132,7 +132,7 @@ pub fn run(
     // The session's engine is this new tracer's first. Its other tracer
     // threads start now, beside the command's fork and exec, not while
     // the command waits at its exec stop.
-    let shards = shard_count(&dispatch, opts, crate::utrace::EngineId(0));
+    let shards = shard_count(&dispatch, opts);
     if shards > 1 {
         tracer
             .prepare_shards(shards)
@@ -212,7 +212,9 @@ pub fn run(
         let on_end = shared.clone();
         ctl.on_end(move |ctl, why| on_end.borrow_mut().end(ctl, why));
     }
-    let shards = shard_count(&dispatch, opts, id);
+    // Sharding (counted above) gives every tracer thread the same
+    // engines at the same ids: the session's is this tracer's first.
+    debug_assert_eq!(id.0, 0);
     // A copy of the script per tracer thread, and the notification
     // server's after them.
     shared
@@ -226,7 +228,6 @@ pub fn run(
             .map_err(|e| SessionError(format!("cannot start the notification thread: {e}")))?;
         shared.borrow_mut().notified = Some(count);
     }
-    debug_assert_eq!(id.0, 0);
     if shards > 1 {
         share_tracing(&mut tracer, &shared, &dispatch, shards)?;
     }
@@ -266,13 +267,8 @@ pub fn drop_leftovers() {
 /// function, marker and `.return` probes (breakpoints), `timer.profile`
 /// (it samples every thread from one tick), `-g` (guru thread control
 /// across threads) and `process.quiesce`.
-fn shard_count(d: &Dispatch, opts: &SessionOptions, engine: crate::utrace::EngineId) -> usize {
-    if !d.functions.is_empty()
-        || !d.profile.is_empty()
-        || !d.quiesce.is_empty()
-        || opts.guru
-        || engine.0 != 0
-    {
+fn shard_count(d: &Dispatch, opts: &SessionOptions) -> usize {
+    if !d.functions.is_empty() || !d.profile.is_empty() || !d.quiesce.is_empty() || opts.guru {
         return 1;
     }
     if let Some(n) = std::env::var("UTAP_SHARDS")
