@@ -44,23 +44,6 @@ impl OutputSink for Producer {
     }
 }
 
-/// The producer behind a mutex, used with the mutex held otherwise
-/// (exclusive access: no locking needed).
-impl OutputSink for std::sync::Mutex<Producer> {
-    fn push(&mut self, bytes: &[u8]) {
-        OutputSink::push(self.get_mut().unwrap_or_else(|e| e.into_inner()), bytes);
-    }
-    fn warn(&mut self, line: &str) {
-        OutputSink::warn(self.get_mut().unwrap_or_else(|e| e.into_inner()), line);
-    }
-    fn system(&mut self, cmd: &[u8]) {
-        OutputSink::system(self.get_mut().unwrap_or_else(|e| e.into_inner()), cmd);
-    }
-    fn ending(&mut self) {
-        OutputSink::ending(self.get_mut().unwrap_or_else(|e| e.into_inner()));
-    }
-}
-
 /// Collects output and stderr lines in memory (tests, benchmarks).
 #[derive(Debug, Default)]
 pub struct BufferSink {

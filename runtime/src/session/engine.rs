@@ -119,9 +119,9 @@ impl Shared {
 
     /// The first copy of the script and the output, with the whole state
     /// held (timers, `--metrics`).
-    pub fn script_and_sink(&mut self) -> (&mut ScriptRuntime, &mut Mutex<Producer>) {
+    pub fn script_and_sink(&mut self) -> (&mut ScriptRuntime, &mut Producer) {
         let run = self.runs[0].get_mut().unwrap_or_else(|e| e.into_inner());
-        (run, &mut self.sink)
+        (run, self.sink.get_mut().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// The first copy of the script, from a shared hold (reading it).
