@@ -281,6 +281,31 @@ probe end { println(n > 0 ? "traced" : "nothing traced") }
     assert_running_untraced(pid);
 }
 
+/// The verdict goes to the shell while the tracing process still lets
+/// 1,000 threads go (`UTAP_DETACH_BUDGET_MS=0`: at once). The shell's utap
+/// then exits, and that must not kill the tracing process, whose first
+/// thread holds a parent-death signal: the threads of the `-c` command
+/// still attached would die with it (PTRACE_O_EXITKILL), or a park's
+/// `jmp .` would stay in its code.
+#[test]
+fn the_command_outlives_a_verdict_sent_before_its_threads_are_let_go() {
+    let script = r#"
+global n
+probe process.thread.begin { if (++n == 1000) exit() }
+probe end { println(target()) }
+"#;
+    let cmd = format!("exec {} 1000 100000 >/dev/null 2>&1", fixture("busy"));
+    let mut c = utap(script, &["-c", &cmd]);
+    c.env("UTAP_DETACH_BUDGET_MS", "0");
+    let out = run(c);
+    assert_eq!(out.status, 0, "{out:?}");
+    let pid: i32 = out.stdout.trim().parse().expect("the target's pid");
+    assert_settled_untraced(pid, " once utap returned");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(threads(pid).len(), 1001, "the command died behind utap");
+    signal(pid, libc::SIGKILL);
+}
+
 /// utap raises itself to nice -20 when allowed (runtime/src/priority.rs),
 /// but the `-c` command runs at the caller's nice value.
 #[test]

@@ -279,7 +279,15 @@ struct Handover {
 /// returns anyway (detaching goes on behind it): long enough for a few
 /// hundred threads, so that a debugger started right after utap usually
 /// finds the process untraced; short enough to end "at once".
-const DETACH_BUDGET: Duration = Duration::from_millis(50);
+/// `UTAP_DETACH_BUDGET_MS` changes it (tests: 0 ends the foreground while
+/// the host is still detaching).
+fn detach_budget() -> Duration {
+    let ms = std::env::var("UTAP_DETACH_BUDGET_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50);
+    Duration::from_millis(ms)
+}
 
 /// The tracing process's session: output thread, tracer, and the hand-over
 /// of the result to the foreground once the script has ended.
@@ -317,9 +325,13 @@ fn traced(
             // Shepherding lasts as long as the command: hand over now.
             Aftermath::Shepherd => h.link.report(verdict),
             Aftermath::Detach => {
+                // Here, on the thread that holds it: the verdict may go
+                // from another while this one still detaches.
+                h.link.outlive_foreground();
                 let handover = handover.clone();
+                let budget = detach_budget();
                 std::thread::spawn(move || {
-                    std::thread::sleep(DETACH_BUDGET);
+                    std::thread::sleep(budget);
                     let mut h = handover.lock().unwrap_or_else(|e| e.into_inner());
                     h.link.report(verdict);
                 });

@@ -21,8 +21,12 @@
 //! (`PR_SET_PDEATHSIG`), and then, like any dead tracer's tracees, a `-c`
 //! command is killed too (`PTRACE_O_EXITKILL`) and an attached process is
 //! detached and runs on: `kill -9` of utap behaves as for one process. The
-//! parent-death signal is cleared just before the verdict is sent, so a
-//! host may outlive a foreground that ended normally.
+//! parent-death signal is cleared once the session has ended, so a host
+//! may outlive a foreground that ended normally. It is a setting of the
+//! thread that made it (the host's first), not of the process: only that
+//! thread can clear it ([`HostLink::outlive_foreground`]); cleared on
+//! another (the thread that sends the verdict after the detach budget), it
+//! would stay, and the foreground's exit would kill a host still detaching.
 //!
 //! The link is a pipe carrying one 4-byte verdict; a multi-session daemon
 //! would carry the same verdict (and more) over a socket.
@@ -103,7 +107,11 @@ pub fn split() -> io::Result<Side> {
                     libc::_exit(1);
                 }
             }
-            Ok(Side::Host(HostLink { tx: Some(tx) }))
+            Ok(Side::Host(HostLink {
+                tx: Some(tx),
+                // SAFETY: gettid has no memory effects.
+                armed: unsafe { libc::gettid() },
+            }))
         }
         host => {
             crate::endtrace::mark("split");
@@ -199,6 +207,8 @@ impl Foreground {
 /// The host's end of the link.
 pub struct HostLink {
     tx: Option<OwnedFd>,
+    /// The thread whose parent-death signal kills the host (0: cleared).
+    armed: libc::pid_t,
 }
 
 impl HostLink {
@@ -212,10 +222,10 @@ impl HostLink {
             return;
         };
         crate::endtrace::mark("verdict sent");
-        // SAFETY: prctl, open, dup2, write and close have no memory effects
-        // beyond the descriptors named.
+        self.outlive_foreground();
+        // SAFETY: open, dup2, write and close have no memory effects beyond
+        // the descriptors named.
         unsafe {
-            libc::prctl(libc::PR_SET_PDEATHSIG, 0 as libc::c_ulong);
             let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
             if null >= 0 {
                 for fd in 0..3 {
@@ -225,6 +235,20 @@ impl HostLink {
             }
             let bytes = verdict.encode();
             libc::write(tx.as_raw_fd(), bytes.as_ptr().cast(), bytes.len());
+        }
+    }
+
+    /// From now on the foreground's death no longer kills the host (the
+    /// session has ended; what is left is letting threads go). Does
+    /// something only on the thread that split, which holds the signal:
+    /// call it there before another thread may send the verdict.
+    pub fn outlive_foreground(&mut self) {
+        // SAFETY: gettid and prctl have no memory effects.
+        unsafe {
+            if self.armed != 0 && libc::gettid() == self.armed {
+                libc::prctl(libc::PR_SET_PDEATHSIG, 0 as libc::c_ulong);
+                self.armed = 0;
+            }
         }
     }
 
