@@ -312,7 +312,9 @@ fn ctrl_c_during_thread_churn_leaves_nothing_stopped_or_traced() {
 }
 
 /// Per thread of a `-x` session (no seccomp filter: entry and exit stops),
-/// its getppid entries and returns: each churn thread makes 3.
+/// its getppid entries and returns: each churn thread makes 3. The end
+/// probe visits every thread the churn made in the second (hundreds, more
+/// than MAXACTION's default allows: the test raises it).
 const ENTRIES_AND_RETURNS: &str = r#"
 global e, r
 probe syscall.getppid { e[tid()]++ }
@@ -334,7 +336,13 @@ fn threads_handed_over_at_a_syscall_entry_report_each_call_once() {
     let mut c = utap_sharded(
         ENTRIES_AND_RETURNS,
         2,
-        &["-T", "1", "-x", &churn.pid().to_string()],
+        &[
+            "-DMAXACTION=1000000",
+            "-T",
+            "1",
+            "-x",
+            &churn.pid().to_string(),
+        ],
     );
     c.env("UTAP_SHARD_SETTLE", "2");
     let out = run(c);
