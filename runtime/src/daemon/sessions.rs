@@ -205,7 +205,7 @@ pub(crate) fn start(
             }
         }
     }
-    let dispatch = std::sync::Arc::new(Dispatch::new(&p.points));
+    let dispatch = Arc::new(Dispatch::new(&p.points));
     let shared: SharedRef = crate::session::new_shared(Shared::new(script, sink, &dispatch));
     {
         let mut s = shared.borrow_mut();

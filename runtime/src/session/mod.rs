@@ -289,7 +289,7 @@ fn share_tracing(
     shards: usize,
 ) -> Result<(), SessionError> {
     let (state, dispatch) = (shared.clone(), dispatch.clone());
-    let factory: crate::utrace::EngineFactory = std::sync::Arc::new(move || {
+    let factory: crate::utrace::EngineFactory = Arc::new(move || {
         let engine = ScriptEngine {
             shared: state.clone(),
             dispatch: dispatch.clone(),
@@ -306,7 +306,7 @@ fn share_tracing(
 /// How a handler running elsewhere than on the first tracer thread (a
 /// shard, the notification server) has the script ended there.
 fn end_on_first(tracer: &Tracer, shared: &SharedRef) -> Box<dyn Fn(EndReason) + Send + Sync> {
-    let weak = std::sync::Arc::downgrade(shared);
+    let weak = Arc::downgrade(shared);
     let main = tracer.handle();
     Box::new(move |why| {
         let weak = weak.clone();
@@ -320,7 +320,7 @@ fn end_on_first(tracer: &Tracer, shared: &SharedRef) -> Box<dyn Fn(EndReason) + 
 
 /// The script state behind its lock, for a session's engines and timers.
 pub(crate) fn new_shared(shared: Shared) -> SharedRef {
-    std::sync::Arc::new(lock::ScriptLock::new(shared))
+    Arc::new(lock::ScriptLock::new(shared))
 }
 
 /// End (or error) probes, autoprinted globals, the error summary. From now
