@@ -158,13 +158,21 @@ fn programs_own_sigtrap_is_delivered() {
 /// is lost, as the kernel drops it: 2–6% here, so most, not all, arrive.)
 #[test]
 fn sigtraps_sent_to_a_thread_at_probed_entries_reach_it() {
-    let out = trace(
-        "ufuncs",
+    let path = fixture("ufuncs");
+    let script = format!(
         r#"global n
-probe process("EXE").function("hot") { n++ }
-probe end { printf("utap %d\n", n) }"#,
-        "killtrap 100",
+probe process("{path}").function("hot") {{ n++ }}
+probe end {{ printf("utap %d\n", n) }}"#
     );
+    let o = run(utap(
+        &script,
+        &["-v", "-c", &format!("{path} killtrap 100")],
+    ));
+    // `-v`'s stderr says how the fixture ended when it printed nothing
+    // (seen once in a CI run: "utap 0" alone, not reproduced since).
+    assert_eq!(o.status, 0, "{}{}", o.stdout, o.stderr);
+    assert!(o.stdout.contains("traps "), "{}{}", o.stdout, o.stderr);
+    let out = o.stdout;
     let (calls, traps, counted) = (
         count(&out, "hot"),
         count(&out, "traps"),
