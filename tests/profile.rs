@@ -78,6 +78,39 @@ fn sleeping_threads_are_skipped() {
     assert!(n < 40, "{n} samples of a sleeping process");
 }
 
+/// As above, through a stub: level1 runs twice from one call site, and
+/// its second return goes through the stub made at its first. Both
+/// backtraces from getppid show main as without the probe.
+#[test]
+fn backtraces_see_through_return_stubs() {
+    let exe = fixture("ustack");
+    let twice = format!("{exe} twice");
+    let bt = "probe syscall.getppid { if (execname() == \"ustack\") print_ubacktrace() }";
+    let plain = run(utap(bt, &["-c", &twice]));
+    assert_eq!(plain.status, 0, "{}", plain.stderr);
+    let with_return = format!(
+        "{bt}\nprobe process(\"{exe}\").function(\"level1\").return {{ println(\"returned\") }}"
+    );
+    let hijacked = run(utap(&with_return, &["-v", "-c", &twice]));
+    assert_eq!(hijacked.status, 0, "{}", hijacked.stderr);
+    assert!(
+        hijacked
+            .stderr
+            .contains("utap: returns: 1 through their stubs, 1 through the trampoline"),
+        "{}",
+        hijacked.stderr
+    );
+    let expected = frame_names(&plain.stdout);
+    let main_calls = expected.windows(2).filter(|w| w == &["level1", "main"]);
+    assert_eq!(main_calls.count(), 2, "{}", plain.stdout);
+    assert_eq!(
+        frame_names(&hijacked.stdout),
+        expected,
+        "{}",
+        hijacked.stdout
+    );
+}
+
 fn frame_names(out: &str) -> Vec<String> {
     out.lines()
         .filter_map(|l| l.strip_prefix(' '))

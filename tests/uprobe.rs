@@ -68,6 +68,47 @@ fn four_threads_lose_no_hit() {
     assert_eq!(count(&out, "u_hot"), 80000);
 }
 
+/// Returns go through a stub of their return address once that address
+/// has been seen (the pair's cost, issue 13): the first returns of `hot`
+/// to its caller go through the trampoline (one per thread at most, those
+/// in flight before the stub is made), every later one through the stub,
+/// whose store over the return address the program made itself in a
+/// hijacking slot. Four threads; every call and return counted, each
+/// return value checked.
+#[test]
+fn returns_after_the_first_go_through_their_stub() {
+    let path = fixture("ufuncs");
+    let script = r#"global calls, returns, bad
+probe process("EXE").function("hot") { calls++ }
+probe process("EXE").function("hot").return { returns++; if ($return != $arg1 + 1) bad++ }
+probe end { printf("u_calls %d\nu_returns %d\nu_bad %d\n", calls, returns, bad) }"#
+        .replace("EXE", &path);
+    let o = run(utap(
+        &script,
+        &["-v", "-c", &format!("{path} threads 5000")],
+    ));
+    assert_eq!(o.status, 0, "{}{}", o.stdout, o.stderr);
+    assert_eq!(count(&o.stdout, "hot"), 20000, "{}", o.stdout);
+    assert_eq!(count(&o.stdout, "u_calls"), 20000, "{}", o.stdout);
+    assert_eq!(count(&o.stdout, "u_returns"), 20000, "{}", o.stdout);
+    assert_eq!(count(&o.stdout, "u_bad"), 0, "{}", o.stdout);
+    let line = o
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("utap: returns: "))
+        .unwrap_or_else(|| panic!("no return counts in {}", o.stderr));
+    let n: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let [stubs, trampoline, stores] = n[..] else {
+        panic!("{line}")
+    };
+    assert_eq!(stubs + trampoline, 20000, "{line}");
+    assert!((1..=4).contains(&trampoline), "{line}");
+    assert_eq!(stores, stubs, "{line}");
+}
+
 #[test]
 fn dlopened_library_and_longjmp() {
     let script = r#"global n

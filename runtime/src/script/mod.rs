@@ -333,10 +333,10 @@ impl ScriptRuntime {
         self.state.usdt = m;
     }
 
-    /// The shadow stack of return-probe trampolines of the thread the next
+    /// The shadow stack of hijacked returns of the thread the next
     /// firings run for (see `crate::unwind::returns`); empty for none.
-    pub fn set_hijacked_returns(&mut self, trampoline: u64, frames: &[crate::utrace::Frame]) {
-        self.state.unwind.returns.set(trampoline, frames);
+    pub fn set_hijacked_returns(&mut self, frames: &[crate::utrace::Frame]) {
+        self.state.unwind.returns.set(frames);
     }
 
     /// The tracer thread (shard) the next handler runs belong to: `<<<`

@@ -269,8 +269,8 @@ impl Shared {
         }
         let tid = Tid(values.tid as i32);
         match ctl.as_deref().and_then(|c| c.hijacked_returns(tid)) {
-            Some((trampoline, frames)) => run.set_hijacked_returns(trampoline, frames),
-            None => run.set_hijacked_returns(0, &[]),
+            Some(frames) => run.set_hijacked_returns(frames),
+            None => run.set_hijacked_returns(&[]),
         }
         let memory = ProcessMemory::new(values.tid as i32);
         let mut sink = LockedSink(&self.sink);
@@ -373,6 +373,12 @@ impl Shared {
                     eprintln!(
                         "utap: breakpoint step-overs: {} emulated, {} out of line, {} single-stepped ({} slot pages)",
                         c.emulated, c.out_of_line, c.single_stepped, c.slot_pages
+                    );
+                }
+                if c.stub_returns + c.trampoline_returns > 0 {
+                    eprintln!(
+                        "utap: returns: {} through their stubs, {} through the trampoline ({} return addresses replaced by the program)",
+                        c.stub_returns, c.trampoline_returns, c.slot_stores
                     );
                 }
             }

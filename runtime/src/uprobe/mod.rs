@@ -21,7 +21,10 @@
 //!   is delivered to it.
 //! * Return probes: a per-thread shadow stack of hijacked return addresses;
 //!   stale frames (longjmp past them) are dropped by stack pointer at every
-//!   trampoline hit and new hijack.
+//!   trampoline hit and new hijack. A hijacked slot holds the space's
+//!   shared trampoline or, once the return address has been seen, that
+//!   address's own stub (`int3; jmp R` in a slot page): a return through a
+//!   stub goes on by itself after its stop, no register to write.
 
 pub mod emulate;
 pub mod mem;
@@ -89,6 +92,9 @@ pub struct Frame {
     pub orig_ret: u64,
     /// The engine's own token (e.g. where it keeps `@entry` values).
     pub cookie: u64,
+    /// What the slot was made to hold: the trampoline or `orig_ret`'s
+    /// stub (`Space::stubs`).
+    pub via: u64,
 }
 
 /// One address space (the processes sharing an mm: a process, and a
@@ -101,6 +107,19 @@ pub(crate) struct Space {
     /// Where hijacked returns land (an `int3` at the executable's entry
     /// point, which never runs again after start-up).
     pub trampoline: Option<u64>,
+    /// Return stubs by the return address they jump to: `int3; jmp R`
+    /// in a slot page, made at the first return to R through the
+    /// trampoline. Gone with the pages.
+    pub stubs: AddrMap<u64>,
+    /// The same stubs by their address: the return address each one
+    /// jumps to.
+    pub stub_ret: AddrMap<u64>,
+    /// Hijacking slots (`xol::hijacking`) by (site, stub); 0 where one
+    /// could not be made.
+    pub hijacking: HashMap<(u64, u64), u64>,
+    /// (position, site) in hijacking slots where a thread can be sent
+    /// back to the site: the slot's start and its instruction's copy.
+    pub hijacking_sites: Vec<(u64, u64)>,
     pub shadow: TidMap<Vec<Frame>>,
     /// Slot pages mapped in this space (inherited by fork children with
     /// the memory; gone at exec with the space).
@@ -118,6 +137,23 @@ pub(crate) struct Space {
     pub mem: mem::MemFile,
 }
 
+impl Space {
+    /// Where a return through our landing at `addr` (the trampoline or a
+    /// stub) goes: `Some(None)` for the trampoline (the shadow stack
+    /// tells), `Some(Some(R))` for R's stub, `None` if not a landing.
+    pub fn landing(&self, addr: u64) -> Option<Option<u64>> {
+        if self.trampoline == Some(addr) {
+            return Some(None);
+        }
+        self.stub_ret.get(&addr).map(|&r| Some(r))
+    }
+
+    /// Whether `value`, read from a return-address slot, is one of ours.
+    pub fn is_landing(&self, value: u64) -> bool {
+        self.landing(value).is_some()
+    }
+}
+
 /// Counters for `-v`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StepCounts {
@@ -131,6 +167,13 @@ pub struct StepCounts {
     pub slot_pages_unmapped: u64,
     /// Threads interrupted so that text changed with none running.
     pub text_holds: u64,
+    /// Returns that went on by themselves through their address's stub,
+    /// and returns through the shared trampoline (rip written).
+    pub stub_returns: u64,
+    pub trampoline_returns: u64,
+    /// Return hijacks whose store the program made itself, in a
+    /// hijacking slot (no stack write by the tracer).
+    pub slot_stores: u64,
 }
 
 /// Every address space with breakpoints, by the pid owning it.
@@ -169,7 +212,7 @@ pub(crate) struct PendingHijack {
     pub owner: Tid,
     /// The return address's slot (rsp at the entry).
     pub slot: u64,
-    /// The trampoline.
+    /// The trampoline or the return address's stub.
     pub value: u64,
 }
 
@@ -333,16 +376,20 @@ impl Breakpoints {
 }
 
 /// Puts back the hijacked return addresses (where the slot still holds
-/// the trampoline) and the original bytes of one space.
+/// what the hijack wrote) and the original bytes of one space.
 fn restore_space(owner: Tid, space: &mut Space) {
-    if let Some(tramp) = space.trampoline {
-        for frames in space.shadow.values() {
-            for f in frames {
-                if mem::read_u64(owner.0, f.slot).ok() == Some(tramp) {
-                    let _ = mem::write(owner.0, f.slot, &f.orig_ret.to_le_bytes());
-                }
+    for frames in space.shadow.values() {
+        for f in frames {
+            if mem::read_u64(owner.0, f.slot).ok() == Some(f.via) {
+                let _ = mem::write(owner.0, f.slot, &f.orig_ret.to_le_bytes());
             }
         }
+    }
+    // A thread held inside a hijacking slot may still store its stub
+    // after this (when its page cannot be unmapped): the stub must then
+    // just jump.
+    for &stub in space.stub_ret.keys() {
+        let _ = mem::write(owner.0, stub, &[0x90]);
     }
     for (&addr, site) in space.sites.iter() {
         if let Some(slot) = site.slot {

@@ -89,6 +89,58 @@ pub fn relocate_frame_setup(site: u64, slot: u64) -> Option<Vec<u8>> {
     Some(code)
 }
 
+/// How many return stubs one space may have (a slot each): a program
+/// returning to more places than that from probed functions returns to
+/// the rest through the shared trampoline.
+pub const MAX_STUBS: usize = 4096;
+
+/// Where a return stub keeps its own address (see [`hijacking`]).
+pub const STUB_SELF: u64 = 8;
+
+/// A return stub at `slot` for return address `ret`: `int3` (the return's
+/// stop), then `jmp ret`, so the thread goes on by itself; its own address
+/// at [`STUB_SELF`], which hijacking slots store. `None` out of reach.
+pub fn return_stub(slot: u64, ret: u64) -> Option<[u8; 16]> {
+    let rel = i32::try_from(ret.wrapping_sub(slot + 6) as i64).ok()?;
+    let mut code = [0x90; 16];
+    code[0] = 0xcc;
+    code[1] = 0xe9;
+    code[2..6].copy_from_slice(&rel.to_le_bytes());
+    code[8..].copy_from_slice(&slot.to_le_bytes());
+    Some(code)
+}
+
+/// Length of a hijacking slot's store (`push` + `pop`).
+pub const HIJACK_STORE: u64 = 9;
+
+/// A hijacking slot at `slot`: the entry of a function whose return goes
+/// through `stub` stores the stub over the return address itself,
+/// `push [stub + STUB_SELF]; pop [rsp]` (no register or flag changed; the
+/// `pop` addresses rsp after its increment), then runs the site's
+/// instruction(s) as its slot would (`frame_setup`: the pair) and jumps
+/// back. The tracer then writes only rip at the entry, no stack word.
+/// `None` out of reach or too long.
+pub fn hijacking(
+    slot: u64,
+    stub: u64,
+    site: u64,
+    i: &Instruction,
+    frame_setup: bool,
+) -> Option<Vec<u8>> {
+    let disp = i32::try_from((stub + STUB_SELF).wrapping_sub(slot + 6) as i64).ok()?;
+    let mut code = vec![0xff, 0x35];
+    code.extend_from_slice(&disp.to_le_bytes());
+    code.extend_from_slice(&[0x8f, 0x04, 0x24]);
+    let body = slot + HIJACK_STORE;
+    let rest = if frame_setup {
+        relocate_frame_setup(site, body)?
+    } else {
+        relocate(i, body)?
+    };
+    code.extend_from_slice(&rest);
+    (code.len() as u64 <= SLOT_SIZE).then_some(code)
+}
+
 /// Where to map a new slot page for `site`: the free page right below the
 /// nearest mapping that has a free page under it (never under the stack,
 /// which grows down), within reach. Above-the-mapping gaps are avoided:
@@ -113,6 +165,40 @@ pub fn page_near(maps: &[Mapping], site: u64) -> Option<u64> {
 mod tests {
     use super::*;
     use iced_x86::{Decoder, DecoderOptions};
+
+    #[test]
+    fn a_return_stub_traps_then_jumps_to_its_return_address() {
+        let slot = 0x5555_0000_1000;
+        let ret = 0x5555_1234_5678;
+        let code = return_stub(slot, ret).unwrap();
+        assert_eq!(code[0], 0xcc);
+        let jmp = decode(&code[1..], slot + 1);
+        assert_eq!(jmp.code(), Code::Jmp_rel32_64);
+        assert_eq!(jmp.near_branch64(), ret);
+        let own = u64::from_le_bytes(code[STUB_SELF as usize..].try_into().unwrap());
+        assert_eq!(own, slot);
+        assert_eq!(return_stub(slot, slot + (1 << 33)), None, "out of reach");
+    }
+
+    #[test]
+    fn a_hijacking_slot_stores_the_stub_then_runs_the_frame_setup() {
+        let (slot, stub, site) = (0x5555_0000_1000, 0x5555_0000_1040, 0x5555_0001_2340);
+        let push = decode(&FRAME_SETUP, site);
+        let code = hijacking(slot, stub, site, &push, true).unwrap();
+        let insns = decode_all(&code, slot);
+        assert_eq!(insns[0].code(), Code::Push_rm64);
+        assert!(insns[0].is_ip_rel_memory_operand());
+        assert_eq!(insns[0].ip_rel_memory_address(), stub + STUB_SELF);
+        assert_eq!(insns[1].code(), Code::Pop_rm64);
+        assert_eq!(insns[1].memory_base(), iced_x86::Register::RSP);
+        assert_eq!(insns[1].memory_displacement64(), 0);
+        assert_eq!(insns[2].ip(), slot + HIJACK_STORE);
+        assert_eq!(insns[2].code(), Code::Push_r64);
+        assert_eq!(insns[3].code(), Code::Mov_rm64_r64);
+        assert_eq!(insns[4].near_branch64(), site + 4, "back past the pair");
+        let far = hijacking(slot, slot + (1 << 33), site, &push, true);
+        assert_eq!(far, None, "stub out of reach");
+    }
 
     fn decode(bytes: &[u8], ip: u64) -> Instruction {
         Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE).decode()

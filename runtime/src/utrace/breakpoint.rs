@@ -41,16 +41,20 @@ impl Tracer {
             return false;
         };
         let addr = regs.rip.wrapping_sub(1);
+        let landing = space.landing(addr);
         // Most hits need no GETSIGINFO (see `Site::trap_is_unambiguous`).
-        let unambiguous = space
-            .sites
-            .get(&addr)
-            .is_some_and(|s| s.trap_is_unambiguous());
+        // Neither does a stub's: a SIGTRAP sent to a thread resumed at
+        // stub + 1 finds no frame to pop there, and is delivered.
+        let unambiguous = matches!(landing, Some(Some(_)))
+            || space
+                .sites
+                .get(&addr)
+                .is_some_and(|s| s.trap_is_unambiguous());
         if !unambiguous && !is_int3_trap(tid) {
             return false;
         }
-        if space.trampoline == Some(addr) {
-            return self.on_return_trap(tid, pid, regs);
+        if let Some(stub_to) = landing {
+            return self.on_return_trap(tid, pid, regs, stub_to);
         }
         if space.sites.contains_key(&addr) {
             self.on_site_trap(tid, pid, addr, regs);
@@ -152,6 +156,16 @@ impl Tracer {
             return;
         };
         let (step, orig) = (site.step, site.orig);
+        if let Some(slot) = self.hijacking_slot(tid, owner, addr, step, &regs) {
+            let mut r = regs;
+            r.rip = slot;
+            if self.write_bp_regs(tid, &r).is_ok() {
+                self.core.uprobes.pending = None;
+                self.core.uprobes.counts.out_of_line += 1;
+                self.core.uprobes.counts.slot_stores += 1;
+                return;
+            }
+        }
         if let StepOver::Xol(insn) = step {
             if let Some(slot) = self.xol_slot(tid, owner, addr, &insn, &regs) {
                 let mut r = regs;
@@ -234,6 +248,55 @@ impl Tracer {
         ok
     }
 
+    /// When this stop's return hijack (`Breakpoints::pending`) goes
+    /// through a stub: the slot that makes its store and runs the site's
+    /// instruction (`xol::hijacking`), one per site and stub, made at the
+    /// first such hit. `None` for the trampoline, an instruction that
+    /// cannot run out of line, or a slot that could not be made.
+    fn hijacking_slot(
+        &mut self,
+        tid: Tid,
+        owner: Tid,
+        addr: u64,
+        step: StepOver,
+        regs: &super::Regs,
+    ) -> Option<u64> {
+        let uprobes = &self.core.uprobes;
+        let p = uprobes
+            .pending
+            .filter(|p| p.tid == tid && p.slot == regs.rsp)?;
+        let space = uprobes.space(owner)?;
+        space.stub_ret.get(&p.value)?;
+        if let Some(&slot) = space.hijacking.get(&(addr, p.value)) {
+            return (slot != 0).then_some(slot);
+        }
+        let (StepOver::Xol(insn) | StepOver::Emulate(insn)) = step else {
+            return None;
+        };
+        let frame_setup = space.sites.get(&addr)?.frame_setup;
+        if space.hijacking.len() >= xol::MAX_STUBS || !xol::runnable(&insn) {
+            return None;
+        }
+        // A frame set-up's own slot too: its traps need no siginfo once
+        // it has one (`Site::trap_is_unambiguous`).
+        if frame_setup {
+            self.xol_slot(tid, owner, addr, &insn, regs)?;
+        }
+        let slot = self.take_slot_near(tid, owner, addr, regs)?;
+        let code = xol::hijacking(slot, p.value, addr, &insn, frame_setup);
+        let made = code.is_some_and(|c| mem::write(owner.0, slot, &c).is_ok());
+        let space = self.core.uprobes.space_mut(owner)?;
+        space
+            .hijacking
+            .insert((addr, p.value), if made { slot } else { 0 });
+        if !made {
+            return None;
+        }
+        let copy = slot + xol::HIJACK_STORE;
+        space.hijacking_sites.extend([(slot, addr), (copy, addr)]);
+        Some(slot)
+    }
+
     /// The site's out-of-line slot: made at the first hit (a slot page is
     /// mapped near the module when none is in reach, by a syscall injected
     /// into this stopped thread). `None` when that cannot be done; the
@@ -250,26 +313,7 @@ impl Tracer {
         if let Some(slot) = space.sites.get(&addr)?.slot {
             return Some(slot);
         }
-        let taken = space.pages.iter_mut().find_map(|p| p.take_near(addr));
-        let slot = match taken {
-            Some(s) => s,
-            None if space.no_pages => None?,
-            None => {
-                let page = self.map_slot_page(tid, owner, addr, regs);
-                if page.is_some() {
-                    self.core.uprobes.counts.slot_pages += 1;
-                }
-                let space = self.core.uprobes.space_mut(owner)?;
-                let Some(base) = page else {
-                    space.no_pages = true;
-                    return None;
-                };
-                let mut page = xol::SlotPage { base, used: 0 };
-                let slot = page.take_near(addr);
-                space.pages.push(page);
-                slot?
-            }
-        };
+        let slot = self.take_slot_near(tid, owner, addr, regs)?;
         let frame_setup = self
             .core
             .uprobes
@@ -296,6 +340,37 @@ impl Tracer {
         }
         site.slot = Some(slot);
         Some(slot)
+    }
+
+    /// A free slot within reach of `addr` in `owner`'s space: in a page it
+    /// has, or in a new one mapped by `tid` (stopped with `regs`).
+    fn take_slot_near(
+        &mut self,
+        tid: Tid,
+        owner: Tid,
+        addr: u64,
+        regs: &super::Regs,
+    ) -> Option<u64> {
+        let space = self.core.uprobes.space_mut(owner)?;
+        if let Some(slot) = space.pages.iter_mut().find_map(|p| p.take_near(addr)) {
+            return Some(slot);
+        }
+        if space.no_pages {
+            return None;
+        }
+        let page = self.map_slot_page(tid, owner, addr, regs);
+        if page.is_some() {
+            self.core.uprobes.counts.slot_pages += 1;
+        }
+        let space = self.core.uprobes.space_mut(owner)?;
+        let Some(base) = page else {
+            space.no_pages = true;
+            return None;
+        };
+        let mut page = xol::SlotPage { base, used: 0 };
+        let slot = page.take_near(addr);
+        space.pages.push(page);
+        slot
     }
 
     /// Maps one r-x page within reach of `site` in `owner`'s address space
@@ -388,9 +463,18 @@ impl Tracer {
         true
     }
 
-    /// A return into the trampoline: pop the returned frame(s), report
-    /// them innermost first, continue at the real return address.
-    fn on_return_trap(&mut self, tid: Tid, pid: Tid, mut regs: super::Regs) -> bool {
+    /// A return into the trampoline or a stub (`stub_to`: where the stub
+    /// jumps): pop the returned frame(s), report them innermost first,
+    /// continue at the real return address. Through the trampoline that
+    /// takes a write of rip, and the return address gets its stub for
+    /// next time; a stub goes on by itself.
+    fn on_return_trap(
+        &mut self,
+        tid: Tid,
+        pid: Tid,
+        mut regs: super::Regs,
+        stub_to: Option<u64>,
+    ) -> bool {
         let slot = regs.rsp.wrapping_sub(8);
         let mut returned = std::mem::take(&mut self.core.uprobes.returned);
         let Some(outermost) = self.pop_frames(tid, pid, slot, &mut returned) else {
@@ -400,7 +484,15 @@ impl Tracer {
         self.clear_signal(tid);
         let kernel = regs;
         regs.rip = outermost.orig_ret;
-        let _ = ptrace::write_changed_regs(tid, &kernel, &regs);
+        if stub_to == Some(regs.rip) {
+            self.core.uprobes.counts.stub_returns += 1;
+        } else {
+            let _ = ptrace::write_changed_regs(tid, &kernel, &regs);
+            self.core.uprobes.counts.trampoline_returns += 1;
+            if stub_to.is_none() {
+                self.make_return_stub(tid, pid, &regs);
+            }
+        }
         for frame in returned.iter() {
             let hit = BreakpointHit {
                 addr: frame.func,
@@ -419,6 +511,35 @@ impl Tracer {
         self.core.uprobes.returned = returned;
         self.finish_stop_pub(tid);
         true
+    }
+
+    /// Makes the stub of return address `regs.rip` (see `Space::stubs`),
+    /// if it has none and the space may have more: a slot within a
+    /// `jmp rel32` of it, in a page mapped by `tid` (stopped, with `regs`
+    /// in the kernel) when none has room.
+    fn make_return_stub(&mut self, tid: Tid, pid: Tid, regs: &super::Regs) {
+        let ret = regs.rip;
+        let owner = self.core.uprobes.owner(pid);
+        let wanted = self
+            .core
+            .uprobes
+            .space(owner)
+            .is_some_and(|s| !s.stubs.contains_key(&ret) && s.stubs.len() < xol::MAX_STUBS);
+        if !wanted {
+            return;
+        }
+        let Some(slot) = self.take_slot_near(tid, owner, ret, regs) else {
+            return;
+        };
+        let Some(code) = xol::return_stub(slot, ret) else {
+            return;
+        };
+        if mem::write(owner.0, slot, &code).is_ok()
+            && let Some(space) = self.core.uprobes.space_mut(owner)
+        {
+            space.stubs.insert(ret, slot);
+            space.stub_ret.insert(slot, ret);
+        }
     }
 
     /// Pops the frames of `tid` returning through `slot` (and stale ones
@@ -455,9 +576,8 @@ impl Tracer {
     pub(crate) fn take_pending_trap(&mut self, tid: Tid, pid: Tid) -> Option<ptrace::Status> {
         let space = self.core.uprobes.space(pid)?;
         let at = ptrace::get_regs(tid).ok()?.rip.wrapping_sub(1);
-        let ours = space.trampoline == Some(at)
-            || space.sites.contains_key(&at)
-            || space.removed.contains(&at);
+        let ours =
+            space.is_landing(at) || space.sites.contains_key(&at) || space.removed.contains(&at);
         if !ours || !sigtrap_pending(tid) {
             return None;
         }
@@ -484,7 +604,7 @@ impl Tracer {
             return false;
         };
         let addr = regs.rip.wrapping_sub(1);
-        if space.trampoline == Some(addr) {
+        if space.is_landing(addr) {
             let slot = regs.rsp.wrapping_sub(8);
             let Some(ret) = self.pop_frames(tid, pid, slot, &mut Vec::new()) else {
                 return false;
@@ -552,14 +672,17 @@ impl Control<'_> {
             .map_err(|e| super::Error::os("enable semaphore", pid, e.raw_os_error().unwrap_or(0)))
     }
 
-    /// The trampoline and shadow stack (outermost first) of thread `tid`
-    /// when some of its return addresses are hijacked: what an unwinder
-    /// needs to show the real callers instead of the trampoline.
-    pub fn hijacked_returns(&self, tid: Tid) -> Option<(u64, &[Frame])> {
+    /// The shadow stack (outermost first) of thread `tid` when some of
+    /// its return addresses are hijacked: what an unwinder needs to show
+    /// the real callers instead of the trampoline or stubs.
+    pub fn hijacked_returns(&self, tid: Tid) -> Option<&[Frame]> {
         let pid = self.core.threads.get(&tid)?.tgid;
         let space = self.core.uprobes.space(pid)?;
-        let frames = space.shadow.get(&tid).filter(|f| !f.is_empty())?;
-        Some((space.trampoline?, frames))
+        space
+            .shadow
+            .get(&tid)
+            .filter(|f| !f.is_empty())
+            .map(|f| f.as_slice())
     }
 
     /// Breakpoint hits stepped over by emulation and by single-step.
@@ -570,7 +693,8 @@ impl Control<'_> {
 
 impl Cx<'_> {
     /// At an entry breakpoint (before the function's first instruction):
-    /// make the function return into the trampoline, so that the engines
+    /// make the function return into the trampoline (or its return
+    /// address's stub, `Space::stubs`), so that the engines
     /// get a `report_breakpoint` with `returned` set when it returns.
     /// `cookie` comes back in the frame (e.g. an index to `@entry` values).
     pub fn hijack_return(&mut self, func: u64, cookie: u64) -> super::Result<()> {
@@ -591,12 +715,19 @@ impl Cx<'_> {
                 .pending
                 .is_none_or(|p| p.tid == tid && p.slot == slot);
         let space = uprobes.space_mut(pid).ok_or(super::Error::Gone(tid))?;
+        let mut orig_ret = space.mem.read_u64(owner.0, slot).map_err(os)?;
+        let store = !space.is_landing(orig_ret);
+        let via = if store {
+            // The return address's stub once it has one (made at its
+            // first return through the trampoline).
+            space.stubs.get(&orig_ret).copied().unwrap_or(tramp)
+        } else {
+            orig_ret
+        };
         let frames = space.shadow.entry(tid).or_default();
         while frames.last().is_some_and(|f| f.slot < slot) {
             frames.pop();
         }
-        let mut orig_ret = space.mem.read_u64(owner.0, slot).map_err(os)?;
-        let store = orig_ret != tramp;
         if !store {
             // A tail call from a hijacked function: same slot, same return.
             match frames.iter().rev().find(|f| f.slot == slot) {
@@ -606,7 +737,7 @@ impl Cx<'_> {
         } else if !defer {
             space
                 .mem
-                .write(owner.0, slot, &tramp.to_le_bytes())
+                .write(owner.0, slot, &via.to_le_bytes())
                 .map_err(os)?;
         }
         frames.push(Frame {
@@ -614,13 +745,14 @@ impl Cx<'_> {
             slot,
             orig_ret,
             cookie,
+            via,
         });
         if defer && store {
             self.ctl.core.uprobes.pending = Some(PendingHijack {
                 tid,
                 owner,
                 slot,
-                value: tramp,
+                value: via,
             });
         }
         Ok(())

@@ -3,7 +3,12 @@
 //! end, with every thread of the space held (`utrace::hold`), a thread
 //! still inside a slot is moved out of it first: at a slot's start (the
 //! relocated instruction not run yet) back to the site, whose original
-//! byte is back by then; at the slot's `jmp` back, to its target. Then one
+//! byte is back by then; at a return stub's `int3`, to its return address;
+//! just past a stub's `int3` with its trap unhandled, the trap is undone
+//! first (`settle_stub_trap`);
+//! at a hijacking slot's start or its instruction's copy, to the site (its
+//! store over the return address was made or not, and the detach put the
+//! return address back); at the slot's `jmp` back, to its target. Then one
 //! held thread runs an injected `munmap` (`remote_syscall`), as the page
 //! was mapped. A thread anywhere else in a page (inside a relocated
 //! branch's expansion), or no thread at a stop that can run the syscall,
@@ -11,10 +16,15 @@
 
 use iced_x86::{Code, Decoder, DecoderOptions};
 
+/// The wait status of a PTRACE_INTERRUPT stop, and of a SIGTRAP
+/// signal-delivery-stop (see `Tracer::settle_stub_trap`).
+const INTERRUPTED: i32 = ((libc::SIGTRAP | (ptrace::EVENT_STOP << 8)) << 8) | 0x7f;
+const TRAPPED: i32 = (libc::SIGTRAP << 8) | 0x7f;
+
 use super::breakpoint::sigtrap_pending;
 use super::ptrace::{self, Status};
 use super::thread::Run;
-use super::{Tid, Tracer};
+use super::{Signal, Tid, Tracer};
 use crate::uprobe::{mem, xol};
 
 impl Tracer {
@@ -56,6 +66,11 @@ impl Tracer {
             .filter_map(|(&addr, s)| Some((s.slot?, addr)))
             .collect();
         site_of.extend(&space.slot_sites);
+        // A thread that returned into a stub and has not trapped yet goes
+        // straight to the stub's return address.
+        site_of.extend(space.stub_ret.iter().map(|(&stub, &ret)| (stub, ret)));
+        site_of.extend(&space.hijacking_sites);
+        let stubs: Vec<u64> = space.stub_ret.keys().copied().collect();
         let tids: Vec<Tid> = self
             .core
             .threads
@@ -70,6 +85,16 @@ impl Tracer {
             if !in_pages(regs.rip) {
                 continue;
             }
+            if stubs.contains(&regs.rip.wrapping_sub(1)) {
+                if !self.settle_stub_trap(tid, owner) {
+                    return false;
+                }
+                match ptrace::get_regs(tid) {
+                    Ok(r) if !in_pages(r.rip) => continue,
+                    Ok(r) => regs = r,
+                    Err(_) => return false,
+                }
+            }
             let target = match site_of.iter().find(|&&(slot, _)| slot == regs.rip) {
                 Some(&(_, site)) => Some(site),
                 None => jump_back_target(owner, regs.rip).filter(|&t| !in_pages(t)),
@@ -83,6 +108,29 @@ impl Tracer {
             }
         }
         true
+    }
+
+    /// A thread of `owner` held just past a stub's `int3`: if its SIGTRAP
+    /// is being reported or still pending, the trap is undone now (rip to
+    /// the return address, the frame popped), while rip still shows the
+    /// stub, and the thread stays held as if interrupted, with no signal
+    /// to pass on. False if that cannot be done.
+    fn settle_stub_trap(&mut self, tid: Tid, owner: Tid) -> bool {
+        let Some(i) = self.core.uprobes_held.iter().position(|&(t, _)| t == tid) else {
+            return false;
+        };
+        match ptrace::decode(self.core.uprobes_held[i].1) {
+            Status::SignalStop(Signal::TRAP) => {}
+            _ if !sigtrap_pending(tid) => return true, // its trap was handled
+            Status::SignalStop(_) => return false,
+            _ => match self.take_pending_trap(tid, owner) {
+                Some(Status::SignalStop(Signal::TRAP)) => {}
+                _ => return false,
+            },
+        }
+        let undone = self.undo_trap_for_detach(tid, owner);
+        self.core.uprobes_held[i].1 = if undone { INTERRUPTED } else { TRAPPED };
+        undone
     }
 
     /// Runs `munmap` of each slot page in a held thread of `owner`'s
@@ -131,6 +179,10 @@ impl Tracer {
                 for site in space.sites.values_mut() {
                     site.slot = None;
                 }
+                let gone = |a: u64| (base..base + xol::PAGE_SIZE).contains(&a);
+                space.stub_ret.retain(|&stub, _| !gone(stub));
+                space.stubs.retain(|_, &mut stub| !gone(stub));
+                space.hijacking.retain(|_, &mut slot| !gone(slot));
             }
             self.core.uprobes.counts.slot_pages_unmapped += 1;
         }
@@ -144,4 +196,22 @@ fn jump_back_target(owner: Tid, rip: u64) -> Option<u64> {
     let n = mem::read(owner.0, rip, &mut code).ok()?;
     let insn = Decoder::with_ip(64, &code[..n], rip, DecoderOptions::NONE).decode();
     matches!(insn.code(), Code::Jmp_rel32_64 | Code::Jmp_rel8_64).then(|| insn.near_branch64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settled_traps_read_as_an_interrupt_or_a_sigtrap() {
+        let interrupt = ptrace::decode(INTERRUPTED);
+        assert!(
+            matches!(interrupt, Status::Event { event: ptrace::EVENT_STOP, sig } if sig == Signal::TRAP),
+            "{interrupt:?}"
+        );
+        assert!(matches!(
+            ptrace::decode(TRAPPED),
+            Status::SignalStop(Signal::TRAP)
+        ));
+    }
 }

@@ -7,7 +7,7 @@
 //! unwinder (`_Unwind_RaiseException` and friends): every hijacked slot of
 //! that thread gets its real return address back, and its frames stay on
 //! the shadow stack, "parked" (a parked slot no longer holds the
-//! trampoline). When the exception is caught (`__cxa_begin_catch`, called
+//! trampoline or stub). When the exception is caught (`__cxa_begin_catch`, called
 //! from the catching frame), [`Cx::rearm_returns`] drops the frames below
 //! the catcher (they were unwound: their return probes do not fire, as a
 //! function left by an exception does not return) and hijacks the slots of
@@ -27,12 +27,12 @@ impl Cx<'_> {
         let Some(space) = self.ctl.core.uprobes.space(pid) else {
             return Ok(0);
         };
-        let (Some(tramp), Some(frames)) = (space.trampoline, space.shadow.get(&tid)) else {
+        let Some(frames) = space.shadow.get(&tid) else {
             return Ok(0);
         };
         let mut restored = 0;
         for f in frames {
-            if mem::read_u64(owner.0, f.slot).ok() == Some(tramp)
+            if mem::read_u64(owner.0, f.slot).ok() == Some(f.via)
                 && mem::write(owner.0, f.slot, &f.orig_ret.to_le_bytes()).is_ok()
             {
                 restored += 1;
@@ -51,9 +51,6 @@ impl Cx<'_> {
         let Some(space) = self.ctl.core.uprobes.space_mut(pid) else {
             return Ok(0);
         };
-        let Some(tramp) = space.trampoline else {
-            return Ok(0);
-        };
         let Some(frames) = space.shadow.get_mut(&tid) else {
             return Ok(0);
         };
@@ -64,7 +61,7 @@ impl Cx<'_> {
         let mut rearmed = 0;
         for f in frames.iter() {
             if mem::read_u64(owner.0, f.slot).ok() == Some(f.orig_ret)
-                && mem::write(owner.0, f.slot, &tramp.to_le_bytes()).is_ok()
+                && mem::write(owner.0, f.slot, &f.via.to_le_bytes()).is_ok()
             {
                 rearmed += 1;
             }
