@@ -109,6 +109,30 @@ probe end { printf("u_calls %d\nu_returns %d\nu_bad %d\n", calls, returns, bad) 
     assert_eq!(stores, stubs, "{line}");
 }
 
+/// A library's constructor calls a return-probed function before the
+/// program's entry point runs (ld.so runs the constructors, then jumps to
+/// AT_ENTRY, where the return trampoline is): the program's start passes
+/// the trampoline's `int3` as a site's and runs on; every call and return
+/// is counted, each value checked. The program used to die of SIGTRAP at
+/// its entry point, as `ls` did with any return probe on libc (its
+/// libselinux constructor calls malloc).
+#[test]
+fn returns_before_the_programs_entry_point_runs() {
+    let script = r#"global n
+probe process("EXE").library("libuctor.so").function("uctor_twice") { n["u_calls"]++ }
+probe process("EXE").library("libuctor.so").function("uctor_twice").return {
+    n["u_returns"]++; if ($return != 2 * $arg1) n["u_bad"]++
+}
+probe end { foreach (k in n+) printf("%s %d\n", k, n[k]) }"#;
+    let out = trace("uctor", script, "5");
+    assert_eq!(count(&out, "uctor_twice"), 8, "{out}");
+    assert_eq!(count(&out, "ctor_sum"), 12, "{out}");
+    assert_eq!(count(&out, "main_sum"), 20, "{out}");
+    assert_eq!(count(&out, "u_calls"), 8, "{out}");
+    assert_eq!(count(&out, "u_returns"), 8, "{out}");
+    assert!(!out.contains("u_bad"), "{out}");
+}
+
 #[test]
 fn dlopened_library_and_longjmp() {
     let script = r#"global n

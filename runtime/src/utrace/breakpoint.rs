@@ -54,8 +54,20 @@ impl Tracer {
             return false;
         }
         if let Some(stub_to) = landing {
-            return self.on_return_trap(tid, pid, regs, stub_to);
+            // No frame returns there: a stub's SIGTRAP is the program's
+            // own. At the trampoline it is the program reaching its entry
+            // point: ld.so runs the libraries' constructors (whose calls
+            // may return through the trampoline) before it jumps there.
+            if self.on_return_trap(tid, pid, regs, stub_to) {
+                return true;
+            }
+            if stub_to.is_some() {
+                return false;
+            }
         }
+        let Some(space) = self.core.uprobes.space(pid) else {
+            return false;
+        };
         if space.sites.contains_key(&addr) {
             self.on_site_trap(tid, pid, addr, regs);
             return true;
@@ -604,11 +616,16 @@ impl Tracer {
             return false;
         };
         let addr = regs.rip.wrapping_sub(1);
-        if space.is_landing(addr) {
-            let slot = regs.rsp.wrapping_sub(8);
-            let Some(ret) = self.pop_frames(tid, pid, slot, &mut Vec::new()) else {
-                return false;
-            };
+        let returned = match space.is_landing(addr) {
+            true => self.pop_frames(tid, pid, regs.rsp.wrapping_sub(8), &mut Vec::new()),
+            false => None,
+        };
+        // A trap at the trampoline with no frame is the program's start
+        // (see `on_breakpoint_trap`): rewound as at a site.
+        let Some(space) = self.core.uprobes.space(pid) else {
+            return false;
+        };
+        if let Some(ret) = returned {
             regs.rip = ret.orig_ret;
         } else if space.removed.contains(&addr) || space.sites.contains_key(&addr) {
             regs.rip = addr;
