@@ -113,7 +113,8 @@ probe end { printf("u_calls %d\nu_returns %d\nu_bad %d\n", calls, returns, bad) 
 /// program's entry point runs (ld.so runs the constructors, then jumps to
 /// AT_ENTRY, where the return trampoline is): the program's start passes
 /// the trampoline's `int3` as a site's and runs on; every call and return
-/// is counted, each value checked. The program used to die of SIGTRAP at
+/// is counted, each value checked; the returns to the far-away program go
+/// through a stub near the library. The program used to die of SIGTRAP at
 /// its entry point, as `ls` did with any return probe on libc (its
 /// libselinux constructor calls malloc).
 #[test]
@@ -124,7 +125,25 @@ probe process("EXE").library("libuctor.so").function("uctor_twice").return {
     n["u_returns"]++; if ($return != 2 * $arg1) n["u_bad"]++
 }
 probe end { foreach (k in n+) printf("%s %d\n", k, n[k]) }"#;
-    let out = trace("uctor", script, "5");
+    let path = fixture("uctor");
+    let o = run(utap(
+        &script.replace("EXE", &path),
+        &["-v", "-c", &format!("{path} 5")],
+    ));
+    assert_eq!(o.status, 0, "{}{}", o.stdout, o.stderr);
+    let out = o.stdout;
+    // One return address in the library (the constructor's loop), one in
+    // the program (main's), far apart: each's first return makes its stub
+    // near uctor_twice, with an absolute jump back to the program's, and
+    // the program stores every later one itself.
+    assert!(
+        o.stderr.contains(
+            "utap: returns: 6 through their stubs, 2 through the trampoline \
+             (6 return addresses replaced by the program)"
+        ),
+        "{}",
+        o.stderr
+    );
     assert_eq!(count(&out, "uctor_twice"), 8, "{out}");
     assert_eq!(count(&out, "ctor_sum"), 12, "{out}");
     assert_eq!(count(&out, "main_sum"), 20, "{out}");

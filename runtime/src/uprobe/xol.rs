@@ -98,16 +98,26 @@ pub const MAX_STUBS: usize = 4096;
 pub const STUB_SELF: u64 = 8;
 
 /// A return stub at `slot` for return address `ret`: `int3` (the return's
-/// stop), then `jmp ret`, so the thread goes on by itself; its own address
-/// at [`STUB_SELF`], which hijacking slots store. `None` out of reach.
-pub fn return_stub(slot: u64, ret: u64) -> Option<[u8; 16]> {
-    let rel = i32::try_from(ret.wrapping_sub(slot + 6) as i64).ok()?;
-    let mut code = [0x90; 16];
+/// stop), then a jump to `ret`, so the thread goes on by itself; its own
+/// address at [`STUB_SELF`], which hijacking slots store. The jump is a
+/// `jmp rel32` when `ret` is within its reach, else `jmp *[rip+9]` with
+/// `ret` at +16: a stub is placed near the probed function, where its
+/// hijacking slots can reach it, and the caller may be in another module.
+pub fn return_stub(slot: u64, ret: u64) -> [u8; 24] {
+    let mut code = [0x90; 24];
     code[0] = 0xcc;
-    code[1] = 0xe9;
-    code[2..6].copy_from_slice(&rel.to_le_bytes());
-    code[8..].copy_from_slice(&slot.to_le_bytes());
-    Some(code)
+    match i32::try_from(ret.wrapping_sub(slot + 6) as i64) {
+        Ok(rel) => {
+            code[1] = 0xe9;
+            code[2..6].copy_from_slice(&rel.to_le_bytes());
+        }
+        Err(_) => {
+            code[1..7].copy_from_slice(&[0xff, 0x25, 9, 0, 0, 0]);
+            code[16..24].copy_from_slice(&ret.to_le_bytes());
+        }
+    }
+    code[8..16].copy_from_slice(&slot.to_le_bytes());
+    code
 }
 
 /// Length of a hijacking slot's store (`push` + `pop`).
@@ -169,15 +179,22 @@ mod tests {
     #[test]
     fn a_return_stub_traps_then_jumps_to_its_return_address() {
         let slot = 0x5555_0000_1000;
-        let ret = 0x5555_1234_5678;
-        let code = return_stub(slot, ret).unwrap();
-        assert_eq!(code[0], 0xcc);
-        let jmp = decode(&code[1..], slot + 1);
-        assert_eq!(jmp.code(), Code::Jmp_rel32_64);
-        assert_eq!(jmp.near_branch64(), ret);
-        let own = u64::from_le_bytes(code[STUB_SELF as usize..].try_into().unwrap());
-        assert_eq!(own, slot);
-        assert_eq!(return_stub(slot, slot + (1 << 33)), None, "out of reach");
+        for ret in [0x5555_1234_5678, 0x7f00_1234_5678] {
+            let code = return_stub(slot, ret);
+            assert_eq!(code[0], 0xcc);
+            let jmp = decode(&code[1..], slot + 1);
+            let target = match jmp.code() {
+                Code::Jmp_rel32_64 => jmp.near_branch64(),
+                Code::Jmp_rm64 => {
+                    let at = (jmp.ip_rel_memory_address() - slot) as usize;
+                    u64::from_le_bytes(code[at..at + 8].try_into().unwrap())
+                }
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(target, ret);
+            let own = &code[STUB_SELF as usize..STUB_SELF as usize + 8];
+            assert_eq!(u64::from_le_bytes(own.try_into().unwrap()), slot);
+        }
     }
 
     #[test]

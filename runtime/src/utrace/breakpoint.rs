@@ -502,7 +502,7 @@ impl Tracer {
             let _ = ptrace::write_changed_regs(tid, &kernel, &regs);
             self.core.uprobes.counts.trampoline_returns += 1;
             if stub_to.is_none() {
-                self.make_return_stub(tid, pid, &regs);
+                self.make_return_stub(tid, pid, outermost.func, &regs);
             }
         }
         for frame in returned.iter() {
@@ -526,10 +526,11 @@ impl Tracer {
     }
 
     /// Makes the stub of return address `regs.rip` (see `Space::stubs`),
-    /// if it has none and the space may have more: a slot within a
-    /// `jmp rel32` of it, in a page mapped by `tid` (stopped, with `regs`
-    /// in the kernel) when none has room.
-    fn make_return_stub(&mut self, tid: Tid, pid: Tid, regs: &super::Regs) {
+    /// if it has none and the space may have more: in a slot near `func`,
+    /// the probed function, where its hijacking slots reach it, in a page
+    /// mapped by `tid` (stopped, with `regs` in the kernel) when none has
+    /// room.
+    fn make_return_stub(&mut self, tid: Tid, pid: Tid, func: u64, regs: &super::Regs) {
         let ret = regs.rip;
         let owner = self.core.uprobes.owner(pid);
         let wanted = self
@@ -540,13 +541,10 @@ impl Tracer {
         if !wanted {
             return;
         }
-        let Some(slot) = self.take_slot_near(tid, owner, ret, regs) else {
+        let Some(slot) = self.take_slot_near(tid, owner, func, regs) else {
             return;
         };
-        let Some(code) = xol::return_stub(slot, ret) else {
-            return;
-        };
-        if mem::write(owner.0, slot, &code).is_ok()
+        if mem::write(owner.0, slot, &xol::return_stub(slot, ret)).is_ok()
             && let Some(space) = self.core.uprobes.space_mut(owner)
         {
             space.stubs.insert(ret, slot);

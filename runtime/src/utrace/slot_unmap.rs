@@ -190,12 +190,18 @@ impl Tracer {
 }
 
 /// Where the slot instruction at `rip` jumps back to, if it is the slot's
-/// final `jmp rel32`.
+/// final `jmp rel32` (or a return stub's `jmp *[rip+N]`).
 fn jump_back_target(owner: Tid, rip: u64) -> Option<u64> {
     let mut code = [0u8; 16];
     let n = mem::read(owner.0, rip, &mut code).ok()?;
     let insn = Decoder::with_ip(64, &code[..n], rip, DecoderOptions::NONE).decode();
-    matches!(insn.code(), Code::Jmp_rel32_64 | Code::Jmp_rel8_64).then(|| insn.near_branch64())
+    match insn.code() {
+        Code::Jmp_rel32_64 | Code::Jmp_rel8_64 => Some(insn.near_branch64()),
+        Code::Jmp_rm64 if insn.is_ip_rel_memory_operand() => {
+            mem::read_u64(owner.0, insn.ip_rel_memory_address()).ok()
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
