@@ -94,6 +94,14 @@ pub fn relocate_frame_setup(site: u64, slot: u64) -> Option<Vec<u8>> {
 /// the rest through the shared trampoline.
 pub const MAX_STUBS: usize = 4096;
 
+/// Whether return stubs are made: `UTAP_RETURN_STUBS=0` keeps every
+/// return on the shared trampoline (for measurements and the
+/// trampoline's tests).
+pub fn stubs_wanted() -> bool {
+    static WANTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *WANTED.get_or_init(|| std::env::var("UTAP_RETURN_STUBS").map_or(true, |v| v != "0"))
+}
+
 /// Where a return stub keeps its own address (see [`hijacking`]).
 pub const STUB_SELF: u64 = 8;
 

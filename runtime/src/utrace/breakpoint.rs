@@ -168,6 +168,7 @@ impl Tracer {
             return;
         };
         let (step, orig) = (site.step, site.orig);
+        self.stub_for_pending(tid, owner, addr, &regs);
         if let Some(slot) = self.hijacking_slot(tid, owner, addr, step, &regs) {
             let mut r = regs;
             r.rip = slot;
@@ -489,9 +490,16 @@ impl Tracer {
     ) -> bool {
         let slot = regs.rsp.wrapping_sub(8);
         let mut returned = std::mem::take(&mut self.core.uprobes.returned);
-        let Some(outermost) = self.pop_frames(tid, pid, slot, &mut returned) else {
+        self.pop_frames(tid, pid, slot, &mut returned);
+        if let Some(r) = stub_to {
+            // A frame at this slot returning elsewhere was left by a
+            // longjmp: the program jumped to the stub (an address setjmp
+            // saved while its own return was hijacked).
+            returned.retain(|f| f.orig_ret == r);
+        }
+        let Some(&outermost) = returned.last() else {
             self.core.uprobes.returned = returned;
-            return false;
+            return stub_to.is_some() && self.jumped_to_stub(tid);
         };
         self.clear_signal(tid);
         let kernel = regs;
@@ -502,7 +510,8 @@ impl Tracer {
             let _ = ptrace::write_changed_regs(tid, &kernel, &regs);
             self.core.uprobes.counts.trampoline_returns += 1;
             if stub_to.is_none() {
-                self.make_return_stub(tid, pid, outermost.func, &regs);
+                let owner = self.core.uprobes.owner(pid);
+                self.return_stub(tid, owner, outermost.func, regs.rip, &regs);
             }
         }
         for frame in returned.iter() {
@@ -525,30 +534,84 @@ impl Tracer {
         true
     }
 
-    /// Makes the stub of return address `regs.rip` (see `Space::stubs`),
-    /// if it has none and the space may have more: in a slot near `func`,
-    /// the probed function, where its hijacking slots reach it, in a page
-    /// mapped by `tid` (stopped, with `regs` in the kernel) when none has
-    /// room.
-    fn make_return_stub(&mut self, tid: Tid, pid: Tid, func: u64, regs: &super::Regs) {
-        let ret = regs.rip;
-        let owner = self.core.uprobes.owner(pid);
-        let wanted = self
-            .core
-            .uprobes
-            .space(owner)
-            .is_some_and(|s| !s.stubs.contains_key(&ret) && s.stubs.len() < xol::MAX_STUBS);
-        if !wanted {
-            return;
+    /// A stub's trap with no frame returning through it: the program
+    /// jumped there (see `on_return_trap`) and goes on by the stub's own
+    /// jump, as it would have without the hijack; unless the SIGTRAP is
+    /// not from the `int3` (sent to a thread resumed past it): then it is
+    /// the program's.
+    fn jumped_to_stub(&mut self, tid: Tid) -> bool {
+        if !is_int3_trap(tid) {
+            return false;
         }
-        let Some(slot) = self.take_slot_near(tid, owner, func, regs) else {
+        self.clear_signal(tid);
+        self.finish_stop_pub(tid);
+        true
+    }
+
+    /// The stub of return address `ret` (see `Space::stubs`): the one it
+    /// has, or one made if the space may have more, in a slot near
+    /// `func`, the probed function, where its hijacking slots reach it
+    /// (in a page mapped by `tid`, stopped with `regs` in the kernel, when
+    /// none has room).
+    fn return_stub(
+        &mut self,
+        tid: Tid,
+        owner: Tid,
+        func: u64,
+        ret: u64,
+        regs: &super::Regs,
+    ) -> Option<u64> {
+        let space = self.core.uprobes.space(owner)?;
+        if let Some(&stub) = space.stubs.get(&ret) {
+            return Some(stub);
+        }
+        if space.stubs.len() >= xol::MAX_STUBS || !xol::stubs_wanted() {
+            return None;
+        }
+        let slot = self.take_slot_near(tid, owner, func, regs)?;
+        mem::write(owner.0, slot, &xol::return_stub(slot, ret)).ok()?;
+        let space = self.core.uprobes.space_mut(owner)?;
+        space.stubs.insert(ret, slot);
+        space.stub_ret.insert(slot, ret);
+        Some(slot)
+    }
+
+    /// A hijack of this stop still going through the trampoline (its
+    /// return address had no stub yet) gets the address's stub, made now:
+    /// then even the first return goes on by itself, and an address
+    /// taken from the return slot (`setjmp` saves its own return address
+    /// for `longjmp`) still leads to the caller, which the trampoline
+    /// cannot tell.
+    fn stub_for_pending(&mut self, tid: Tid, owner: Tid, addr: u64, regs: &super::Regs) {
+        let Some(p) = self.core.uprobes.pending.filter(|p| p.tid == tid) else {
             return;
         };
-        if mem::write(owner.0, slot, &xol::return_stub(slot, ret)).is_ok()
-            && let Some(space) = self.core.uprobes.space_mut(owner)
-        {
-            space.stubs.insert(ret, slot);
-            space.stub_ret.insert(slot, ret);
+        let Some(space) = self.core.uprobes.space(owner) else {
+            return;
+        };
+        let frame = space
+            .shadow
+            .get(&tid)
+            .and_then(|f| f.iter().rev().find(|f| f.slot == p.slot));
+        let Some(ret) = frame.map(|f| f.orig_ret) else {
+            return;
+        };
+        if space.trampoline != Some(p.value) {
+            return;
+        }
+        let Some(stub) = self.return_stub(tid, owner, addr, ret, regs) else {
+            return;
+        };
+        let uprobes = &mut self.core.uprobes;
+        if let Some(p) = uprobes.pending.as_mut() {
+            p.value = stub;
+        }
+        let frames = uprobes
+            .space_mut(owner)
+            .and_then(|s| s.shadow.get_mut(&tid));
+        let hijacked_here = |f: &&mut Frame| f.slot == p.slot && f.via == p.value;
+        for f in frames.into_iter().flatten().filter(hijacked_here) {
+            f.via = stub;
         }
     }
 
@@ -614,21 +677,29 @@ impl Tracer {
             return false;
         };
         let addr = regs.rip.wrapping_sub(1);
-        let returned = match space.is_landing(addr) {
-            true => self.pop_frames(tid, pid, regs.rsp.wrapping_sub(8), &mut Vec::new()),
-            false => None,
+        let landing = space.landing(addr);
+        let returned = match landing {
+            Some(_) => self.pop_frames(tid, pid, regs.rsp.wrapping_sub(8), &mut Vec::new()),
+            None => None,
         };
-        // A trap at the trampoline with no frame is the program's start
-        // (see `on_breakpoint_trap`): rewound as at a site.
         let Some(space) = self.core.uprobes.space(pid) else {
             return false;
         };
-        if let Some(ret) = returned {
-            regs.rip = ret.orig_ret;
-        } else if space.removed.contains(&addr) || space.sites.contains_key(&addr) {
-            regs.rip = addr;
-        } else {
-            return false;
+        match (landing, returned) {
+            // A stub goes to its return address (a frame returning there
+            // or a jump to it: see `on_return_trap`).
+            (Some(Some(r)), ret) if ret.is_some_and(|f| f.orig_ret == r) || is_int3_trap(tid) => {
+                regs.rip = r
+            }
+            (Some(None), Some(ret)) => regs.rip = ret.orig_ret,
+            // A trap at the trampoline with no frame is the program's
+            // start (see `on_breakpoint_trap`): rewound as at a site.
+            (Some(None) | None, _)
+                if space.removed.contains(&addr) || space.sites.contains_key(&addr) =>
+            {
+                regs.rip = addr
+            }
+            _ => return false,
         }
         ptrace::set_regs(tid, &regs).is_ok()
     }
