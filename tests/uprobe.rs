@@ -99,15 +99,7 @@ probe end { printf("u_calls %d\nu_returns %d\nu_bad %d\n", calls, returns, bad) 
 /// `(through stubs, through the trampoline, stores by the program)` from
 /// `-v`.
 fn return_counts(stderr: &str) -> [u64; 3] {
-    let line = stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("utap: returns: "))
-        .unwrap_or_else(|| panic!("no return counts in {stderr}"));
-    let n: Vec<u64> = line
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|w| w.parse().ok())
-        .collect();
-    n.try_into().unwrap_or_else(|_| panic!("{line}"))
+    support::verbose_counts(stderr, "utap: returns: ")
 }
 
 /// `setjmp` saves its own return address for `longjmp`: with a return

@@ -45,15 +45,7 @@ fn count(out: &str, name: &str) -> i64 {
 
 /// `(emulated, out of line, single-stepped, slot pages)` from -v.
 fn step_overs(stderr: &str) -> [u64; 4] {
-    let line = stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("utap: breakpoint step-overs: "))
-        .unwrap_or_else(|| panic!("no step-over counts in {stderr}"));
-    let nums: Vec<u64> = line
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|w| w.parse().ok())
-        .collect();
-    nums.try_into().unwrap_or_else(|_| panic!("{line}"))
+    support::verbose_counts(stderr, "utap: breakpoint step-overs: ")
 }
 
 /// The fixture's own lines, untraced and traced (sorted: a forked child

@@ -231,6 +231,20 @@ pub fn ptrace_stops(stderr: &str) -> u64 {
         .unwrap_or_else(|| panic!("no stop count in {stderr}"))
 }
 
+/// The numbers of the `-v` line of stderr that starts with `prefix`
+/// (e.g. `"utap: returns: "`), in order; N of them or the test fails.
+pub fn verbose_counts<const N: usize>(stderr: &str, prefix: &str) -> [u64; N] {
+    let line = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .unwrap_or_else(|| panic!("no {prefix:?} line in {stderr}"));
+    let nums: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    nums.try_into().unwrap_or_else(|_| panic!("{line}"))
+}
+
 /// Waits until `cond` holds (at most [`LIMIT`]).
 pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     let start = Instant::now();
