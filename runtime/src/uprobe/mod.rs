@@ -21,10 +21,11 @@
 //!   is delivered to it.
 //! * Return probes: a per-thread shadow stack of hijacked return addresses;
 //!   stale frames (longjmp past them) are dropped by stack pointer at every
-//!   trampoline hit and new hijack. A hijacked slot holds the space's
-//!   shared trampoline or, once the return address has been seen, that
-//!   address's own stub (`int3; jmp R` in a slot page): a return through a
-//!   stub goes on by itself after its stop, no register to write.
+//!   trampoline hit and new hijack. A hijacked slot holds its return
+//!   address's own stub (`int3; jmp R` in a slot page, made at the first
+//!   hijack of that address): a return through a stub goes on by itself
+//!   after its stop, no register to write. The space's shared trampoline
+//!   serves where no stub can be made.
 
 pub mod emulate;
 pub mod mem;
@@ -108,15 +109,15 @@ pub(crate) struct Space {
     /// point, which never runs again after start-up).
     pub trampoline: Option<u64>,
     /// Return stubs by the return address they jump to: `int3; jmp R`
-    /// in a slot page, made at the first return to R through the
-    /// trampoline. Gone with the pages.
+    /// in a slot page, made at the first hijack of R. Gone with the
+    /// pages.
     pub stubs: AddrMap<u64>,
     /// The same stubs by their address: the return address each one
     /// jumps to.
     pub stub_ret: AddrMap<u64>,
-    /// Hijacking slots (`xol::hijacking`) by (site, stub); 0 where one
-    /// could not be made.
-    pub hijacking: HashMap<(u64, u64), u64>,
+    /// Hijacking slots (`xol::hijacking`) by (site, stub); `None` where
+    /// one could not be made.
+    pub hijacking: HashMap<(u64, u64), Option<u64>>,
     /// (position, site) in hijacking slots where a thread can be sent
     /// back to the site: the slot's start and its instruction's copy.
     pub hijacking_sites: Vec<(u64, u64)>,
@@ -378,18 +379,17 @@ impl Breakpoints {
 /// Puts back the hijacked return addresses (where the slot still holds
 /// what the hijack wrote) and the original bytes of one space.
 fn restore_space(owner: Tid, space: &mut Space) {
-    for frames in space.shadow.values() {
-        for f in frames {
-            if mem::read_u64(owner.0, f.slot).ok() == Some(f.via) {
-                let _ = mem::write(owner.0, f.slot, &f.orig_ret.to_le_bytes());
-            }
+    let file = &mut space.mem;
+    for f in space.shadow.values().flatten() {
+        if file.read_u64(owner.0, f.slot).ok() == Some(f.via) {
+            let _ = file.write(owner.0, f.slot, &f.orig_ret.to_le_bytes());
         }
     }
     // A thread held inside a hijacking slot may still store its stub
     // after this (when its page cannot be unmapped): the stub must then
     // just jump.
     for &stub in space.stub_ret.keys() {
-        let _ = mem::write(owner.0, stub, &[0x90]);
+        let _ = file.write(owner.0, stub, &[0x90]);
     }
     for (&addr, site) in space.sites.iter() {
         if let Some(slot) = site.slot {

@@ -43,8 +43,8 @@ impl Tracer {
         let addr = regs.rip.wrapping_sub(1);
         let landing = space.landing(addr);
         // Most hits need no GETSIGINFO (see `Site::trap_is_unambiguous`).
-        // Neither does a stub's: a SIGTRAP sent to a thread resumed at
-        // stub + 1 finds no frame to pop there, and is delivered.
+        // Nor does a stub's return: only a trap with no frame returning
+        // there asks (`jumped_to_stub`).
         let unambiguous = matches!(landing, Some(Some(_)))
             || space
                 .sites
@@ -54,10 +54,10 @@ impl Tracer {
             return false;
         }
         if let Some(stub_to) = landing {
-            // No frame returns there: a stub's SIGTRAP is the program's
-            // own. At the trampoline it is the program reaching its entry
-            // point: ld.so runs the libraries' constructors (whose calls
-            // may return through the trampoline) before it jumps there.
+            // Not taken at a stub: a SIGTRAP of the program's own. At the
+            // trampoline with no frame returning, the program reaching its
+            // entry point: ld.so runs the libraries' constructors (whose
+            // calls may return through it) before it jumps there.
             if self.on_return_trap(tid, pid, regs, stub_to) {
                 return true;
             }
@@ -280,8 +280,8 @@ impl Tracer {
             .filter(|p| p.tid == tid && p.slot == regs.rsp)?;
         let space = uprobes.space(owner)?;
         space.stub_ret.get(&p.value)?;
-        if let Some(&slot) = space.hijacking.get(&(addr, p.value)) {
-            return (slot != 0).then_some(slot);
+        if let Some(&made) = space.hijacking.get(&(addr, p.value)) {
+            return made;
         }
         let (StepOver::Xol(insn) | StepOver::Emulate(insn)) = step else {
             return None;
@@ -301,7 +301,7 @@ impl Tracer {
         let space = self.core.uprobes.space_mut(owner)?;
         space
             .hijacking
-            .insert((addr, p.value), if made { slot } else { 0 });
+            .insert((addr, p.value), made.then_some(slot));
         if !made {
             return None;
         }
@@ -479,8 +479,7 @@ impl Tracer {
     /// A return into the trampoline or a stub (`stub_to`: where the stub
     /// jumps): pop the returned frame(s), report them innermost first,
     /// continue at the real return address. Through the trampoline that
-    /// takes a write of rip, and the return address gets its stub for
-    /// next time; a stub goes on by itself.
+    /// takes a write of rip; a stub goes on by itself.
     fn on_return_trap(
         &mut self,
         tid: Tid,
@@ -509,10 +508,6 @@ impl Tracer {
         } else {
             let _ = ptrace::write_changed_regs(tid, &kernel, &regs);
             self.core.uprobes.counts.trampoline_returns += 1;
-            if stub_to.is_none() {
-                let owner = self.core.uprobes.owner(pid);
-                self.return_stub(tid, owner, outermost.func, regs.rip, &regs);
-            }
         }
         for frame in returned.iter() {
             let hit = BreakpointHit {
@@ -804,8 +799,9 @@ impl Cx<'_> {
         let mut orig_ret = space.mem.read_u64(owner.0, slot).map_err(os)?;
         let store = !space.is_landing(orig_ret);
         let via = if store {
-            // The return address's stub once it has one (made at its
-            // first return through the trampoline).
+            // The return address's stub once it has one; else the
+            // trampoline, which the step-over replaces with a stub made
+            // then (`stub_for_pending`).
             space.stubs.get(&orig_ret).copied().unwrap_or(tramp)
         } else {
             orig_ret

@@ -182,7 +182,7 @@ impl Tracer {
                 let gone = |a: u64| (base..base + xol::PAGE_SIZE).contains(&a);
                 space.stub_ret.retain(|&stub, _| !gone(stub));
                 space.stubs.retain(|_, &mut stub| !gone(stub));
-                space.hijacking.retain(|_, &mut slot| !gone(slot));
+                space.hijacking.retain(|_, slot| !slot.is_some_and(gone));
             }
             self.core.uprobes.counts.slot_pages_unmapped += 1;
         }

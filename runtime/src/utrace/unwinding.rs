@@ -7,11 +7,12 @@
 //! unwinder (`_Unwind_RaiseException` and friends): every hijacked slot of
 //! that thread gets its real return address back, and its frames stay on
 //! the shadow stack, "parked" (a parked slot no longer holds the
-//! trampoline or stub). When the exception is caught (`__cxa_begin_catch`, called
-//! from the catching frame), [`Cx::rearm_returns`] drops the frames below
-//! the catcher (they were unwound: their return probes do not fire, as a
-//! function left by an exception does not return) and hijacks the slots of
-//! the surviving frames again. A thread that never reaches a catch keeps
+//! trampoline or stub). When the exception is caught
+//! (`__cxa_begin_catch`, called from the catching frame),
+//! [`Cx::rearm_returns`] drops the frames below the catcher (they were
+//! unwound: their return probes do not fire, as a function left by an
+//! exception does not return) and hijacks the slots of the surviving
+//! frames again. A thread that never reaches a catch keeps
 //! its parked frames until the stack-pointer cleanup drops them: their
 //! return probes are missed, the program is unaffected.
 
