@@ -184,6 +184,22 @@ fn eight_threads_counted_by_name_by_tid_and_in_a_histogram_equal_strace() {
     assert_eq!(got, want, "utap (left) against strace (right)");
 }
 
+/// 256 busy threads started together, all reaching the handover's stop at
+/// once: a parked thread spins until its new tracer thread takes it, and
+/// with a hundred of them parked at once the adopting tracer thread (in
+/// `SCHED_IDLE`) was starved for seconds (up to 20 s for this run). One
+/// thread is parked at a time; every call is still counted once.
+#[test]
+fn two_hundred_fifty_six_busy_threads_handed_over_count_exactly() {
+    let cmd = format!("{} 256 200", fixture("mtsys"));
+    let out = run(utap_sharded(COUNT, 2, &["-c", &cmd]));
+    assert_eq!(out.status, 0, "{out:?}");
+    assert_sharded(&out.stderr, 2);
+    let got = parse_utap(&out.stdout);
+    assert_eq!(got.per_thread, vec![200; 256], "{out:?}");
+    assert_eq!(got.by_name.get("getppid"), Some(&(256 * 200)));
+}
+
 /// `threads 1000 100` starts and joins 100 threads at a time until 1,000
 /// have run, each making one getppid after the main thread's marker
 /// getppid (the shell before the exec makes a getppid of its own: not

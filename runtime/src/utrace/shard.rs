@@ -91,6 +91,9 @@ pub(crate) struct Group {
     reason: Mutex<Option<EndReason>>,
     /// Per process: the `jmp .` site and the bytes it replaced.
     parks: Mutex<HashMap<i32, (u64, [u8; 2])>>,
+    /// Threads parked and not yet put back by their new owner: at most
+    /// [`IN_FLIGHT`] (see `hand_over`).
+    in_flight: AtomicUsize,
     /// Stops of a thread before it may move ([`SETTLE`]).
     settle: u32,
     /// Per shard: its loop still serves events (see `loop_ended`).
@@ -133,6 +136,7 @@ impl Group {
             moved: AtomicBool::new(false),
             reason: Mutex::new(None),
             parks: Mutex::new(HashMap::new()),
+            in_flight: AtomicUsize::new(0),
             settle: std::env::var("UTAP_SHARD_SETTLE")
                 .ok()
                 .and_then(|v| v.parse().ok())
@@ -153,6 +157,13 @@ impl Group {
             }
         }
         reason
+    }
+
+    /// A parked thread reached its new owner, or is gone.
+    fn landed(&self) {
+        let _ = self
+            .in_flight
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
     }
 
     /// The group's end reason, once some shard ended it.
@@ -372,7 +383,15 @@ impl Tracer {
         let Some(thread) = self.core.threads.get_mut(&tid) else {
             return false;
         };
-        if thread.stops_here != group.settle || thread.settled {
+        if thread.stops_here < group.settle || thread.settled {
+            return false;
+        }
+        // A parked thread spins until its new owner takes it, and tracer
+        // threads run in SCHED_IDLE (`colocate`): a hundred threads parked
+        // at once (a program starting its thread pool) starved the
+        // adopting tracer for seconds. One at a time; the others try again
+        // at their next stops.
+        if group.in_flight.load(Ordering::Acquire) >= IN_FLIGHT {
             return false;
         }
         if !movable(thread)
@@ -412,6 +431,7 @@ impl Tracer {
         let Some(mut thread) = self.core.threads.remove(&tid) else {
             return false;
         };
+        group.in_flight.fetch_add(1, Ordering::AcqRel);
         thread.restore = Some(Box::new((restore, std::time::Instant::now())));
         thread.retrap = retrap;
         thread.settled = true;
@@ -515,15 +535,20 @@ impl Tracer {
     }
 }
 
-/// A handed-over thread was put back where it was parked.
+/// A handed-over thread was put back where it was parked (or died
+/// parked).
 pub(crate) fn note_handover(shard: &Option<ShardRef>, parked: std::time::Instant) {
     if let Some(s) = shard {
+        s.group.landed();
         let ns = parked.elapsed().as_nanos() as u64;
         s.group.slots[s.index]
             .parked_ns
             .fetch_add(ns, Ordering::Relaxed);
     }
 }
+
+/// Parked threads at a time (see `hand_over`).
+const IN_FLIGHT: usize = 1;
 
 /// Stops of a thread on its shard before it may move: a thread that stops
 /// this often keeps its tracer busy, while short-lived threads (a few
@@ -585,6 +610,9 @@ fn adopt(core: &mut Core, mut thread: Thread) {
         };
     // Gone meanwhile (its process was killed): nothing left to serve.
     if ptrace::seize(thread.tid, options).is_err() {
+        if let Some(s) = &core.shard {
+            s.group.landed();
+        }
         return;
     }
     let _ = ptrace::interrupt(thread.tid);

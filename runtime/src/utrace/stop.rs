@@ -389,6 +389,11 @@ impl Tracer {
         if thread.settled {
             self.core.busy = self.core.busy.saturating_sub(1);
         }
+        // Died parked, before its registers were put back.
+        #[cfg(target_arch = "x86_64")]
+        if let Some(parked) = &thread.restore {
+            super::shard::note_handover(&self.core.shard, parked.1);
+        }
         if let Some(s) = self.core.shard.as_ref().filter(|_| tid == thread.tgid) {
             s.group.forget_park(tid);
         }
