@@ -1,6 +1,7 @@
 //! Syscall entry probes served by seccomp user notification instead of a
 //! ptrace stop (issue 16 point 3, `utap_runtime::session::notify`): counts
-//! by name equal `strace -f -c`'s exactly, one thread and eight; a handler
+//! by name equal `strace -f -c`'s exactly, one thread and eight, with the
+//! command's one listener or a listener per busy thread; a handler
 //! that needs registers keeps the ptrace route and still counts exactly;
 //! `-v` says which route served the entries; `exit()` in a notified
 //! handler, `-T` and SIGINT leave no thread of the command waiting.
@@ -48,7 +49,18 @@ probe end { foreach (s+ in n) printf("%s %d\n", s, n[s]) }
 
 /// Runs `script -v -c cmd`; its counts and its stderr.
 fn utap_counts(script: &str, cmd: &str) -> (BTreeMap<String, u64>, String) {
-    let out = finish(utap(script, &["-v", "-c", cmd]).spawn().unwrap());
+    utap_counts_with(script, cmd, &[])
+}
+
+/// [`utap_counts`] with environment variables set.
+fn utap_counts_with(
+    script: &str,
+    cmd: &str,
+    env: &[(&str, &str)],
+) -> (BTreeMap<String, u64>, String) {
+    let mut c = utap(script, &["-v", "-c", cmd]);
+    c.envs(env.iter().copied());
+    let out = finish(c.spawn().unwrap());
     assert_eq!(out.status, 0, "utap failed: {}", out.stderr);
     let mut counts: BTreeMap<String, u64> = out
         .stdout
@@ -66,6 +78,17 @@ fn utap_counts(script: &str, cmd: &str) -> (BTreeMap<String, u64>, String) {
     (counts, out.stderr)
 }
 
+/// How many listeners `-v` says the servers served.
+fn listeners(stderr: &str) -> Option<u64> {
+    stderr.lines().find_map(|l| {
+        l.strip_prefix("utap: ")?
+            .split_once(" seccomp listener(s) served by ")?
+            .0
+            .parse()
+            .ok()
+    })
+}
+
 /// The number of entries `-v` says the notification route served.
 fn notified(stderr: &str) -> Option<u64> {
     stderr.lines().find_map(|l| {
@@ -76,13 +99,15 @@ fn notified(stderr: &str) -> Option<u64> {
     })
 }
 
+/// With the command's one listener (`UTAP_THREAD_LISTENERS=0`), every
+/// entry from the first is notified.
 #[test]
 fn entry_counts_served_by_notification_equal_strace_c() {
     if !strace_available() {
         return;
     }
     let cmd = fixture("syscalls");
-    let (ours, stderr) = utap_counts(COUNT, &cmd);
+    let (ours, stderr) = utap_counts_with(COUNT, &cmd, &[("UTAP_THREAD_LISTENERS", "0")]);
     assert!(
         stderr.contains("seccomp user notification serves the entries of"),
         "{stderr}"
@@ -106,12 +131,55 @@ fn eight_threads_counts_served_by_notification_equal_strace_c() {
     }
     let cmd = format!("{} 8 3000", fixture("mtsys"));
     let (mut ours, stderr) = utap_counts(COUNT, &cmd);
-    assert!(notified(&stderr).is_some_and(|n| n > 24_000), "{stderr}");
+    // Each thread has its own listener from its 64th call on.
+    assert_eq!(listeners(&stderr), Some(8), "{stderr}");
+    assert!(
+        notified(&stderr).is_some_and(|n| n > 8 * (3000 - 64)),
+        "{stderr}"
+    );
     let mut theirs = strace_counts(&cmd);
     // The threads' calls, nothing else (-c runs mtsys itself).
     assert_eq!(ours["getppid"], 8 * 3000, "{ours:?}");
     // How often the threads meet in futex waits (the barrier, the joins)
     // depends on the scheduling of each run, traced or not.
+    ours.remove("futex");
+    theirs.remove("futex");
+    assert_eq!(ours, theirs);
+}
+
+/// A single-threaded program: its first 4,096 entries stop in ptrace, the
+/// rest are notified to the listener it then gets; the counts are exact
+/// across the change.
+#[test]
+fn a_main_thread_gets_its_listener_at_its_4096th_stop() {
+    if !strace_available() {
+        return;
+    }
+    let cmd = format!("{} 10000", fixture("loop"));
+    let (ours, stderr) = utap_counts(COUNT, &cmd);
+    let total: u64 = ours.values().sum();
+    assert_eq!(listeners(&stderr), Some(1), "{stderr}");
+    let served = notified(&stderr).unwrap_or_else(|| panic!("no count in {stderr}"));
+    assert!(
+        served > total - 4096 - 10 && served < total - 4000,
+        "{served} of {total}: {stderr}"
+    );
+    assert_eq!(ours, strace_counts(&cmd));
+}
+
+/// Threads created by a thread that has its listener inherit its filter,
+/// and with it that listener (the kernel gives them no other): one
+/// listener serves all, and every call is counted once.
+#[test]
+fn threads_created_after_their_creator_has_a_listener_share_it() {
+    if !strace_available() {
+        return;
+    }
+    let cmd = format!("{} 3 2000 5000", fixture("mtsys"));
+    let (mut ours, stderr) = utap_counts(COUNT, &cmd);
+    assert_eq!(listeners(&stderr), Some(1), "{stderr}");
+    assert_eq!(ours["getppid"], 3 * 2000 + 5000, "{ours:?}");
+    let mut theirs = strace_counts(&cmd);
     ours.remove("futex");
     theirs.remove("futex");
     assert_eq!(ours, theirs);

@@ -45,7 +45,7 @@ pub type Notification = libc::seccomp_notif;
 pub enum Received {
     Notified,
     /// Interrupted (EINTR) or the thread went away before it was received
-    /// (ENOENT): try again.
+    /// (ENOENT, the filter still in use): try again.
     Retry,
     /// No process uses the filter any more (or the descriptor failed).
     Closed,
@@ -100,9 +100,24 @@ impl Listener {
             return Received::Notified;
         }
         match std::io::Error::last_os_error().raw_os_error() {
-            Some(libc::EINTR | libc::ENOENT) => Received::Retry,
+            Some(libc::EINTR) => Received::Retry,
+            // Also what a receive gets at once when no thread uses the
+            // filter any more.
+            Some(libc::ENOENT) if !self.hung_up() => Received::Retry,
             _ => Received::Closed,
         }
+    }
+
+    /// Whether no thread uses the filter any more (`POLLHUP`).
+    fn hung_up(&self) -> bool {
+        let mut p = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let rc = unsafe { libc::poll(&mut p, 1, 0) };
+        rc > 0 && p.revents & libc::POLLHUP != 0
     }
 
     /// Lets the notified syscall run. False if its thread is gone (ENOENT).

@@ -122,6 +122,23 @@ impl Filter {
         Ok(Filter { program })
     }
 
+    /// A filter for one thread of a traced command (`utrace::listen`):
+    /// `RET_USER_NOTIF` for `notify`, allow for the rest, which the
+    /// command's older filter then decides (of two filters the action
+    /// that takes precedence wins, and a notification beats a trace).
+    pub fn notify_only(notify: impl IntoIterator<Item = u32>) -> Result<Filter, BuildError> {
+        let mut notify: Vec<u32> = notify.into_iter().collect();
+        if let Some(&bad) = notify.iter().find(|&&nr| nr >= X32_SYSCALL_BIT) {
+            return Err(BuildError::BadSyscall(bad));
+        }
+        notify.sort_unstable();
+        notify.dedup();
+        let body = search(&to_ranges(&[], &notify)).ok_or(BuildError::TooLarge)?;
+        Ok(Filter {
+            program: assemble(body)?,
+        })
+    }
+
     /// The BPF instructions (for `-v` dumps and tests).
     pub fn program(&self) -> &[sock_filter] {
         &self.program
@@ -574,6 +591,16 @@ mod tests {
             }
             let x32 = run(&filter.program, AUDIT_ARCH_X86_64, X32_SYSCALL_BIT | 1);
             assert_eq!(x32, libc::SECCOMP_RET_TRACE);
+        }
+        // A thread's own filter: its set notifies, the rest (execve too)
+        // is left to the command's filter.
+        let own = Filter::notify_only([1, 2, 3, 39, 110]).unwrap();
+        for nr in 0..1100 {
+            let expect = match [1, 2, 3, 39, 110].contains(&nr) {
+                true => RET_USER_NOTIF,
+                false => libc::SECCOMP_RET_ALLOW,
+            };
+            assert_eq!(run(&own.program, AUDIT_ARCH_X86_64, nr), expect, "nr {nr}");
         }
         // Too many alternations for range tests: no bitmask fallback with
         // a notify set (the session then traces everything instead).

@@ -81,7 +81,7 @@ pub(crate) struct Shared {
     pub stopping: AtomicBool,
     /// Syscall entries served by seccomp notification (`super::notify`),
     /// when that route is on: `-v` says how many.
-    pub notified: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    pub notified: Option<std::sync::Arc<super::notify::Counts>>,
 }
 
 /// The state behind the script's lock (`super::lock`).
@@ -335,9 +335,17 @@ impl Shared {
                 eprintln!("utap: session ended: {why}");
                 eprintln!("utap: {} ptrace stops", ctl.stop_count());
                 if let Some(n) = &self.notified {
+                    let get = |c: &std::sync::atomic::AtomicU64| {
+                        c.load(std::sync::atomic::Ordering::Relaxed)
+                    };
                     eprintln!(
                         "utap: {} syscall entries served by seccomp notification (no ptrace stop)",
-                        n.load(std::sync::atomic::Ordering::Relaxed)
+                        get(&n.served)
+                    );
+                    eprintln!(
+                        "utap: {} seccomp listener(s) served by {} server thread(s)",
+                        get(&n.listeners),
+                        get(&n.servers)
                     );
                 }
                 let shards = ctl.shard_stats();

@@ -146,12 +146,15 @@ pub fn run(
         }
         _ => Vec::new(),
     };
+    // Served by per-thread listeners (the default), the command's filter
+    // has no listener of its own (`utrace::listen`).
+    let per_thread = !notified.is_empty() && notify::per_thread();
     let mut spawned = match &opts.target {
         Target::Command(cmd) => Ok(spawn(
             &mut tracer,
             cmd,
             dispatch.syscall_need(),
-            &notified,
+            if per_thread { &[] } else { &notified },
             opts.verbose,
         )?),
         Target::Attach(pid) => Err(Tid(*pid)),
@@ -216,17 +219,25 @@ pub fn run(
     // engines at the same ids: the session's is this tracer's first.
     debug_assert_eq!(id.0, 0);
     // A copy of the script per tracer thread, and the notification
-    // server's after them.
-    shared
-        .borrow_mut()
-        .add_runs(shards + listener.is_some() as usize);
-    if let Some(listener) = listener {
+    // servers' after them.
+    let serving = listener.is_some() || (per_thread && seccomp_on);
+    let server_runs = match serving {
+        true => notify::Servers::runs_wanted(),
+        false => 0,
+    };
+    shared.borrow_mut().add_runs(shards + server_runs);
+    if serving {
         if shared.borrow().end_elsewhere.is_none() {
             shared.borrow_mut().end_elsewhere = Some(end_on_first(&tracer, &shared));
         }
-        let count = notify::start(listener, shared.clone(), dispatch.clone(), shards)
-            .map_err(|e| SessionError(format!("cannot start the notification thread: {e}")))?;
-        shared.borrow_mut().notified = Some(count);
+        let servers = notify::Servers::new(shared.clone(), dispatch.clone(), shards, server_runs);
+        shared.borrow_mut().notified = Some(servers.count.clone());
+        match listener {
+            Some(listener) => servers
+                .start(listener)
+                .map_err(|e| SessionError(format!("cannot start the notification thread: {e}")))?,
+            None => listen_in_threads(&mut tracer, servers, &notified, opts.verbose)?,
+        }
     }
     if shards > 1 {
         share_tracing(&mut tracer, &shared, &dispatch, shards)?;
@@ -278,6 +289,32 @@ fn shard_count(d: &Dispatch, opts: &SessionOptions) -> usize {
         return n.clamp(1, 64);
     }
     std::thread::available_parallelism().map_or(1, |n| n.get().min(64))
+}
+
+/// Gives each busy thread of the command a listener of its own, served
+/// by a server of its own (`utrace::listen`): notifications of threads on
+/// different CPUs are then served in parallel.
+fn listen_in_threads(
+    tracer: &mut Tracer,
+    servers: notify::Servers,
+    notified: &[u32],
+    verbose: bool,
+) -> Result<(), SessionError> {
+    let filter = seccomp::Filter::notify_only(notified.iter().copied())
+        .map_err(|e| SessionError(format!("cannot build the threads' seccomp filter: {e}")))?;
+    if verbose {
+        eprintln!(
+            "utap: seccomp user notification serves the entries of {} syscall(s) without a ptrace stop, in each thread from its {}th stop on ({}th for a main thread)",
+            notified.len(),
+            crate::utrace::listen::LISTEN_AFTER,
+            crate::utrace::listen::MAIN_LISTENS_AFTER
+        );
+    }
+    tracer.listen_in_threads(crate::utrace::ThreadListeners {
+        program: filter.program().to_vec(),
+        server: Box::new(move || servers.waiting()),
+    });
+    Ok(())
 }
 
 /// Starts the other tracer threads, each with its own script engine over

@@ -135,6 +135,9 @@ pub(crate) struct Core {
     pub end_on_exit: Option<Tid>,
     /// A termination signal kills every traced process (`kill_on_signal`).
     pub kill_on_signal: bool,
+    /// A seccomp listener for each new thread (`listen`), when the
+    /// session serves syscalls by notification.
+    pub thread_listeners: Option<std::sync::Arc<super::ThreadListeners>>,
     pub timers: Vec<Timer>,
     pub next_timer: u64,
     pub engine_count: u32,

@@ -267,6 +267,7 @@ mod events;
 mod foreign;
 mod hold;
 pub mod hurry;
+pub mod listen;
 mod ptrace;
 mod remote;
 mod safety;
@@ -292,6 +293,7 @@ pub use cx::{Cx, ProcessMemory, SyscallInfo};
 pub use engine::{CloneInfo, CloneKind, Engine, EngineId, ExitStatus, Jctl, SignalReport};
 pub use error::{Error, Result};
 pub use events::{Event, Events};
+pub use listen::ThreadListeners;
 pub use safety::{
     also_on_termination, catch_termination_signals, end_sessions, termination_signal,
 };

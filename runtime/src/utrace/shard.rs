@@ -289,14 +289,15 @@ struct Start {
     factory: EngineFactory,
     kill_on_signal: bool,
     end_on_exit: Option<Tid>,
+    thread_listeners: Option<Arc<super::ThreadListeners>>,
 }
 
 impl Tracer {
     /// Serves the session with `n` tracer threads: this one (shard 0) and
     /// `n - 1` new ones, whose engines `factory` makes (the same engines,
     /// at the same ids, as this tracer's). Call before `run`, after the
-    /// session's `kill_on_signal`/`end_when_exits`, which every shard
-    /// applies. `n <= 1` changes nothing.
+    /// session's `kill_on_signal`/`end_when_exits`/`listen_in_threads`,
+    /// which every shard applies. `n <= 1` changes nothing.
     pub fn enable_shards(&mut self, n: usize, factory: EngineFactory) -> Result<()> {
         if self.shards.prepared.is_none() {
             self.prepare_shards(n)?;
@@ -314,6 +315,7 @@ impl Tracer {
                 factory: Arc::clone(&factory),
                 kill_on_signal,
                 end_on_exit,
+                thread_listeners: self.core.thread_listeners.clone(),
             });
         }
         self.shards.threads.append(&mut prepared.threads);
@@ -662,6 +664,7 @@ fn serve(
     tracer.core.engine_count = tracer.engines.len() as u32;
     tracer.core.kill_on_signal = start.kill_on_signal;
     tracer.core.end_on_exit = start.end_on_exit;
+    tracer.core.thread_listeners = start.thread_listeners;
     *lock(&group.slots[index].tx) = Some(tracer.sender.clone());
     *lock(&group.slots[index].ring) = Some(Arc::clone(&tracer.doorbell.ring));
     tracer.core.shard = Some(ShardRef {

@@ -184,6 +184,12 @@ impl Tracer {
             return self.finish_stop(tid, false);
         }
         if !thread.in_syscall {
+            if self.maybe_listen(tid) {
+                return self.finish_stop(tid, false);
+            }
+            let Some(thread) = self.core.threads.get_mut(&tid) else {
+                return;
+            };
             thread.in_syscall = true;
             thread.parkable = Parkable::Entry;
             thread.reset_exit_choices();

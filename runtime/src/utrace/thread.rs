@@ -122,6 +122,10 @@ pub(crate) struct Thread {
     /// Seized with PTRACE_O_EXITKILL (a spawned command and what it
     /// creates): a handed-over thread is seized again the same way.
     pub exitkill: bool,
+    /// Whether its seccomp filter chain has a listener (`listen`), and
+    /// its seccomp stops so far (until it has).
+    pub listening: super::listen::Listening,
+    pub seccomp_stops: u32,
     /// Handed over by another shard (`shard`): its registers before it
     /// was parked, put back at its first stop here, and when it was parked.
     #[cfg(target_arch = "x86_64")]
@@ -153,6 +157,8 @@ impl Thread {
             parkable: Parkable::No,
             retrap: false,
             exitkill: false,
+            listening: Default::default(),
+            seccomp_stops: 0,
             #[cfg(target_arch = "x86_64")]
             restore: None,
         }
@@ -164,6 +170,8 @@ impl Thread {
         let mut child = Thread::new(tid, tgid, Run::Starting);
         child.source = self.source;
         child.exitkill = self.exitkill;
+        // Filters are inherited, and with them a listener.
+        child.listening = self.listening;
         child.attachments = self
             .attachments
             .iter()

@@ -94,6 +94,12 @@ impl Tracer {
         }
     }
 
+    /// Gives the busy threads seccomp listeners of their own (see
+    /// `listen`); before `enable_shards`.
+    pub fn listen_in_threads(&mut self, listeners: super::ThreadListeners) {
+        self.core.thread_listeners = Some(std::sync::Arc::new(listeners));
+    }
+
     /// How the tracer thread places itself during `run` (default: from
     /// `UTAP_COLOCATE`, else [`colocate::DEFAULT`](super::colocate::DEFAULT)).
     pub fn set_colocation(&mut self, mode: Colocation) {
