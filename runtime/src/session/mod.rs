@@ -236,7 +236,10 @@ pub fn run(
             Some(listener) => servers
                 .start(listener)
                 .map_err(|e| SessionError(format!("cannot start the notification thread: {e}")))?,
-            None => listen_in_threads(&mut tracer, servers, &notified, opts.verbose)?,
+            None => {
+                let servers = servers.placed();
+                listen_in_threads(&mut tracer, servers, &notified, opts.verbose)?
+            }
         }
     }
     if shards > 1 {
