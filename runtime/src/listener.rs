@@ -110,14 +110,7 @@ impl Listener {
 
     /// Whether no thread uses the filter any more (`POLLHUP`).
     fn hung_up(&self) -> bool {
-        let mut p = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        let rc = unsafe { libc::poll(&mut p, 1, 0) };
-        rc > 0 && p.revents & libc::POLLHUP != 0
+        self.revents(0) & libc::POLLHUP != 0
     }
 
     /// Lets the notified syscall run. False if its thread is gone (ENOENT).
@@ -153,6 +146,11 @@ impl Listener {
     /// limit); also true when the listener is closed (hang-up), so that
     /// [`Listener::recv`] reports it.
     pub fn poll(&self, timeout_ms: i32) -> bool {
+        self.revents(timeout_ms) != 0
+    }
+
+    /// What `poll(2)` for input reports within `timeout_ms` (0: none).
+    fn revents(&self, timeout_ms: i32) -> libc::c_short {
         let mut p = libc::pollfd {
             fd: self.fd.as_raw_fd(),
             events: libc::POLLIN,
@@ -160,7 +158,7 @@ impl Listener {
         };
         // SAFETY: one valid pollfd.
         let rc = unsafe { libc::poll(&mut p, 1, timeout_ms) };
-        rc > 0
+        if rc > 0 { p.revents } else { 0 }
     }
 
     pub fn raw_fd(&self) -> i32 {

@@ -100,18 +100,13 @@ impl Filter {
         notify: impl IntoIterator<Item = u32>,
     ) -> Result<Filter, BuildError> {
         let mut set: Vec<u32> = syscalls.into_iter().chain(ALWAYS_TRACED).collect();
-        let mut notify: Vec<u32> = notify.into_iter().collect();
+        let notify: Vec<u32> = notify.into_iter().collect();
         if !notify.is_empty() {
             set.push(LISTENER_NR);
         }
-        if let Some(&bad) = set.iter().chain(&notify).find(|&&nr| nr >= X32_SYSCALL_BIT) {
-            return Err(BuildError::BadSyscall(bad));
-        }
-        set.sort_unstable();
-        set.dedup();
+        let set = syscall_numbers(set)?;
+        let mut notify = syscall_numbers(notify)?;
         notify.retain(|nr| set.binary_search(nr).is_err());
-        notify.sort_unstable();
-        notify.dedup();
         let ranges = to_ranges(&set, &notify);
         let body = match search(&ranges) {
             Some(body) => body,
@@ -127,12 +122,7 @@ impl Filter {
     /// command's older filter then decides (of two filters the action
     /// that takes precedence wins, and a notification beats a trace).
     pub fn notify_only(notify: impl IntoIterator<Item = u32>) -> Result<Filter, BuildError> {
-        let mut notify: Vec<u32> = notify.into_iter().collect();
-        if let Some(&bad) = notify.iter().find(|&&nr| nr >= X32_SYSCALL_BIT) {
-            return Err(BuildError::BadSyscall(bad));
-        }
-        notify.sort_unstable();
-        notify.dedup();
+        let notify = syscall_numbers(notify)?;
         let body = search(&to_ranges(&[], &notify)).ok_or(BuildError::TooLarge)?;
         Ok(Filter {
             program: assemble(body)?,
@@ -143,6 +133,18 @@ impl Filter {
     pub fn program(&self) -> &[sock_filter] {
         &self.program
     }
+}
+
+/// `numbers` ascending, each once; an error for one that no x86_64
+/// syscall has (x32 and beyond).
+fn syscall_numbers(numbers: impl IntoIterator<Item = u32>) -> Result<Vec<u32>, BuildError> {
+    let mut numbers: Vec<u32> = numbers.into_iter().collect();
+    if let Some(&bad) = numbers.iter().find(|&&nr| nr >= X32_SYSCALL_BIT) {
+        return Err(BuildError::BadSyscall(bad));
+    }
+    numbers.sort_unstable();
+    numbers.dedup();
+    Ok(numbers)
 }
 
 /// One instruction per line, numbered, in the usual BPF assembler notation
@@ -389,8 +391,8 @@ pub fn install(filter: &Filter) -> Result<Privileges, i32> {
 
 /// `SECCOMP_FILTER_FLAG_NEW_LISTENER` and
 /// `SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV` (Linux 5.19) of linux/seccomp.h.
-const FLAG_NEW_LISTENER: c_ulong = 1 << 3;
-const FLAG_WAIT_KILLABLE_RECV: c_ulong = 1 << 5;
+pub(crate) const FLAG_NEW_LISTENER: c_ulong = 1 << 3;
+pub(crate) const FLAG_WAIT_KILLABLE_RECV: c_ulong = 1 << 5;
 
 /// [`install`] for a filter with a notify set: asks for a listener (with
 /// `WAIT_KILLABLE_RECV` where the kernel has it: once the listener has

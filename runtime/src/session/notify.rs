@@ -82,13 +82,13 @@ pub(crate) fn enabled() -> bool {
 /// command's or each busy thread's (`utrace::listen`), each blocked on
 /// its own listener so that a notifying thread wakes its server on its
 /// own CPU. Servers run their handlers on one of `runs` copies of the
-/// script, taken in turn (one per CPU; servers sharing a copy take its
-/// lock in turn).
+/// script (one per CPU; servers sharing a copy take its lock in turn):
+/// their CPU's when placed (see [`Placement`]), else taken in turn.
 ///
-/// A server is not co-located with the threads it serves as the ptrace
-/// tracer threads are (`utrace::colocate`): following their CPU in
-/// `SCHED_IDLE` measured the same as the scheduler's placement with
-/// synchronous wake-ups (`loop 100000` counted by name: 0.82–0.83 s
+/// The command's one server is left to the scheduler: following its
+/// threads' CPU in `SCHED_IDLE`, as the ptrace tracer threads do
+/// (`utrace::colocate`), measured the same as the scheduler's placement
+/// with synchronous wake-ups (`loop 100000` counted by name: 0.82–0.83 s
 /// against 0.77–0.82 s, load 4).
 pub(crate) struct Servers {
     shared: SharedRef,

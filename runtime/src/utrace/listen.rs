@@ -35,6 +35,7 @@ use std::sync::mpsc::SyncSender;
 use super::ptrace::{self, Status};
 use super::{Regs, Signal, Tid, Tracer};
 use crate::listener::Listener;
+use crate::seccomp::{FLAG_NEW_LISTENER, FLAG_WAIT_KILLABLE_RECV};
 use crate::uprobe::mem;
 
 /// The seccomp stop at which a thread gets its listener: a thread that
@@ -112,9 +113,6 @@ impl Drop for Injection {
     }
 }
 
-/// `SECCOMP_FILTER_FLAG_NEW_LISTENER`, `SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV`.
-const NEW_LISTENER: u64 = 1 << 3;
-const WAIT_KILLABLE_RECV: u64 = 1 << 5;
 /// Below the red zone the thread's code may use without moving rsp.
 const RED_ZONE: u64 = 128;
 
@@ -160,19 +158,14 @@ impl Tracer {
         let Ok(regs) = ptrace::get_regs(tid) else {
             return (Listening::Never, false);
         };
-        // Only the 2-byte `syscall` (0f 05) is known to be made again so.
-        let Some(at) = regs.rip.checked_sub(2) else {
+        let Some(again) = ptrace::call_again(tid, &regs) else {
             return (Listening::Never, false);
         };
-        match ptrace::raw(libc::PTRACE_PEEKTEXT as u32, tid, at as usize, 0) {
-            Ok(word) if word as u64 & 0xffff == 0x050f => {}
-            _ => return (Listening::Never, false),
-        }
         let Some(server) = (cfg.server)() else {
             return (Listening::Never, false);
         };
         let _marked = Injection::new(tid.0);
-        let mut call = Inline::new(tid, regs, at);
+        let mut call = Inline::new(tid, regs, again);
         let got = self.install_filter(&mut call, tgid, &cfg.program);
         let listening = match got {
             Ok((fd, killable)) => {
@@ -206,10 +199,10 @@ impl Tracer {
         let set = libc::SECCOMP_SET_MODE_FILTER as u64;
         let mut last = None;
         for (flags, killable) in [
-            (NEW_LISTENER | WAIT_KILLABLE_RECV, true),
-            (NEW_LISTENER, false),
+            (FLAG_NEW_LISTENER | FLAG_WAIT_KILLABLE_RECV, true),
+            (FLAG_NEW_LISTENER, false),
         ] {
-            let args = [set, flags, at, 0, 0, 0];
+            let args = [set, flags as u64, at, 0, 0, 0];
             let rc = self
                 .inline_syscall(call, libc::SYS_seccomp as u64, args)
                 .ok_or(None)? as i64;
@@ -237,7 +230,7 @@ impl Tracer {
         // that call is skipped (orig_rax -1); its exit stop, if the
         // kernel reports one, comes before the injected call's entry.
         r.orig_rax = u64::MAX;
-        r.rip = call.insn;
+        r.rip = call.again.rip;
         r.rax = nr;
         (r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9) =
             (args[0], args[1], args[2], args[3], args[4], args[5]);
@@ -301,27 +294,29 @@ impl Tracer {
         if call.dead {
             return true;
         }
-        let mut again = call.saved;
-        if call.made_any {
-            again.rip = call.insn;
-            again.rax = call.saved.orig_rax;
-            again.orig_rax = u64::MAX;
+        // Nothing injected: the thread is as it stopped.
+        if !call.made_any {
+            return false;
         }
+        let again = Regs {
+            orig_rax: u64::MAX,
+            ..call.again
+        };
         let _ = ptrace::set_regs(call.tid, &again);
         if let (Some(sig), Some(t)) = (call.deliver_later, self.core.threads.get_mut(&call.tid)) {
             t.pending_signal = Some(sig);
         }
-        call.made_any
+        true
     }
 }
 
 /// Injected calls in one stopped thread.
 struct Inline {
     tid: Tid,
-    /// Its registers at the program's seccomp stop.
+    /// Its registers at the program's seccomp stop, and those that make
+    /// its call again (`ptrace::call_again`).
     saved: Regs,
-    /// Its `syscall` instruction.
-    insn: u64,
+    again: Regs,
     /// A call was injected (so the program's was skipped).
     made_any: bool,
     dead: bool,
@@ -329,11 +324,11 @@ struct Inline {
 }
 
 impl Inline {
-    fn new(tid: Tid, saved: Regs, insn: u64) -> Inline {
+    fn new(tid: Tid, saved: Regs, again: Regs) -> Inline {
         Inline {
             tid,
             saved,
-            insn,
+            again,
             made_any: false,
             dead: false,
             deliver_later: None,

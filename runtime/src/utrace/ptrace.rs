@@ -125,6 +125,25 @@ pub(crate) fn get_regs(tid: Tid) -> Result<libc::user_regs_struct> {
     let r = raw(PTRACE_GETREGS, tid, 0, &mut regs as *mut _ as usize);
     check("PTRACE_GETREGS", tid, r).map(|()| regs)
 }
+/// The registers that make the syscall `regs` (of `tid`, at its entry)
+/// was entered with again: rip back on its `syscall` instruction, the
+/// number in rax. `None` unless that instruction is the 2-byte `syscall`
+/// (0f 05), the only one known to be made again so.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn call_again(
+    tid: Tid,
+    regs: &libc::user_regs_struct,
+) -> Option<libc::user_regs_struct> {
+    let at = regs.rip.checked_sub(2)?;
+    let word = raw(libc::PTRACE_PEEKTEXT as u32, tid, at as usize, 0).ok()?;
+    if word as u64 & 0xffff != 0x050f {
+        return None;
+    }
+    let mut again = *regs;
+    again.rip = at;
+    again.rax = regs.orig_rax;
+    Some(again)
+}
 #[cfg(target_arch = "x86_64")]
 pub(crate) fn set_regs(tid: Tid, regs: &libc::user_regs_struct) -> Result<()> {
     check(

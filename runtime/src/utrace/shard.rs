@@ -583,18 +583,11 @@ fn movable(t: &Thread) -> bool {
 #[cfg(target_arch = "x86_64")]
 fn park_regs(t: &Thread, park: u64) -> Option<(super::Regs, super::Regs, super::Regs, bool)> {
     let regs = ptrace::get_regs(t.tid).ok()?;
-    let mut restore = regs;
     let retrap = t.parkable == Parkable::Entry;
-    if retrap {
-        // Only the 2-byte `syscall` (0f 05) is known to be made again so.
-        let at = regs.rip.checked_sub(2)?;
-        let word = ptrace::raw(libc::PTRACE_PEEKTEXT as u32, t.tid, at as usize, 0).ok()?;
-        if word as u64 & 0xffff != 0x050f {
-            return None;
-        }
-        restore.rip = at;
-        restore.rax = regs.orig_rax;
-    }
+    let restore = match retrap {
+        true => ptrace::call_again(t.tid, &regs)?,
+        false => regs,
+    };
     let mut parked = regs;
     parked.rip = park;
     parked.orig_rax = u64::MAX;
