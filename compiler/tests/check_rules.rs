@@ -665,7 +665,10 @@ probe syscall.openat, process("/bin/true").syscall.return if ($syscall == 3) {
     s <<< 1
 }
 probe timer.s(1) { println(@count(s), total) }
+probe syscall.close { total += fd }
 "#);
+    // As SystemTap's, the locals leave out what elision removed: of the
+    // variables syscall.openat and syscall.close set, only the read `fd`.
     assert_eq!(
         dump(&p),
         r#"# globals
@@ -673,23 +676,18 @@ total:long
 count%[100]:long [string, long]
 s:stat
 # functions
+__sc_int32:long (v:long)
 label:string (n:long)
   # locals
   prefix:string
 # probes
 begin /* <- begin */
 process.syscall /* syscalls 257 */ /* <- syscall.openat, process("/bin/true").syscall.return */
-  # locals
-  name:string
-  argstr:string
-  dfd:long
-  dfd_str:string
-  filename:string
-  flags:long
-  flags_str:string
-  mode:long
 process("/bin/true").syscall.return /* syscalls 3 */ /* <- syscall.openat, process("/bin/true").syscall.return */
 timer.s(1) /* <- timer.s(1) */
+process.syscall /* syscalls 3 */ /* <- syscall.close */
+  # locals
+  fd:long
 "#
     );
 }
@@ -1169,4 +1167,66 @@ fn entry_values_come_from_an_entry_probe_on_the_same_syscalls() {
         first_diag("probe syscall.read { println(@entry($arg1)) }", false)[0],
         "semantic error: @entry is allowed only in .return probes"
     );
+}
+
+/// The statements of a probe's body that assign `what`.
+fn assignments_to(p: &ProbeDef, what: impl Fn(&LValue) -> bool) -> usize {
+    let mut n = 0;
+    utap_compiler::walk::block(&p.body, &mut |e| {
+        if let ExprKind::Assign { target, .. } = &e.kind
+            && what(target)
+        {
+            n += 1;
+        }
+    });
+    n
+}
+
+#[test]
+fn alias_assignments_with_effects_are_kept() {
+    // A tapset whose alias writes its own global and calls a function
+    // that prints: both are effects, which elision must keep.
+    let dir = tapset_dir(
+        "effects",
+        &[(
+            "effects.stp",
+            "global opened\nfunction noisy:long () { println(\"x\"); return 1 }\n\
+             probe my.open = process.syscall if ($syscall == 257) {\n\
+             \topened = 1\n\tunused = $arg1\n\tloud = noisy()\n}\n",
+        )],
+    );
+    let o = CheckOptions {
+        tapset_dirs: vec![dir.clone()],
+        ..Default::default()
+    };
+    let p = check_with("probe my.open { }", &o).unwrap();
+    let body = &p.probes[0];
+    assert_eq!(assignments_to(body, |t| matches!(t, LValue::Global(_))), 1);
+    assert_eq!(assignments_to(body, |t| matches!(t, LValue::Local(_))), 1);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn alias_variables_the_handler_reads_are_assigned_and_the_rest_elided() {
+    let p = ok("probe syscall.openat { printf(\"%s %d\\n\", filename, flags) }");
+    let body = &p.probes[0];
+    let names: Vec<&str> = body.locals.iter().map(|l| l.name.as_str()).collect();
+    // Every variable the alias sets is still a local (diagnostics list
+    // them), typed as the alias types it...
+    for v in [
+        "name",
+        "argstr",
+        "dfd",
+        "filename",
+        "flags",
+        "flags_str",
+        "mode",
+    ] {
+        assert!(names.contains(&v), "{v} missing from {names:?}");
+    }
+    let ty = |n: &str| body.locals.iter().find(|l| l.name == n).unwrap().ty;
+    assert_eq!(ty("argstr"), Type::String);
+    assert_eq!(ty("flags"), Type::Long);
+    // ...but only the two read are assigned.
+    assert_eq!(assignments_to(body, |t| matches!(t, LValue::Local(_))), 2);
 }

@@ -87,11 +87,10 @@ pub struct CompiledScript {
 
 /// Whether probe `b` translates to exactly the IR of probe `a` (the
 /// expansions of a wildcard whose alias bodies were elided have the same
-/// body, spans included): then `b` need not be translated. The translator
-/// reads of the locals only whether there are any (see `Translator::new`).
+/// body, spans included): then `b` need not be translated. The IR does
+/// not depend on the locals a body no longer uses (see `Translator::new`).
 fn same_translation(a: &ProbeDef, b: &ProbeDef) -> bool {
-    a.locals.is_empty() == b.locals.is_empty()
-        && a.points.len() == b.points.len()
+    a.points.len() == b.points.len()
         && a.points
             .iter()
             .zip(&b.points)

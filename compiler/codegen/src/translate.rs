@@ -128,17 +128,17 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
             ctx,
             offset_of!(HandlerContext, long_globals) as i32,
         );
-        // One zero for every local that is not a parameter: handlers of
-        // expanded aliases differ in how many (unused) locals the elided
-        // alias bodies declared, and should still translate to the same
-        // IR (see `sharing`).
-        let mut zero = None;
+        // One zero for every local that is not a parameter, made whether
+        // there are locals or not: handlers of expanded aliases differ in
+        // which (unused) locals their elided alias bodies declared, and
+        // should still translate to the same IR (see `sharing`).
+        let zero = b.ins().iconst(I64, 0);
         let mut vars = Vec::with_capacity(locals.len());
         for i in 0..locals.len() {
             let var = b.declare_var(I64);
             let init = match args.get(i) {
                 Some(&a) if i < params => a,
-                _ => *zero.get_or_insert_with(|| b.ins().iconst(I64, 0)),
+                _ => zero,
             };
             b.def_var(var, init);
             vars.push(var);

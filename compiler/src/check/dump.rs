@@ -18,8 +18,17 @@ fn sig(name: &str, ty: Type, keys: Option<&[Type]>) -> String {
     s
 }
 
-fn locals(out: &mut String, locals: &[LocalVar], skip: usize) {
-    let rest = &locals[skip.min(locals.len())..];
+/// The locals after the `skip` parameters that `body` still uses: as
+/// SystemTap's, the list leaves out the variables elision removed.
+fn locals(out: &mut String, locals: &[LocalVar], skip: usize, body: &Block) {
+    let used = super::elide::used_locals(body);
+    let rest: Vec<&LocalVar> = locals
+        .iter()
+        .enumerate()
+        .skip(skip)
+        .filter(|(i, _)| used.contains(&(*i as u32)))
+        .map(|(_, l)| l)
+        .collect();
     if rest.is_empty() {
         return;
     }
@@ -98,7 +107,7 @@ fn render(program: &Program, verbose: bool) -> String {
             type_name(f.ret),
             params.join(", ")
         );
-        locals(&mut out, &f.locals, f.params);
+        locals(&mut out, &f.locals, f.params, &f.body);
         if verbose {
             Bodies {
                 program,
@@ -113,7 +122,7 @@ fn render(program: &Program, verbose: bool) -> String {
     for p in &program.probes {
         let points: Vec<String> = p.points.iter().map(point).collect();
         let _ = writeln!(out, "{} /* <- {} */", points.join(", "), p.name);
-        locals(&mut out, &p.locals, 0);
+        locals(&mut out, &p.locals, 0, &p.body);
         if verbose {
             let mut b = Bodies {
                 program,

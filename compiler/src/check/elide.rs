@@ -240,6 +240,22 @@ fn walk_call(e: &mut Expr, f: &mut dyn FnMut(&mut FuncId)) {
 }
 
 /// Locals read anywhere in a block.
+/// The locals a body reads or assigns (those elision left).
+pub fn used_locals(b: &Block) -> HashSet<u32> {
+    let mut used = HashSet::default();
+    reads_block(b, &mut used);
+    walk::block(b, &mut |e| {
+        if let ExprKind::Assign {
+            target: LValue::Local(l),
+            ..
+        } = &e.kind
+        {
+            used.insert(l.0);
+        }
+    });
+    used
+}
+
 fn reads_block(b: &Block, out: &mut HashSet<u32>) {
     walk::nodes(b, &mut |n| match n {
         walk::Node::Expr(e) => out.extend(read_by(e)),

@@ -316,6 +316,12 @@ impl<'l> Lowerer<'l> {
     }
 
     /// The function `name` (lowered later), loading a tapset if needed.
+    /// Whether `name` calls a script or tapset function from `file` (which
+    /// then shadows a builtin of that name).
+    pub fn is_function(&mut self, name: &str, file: FileId) -> bool {
+        self.find_function(name, file).is_some()
+    }
+
     fn find_function(&mut self, name: &str, file: FileId) -> Option<FuncId> {
         let user = self.user_file;
         if !self.syms.functions.contains_key(name) {
@@ -396,6 +402,32 @@ impl<'l> Lowerer<'l> {
                 .filter_map(|s| self.lower_stmt(s, body))
                 .collect(),
         }
+    }
+
+    /// An alias body whose unread assignments (`unread`: the value's type,
+    /// for each statement that is one) are not lowered: their variables
+    /// are still declared and typed, as diagnostics and `-L` list them.
+    pub fn lower_alias_body(
+        &mut self,
+        b: &ast::Block,
+        unread: &[Option<Type>],
+        body: &mut Body,
+    ) -> Vec<Stmt> {
+        let mut out = Vec::with_capacity(b.stmts.len());
+        for (s, unread) in b.stmts.iter().zip(unread) {
+            let assignment = match &s.kind {
+                ast::StmtKind::Expr(e) => super::unread::plain_assignment(e),
+                _ => None,
+            };
+            match (unread, assignment) {
+                (Some(ty), Some((name, target, value))) => {
+                    let (_, tt) = body.local(&mut self.types, name, target.span);
+                    self.unify(Ty::Var(tt), Ty::Known(*ty), value.span);
+                }
+                _ => out.extend(self.lower_stmt(s, body)),
+            }
+        }
+        out
     }
 
     fn cond(&mut self, e: &ast::Expr, body: &mut Body) -> Expr {
@@ -1974,7 +2006,7 @@ fn plt_only(t: &ast::TargetVar, body: &Body) -> bool {
 }
 
 /// A USDT marker family (`.mark`, `.provider().mark`).
-fn is_mark(f: &Family) -> bool {
+pub(super) fn is_mark(f: &Family) -> bool {
     matches!(
         f.kind,
         FamilyKind::Process(super::catalogue::ProcessEventKind::Function(ff))

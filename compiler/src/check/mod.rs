@@ -33,6 +33,7 @@ pub mod synonyms;
 pub mod syscalls;
 pub mod tapsets;
 pub mod types;
+mod unread;
 mod unset;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -737,12 +738,20 @@ impl Session {
                 _ => groups.push(vec![r]),
             }
         }
+        let mentions = unread::Mentions::of_block(&p.body);
         for group in groups {
-            self.lower_group(low, p, &name, group);
+            self.lower_group(low, p, &name, group, &mentions);
         }
     }
 
-    fn lower_group(&mut self, low: &mut Lowerer, p: &ast::Probe, name: &str, group: Vec<Resolved>) {
+    fn lower_group(
+        &mut self,
+        low: &mut Lowerer,
+        p: &ast::Probe,
+        name: &str,
+        group: Vec<Resolved>,
+        mentions: &unread::Mentions,
+    ) {
         let families = group.iter().map(|r| r.family).collect();
         let mut body = Body::new(low.canon(p.span.file), families, None);
         body.mark_args = group.iter().filter_map(|r| marks::arg_count(&r.kind)).min();
@@ -780,16 +789,19 @@ impl Session {
         let first = &group[0];
         self.heads.push(first.head.clone());
         self.through_alias.push(!first.prologue.is_empty());
+        let aliases: Vec<&Rc<ast::Alias>> = first.prologue.iter().chain(&first.epilogue).collect();
+        let unread = unread::unread(low, mentions, &aliases, &body.families, self.user_file);
+        let (before, after) = unread.split_at(first.prologue.len());
         let mut stmts = Vec::new();
-        for a in &first.prologue {
+        for (a, unread) in first.prologue.iter().zip(before) {
             body.file = low.canon(a.span.file);
-            stmts.extend(low.lower_block(&a.body, &mut body).stmts);
+            stmts.extend(low.lower_alias_body(&a.body, unread, &mut body));
         }
         body.file = low.canon(p.span.file);
         stmts.extend(low.lower_block(&p.body, &mut body).stmts);
-        for a in &first.epilogue {
+        for (a, unread) in first.epilogue.iter().zip(after) {
             body.file = low.canon(a.span.file);
-            stmts.extend(low.lower_block(&a.body, &mut body).stmts);
+            stmts.extend(low.lower_alias_body(&a.body, unread, &mut body));
         }
         self.probe_local_tvs.push((body.tvs, body.spans));
         self.probes_out.push(ProbeDef {
