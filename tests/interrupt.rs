@@ -86,3 +86,22 @@ fn sigint_leaves_an_unfiltered_command_running_untraced() {
 fn sigterm_leaves_an_unfiltered_command_running_untraced() {
     leaves_running(libc::SIGTERM);
 }
+
+/// Ctrl-C while the script still compiles (in the tracing process, which
+/// catches no signal yet) ends utap as it ends any program: killed by
+/// SIGINT, with nothing printed, and no process of it left holding the
+/// pipes (`finish` reads them to their end).
+#[test]
+fn sigint_while_compiling_ends_utap_quietly() {
+    // About a second of compiling on this VM.
+    let script: String = (0..100)
+        .map(|i| format!("probe syscall.*.return {{ if (retval == {i}) println(name, argstr) }}\n"))
+        .collect();
+    let live = Live::spawn(utap(&script, &["-c", "true"]));
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    signal(live.pid(), libc::SIGINT);
+    let out = live.finish();
+    assert_eq!(out.stderr, "");
+    assert_eq!(out.stdout, "");
+    assert_eq!(out.status, 128 + libc::SIGINT);
+}

@@ -15,6 +15,7 @@ use utap_compiler::diag::{self, Diagnostic};
 use utap_compiler::parser::{self, NodeIds, ParseOptions};
 use utap_compiler::print;
 use utap_compiler::source::SourceMap;
+use utap_runtime::host::Verdict;
 
 fn main() -> ExitCode {
     keep_freed_memory();
@@ -36,15 +37,19 @@ fn main() -> ExitCode {
     }
     match run(&opts) {
         Ok(status) => ExitCode::from(status),
-        Err(Failure::Message(m)) if json() => {
-            json_diag::print_message(&m);
+        Err(failure) => {
+            print_failure(failure);
             ExitCode::FAILURE
         }
-        Err(Failure::Message(m)) => {
-            eprintln!("utap: {m}");
-            ExitCode::FAILURE
-        }
-        Err(Failure::Reported) => ExitCode::FAILURE,
+    }
+}
+
+/// Prints what went wrong (unless it was printed already).
+fn print_failure(failure: Failure) {
+    match failure {
+        Failure::Message(m) if json() => json_diag::print_message(&m),
+        Failure::Message(m) => eprintln!("utap: {m}"),
+        Failure::Reported => {}
     }
 }
 
@@ -126,6 +131,35 @@ fn run(opts: &cli::Options) -> Result<u8, Failure> {
     if let Some(status) = daemon::run(opts)? {
         return Ok(status);
     }
+    if !session::on_a_process(opts) {
+        return passes(opts, None);
+    }
+    match session::split().map_err(|e| pass_error(e, &SourceMap::new()))? {
+        session::Split::Foreground(fg) => match fg.wait() {
+            Verdict::Exit(code) => Ok(code),
+            verdict => verdict.exit(),
+        },
+        session::Split::Host(handover) => {
+            // A failure before the session: its message, then the verdict.
+            let code = match passes(opts, Some(&handover)) {
+                Ok(code) => code,
+                Err(failure) => {
+                    print_failure(failure);
+                    1
+                }
+            };
+            session::hand_over(&handover, Verdict::Exit(code));
+            match code {
+                0 => Ok(0),
+                _ => Err(Failure::Reported),
+            }
+        }
+    }
+}
+
+/// Passes 1 to 5 (in the tracing process for a script on a process,
+/// `handover`); the exit status.
+fn passes(opts: &cli::Options, handover: Option<&session::SharedHandover>) -> Result<u8, Failure> {
     let (source, args) = opts.script().map_err(Failure::Message)?;
     let (name, text) = read_script(source)?;
     let mut map = SourceMap::new();
@@ -196,9 +230,18 @@ fn run(opts: &cli::Options) -> Result<u8, Failure> {
             Ok(0)
         }
         _ => {
-            let status =
-                session::run(opts, &map, &program, &compiled).map_err(|e| pass_error(e, &map));
-            clock.done("5", format_args!("run completed"));
+            let mut clock = Some(clock);
+            if let (Some(handover), Some(mut clock)) = (handover, clock.take()) {
+                // Printed by the tracing process before the verdict goes.
+                session::before_verdict(handover, move || {
+                    clock.done("5", format_args!("run completed"))
+                });
+            }
+            let status = session::run(opts, &map, &program, &compiled, handover)
+                .map_err(|e| pass_error(e, &map));
+            if let Some(clock) = &mut clock {
+                clock.done("5", format_args!("run completed"));
+            }
             utap_runtime::endtrace::mark("run completed");
             // The session is over: exit now rather than tear the compiled
             // script down (seconds on a CPU-starved machine, issue 11).

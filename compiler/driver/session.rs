@@ -153,13 +153,63 @@ pub fn timing_labels(program: &Program, map: &SourceMap) -> Vec<TimingLabel> {
         .collect()
 }
 
+/// Whether the script runs on a process (`-c`, `-x`): then it is compiled
+/// and run in the tracing process (see [`split`]).
+pub fn on_a_process(opts: &cli::Options) -> bool {
+    matches!(opts.pass, None | Some(5)) && (opts.command.is_some() || opts.pid.is_some())
+}
+
+/// Which side of the split the caller is on.
+pub enum Split {
+    /// Waits for the verdict and exits with it.
+    Foreground(host::Foreground),
+    /// Compiles and runs the session; hands the verdict over.
+    Host(SharedHandover),
+}
+
+/// Splits utap into the foreground the shell waits for and the tracing
+/// process (see utap_runtime::host). Call it while utap has one thread,
+/// before compiling: the compiler's pages are then the tracing process's
+/// own, and it does not copy them as it writes them.
+pub fn split() -> Result<Split, PassError> {
+    match host::split() {
+        Ok(Side::Foreground(fg)) => Ok(Split::Foreground(fg)),
+        Ok(Side::Host(link)) => Ok(Split::Host(Arc::new(Mutex::new(Handover {
+            link,
+            verdict: None,
+            last_words: None,
+        })))),
+        Err(e) => Err(PassError::Message(format!(
+            "cannot start the tracing process: {e}"
+        ))),
+    }
+}
+
+/// Gives the foreground `verdict` unless it has one already (a failure
+/// before the session: the message is printed; then the verdict goes).
+pub fn hand_over(handover: &SharedHandover, verdict: Verdict) {
+    lock(handover).report(verdict);
+}
+
+/// Something to print just before the verdict goes (after it, the
+/// tracing process's stderr is /dev/null): `-v`'s last "Pass" line.
+pub fn before_verdict(handover: &SharedHandover, last_words: impl FnOnce() + Send + 'static) {
+    lock(handover).last_words = Some(Box::new(last_words));
+}
+
+fn lock(handover: &SharedHandover) -> std::sync::MutexGuard<'_, Handover> {
+    handover.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Pass 5: runs the session; returns the exit status (or ends utap with
-/// the verdict of its tracing process).
+/// its verdict). A process session (`handover`, in the tracing process)
+/// hands its verdict over to the foreground.
 pub fn run(
     opts: &cli::Options,
     map: &SourceMap,
     program: &Program,
     compiled: &CompiledScript,
+    handover: Option<&SharedHandover>,
 ) -> Result<i32, PassError> {
     let target = trace::target(opts, program).map_err(PassError::Message)?;
     warn_unserved_prometheus(opts, program);
@@ -171,7 +221,7 @@ pub fn run(
         verbose: opts.verbose > 0,
     };
     let limit = opts.timeout.map(Duration::from_secs_f64);
-    let Some(target) = target else {
+    let (Some(target), Some(handover)) = (target, handover) else {
         let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
         let metrics = start_metrics(opts, &mut rt)?;
         let (transport, mut producer) = start_transport(opts, &mut rt)?;
@@ -186,48 +236,25 @@ pub fn run(
         verdict.exit();
     };
     let points = trace::process_points(program).map_err(PassError::Message)?;
-    // Before the split: work on the compiler's heap after it would copy
-    // the pages it touches (copy-on-write).
     let stopless = utap_compiler::stopless::stopless_probes(program);
-    // Still one thread here: split into the foreground the shell waits for
-    // and the tracing process (see utap_runtime::host).
-    let handover = match host::split() {
-        // The foreground returns an exit status to main (which prints
-        // `-v`'s last pass line); a death by signal is passed on as such.
-        Ok(Side::Foreground(fg)) => {
-            return match fg.wait() {
-                Verdict::Exit(code) => Ok(i32::from(code)),
-                verdict => verdict.exit(),
-            };
-        }
-        Ok(Side::Host(link)) => Arc::new(Mutex::new(Handover {
-            link,
-            verdict: None,
-        })),
-        Err(e) => {
-            return Err(PassError::Message(format!(
-                "cannot start the tracing process: {e}"
-            )));
-        }
-    };
     let result = traced(
-        opts, compiled, options, target, limit, &points, stopless, &handover,
+        opts, compiled, options, target, limit, &points, stopless, handover,
     );
     // Every thread is detached now: the foreground may go.
-    let mut h = handover.lock().unwrap_or_else(|e| e.into_inner());
+    let mut h = lock(handover);
     let reported = match result {
         Err(e) if !h.link.reported() => {
             if let PassError::Message(m) = &e {
                 eprintln!("utap: {m}");
             }
-            h.link.report(Verdict::Exit(1));
+            h.report(Verdict::Exit(1));
             Err(PassError::Reported)
         }
         Ok(status) => {
             let verdict = h
                 .verdict
                 .unwrap_or(Verdict::Exit(status.clamp(0, 255) as u8));
-            h.link.report(verdict);
+            h.report(verdict);
             Ok(status)
         }
         result => result,
@@ -270,9 +297,25 @@ fn start_metrics(
 
 /// The tracing process's link to the foreground, and the verdict it will
 /// get once the threads are let go.
-struct Handover {
+pub struct Handover {
     link: HostLink,
     verdict: Option<Verdict>,
+    last_words: Option<Box<dyn FnOnce() + Send>>,
+}
+
+pub type SharedHandover = Arc<Mutex<Handover>>;
+
+impl Handover {
+    /// Sends the verdict (the first time only), after the last words.
+    fn report(&mut self, verdict: Verdict) {
+        if self.link.reported() {
+            return;
+        }
+        if let Some(words) = self.last_words.take() {
+            words();
+        }
+        self.link.report(verdict);
+    }
 }
 
 /// How long the foreground waits for the threads to be detached before it
@@ -299,7 +342,7 @@ fn traced(
     limit: Option<Duration>,
     points: &[utap_runtime::session::ProcessPoint],
     stopless: Vec<bool>,
-    handover: &Arc<Mutex<Handover>>,
+    handover: &SharedHandover,
 ) -> Result<i32, PassError> {
     let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
     let _metrics = start_metrics(opts, &mut rt)?;
@@ -319,11 +362,11 @@ fn traced(
     let conclude = Box::new(move |status: i32, after: Aftermath| {
         let verdict = verdict(status, transport.finish());
         utap_runtime::endtrace::mark("output written");
-        let mut h = handover.lock().unwrap_or_else(|e| e.into_inner());
+        let mut h = lock(&handover);
         h.verdict = Some(verdict);
         match after {
             // Shepherding lasts as long as the command: hand over now.
-            Aftermath::Shepherd => h.link.report(verdict),
+            Aftermath::Shepherd => h.report(verdict),
             Aftermath::Detach => {
                 // Here, on the thread that holds it: the verdict may go
                 // from another while this one still detaches.
@@ -332,8 +375,7 @@ fn traced(
                 let budget = detach_budget();
                 std::thread::spawn(move || {
                     std::thread::sleep(budget);
-                    let mut h = handover.lock().unwrap_or_else(|e| e.into_inner());
-                    h.link.report(verdict);
+                    lock(&handover).report(verdict);
                 });
             }
         }

@@ -5,8 +5,10 @@
 //! give the shell its exit status) and a slow part that must not delay it:
 //! detaching a thousand busy threads, or shepherding a `-c` command under a
 //! seccomp RET_TRACE filter until it exits (untraced, every call the filter
-//! traps would fail with ENOSYS). So utap splits in two after compiling,
-//! before any thread starts ([`split`]):
+//! traps would fail with ENOSYS). So utap splits in two before it compiles
+//! the script of such a session, while it has one thread ([`split`]); the
+//! compiler's heap is then the host's own (split after compiling, the host
+//! would copy each page of it that it writes, shared with the foreground):
 //!
 //! * the **foreground** (the pid the shell waits for) only waits for the
 //!   host's verdict ([`Foreground::wait`]) and exits with it; termination
@@ -85,6 +87,8 @@ pub enum Side {
 /// Splits utap into foreground and host. Call it while the process has one
 /// thread (a fork copies only the caller).
 pub fn split() -> io::Result<Side> {
+    // Output buffered now would be written by both sides.
+    io::Write::flush(&mut io::stdout())?;
     let mut fds = [0; 2];
     // SAFETY: fds is a valid out array.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -127,6 +131,8 @@ pub fn split() -> io::Result<Side> {
 
 /// The host's pid, for the foreground's signal handler.
 static HOST: AtomicI32 = AtomicI32::new(0);
+/// The last signal the foreground passed on.
+static PASSED: AtomicI32 = AtomicI32::new(0);
 
 /// The signals that end a session; the foreground passes them on.
 pub const TERMINATION_SIGNALS: [i32; 4] =
@@ -134,6 +140,7 @@ pub const TERMINATION_SIGNALS: [i32; 4] =
 
 extern "C" fn pass_on(sig: libc::c_int) {
     let host = HOST.load(Ordering::SeqCst);
+    PASSED.store(sig, Ordering::SeqCst);
     if host > 0 {
         // SAFETY: kill(2) is async-signal-safe.
         unsafe { libc::kill(host, sig) };
@@ -164,7 +171,9 @@ pub struct Foreground {
 impl Foreground {
     /// Waits for the host's verdict, passing termination signals on to it.
     /// A host that dies without one (a crash, `kill -9` of the host) gives
-    /// a message and exit status 1.
+    /// a message and exit status 1; one killed by a termination signal
+    /// passed on from here (before it catches them: while compiling) is a
+    /// death by that signal, as for one process.
     pub fn wait(self) -> Verdict {
         let mut buf = [0u8; 4];
         let mut got = 0;
@@ -183,23 +192,30 @@ impl Foreground {
             crate::endtrace::mark("foreground got the verdict");
             return Verdict::decode(buf);
         }
-        eprintln!("utap: {}", self.host_death());
-        Verdict::Exit(1)
+        self.host_death()
     }
 
-    /// Why the host ended without a verdict (it is our child: reap it).
-    fn host_death(&self) -> String {
+    /// What to make of a host that ended without a verdict (it is our
+    /// child: reap it).
+    fn host_death(&self) -> Verdict {
         let mut status = 0;
         // SAFETY: waiting for our own child.
         let r = unsafe { libc::waitpid(self.host, &mut status, 0) };
-        if r == self.host && libc::WIFSIGNALED(status) {
-            let sig = libc::WTERMSIG(status);
-            format!(
-                "the tracing process was killed by {}",
-                crate::syscalls::signals::signal_name(sig as i64)
-            )
-        } else {
-            "the tracing process ended without a result".to_string()
+        let killed_by =
+            (r == self.host && libc::WIFSIGNALED(status)).then(|| libc::WTERMSIG(status));
+        match killed_by {
+            Some(sig) if sig == PASSED.load(Ordering::SeqCst) => Verdict::Signal(sig),
+            Some(sig) => {
+                eprintln!(
+                    "utap: the tracing process was killed by {}",
+                    crate::syscalls::signals::signal_name(sig as i64)
+                );
+                Verdict::Exit(1)
+            }
+            None => {
+                eprintln!("utap: the tracing process ended without a result");
+                Verdict::Exit(1)
+            }
         }
     }
 }
