@@ -10,6 +10,7 @@
 
 mod layout;
 pub mod locations;
+mod presets;
 mod runtime_fns;
 mod sharing;
 mod tables;
@@ -18,7 +19,7 @@ mod translate;
 use std::sync::Arc;
 
 use cranelift_codegen::Context;
-use cranelift_codegen::ir::{AbiParam, Function, Signature, UserExternalNameRef, types};
+use cranelift_codegen::ir::{AbiParam, Function, Inst, Signature, UserExternalNameRef, types};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
@@ -83,6 +84,17 @@ pub struct CompiledScript {
     pub sizes: Vec<FunctionSize>,
     /// Owns the machine code the image's handlers point into.
     _module: JITModule,
+}
+
+/// The last probe translated, which the next ones may differ from only in
+/// their presets (`presets`).
+struct Model {
+    probe: usize,
+    /// Its group and place among the members (`sharing::Grouper::add`).
+    at: (usize, usize),
+    /// Positions of the constants of each of its top-level presets among
+    /// its `iconst.i64`s: location, literal.
+    positions: Vec<(usize, usize)>,
 }
 
 /// Whether probe `b` translates to exactly the IR of probe `a` (the
@@ -376,38 +388,115 @@ impl Compiler<'_> {
         Ok(of_probe.into_iter().map(|k| ids[k]).collect())
     }
 
-    /// The probe handlers' IR, grouped.
+    /// The probe handlers' IR, grouped. A probe whose handler is the
+    /// previous one's, or the last translated one's but for its presets
+    /// (`presets`), is not translated.
     fn translate_handlers(
         &mut self,
         program: &Program,
         funcs: &[FuncId],
         sig: &Signature,
     ) -> Result<Vec<sharing::Group>, CodegenError> {
+        let check = std::env::var_os("UTAP_CHECK_PRESETS").is_some_and(|v| v == "1");
         let mut grouper = sharing::Grouper::default();
         let mut func = Function::new();
+        let mut model: Option<Model> = None;
         for (i, p) in program.probes.iter().enumerate() {
             if i > 0 && same_translation(&program.probes[i - 1], p) && grouper.repeat_last(i) {
                 continue;
             }
-            func.clear();
-            func.signature = sig.clone();
-            let b = cranelift_frontend::FunctionBuilder::new(&mut func, &mut self.fctx);
-            let t = translate::Translator::new(
-                b,
-                &mut self.module,
-                &mut self.rt,
-                funcs,
-                &mut self.tables,
-                translate::Kind::Probe,
-                &p.locals,
-                0,
-            );
-            let conds: Vec<Option<&utap_compiler::program::Expr>> =
-                p.points.iter().map(|pt| pt.condition.as_ref()).collect();
-            t.finish_body(&p.body, &conds)?;
-            grouper.add(i, &mut func);
+            if let Some(m) = &model
+                && presets::same_but_presets(&program.probes[m.probe], p)
+            {
+                let values = presets::constants(p, &mut self.tables);
+                let changes: Vec<(usize, i64)> = m
+                    .positions
+                    .iter()
+                    .zip(values)
+                    .flat_map(|(&(lp, cp), (l, c))| [(lp, l), (cp, c)])
+                    .collect();
+                if check {
+                    self.check_presets(p, funcs, sig, &mut func, &mut grouper, m.at, &changes)?;
+                }
+                grouper.add_like(i, m.at, &changes);
+                continue;
+            }
+            let made = self.translate_probe(p, funcs, sig, &mut func)?;
+            let positions = (made.len() == presets::count(p))
+                .then(|| {
+                    let flat: Vec<_> = made.iter().flat_map(|&(l, c)| [l, c]).collect();
+                    sharing::const_positions(&func, &flat)
+                })
+                .flatten()
+                .map(|flat| flat.chunks(2).map(|c| (c[0], c[1])).collect());
+            let at = grouper.add(i, &mut func);
+            model = positions.map(|positions| Model {
+                probe: i,
+                at,
+                positions,
+            });
         }
         Ok(grouper.finish())
+    }
+
+    /// Translates `p`'s handler into `func`; the constants its top-level
+    /// presets made.
+    fn translate_probe(
+        &mut self,
+        p: &ProbeDef,
+        funcs: &[FuncId],
+        sig: &Signature,
+        func: &mut Function,
+    ) -> Result<Vec<(Inst, Inst)>, CodegenError> {
+        func.clear();
+        func.signature = sig.clone();
+        let b = cranelift_frontend::FunctionBuilder::new(func, &mut self.fctx);
+        let t = translate::Translator::new(
+            b,
+            &mut self.module,
+            &mut self.rt,
+            funcs,
+            &mut self.tables,
+            translate::Kind::Probe,
+            &p.locals,
+            0,
+        );
+        let conds: Vec<Option<&utap_compiler::program::Expr>> =
+            p.points.iter().map(|pt| pt.condition.as_ref()).collect();
+        t.finish_body(&p.body, &conds)
+    }
+
+    /// `UTAP_CHECK_PRESETS=1`: translates a probe that joins a group by its
+    /// presets anyway, and fails unless its IR and constants are those the
+    /// group's member at `like`, changed, predicts.
+    #[allow(clippy::too_many_arguments)]
+    fn check_presets(
+        &mut self,
+        p: &ProbeDef,
+        funcs: &[FuncId],
+        sig: &Signature,
+        func: &mut Function,
+        grouper: &mut sharing::Grouper,
+        like: (usize, usize),
+        changes: &[(usize, i64)],
+    ) -> Result<(), CodegenError> {
+        self.translate_probe(p, funcs, sig, func)?;
+        let values = grouper.blanked(func);
+        let (shape, model) = grouper.member(like);
+        let mut predicted = model.to_vec();
+        for &(at, v) in changes {
+            predicted[at] = v;
+        }
+        if shape != &*func || predicted != values {
+            return Err(CodegenError::new(
+                p.span,
+                format!(
+                    "internal: the handler of {} is not the one its presets predict",
+                    p.name
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Compiles the function in `ctx` as `id`, keeping its IR for `-p3`

@@ -52,6 +52,17 @@ fn blank(func: &mut Function, consts: &mut Vec<(Inst, i64)>) {
     }
 }
 
+/// The positions of `insts` among the `iconst.i64` instructions of
+/// `func` in layout order (as [`Grouper::add`] numbers its constants);
+/// None if one is not such an instruction.
+pub fn const_positions(func: &Function, insts: &[Inst]) -> Option<Vec<usize>> {
+    let order: Vec<Inst> = i64_consts(func).collect();
+    insts
+        .iter()
+        .map(|i| order.iter().position(|o| o == i))
+        .collect()
+}
+
 fn shape_hash(func: &Function) -> u64 {
     let mut h = FxHasher::default();
     func.stencil.hash(&mut h);
@@ -96,8 +107,9 @@ pub struct Grouper {
 
 impl Grouper {
     /// Adds the handler of `probe`. `func` is blanked; when it starts a new
-    /// group it is taken (left empty), otherwise it can be reused.
-    pub fn add(&mut self, probe: usize, func: &mut Function) {
+    /// group it is taken (left empty), otherwise it can be reused. Returns
+    /// where the probe is: its group and its place among the members.
+    pub fn add(&mut self, probe: usize, func: &mut Function) -> (usize, usize) {
         blank(func, &mut self.consts);
         let values: Vec<i64> = self.consts.iter().map(|&(_, v)| v).collect();
         // Expansions of one wildcard come one after the other: try the
@@ -106,7 +118,7 @@ impl Grouper {
             && self.groups[g].shape == *func
         {
             self.groups[g].members.push((probe, values));
-            return;
+            return (g, self.groups[g].members.len() - 1);
         }
         let candidates = self.by_hash.entry(shape_hash(func)).or_default();
         let groups = &mut self.groups;
@@ -126,6 +138,33 @@ impl Grouper {
             }
         };
         self.last = Some(g);
+        (g, self.groups[g].members.len() - 1)
+    }
+
+    /// Adds `probe`, whose handler is known to be that of the member at
+    /// `like` (from [`Self::add`]) with the constants at the given
+    /// positions changed (without translating it).
+    pub fn add_like(&mut self, probe: usize, like: (usize, usize), changes: &[(usize, i64)]) {
+        let (g, m) = like;
+        let mut values = self.groups[g].members[m].1.clone();
+        for &(at, v) in changes {
+            values[at] = v;
+        }
+        self.groups[g].members.push((probe, values));
+        self.last = Some(g);
+    }
+
+    /// The blanked IR and constants of the member at `at`, to compare a
+    /// handler translated anyway with (`UTAP_CHECK_PRESETS`).
+    pub fn member(&self, at: (usize, usize)) -> (&Function, &[i64]) {
+        let g = &self.groups[at.0];
+        (&g.shape, &g.members[at.1].1)
+    }
+
+    /// Blanks `func` as [`Self::add`] would; its constants.
+    pub fn blanked(&mut self, func: &mut Function) -> Vec<i64> {
+        blank(func, &mut self.consts);
+        self.consts.iter().map(|&(_, v)| v).collect()
     }
 
     /// Adds `probe`, whose handler is known to translate exactly as the

@@ -14,7 +14,7 @@ use std::mem::offset_of;
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    Block, FuncRef, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value, types,
+    Block, FuncRef, Inst, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value, types,
 };
 use cranelift_frontend::{FunctionBuilder, Variable};
 use cranelift_jit::JITModule;
@@ -102,6 +102,11 @@ pub struct Translator<'a, 'b, 's> {
     /// location it is given and raises: every check branches there
     /// (building a raise per check was half of translating a handler).
     raise_blocks: Vec<(i64, Block, Block)>,
+    /// Set while the next statement is one of the body's top level.
+    top_level: bool,
+    /// The constants made for each top-level preset statement
+    /// (`crate::presets`): its location's, its literal's.
+    presets: Vec<(Inst, Inst)>,
 }
 
 impl<'a, 'b, 's> Translator<'a, 'b, 's> {
@@ -164,19 +169,26 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
             kind,
             frefs: HashMap::default(),
             raise_blocks: Vec::new(),
+            top_level: false,
+            presets: Vec::new(),
         }
     }
 
     /// Emits the body and the exits, and finishes the function.
     /// `conditions` are the `if (...)` guards of the probe's points (the
     /// one of the point that fired, `ctx.point_index`, applies).
+    /// Translates the body and closes the function. Returns the constants
+    /// each top-level preset statement made (see `crate::presets`).
     pub fn finish_body(
         mut self,
         body: &p::Block,
         conditions: &[Option<&Expr>],
-    ) -> Result<(), CodegenError> {
+    ) -> Result<Vec<(Inst, Inst)>, CodegenError> {
         self.point_conditions(conditions)?;
-        self.block(body)?;
+        for s in &body.stmts {
+            self.top_level = true;
+            self.stmt(s)?;
+        }
         self.jump_exit_default();
         // Exits.
         self.b.switch_to_block(self.error_exit);
@@ -196,7 +208,7 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
         self.b.seal_all_blocks();
         let config = self.module.target_config();
         self.b.finalize(config);
-        Ok(())
+        Ok(self.presets)
     }
 
     /// Leaves the handler when the condition of the point that fired is
@@ -312,13 +324,15 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
         self.store_ctx(v, offset_of!(HandlerContext, location));
     }
 
-    /// Raises error `kind` at `loc` when `cond` is nonzero.
-    fn raise_if(&mut self, cond: Value, kind: i64, loc: u32) {
+    /// Raises error `kind` at `loc` when `cond` is nonzero; the constant
+    /// that gives the location.
+    fn raise_if(&mut self, cond: Value, kind: i64, loc: u32) -> Value {
         let err = self.raise_block(kind);
         let cont = self.b.create_block();
         let loc = self.iconst(loc as i64);
         self.b.ins().brif(cond, err, &[loc.into()], cont, &[]);
         self.b.switch_to_block(cont);
+        loc
     }
 
     /// The block raising `kind` towards the current error target; it takes
@@ -355,15 +369,16 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
         self.t.locations.span(self.t.sources, span)
     }
 
-    /// One action of the MAXACTION budget, at statement `span`.
-    fn count_action(&mut self, span: Span) {
+    /// One action of the MAXACTION budget, at statement `span`; the
+    /// constant that gives the location.
+    fn count_action(&mut self, span: Span) -> Value {
         let off = offset_of!(HandlerContext, actions_left);
         let v = self.load_ctx(off);
         let v = self.b.ins().iadd_imm_s(v, -1);
         self.store_ctx(v, off);
         let over = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, v, 0);
         let loc = self.loc(span);
-        self.raise_if(over, RAISE_MAXACTION, loc);
+        self.raise_if(over, RAISE_MAXACTION, loc)
     }
 
     /// At a loop's back-edge: one load and one branch on the interrupt
@@ -386,12 +401,21 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
     }
 
     fn stmt(&mut self, s: &Stmt) -> Result<(), CodegenError> {
-        if !matches!(s.kind, StmtKind::Block(_)) {
-            self.count_action(s.span);
-        }
+        let top_level = std::mem::take(&mut self.top_level);
+        let loc = match s.kind {
+            StmtKind::Block(_) => None,
+            _ => Some(self.count_action(s.span)),
+        };
         match &s.kind {
             StmtKind::Expr(e) => {
-                self.expr(e)?;
+                let v = self.expr(e)?;
+                if let (true, Some(loc), Some(_)) = (top_level, loc, crate::presets::preset(s)) {
+                    let dfg = &self.b.func.dfg;
+                    if let (Some(l), Some(c)) = (dfg.value_def(loc).inst(), dfg.value_def(v).inst())
+                    {
+                        self.presets.push((l, c));
+                    }
+                }
             }
             StmtKind::Block(b) => self.block(b)?,
             StmtKind::If { cond, then, else_ } => {
