@@ -58,12 +58,41 @@ fn print_failure(failure: Failure) {
 /// hand freed memory back to the kernel (above 128 KiB at the heap's top)
 /// and serve growing blocks over 128 KiB with fresh mmaps, so the same
 /// pages are faulted in and zeroed again and again: keep them instead.
+/// And fault the heap in 2 MiB at a time: see [`heap_in_huge_pages`].
 fn keep_freed_memory() {
     // SAFETY: mallopt only sets glibc's allocator parameters.
     unsafe {
         libc::mallopt(libc::M_TRIM_THRESHOLD, 64 << 20);
         libc::mallopt(libc::M_TOP_PAD, 16 << 20);
         libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+    }
+    if std::env::var_os("UTAP_HUGEPAGES").is_none_or(|v| v != "0") {
+        heap_in_huge_pages();
+    }
+}
+
+/// Compiling syscalltop touches about 10 MiB of fresh heap: 2,500 faults
+/// of 4 KiB pages, whose kernel side (the fault, zeroing the page) led
+/// the profile of lowering. Transparent huge pages asked for over the
+/// heap's first 16 MiB (`MADV_HUGEPAGE`, honoured where THP is `madvise`
+/// or `always`) halve the faults: syscalltop's start-up 25.1 → 21.8 ms
+/// (medians of 25, alternating), peak RSS tracing 100 threads 14.5 →
+/// 15.7 MiB. `UTAP_HUGEPAGES=0` turns it off.
+fn heap_in_huge_pages() {
+    const HUGE: usize = 2 << 20;
+    // SAFETY: sbrk(0) only reads the break; one block is allocated and
+    // freed (M_TOP_PAD makes the heap grow by 16 MiB more than asked,
+    // and M_TRIM_THRESHOLD keeps it); madvise only advises on pages of
+    // the heap, between the old break and the new one.
+    unsafe {
+        let start = libc::sbrk(0) as usize;
+        let block = std::hint::black_box(libc::malloc(256 << 10));
+        libc::free(block);
+        let end = libc::sbrk(0) as usize;
+        let (from, to) = ((start + HUGE - 1) & !(HUGE - 1), end & !(HUGE - 1));
+        if to > from {
+            libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_HUGEPAGE);
+        }
     }
 }
 
