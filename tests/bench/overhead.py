@@ -95,10 +95,17 @@ def alternate(cases, rounds):
 
 
 def peak_rss_kib(argv):
-    """Peak RSS of the largest process among the children waited for (utap
-    here: its tracee is small), in KiB."""
-    code = "import resource,subprocess,sys;subprocess.run(sys.argv[1:],stdout=subprocess.DEVNULL);" \
-           "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    """Peak RSS of the largest of utap's processes (the tracing process:
+    the traced command is small), in KiB. utap's foreground does not wait
+    for its tracing process, so the measuring process becomes the
+    subreaper of the orphaned tracing process and reaps it too."""
+    code = ("import ctypes,os,resource,subprocess,sys;"
+            "ctypes.CDLL(None).prctl(36,1,0,0,0);"  # PR_SET_CHILD_SUBREAPER
+            "subprocess.run(sys.argv[1:],stdout=subprocess.DEVNULL)\n"
+            "while True:\n"
+            "  try: os.wait()\n"
+            "  except ChildProcessError: break\n"
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
     out = subprocess.run([sys.executable, "-c", code] + argv, capture_output=True, text=True)
     return int(out.stdout.strip())
 
