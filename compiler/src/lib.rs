@@ -19,4 +19,5 @@ pub mod print;
 pub mod program;
 pub mod source;
 pub mod stopless;
+pub mod syntax_walk;
 pub mod walk;

@@ -28,7 +28,7 @@
 //! A probe family gains `@entry` support by having entry points written
 //! as its return points minus `.return` ([`entry_point`]).
 
-use crate::ast::{self, Expr, ExprKind, Item, Probe, Script, StmtKind};
+use crate::ast::{self, Expr, ExprKind, Item, Probe, Script};
 use crate::parser::{NodeIds, ParseOptions, parse_file};
 use crate::source::SourceMap;
 
@@ -64,7 +64,7 @@ pub fn split(
     for item in &mut script.items {
         let Item::Probe(p) = item else { continue };
         if !p.points.is_empty() && p.points.iter().all(is_function_return) {
-            each_expr(&mut p.body, &mut implicit_entry);
+            crate::syntax_walk::exprs_mut(&mut p.body, &mut implicit_entry);
         }
         let mut exprs = Vec::new();
         let mut first_span = None;
@@ -73,7 +73,7 @@ pub fn split(
         let entries: Option<Vec<ast::ProbePoint>> = p.points.iter().map(entry_point).collect();
         let Some(entries) = entries else {
             // Only the one error: the values' locals get no type otherwise.
-            each_expr(&mut p.body, &mut |e: &mut Expr| {
+            crate::syntax_walk::exprs_mut(&mut p.body, &mut |e: &mut Expr| {
                 let placeholder =
                     matches!(&e.kind, ExprKind::Var(v) if v.starts_with("__entry_value_"));
                 if placeholder {
@@ -122,7 +122,7 @@ fn implicit_entry(e: &mut Expr) -> bool {
         ExprKind::Defined(_) => true,
         ExprKind::IncDec { .. } => true,
         ExprKind::Assign { target, value, .. } if matches!(target.kind, ExprKind::Target(_)) => {
-            expr(value, &mut implicit_entry);
+            crate::syntax_walk::expr_mut(value, &mut implicit_entry);
             true
         }
         ExprKind::Target(t) if read_at_entry(t) => {
@@ -152,7 +152,7 @@ fn read_at_entry(t: &ast::TargetVar) -> bool {
 /// Replaces each `@entry(e)` in `b` by the local `__entry_value_K` and
 /// collects the `e`s.
 fn take_entries(b: &mut ast::Block, out: &mut Vec<Expr>, first: &mut Option<ast::Span>) {
-    each_expr(b, &mut |e: &mut Expr| {
+    crate::syntax_walk::exprs_mut(b, &mut |e: &mut Expr| {
         let ExprKind::AtCall { name, args } = &mut e.kind else {
             return false;
         };
@@ -230,7 +230,7 @@ fn build(
     };
     // The user's expressions, moved into the entry probe.
     let mut exprs: Vec<Option<Expr>> = exprs.into_iter().map(Some).collect();
-    each_expr(&mut entry.body, &mut |e: &mut Expr| {
+    crate::syntax_walk::exprs_mut(&mut entry.body, &mut |e: &mut Expr| {
         let ExprKind::Var(name) = &e.kind else {
             return false;
         };
@@ -253,104 +253,4 @@ fn build(
     let mut out: Vec<Item> = items;
     out.push(Item::Probe(entry));
     Ok(out)
-}
-
-/// Calls `f` on every expression of `b`, outermost first; `f` returns true
-/// when it replaced the expression (its parts are then not visited).
-fn each_expr(b: &mut ast::Block, f: &mut dyn FnMut(&mut Expr) -> bool) {
-    for s in &mut b.stmts {
-        stmt(s, f);
-    }
-}
-
-fn stmt(s: &mut ast::Stmt, f: &mut dyn FnMut(&mut Expr) -> bool) {
-    match &mut s.kind {
-        StmtKind::Block(b) => each_expr(b, f),
-        StmtKind::Expr(e) | StmtKind::Delete(e) | StmtKind::Return(Some(e)) => expr(e, f),
-        StmtKind::If { cond, then, else_ } => {
-            expr(cond, f);
-            stmt(then, f);
-            if let Some(e) = else_ {
-                stmt(e, f);
-            }
-        }
-        StmtKind::While { cond, body } => {
-            expr(cond, f);
-            stmt(body, f);
-        }
-        StmtKind::For {
-            init,
-            cond,
-            step,
-            body,
-        } => {
-            for e in [init, cond, step].into_iter().flatten() {
-                expr(e, f);
-            }
-            stmt(body, f);
-        }
-        StmtKind::Foreach(fe) => {
-            if let ast::ForeachSource::Hist(h) = &mut fe.source {
-                expr(h, f);
-            }
-            for e in fe.slice.iter_mut().flatten().flatten() {
-                expr(e, f);
-            }
-            if let Some(l) = &mut fe.limit {
-                expr(l, f);
-            }
-            stmt(&mut fe.body, f);
-        }
-        StmtKind::Try { body, catch, .. } => {
-            each_expr(body, f);
-            each_expr(catch, f);
-        }
-        StmtKind::Next
-        | StmtKind::Break
-        | StmtKind::Continue
-        | StmtKind::Return(None)
-        | StmtKind::Embedded(_)
-        | StmtKind::Empty => {}
-    }
-}
-
-fn expr(e: &mut Expr, f: &mut dyn FnMut(&mut Expr) -> bool) {
-    if f(e) {
-        return;
-    }
-    match &mut e.kind {
-        ExprKind::Num(_) | ExprKind::Str(_) | ExprKind::Var(_) | ExprKind::Target(_) => {}
-        ExprKind::Index { base, keys } => {
-            if let ast::IndexBase::Hist(h) = base {
-                expr(h, f);
-            }
-            keys.iter_mut().for_each(|k| expr(k, f));
-        }
-        ExprKind::Cast { expr: x, .. }
-        | ExprKind::Defined(x)
-        | ExprKind::Unary { expr: x, .. }
-        | ExprKind::IncDec { target: x, .. }
-        | ExprKind::Hist { expr: x, .. } => expr(x, f),
-        ExprKind::AtCall { args, .. }
-        | ExprKind::Call { args, .. }
-        | ExprKind::In { keys: args, .. } => args.iter_mut().for_each(|a| expr(a, f)),
-        ExprKind::Stat { expr: x, args, .. } => {
-            expr(x, f);
-            args.iter_mut().for_each(|a| expr(a, f));
-        }
-        ExprKind::Binary { lhs, rhs, .. }
-        | ExprKind::Assign {
-            target: lhs,
-            value: rhs,
-            ..
-        } => {
-            expr(lhs, f);
-            expr(rhs, f);
-        }
-        ExprKind::Ternary { cond, then, else_ } => {
-            expr(cond, f);
-            expr(then, f);
-            expr(else_, f);
-        }
-    }
 }

@@ -23,6 +23,7 @@ use super::lower::Lowerer;
 use crate::ast::{self, AssignOp, BinOp, ExprKind as E, FileId, StmtKind as S};
 use crate::builtins;
 use crate::program::Type;
+use crate::syntax_walk::{self, Node};
 
 /// How many times each name is mentioned (read, or written other than by
 /// a plain `=`).
@@ -47,140 +48,50 @@ impl<'a> Mentions<'a> {
     }
 
     fn block(&mut self, b: &'a ast::Block, by: i32) {
-        for s in &b.stmts {
-            self.stmt(s, by);
-        }
-    }
-
-    /// A statement's mentions; the target of a plain `x = v` statement is
-    /// a write, not a mention.
-    fn stmt(&mut self, s: &'a ast::Stmt, by: i32) {
-        match &s.kind {
-            S::Expr(e) => match plain_assignment(e) {
-                Some((_, _, value)) => self.expr(value, by),
-                None => self.expr(e, by),
-            },
-            S::Block(b) => self.block(b, by),
-            S::If { cond, then, else_ } => {
-                self.expr(cond, by);
-                self.stmt(then, by);
-                if let Some(e) = else_ {
-                    self.stmt(e, by);
-                }
-            }
-            S::While { cond, body } => {
-                self.expr(cond, by);
-                self.stmt(body, by);
-            }
-            S::For {
-                init,
-                cond,
-                step,
-                body,
-            } => {
-                for e in [init, cond, step].into_iter().flatten() {
-                    self.expr(e, by);
-                }
-                self.stmt(body, by);
-            }
-            S::Foreach(f) => self.foreach(f, by),
-            S::Return(Some(e)) | S::Delete(e) => self.expr(e, by),
-            S::Try {
-                body,
-                catch_var,
-                catch,
-            } => {
-                self.block(body, by);
-                if let Some(v) = catch_var {
-                    self.add(&v.name, by);
-                }
-                self.block(catch, by);
-            }
-            S::Return(None) | S::Next | S::Break | S::Continue | S::Embedded(_) | S::Empty => {}
-        }
-    }
-
-    fn foreach(&mut self, f: &'a ast::Foreach, by: i32) {
-        for v in f.value.iter().chain(&f.keys) {
-            self.add(&v.name, by);
-        }
-        match &f.source {
-            ast::ForeachSource::Array(a) => self.add(&a.name, by),
-            ast::ForeachSource::Hist(e) => self.expr(e, by),
-        }
-        for e in f.slice.iter().flatten().flatten() {
-            self.expr(e, by);
-        }
-        if let Some(e) = &f.limit {
-            self.expr(e, by);
-        }
-        self.stmt(&f.body, by);
-    }
-
-    fn exprs(&mut self, es: &'a [ast::Expr], by: i32) {
-        for e in es {
-            self.expr(e, by);
-        }
+        syntax_walk::nodes(b, &mut |n| self.node(n, by));
     }
 
     fn expr(&mut self, e: &'a ast::Expr, by: i32) {
-        match &e.kind {
-            E::Num(_) | E::Str(_) => {}
-            E::Var(name) => self.add(name, by),
-            E::Index { base, keys } => {
-                match base {
-                    ast::IndexBase::Array(a) => self.add(&a.name, by),
-                    ast::IndexBase::Hist(h) => self.expr(h, by),
-                }
-                self.exprs(keys, by);
-            }
-            E::Target(t) => self.target(&t.path, by),
-            E::Cast { expr, path, .. } => {
-                self.expr(expr, by);
-                self.target(path, by);
-            }
-            E::AtCall { args, .. } | E::Call { args, .. } => self.exprs(args, by),
-            E::Defined(x) | E::Unary { expr: x, .. } => self.expr(x, by),
-            E::Hist { kind, expr } => {
-                self.expr(expr, by);
-                if let ast::HistKind::Linear { lo, hi, step } = kind {
-                    for b in [lo, hi, step] {
-                        self.expr(b, by);
-                    }
-                }
-            }
-            E::IncDec { target, .. } => self.expr(target, by),
-            E::Binary { lhs, rhs, .. }
-            | E::Assign {
-                target: lhs,
-                value: rhs,
-                ..
-            } => {
-                self.expr(lhs, by);
-                self.expr(rhs, by);
-            }
-            E::Ternary { cond, then, else_ } => {
-                for x in [cond, then, else_] {
-                    self.expr(x, by);
-                }
-            }
-            E::In { keys, array } => {
-                self.exprs(keys, by);
-                self.add(&array.name, by);
-            }
-            E::Stat { expr, args, .. } => {
-                self.expr(expr, by);
-                self.exprs(args, by);
-            }
-        }
+        syntax_walk::expr(e, &mut |n| self.node(n, by));
     }
 
-    fn target(&mut self, path: &'a [ast::TargetComp], by: i32) {
-        for c in path {
-            if let ast::TargetComp::Index(i) = c {
-                self.expr(i, by);
-            }
+    /// Counts the names `n` itself mentions; false when it counted its
+    /// parts too. The target of a plain `x = v` statement is a write, not
+    /// a mention.
+    fn node(&mut self, n: Node<'a>, by: i32) -> bool {
+        match n {
+            Node::Stmt(s) => match &s.kind {
+                S::Expr(e) => match plain_assignment(e) {
+                    Some((_, _, value)) => {
+                        self.expr(value, by);
+                        return false;
+                    }
+                    None => {}
+                },
+                S::Foreach(f) => {
+                    for v in f.value.iter().chain(&f.keys) {
+                        self.add(&v.name, by);
+                    }
+                    if let ast::ForeachSource::Array(a) = &f.source {
+                        self.add(&a.name, by);
+                    }
+                }
+                S::Try {
+                    catch_var: Some(v), ..
+                } => self.add(&v.name, by),
+                _ => {}
+            },
+            Node::Expr(e) => match &e.kind {
+                E::Var(name) => self.add(name, by),
+                E::Index {
+                    base: ast::IndexBase::Array(a),
+                    ..
+                }
+                | E::In { array: a, .. } => self.add(&a.name, by),
+                _ => {}
+            },
         }
+        true
     }
 }
 
