@@ -408,13 +408,7 @@ impl Compiler<'_> {
             if let Some(m) = &model
                 && presets::same_but_presets(&program.probes[m.probe], p)
             {
-                let values = presets::constants(p, &mut self.tables);
-                let changes: Vec<(usize, i64)> = m
-                    .positions
-                    .iter()
-                    .zip(values)
-                    .flat_map(|(&(lp, cp), (l, c))| [(lp, l), (cp, c)])
-                    .collect();
+                let changes = presets::changes(&m.positions, p, &mut self.tables);
                 if check {
                     self.check_presets(p, funcs, sig, &mut func, &mut grouper, m.at, &changes)?;
                 }
@@ -422,13 +416,7 @@ impl Compiler<'_> {
                 continue;
             }
             let made = self.translate_probe(p, funcs, sig, &mut func)?;
-            let positions = (made.len() == presets::count(p))
-                .then(|| {
-                    let flat: Vec<_> = made.iter().flat_map(|&(l, c)| [l, c]).collect();
-                    sharing::const_positions(&func, &flat)
-                })
-                .flatten()
-                .map(|flat| flat.chunks(2).map(|c| (c[0], c[1])).collect());
+            let positions = presets::positions(p, &func, &made);
             let at = grouper.add(i, &mut func);
             model = positions.map(|positions| Model {
                 probe: i,

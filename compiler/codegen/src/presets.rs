@@ -14,6 +14,7 @@
 //! changed, and joins its group untranslated. `UTAP_CHECK_PRESETS=1`
 //! translates it anyway and fails on any difference (tests/sharing.rs).
 
+use cranelift_codegen::ir::{Function, Inst};
 use utap_compiler::program::{ExprKind, LValue, LocalId, ProbeDef, Stmt, StmtKind};
 
 use crate::tables::Tables;
@@ -38,8 +39,35 @@ pub fn preset(s: &Stmt) -> Option<(LocalId, &str)> {
 }
 
 /// How many top-level presets `p`'s body has.
-pub fn count(p: &ProbeDef) -> usize {
+fn count(p: &ProbeDef) -> usize {
     p.body.stmts.iter().filter(|s| preset(s).is_some()).count()
+}
+
+/// Where the constants each top-level preset of `p` made (`made`, from
+/// `Translator::finish_body`) stand among the `iconst.i64`s of its
+/// translation `func`, as `sharing` numbers them: (location, literal).
+/// None when a preset's constants were not found.
+pub fn positions(
+    p: &ProbeDef,
+    func: &Function,
+    made: &[(Inst, Inst)],
+) -> Option<Vec<(usize, usize)>> {
+    if made.len() != count(p) {
+        return None;
+    }
+    let insts: Vec<Inst> = made.iter().flat_map(|&(l, c)| [l, c]).collect();
+    let at = crate::sharing::const_positions(func, &insts)?;
+    Some(at.chunks(2).map(|c| (c[0], c[1])).collect())
+}
+
+/// The constants to change in a handler whose presets' constants stand at
+/// `positions` to make it `p`'s: (position, value).
+pub fn changes(positions: &[(usize, usize)], p: &ProbeDef, t: &mut Tables) -> Vec<(usize, i64)> {
+    positions
+        .iter()
+        .zip(constants(p, t))
+        .flat_map(|(&(at_loc, at_lit), (loc, lit))| [(at_loc, loc), (at_lit, lit)])
+        .collect()
 }
 
 /// Whether `b` translates as `a` but for the constants of its top-level
@@ -65,7 +93,7 @@ pub fn same_but_presets(a: &ProbeDef, b: &ProbeDef) -> bool {
 /// The constants `p`'s top-level presets make, in body order: location,
 /// then literal handle, as the translator makes them (and in its order, so
 /// that the tables grow exactly as translating `p` would grow them).
-pub fn constants(p: &ProbeDef, t: &mut Tables) -> Vec<(i64, i64)> {
+fn constants(p: &ProbeDef, t: &mut Tables) -> Vec<(i64, i64)> {
     p.body
         .stmts
         .iter()

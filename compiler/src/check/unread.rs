@@ -61,13 +61,12 @@ impl<'a> Mentions<'a> {
     fn node(&mut self, n: Node<'a>, by: i32) -> bool {
         match n {
             Node::Stmt(s) => match &s.kind {
-                S::Expr(e) => match plain_assignment(e) {
-                    Some((_, _, value)) => {
+                S::Expr(e) => {
+                    if let Some((_, _, value)) = plain_assignment(e) {
                         self.expr(value, by);
                         return false;
                     }
-                    None => {}
-                },
+                }
                 S::Foreach(f) => {
                     for v in f.value.iter().chain(&f.keys) {
                         self.add(&v.name, by);
