@@ -18,6 +18,7 @@ fn bench_push(label: &str, buffer_bytes: usize, n: u64) {
         output: devnull(),
         control: Some(Box::new(std::io::sink())),
         render: None,
+        json: false,
     })
     .unwrap();
     let start = Instant::now();
