@@ -237,8 +237,17 @@ pub fn run(
     };
     let points = trace::process_points(program).map_err(PassError::Message)?;
     let stopless = utap_compiler::stopless::stopless_probes(program);
+    let inproc = in_process(opts, map, program, &target)?;
     let result = traced(
-        opts, compiled, options, target, limit, &points, stopless, handover,
+        opts,
+        compiled,
+        options,
+        target,
+        limit,
+        &points,
+        stopless,
+        inproc.as_ref().map(|i| i.image.clone()),
+        handover,
     );
     // Every thread is detached now: the foreground may go.
     let mut h = lock(handover);
@@ -262,6 +271,63 @@ pub fn run(
     drop(h);
     utap_runtime::session::drop_leftovers();
     reported
+}
+
+/// The handlers that run inside the program (`utap_compiler::route`),
+/// compiled for it: for a `-c` command only (an attached process has no
+/// seccomp filter to let the data plane's syscalls through yet), and not
+/// with MAXERRORS above 0 (the first error in the program stops every
+/// handler there). `-v` says which probes stay in the tracer and why.
+fn in_process(
+    opts: &cli::Options,
+    map: &SourceMap,
+    program: &Program,
+    target: &Target,
+) -> Result<Option<utap_codegen::inproc::InProc>, PassError> {
+    let limits = limits(opts)?;
+    if !matches!(target, Target::Command(_)) || limits.max_errors != 0 {
+        return Ok(None);
+    }
+    let routes = utap_compiler::route::routes(program);
+    if opts.verbose > 0 {
+        say_routes(program, &routes);
+    }
+    let options = CodegenOptions {
+        limits,
+        keep_ir: false,
+    };
+    match utap_codegen::inproc::compile(program, &routes, map, &options) {
+        Ok(found) => Ok(found),
+        Err(e) => {
+            if opts.verbose > 0 {
+                eprintln!("utap: every probe runs in the tracer: {e}");
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// `-v`: how many probes run in the program, and why the others do not
+/// (each reason once, with how many probes it keeps in the tracer).
+fn say_routes(program: &Program, routes: &[utap_compiler::route::Route]) {
+    use utap_compiler::route::Route;
+    let inside = routes.iter().filter(|r| **r == Route::InProcess).count();
+    eprintln!(
+        "utap: {inside} of {} probe(s) run in the program (data plane)",
+        routes.len()
+    );
+    let mut why: Vec<(&str, usize, &str)> = Vec::new();
+    for (p, r) in program.probes.iter().zip(routes) {
+        if let Route::Tracer(reason) = r {
+            match why.iter_mut().find(|(w, ..)| *w == reason.as_str()) {
+                Some(entry) => entry.1 += 1,
+                None => why.push((reason, 1, &p.name)),
+            }
+        }
+    }
+    for (reason, n, first) in why {
+        eprintln!("utap:   {n} in the tracer ({first}...): {reason}");
+    }
 }
 
 /// `probe prometheus` without `--metrics`: nothing would ever run it
@@ -342,6 +408,7 @@ fn traced(
     limit: Option<Duration>,
     points: &[utap_runtime::session::ProcessPoint],
     stopless: Vec<bool>,
+    inproc: Option<Arc<utap_runtime::dataplane::InProcImage>>,
     handover: &SharedHandover,
 ) -> Result<i32, PassError> {
     let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
@@ -357,6 +424,7 @@ fn traced(
         verbose: opts.verbose > 0,
         guru: opts.guru,
         stopless: Some(stopless),
+        inproc,
     };
     let handover = handover.clone();
     let conclude = Box::new(move |status: i32, after: Aftermath| {

@@ -17,6 +17,7 @@ pub mod parser;
 pub mod preprocess;
 pub mod print;
 pub mod program;
+pub mod route;
 pub mod source;
 pub mod stopless;
 pub mod syntax_walk;

@@ -2,6 +2,7 @@
 //! native handlers call, the output transport and tracing sessions.
 
 pub mod daemon;
+pub mod dataplane;
 pub mod dwarf;
 pub mod elf;
 pub mod endtrace;

@@ -36,6 +36,17 @@ const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 /// Offsets in `struct seccomp_data`.
 const OFF_NR: u32 = 0;
 const OFF_ARCH: u32 = 4;
+const OFF_IP_LO: u32 = 8;
+const OFF_IP_HI: u32 = 12;
+
+/// The data plane's gadget, as the words a filter compares: traced
+/// syscalls made from `[hi:lo, hi:end)` are allowed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Gadget {
+    hi: u32,
+    lo: u32,
+    end: u32,
+}
 /// The kernel's limit on a filter's length.
 const BPF_MAXINSNS: usize = 4096;
 
@@ -99,6 +110,38 @@ impl Filter {
         syscalls: impl IntoIterator<Item = u32>,
         notify: impl IntoIterator<Item = u32>,
     ) -> Result<Filter, BuildError> {
+        Filter::build(syscalls, notify, None)
+    }
+
+    /// Like [`Filter::new`], but a traced syscall made from an address in
+    /// `gadget` (the data plane's, `crate::dataplane`) is allowed: its
+    /// probes ran in the program already. The address is only looked at
+    /// for traced numbers, so the kernel's per-number cache of always
+    /// allowed numbers is unchanged.
+    pub fn with_gadget(
+        syscalls: impl IntoIterator<Item = u32>,
+        gadget: std::ops::Range<u64>,
+    ) -> Result<Filter, BuildError> {
+        let hi = (gadget.start >> 32) as u32;
+        if (gadget.end - 1) >> 32 != hi as u64 {
+            return Err(BuildError::TooLarge);
+        }
+        Filter::build(
+            syscalls,
+            [],
+            Some(Gadget {
+                hi,
+                lo: gadget.start as u32,
+                end: (gadget.end - 1) as u32 + 1,
+            }),
+        )
+    }
+
+    fn build(
+        syscalls: impl IntoIterator<Item = u32>,
+        notify: impl IntoIterator<Item = u32>,
+        gadget: Option<Gadget>,
+    ) -> Result<Filter, BuildError> {
         let mut set: Vec<u32> = syscalls.into_iter().chain(ALWAYS_TRACED).collect();
         let notify: Vec<u32> = notify.into_iter().collect();
         if !notify.is_empty() {
@@ -108,9 +151,11 @@ impl Filter {
         let mut notify = syscall_numbers(notify)?;
         notify.retain(|nr| set.binary_search(nr).is_err());
         let ranges = to_ranges(&set, &notify);
-        let body = match search(&ranges) {
+        let body = match search(&ranges, gadget) {
             Some(body) => body,
-            None if notify.is_empty() => with_returns(bitmask(&set)).ok_or(BuildError::TooLarge)?,
+            None if notify.is_empty() => {
+                with_returns(bitmask(&set), gadget).ok_or(BuildError::TooLarge)?
+            }
             None => return Err(BuildError::TooLarge),
         };
         let program = assemble(body)?;
@@ -123,7 +168,7 @@ impl Filter {
     /// that takes precedence wins, and a notification beats a trace).
     pub fn notify_only(notify: impl IntoIterator<Item = u32>) -> Result<Filter, BuildError> {
         let notify = syscall_numbers(notify)?;
-        let body = search(&to_ranges(&[], &notify)).ok_or(BuildError::TooLarge)?;
+        let body = search(&to_ranges(&[], &notify), None).ok_or(BuildError::TooLarge)?;
         Ok(Filter {
             program: assemble(body)?,
         })
@@ -157,6 +202,8 @@ impl std::fmt::Display for Filter {
             match insn.code {
                 LD_W_ABS if k == OFF_ARCH => writeln!(f, "{i}: ld [arch]")?,
                 LD_W_ABS if k == OFF_NR => writeln!(f, "{i}: ld [nr]")?,
+                LD_W_ABS if k == OFF_IP_LO => writeln!(f, "{i}: ld [ip_lo]")?,
+                LD_W_ABS if k == OFF_IP_HI => writeln!(f, "{i}: ld [ip_hi]")?,
                 LD_IMM => writeln!(f, "{i}: ld #{k}")?,
                 ALU_AND_K => writeln!(f, "{i}: and #{k:#x}")?,
                 ALU_RSH_K => writeln!(f, "{i}: rsh #{k}")?,
@@ -272,16 +319,16 @@ const LEAF_RANGES: usize = 8;
 /// Range tests as a binary search: `jge` on the first number of the upper
 /// half splits, leaves are [`linear`] chains with their own returns. `None`
 /// if a jump over a lower half would be longer than 255 instructions.
-fn search(ranges: &[Range]) -> Option<Vec<sock_filter>> {
+fn search(ranges: &[Range], gadget: Option<Gadget>) -> Option<Vec<sock_filter>> {
     if ranges.len() <= LEAF_RANGES {
-        return with_returns(linear(ranges));
+        return with_returns(linear(ranges), gadget);
     }
     let (low, high) = ranges.split_at(ranges.len() / 2);
-    let lower = search(low)?;
+    let lower = search(low, gadget)?;
     let skip = u8::try_from(lower.len()).ok()?;
     let mut body = vec![insn(JGE_K, high[0].0, skip, 0)];
     body.extend(lower);
-    body.extend(search(high)?);
+    body.extend(search(high, gadget)?);
     Some(body)
 }
 
@@ -321,12 +368,23 @@ fn bitmask(sorted: &[u32]) -> Vec<Insn> {
 /// if some jump goes there) and resolves its jumps, so no jump leaves the
 /// piece: pieces compose into programs longer than a BPF jump (255
 /// instructions) can span. `None` if a jump is too long.
-fn with_returns(mut body: Vec<Insn>) -> Option<Vec<sock_filter>> {
+fn with_returns(mut body: Vec<Insn>, gadget: Option<Gadget>) -> Option<Vec<sock_filter>> {
     let allow = body.len();
     let notifies = body
         .iter()
         .any(|i| matches!(i.jt, To::Notify) || matches!(i.jf, To::Notify));
     body.push(stmt(RET_K, libc::SECCOMP_RET_ALLOW));
+    // A traced number made from the gadget is allowed:
+    // ip_hi == hi && lo <= ip_lo < end.
+    if let Some(g) = gadget {
+        body.push(stmt(LD_W_ABS, OFF_IP_HI));
+        body.push(jump(JEQ_K, g.hi, To::Skip(0), To::Skip(4)));
+        body.push(stmt(LD_W_ABS, OFF_IP_LO));
+        body.push(jump(JGE_K, g.end, To::Skip(2), To::Skip(0)));
+        body.push(jump(JGE_K, g.lo, To::Skip(0), To::Skip(1)));
+        body.push(stmt(RET_K, libc::SECCOMP_RET_ALLOW));
+    }
+    let trace = body.len();
     body.push(stmt(RET_K, libc::SECCOMP_RET_TRACE));
     if notifies {
         body.push(stmt(RET_K, RET_USER_NOTIF));
@@ -335,8 +393,9 @@ fn with_returns(mut body: Vec<Insn>) -> Option<Vec<sock_filter>> {
         let target = match to {
             To::Skip(n) => return Some(n),
             To::Allow => allow,
-            To::Trace => allow + 1,
-            To::Notify => allow + 2,
+            To::Trace if gadget.is_some() => allow + 1,
+            To::Trace => trace,
+            To::Notify => trace + 1,
         };
         u8::try_from(target - at - 1).ok()
     };

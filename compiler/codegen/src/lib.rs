@@ -8,6 +8,7 @@
 //! locations) that `utap_runtime::script::ScriptRuntime` runs. There is no
 //! interpreter: every handler is native code.
 
+pub mod inproc;
 mod layout;
 pub mod locations;
 mod presets;
@@ -157,7 +158,10 @@ fn sharing_note(program: &Program, group: &sharing::Group, rows: &[Vec<i64>]) ->
     out
 }
 
-fn new_module() -> Result<JITModule, CodegenError> {
+/// A JIT module for the tracer's handlers, or (`inproc`) one that places
+/// code and data in the shared region and resolves only the in-process
+/// runtime's symbols.
+fn new_module(inproc: Option<inproc::Placement>) -> Result<JITModule, CodegenError> {
     let err = |e: String| CodegenError::new(Span::default(), format!("native code generator: {e}"));
     let mut flags = settings::builder();
     // No egraph optimisation: a `syscall.*` script compiles hundreds of
@@ -195,7 +199,10 @@ fn new_module() -> Result<JITModule, CodegenError> {
         .finish(settings::Flags::new(flags))
         .map_err(|e| err(e.to_string()))?;
     let mut jb = JITBuilder::with_isa(isa, default_libcall_names());
-    runtime_fns::register_symbols(&mut jb);
+    match inproc {
+        None => runtime_fns::register_symbols(&mut jb),
+        Some(p) => p.configure(&mut jb),
+    }
     Ok(JITModule::new(jb))
 }
 
@@ -225,7 +232,7 @@ pub fn compile(
 ) -> Result<CompiledScript, CodegenError> {
     let maxstringlen = options.limits.max_string_len;
     let (globals, long_slots) = layout::globals(program, maxstringlen)?;
-    let module = new_module()?;
+    let module = new_module(None)?;
     let mut c = Compiler {
         ctx: module.make_context(),
         module,
@@ -235,6 +242,7 @@ pub fn compile(
         options,
         ir: String::new(),
         sizes: Vec::new(),
+        in_process: false,
     };
     // Script functions first: handlers call them by id.
     let funcs = c.functions(program)?;
@@ -304,6 +312,8 @@ struct Compiler<'a> {
     /// `-p3` text so far.
     ir: String,
     sizes: Vec<FunctionSize>,
+    /// Compiling for the program's threads (`inproc`).
+    in_process: bool,
 }
 
 impl Compiler<'_> {
@@ -340,6 +350,8 @@ impl Compiler<'_> {
                 &f.locals,
                 f.params,
             );
+            let mut t = t;
+            t.atomic_longs = self.in_process;
             t.finish_body(&f.body, &[])?;
             self.define(funcs[i], &format!("function {}", f.name), 1)?;
         }
@@ -449,6 +461,8 @@ impl Compiler<'_> {
             &p.locals,
             0,
         );
+        let mut t = t;
+        t.atomic_longs = self.in_process;
         let conds: Vec<Option<&utap_compiler::program::Expr>> =
             p.points.iter().map(|pt| pt.condition.as_ref()).collect();
         t.finish_body(&p.body, &conds)

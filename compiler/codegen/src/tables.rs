@@ -13,7 +13,7 @@ pub struct Tables<'a> {
     pub sources: &'a dyn Sources,
     pub locations: Locations,
     pub literals: Vec<u8>,
-    literal_index: HashMap<Vec<u8>, i64>,
+    pub literal_index: HashMap<Vec<u8>, i64>,
     pub formats: Vec<Vec<FormatPiece>>,
     pub regexes: Vec<String>,
     pub globals: Vec<GlobalSpec>,

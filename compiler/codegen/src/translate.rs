@@ -14,7 +14,8 @@ use std::mem::offset_of;
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    Block, FuncRef, Inst, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value, types,
+    AtomicRmwOp, Block, FuncRef, Inst, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind,
+    Value, types,
 };
 use cranelift_frontend::{FunctionBuilder, Variable};
 use cranelift_jit::JITModule;
@@ -107,6 +108,10 @@ pub struct Translator<'a, 'b, 's> {
     /// The constants made for each top-level preset statement
     /// (`crate::presets`): its location's, its literal's.
     presets: Vec<(Inst, Inst)>,
+    /// In-process code (`crate::inproc`): threads of the program run a
+    /// handler at once, so `+=`, `-=`, `++` and `--` on a long scalar
+    /// global are one atomic add.
+    pub atomic_longs: bool,
 }
 
 impl<'a, 'b, 's> Translator<'a, 'b, 's> {
@@ -171,6 +176,7 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
             raise_blocks: Vec::new(),
             top_level: false,
             presets: Vec::new(),
+            atomic_longs: false,
         }
     }
 
@@ -684,6 +690,25 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
         self.t.globals[g as usize].long_slot
     }
 
+    /// The long slot of a scalar global updated atomically (in-process
+    /// code only).
+    fn atomic_slot(&self, lv: &LValue) -> Option<u32> {
+        match lv {
+            LValue::Global(g) if self.atomic_longs => self.long_slot(g.0),
+            _ => None,
+        }
+    }
+
+    /// Adds `delta` to long slot `slot` atomically; the new value.
+    fn atomic_add(&mut self, slot: u32, delta: Value) -> Value {
+        let addr = self.b.ins().iadd_imm_s(self.longs, 8 * slot as i64);
+        let old = self
+            .b
+            .ins()
+            .atomic_rmw(I64, flags(), AtomicRmwOp::Add, addr, delta);
+        self.b.ins().iadd(old, delta)
+    }
+
     /// Loads an lvalue whose keys (if any) are already evaluated.
     fn load(&mut self, lv: &LValue, ks: &[Value]) -> Value {
         match lv {
@@ -849,6 +874,14 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
                 if let Some(array) = self.long_array(target) {
                     let d = self.iconst(delta);
                     let new = self.array_add(array, &ks, d, e.span);
+                    if *prefix {
+                        new
+                    } else {
+                        self.b.ins().iadd_imm_s(new, -delta)
+                    }
+                } else if let Some(slot) = self.atomic_slot(target) {
+                    let d = self.iconst(delta);
+                    let new = self.atomic_add(slot, d);
                     if *prefix {
                         new
                     } else {
@@ -1086,6 +1119,15 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
             && let Some(array) = self.long_array(target)
         {
             return Ok(self.array_add(array, &ks, v, e.span));
+        }
+        if let Some(slot) = self.atomic_slot(target)
+            && matches!(bin, BinOp::Add | BinOp::Sub)
+        {
+            let delta = match bin {
+                BinOp::Sub => self.b.ins().ineg(v),
+                _ => v,
+            };
+            return Ok(self.atomic_add(slot, delta));
         }
         let old = self.load(target, &ks);
         let op_loc = self

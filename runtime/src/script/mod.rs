@@ -25,6 +25,7 @@ pub mod dwarf_fns;
 pub mod global_locks;
 pub mod globals;
 pub mod image;
+mod inproc_globals;
 pub mod interrupt;
 pub mod limits;
 pub mod output;

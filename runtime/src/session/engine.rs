@@ -82,6 +82,12 @@ pub(crate) struct Shared {
     /// Syscall entries served by seccomp notification (`super::notify`),
     /// when that route is on: `-v` says how many.
     pub notified: Option<std::sync::Arc<super::notify::Counts>>,
+    /// The in-process code, when the data plane serves this session
+    /// (`super::inproc`): hooks of its probes run it, here or in the
+    /// program.
+    pub inproc: Option<std::sync::Arc<crate::dataplane::InProcImage>>,
+    /// Its first error was reported.
+    pub inproc_error_told: AtomicBool,
 }
 
 /// The state behind the script's lock (`super::lock`).
@@ -109,6 +115,8 @@ impl Shared {
             end_elsewhere: None,
             stopping: AtomicBool::new(false),
             notified: None,
+            inproc: None,
+            inproc_error_told: AtomicBool::new(false),
         }
     }
 
@@ -279,6 +287,13 @@ impl Shared {
             if !self.matches(&hook.filter, fired.values.pid as i32) {
                 continue;
             }
+            if self.fire_in_process(hook.probe, hook.point, &fired.values) {
+                if self.inproc_failed(run) {
+                    fired.end = true;
+                    break;
+                }
+                continue;
+            }
             let (v, mem) = (
                 &fired.values,
                 Some(&memory as &dyn crate::memory::ReadMemory),
@@ -390,6 +405,7 @@ impl Shared {
                     );
                 }
             }
+            self.settle_dataplane(ctl);
             let (run, sink) = self.script_and_sink();
             let status = super::finish(run, sink);
             let after = match self.linger && matches!(why, EndReason::Requested) {

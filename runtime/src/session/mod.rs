@@ -37,6 +37,7 @@
 
 pub(crate) mod engine;
 mod functions;
+mod inproc;
 mod lock;
 mod notify;
 mod unwinder;
@@ -84,6 +85,10 @@ pub struct SessionOptions {
     /// Syscall entries served that way come through a seccomp
     /// notification ([`notify`]).
     pub stopless: Option<Vec<bool>>,
+    /// The handlers compiled to run inside the program
+    /// (`crate::dataplane`): served there for a `-c` command under a
+    /// seccomp filter, in the tracer otherwise.
+    pub inproc: Option<Arc<crate::dataplane::InProcImage>>,
 }
 
 /// A session that could not start: the message for the user.
@@ -132,7 +137,15 @@ pub fn run(
     // The session's engine is this new tracer's first. Its other tracer
     // threads start now, beside the command's fork and exec, not while
     // the command waits at its exec stop.
-    let shards = shard_count(&dispatch, opts);
+    let inproc = opts
+        .inproc
+        .clone()
+        .filter(|_| matches!(opts.target, Target::Command(_)));
+    let shards = match inproc {
+        // Hits do not come to the tracer: one thread serves the rest.
+        Some(_) => 1,
+        None => shard_count(&dispatch, opts),
+    };
     if shards > 1 {
         tracer
             .prepare_shards(shards)
@@ -141,7 +154,7 @@ pub fn run(
     // As with SystemTap, the -c command exists (created, stopped at its
     // exec) before the begin probes run, so target() is its pid there.
     let notified = match &opts.stopless {
-        Some(stopless) if notify::enabled() && !opts.guru => {
+        Some(stopless) if notify::enabled() && !opts.guru && inproc.is_none() => {
             notify::plan(&dispatch, dispatch.syscall_need(), stopless, EVERY_SYSCALL)
         }
         _ => Vec::new(),
@@ -155,6 +168,7 @@ pub fn run(
             cmd,
             dispatch.syscall_need(),
             if per_thread { &[] } else { &notified },
+            inproc.as_ref().map(|i| i.region.code()),
             opts.verbose,
         )?),
         Target::Attach(pid) => Err(Tid(*pid)),
@@ -176,6 +190,18 @@ pub fn run(
         Ok((pid, seccomp_on, _)) => (pid, vec![pid], seccomp_on),
         Err(pid) => attach_target(&mut tracer, pid, opts.verbose)?,
     };
+    let inproc = inproc::usable(inproc.as_ref(), seccomp_on).filter(|img| {
+        // What begin set is what the handlers in the program start from.
+        match script.dataplane_fill(img) {
+            Ok(()) => true,
+            Err(e) => {
+                if opts.verbose {
+                    eprintln!("utap: data plane off: {e}");
+                }
+                false
+            }
+        }
+    });
     // -T counts from here, as SystemTap's counts from the module running:
     // the begin probes have run and every thread is attached, so `-T 1`
     // traces for a second however long attaching a thousand threads took.
@@ -189,6 +215,7 @@ pub fn run(
         s.linger = seccomp_on;
         s.verbose = opts.verbose;
         s.conclude = Some(conclude);
+        s.inproc = inproc.clone();
     }
     let id = tracer.add_engine(ScriptEngine {
         shared: shared.clone(),
@@ -204,6 +231,10 @@ pub fn run(
         ctl.end_when_exits(pid);
         if seccomp_on {
             ctl.kill_on_signal();
+        }
+        if let Some(img) = &inproc {
+            ctl.enable_dataplane(img.clone());
+            inproc::watch_errors(&mut ctl, &shared);
         }
         shared
             .borrow_mut()
@@ -452,6 +483,7 @@ fn spawn(
     cmd: &str,
     syscalls: SyscallNeed,
     notified: &[u32],
+    gadget: Option<std::ops::Range<u64>>,
     verbose: bool,
 ) -> Result<(Tid, bool, Option<crate::listener::Listener>), SessionError> {
     let command = SpawnCommand::command_line(cmd)
@@ -473,10 +505,11 @@ fn spawn(
         }
     };
     let notify_on = with_notify.is_some();
-    let filter = match (syscalls, with_notify) {
-        (SyscallNeed::Nothing, _) => None,
-        (_, Some(f)) => Some(f),
-        (_, None) => seccomp::Filter::new(needed.iter().copied()).ok(),
+    let filter = match (syscalls, with_notify, gadget) {
+        (SyscallNeed::Nothing, ..) => None,
+        (_, Some(f), _) => Some(f),
+        (_, None, Some(g)) => seccomp::Filter::with_gadget(needed.iter().copied(), g).ok(),
+        (_, None, None) => seccomp::Filter::new(needed.iter().copied()).ok(),
     };
     let mut install = || {
         filter.as_ref().is_some_and(|f| match notify_on {

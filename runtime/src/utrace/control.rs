@@ -165,6 +165,8 @@ pub(crate) struct Core {
     pub shard: Option<super::shard::ShardRef>,
     /// Its threads that stopped often enough to count as busy (`shard`).
     pub busy: usize,
+    /// Handlers that run inside the traced programs (`crate::dataplane`).
+    pub dataplane: Option<Box<crate::dataplane::Plane>>,
 }
 
 /// See [`Control::on_end`].
@@ -522,6 +524,24 @@ impl Control<'_> {
     }
 
     /// Removes a timer (also from inside its own tick).
+    /// Serves the syscall probes `image` compiled for the program in the
+    /// program (`crate::dataplane`), at the sites its seccomp stops show.
+    pub fn enable_dataplane(&mut self, image: std::sync::Arc<crate::dataplane::InProcImage>) {
+        self.core.dataplane = Some(Box::new(crate::dataplane::Plane::new(image)));
+    }
+
+    /// Stops every in-process handler and takes the data plane out of
+    /// the programs (threads held until detached or the current report
+    /// ends): the region then holds the final values to fold.
+    pub fn dataplane_quiesce(&mut self) {
+        self.core.dataplane_quiesce();
+    }
+
+    /// The data plane, if on.
+    pub fn dataplane(&self) -> Option<&crate::dataplane::Plane> {
+        self.core.dataplane.as_deref()
+    }
+
     pub fn cancel_timer(&mut self, id: TimerId) {
         self.core.timers.retain(|t| t.id != id);
     }

@@ -131,6 +131,7 @@ impl Tracer {
         // before is rewound): holding first let more threads reach an int3
         // whose SIGTRAP could be left pending. Then every thread of each
         // space is held (utrace::hold) to take the slot pages out.
+        self.dataplane_take_out();
         self.core.uprobes.restore_all();
         if !self.core.uprobes.is_empty() {
             self.core.hold_all_spaces();

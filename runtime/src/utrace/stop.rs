@@ -78,6 +78,10 @@ impl Tracer {
                 event: ptrace::EVENT_STOP,
                 sig,
             } if first => {
+                self.dataplane_new_thread(tid);
+                let Some(thread) = self.core.threads.get_mut(&tid) else {
+                    return;
+                };
                 // The kernel's first stop of a child it attached for us.
                 thread.group_stopped = sig.is_stop_signal();
                 if !thread.group_stopped {
@@ -186,6 +190,9 @@ impl Tracer {
         if !thread.in_syscall {
             if self.maybe_listen(tid) {
                 return self.finish_stop(tid, false);
+            }
+            if self.dataplane_seccomp(tid) {
+                return;
             }
             let Some(thread) = self.core.threads.get_mut(&tid) else {
                 return;
@@ -322,10 +329,13 @@ impl Tracer {
             _ if is_thread_of(parent.tgid, child) => CloneKind::Thread,
             _ => CloneKind::Fork,
         };
-        if kind != CloneKind::Thread && !self.core.uprobes.is_empty() {
+        if kind != CloneKind::Thread {
             let ptgid = parent.tgid;
             let vfork = kind == CloneKind::Vfork;
-            self.core.uprobes.cloned(tid, ptgid, child, vfork);
+            if !self.core.uprobes.is_empty() {
+                self.core.uprobes.cloned(tid, ptgid, child, vfork);
+            }
+            self.dataplane_cloned(ptgid, child, vfork);
         }
         let Some(parent) = self.core.threads.get(&tid) else {
             return;
@@ -372,6 +382,10 @@ impl Tracer {
         }
         // A new mm: none of the old breakpoints or trampolines exist.
         self.core.uprobes.forget(tid);
+        self.dataplane_exec(tid, true);
+        if former != tid {
+            self.dataplane_exec(former, false);
+        }
         if let Some(s) = &self.core.shard {
             s.group.forget_park(tid);
         }
@@ -404,6 +418,7 @@ impl Tracer {
             s.group.forget_park(tid);
         }
         self.report_death(&thread, status);
+        self.dataplane_death(tid, tid == thread.tgid);
         if !self.core.uprobes.is_empty() {
             if thread.bp_step.is_some() {
                 self.release_held(tid);

@@ -1,0 +1,363 @@
+//! Where each probe handler runs: inside the traced program (the data
+//! plane, `utap_runtime::dataplane`) or in the tracer at a ptrace stop.
+//! This is the one pass that decides it; codegen compiles the in-process
+//! handlers a second time for the in-process ABI and the runtime patches
+//! syscall sites only for numbers whose every probe runs in process.
+//!
+//! A handler goes in process when it can run there exactly as in the
+//! tracer, with nothing but the shared region (see the data plane's
+//! header for why these are the rules):
+//! * its points are syscall entries or returns of every process
+//!   (`syscall.*`, `process.syscall`, no path or pid filter);
+//! * it uses long arithmetic, locals, `if`, `next`, long scalar globals,
+//!   arrays of longs keyed by longs and string literals (a string local
+//!   only ever holds a literal), `$syscall`, `$argN`, `$return`, `pid()`
+//!   and `tid()`: nothing that formats, allocates strings, loops, reads
+//!   program memory or controls a thread;
+//! * the globals it touches are touched by no handler that stays in the
+//!   tracer, except `begin` (before the region is filled from the
+//!   script's state), `end` and `error` (after the region is folded back).
+//!
+//! A probe that fails a rule stays in the tracer, with the reason, which
+//! `-v` prints. `UTAP_INPROC=0` keeps every probe in the tracer.
+
+use std::collections::HashSet;
+
+use crate::ast::{AssignOp, BinOp};
+use crate::program::{
+    Block, ContextVar, Expr, ExprKind, GlobalId, LValue, PointKind, ProbeDef, ProcessEvent,
+    ProcessTarget, Program, Stmt, StmtKind, Type,
+};
+use crate::walk;
+
+/// Builtins the in-process runtime implements.
+pub const IN_PROCESS_BUILTINS: &[&str] = &["pid", "tid"];
+
+/// Where one probe's handler runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Route {
+    InProcess,
+    /// In the tracer, and why not in process.
+    Tracer(String),
+}
+
+/// The route of every probe, by index.
+pub fn routes(program: &Program) -> Vec<Route> {
+    let off = std::env::var("UTAP_INPROC").is_ok_and(|v| v == "0");
+    let mut routes: Vec<Route> = program
+        .probes
+        .iter()
+        .map(|p| match off {
+            true => Route::Tracer("UTAP_INPROC=0".into()),
+            false => first_reason(program, p).map_or(Route::InProcess, Route::Tracer),
+        })
+        .collect();
+    // Globals shared with a handler that stays in the tracer keep their
+    // in-process users in the tracer too, until nothing changes.
+    loop {
+        let tracer_globals = tracer_touched(program, &routes);
+        let mut changed = false;
+        for (i, p) in program.probes.iter().enumerate() {
+            if routes[i] != Route::InProcess {
+                continue;
+            }
+            if let Some(g) = touched(program, p)
+                .into_iter()
+                .find(|g| tracer_globals.contains(g))
+            {
+                let name = &program.globals[g.0 as usize].name;
+                routes[i] = Route::Tracer(format!(
+                    "global '{name}' is also used by a handler that runs in the tracer"
+                ));
+                changed = true;
+            }
+        }
+        if !changed {
+            return routes;
+        }
+    }
+}
+
+/// Why `p` cannot run in process, if it cannot.
+fn first_reason(program: &Program, p: &ProbeDef) -> Option<String> {
+    if program.guru {
+        return Some("guru mode (-g)".into());
+    }
+    for pt in &p.points {
+        let ok = matches!(
+            &pt.kind,
+            PointKind::Process {
+                target: ProcessTarget::Any,
+                event: ProcessEvent::Syscall { .. } | ProcessEvent::SyscallReturn { .. },
+            }
+        );
+        if !ok {
+            return Some(format!(
+                "{} is not a syscall probe of every process",
+                pt.text
+            ));
+        }
+    }
+    let mut why = None;
+    for c in p.points.iter().filter_map(|pt| pt.condition.as_ref()) {
+        expr_reason(program, c, &mut why);
+    }
+    block_reason(program, &p.body, &mut why);
+    why
+}
+
+fn block_reason(program: &Program, b: &Block, why: &mut Option<String>) {
+    for s in &b.stmts {
+        stmt_reason(program, s, why);
+    }
+}
+
+fn stmt_reason(program: &Program, s: &Stmt, why: &mut Option<String>) {
+    if why.is_some() {
+        return;
+    }
+    match &s.kind {
+        StmtKind::Expr(e) => expr_reason(program, e, why),
+        StmtKind::Block(b) => block_reason(program, b, why),
+        StmtKind::If { cond, then, else_ } => {
+            expr_reason(program, cond, why);
+            stmt_reason(program, then, why);
+            if let Some(e) = else_ {
+                stmt_reason(program, e, why);
+            }
+        }
+        StmtKind::Next => {}
+        StmtKind::Delete(lv) => match lv {
+            LValue::Elem { array, keys } if long_array(program, *array) => {
+                keys.iter().for_each(|k| key_reason(program, k, why))
+            }
+            _ => *why = Some("deletes something other than an element of an array of longs".into()),
+        },
+        StmtKind::While { .. } | StmtKind::For { .. } | StmtKind::Foreach(_) => {
+            *why = Some("has a loop".into())
+        }
+        StmtKind::Try { .. } => *why = Some("has try/catch".into()),
+        StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => {
+            *why = Some("has break, continue or return".into())
+        }
+    }
+}
+
+fn is_long_scalar(program: &Program, g: GlobalId) -> bool {
+    let v = &program.globals[g.0 as usize];
+    v.keys.is_none() && v.ty == Type::Long
+}
+
+fn long_array(program: &Program, g: GlobalId) -> bool {
+    let v = &program.globals[g.0 as usize];
+    v.keys.is_some() && v.ty == Type::Long && !v.wrap
+}
+
+/// A key: a long, or a string that can only be a literal.
+fn key_reason(program: &Program, k: &Expr, why: &mut Option<String>) {
+    match k.ty {
+        Type::String => literal_reason(k, why),
+        _ => expr_reason(program, k, why),
+    }
+}
+
+/// String values in process are literals only (their handles are the
+/// literal table's, which the tracer reads back).
+fn literal_reason(e: &Expr, why: &mut Option<String>) {
+    match &e.kind {
+        ExprKind::Str(_) | ExprKind::Load(LValue::Local(_)) => {}
+        _ => *why = Some("makes a string that is not a literal".into()),
+    }
+}
+
+fn expr_reason(program: &Program, e: &Expr, why: &mut Option<String>) {
+    if why.is_some() {
+        return;
+    }
+    if e.ty == Type::String {
+        match &e.kind {
+            ExprKind::Assign {
+                op: AssignOp::Assign,
+                target: LValue::Local(_),
+                value,
+            } => literal_reason(value, why),
+            _ => literal_reason(e, why),
+        }
+        return;
+    }
+    if !matches!(e.ty, Type::Long | Type::Void) {
+        *why = Some("uses statistics or histograms".into());
+        return;
+    }
+    match &e.kind {
+        ExprKind::Long(_) => {}
+        ExprKind::Str(_) => {}
+        ExprKind::Context(cv) => {
+            if !matches!(
+                cv,
+                ContextVar::Syscall | ContextVar::Arg(0..=5) | ContextVar::Return
+            ) {
+                *why = Some("reads a context variable the data plane does not have".into());
+            }
+        }
+        ExprKind::Load(lv) => lvalue_reason(program, lv, false, why),
+        ExprKind::Unary { expr, .. } => expr_reason(program, expr, why),
+        ExprKind::Binary { op, lhs, rhs } => {
+            if lhs.ty == Type::String || rhs.ty == Type::String || *op == BinOp::Concat {
+                *why = Some("compares or joins strings".into());
+                return;
+            }
+            expr_reason(program, lhs, why);
+            expr_reason(program, rhs, why);
+        }
+        ExprKind::Ternary { cond, then, else_ } => {
+            for x in [cond, then, else_] {
+                expr_reason(program, x, why);
+            }
+        }
+        ExprKind::Assign { op, target, value } => {
+            let array_add = matches!(target, LValue::Elem { .. }) && *op == AssignOp::Add;
+            let scalar_add =
+                matches!(target, LValue::Global(_)) && matches!(op, AssignOp::Add | AssignOp::Sub);
+            if *op != AssignOp::Assign
+                && !array_add
+                && !scalar_add
+                && !matches!(target, LValue::Local(_))
+            {
+                *why = Some("updates a global with an operator other than =, += or -=".into());
+                return;
+            }
+            lvalue_reason(program, target, true, why);
+            expr_reason(program, value, why);
+        }
+        ExprKind::IncDec { target, .. } => lvalue_reason(program, target, true, why),
+        ExprKind::In { array, keys } => {
+            if !long_array(program, *array) {
+                *why = Some("tests membership of an array that is not of longs".into());
+                return;
+            }
+            keys.iter().for_each(|k| key_reason(program, k, why));
+        }
+        ExprKind::Builtin { name, args } => {
+            if !IN_PROCESS_BUILTINS.contains(name) {
+                *why = Some(format!("calls {name}()"));
+                return;
+            }
+            args.iter().for_each(|a| expr_reason(program, a, why));
+        }
+        ExprKind::Call { .. } => *why = Some("calls a script function".into()),
+        ExprKind::Print { .. } => *why = Some("prints".into()),
+        ExprKind::StatAdd { .. }
+        | ExprKind::StatGet { .. }
+        | ExprKind::Hist { .. }
+        | ExprKind::HistBucket { .. } => *why = Some("uses statistics".into()),
+    }
+}
+
+fn lvalue_reason(program: &Program, lv: &LValue, write: bool, why: &mut Option<String>) {
+    match lv {
+        LValue::Local(_) => {}
+        LValue::Global(g) if is_long_scalar(program, *g) => {}
+        LValue::Elem { array, keys } if long_array(program, *array) => {
+            keys.iter().for_each(|k| key_reason(program, k, why))
+        }
+        LValue::Context(_) => *why = Some("writes a context variable".into()),
+        _ if write => *why = Some("writes a global that is not a long or an array of longs".into()),
+        _ => *why = Some("reads a global that is not a long or an array of longs".into()),
+    }
+}
+
+/// The globals a probe's handler (conditions and body) names.
+pub fn touched(_program: &Program, p: &ProbeDef) -> HashSet<GlobalId> {
+    let mut out = HashSet::new();
+    let mut visit = |e: &Expr| globals_of(e, &mut out);
+    for c in p.points.iter().filter_map(|pt| pt.condition.as_ref()) {
+        walk::expr(c, &mut visit);
+    }
+    walk::block(&p.body, &mut visit);
+    // `delete a[k]` names its array outside any expression.
+    walk::nodes(&p.body, &mut |n| {
+        if let walk::Node::Stmt(Stmt {
+            kind: StmtKind::Delete(lv),
+            ..
+        }) = n
+        {
+            lvalue_global(lv, &mut out);
+        }
+    });
+    out
+}
+
+fn lvalue_global(lv: &LValue, out: &mut HashSet<GlobalId>) {
+    match lv {
+        LValue::Global(g) | LValue::Elem { array: g, .. } => {
+            out.insert(*g);
+        }
+        _ => {}
+    }
+}
+
+fn globals_of(e: &Expr, out: &mut HashSet<GlobalId>) {
+    match &e.kind {
+        ExprKind::Load(lv)
+        | ExprKind::Assign { target: lv, .. }
+        | ExprKind::IncDec { target: lv, .. }
+        | ExprKind::StatAdd { target: lv, .. }
+        | ExprKind::StatGet { target: lv, .. }
+        | ExprKind::Hist { target: lv, .. } => lvalue_global(lv, out),
+        ExprKind::In { array, .. } => {
+            out.insert(*array);
+        }
+        _ => {}
+    }
+}
+
+/// Globals named by a handler that runs in the tracer while the program
+/// runs, or by a script function it calls (in-process handlers call none):
+/// begin, end and error probes run before the region is filled or after
+/// it is folded back, so they do not count.
+fn tracer_touched(program: &Program, routes: &[Route]) -> HashSet<GlobalId> {
+    let mut out = HashSet::new();
+    let mut calls: Vec<usize> = Vec::new();
+    for (p, route) in program.probes.iter().zip(routes) {
+        let outside = p.points.iter().all(|pt| {
+            matches!(
+                pt.kind,
+                PointKind::Begin(_) | PointKind::End(_) | PointKind::Error(_) | PointKind::Never
+            )
+        });
+        if *route != Route::InProcess && !outside {
+            out.extend(touched(program, p));
+            walk::block(&p.body, &mut |e| called(e, &mut calls));
+        }
+    }
+    let mut seen = HashSet::new();
+    while let Some(f) = calls.pop() {
+        if !seen.insert(f) {
+            continue;
+        }
+        let Some(func) = program.functions.get(f) else {
+            continue;
+        };
+        walk::block(&func.body, &mut |e| {
+            globals_of(e, &mut out);
+            called(e, &mut calls)
+        });
+        walk::nodes(&func.body, &mut |n| {
+            if let walk::Node::Stmt(Stmt {
+                kind: StmtKind::Delete(lv),
+                ..
+            }) = n
+            {
+                lvalue_global(lv, &mut out);
+            }
+        });
+    }
+    out
+}
+
+fn called(e: &Expr, calls: &mut Vec<usize>) {
+    if let ExprKind::Call { func, .. } = &e.kind {
+        calls.push(func.0 as usize);
+    }
+}

@@ -1,0 +1,358 @@
+//! The machine code the tracer writes into programs: the common entry
+//! (with the one `syscall` the seccomp filter lets through, the gadget)
+//! and the per-site stubs. Hand-assembled, because every byte's position
+//! matters to the detach (`stub_exit`) and the filter (`gadget`).
+//!
+//! A patched site is the 5-byte `mov $NR,%eax` of a `mov; syscall` pair,
+//! overwritten with a `jmp` to its stub; the `syscall` after it stays, so
+//! a call restarted by the kernel (rip - 2) and a branch to the `syscall`
+//! still run the original instruction.
+//!
+//! ```text
+//! stub:  0 mov $NR,%eax          (the displaced instruction)
+//!        5 lea -128(%rsp),%rsp   (the red zone stays the program's)
+//!       10 pushfq
+//!       11 movabs $common,%rcx
+//!       21 call *%rcx            (rcx and r11 are the syscall's to clobber)
+//!       23 popfq                 <- served: rax is the result
+//!       24 lea 128(%rsp),%rsp
+//!       32 jmp R                 (R: just past the site's syscall)
+//!       37 popfq                 <- not served here (common returns +14)
+//!       38 lea 128(%rsp),%rsp
+//!       46 syscall               (the original call, traced as before)
+//!       48 jmp R
+//! ```
+//!
+//! The common entry finds the thread's block through `%gs`, skips the
+//! handlers when the thread is already in one (a signal handler's
+//! syscall: counted), runs the entry dispatcher on the block's stack,
+//! makes the call from the gadget on the program's stack (signal frames
+//! land there, below the red zone), runs the return dispatcher, and
+//! returns with every register as the syscall would leave it.
+
+use super::layout::{BLOCK_BUSY, BLOCK_SAVED_RSP, BLOCK_SELF, BLOCK_SKIPPED, BLOCK_STACK_TOP};
+use crate::script::context::{HandlerContext, ProbeValues};
+use std::mem::offset_of;
+
+pub const STUB_LEN: u64 = 53;
+/// Offsets in a stub (see the module doc).
+pub const STUB_SERVED: u64 = 23;
+pub const STUB_RAW: u64 = 37;
+const RAW_SKIP: u8 = (STUB_RAW - STUB_SERVED) as u8;
+/// Bytes the stub and the call put below the program's rsp: red zone,
+/// flags, return address.
+pub const FRAME: u64 = 128 + 8 + 8;
+
+/// The common entry's machine code, for the region's base `common`, with
+/// the dispatchers' addresses; and the gadget's offset in it.
+pub struct Common {
+    pub bytes: Vec<u8>,
+    pub gadget: u64,
+}
+
+/// A tiny assembler: bytes and rel32 fix-ups to labels.
+struct Asm {
+    b: Vec<u8>,
+    labels: Vec<Option<usize>>,
+    fixups: Vec<(usize, usize)>,
+}
+
+/// General-purpose register numbers.
+const RAX: u8 = 0;
+const RDX: u8 = 2;
+const RSI: u8 = 6;
+const RDI: u8 = 7;
+const R8: u8 = 8;
+const R9: u8 = 9;
+const R10: u8 = 10;
+
+fn probe_field(f: usize) -> u32 {
+    (offset_of!(HandlerContext, probe) + f) as u32
+}
+
+/// Where each syscall register is kept in the block's probe values.
+fn arg_slots() -> [(u8, u32); 6] {
+    let a = |i: usize| probe_field(offset_of!(ProbeValues, args) + 8 * i);
+    [
+        (RDI, a(0)),
+        (RSI, a(1)),
+        (RDX, a(2)),
+        (R10, a(3)),
+        (R8, a(4)),
+        (R9, a(5)),
+    ]
+}
+
+impl Asm {
+    fn new() -> Asm {
+        Asm {
+            b: Vec::new(),
+            labels: Vec::new(),
+            fixups: Vec::new(),
+        }
+    }
+    fn label(&mut self) -> usize {
+        self.labels.push(None);
+        self.labels.len() - 1
+    }
+    fn bind(&mut self, l: usize) {
+        self.labels[l] = Some(self.b.len());
+    }
+    fn bytes(&mut self, b: &[u8]) {
+        self.b.extend_from_slice(b);
+    }
+    fn d32(&mut self, v: u32) {
+        self.b.extend_from_slice(&v.to_le_bytes());
+    }
+    /// `mov [r11+off], reg`
+    fn store(&mut self, off: u32, reg: u8) {
+        self.bytes(&[0x49 | ((reg >> 3) << 2), 0x89, 0x83 | ((reg & 7) << 3)]);
+        self.d32(off);
+    }
+    /// `mov reg, [r11+off]`
+    fn load(&mut self, reg: u8, off: u32) {
+        self.bytes(&[0x49 | ((reg >> 3) << 2), 0x8b, 0x83 | ((reg & 7) << 3)]);
+        self.d32(off);
+    }
+    /// `mov qword [r11+off], imm32`
+    fn store_imm(&mut self, off: u32, v: u32) {
+        self.bytes(&[0x49, 0xc7, 0x83]);
+        self.d32(off);
+        self.d32(v);
+    }
+    /// `mov r11, gs:[SELF]`
+    fn block_to_r11(&mut self) {
+        self.bytes(&[0x65, 0x4c, 0x8b, 0x1c, 0x25]);
+        self.d32(BLOCK_SELF as u32);
+    }
+    /// `cmp qword [r11+BUSY], 0; jne l`
+    fn jump_if_busy(&mut self, l: usize) {
+        self.bytes(&[0x49, 0x83, 0xbb]);
+        self.d32(BLOCK_BUSY as u32);
+        self.bytes(&[0x00, 0x0f, 0x85]);
+        self.rel32(l);
+    }
+    fn rel32(&mut self, l: usize) {
+        self.fixups.push((self.b.len(), l));
+        self.d32(0);
+    }
+    /// Calls `f(block)` on the block's stack, the program's rsp saved in
+    /// the block and rbx (callee-saved) holding the block meanwhile.
+    fn call_on_block_stack(&mut self, f: u64) {
+        self.store(BLOCK_SAVED_RSP as u32, 4); // mov [r11+SAVED], rsp
+        self.bytes(&[0x49, 0x8d, 0xa3]); // lea rsp, [r11+TOP]
+        self.d32(BLOCK_STACK_TOP as u32);
+        self.bytes(&[0x53]); // push rbx
+        self.bytes(&[0x4c, 0x89, 0xdb]); // mov rbx, r11
+        self.bytes(&[0x48, 0x83, 0xec, 0x08]); // sub rsp, 8
+        self.bytes(&[0x4c, 0x89, 0xdf]); // mov rdi, r11
+        self.bytes(&[0x48, 0xb8]); // movabs rax, f
+        self.b.extend_from_slice(&f.to_le_bytes());
+        self.bytes(&[0xff, 0xd0]); // call rax
+        self.bytes(&[0x48, 0x83, 0xc4, 0x08]); // add rsp, 8
+        self.bytes(&[0x49, 0x89, 0xdb]); // mov r11, rbx
+        self.bytes(&[0x5b]); // pop rbx
+        self.load(4, BLOCK_SAVED_RSP as u32); // mov rsp, [r11+SAVED]
+        self.store_imm(BLOCK_BUSY as u32, 0);
+    }
+    fn restore_args(&mut self) {
+        for (reg, off) in arg_slots() {
+            self.load(reg, off);
+        }
+    }
+    /// `add qword [rsp], RAW_SKIP; ret`: back to the stub's raw part.
+    fn ret_raw(&mut self) {
+        self.bytes(&[0x48, 0x83, 0x04, 0x24, RAW_SKIP, 0xc3]);
+    }
+    fn finish(mut self) -> Vec<u8> {
+        for (at, l) in std::mem::take(&mut self.fixups) {
+            let to = self.labels[l].expect("bound label") as i64;
+            let rel = (to - (at as i64 + 4)) as i32;
+            self.b[at..at + 4].copy_from_slice(&rel.to_le_bytes());
+        }
+        self.b
+    }
+}
+
+/// The common entry (see the module doc), calling `entry` and `ret`, the
+/// compiled dispatchers.
+pub fn common(entry: u64, ret: u64) -> Common {
+    let mut a = Asm::new();
+    let (skip, raw, skip_ret) = (a.label(), a.label(), a.label());
+    let syscall_slot = probe_field(offset_of!(ProbeValues, syscall));
+    let ret_slot = probe_field(offset_of!(ProbeValues, ret));
+    a.block_to_r11();
+    a.jump_if_busy(skip);
+    a.store_imm(BLOCK_BUSY as u32, 1);
+    a.store(syscall_slot, RAX);
+    for (reg, off) in arg_slots() {
+        a.store(off, reg);
+    }
+    a.call_on_block_stack(entry);
+    a.bytes(&[0x48, 0x85, 0xc0, 0x0f, 0x85]); // test rax, rax; jnz raw
+    a.rel32(raw);
+    a.load(RAX, syscall_slot);
+    a.restore_args();
+    let gadget = a.b.len() as u64;
+    a.bytes(&[0x0f, 0x05]); // syscall: the gadget
+    a.block_to_r11();
+    a.jump_if_busy(skip_ret);
+    a.store_imm(BLOCK_BUSY as u32, 1);
+    a.store(ret_slot, RAX);
+    a.call_on_block_stack(ret);
+    a.load(RAX, ret_slot);
+    a.restore_args();
+    a.bytes(&[0xc3]);
+    // Not a number served in process: the stub makes the call.
+    a.bind(raw);
+    a.load(RAX, syscall_slot);
+    a.restore_args();
+    a.ret_raw();
+    // Re-entered (a signal handler's syscall while a handler runs).
+    a.bind(skip);
+    a.bytes(&[0x49, 0xff, 0x83]); // inc qword [r11+SKIPPED]
+    a.d32(BLOCK_SKIPPED as u32);
+    a.ret_raw();
+    a.bind(skip_ret);
+    a.bytes(&[0x49, 0xff, 0x83]);
+    a.d32(BLOCK_SKIPPED as u32);
+    a.bytes(&[0xc3]);
+    Common {
+        bytes: a.finish(),
+        gadget,
+    }
+}
+
+/// The stub of site `site` (its 5-byte `mov $NR,%eax` is `displaced`),
+/// placed at `stub`, entering `common`.
+pub fn stub(stub: u64, site: u64, displaced: [u8; 5], common: u64) -> Option<Vec<u8>> {
+    let back = site + 7;
+    let rel = |from_end: u64| -> Option<[u8; 4]> {
+        let d = back as i64 - from_end as i64;
+        i32::try_from(d).ok().map(i32::to_le_bytes)
+    };
+    let mut b = Vec::with_capacity(STUB_LEN as usize);
+    b.extend_from_slice(&displaced);
+    b.extend_from_slice(&[0x48, 0x8d, 0x64, 0x24, 0x80]);
+    b.push(0x9c);
+    b.extend_from_slice(&[0x48, 0xb9]);
+    b.extend_from_slice(&common.to_le_bytes());
+    b.extend_from_slice(&[0xff, 0xd1]);
+    b.push(0x9d);
+    b.extend_from_slice(&[0x48, 0x8d, 0xa4, 0x24, 0x80, 0, 0, 0]);
+    b.push(0xe9);
+    b.extend_from_slice(&rel(stub + 37)?);
+    b.push(0x9d);
+    b.extend_from_slice(&[0x48, 0x8d, 0xa4, 0x24, 0x80, 0, 0, 0]);
+    b.extend_from_slice(&[0x0f, 0x05]);
+    b.push(0xe9);
+    b.extend_from_slice(&rel(stub + STUB_LEN)?);
+    debug_assert_eq!(b.len() as u64, STUB_LEN);
+    Some(b)
+}
+
+/// The 5-byte `jmp stub` written over a site.
+pub fn site_jump(site: u64, stub: u64) -> Option<[u8; 5]> {
+    let d = i32::try_from(stub as i64 - (site as i64 + 5)).ok()?;
+    let mut j = [0xe9, 0, 0, 0, 0];
+    j[1..].copy_from_slice(&d.to_le_bytes());
+    Some(j)
+}
+
+/// Where a thread stopped at `off` in a site's stub goes when the site is
+/// taken out: (rsp adjustment, whether the program's flags are at [rsp]
+/// to pop first, the new rip: the site itself, its syscall, or past it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Exit {
+    pub rsp_add: u64,
+    pub pop_flags: bool,
+    pub to: Resume,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resume {
+    /// The site's start: nothing of it ran.
+    Site,
+    /// The site's `syscall` (rax holds the number).
+    Syscall,
+    /// Past the `syscall` (its result in rax, or a restart pending).
+    After,
+}
+
+/// How a thread at stub offset `off` is moved out (see [`Exit`]); `None`
+/// for an offset no instruction starts at.
+pub fn stub_exit(off: u64) -> Option<Exit> {
+    let e = |rsp_add, pop_flags, to| {
+        Some(Exit {
+            rsp_add,
+            pop_flags,
+            to,
+        })
+    };
+    match off {
+        0 => e(0, false, Resume::Site),
+        5 => e(0, false, Resume::Syscall),
+        10 => e(128, false, Resume::Syscall),
+        11 | 21 | STUB_RAW => e(136, true, Resume::Syscall),
+        STUB_SERVED => e(136, true, Resume::After),
+        24 => e(128, false, Resume::After),
+        32 => e(0, false, Resume::After),
+        38 => e(128, false, Resume::Syscall),
+        46 => e(0, false, Resume::Syscall),
+        48 => e(0, false, Resume::After),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iced_x86::{Code, Decoder, DecoderOptions, Instruction, Register};
+
+    fn decode_all(bytes: &[u8], ip: u64) -> Vec<Instruction> {
+        Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE)
+            .into_iter()
+            .collect()
+    }
+
+    #[test]
+    fn a_stub_decodes_to_its_documented_offsets() {
+        let (stub_at, site, common_at) = (0x7f00_0000_1000, 0x7f00_0010_2000, 0x3f00_0000_0000);
+        let code = stub(stub_at, site, [0xb8, 0x6e, 0, 0, 0], common_at).unwrap();
+        let ins = decode_all(&code, stub_at);
+        let at: Vec<u64> = ins.iter().map(|i| i.ip() - stub_at).collect();
+        assert_eq!(at, [0, 5, 10, 11, 21, 23, 24, 32, 37, 38, 46, 48]);
+        assert_eq!(ins[0].code(), Code::Mov_r32_imm32);
+        assert_eq!(ins[3].immediate64(), common_at);
+        assert_eq!(ins[7].near_branch64(), site + 7);
+        assert_eq!(ins[10].code(), Code::Syscall);
+        assert_eq!(ins[11].near_branch64(), site + 7);
+        for off in at {
+            assert!(stub_exit(off).is_some(), "offset {off}");
+        }
+    }
+
+    #[test]
+    fn the_common_entry_decodes_and_has_one_syscall() {
+        let c = common(0x3f00_0000_2000, 0x3f00_0000_3000);
+        let ins = decode_all(&c.bytes, 0);
+        assert!(ins.iter().all(|i| i.code() != Code::INVALID));
+        let syscalls: Vec<u64> = ins
+            .iter()
+            .filter(|i| i.code() == Code::Syscall)
+            .map(|i| i.ip())
+            .collect();
+        assert_eq!(syscalls, [c.gadget]);
+        let first = &ins[0];
+        assert_eq!(first.segment_prefix(), Register::GS);
+        assert_eq!(first.op0_register(), Register::R11);
+        assert_eq!(first.memory_displacement64(), BLOCK_SELF);
+    }
+
+    #[test]
+    fn a_site_jump_reaches_its_stub() {
+        let j = site_jump(0x40_1000, 0x40_0000).unwrap();
+        let i = decode_all(&j, 0x40_1000);
+        assert_eq!(i[0].near_branch64(), 0x40_0000);
+    }
+}

@@ -1,0 +1,178 @@
+//! The shape of the shared region: what lives where, as both sides (the
+//! compiled in-process code and the tracer) agree on it.
+//!
+//! ```text
+//! base ──────────── code (r-x in the program, rwx in the tracer)
+//!   common entry + the syscall gadget (`code::common`)
+//!   in-process runtime and handlers (Cranelift, `utap_codegen::inproc`)
+//! base + code_len ─ data (rw- in both)
+//!   Header            flags and first error
+//!   long slots        the script's long scalar globals
+//!   tables            one open-addressing table per array of longs
+//!   jit data          Cranelift's writable data objects
+//!   blocks            per-thread blocks (ctx, re-entry flag, stack)
+//! ```
+//!
+//! Everything in the data part is written by the program's threads: the
+//! tracer reads it as untrusted input (bounds checked, never followed as a
+//! pointer).
+
+use std::mem::{offset_of, size_of};
+
+use crate::script::context::HandlerContext;
+
+/// Bytes of the code part (handlers of a `syscall.*` script, shared by
+/// preset, take well under a megabyte).
+pub const CODE_LEN: u64 = 4 << 20;
+/// The common entry and gadget at the start of the code part.
+pub const COMMON_LEN: u64 = 4096;
+/// Per-thread blocks, and the size of one (its stack is the rest).
+pub const BLOCKS: u64 = 1024;
+pub const BLOCK_LEN: u64 = 64 << 10;
+/// Blocks kept for the tracer's own runs of in-process handlers (one per
+/// tracer thread) at the end of the pool.
+pub const TRACER_BLOCKS: u64 = 64;
+/// Bytes for Cranelift's writable data objects.
+pub const JIT_DATA_LEN: u64 = 1 << 20;
+
+/// Flags and the first error, at the start of the data part.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct Header {
+    /// Nonzero: no handler starts any more (the script ended or failed).
+    pub stop: u64,
+    /// The first runtime error: its kind (`script::abi::RAISE_*`, or
+    /// [`RAISE_ARRAY_FULL`]), location and probe (in-process indexes).
+    pub error_kind: u64,
+    pub error_location: u64,
+    pub error_probe: u64,
+    /// The global of an array overflow.
+    pub error_global: u64,
+    /// Hits skipped because the thread was already in a handler (a signal
+    /// handler's syscall): SystemTap's skipped probes.
+    pub skipped: u64,
+    /// Array operations that gave up on a slot another thread held too
+    /// long.
+    pub contended: u64,
+}
+
+/// An array insertion found no room: "Array overflow".
+pub const RAISE_ARRAY_FULL: i64 = 100;
+
+/// One thread's block; `%gs` points at it in the program, so the common
+/// entry finds it without a syscall.
+#[repr(C)]
+pub struct Block {
+    /// The context compiled handlers get (`HandlerContext`'s layout).
+    pub ctx: HandlerContext,
+    /// The block's own address (`%gs:SELF`).
+    pub self_ptr: u64,
+    /// Nonzero while a handler runs on this thread.
+    pub busy: u64,
+    /// The program's rsp while the handler runs on the block's stack.
+    pub saved_rsp: u64,
+    /// Hits served in process on this thread (`-v`).
+    pub hits: u64,
+    /// Hits skipped on this thread (re-entry).
+    pub skipped: u64,
+}
+
+pub const BLOCK_SELF: u64 = offset_of!(Block, self_ptr) as u64;
+pub const BLOCK_BUSY: u64 = offset_of!(Block, busy) as u64;
+pub const BLOCK_SAVED_RSP: u64 = offset_of!(Block, saved_rsp) as u64;
+pub const BLOCK_HITS: u64 = offset_of!(Block, hits) as u64;
+pub const BLOCK_SKIPPED: u64 = offset_of!(Block, skipped) as u64;
+/// The top of the block's stack, 16-byte aligned.
+pub const BLOCK_STACK_TOP: u64 = BLOCK_LEN - 64;
+
+/// Where an array of longs lives in the data part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableSpec {
+    pub global: u32,
+    /// Offset from the data part's start.
+    pub offset: u64,
+    /// Slots (a power of two, at least twice `max_entries`).
+    pub capacity: u64,
+    /// Key columns.
+    pub arity: u64,
+    /// The map's limit (declared size or MAXMAPENTRIES).
+    pub max_entries: u64,
+    /// Offset of the live-entry counter.
+    pub count_offset: u64,
+}
+
+impl TableSpec {
+    /// Bytes of one slot: tag, keys, value.
+    pub fn slot_len(&self) -> u64 {
+        8 * (2 + self.arity)
+    }
+}
+
+/// Slot tags of a table.
+pub mod tag {
+    pub const EMPTY: u64 = 0;
+    /// Claimed by a thread writing its keys.
+    pub const CLAIMED: u64 = 1;
+    pub const LIVE: u64 = 2;
+    /// Deleted: the keys stay, a later insertion of them revives it.
+    pub const DELETED: u64 = 3;
+    /// Being revived.
+    pub const REVIVING: u64 = 4;
+}
+
+/// Offsets of everything in the data part.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DataLayout {
+    pub longs: u64,
+    pub long_slots: u64,
+    pub tables: Vec<TableSpec>,
+    pub jit_data: u64,
+    pub blocks: u64,
+    pub len: u64,
+}
+
+fn align(v: u64, a: u64) -> u64 {
+    v.div_ceil(a) * a
+}
+
+impl DataLayout {
+    /// Lays out `long_slots` long globals and the arrays of longs
+    /// `(global, arity, max_entries)`.
+    pub fn new(long_slots: u64, arrays: &[(u32, u64, u64)]) -> DataLayout {
+        let longs = align(size_of::<Header>() as u64, 64);
+        let mut at = align(longs + 8 * long_slots.max(1), 64);
+        let tables = arrays
+            .iter()
+            .map(|&(global, arity, max_entries)| {
+                let capacity = (2 * max_entries.max(1)).next_power_of_two();
+                let count_offset = at;
+                let offset = at + 64;
+                let t = TableSpec {
+                    global,
+                    offset,
+                    capacity,
+                    arity,
+                    max_entries,
+                    count_offset,
+                };
+                at = align(offset + capacity * t.slot_len(), 64);
+                t
+            })
+            .collect();
+        let jit_data = align(at, 4096);
+        let blocks = jit_data + JIT_DATA_LEN;
+        DataLayout {
+            longs,
+            long_slots,
+            tables,
+            jit_data,
+            blocks,
+            len: blocks + (BLOCKS + TRACER_BLOCKS) * BLOCK_LEN,
+        }
+    }
+
+    /// Offset of block `i` (program threads first, then the tracer's).
+    pub fn block(&self, i: u64) -> u64 {
+        self.blocks + i * BLOCK_LEN
+    }
+}

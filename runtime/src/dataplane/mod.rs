@@ -1,0 +1,237 @@
+//! The data plane: probe handlers that run inside the traced program, with
+//! ptrace kept as the control plane.
+//!
+//! A hit served here costs a jump, a stub and a call, not a ptrace stop.
+//! What runs in the program: per-site stubs placed near the site, the
+//! common entry with its syscall gadget (`code`), and the handlers
+//! `utap_compiler::route` chose, compiled for this ABI by
+//! `utap_codegen::inproc` into the shared region (`region`, `layout`).
+//! The tracer maps the region into a process at its first trapped
+//! syscall that the data plane serves, gives every thread a block
+//! (`%gs`), and patches each site a trap proves to be a syscall wrapper's
+//! `mov $NR,%eax; syscall` (`tracer`). Hits at sites it cannot patch are
+//! served at the stop by the same in-process code, run by the tracer in
+//! its own mapping of the region, so every probe keeps one state whatever
+//! the route of each hit.
+//!
+//! Invariants:
+//! * **Text is patched only while every thread of the address space is
+//!   held**, and only where the function's disassembly (from its symbol)
+//!   puts an instruction boundary at the `mov` and at the `syscall`. The
+//!   `syscall` itself is never overwritten: a restarted call and a branch
+//!   to it still run the original instruction.
+//! * **A hit is served once**: at a patched site by the stub (the gadget's
+//!   syscall is let through by the filter, by address), anywhere else by
+//!   the tracer at its stop; a number with any probe that stays in the
+//!   tracer is never served by a stub (the dispatcher says so and the
+//!   stub makes the original call).
+//! * **Nothing in the program depends on the tracer while it runs**: the
+//!   region is the program's own mapping of the memfd, stubs live in the
+//!   program's pages, and handlers take no lock, make no syscall and call
+//!   nothing outside the region. A thread already in a handler (a signal
+//!   handler's syscall) skips and counts (MAXNESTING's rule).
+//! * **The data part is untrusted**: the program can write it; the tracer
+//!   reads it with bounds checks and never follows a pointer from it.
+//! * **Every ending takes it out**: handlers stop, every thread of each
+//!   space is held and moved out of stubs and region code, the region is
+//!   folded back into the script's state, site bytes and `%gs` are
+//!   restored, and the stub pages and region are unmapped where a held
+//!   thread can run the `munmap`.
+//!
+//! The `-x` route (no seccomp filter to let the gadget through) is not
+//! built yet: there every probe runs in the tracer.
+
+pub mod code;
+pub mod fold;
+pub mod image;
+pub mod layout;
+pub mod region;
+mod tracer;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use crate::elf::{AddressSpaceMap, ImageCache};
+use crate::utrace::{Tid, TidMap};
+pub use image::InProcImage;
+
+/// Stub slots: 64 bytes each, 64 to a page.
+const STUB_SLOT: u64 = 64;
+const _: () = assert!(STUB_SLOT >= code::STUB_LEN);
+
+/// What the data plane did, for `-v`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub processes: u64,
+    pub inject_failed: u64,
+    pub sites: u64,
+    pub sites_refused: u64,
+    pub threads_moved: u64,
+    pub taken_out: u64,
+}
+
+/// One address space's part in the data plane.
+#[derive(Default)]
+struct Space {
+    /// The region is mapped (`Some(true)`), could not be (`Some(false)`).
+    mapped: Option<bool>,
+    /// Patched sites: site → (stub, the displaced bytes).
+    sites: HashMap<u64, (u64, [u8; 5])>,
+    /// Sites that cannot be patched.
+    refused: HashSet<u64>,
+    /// Stub pages: (base, slots used).
+    pages: Vec<(u64, u64)>,
+    /// Modules and symbols, for the boundary check.
+    modules: Option<AddressSpaceMap>,
+}
+
+impl Space {
+    /// A free stub slot within a rel32 jump of `site`.
+    fn take_slot(&mut self, site: u64) -> Option<u64> {
+        let reach = crate::uprobe::xol::REACH;
+        let page = crate::uprobe::xol::PAGE_SIZE;
+        let p = self
+            .pages
+            .iter_mut()
+            .find(|(b, used)| *used < page / STUB_SLOT && b.abs_diff(site) <= reach)?;
+        let slot = p.0 + p.1 * STUB_SLOT;
+        p.1 += 1;
+        Some(slot)
+    }
+
+    /// The site of the stub holding `addr`, and the offset in it.
+    fn stub_at(&self, addr: u64) -> Option<(u64, u64)> {
+        self.sites
+            .iter()
+            .find(|(_, (stub, _))| (*stub..*stub + code::STUB_LEN).contains(&addr))
+            .map(|(&site, (stub, _))| (site, addr - stub))
+    }
+}
+
+/// The data plane of one tracer.
+pub struct Plane {
+    pub image: Arc<InProcImage>,
+    spaces: HashMap<Tid, Space>,
+    /// Blocks by thread, and the free ones.
+    blocks: TidMap<u64>,
+    free: Vec<u64>,
+    next_block: u64,
+    /// vfork children (they share their parent's memory: never patched
+    /// from them).
+    vforked: HashSet<Tid>,
+    cache: ImageCache,
+    /// The gadget's offset in the common entry.
+    gadget_offset: u64,
+    /// The handlers are stopped and the program let go of the region.
+    pub quiesced: bool,
+    pub counts: Counts,
+}
+
+impl Plane {
+    /// The data plane of `image`: writes the common entry at the start of
+    /// the region's code.
+    pub fn new(image: Arc<InProcImage>) -> Plane {
+        let common = code::common(image.dispatch_entry, image.dispatch_return);
+        let at = image.region.base() as *mut u8;
+        debug_assert!(common.bytes.len() as u64 <= layout::COMMON_LEN);
+        // SAFETY: the first COMMON_LEN bytes of our mapping of the region
+        // are reserved for it (the JIT allocates after them), and no
+        // program has the region yet.
+        unsafe { std::ptr::copy_nonoverlapping(common.bytes.as_ptr(), at, common.bytes.len()) };
+        Plane {
+            gadget_offset: common.gadget,
+            image,
+            spaces: HashMap::new(),
+            blocks: TidMap::default(),
+            free: Vec::new(),
+            next_block: 0,
+            vforked: HashSet::new(),
+            cache: ImageCache::default(),
+            quiesced: false,
+            counts: Counts::default(),
+        }
+    }
+
+    /// Whether `addr` is a block's address (a `%gs` base we set).
+    fn is_block(&self, addr: u64) -> bool {
+        let d = &self.image.region.data;
+        let start = self.image.region.data_base() + d.blocks;
+        (start..start + layout::BLOCKS * layout::BLOCK_LEN).contains(&addr)
+    }
+
+    /// Whether `addr` is in the region's code (common entry, handlers).
+    fn in_code(&self, addr: u64) -> bool {
+        self.image.region.code().contains(&addr)
+    }
+
+    /// The common entry's address.
+    pub fn common(&self) -> u64 {
+        self.image.region.base()
+    }
+
+    /// The gadget's address (the common entry's one `syscall`).
+    pub fn gadget(&self) -> u64 {
+        self.common() + self.gadget_offset
+    }
+
+    /// A new block for `tid` of process `pid`, initialised; its address.
+    fn new_block(&mut self, tid: Tid, pid: Tid) -> Option<u64> {
+        let i = match self.free.pop() {
+            Some(i) => i,
+            None if self.next_block < layout::BLOCKS => {
+                self.next_block += 1;
+                self.next_block - 1
+            }
+            None => return None,
+        };
+        let r = &self.image.region;
+        let addr = r.data_base() + r.data.block(i);
+        // SAFETY: the block lies inside our mapping of the region; the
+        // thread it is for is stopped, so nothing else uses it.
+        unsafe {
+            let b = addr as *mut layout::Block;
+            std::ptr::write_bytes(b as *mut u8, 0, std::mem::size_of::<layout::Block>());
+            (*b).self_ptr = addr;
+            (*b).ctx.long_globals = (r.data_base() + r.data.longs) as *mut i64;
+            (*b).ctx.max_nesting = self.image.max_nesting;
+            (*b).ctx.probe.pid = pid.0 as i64;
+            (*b).ctx.probe.tid = tid.0 as i64;
+        }
+        self.blocks.insert(tid, i);
+        Some(addr)
+    }
+
+    /// The address of `tid`'s block, if it has one.
+    fn block_addr(&self, tid: Tid) -> Option<u64> {
+        let r = &self.image.region;
+        self.blocks
+            .get(&tid)
+            .map(|&i| r.data_base() + r.data.block(i))
+    }
+
+    /// `tid` is gone or runs a new program: its block is free again.
+    fn free_block(&mut self, tid: Tid) {
+        if let Some(i) = self.blocks.remove(&tid) {
+            self.free.push(i);
+        }
+    }
+
+    /// Hits served in process and skipped, summed over the blocks.
+    pub fn block_totals(&self) -> (u64, u64) {
+        let r = &self.image.region;
+        let (mut hits, mut skipped) = (0u64, 0u64);
+        let used =
+            (0..self.next_block).chain(layout::BLOCKS..layout::BLOCKS + layout::TRACER_BLOCKS);
+        for i in used {
+            let at = r.data_base() + r.data.block(i);
+            // SAFETY: inside our mapping; the values may be anything the
+            // program wrote (untrusted, only summed).
+            unsafe {
+                let b = at as *const layout::Block;
+                hits = hits.wrapping_add(std::ptr::read_volatile(&(*b).hits));
+                skipped = skipped.wrapping_add(std::ptr::read_volatile(&(*b).skipped));
+            }
+        }
+        (hits, skipped)
+    }
+}

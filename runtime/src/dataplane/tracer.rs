@@ -1,0 +1,546 @@
+//! The control plane's side of the data plane: mapping the region into a
+//! process, giving threads their blocks, patching a trapped site, and
+//! taking everything out again (see the module doc of `dataplane` for the
+//! invariants each step keeps).
+
+use iced_x86::{Code, Decoder, DecoderOptions};
+
+use super::Space;
+use super::code::{self, Resume};
+use super::layout::CODE_LEN;
+use crate::uprobe::{mem, xol};
+use crate::utrace::control::Core;
+use crate::utrace::ptrace::{self, Status};
+use crate::utrace::{Regs, Tid, Tracer};
+
+/// `mov $imm32,%eax` then `syscall`.
+fn wrapper_pair(b: &[u8; 7]) -> bool {
+    b[0] == 0xb8 && b[5] == 0x0f && b[6] == 0x05
+}
+
+/// The most code decoded for the boundary check of one function.
+const MAX_FUNCTION: u64 = 64 << 10;
+
+impl Tracer {
+    /// At a seccomp stop of `tid`: if its syscall is one the data plane
+    /// serves and its site can be patched, patches it (mapping the region
+    /// first if this is the process's first), sends the thread back to the
+    /// site with the call skipped, so the stub serves it, and resumes it.
+    /// False if the stop is to be reported as usual.
+    pub(crate) fn dataplane_seccomp(&mut self, tid: Tid) -> bool {
+        let Some(plane) = self.core.dataplane.as_ref() else {
+            return false;
+        };
+        if plane.quiesced {
+            return false;
+        }
+        let Ok(regs) = ptrace::get_regs(tid) else {
+            return false;
+        };
+        if !plane.image.serves(regs.orig_rax as i64) {
+            return false;
+        }
+        let pid = self.pid_of(tid);
+        let ready = match plane.spaces.get(&pid).and_then(|s| s.mapped) {
+            Some(true) => plane.blocks.contains_key(&tid),
+            Some(false) => false,
+            None => true,
+        };
+        if !ready || plane.vforked.contains(&pid) {
+            return false;
+        }
+        let site = regs.rip.wrapping_sub(7);
+        if let Some(s) = plane.spaces.get(&pid)
+            && (s.refused.contains(&site)
+                || s.sites.contains_key(&site)
+                || s.stub_at(regs.rip).is_some())
+        {
+            return false;
+        }
+        let mut bytes = [0u8; 7];
+        if mem::read(pid.0, site, &mut bytes).ok() != Some(7) || !wrapper_pair(&bytes) {
+            self.refuse(pid, site);
+            return false;
+        }
+        if !self.boundaries_ok(pid, site) {
+            self.refuse(pid, site);
+            return false;
+        }
+        self.core.hold_for_text(pid);
+        let done = self.map_into(tid, pid, &regs) && self.patch(tid, pid, site, &bytes, &regs);
+        self.release_text_hold();
+        if !done {
+            return false;
+        }
+        // The injected calls put `regs` back, %gs included: the block's
+        // address goes in again with the rest.
+        let Some(block) = self.core.dataplane.as_ref().and_then(|p| p.block_addr(tid)) else {
+            return false;
+        };
+        let mut r = regs;
+        r.rip = site;
+        r.rax = regs.orig_rax;
+        r.orig_rax = u64::MAX;
+        r.gs_base = block;
+        if ptrace::set_regs(tid, &r).is_err() {
+            return false;
+        }
+        if let Some(t) = self.core.threads.get_mut(&tid) {
+            t.in_syscall = false;
+        }
+        self.finish_stop_pub(tid);
+        true
+    }
+
+    fn pid_of(&self, tid: Tid) -> Tid {
+        self.core.threads.get(&tid).map_or(tid, |t| t.tgid)
+    }
+
+    fn refuse(&mut self, pid: Tid, site: u64) {
+        if let Some(p) = self.core.dataplane.as_mut() {
+            p.spaces.entry(pid).or_default().refused.insert(site);
+            p.counts.sites_refused += 1;
+        }
+    }
+
+    /// Whether the function holding `site` (by its symbol) decodes with an
+    /// instruction starting at `site` and one at `site + 5`.
+    fn boundaries_ok(&mut self, pid: Tid, site: u64) -> bool {
+        let Some(plane) = self.core.dataplane.as_mut() else {
+            return false;
+        };
+        let space = plane.spaces.entry(pid).or_default();
+        let stale = space
+            .modules
+            .as_ref()
+            .is_none_or(|m| m.module_of(site).is_none());
+        if stale {
+            let Ok(maps) = crate::elf::read_maps(pid.0) else {
+                return false;
+            };
+            space.modules = Some(crate::elf::AddressSpaceMap::new(&maps, &mut plane.cache));
+        }
+        let Some((sym, off, _)) = space.modules.as_ref().and_then(|m| m.symbol_of(site)) else {
+            return false;
+        };
+        let (start, size) = (site - off, sym.size);
+        if !sym.func || size == 0 || size > MAX_FUNCTION || off + 7 > size {
+            return false;
+        }
+        let mut code = vec![0u8; size as usize];
+        if mem::read(pid.0, start, &mut code).ok() != Some(code.len()) {
+            return false;
+        }
+        let mut starts = Decoder::with_ip(64, &code, start, DecoderOptions::NONE)
+            .into_iter()
+            .take_while(|i| i.code() != Code::INVALID)
+            .map(|i| i.ip());
+        starts.any(|ip| ip == site) && starts.next() == Some(site + 5)
+    }
+
+    /// Maps the region into `pid` (run by `tid`, stopped with `regs`) and
+    /// gives every thread of the process a block, once. All its threads
+    /// are held.
+    fn map_into(&mut self, tid: Tid, pid: Tid, regs: &Regs) -> bool {
+        let Some(plane) = self.core.dataplane.as_ref() else {
+            return false;
+        };
+        match plane.spaces.get(&pid).and_then(|s| s.mapped) {
+            Some(m) => return m && plane.blocks.contains_key(&tid),
+            None => {}
+        }
+        let threads: Vec<Tid> = self
+            .core
+            .threads
+            .values()
+            .filter(|t| t.tgid == pid)
+            .map(|t| t.tid)
+            .collect();
+        let gs_free = threads.iter().all(|&t| {
+            ptrace::get_regs(t).is_ok_and(|r| r.gs_base == 0 || plane.is_block(r.gs_base))
+        });
+        let (base, data_len, fd) = {
+            let r = &plane.image.region;
+            (r.base(), r.data.len, r.fd())
+        };
+        let mapped = gs_free && self.remote_map(tid, pid, regs, base, data_len, fd);
+        let Some(plane) = self.core.dataplane.as_mut() else {
+            return false;
+        };
+        plane.spaces.entry(pid).or_default().mapped = Some(mapped);
+        if !mapped {
+            plane.counts.inject_failed += 1;
+            return false;
+        }
+        plane.counts.processes += 1;
+        for t in threads {
+            self.give_block(t, pid);
+        }
+        self.core
+            .dataplane
+            .as_ref()
+            .is_some_and(|p| p.blocks.contains_key(&tid))
+    }
+
+    /// Opens our memfd in `pid` (through /proc/OURPID/fd), maps its code
+    /// part r-x and its data part rw- at the region's address, closes it.
+    fn remote_map(
+        &mut self,
+        tid: Tid,
+        pid: Tid,
+        regs: &Regs,
+        base: u64,
+        data_len: u64,
+        fd: i32,
+    ) -> bool {
+        let path = format!("/proc/{}/fd/{fd}\0", std::process::id());
+        // Below the red zone of the stopped thread's stack.
+        let at = (regs.rsp - 1024) & !15;
+        if mem::write(pid.0, at, path.as_bytes()).is_err() {
+            return false;
+        }
+        let mut call =
+            |nr: i64, args: [u64; 6]| self.remote_syscall(tid, pid, regs, nr as u64, args);
+        let flags = (libc::O_RDWR | libc::O_CLOEXEC) as u64;
+        let Some(theirs) =
+            call(libc::SYS_open, [at, flags, 0, 0, 0, 0]).filter(|&f| (f as i64) >= 0)
+        else {
+            return false;
+        };
+        let shared = (libc::MAP_SHARED | libc::MAP_FIXED_NOREPLACE) as u64;
+        let rx = (libc::PROT_READ | libc::PROT_EXEC) as u64;
+        let rw = (libc::PROT_READ | libc::PROT_WRITE) as u64;
+        let code_ok = call(libc::SYS_mmap, [base, CODE_LEN, rx, shared, theirs, 0]) == Some(base);
+        let data_ok = code_ok
+            && call(
+                libc::SYS_mmap,
+                [base + CODE_LEN, data_len, rw, shared, theirs, CODE_LEN],
+            ) == Some(base + CODE_LEN);
+        if code_ok && !data_ok {
+            call(libc::SYS_munmap, [base, CODE_LEN, 0, 0, 0, 0]);
+        }
+        call(libc::SYS_close, [theirs, 0, 0, 0, 0, 0]);
+        data_ok
+    }
+
+    /// Gives stopped thread `tid` of `pid` a block of its own (`%gs`).
+    fn give_block(&mut self, tid: Tid, pid: Tid) {
+        let Some(plane) = self.core.dataplane.as_mut() else {
+            return;
+        };
+        plane.free_block(tid);
+        let Some(addr) = plane.new_block(tid, pid) else {
+            return;
+        };
+        let Ok(mut r) = ptrace::get_regs(tid) else {
+            plane.free_block(tid);
+            return;
+        };
+        r.gs_base = addr;
+        if ptrace::set_regs(tid, &r).is_err() {
+            plane.free_block(tid);
+        }
+    }
+
+    /// Writes `site`'s stub and the jump to it; the space is held.
+    fn patch(&mut self, tid: Tid, pid: Tid, site: u64, bytes: &[u8; 7], regs: &Regs) -> bool {
+        let Some(slot) = self.stub_slot(tid, pid, site, regs) else {
+            return false;
+        };
+        let Some(plane) = self.core.dataplane.as_mut() else {
+            return false;
+        };
+        let displaced: [u8; 5] = bytes[..5].try_into().expect("five bytes");
+        let (Some(stub), Some(jump)) = (
+            code::stub(slot, site, displaced, plane.common()),
+            code::site_jump(site, slot),
+        ) else {
+            return false;
+        };
+        if mem::write(pid.0, slot, &stub).is_err() || mem::write(pid.0, site, &jump).is_err() {
+            return false;
+        }
+        plane
+            .spaces
+            .entry(pid)
+            .or_default()
+            .sites
+            .insert(site, (slot, displaced));
+        plane.counts.sites += 1;
+        true
+    }
+
+    /// A stub slot near `site`, mapping a new page if none is left.
+    fn stub_slot(&mut self, tid: Tid, pid: Tid, site: u64, regs: &Regs) -> Option<u64> {
+        let plane = self.core.dataplane.as_mut()?;
+        if let Some(slot) = plane.spaces.entry(pid).or_default().take_slot(site) {
+            return Some(slot);
+        }
+        let maps = crate::elf::read_maps(pid.0).ok()?;
+        let hint = xol::page_near(&maps, site)?;
+        let flags = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE) as u64;
+        let prot = (libc::PROT_READ | libc::PROT_EXEC) as u64;
+        let args = [hint, xol::PAGE_SIZE, prot, flags, u64::MAX, 0];
+        let got = self.remote_syscall(tid, pid, regs, libc::SYS_mmap as u64, args)?;
+        if got != hint {
+            return None;
+        }
+        let space = self.core.dataplane.as_mut()?.spaces.entry(pid).or_default();
+        space.pages.push((hint, 0));
+        space.take_slot(site)
+    }
+
+    /// A new thread's first stop: a thread that inherited a block (a
+    /// thread or a fork child of a process with the region) gets its own.
+    pub(crate) fn dataplane_new_thread(&mut self, tid: Tid) {
+        let Some(plane) = self.core.dataplane.as_ref() else {
+            return;
+        };
+        let Ok(r) = ptrace::get_regs(tid) else {
+            return;
+        };
+        if plane.is_block(r.gs_base) {
+            let pid = self.pid_of(tid);
+            self.give_block(tid, pid);
+        }
+    }
+
+    /// `child` was forked (or vforked) from `parent`'s process: it has the
+    /// same stubs and patched sites; a vfork child is never patched from.
+    pub(crate) fn dataplane_cloned(&mut self, parent: Tid, child: Tid, vfork: bool) {
+        let Some(plane) = self.core.dataplane.as_mut() else {
+            return;
+        };
+        if vfork {
+            plane.vforked.insert(child);
+            return;
+        }
+        if let Some(s) = plane.spaces.get(&parent) {
+            let copy = Space {
+                mapped: s.mapped,
+                sites: s.sites.clone(),
+                refused: s.refused.clone(),
+                pages: s.pages.clone(),
+                modules: None,
+            };
+            plane.spaces.insert(child, copy);
+        }
+    }
+
+    /// `tid` exec'd (or its process is gone): the old memory and its
+    /// stubs are gone with it; its block is free and `%gs` cleared.
+    pub(crate) fn dataplane_exec(&mut self, tid: Tid, exec: bool) {
+        let Some(plane) = self.core.dataplane.as_mut() else {
+            return;
+        };
+        plane.free_block(tid);
+        plane.spaces.remove(&tid);
+        plane.vforked.remove(&tid);
+        if exec
+            && let Ok(mut r) = ptrace::get_regs(tid)
+            && r.gs_base != 0
+            && plane.is_block(r.gs_base)
+        {
+            r.gs_base = 0;
+            let _ = ptrace::set_regs(tid, &r);
+        }
+    }
+
+    /// A thread died: its block is free.
+    pub(crate) fn dataplane_death(&mut self, tid: Tid, leader: bool) {
+        if let Some(plane) = self.core.dataplane.as_mut() {
+            plane.free_block(tid);
+            if leader {
+                plane.spaces.remove(&tid);
+                plane.vforked.remove(&tid);
+            }
+        }
+    }
+
+    /// The end of the session: everything taken out (see
+    /// `Core::dataplane_quiesce`), then the stub pages and the region
+    /// unmapped by a held thread of each process.
+    pub(crate) fn dataplane_take_out(&mut self) {
+        if self.core.dataplane.is_none() {
+            return;
+        }
+        self.core.dataplane_quiesce();
+        let Some(plane) = self.core.dataplane.as_mut() else {
+            return;
+        };
+        let (base, len) = (plane.image.region.base(), plane.image.region.len());
+        let work: Vec<(Tid, Vec<u64>)> = plane
+            .spaces
+            .iter()
+            .filter(|(_, s)| s.mapped == Some(true) || !s.pages.is_empty())
+            .map(|(&p, s)| (p, s.pages.iter().map(|&(b, _)| b).collect()))
+            .collect();
+        for (pid, pages) in work {
+            let Some(tid) = self.held_thread_of(pid) else {
+                continue;
+            };
+            let Ok(regs) = ptrace::get_regs(tid) else {
+                continue;
+            };
+            for page in pages {
+                self.remote_syscall(
+                    tid,
+                    pid,
+                    &regs,
+                    libc::SYS_munmap as u64,
+                    [page, xol::PAGE_SIZE, 0, 0, 0, 0],
+                );
+            }
+            self.remote_syscall(
+                tid,
+                pid,
+                &regs,
+                libc::SYS_munmap as u64,
+                [base, len, 0, 0, 0, 0],
+            );
+            if let Some(p) = self.core.dataplane.as_mut() {
+                p.counts.taken_out += 1;
+            }
+        }
+        if let Some(p) = self.core.dataplane.as_mut() {
+            p.spaces.clear();
+        }
+    }
+
+    /// A thread of `pid` held at our interrupt or at a signal, where an
+    /// injected syscall can run.
+    fn held_thread_of(&self, pid: Tid) -> Option<Tid> {
+        self.core.uprobes_held.iter().find_map(|&(tid, status)| {
+            let th = self.core.threads.get(&tid)?;
+            let ok = match ptrace::decode(status) {
+                Status::Event {
+                    event: ptrace::EVENT_STOP,
+                    sig,
+                } => !sig.is_stop_signal(),
+                Status::SignalStop(_) => true,
+                _ => false,
+            };
+            (ok && th.tgid == pid).then_some(tid)
+        })
+    }
+}
+
+impl Core {
+    /// Stops every in-process handler for good and lets go of the program:
+    /// the header's stop flag; every thread of each process with the region
+    /// held (they stay held until detached, or released by the loop after
+    /// the current report); each moved out of stubs and region code; site
+    /// bytes and `%gs` restored. The region's contents are then final
+    /// (fold them now). Idempotent.
+    pub(crate) fn dataplane_quiesce(&mut self) {
+        let Some(plane) = self.dataplane.as_mut() else {
+            return;
+        };
+        if plane.quiesced {
+            return;
+        }
+        plane.quiesced = true;
+        // SAFETY: the header is in our mapping of the region.
+        unsafe { std::ptr::write_volatile(&mut (*plane.image.region.header()).stop, 1) };
+        let pids: Vec<Tid> = plane.spaces.keys().copied().collect();
+        for pid in pids {
+            self.hold_space(None, pid);
+            self.text_hold = true;
+            let tids: Vec<Tid> = self
+                .threads
+                .values()
+                .filter(|t| t.tgid == pid)
+                .map(|t| t.tid)
+                .collect();
+            for tid in tids {
+                self.move_out(pid, tid);
+            }
+            let Some(plane) = self.dataplane.as_mut() else {
+                return;
+            };
+            if let Some(space) = plane.spaces.get(&pid) {
+                for (&site, (_, displaced)) in &space.sites {
+                    let _ = mem::write(pid.0, site, displaced);
+                }
+            }
+        }
+    }
+
+    /// Moves a held thread out of stubs and region code, and clears its
+    /// `%gs` if it is one of ours.
+    fn move_out(&mut self, pid: Tid, tid: Tid) {
+        let Some(plane) = self.dataplane.as_mut() else {
+            return;
+        };
+        let Ok(mut r) = ptrace::get_regs(tid) else {
+            return;
+        };
+        let gadget = plane.gadget();
+        // In handler or entry code: step to the gadget or back to a stub.
+        let mut steps = 0u32;
+        while plane.in_code(r.rip) && r.rip != gadget && r.rip != gadget + 2 && steps < 1_000_000 {
+            if !single_step(tid) {
+                return;
+            }
+            steps += 1;
+            match ptrace::get_regs(tid) {
+                Ok(now) => r = now,
+                Err(_) => return,
+            }
+        }
+        let moved = if r.rip == gadget || r.rip == gadget + 2 {
+            // At (or blocked in) the gadget's call: the program's registers
+            // but for rsp; flags and the stub's return above it.
+            let ret = mem::read_u64(pid.0, r.rsp).ok();
+            let flags = mem::read_u64(pid.0, r.rsp + 8).ok();
+            let site = ret
+                .and_then(|ret| plane.spaces.get(&pid)?.stub_at(ret))
+                .map(|(s, _)| s);
+            match (site, flags) {
+                (Some(site), Some(flags)) => {
+                    r.eflags = flags;
+                    r.rsp += code::FRAME;
+                    r.rip = if r.rip == gadget { site + 5 } else { site + 7 };
+                    true
+                }
+                _ => false,
+            }
+        } else if let Some((site, off)) = plane.spaces.get(&pid).and_then(|s| s.stub_at(r.rip)) {
+            match code::stub_exit(off) {
+                Some(e) => {
+                    if e.pop_flags {
+                        match mem::read_u64(pid.0, r.rsp) {
+                            Ok(f) => r.eflags = f,
+                            Err(_) => return,
+                        }
+                    }
+                    r.rsp += e.rsp_add;
+                    r.rip = match e.to {
+                        Resume::Site => site,
+                        Resume::Syscall => site + 5,
+                        Resume::After => site + 7,
+                    };
+                    true
+                }
+                None => false,
+            }
+        } else {
+            false
+        };
+        if moved {
+            plane.counts.threads_moved += 1;
+        }
+        if plane.is_block(r.gs_base) {
+            r.gs_base = 0;
+        }
+        let _ = ptrace::set_regs(tid, &r);
+    }
+}
+
+/// One single-step of a held thread, waited for.
+fn single_step(tid: Tid) -> bool {
+    if ptrace::restart(libc::PTRACE_SINGLESTEP as u32, tid, None).is_err() {
+        return false;
+    }
+    matches!(ptrace::wait_for(tid.0, libc::__WALL), Ok(Some((_, st))) if libc::WIFSTOPPED(st))
+}

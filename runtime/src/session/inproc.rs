@@ -1,0 +1,107 @@
+//! The session's side of the data plane (`crate::dataplane`): which hooks
+//! run their in-process handler (in the tracer, at a stop the data plane
+//! could not serve), the first in-process error ending the script as a
+//! handler's error would, and the region folded back before `end`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::engine::{LockedSink, Shared, SharedRef};
+use crate::dataplane::InProcImage;
+use crate::dataplane::fold::first_error;
+use crate::script::{ProbeValues, ScriptRuntime};
+use crate::utrace::{Control, EndReason};
+use std::sync::atomic::Ordering;
+
+/// How often the tracer looks for an in-process error while no stop
+/// brings it there.
+const ERROR_POLL: Duration = Duration::from_millis(20);
+
+impl Shared {
+    /// Runs `probe`'s in-process handler here if it has one (true), on
+    /// the same state the program's threads update.
+    pub(crate) fn fire_in_process(&self, probe: usize, point: usize, values: &ProbeValues) -> bool {
+        match &self.inproc {
+            Some(img) => img.run_here(0, probe, point, values),
+            None => false,
+        }
+    }
+
+    /// The first in-process error, if one happened and is not reported
+    /// yet: reported on `run` as a handler's error; true when the script
+    /// must end.
+    pub(crate) fn inproc_failed(&self, run: &mut ScriptRuntime) -> bool {
+        let Some(img) = &self.inproc else {
+            return false;
+        };
+        if self.inproc_error_told.load(Ordering::Relaxed) {
+            return false;
+        }
+        let globals = &run.image().globals;
+        let Some(msg) = first_error(img, |g| globals.get(g as usize).and_then(|s| s.size)) else {
+            return false;
+        };
+        self.inproc_error_told.store(true, Ordering::Relaxed);
+        run.dataplane_error(&msg, &mut LockedSink(&self.sink))
+    }
+
+    /// Before `end`: stops the in-process handlers for good, takes the
+    /// data plane out of the programs and folds the region back.
+    pub(crate) fn settle_dataplane(&mut self, ctl: &mut Control) {
+        let Some(img) = self.inproc.clone() else {
+            return;
+        };
+        ctl.dataplane_quiesce();
+        let bad = {
+            let mut run = self.first();
+            self.inproc_failed(&mut run);
+            run.dataplane_fold(&img)
+        };
+        if self.verbose {
+            say_counts(ctl, bad);
+        }
+    }
+}
+
+fn say_counts(ctl: &Control, bad: u64) {
+    let Some(p) = ctl.dataplane() else {
+        return;
+    };
+    let c = p.counts;
+    let (hits, skipped) = p.block_totals();
+    eprintln!(
+        "utap: data plane: {} process(es) with the region ({} failed), {} site(s) patched ({} refused), {} thread(s) moved out at the end",
+        c.processes, c.inject_failed, c.sites, c.sites_refused, c.threads_moved
+    );
+    eprintln!(
+        "utap: data plane: {hits} syscall hit(s) served in process (tracer stops included), {skipped} skipped (re-entry), {bad} invalid slot(s)"
+    );
+}
+
+/// Looks for an in-process error every few milliseconds: a handler in the
+/// program that fails ends the script as one in the tracer would.
+pub(crate) fn watch_errors(ctl: &mut Control, shared: &SharedRef) {
+    let shared = shared.clone();
+    ctl.add_timer(Instant::now() + ERROR_POLL, move |ctl| {
+        let failed = {
+            let s = shared.borrow();
+            let mut run = s.first();
+            s.finished.is_none() && s.inproc_failed(&mut run)
+        };
+        if failed {
+            shared.borrow_mut().end(ctl, EndReason::Requested);
+            return None;
+        }
+        shared
+            .borrow()
+            .finished
+            .is_none()
+            .then(|| Instant::now() + ERROR_POLL)
+    });
+}
+
+/// The image the session serves in process, if the script has one and
+/// the program can get it: a `-c` command under a seccomp filter.
+pub(crate) fn usable(img: Option<&Arc<InProcImage>>, seccomp_on: bool) -> Option<Arc<InProcImage>> {
+    img.filter(|_| seccomp_on).cloned()
+}
