@@ -54,6 +54,9 @@ struct Case {
     /// The script to run, relative to `dir` (error messages name it so).
     script: PathBuf,
     conformance: bool,
+    /// Run with `UTAP_INPROC=0`: every probe in the tracer (the syscall
+    /// cases run on both routes, issue 27).
+    tracer_only: bool,
 }
 
 struct Run {
@@ -67,6 +70,9 @@ fn run_case(case: &Case) -> Result<Run, String> {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_utap"));
     cmd.current_dir(&case.dir);
     cmd.env("FIXTURES", env!("UTAP_FIXTURES"));
+    if case.tracer_only {
+        cmd.env("UTAP_INPROC", "0");
+    }
     // cargo points LD_LIBRARY_PATH at its build directories; traced
     // commands would search them all for every library they load.
     cmd.env_remove("LD_LIBRARY_PATH");
@@ -290,6 +296,7 @@ fn cases_of(scripts: &Path, dir: &Path, rel: &Path, conformance: bool) -> Vec<Ca
             script: rel.join(format!("{name}.stp")),
             name,
             conformance,
+            tracer_only: false,
         })
         .collect()
 }
@@ -320,6 +327,12 @@ fn exceptions() -> Vec<(String, String)> {
         .collect()
 }
 
+/// A case that runs a command (`.cmd`) under a script naming syscalls.
+fn probes_syscalls_of_a_command(case: &Case) -> bool {
+    let script = std::fs::read_to_string(case.dir.join(&case.script)).unwrap_or_default();
+    case.dir.join(format!("{}.cmd", case.name)).exists() && script.contains("syscall")
+}
+
 fn main() {
     let args = Arguments::from_args();
     let bless = std::env::var_os("UTAP_BLESS").is_some_and(|v| v == "1");
@@ -336,6 +349,24 @@ fn main() {
         let name = format!("examples::{}", case.name);
         trials.push(Trial::test(name, move || {
             check_case(&case, bless).map_err(Failed::from)
+        }));
+    }
+    // The syscall cases of a command again with every probe in the tracer:
+    // both routes must print the same.
+    let twice = cases_in(&root().join("tests/golden"), false)
+        .into_iter()
+        .chain(cases_of(
+            &examples,
+            &root().join("tests/examples"),
+            rel,
+            false,
+        ))
+        .filter(probes_syscalls_of_a_command);
+    for mut case in twice {
+        case.tracer_only = true;
+        let name = format!("tracer-route::{}", case.name);
+        trials.push(Trial::test(name, move || {
+            check_case(&case, false).map_err(Failed::from)
         }));
     }
     let matched = Arc::new(AtomicUsize::new(0));

@@ -151,14 +151,23 @@ impl Filter {
         let mut notify = syscall_numbers(notify)?;
         notify.retain(|nr| set.binary_search(nr).is_err());
         let ranges = to_ranges(&set, &notify);
-        let body = match search(&ranges, gadget) {
+        // Every number traced (a probe on every syscall): the gadget is
+        // tested first, so a call from it runs five instructions of the
+        // filter, not the whole search (no number could be cached as
+        // always allowed anyway).
+        let every = ranges.len() == 1 && ranges[0].0 == 0 && ranges[0].2 == Verdict::Trace;
+        let (lead, inline) = match every {
+            true => (gadget, None),
+            false => (None, gadget),
+        };
+        let body = match search(&ranges, inline) {
             Some(body) => body,
             None if notify.is_empty() => {
-                with_returns(bitmask(&set), gadget).ok_or(BuildError::TooLarge)?
+                with_returns(bitmask(&set), inline).ok_or(BuildError::TooLarge)?
             }
             None => return Err(BuildError::TooLarge),
         };
-        let program = assemble(body)?;
+        let program = assemble(body, lead)?;
         Ok(Filter { program })
     }
 
@@ -170,7 +179,7 @@ impl Filter {
         let notify = syscall_numbers(notify)?;
         let body = search(&to_ranges(&[], &notify), None).ok_or(BuildError::TooLarge)?;
         Ok(Filter {
-            program: assemble(body)?,
+            program: assemble(body, None)?,
         })
     }
 
@@ -412,7 +421,7 @@ fn insn(code: u16, k: u32, jt: u8, jf: u8) -> sock_filter {
 /// Puts the architecture and x32 checks (each tracing what it rejects)
 /// before a body built by [`with_returns`]; fails if the program is longer
 /// than the kernel allows.
-fn assemble(body: Vec<sock_filter>) -> Result<Vec<sock_filter>, BuildError> {
+fn assemble(body: Vec<sock_filter>, lead: Option<Gadget>) -> Result<Vec<sock_filter>, BuildError> {
     let trace = insn(RET_K, libc::SECCOMP_RET_TRACE, 0, 0);
     let mut program = vec![
         insn(LD_W_ABS, OFF_ARCH, 0, 0),
@@ -422,6 +431,18 @@ fn assemble(body: Vec<sock_filter>) -> Result<Vec<sock_filter>, BuildError> {
         insn(JGE_K, X32_SYSCALL_BIT, 0, 1),
         trace,
     ];
+    if let Some(g) = lead {
+        // ip_hi == hi && lo <= ip_lo < end: allow; then nr again.
+        program.extend([
+            insn(LD_W_ABS, OFF_IP_HI, 0, 0),
+            insn(JEQ_K, g.hi, 0, 4),
+            insn(LD_W_ABS, OFF_IP_LO, 0, 0),
+            insn(JGE_K, g.end, 2, 0),
+            insn(JGE_K, g.lo, 0, 1),
+            insn(RET_K, libc::SECCOMP_RET_ALLOW, 0, 0),
+            insn(LD_W_ABS, OFF_NR, 0, 0),
+        ]);
+    }
     program.extend(body);
     if program.len() > BPF_MAXINSNS {
         return Err(BuildError::TooLarge);
@@ -562,13 +583,25 @@ mod tests {
     /// Runs `program` on one syscall (a classic-BPF interpreter for the
     /// opcodes this module emits) and returns the verdict.
     fn run(program: &[sock_filter], arch: u32, nr: u32) -> u32 {
+        run_at(program, arch, nr, 0)
+    }
+
+    /// [`run`] for a syscall made from address `ip`.
+    fn run_at(program: &[sock_filter], arch: u32, nr: u32, ip: u64) -> u32 {
         let (mut a, mut x, mut pc) = (0u32, 0u32, 0usize);
         loop {
             let i = program[pc];
             pc += 1;
             let mut branch = |taken: bool| pc += usize::from(if taken { i.jt } else { i.jf });
             match i.code {
-                LD_W_ABS => a = if i.k == OFF_ARCH { arch } else { nr },
+                LD_W_ABS => {
+                    a = match i.k {
+                        OFF_ARCH => arch,
+                        OFF_IP_LO => ip as u32,
+                        OFF_IP_HI => (ip >> 32) as u32,
+                        _ => nr,
+                    }
+                }
                 LD_IMM => a = i.k,
                 ALU_AND_K => a &= i.k,
                 ALU_RSH_K => a >>= i.k,
@@ -582,6 +615,47 @@ mod tests {
                 code => panic!("unexpected opcode {code:#x}"),
             }
         }
+    }
+
+    /// With a gadget: a traced number made from inside it is allowed,
+    /// from anywhere else (an address just below or past it, another
+    /// high word) traced; untraced numbers are allowed from anywhere and
+    /// other ABIs traced; for a set of some numbers and for every number.
+    #[test]
+    fn calls_from_the_gadget_are_allowed() {
+        let gadget = 0x3f00_0000_0000..0x3f00_0040_0000;
+        let sets: Vec<Vec<u32>> =
+            vec![vec![39], (0..460).step_by(3).collect(), (0..1024).collect()];
+        let inside = [gadget.start, gadget.start + 0x1234, gadget.end - 1];
+        let outside = [
+            gadget.start - 1,
+            gadget.end,
+            0x7f00_0000_1234,
+            0x3e00_0000_1000,
+        ];
+        for set in sets {
+            let f = Filter::with_gadget(set.iter().copied(), gadget.clone()).unwrap();
+            for nr in 0..1030 {
+                let traced = set.contains(&nr) || ALWAYS_TRACED.contains(&nr);
+                for ip in inside {
+                    let got = run_at(&f.program, AUDIT_ARCH_X86_64, nr, ip);
+                    assert_eq!(got, libc::SECCOMP_RET_ALLOW, "nr {nr} from the gadget");
+                }
+                for ip in outside {
+                    let got = run_at(&f.program, AUDIT_ARCH_X86_64, nr, ip);
+                    let want = if traced {
+                        libc::SECCOMP_RET_TRACE
+                    } else {
+                        libc::SECCOMP_RET_ALLOW
+                    };
+                    assert_eq!(got, want, "nr {nr} from {ip:#x}");
+                }
+            }
+            let i386 = run_at(&f.program, 0x4000_0003, 20, gadget.start);
+            assert_eq!(i386, libc::SECCOMP_RET_TRACE);
+        }
+        let crossing = 0x3f00_ffff_f000..0x3f01_0000_1000;
+        assert!(Filter::with_gadget([1], crossing).is_err());
     }
 
     /// Every shape (chain, search, bitmask) traces exactly its set, the

@@ -3,24 +3,28 @@
 //! and the per-site stubs. Hand-assembled, because every byte's position
 //! matters to the detach (`stub_exit`) and the filter (`gadget`).
 //!
-//! A patched site is the 5-byte `mov $NR,%eax` of a `mov; syscall` pair,
-//! overwritten with a `jmp` to its stub; the `syscall` after it stays, so
-//! a call restarted by the kernel (rip - 2) and a branch to the `syscall`
-//! still run the original instruction.
+//! A patched site is the one instruction (5 to 15 bytes, no branch, no
+//! rip-relative operand: `mov $NR,%eax` of a libc wrapper, `mov
+//! 8(%rsp),%r9` of `syscall()`) right before a `syscall`, overwritten with
+//! a `jmp` to its stub (and `int3` over the rest of it, never reached);
+//! the `syscall` after it stays, so a call restarted by the kernel
+//! (rip - 2) and a branch to the `syscall` still run the original
+//! instruction. With D the displaced instruction's length:
 //!
 //! ```text
-//! stub:  0 mov $NR,%eax          (the displaced instruction)
-//!        5 lea -128(%rsp),%rsp   (the red zone stays the program's)
-//!       10 pushfq
-//!       11 movabs $common,%rcx
-//!       21 call *%rcx            (rcx and r11 are the syscall's to clobber)
-//!       23 popfq                 <- served: rax is the result
-//!       24 lea 128(%rsp),%rsp
-//!       32 jmp R                 (R: just past the site's syscall)
-//!       37 popfq                 <- not served here (common returns +14)
-//!       38 lea 128(%rsp),%rsp
-//!       46 syscall               (the original call, traced as before)
-//!       48 jmp R
+//! stub:  0 the displaced instruction (its operands mean the same here:
+//!          it runs before rsp moves)
+//!   D +  0 lea -128(%rsp),%rsp   (the red zone stays the program's)
+//!   D +  5 pushfq
+//!   D +  6 movabs $common,%rcx
+//!   D + 16 call *%rcx            (rcx and r11 are the syscall's to clobber)
+//!   D + 18 popfq                 <- served: rax is the result
+//!   D + 19 lea 128(%rsp),%rsp
+//!   D + 27 jmp R                 (R: just past the site's syscall)
+//!   D + 32 popfq                 <- not served here (common returns +14)
+//!   D + 33 lea 128(%rsp),%rsp
+//!   D + 41 syscall               (the original call, traced as before)
+//!   D + 43 jmp R
 //! ```
 //!
 //! The common entry finds the thread's block through `%gs`, skips the
@@ -34,10 +38,13 @@ use super::layout::{BLOCK_BUSY, BLOCK_SAVED_RSP, BLOCK_SELF, BLOCK_SKIPPED, BLOC
 use crate::script::context::{HandlerContext, ProbeValues};
 use std::mem::offset_of;
 
-pub const STUB_LEN: u64 = 53;
-/// Offsets in a stub (see the module doc).
-pub const STUB_SERVED: u64 = 23;
-pub const STUB_RAW: u64 = 37;
+/// A stub's length after its displaced instruction.
+pub const TAIL_LEN: u64 = 48;
+/// The longest stub (a 15-byte displaced instruction).
+pub const STUB_MAX: u64 = 15 + TAIL_LEN;
+/// Offsets in a stub's tail (see the module doc).
+pub const STUB_SERVED: u64 = 18;
+pub const STUB_RAW: u64 = 32;
 const RAW_SKIP: u8 = (STUB_RAW - STUB_SERVED) as u8;
 /// Bytes the stub and the call put below the program's rsp: red zone,
 /// flags, return address.
@@ -125,11 +132,15 @@ impl Asm {
         self.bytes(&[0x65, 0x4c, 0x8b, 0x1c, 0x25]);
         self.d32(BLOCK_SELF as u32);
     }
-    /// `cmp qword [r11+BUSY], 0; jne l`
-    fn jump_if_busy(&mut self, l: usize) {
-        self.bytes(&[0x49, 0x83, 0xbb]);
+    /// Claims the block, or jumps to `l` if it was taken (a thread in a
+    /// handler re-entered from a signal handler, or two threads that
+    /// share a block): `mov ecx, 1; xchg [r11+BUSY], rcx; test rcx, rcx;
+    /// jnz l`. The exchange is atomic, so two threads never run handlers
+    /// on one block's stack.
+    fn claim_or(&mut self, l: usize) {
+        self.bytes(&[0xb9, 1, 0, 0, 0, 0x49, 0x87, 0x8b]);
         self.d32(BLOCK_BUSY as u32);
-        self.bytes(&[0x00, 0x0f, 0x85]);
+        self.bytes(&[0x48, 0x85, 0xc9, 0x0f, 0x85]);
         self.rel32(l);
     }
     fn rel32(&mut self, l: usize) {
@@ -182,8 +193,7 @@ pub fn common(entry: u64, ret: u64) -> Common {
     let syscall_slot = probe_field(offset_of!(ProbeValues, syscall));
     let ret_slot = probe_field(offset_of!(ProbeValues, ret));
     a.block_to_r11();
-    a.jump_if_busy(skip);
-    a.store_imm(BLOCK_BUSY as u32, 1);
+    a.claim_or(skip);
     a.store(syscall_slot, RAX);
     for (reg, off) in arg_slots() {
         a.store(off, reg);
@@ -196,8 +206,7 @@ pub fn common(entry: u64, ret: u64) -> Common {
     let gadget = a.b.len() as u64;
     a.bytes(&[0x0f, 0x05]); // syscall: the gadget
     a.block_to_r11();
-    a.jump_if_busy(skip_ret);
-    a.store_imm(BLOCK_BUSY as u32, 1);
+    a.claim_or(skip_ret);
     a.store(ret_slot, RAX);
     a.call_on_block_stack(ret);
     a.load(RAX, ret_slot);
@@ -223,16 +232,18 @@ pub fn common(entry: u64, ret: u64) -> Common {
     }
 }
 
-/// The stub of site `site` (its 5-byte `mov $NR,%eax` is `displaced`),
-/// placed at `stub`, entering `common`.
-pub fn stub(stub: u64, site: u64, displaced: [u8; 5], common: u64) -> Option<Vec<u8>> {
-    let back = site + 7;
+/// The stub of site `site`, whose instruction before the `syscall` is
+/// `displaced`, placed at `stub`, entering `common`.
+pub fn stub(stub: u64, site: u64, displaced: &[u8], common: u64) -> Option<Vec<u8>> {
+    let d = displaced.len() as u64;
+    let back = site + d + 2;
     let rel = |from_end: u64| -> Option<[u8; 4]> {
-        let d = back as i64 - from_end as i64;
-        i32::try_from(d).ok().map(i32::to_le_bytes)
+        let dist = back as i64 - from_end as i64;
+        i32::try_from(dist).ok().map(i32::to_le_bytes)
     };
-    let mut b = Vec::with_capacity(STUB_LEN as usize);
-    b.extend_from_slice(&displaced);
+    let tail = stub + d;
+    let mut b = Vec::with_capacity((d + TAIL_LEN) as usize);
+    b.extend_from_slice(displaced);
     b.extend_from_slice(&[0x48, 0x8d, 0x64, 0x24, 0x80]);
     b.push(0x9c);
     b.extend_from_slice(&[0x48, 0xb9]);
@@ -241,21 +252,22 @@ pub fn stub(stub: u64, site: u64, displaced: [u8; 5], common: u64) -> Option<Vec
     b.push(0x9d);
     b.extend_from_slice(&[0x48, 0x8d, 0xa4, 0x24, 0x80, 0, 0, 0]);
     b.push(0xe9);
-    b.extend_from_slice(&rel(stub + 37)?);
+    b.extend_from_slice(&rel(tail + STUB_RAW)?);
     b.push(0x9d);
     b.extend_from_slice(&[0x48, 0x8d, 0xa4, 0x24, 0x80, 0, 0, 0]);
     b.extend_from_slice(&[0x0f, 0x05]);
     b.push(0xe9);
-    b.extend_from_slice(&rel(stub + STUB_LEN)?);
-    debug_assert_eq!(b.len() as u64, STUB_LEN);
+    b.extend_from_slice(&rel(tail + TAIL_LEN)?);
+    debug_assert_eq!(b.len() as u64, d + TAIL_LEN);
     Some(b)
 }
 
-/// The 5-byte `jmp stub` written over a site.
-pub fn site_jump(site: u64, stub: u64) -> Option<[u8; 5]> {
+/// The `jmp stub` written over a site's `len` bytes (`int3` after it).
+pub fn site_jump(site: u64, stub: u64, len: usize) -> Option<Vec<u8>> {
     let d = i32::try_from(stub as i64 - (site as i64 + 5)).ok()?;
-    let mut j = [0xe9, 0, 0, 0, 0];
-    j[1..].copy_from_slice(&d.to_le_bytes());
+    let mut j = vec![0xcc; len.max(5)];
+    j[0] = 0xe9;
+    j[1..5].copy_from_slice(&d.to_le_bytes());
     Some(j)
 }
 
@@ -279,9 +291,21 @@ pub enum Resume {
     After,
 }
 
-/// How a thread at stub offset `off` is moved out (see [`Exit`]); `None`
-/// for an offset no instruction starts at.
-pub fn stub_exit(off: u64) -> Option<Exit> {
+/// How a thread at offset `off` of a stub whose displaced instruction is
+/// `d` bytes long is moved out (see [`Exit`]); `None` for an offset no
+/// instruction starts at.
+pub fn stub_exit(off: u64, d: u64) -> Option<Exit> {
+    if off == 0 {
+        return Some(Exit {
+            rsp_add: 0,
+            pop_flags: false,
+            to: Resume::Site,
+        });
+    }
+    tail_exit(off.checked_sub(d)?)
+}
+
+fn tail_exit(off: u64) -> Option<Exit> {
     let e = |rsp_add, pop_flags, to| {
         Some(Exit {
             rsp_add,
@@ -290,16 +314,15 @@ pub fn stub_exit(off: u64) -> Option<Exit> {
         })
     };
     match off {
-        0 => e(0, false, Resume::Site),
-        5 => e(0, false, Resume::Syscall),
-        10 => e(128, false, Resume::Syscall),
-        11 | 21 | STUB_RAW => e(136, true, Resume::Syscall),
+        0 => e(0, false, Resume::Syscall),
+        5 => e(128, false, Resume::Syscall),
+        6 | 16 | STUB_RAW => e(136, true, Resume::Syscall),
         STUB_SERVED => e(136, true, Resume::After),
-        24 => e(128, false, Resume::After),
-        32 => e(0, false, Resume::After),
-        38 => e(128, false, Resume::Syscall),
-        46 => e(0, false, Resume::Syscall),
-        48 => e(0, false, Resume::After),
+        19 => e(128, false, Resume::After),
+        27 => e(0, false, Resume::After),
+        33 => e(128, false, Resume::Syscall),
+        41 => e(0, false, Resume::Syscall),
+        43 => e(0, false, Resume::After),
         _ => None,
     }
 }
@@ -316,19 +339,41 @@ mod tests {
     }
 
     #[test]
+    fn the_block_is_claimed_with_an_exchange() {
+        let c = common(0x3f00_0000_2000, 0x3f00_0000_3000);
+        let ins = decode_all(&c.bytes, 0);
+        let xchg: Vec<&Instruction> = ins
+            .iter()
+            .filter(|i| i.code() == Code::Xchg_rm64_r64)
+            .collect();
+        assert_eq!(xchg.len(), 2, "one claim before the call, one after");
+        for x in xchg {
+            assert_eq!(x.memory_base(), Register::R11);
+            assert_eq!(x.memory_displacement64(), BLOCK_BUSY);
+        }
+    }
+
+    #[test]
     fn a_stub_decodes_to_its_documented_offsets() {
         let (stub_at, site, common_at) = (0x7f00_0000_1000, 0x7f00_0010_2000, 0x3f00_0000_0000);
-        let code = stub(stub_at, site, [0xb8, 0x6e, 0, 0, 0], common_at).unwrap();
-        let ins = decode_all(&code, stub_at);
-        let at: Vec<u64> = ins.iter().map(|i| i.ip() - stub_at).collect();
-        assert_eq!(at, [0, 5, 10, 11, 21, 23, 24, 32, 37, 38, 46, 48]);
-        assert_eq!(ins[0].code(), Code::Mov_r32_imm32);
-        assert_eq!(ins[3].immediate64(), common_at);
-        assert_eq!(ins[7].near_branch64(), site + 7);
-        assert_eq!(ins[10].code(), Code::Syscall);
-        assert_eq!(ins[11].near_branch64(), site + 7);
-        for off in at {
-            assert!(stub_exit(off).is_some(), "offset {off}");
+        // mov $0x6e,%eax (5 bytes); mov 0x8(%rsp),%r9 would be 5 too;
+        // mov $0x6e,%r10d is 6.
+        for displaced in [&[0xb8, 0x6e, 0, 0, 0][..], &[0x41, 0xba, 0x6e, 0, 0, 0]] {
+            let d = displaced.len() as u64;
+            let code = stub(stub_at, site, displaced, common_at).unwrap();
+            let ins = decode_all(&code, stub_at);
+            let at: Vec<u64> = ins.iter().map(|i| i.ip() - stub_at).collect();
+            let tail: Vec<u64> = at[1..].iter().map(|o| o - d).collect();
+            assert_eq!(tail, [0, 5, 6, 16, 18, 19, 27, 32, 33, 41, 43]);
+            assert_eq!(code.len() as u64, d + TAIL_LEN);
+            assert_eq!(ins[3].immediate64(), common_at);
+            assert_eq!(ins[7].near_branch64(), site + d + 2);
+            assert_eq!(ins[10].code(), Code::Syscall);
+            assert_eq!(ins[11].near_branch64(), site + d + 2);
+            for off in at {
+                assert!(stub_exit(off, d).is_some(), "offset {off}");
+            }
+            assert_eq!(stub_exit(1, d), None);
         }
     }
 
@@ -351,8 +396,10 @@ mod tests {
 
     #[test]
     fn a_site_jump_reaches_its_stub() {
-        let j = site_jump(0x40_1000, 0x40_0000).unwrap();
+        let j = site_jump(0x40_1000, 0x40_0000, 6).unwrap();
         let i = decode_all(&j, 0x40_1000);
         assert_eq!(i[0].near_branch64(), 0x40_0000);
+        assert_eq!(j.len(), 6);
+        assert_eq!(j[5], 0xcc);
     }
 }

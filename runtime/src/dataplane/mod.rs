@@ -57,7 +57,7 @@ pub use image::InProcImage;
 
 /// Stub slots: 64 bytes each, 64 to a page.
 const STUB_SLOT: u64 = 64;
-const _: () = assert!(STUB_SLOT >= code::STUB_LEN);
+const _: () = assert!(STUB_SLOT >= code::STUB_MAX);
 
 /// What the data plane did, for `-v`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -75,8 +75,8 @@ pub struct Counts {
 struct Space {
     /// The region is mapped (`Some(true)`), could not be (`Some(false)`).
     mapped: Option<bool>,
-    /// Patched sites: site → (stub, the displaced bytes).
-    sites: HashMap<u64, (u64, [u8; 5])>,
+    /// Patched sites: site → (stub, the displaced instruction's bytes).
+    sites: HashMap<u64, (u64, Vec<u8>)>,
     /// Sites that cannot be patched.
     refused: HashSet<u64>,
     /// Stub pages: (base, slots used).
@@ -99,12 +99,15 @@ impl Space {
         Some(slot)
     }
 
-    /// The site of the stub holding `addr`, and the offset in it.
-    fn stub_at(&self, addr: u64) -> Option<(u64, u64)> {
-        self.sites
-            .iter()
-            .find(|(_, (stub, _))| (*stub..*stub + code::STUB_LEN).contains(&addr))
-            .map(|(&site, (stub, _))| (site, addr - stub))
+    /// The site of the stub holding `addr`, the offset in it and the
+    /// displaced instruction's length.
+    fn stub_at(&self, addr: u64) -> Option<(u64, u64, u64)> {
+        self.sites.iter().find_map(|(&site, (stub, d))| {
+            let len = d.len() as u64;
+            (*stub..*stub + len + code::TAIL_LEN)
+                .contains(&addr)
+                .then(|| (site, addr - stub, len))
+        })
     }
 }
 

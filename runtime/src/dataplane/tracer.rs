@@ -3,7 +3,7 @@
 //! taking everything out again (see the module doc of `dataplane` for the
 //! invariants each step keeps).
 
-use iced_x86::{Code, Decoder, DecoderOptions};
+use iced_x86::{Code, Decoder, DecoderOptions, FlowControl, Instruction};
 
 use super::Space;
 use super::code::{self, Resume};
@@ -12,11 +12,6 @@ use crate::uprobe::{mem, xol};
 use crate::utrace::control::Core;
 use crate::utrace::ptrace::{self, Status};
 use crate::utrace::{Regs, Tid, Tracer};
-
-/// `mov $imm32,%eax` then `syscall`.
-fn wrapper_pair(b: &[u8; 7]) -> bool {
-    b[0] == 0xb8 && b[5] == 0x0f && b[6] == 0x05
-}
 
 /// The most code decoded for the boundary check of one function.
 const MAX_FUNCTION: u64 = 64 << 10;
@@ -49,25 +44,29 @@ impl Tracer {
         if !ready || plane.vforked.contains(&pid) {
             return false;
         }
-        let site = regs.rip.wrapping_sub(7);
+        let call = regs.rip.wrapping_sub(2);
         if let Some(s) = plane.spaces.get(&pid)
-            && (s.refused.contains(&site)
-                || s.sites.contains_key(&site)
-                || s.stub_at(regs.rip).is_some())
+            && (s.refused.contains(&call) || s.stub_at(regs.rip).is_some())
         {
             return false;
         }
-        let mut bytes = [0u8; 7];
-        if mem::read(pid.0, site, &mut bytes).ok() != Some(7) || !wrapper_pair(&bytes) {
-            self.refuse(pid, site);
+        let Some((site, bytes)) = self.displaceable(pid, call) else {
+            self.refuse(pid, call);
             return false;
-        }
-        if !self.boundaries_ok(pid, site) {
-            self.refuse(pid, site);
+        };
+        if self
+            .core
+            .dataplane
+            .as_ref()
+            .and_then(|p| p.spaces.get(&pid))
+            .is_some_and(|s| s.sites.contains_key(&site))
+        {
+            // Patched, and still trapped here: a branch or a restart to
+            // the syscall itself. Served at the stop.
             return false;
         }
         self.core.hold_for_text(pid);
-        let done = self.map_into(tid, pid, &regs) && self.patch(tid, pid, site, &bytes, &regs);
+        let done = self.map_into(tid, pid, &regs) && self.patch(tid, pid, site, bytes, &regs);
         self.release_text_hold();
         if !done {
             return false;
@@ -78,6 +77,8 @@ impl Tracer {
             return false;
         };
         let mut r = regs;
+        // The call is skipped; back at the site, the jump to the stub
+        // makes it again (the displaced instruction runs there first).
         r.rip = site;
         r.rax = regs.orig_rax;
         r.orig_rax = u64::MAX;
@@ -103,39 +104,52 @@ impl Tracer {
         }
     }
 
-    /// Whether the function holding `site` (by its symbol) decodes with an
-    /// instruction starting at `site` and one at `site + 5`.
-    fn boundaries_ok(&mut self, pid: Tid, site: u64) -> bool {
-        let Some(plane) = self.core.dataplane.as_mut() else {
-            return false;
-        };
+    /// The instruction right before the `syscall` at `call`, if it can be
+    /// displaced into a stub: the function holding it (by its symbol)
+    /// decodes with it ending exactly at `call`, it is 5 bytes or more,
+    /// neither a branch nor rip-relative, and no branch of the function
+    /// lands inside it. Returns its address and bytes.
+    fn displaceable(&mut self, pid: Tid, call: u64) -> Option<(u64, Vec<u8>)> {
+        let plane = self.core.dataplane.as_mut()?;
         let space = plane.spaces.entry(pid).or_default();
         let stale = space
             .modules
             .as_ref()
-            .is_none_or(|m| m.module_of(site).is_none());
+            .is_none_or(|m| m.module_of(call).is_none());
         if stale {
-            let Ok(maps) = crate::elf::read_maps(pid.0) else {
-                return false;
-            };
+            let maps = crate::elf::read_maps(pid.0).ok()?;
             space.modules = Some(crate::elf::AddressSpaceMap::new(&maps, &mut plane.cache));
         }
-        let Some((sym, off, _)) = space.modules.as_ref().and_then(|m| m.symbol_of(site)) else {
-            return false;
-        };
-        let (start, size) = (site - off, sym.size);
-        if !sym.func || size == 0 || size > MAX_FUNCTION || off + 7 > size {
-            return false;
+        let (sym, off, _) = space.modules.as_ref()?.symbol_of(call)?;
+        let (start, size) = (call - off, sym.size);
+        if !sym.func || size == 0 || size > MAX_FUNCTION || off + 2 > size {
+            return None;
         }
         let mut code = vec![0u8; size as usize];
         if mem::read(pid.0, start, &mut code).ok() != Some(code.len()) {
-            return false;
+            return None;
         }
-        let mut starts = Decoder::with_ip(64, &code, start, DecoderOptions::NONE)
+        let insns: Vec<Instruction> = Decoder::with_ip(64, &code, start, DecoderOptions::NONE)
             .into_iter()
             .take_while(|i| i.code() != Code::INVALID)
-            .map(|i| i.ip());
-        starts.any(|ip| ip == site) && starts.next() == Some(site + 5)
+            .collect();
+        let at = insns.iter().position(|i| i.next_ip() == call)?;
+        let (i, next) = (&insns[at], insns.get(at + 1)?);
+        let site = i.ip();
+        let ok = next.code() == Code::Syscall
+            && i.len() >= 5
+            && !i.is_ip_rel_memory_operand()
+            && i.flow_control() == FlowControl::Next
+            && !insns.iter().any(|b| {
+                matches!(
+                    b.flow_control(),
+                    FlowControl::ConditionalBranch
+                        | FlowControl::UnconditionalBranch
+                        | FlowControl::Call
+                ) && (site + 1..call).contains(&b.near_branch_target())
+            });
+        let from = (site - start) as usize;
+        ok.then(|| (site, code[from..from + i.len()].to_vec()))
     }
 
     /// Maps the region into `pid` (run by `tid`, stopped with `regs`) and
@@ -243,17 +257,16 @@ impl Tracer {
     }
 
     /// Writes `site`'s stub and the jump to it; the space is held.
-    fn patch(&mut self, tid: Tid, pid: Tid, site: u64, bytes: &[u8; 7], regs: &Regs) -> bool {
+    fn patch(&mut self, tid: Tid, pid: Tid, site: u64, displaced: Vec<u8>, regs: &Regs) -> bool {
         let Some(slot) = self.stub_slot(tid, pid, site, regs) else {
             return false;
         };
         let Some(plane) = self.core.dataplane.as_mut() else {
             return false;
         };
-        let displaced: [u8; 5] = bytes[..5].try_into().expect("five bytes");
         let (Some(stub), Some(jump)) = (
-            code::stub(slot, site, displaced, plane.common()),
-            code::site_jump(site, slot),
+            code::stub(slot, site, &displaced, plane.common()),
+            code::site_jump(site, slot, displaced.len()),
         ) else {
             return false;
         };
@@ -365,9 +378,18 @@ impl Tracer {
             return;
         }
         self.core.dataplane_quiesce();
+        self.dataplane_unmap_quiesced();
+    }
+
+    /// After a quiesce (the threads are still held): the stub pages and
+    /// the region unmapped from each process, once.
+    pub(crate) fn dataplane_unmap_quiesced(&mut self) {
         let Some(plane) = self.core.dataplane.as_mut() else {
             return;
         };
+        if !plane.quiesced || plane.spaces.is_empty() {
+            return;
+        }
         let (base, len) = (plane.image.region.base(), plane.image.region.len());
         let work: Vec<(Tid, Vec<u64>)> = plane
             .spaces
@@ -493,20 +515,24 @@ impl Core {
             // but for rsp; flags and the stub's return above it.
             let ret = mem::read_u64(pid.0, r.rsp).ok();
             let flags = mem::read_u64(pid.0, r.rsp + 8).ok();
-            let site = ret
-                .and_then(|ret| plane.spaces.get(&pid)?.stub_at(ret))
-                .map(|(s, _)| s);
+            let site = ret.and_then(|ret| plane.spaces.get(&pid)?.stub_at(ret));
             match (site, flags) {
-                (Some(site), Some(flags)) => {
+                (Some((site, _, d)), Some(flags)) => {
                     r.eflags = flags;
                     r.rsp += code::FRAME;
-                    r.rip = if r.rip == gadget { site + 5 } else { site + 7 };
+                    // Not made yet: the site's syscall makes it; made (or
+                    // blocked, a restart due): just past it.
+                    r.rip = if r.rip == gadget {
+                        site + d
+                    } else {
+                        site + d + 2
+                    };
                     true
                 }
                 _ => false,
             }
-        } else if let Some((site, off)) = plane.spaces.get(&pid).and_then(|s| s.stub_at(r.rip)) {
-            match code::stub_exit(off) {
+        } else if let Some((site, off, d)) = plane.spaces.get(&pid).and_then(|s| s.stub_at(r.rip)) {
+            match code::stub_exit(off, d) {
                 Some(e) => {
                     if e.pop_flags {
                         match mem::read_u64(pid.0, r.rsp) {
@@ -517,8 +543,8 @@ impl Core {
                     r.rsp += e.rsp_add;
                     r.rip = match e.to {
                         Resume::Site => site,
-                        Resume::Syscall => site + 5,
-                        Resume::After => site + 7,
+                        Resume::Syscall => site + d,
+                        Resume::After => site + d + 2,
                     };
                     true
                 }

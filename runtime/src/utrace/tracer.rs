@@ -202,6 +202,7 @@ impl Tracer {
     fn catch_up(&mut self) {
         self.run_timers();
         loop {
+            self.dataplane_unmap_quiesced();
             self.release_text_hold();
             if let Some((tid, status)) = self.core.replay.pop() {
                 self.on_status(tid, status);

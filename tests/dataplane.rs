@@ -1,0 +1,255 @@
+//! The data plane (issue 27): syscall probes whose handlers run inside the
+//! traced program. Each test runs real programs and checks what the user
+//! sees: exact counts (strace -f -c as the oracle), the same output on
+//! both routes (UTAP_INPROC=0 keeps every probe in the tracer), the text
+//! and maps of a program the session let go of, SystemTap's errors from a
+//! handler that fails inside the program, and that the route was taken at
+//! all (its `-v` counts).
+
+mod support;
+
+use std::collections::BTreeMap;
+
+use support::*;
+
+/// Counts every syscall by name: every probe runs in the program.
+const COUNT: &str = "global c\nprobe syscall.* { c[name]++ }\n\
+                     probe end { foreach (n in c+) printf(\"%s %d\\n\", n, c[n]) }";
+
+fn utap_c(script: &str, cmd: &str, inproc: bool) -> Outcome {
+    let mut c = utap(script, &["-v", "-c", cmd]);
+    if !inproc {
+        c.env("UTAP_INPROC", "0");
+    }
+    run(c)
+}
+
+fn counts_of(stdout: &str) -> BTreeMap<String, u64> {
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let (n, c) = l.rsplit_once(' ')?;
+            Some((n.to_string(), c.parse().ok()?))
+        })
+        .collect()
+}
+
+/// `[processes, failed, sites, refused, moved]` and `[served, skipped,
+/// invalid]` of a `-v` run.
+fn plane_counts(stderr: &str) -> ([u64; 5], [u64; 3]) {
+    let a = verbose_counts::<5>(stderr, "utap: data plane: ");
+    let line = stderr
+        .lines()
+        .filter(|l| l.starts_with("utap: data plane: "))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no second data plane line in {stderr}"));
+    (a, verbose_counts::<3>(line, "utap: data plane: "))
+}
+
+/// strace's counts, adapted as tests/strace_oracle.rs explains (the
+/// command's own execve, calls that never return).
+fn strace_counts(cmd: &[&str]) -> BTreeMap<String, u64> {
+    let out = std::env::temp_dir().join(format!("utap-dp-strace-{}", std::process::id()));
+    let status = command("strace")
+        .args(["-f", "-qq", "-c", "-o"])
+        .arg(&out)
+        .args(cmd)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("run strace");
+    assert!(status.success() || status.code().is_some());
+    let table = std::fs::read_to_string(&out).expect("strace table");
+    let _ = std::fs::remove_file(&out);
+    let mut counts = strace_c_counts(&table);
+    drop_first_exec(&mut counts);
+    counts
+}
+
+/// In-process counts equal strace's on one thread, four threads (libc's
+/// `syscall()`, another site shape) and a process tree with forks and an
+/// exec; the hits were served in the program (few ptrace stops).
+#[test]
+fn counts_equal_strace_in_process() {
+    if !strace_available() {
+        return;
+    }
+    let loop_ = fixture("loop");
+    let mtsys = fixture("mtsys");
+    let forker = fixture("forker");
+    let cases: [(&[&str], u64); 3] = [
+        (&[&loop_, "20000"], 20_000),
+        (&[&mtsys, "4", "20000"], 80_000),
+        (&[&forker], 0),
+    ];
+    for (cmd, hot) in cases {
+        let line = cmd.join(" ");
+        let o = utap_c(COUNT, &line, true);
+        assert_eq!(o.status, 0, "{line}: {}", o.stderr);
+        let mut ours = counts_of(&o.stdout);
+        let mut theirs = strace_counts(cmd);
+        // strace tallies calls as they return: exit and exit_group never do.
+        for c in ["exit", "exit_group"] {
+            ours.remove(c);
+            theirs.remove(c);
+        }
+        // How often threads wait on a futex depends on the schedule.
+        if line.contains("mtsys") {
+            ours.remove("futex");
+            theirs.remove("futex");
+        }
+        // forker's wait4 may be restarted by SIGCHLD (strace_oracle.rs).
+        if line.contains("forker") {
+            let w = theirs.remove("wait4").unwrap_or(0);
+            assert!((2..=3).contains(&w));
+            assert_eq!(ours.remove("wait4"), Some(2), "{line}");
+        }
+        assert_eq!(ours, theirs, "{line}: utap (left) and strace -f -c (right)");
+        let ([processes, failed, sites, ..], [served, skipped, invalid]) = plane_counts(&o.stderr);
+        assert!(
+            processes >= 1 && failed == 0 && sites >= 1,
+            "{line}: {}",
+            o.stderr
+        );
+        assert_eq!((skipped, invalid), (0, 0), "{line}");
+        assert!(
+            served >= hot,
+            "{line}: {served} served in process, {hot} hot calls"
+        );
+        assert!(
+            ptrace_stops(&o.stderr) < 200,
+            "{line}: the hot calls stopped: {}",
+            o.stderr
+        );
+    }
+}
+
+/// The same script gives the same output on both routes.
+#[test]
+fn both_routes_print_the_same() {
+    let cmd = format!("{} 3000", fixture("loop"));
+    // getppid is 110, write 1 on x86_64.
+    let script = "global n, by\nprobe syscall.getppid, syscall.write { n++; by[$syscall] += 2 }\n\
+                  probe syscall.write.return { by[-1] += $return }\n\
+                  probe end { printf(\"%d %d %d %d\\n\", n, by[110], by[1], by[-1]) }";
+    let inside = utap_c(script, &cmd, true);
+    let tracer = utap_c(script, &cmd, false);
+    assert_eq!(inside.status, 0, "{}", inside.stderr);
+    assert_eq!(inside.stdout, "3047 6000 94 47\n");
+    assert_eq!(inside.stdout, tracer.stdout);
+    assert!(tracer.stderr.contains("utap: 0 of "), "{}", tracer.stderr);
+}
+
+/// A handler that fails inside the program fails as SystemTap's does, with
+/// the tracer route's words, and utap exits 1.
+#[test]
+fn errors_in_the_program_are_systemtap_errors() {
+    let cmd = format!("{} 3000", fixture("loop"));
+    let cases = [
+        (
+            "global z\nprobe syscall.getppid { z = 10 / z }",
+            "division by 0 near operator '/'",
+        ),
+        (
+            "global a[3], k\nprobe syscall.getppid { a[k++] = 1 }",
+            "Array overflow, check size limit (3)",
+        ),
+    ];
+    for (script, want) in cases {
+        let inside = utap_c(script, &cmd, true);
+        let tracer = utap_c(script, &cmd, false);
+        let error = |o: &Outcome| {
+            o.stderr
+                .lines()
+                .find(|l| l.starts_with("ERROR: "))
+                .map(str::to_string)
+                .unwrap_or_else(|| panic!("no ERROR line in {}", o.stderr))
+        };
+        assert!(error(&inside).contains(want), "{}", inside.stderr);
+        assert_eq!(error(&inside), error(&tracer));
+        assert_eq!((inside.status, tracer.status), (1, 1));
+        assert!(
+            inside
+                .stderr
+                .contains("utap: 1 of 1 probe(s) run in the program")
+        );
+    }
+}
+
+/// The pid of the running fixture whose command line is exactly `argv`.
+fn pid_of(argv: &[&str]) -> Option<i32> {
+    let want: Vec<u8> = argv.iter().flat_map(|a| a.bytes().chain([0])).collect();
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        (std::fs::read(format!("/proc/{pid}/cmdline")).ok()? == want).then_some(pid)
+    })
+}
+
+/// Every executable file mapping of `pid` holds the file's bytes, and
+/// nothing of the data plane is mapped.
+fn assert_text_as_on_disk(pid: i32) {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    assert!(!maps.contains("utap-dataplane"), "{maps}");
+    let mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
+    use std::os::unix::fs::FileExt;
+    for line in maps.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 6 || !f[1].contains('x') {
+            continue;
+        }
+        assert!(
+            f[5].starts_with('/') || f[5].starts_with('['),
+            "an anonymous executable mapping is left: {line}"
+        );
+        if !f[5].starts_with('/') {
+            continue;
+        }
+        let (lo, hi) = f[0].split_once('-').unwrap();
+        let lo = u64::from_str_radix(lo, 16).unwrap();
+        let hi = u64::from_str_radix(hi, 16).unwrap();
+        let off = u64::from_str_radix(f[2], 16).unwrap();
+        let mut live = vec![0u8; (hi - lo) as usize];
+        mem.read_exact_at(&mut live, lo).unwrap();
+        let file = std::fs::File::open(f[5]).unwrap();
+        let len = file
+            .metadata()
+            .unwrap()
+            .len()
+            .saturating_sub(off)
+            .min(hi - lo) as usize;
+        let mut disk = vec![0u8; len];
+        file.read_exact_at(&mut disk, off).unwrap();
+        assert!(live[..len] == disk[..], "{} differs from its file", f[5]);
+    }
+}
+
+/// When the script ends before the program (exit() from a timer), the
+/// program runs on with its text and maps as on disk: sites restored,
+/// stubs and region unmapped; the count was folded back.
+#[test]
+fn a_program_let_go_has_its_text_back() {
+    let loop_ = fixture("loop");
+    let argv = [loop_.as_str(), "400000017"];
+    let script = "global n\nprobe syscall.getppid { n++ }\n\
+                  probe timer.ms(300) { exit() }\nprobe end { printf(\"%d\\n\", n > 1000) }";
+    // The tracing process stays with the command (its seccomp filter needs
+    // a tracer): read the output from files, not pipes it keeps open.
+    let dir = std::env::temp_dir().join(format!("utap-dp-text-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (out, err) = (dir.join("out"), dir.join("err"));
+    let mut c = utap(script, &["-v", "-c", &argv.join(" ")]);
+    c.stdout(std::fs::File::create(&out).unwrap());
+    c.stderr(std::fs::File::create(&err).unwrap());
+    let status = c.status().expect("run utap");
+    let stdout = std::fs::read_to_string(&out).unwrap();
+    let stderr = std::fs::read_to_string(&err).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(status.success(), "{stderr}");
+    assert_eq!(stdout, "1\n", "{stderr}");
+    let pid = pid_of(&argv).expect("the command runs on");
+    wait_until("the data plane is taken out", || {
+        std::fs::read_to_string(format!("/proc/{pid}/maps"))
+            .is_ok_and(|m| !m.contains("utap-dataplane"))
+    });
+    assert_text_as_on_disk(pid);
+    signal(pid, libc::SIGKILL);
+}
