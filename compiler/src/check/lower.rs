@@ -70,6 +70,9 @@ pub trait TapsetLoader {
     fn canonical(&self, file: FileId) -> FileId;
     /// Every alias name the tapsets define (for suggestions).
     fn alias_names(&self) -> Vec<Vec<String>>;
+    /// Whether some tapset file declares a (non-private) global `name`,
+    /// whether or not the script uses that file.
+    fn tapset_declares_global(&self, name: &str) -> bool;
 }
 
 /// A probe or function body being lowered.
@@ -203,6 +206,19 @@ impl<'l> Lowerer<'l> {
     /// Every alias name the tapsets define (for suggestions).
     pub fn library_alias_names(&self) -> Vec<Vec<String>> {
         self.loader.alias_names()
+    }
+
+    /// Whether global `g` may be autoprinted: SystemTap prints only the
+    /// user script's own globals, never one declared in a tapset (whether
+    /// used from the tapset or declared again by the script under a
+    /// tapset global's name: elaborate.cxx's add_global_var_display
+    /// compares names, RHBZ 468139).
+    pub fn autoprintable(&self, g: GlobalId) -> bool {
+        let file = self.global_files[g.0 as usize];
+        self.canon(file) == self.user_file
+            && !self
+                .loader
+                .tapset_declares_global(&self.globals[g.0 as usize].name)
     }
 
     /// The file `file` counts as for scoping (`private`, user globals).
