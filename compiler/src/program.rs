@@ -233,6 +233,7 @@ pub struct Expr {
 pub enum LValue {
     Local(LocalId),
     Global(GlobalId),
+    /// An element; under `delete` some keys may be `Wildcard` (a slice).
     Elem {
         array: GlobalId,
         keys: Vec<Expr>,
@@ -305,7 +306,10 @@ pub enum ExprKind {
         hist: Box<Expr>,
         index: Box<Expr>,
     },
-    /// `[k1, k2] in array`
+    /// `*`, only as a key of `[k1, *] in array` or `delete a[k1, *]` (an
+    /// array slice: any value of that key column matches).
+    Wildcard,
+    /// `[k1, k2] in array`; a slice when some keys are `Wildcard`.
     In {
         array: GlobalId,
         keys: Vec<Expr>,
