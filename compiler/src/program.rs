@@ -135,6 +135,9 @@ pub enum ProcessTarget {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ProcessEvent {
     Begin,
+    /// A thread created a process or thread: fires in the creator's
+    /// context, the new task's ids as `$new_pid`/`$new_tid`.
+    Create,
     End,
     ThreadBegin,
     ThreadEnd,

@@ -761,22 +761,33 @@ impl Engine for ScriptEngine {
         let child = clone.child.0;
         s.forget_proc(child);
         s.script().procs_mut().refresh(child);
+        let (parent, creator) = (cx.pid().0, cx.tid().0);
         let (hooks, values) = match clone.kind {
             CloneKind::Thread => {
-                let pid = cx.pid().0;
-                *s.live.entry(pid).or_default() += 1;
-                (&d.thread_begin, context(pid, child))
+                *s.live.entry(parent).or_default() += 1;
+                (&d.thread_begin, context(parent, child))
             }
             CloneKind::Fork | CloneKind::Vfork => {
                 *s.live.entry(child).or_default() += 1;
-                s.functions.cloned(cx.pid().0, child);
-                if let Some(exe) = s.exe.get(&cx.pid().0).cloned() {
+                s.functions.cloned(parent, child);
+                if let Some(exe) = s.exe.get(&parent).cloned() {
                     s.exe.insert(child, exe);
                 }
                 (&d.begin, context(child, child))
             }
         };
-        action(s.fire(cx, hooks, &values).stop)
+        // process.create first, in the creator's context (SystemTap's
+        // kprocess.create runs at copy_process's return in the parent),
+        // then the new task's begin in its own.
+        let mut stop = false;
+        if !d.create.is_empty() {
+            let mut created = context(parent, creator);
+            created.args[0] = values.pid;
+            created.args[1] = values.tid;
+            stop |= s.fire(cx, &d.create, &created).stop;
+        }
+        stop |= s.fire(cx, hooks, &values).stop;
+        action(stop)
     }
 
     fn report_exec(&mut self, cx: &mut Cx, _: ResumeAction, former: Tid) -> ResumeAction {
