@@ -40,6 +40,8 @@ pub(crate) struct Shared {
     pub engine: EngineId,
     /// Live traced threads per process, to know when a process ends.
     live: HashMap<i32, u32>,
+    /// The `-c` command, seen from its execve's entry: adopted at its exec.
+    adopt_at_exec: Option<i32>,
     /// Executable paths per process, kept only when a probe is limited to a
     /// path.
     exe: super::functions::IdMap<i32, String>,
@@ -94,6 +96,7 @@ impl Shared {
             sink: Mutex::new(sink),
             engine: EngineId(u32::MAX),
             live: HashMap::new(),
+            adopt_at_exec: None,
             exe: Default::default(),
             want_exe: dispatch.path_filters,
             entry_args: EntryArgs::default(),
@@ -155,6 +158,12 @@ impl Shared {
                 .procs_mut()
                 .remove(tid);
         }
+    }
+
+    /// The `-c` command, traced from its execve's entry: [`Self::adopt_process`]
+    /// when the exec is done.
+    pub fn adopt_at_exec(&mut self, pid: Tid) {
+        self.adopt_at_exec = Some(pid.0);
     }
 
     /// A process (and its threads) is now traced: learn its facts and fire
@@ -796,6 +805,12 @@ impl Engine for ScriptEngine {
         let pid = cx.pid().0;
         if former.0 != pid {
             s.forget_proc(former.0);
+        }
+        if s.adopt_at_exec == Some(pid) {
+            // The -c command's own exec: it starts being the command now.
+            s.adopt_at_exec = None;
+            s.adopt_process(cx, d, Tid(pid), &[Tid(pid)]);
+            return action(false);
         }
         s.note_exec(pid);
         s.functions.forget(pid);
