@@ -29,9 +29,7 @@ fn strace_counts(cmd: &str) -> BTreeMap<String, u64> {
     assert!(out.stderr.is_empty(), "strace failed: {}", out.stderr);
     let table = std::fs::read_to_string(&file).unwrap();
     let _ = std::fs::remove_file(&file);
-    let mut counts = strace_c_counts(&table);
-    drop_first_exec(&mut counts);
-    counts
+    strace_c_counts(&table)
 }
 
 const COUNT: &str = r#"

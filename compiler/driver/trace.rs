@@ -49,6 +49,7 @@ pub fn process_points(program: &Program) -> Result<Vec<ProcessPoint>, String> {
 fn event_of(e: &Ev) -> ProcessEvent {
     match e {
         Ev::Begin => ProcessEvent::Begin,
+        Ev::Create => ProcessEvent::Create,
         Ev::End => ProcessEvent::End,
         Ev::ThreadBegin => ProcessEvent::ThreadBegin,
         Ev::ThreadEnd => ProcessEvent::ThreadEnd,

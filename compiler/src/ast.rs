@@ -275,6 +275,9 @@ pub enum ExprKind {
     Str(String),
     /// A bare identifier: a local, a global, or an alias variable.
     Var(String),
+    /// `*` as an array index or `[..] in` key: an array slice's "any key"
+    /// (the checker allows it only under `delete` and `in`).
+    Wildcard,
     /// `a[k1, k2]`; `base` is an array name or a histogram expression.
     Index {
         base: IndexBase,

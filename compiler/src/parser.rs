@@ -1484,7 +1484,7 @@ impl Validator {
     /// `hist_ok`: a bare histogram may stand here (print argument, foreach source).
     fn expr(&mut self, e: &Expr, hist_ok: bool) {
         match &e.kind {
-            ExprKind::Num(_) | ExprKind::Str(_) | ExprKind::Var(_) => {}
+            ExprKind::Num(_) | ExprKind::Str(_) | ExprKind::Var(_) | ExprKind::Wildcard => {}
             ExprKind::Hist { expr, .. } => {
                 if !hist_ok {
                     self.error("base histogram operator where expression expected", e.span);

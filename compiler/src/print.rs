@@ -416,6 +416,7 @@ impl Printer {
             }
             ExprKind::Str(s) => self.out.push_str(&quote(s)),
             ExprKind::Var(v) => self.out.push_str(v),
+            ExprKind::Wildcard => self.out.push('*'),
             ExprKind::Index { base, keys } => {
                 match base {
                     IndexBase::Array(a) => self.out.push_str(&a.name),

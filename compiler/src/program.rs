@@ -135,6 +135,9 @@ pub enum ProcessTarget {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ProcessEvent {
     Begin,
+    /// A thread created a process or thread: fires in the creator's
+    /// context, the new task's ids as `$new_pid`/`$new_tid`.
+    Create,
     End,
     ThreadBegin,
     ThreadEnd,
@@ -233,6 +236,7 @@ pub struct Expr {
 pub enum LValue {
     Local(LocalId),
     Global(GlobalId),
+    /// An element; under `delete` some keys may be `Wildcard` (a slice).
     Elem {
         array: GlobalId,
         keys: Vec<Expr>,
@@ -305,7 +309,10 @@ pub enum ExprKind {
         hist: Box<Expr>,
         index: Box<Expr>,
     },
-    /// `[k1, k2] in array`
+    /// `*`, only as a key of `[k1, *] in array` or `delete a[k1, *]` (an
+    /// array slice: any value of that key column matches).
+    Wildcard,
+    /// `[k1, k2] in array`; a slice when some keys are `Wildcard`.
     In {
         array: GlobalId,
         keys: Vec<Expr>,

@@ -80,7 +80,7 @@ pub fn expr<'a>(e: &'a Expr, f: &mut dyn FnMut(Node<'a>) -> bool) {
         }
     };
     match &e.kind {
-        ExprKind::Num(_) | ExprKind::Str(_) | ExprKind::Var(_) => {}
+        ExprKind::Num(_) | ExprKind::Str(_) | ExprKind::Var(_) | ExprKind::Wildcard => {}
         ExprKind::Target(t) => path(&t.path, f),
         ExprKind::Cast {
             expr: x, path: p, ..
@@ -189,7 +189,11 @@ pub fn expr_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr) -> bool) {
         return;
     }
     match &mut e.kind {
-        ExprKind::Num(_) | ExprKind::Str(_) | ExprKind::Var(_) | ExprKind::Target(_) => {}
+        ExprKind::Num(_)
+        | ExprKind::Str(_)
+        | ExprKind::Var(_)
+        | ExprKind::Target(_)
+        | ExprKind::Wildcard => {}
         ExprKind::Index { base, keys } => {
             if let ast::IndexBase::Hist(h) = base {
                 expr_mut(h, f);

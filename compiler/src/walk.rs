@@ -101,7 +101,7 @@ fn lvalue<'a>(lv: &'a LValue, f: &mut dyn FnMut(&'a Expr)) {
 pub fn expr<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
     f(e);
     match &e.kind {
-        ExprKind::Long(_) | ExprKind::Str(_) | ExprKind::Context(_) => {}
+        ExprKind::Long(_) | ExprKind::Str(_) | ExprKind::Context(_) | ExprKind::Wildcard => {}
         ExprKind::Load(lv)
         | ExprKind::IncDec { target: lv, .. }
         | ExprKind::StatGet { target: lv, .. }
@@ -189,7 +189,7 @@ fn lvalue_mut(lv: &mut LValue, f: &mut dyn FnMut(&mut Expr)) {
 pub fn expr_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
     f(e);
     match &mut e.kind {
-        ExprKind::Long(_) | ExprKind::Str(_) | ExprKind::Context(_) => {}
+        ExprKind::Long(_) | ExprKind::Str(_) | ExprKind::Context(_) | ExprKind::Wildcard => {}
         ExprKind::Load(lv)
         | ExprKind::IncDec { target: lv, .. }
         | ExprKind::StatGet { target: lv, .. }

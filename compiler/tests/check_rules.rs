@@ -143,7 +143,7 @@ diag_test!(
     false,
     "probe process.syscal { }",
     [
-        "semantic error: probe point mismatch at position 2 (alternatives: begin end function library mark plt provider quiesce signal statement syscall thread)",
+        "semantic error: probe point mismatch at position 2 (alternatives: begin create end function library mark plt provider quiesce signal statement syscall thread)",
         "1:15 no probe point matches 'process.syscal'",
         "help: did you mean 'process.syscall'?"
     ]
@@ -698,6 +698,7 @@ fn listing_process_points_with_variables() {
     assert_eq!(
         text,
         "process.begin
+process.create $new_pid:long $new_tid:long
 process.end $code:long
 process.quiesce
 process.signal $signal:long $code:long

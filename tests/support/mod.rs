@@ -206,18 +206,6 @@ pub fn strace_c_counts(table: &str) -> std::collections::BTreeMap<String, u64> {
         .collect()
 }
 
-/// strace counts the command's own execve, which utap never reports (its
-/// entry came before tracing).
-pub fn drop_first_exec(counts: &mut std::collections::BTreeMap<String, u64>) {
-    let n = counts
-        .get_mut("execve")
-        .expect("strace saw the command's execve");
-    *n -= 1;
-    if *n == 0 {
-        counts.remove("execve");
-    }
-}
-
 /// `utap: N ptrace stops` of a `-v` run's stderr.
 pub fn ptrace_stops(stderr: &str) -> u64 {
     stderr

@@ -23,6 +23,8 @@ const IMPORTS: &[(&str, usize, bool)] = &[
     ("utap_arr_add", 2, true),
     ("utap_arr_exists", 1, true),
     ("utap_arr_delete", 1, false),
+    ("utap_arr_exists_slice", 2, true),
+    ("utap_arr_delete_slice", 2, false),
     ("utap_global_clear", 1, false),
     ("utap_stat_add", 3, false),
     ("utap_stat_get", 3, true),

@@ -568,17 +568,10 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
         };
         let iter = match &fe.source {
             ForeachSource::Array(g) => {
-                let mut mask = 0i64;
-                let mut fixed = Vec::new();
-                for (i, k) in fe.slice.iter().flatten().enumerate() {
-                    if let Some(e) = k {
-                        mask |= 1 << i;
-                        fixed.push((i, self.expr(e)?));
-                    }
-                }
-                for (i, v) in fixed {
-                    self.store_ctx(v, offset_of!(HandlerContext, keys) + 8 * i);
-                }
+                let mask = match &fe.slice {
+                    Some(keys) => self.slice_keys(keys.iter().map(Option::as_ref))?,
+                    None => 0,
+                };
                 let (sort, desc) = match fe.sort {
                     None => (SORT_NONE, 0),
                     Some(s) => {
@@ -657,6 +650,12 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
                 let gid = self.iconst(g.0 as i64);
                 self.call("utap_global_clear", &[gid]);
             }
+            LValue::Elem { array, keys } if keys.iter().any(is_wildcard) => {
+                let mask = self.slice_keys(keys.iter().map(|k| (!is_wildcard(k)).then_some(k)))?;
+                let gid = self.iconst(array.0 as i64);
+                let mask = self.iconst(mask);
+                self.call("utap_arr_delete_slice", &[gid, mask]);
+            }
             LValue::Elem { array, keys } => {
                 let ks = self.eval_keys(keys)?;
                 self.store_keys(&ks);
@@ -669,6 +668,28 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
     }
 
     // ---- lvalues ---------------------------------------------------------------
+
+    /// The keys of an array slice (`a[*, k]`; `None` is `*`), evaluated
+    /// left to right into `ctx.keys` (0 in the `*` columns); returns the
+    /// mask of the given columns, as the runtime's slice calls take it.
+    fn slice_keys<'e>(
+        &mut self,
+        keys: impl Iterator<Item = Option<&'e Expr>>,
+    ) -> Result<i64, CodegenError> {
+        let mut mask = 0i64;
+        let mut ks = Vec::new();
+        for (i, k) in keys.enumerate() {
+            match k {
+                Some(e) => {
+                    mask |= 1 << i;
+                    ks.push(self.expr(e)?);
+                }
+                None => ks.push(self.iconst(0)),
+            }
+        }
+        self.store_keys(&ks);
+        Ok(mask)
+    }
 
     fn eval_keys(&mut self, keys: &[Expr]) -> Result<Vec<Value>, CodegenError> {
         keys.iter().map(|k| self.expr(k)).collect()
@@ -829,6 +850,12 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
     pub fn expr(&mut self, e: &Expr) -> Result<Value, CodegenError> {
         Ok(match &e.kind {
             ExprKind::Long(n) => self.iconst(*n),
+            ExprKind::Wildcard => {
+                return Err(CodegenError::new(
+                    e.span,
+                    "wildcard not allowed in array index",
+                ));
+            }
             ExprKind::Str(s) => {
                 let h = self.t.literal(s);
                 self.iconst(h)
@@ -932,6 +959,12 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
                 let v = self.call("utap_hist_bucket", &[g, elem, i]);
                 self.check_error();
                 v
+            }
+            ExprKind::In { array, keys } if keys.iter().any(is_wildcard) => {
+                let mask = self.slice_keys(keys.iter().map(|k| (!is_wildcard(k)).then_some(k)))?;
+                let gid = self.iconst(array.0 as i64);
+                let mask = self.iconst(mask);
+                self.call("utap_arr_exists_slice", &[gid, mask])
             }
             ExprKind::In { array, keys } => {
                 let ks = self.eval_keys(keys)?;
@@ -1351,4 +1384,9 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
         }
         Ok(self.iconst(0))
     }
+}
+
+/// A `*` key of an array slice.
+fn is_wildcard(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Wildcard)
 }

@@ -69,6 +69,8 @@ pub enum FamilyKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProcessEventKind {
     Begin,
+    /// A thread created a process or thread (fires in the creator).
+    Create,
     End,
     ThreadBegin,
     ThreadEnd,
@@ -214,6 +216,12 @@ const MARK_VARS: &[ContextVarDef] = &[
     var("arg10", ContextVar::Arg(9), false),
     var("arg11", ContextVar::Arg(10), false),
     var("arg12", ContextVar::Arg(11), false),
+];
+/// `process.create`: the new task's process and thread ids (kept in the
+/// argument slots; the event has no arguments of its own).
+const CREATE_VARS: &[ContextVarDef] = &[
+    var("new_pid", ContextVar::Arg(0), false),
+    var("new_tid", ContextVar::Arg(1), false),
 ];
 const SIGNAL_VARS: &[ContextVarDef] = &[
     var("signal", ContextVar::Signal, true),
@@ -371,6 +379,12 @@ pub static FAMILIES: &[Family] = &[
         End,
         END_VARS,
         "a process exits ($code: its exit status)"
+    ),
+    process_family!(
+        ["create"],
+        Create,
+        CREATE_VARS,
+        "utap's: a thread creates a process or thread ($new_pid, $new_tid), in the creator's context (SystemTap's kprocess.create)"
     ),
     process_family!(["thread", "begin"], ThreadBegin, &[], "a thread starts"),
     process_family!(["thread", "end"], ThreadEnd, &[], "a thread exits"),
@@ -644,6 +658,7 @@ impl ProcessEventKind {
     fn event(self) -> ProcessEvent {
         match self {
             ProcessEventKind::Begin => ProcessEvent::Begin,
+            ProcessEventKind::Create => ProcessEvent::Create,
             ProcessEventKind::End => ProcessEvent::End,
             ProcessEventKind::ThreadBegin => ProcessEvent::ThreadBegin,
             ProcessEventKind::ThreadEnd => ProcessEvent::ThreadEnd,

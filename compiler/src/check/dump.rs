@@ -291,6 +291,7 @@ impl Bodies<'_> {
         };
         match &e.kind {
             ExprKind::Long(n) => n.to_string(),
+            ExprKind::Wildcard => "*".to_string(),
             ExprKind::Str(s) => format!("{s:?}"),
             ExprKind::Load(lv) => self.lvalue(lv, locals),
             ExprKind::Context(c) => context_name(*c),

@@ -128,7 +128,7 @@ fn local_effects_only(e: &Expr, pf: &[bool]) -> bool {
 pub fn pure(e: &Expr, pf: &[bool]) -> bool {
     let all = |args: &[Expr]| args.iter().all(|a| pure(a, pf));
     match &e.kind {
-        ExprKind::Long(_) | ExprKind::Str(_) | ExprKind::Context(_) => true,
+        ExprKind::Long(_) | ExprKind::Str(_) | ExprKind::Context(_) | ExprKind::Wildcard => true,
         ExprKind::Load(lv) => lvalue_pure(lv, pf),
         ExprKind::Unary { expr, .. } => pure(expr, pf),
         ExprKind::Binary { lhs, rhs, .. } => pure(lhs, pf) && pure(rhs, pf),

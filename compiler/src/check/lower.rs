@@ -70,6 +70,9 @@ pub trait TapsetLoader {
     fn canonical(&self, file: FileId) -> FileId;
     /// Every alias name the tapsets define (for suggestions).
     fn alias_names(&self) -> Vec<Vec<String>>;
+    /// Whether some tapset file declares a (non-private) global `name`,
+    /// whether or not the script uses that file.
+    fn tapset_declares_global(&self, name: &str) -> bool;
 }
 
 /// A probe or function body being lowered.
@@ -148,6 +151,18 @@ pub struct Lowerer<'l> {
     pub skip_badvars: bool,
 }
 
+fn is_wildcard(e: &ast::Expr) -> bool {
+    matches!(e.kind, ast::ExprKind::Wildcard)
+}
+
+/// A `*` key outside `delete` and `in` (elaborate.cxx's
+/// symresolution_info::visit_arrayindex); `foreach` slices have their own
+/// syntax.
+fn wildcard_not_allowed(span: Span) -> SemError {
+    SemError::new(span, "wildcard not allowed in array index")
+        .label("`*` keys select a slice only in `delete`, `[..] in` and `foreach`")
+}
+
 /// The result of lowering an expression.
 type Lowered = (Expr, Ty);
 
@@ -203,6 +218,19 @@ impl<'l> Lowerer<'l> {
     /// Every alias name the tapsets define (for suggestions).
     pub fn library_alias_names(&self) -> Vec<Vec<String>> {
         self.loader.alias_names()
+    }
+
+    /// Whether global `g` may be autoprinted: SystemTap prints only the
+    /// user script's own globals, never one declared in a tapset (whether
+    /// used from the tapset or declared again by the script under a
+    /// tapset global's name: elaborate.cxx's add_global_var_display
+    /// compares names, RHBZ 468139).
+    pub fn autoprintable(&self, g: GlobalId) -> bool {
+        let file = self.global_files[g.0 as usize];
+        self.canon(file) == self.user_file
+            && !self
+                .loader
+                .tapset_declares_global(&self.globals[g.0 as usize].name)
     }
 
     /// The file `file` counts as for scoping (`private`, user globals).
@@ -649,7 +677,7 @@ impl<'l> Lowerer<'l> {
                 Some(LValue::Local(id))
             }
             ast::ExprKind::Index { .. } => {
-                let (lv, _) = self.lower_lvalue(e, body)?;
+                let (lv, _) = self.lower_lvalue_slice(e, body, true)?;
                 self.written(&lv, e.span, body);
                 Some(lv)
             }
@@ -711,6 +739,18 @@ impl<'l> Lowerer<'l> {
     /// Resolves something that can be written (or `<<<`-ed, deleted, read
     /// as a stat): returns the lvalue and its type.
     fn lower_lvalue(&mut self, e: &ast::Expr, body: &mut Body) -> Option<(LValue, Ty)> {
+        self.lower_lvalue_slice(e, body, false)
+    }
+
+    /// [`Self::lower_lvalue`]; with `slice`, an element's keys may be `*`
+    /// (`delete a[*, k]`), else a `*` key is SystemTap's "wildcard not
+    /// allowed in array index".
+    fn lower_lvalue_slice(
+        &mut self,
+        e: &ast::Expr,
+        body: &mut Body,
+        slice: bool,
+    ) -> Option<(LValue, Ty)> {
         match &e.kind {
             ast::ExprKind::Var(name) => Some(self.lower_var(name, e.span, body)),
             ast::ExprKind::Index {
@@ -720,7 +760,14 @@ impl<'l> Lowerer<'l> {
                 let g = self.array_global(name, body.file, keys.len(), e.span)?;
                 let key_tvs = self.global_arity(g, keys.len(), name.span);
                 let mut lowered = Vec::new();
+                if !slice && keys.iter().any(is_wildcard) {
+                    self.err(wildcard_not_allowed(e.span));
+                }
                 for (i, k) in keys.iter().enumerate() {
+                    if is_wildcard(k) {
+                        lowered.push(mk(ExprKind::Wildcard, Type::Void, k.span));
+                        continue;
+                    }
                     let (x, t) = self.lower_expr(k, body);
                     if let Some(kt) = key_tvs.as_ref().and_then(|v| v.get(i)) {
                         if self.types.resolve(t) == Some(Type::Stats) {
@@ -806,6 +853,12 @@ impl<'l> Lowerer<'l> {
         let span = e.span;
         match &e.kind {
             ast::ExprKind::Num(n) => (mk(ExprKind::Long(*n), Type::Long, span), LONG),
+            // Array indexes report a `*` with their array (below); this is
+            // any other place.
+            ast::ExprKind::Wildcard => {
+                self.err(wildcard_not_allowed(span));
+                bad(span)
+            }
             ast::ExprKind::Str(s) => (mk(ExprKind::Str(s.clone()), Type::String, span), STRING),
             ast::ExprKind::Var(name) => {
                 let (lv, t) = self.lower_var(name, span, body);
@@ -985,6 +1038,10 @@ impl<'l> Lowerer<'l> {
                 }
                 let mut lowered = Vec::new();
                 for (i, k) in keys.iter().enumerate() {
+                    if is_wildcard(k) {
+                        lowered.push(mk(ExprKind::Wildcard, Type::Void, k.span));
+                        continue;
+                    }
                     let (x, t) = self.lower_expr(k, body);
                     if let Some(kt) = key_tvs.as_ref().and_then(|v| v.get(i)) {
                         self.unify(Ty::Var(*kt), t, k.span);

@@ -193,6 +193,9 @@ fn finish(
         retype::solve_locals(&mut low, &mut p.locals, tvs, spans);
     }
     let mut loader_errors = low.loader_errors();
+    let autoprintable: Vec<bool> = (0..low.globals.len())
+        .map(|i| low.autoprintable(GlobalId(i as u32)))
+        .collect();
     let mut program = Program {
         globals: std::mem::take(&mut low.globals),
         functions: low.functions.drain(..).flatten().collect(),
@@ -201,6 +204,9 @@ fn finish(
     };
     let mut errors = std::mem::take(&mut low.errors);
     errors.extend(rules::apply(&mut program));
+    for (g, ok) in program.globals.iter_mut().zip(autoprintable) {
+        g.autoprint &= ok;
+    }
     if !errors.is_empty() || !loader_errors.is_empty() {
         errors.sort_by_key(|e| (e.span.file, e.span.start));
         errors.dedup();
@@ -582,6 +588,16 @@ impl TapsetLoader for Loader<'_> {
 
     fn canonical(&self, file: FileId) -> FileId {
         self.canon.get(&file).copied().unwrap_or(file)
+    }
+
+    fn tapset_declares_global(&self, name: &str) -> bool {
+        self.lib.global_items(name).iter().any(|&(f, _)| {
+            self.lib.files[f]
+                .defs
+                .globals
+                .iter()
+                .any(|(g, private)| g == name && !private)
+        })
     }
 }
 

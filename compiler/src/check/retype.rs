@@ -200,6 +200,7 @@ impl Env<'_> {
     pub fn expr(&self, e: &mut Expr, locals: &[LocalVar]) {
         e.ty = match &mut e.kind {
             ExprKind::Long(_) => Type::Long,
+            ExprKind::Wildcard => Type::Void,
             ExprKind::Str(_) => Type::String,
             ExprKind::Load(lv) => {
                 self.lvalue_keys(lv, locals);

@@ -117,7 +117,7 @@ impl Walker<'_> {
     /// `used`: the expression's value is used (so `x++` reads `x`).
     fn expr(&mut self, e: &Expr, used: bool) {
         match &e.kind {
-            ExprKind::Long(_) | ExprKind::Str(_) | ExprKind::Context(_) => {}
+            ExprKind::Long(_) | ExprKind::Str(_) | ExprKind::Context(_) | ExprKind::Wildcard => {}
             ExprKind::Load(lv) => self.read(lv),
             ExprKind::Unary { expr, .. } => self.expr(expr, true),
             ExprKind::Binary { lhs, rhs, .. } => {
@@ -383,6 +383,6 @@ fn locals_expr(e: &Expr, w: &mut HashSet<u32>, r: &mut Vec<(u32, Span)>) {
         ExprKind::Call { args, .. }
         | ExprKind::Builtin { args, .. }
         | ExprKind::Print { args, .. } => args.iter().for_each(|a| locals_expr(a, w, r)),
-        ExprKind::Long(_) | ExprKind::Str(_) | ExprKind::Context(_) => {}
+        ExprKind::Long(_) | ExprKind::Str(_) | ExprKind::Context(_) | ExprKind::Wildcard => {}
     }
 }

@@ -234,6 +234,49 @@ pub unsafe extern "C" fn utap_arr_delete(ctx: *mut HandlerContext, gid: i64) {
     })
 }
 
+/// Runs `f` on array `gid` with the slice filter made of `ctx.keys`: key
+/// column i is fixed when bit i of `mask` is set, any value otherwise.
+fn with_slice<R>(
+    ctx: *mut HandlerContext,
+    gid: i64,
+    mask: i64,
+    f: impl FnOnce(&mut Global, &[Option<Key<'_>>]) -> R,
+) -> R {
+    with_keys(ctx, gid, |g, k, _| {
+        let mut filter = [None; MAX_KEYS];
+        for (i, key) in k.iter().enumerate() {
+            filter[i] = (mask & (1 << i) != 0).then_some(*key);
+        }
+        f(g, &filter[..k.len()])
+    })
+}
+
+/// `[k, *] in a`: whether some element matches the slice.
+pub unsafe extern "C" fn utap_arr_exists_slice(
+    ctx: *mut HandlerContext,
+    gid: i64,
+    mask: i64,
+) -> i64 {
+    settle(ctx, gid);
+    with_slice(ctx, gid, mask, |g, filter| match g {
+        Global::LongArray(m) => m.any_matching(filter),
+        Global::StrArray(m) => m.any_matching(filter),
+        Global::StatArray(m, _) => m.any_matching(filter),
+        _ => false,
+    }) as i64
+}
+
+/// `delete a[k, *]`: removes every element matching the slice.
+pub unsafe extern "C" fn utap_arr_delete_slice(ctx: *mut HandlerContext, gid: i64, mask: i64) {
+    settle(ctx, gid);
+    with_slice(ctx, gid, mask, |g, filter| match g {
+        Global::LongArray(m) => m.remove_matching(filter),
+        Global::StrArray(m) => m.remove_matching(filter),
+        Global::StatArray(m, _) => m.remove_matching(filter),
+        _ => {}
+    })
+}
+
 /// `delete g` for any global: an array is emptied, a scalar reset.
 pub unsafe extern "C" fn utap_global_clear(ctx: *mut HandlerContext, gid: i64) {
     settle(ctx, gid);
@@ -608,6 +651,8 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
         ("utap_arr_add", utap_arr_add as *const u8),
         ("utap_arr_exists", utap_arr_exists as *const u8),
         ("utap_arr_delete", utap_arr_delete as *const u8),
+        ("utap_arr_exists_slice", utap_arr_exists_slice as *const u8),
+        ("utap_arr_delete_slice", utap_arr_delete_slice as *const u8),
         ("utap_global_clear", utap_global_clear as *const u8),
         ("utap_stat_add", utap_stat_add as *const u8),
         ("utap_stat_get", utap_stat_get as *const u8),

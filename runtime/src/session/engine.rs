@@ -40,6 +40,8 @@ pub(crate) struct Shared {
     pub engine: EngineId,
     /// Live traced threads per process, to know when a process ends.
     live: HashMap<i32, u32>,
+    /// The `-c` command, seen from its execve's entry: adopted at its exec.
+    adopt_at_exec: Option<i32>,
     /// Executable paths per process, kept only when a probe is limited to a
     /// path.
     exe: super::functions::IdMap<i32, String>,
@@ -100,6 +102,7 @@ impl Shared {
             sink: Mutex::new(sink),
             engine: EngineId(u32::MAX),
             live: HashMap::new(),
+            adopt_at_exec: None,
             exe: Default::default(),
             want_exe: dispatch.path_filters,
             entry_args: EntryArgs::default(),
@@ -163,6 +166,12 @@ impl Shared {
                 .procs_mut()
                 .remove(tid);
         }
+    }
+
+    /// The `-c` command, traced from its execve's entry: [`Self::adopt_process`]
+    /// when the exec is done.
+    pub fn adopt_at_exec(&mut self, pid: Tid) {
+        self.adopt_at_exec = Some(pid.0);
     }
 
     /// A process (and its threads) is now traced: learn its facts and fire
@@ -777,22 +786,33 @@ impl Engine for ScriptEngine {
         let child = clone.child.0;
         s.forget_proc(child);
         s.script().procs_mut().refresh(child);
+        let (parent, creator) = (cx.pid().0, cx.tid().0);
         let (hooks, values) = match clone.kind {
             CloneKind::Thread => {
-                let pid = cx.pid().0;
-                *s.live.entry(pid).or_default() += 1;
-                (&d.thread_begin, context(pid, child))
+                *s.live.entry(parent).or_default() += 1;
+                (&d.thread_begin, context(parent, child))
             }
             CloneKind::Fork | CloneKind::Vfork => {
                 *s.live.entry(child).or_default() += 1;
-                s.functions.cloned(cx.pid().0, child);
-                if let Some(exe) = s.exe.get(&cx.pid().0).cloned() {
+                s.functions.cloned(parent, child);
+                if let Some(exe) = s.exe.get(&parent).cloned() {
                     s.exe.insert(child, exe);
                 }
                 (&d.begin, context(child, child))
             }
         };
-        action(s.fire(cx, hooks, &values).stop)
+        // process.create first, in the creator's context (SystemTap's
+        // kprocess.create runs at copy_process's return in the parent),
+        // then the new task's begin in its own.
+        let mut stop = false;
+        if !d.create.is_empty() {
+            let mut created = context(parent, creator);
+            created.args[0] = values.pid;
+            created.args[1] = values.tid;
+            stop |= s.fire(cx, &d.create, &created).stop;
+        }
+        stop |= s.fire(cx, hooks, &values).stop;
+        action(stop)
     }
 
     fn report_exec(&mut self, cx: &mut Cx, _: ResumeAction, former: Tid) -> ResumeAction {
@@ -801,6 +821,12 @@ impl Engine for ScriptEngine {
         let pid = cx.pid().0;
         if former.0 != pid {
             s.forget_proc(former.0);
+        }
+        if s.adopt_at_exec == Some(pid) {
+            // The -c command's own exec: it starts being the command now.
+            s.adopt_at_exec = None;
+            s.adopt_process(cx, d, Tid(pid), &[Tid(pid)]);
+            return action(false);
         }
         s.note_exec(pid);
         s.functions.forget(pid);

@@ -152,7 +152,8 @@ pub fn run(
             .map_err(|e| SessionError(format!("cannot start tracer threads: {e}")))?;
     }
     // As with SystemTap, the -c command exists (created, stopped at its
-    // exec) before the begin probes run, so target() is its pid there.
+    // execve's entry or its exec) before the begin probes run, so target()
+    // is its pid there.
     let notified = match &opts.stopless {
         Some(stopless) if notify::enabled() && !opts.guru && inproc.is_none() => {
             notify::plan(&dispatch, dispatch.syscall_need(), stopless, EVERY_SYSCALL)
@@ -174,20 +175,26 @@ pub fn run(
         Target::Attach(pid) => Err(Tid(*pid)),
     };
     script.set_target(match &spawned {
-        Ok((pid, _, _)) => pid.0 as i64,
+        Ok(s) => s.pid.0 as i64,
         Err(pid) => pid.0 as i64,
     });
-    let listener = spawned.as_mut().ok().and_then(|(_, _, l)| l.take());
+    let listener = spawned.as_mut().ok().and_then(|s| s.listener.take());
     if !script.run_begin(&mut sink) {
-        if let Ok((pid, _, _)) = spawned {
+        if let Ok(Started { pid, .. }) = spawned {
             // Never run: under its seccomp filter it could not run untraced.
             // SAFETY: signalling our own stopped child.
             unsafe { libc::kill(pid.0, libc::SIGKILL) };
         }
         return Ok(conclude(finish(&mut script, &mut sink), Aftermath::Detach));
     }
+    // A command stopped at its execve's entry is adopted (its facts,
+    // function probes, process.begin) at the exec, as the program it runs.
+    let mut before_exec = false;
     let (pid, threads, seccomp_on) = match spawned {
-        Ok((pid, seccomp_on, _)) => (pid, vec![pid], seccomp_on),
+        Ok(s) => {
+            before_exec = s.at_exec_entry;
+            (s.pid, vec![s.pid], s.seccomp_on)
+        }
         Err(pid) => attach_target(&mut tracer, pid, opts.verbose)?,
     };
     let inproc = inproc::usable(inproc.as_ref(), seccomp_on).filter(|img| {
@@ -236,9 +243,13 @@ pub fn run(
             ctl.enable_dataplane(img.clone());
             inproc::watch_errors(&mut ctl, &shared);
         }
-        shared
-            .borrow_mut()
-            .adopt_process(&mut ctl, &dispatch, pid, &threads);
+        if before_exec {
+            shared.borrow_mut().adopt_at_exec(pid);
+        } else {
+            shared
+                .borrow_mut()
+                .adopt_process(&mut ctl, &dispatch, pid, &threads);
+        }
         schedule_timers(&mut ctl, &shared, deadline);
         profile::schedule(&mut ctl, &shared, &dispatch);
         // However the session ends, the script ends first: the user gets
@@ -474,10 +485,23 @@ fn eperm_reasons(yama: bool) -> String {
     }
 }
 
+/// The `-c` command, started.
+struct Started {
+    pid: Tid,
+    /// It runs under the session's seccomp filter.
+    seccomp_on: bool,
+    /// The filter's notification listener, when it has one.
+    listener: Option<crate::listener::Listener>,
+    /// Stopped at its execve's entry, which the probes are to see.
+    at_exec_entry: bool,
+}
+
 /// Starts `-c CMD` (`utrace::command_line`) traced from its first
 /// instruction, with a seccomp filter when the script probes syscalls; the
 /// entries of `notified` (see [`notify`]) come through the returned
-/// listener.
+/// listener. When the script probes syscalls, the command's own execve is
+/// theirs to see, as under SystemTap (whose command execs with the probes
+/// armed): it is returned stopped at that call's entry.
 fn spawn(
     tracer: &mut Tracer,
     cmd: &str,
@@ -485,9 +509,12 @@ fn spawn(
     notified: &[u32],
     gadget: Option<std::ops::Range<u64>>,
     verbose: bool,
-) -> Result<(Tid, bool, Option<crate::listener::Listener>), SessionError> {
-    let command = SpawnCommand::command_line(cmd)
+) -> Result<Started, SessionError> {
+    let mut command = SpawnCommand::command_line(cmd)
         .map_err(|e| SessionError(format!("cannot run {cmd:?}: {e}")))?;
+    if syscalls != SyscallNeed::Nothing {
+        command = command.report_exec();
+    }
     // Built before fork: installing it in the child must not allocate.
     // A probe on every syscall still gets a filter (tracing every number
     // x86_64 has, far beyond its ≈460): one stop per syscall instead of
@@ -556,8 +583,12 @@ fn spawn(
             );
         }
     }
-    let listener = spawned.listener.filter(|_| seccomp_on);
-    Ok((spawned.pid, seccomp_on, listener))
+    Ok(Started {
+        pid: spawned.pid,
+        seccomp_on,
+        listener: spawned.listener.filter(|_| seccomp_on),
+        at_exec_entry: spawned.at_exec_entry,
+    })
 }
 
 /// Syscall numbers a filter for "every syscall" traces (x86_64 has < 512;

@@ -27,6 +27,10 @@ pub enum ProcessFilter {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ProcessEvent {
     Begin,
+    /// A traced thread created a process or thread (its clone, fork or
+    /// vfork event), in the creator's context; `args[0]`/`args[1]` are
+    /// the new task's pid and tid.
+    Create,
     End,
     ThreadBegin,
     ThreadEnd,
@@ -146,6 +150,7 @@ pub(crate) struct Dispatch {
     /// execs PATH.
     pub exec_begin: Vec<Hook>,
     pub end: Vec<Hook>,
+    pub create: Vec<Hook>,
     pub thread_begin: Vec<Hook>,
     pub thread_end: Vec<Hook>,
     pub signal: Vec<Hook>,
@@ -185,6 +190,7 @@ impl Dispatch {
                 }
                 ProcessEvent::Begin => d.begin.push(hook),
                 ProcessEvent::End => d.end.push(hook),
+                ProcessEvent::Create => d.create.push(hook),
                 ProcessEvent::ThreadBegin => d.thread_begin.push(hook),
                 ProcessEvent::ThreadEnd => d.thread_end.push(hook),
                 ProcessEvent::Signal => d.signal.push(hook),

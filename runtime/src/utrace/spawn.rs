@@ -12,6 +12,13 @@
 //! be attached before it runs. That first execve is not reported at all:
 //! its entry came before tracing, so its exit is not reported either
 //! (engines never see a return without its entry).
+//!
+//! With [`SpawnCommand::report_exec`] (SystemTap's `-c`, whose command
+//! execs with the probes armed) `spawn` returns earlier: stopped at the
+//! entry of that execve, its seccomp stop when the hook installed a
+//! filter (which always traps execve), else its syscall-entry stop. The
+//! stop is queued for the tracer loop, so the engines attached meanwhile
+//! get the call's entry, its exec and its exit as for any later execve.
 
 use std::ffi::CString;
 
@@ -26,6 +33,8 @@ use super::{Control, Signal, Tid, Tracer};
 pub struct SpawnCommand {
     path: CString,
     argv: Vec<CString>,
+    /// Stop at the execve's entry, not its exec (see the module notes).
+    report_exec: bool,
 }
 
 impl SpawnCommand {
@@ -38,7 +47,15 @@ impl SpawnCommand {
         Ok(SpawnCommand {
             path: argv[0].clone(),
             argv,
+            report_exec: false,
         })
+    }
+
+    /// Have engines see the command's own execve (entry, exec, exit):
+    /// `spawn` returns at its entry (see the module notes).
+    pub fn report_exec(mut self) -> SpawnCommand {
+        self.report_exec = true;
+        self
     }
 
     /// SystemTap's `-c CMD`: the program and arguments CMD's words name,
@@ -66,6 +83,9 @@ fn cstring(s: &str) -> Result<CString> {
 #[derive(Debug)]
 pub struct Spawned {
     pub pid: Tid,
+    /// Stopped at the entry of its execve ([`SpawnCommand::report_exec`]),
+    /// which engines are yet to see; else at its exec stop.
+    pub at_exec_entry: bool,
     /// What the pre-exec hook returned (true without a hook).
     pub hook_ok: bool,
     /// The seccomp notification listener the hook handed over with
@@ -126,17 +146,18 @@ impl Control<'_> {
                 std::io::Error::last_os_error()
             )))
         } else {
-            self.adopt(Tid(pid), status_r)
+            self.adopt(Tid(pid), status_r, cmd.report_exec)
         };
         // SAFETY: our read end.
         unsafe { libc::close(status_r) };
         result
     }
 
-    /// Seizes the self-stopped child and runs it up to its exec stop.
-    fn adopt(&mut self, pid: Tid, status_r: libc::c_int) -> Result<Spawned> {
+    /// Seizes the self-stopped child and runs it up to its exec stop, or
+    /// with `at_entry` up to its execve's entry (see the module notes).
+    fn adopt(&mut self, pid: Tid, status_r: libc::c_int, at_entry: bool) -> Result<Spawned> {
         let early_end = |st: Status| Error::Spawn(format!("the child ended before exec: {st:?}"));
-        let st = wait(pid)?;
+        let (st, _) = wait(pid)?;
         if st != Status::SignalStop(Signal::STOP) {
             return Err(early_end(st));
         }
@@ -144,8 +165,15 @@ impl Control<'_> {
         // SAFETY: signalling our own child.
         unsafe { libc::kill(pid.0, libc::SIGCONT) };
         let mut listener = None;
-        loop {
-            let st = match &listener {
+        // Looking for the execve's entry, syscall stops are wanted until
+        // it is known whether a seccomp filter will stop there.
+        let mut request = match at_entry {
+            true => ptrace::PTRACE_SYSCALL,
+            false => ptrace::PTRACE_CONT,
+        };
+        let mut hook_ok = None;
+        let entry = loop {
+            let (st, raw) = match &listener {
                 Some(l) => wait_serving(pid, l)?,
                 None => wait(pid)?,
             };
@@ -153,12 +181,27 @@ impl Control<'_> {
                 Status::Event {
                     event: ptrace::EVENT_EXEC,
                     ..
-                } => break,
+                } => break None,
                 Status::Event {
                     event: ptrace::EVENT_SECCOMP,
                     ..
                 } => {
+                    if at_entry && execve_at(pid, libc::PTRACE_SYSCALL_INFO_SECCOMP) {
+                        break Some(raw);
+                    }
                     listener = listener.or_else(|| take_listener(pid));
+                    None
+                }
+                Status::SyscallStop if execve_at(pid, libc::PTRACE_SYSCALL_INFO_ENTRY) => {
+                    // The status byte came before the execve: with a
+                    // filter, its seccomp stop follows; without, this is
+                    // the entry engines will see.
+                    let ok = read_status(status_r);
+                    hook_ok = Some(ok);
+                    if !ok {
+                        break Some(raw);
+                    }
+                    request = ptrace::PTRACE_CONT;
                     None
                 }
                 Status::Exited(_) | Status::Signaled { .. } => return Err(early_end(st)),
@@ -166,30 +209,64 @@ impl Control<'_> {
                 Status::SignalStop(s) => Some(s),
                 _ => None,
             };
-            ptrace::restart(ptrace::PTRACE_CONT, pid, sig)?;
-        }
-        let mut byte = [0u8; 1];
-        // SAFETY: reading one byte into a local buffer.
-        let n = unsafe { libc::read(status_r, byte.as_mut_ptr().cast(), 1) };
+            ptrace::restart(request, pid, sig)?;
+        };
+        let hook_ok = hook_ok.unwrap_or_else(|| read_status(status_r));
         let mut thread = Thread::new(pid, pid, Run::Stopped);
         thread.exitkill = true;
-        // Stopped inside execve: a PTRACE_SYSCALL resume sees its exit,
-        // which is not reported (its entry came before tracing).
-        thread.in_syscall = true;
-        thread.entered_untraced = true;
+        match entry {
+            // The loop reports the entry (`replay`), then the exec and exit.
+            Some(raw) => self.core.replay.push((pid, raw)),
+            None => {
+                // Stopped inside execve: a PTRACE_SYSCALL resume sees its
+                // exit, which is not reported (its entry came before
+                // tracing).
+                thread.in_syscall = true;
+                thread.entered_untraced = true;
+                self.core.pending_resolve.push(pid);
+            }
+        }
         self.core.threads.insert(pid, thread);
-        self.core.pending_resolve.push(pid);
         Ok(Spawned {
             pid,
-            hook_ok: n == 1 && byte[0] == 1,
+            at_exec_entry: entry.is_some(),
+            hook_ok,
             listener,
         })
     }
 }
 
-fn wait(pid: Tid) -> Result<Status> {
+/// The child's status byte: whether its pre-exec hook succeeded. Written
+/// before its execve, so there by the time that is seen.
+fn read_status(status_r: libc::c_int) -> bool {
+    let mut byte = [0u8; 1];
+    // SAFETY: reading one byte into a local buffer.
+    let n = unsafe { libc::read(status_r, byte.as_mut_ptr().cast(), 1) };
+    n == 1 && byte[0] == 1
+}
+
+/// Whether `pid` is stopped at an execve of the kind `op` (a seccomp stop
+/// or a syscall-entry stop).
+fn execve_at(pid: Tid, op: u8) -> bool {
+    let Ok(info) = ptrace::syscall_info(pid) else {
+        return false;
+    };
+    if info.op != op {
+        return false;
+    }
+    // SAFETY: `op` says which member is filled; both start with `nr`.
+    let nr = unsafe {
+        match op {
+            libc::PTRACE_SYSCALL_INFO_SECCOMP => info.u.seccomp.nr,
+            _ => info.u.entry.nr,
+        }
+    };
+    nr == libc::SYS_execve as u64
+}
+
+fn wait(pid: Tid) -> Result<(Status, i32)> {
     match ptrace::wait_for(pid.0, libc::WUNTRACED) {
-        Ok(Some((_, status))) => Ok(ptrace::decode(status)),
+        Ok(Some((_, status))) => Ok((ptrace::decode(status), status)),
         Ok(None) => Err(Error::Spawn("wait found no child".into())),
         Err(errno) => Err(Error::Os {
             op: "waitpid",
@@ -218,10 +295,10 @@ fn take_listener(pid: Tid) -> Option<crate::listener::Listener> {
 /// [`wait`] while the child, under its notify filter, may make notified
 /// syscalls before exec (writing its status byte): those are let through
 /// unreported (nothing before exec is), as the stops are.
-fn wait_serving(pid: Tid, listener: &crate::listener::Listener) -> Result<Status> {
+fn wait_serving(pid: Tid, listener: &crate::listener::Listener) -> Result<(Status, i32)> {
     loop {
         match ptrace::wait_for(pid.0, libc::WUNTRACED | libc::WNOHANG) {
-            Ok(Some((_, status))) => return Ok(ptrace::decode(status)),
+            Ok(Some((_, status))) => return Ok((ptrace::decode(status), status)),
             Ok(None) => {}
             Err(errno) => {
                 return Err(Error::Os {

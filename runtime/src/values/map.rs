@@ -74,6 +74,15 @@ impl KeyPart {
     }
 }
 
+/// Whether stored keys are in a slice (`a[*, "x"]`: `None` columns match
+/// anything).
+fn slice_matches(parts: &[KeyPart], filter: &[Option<Key<'_>>]) -> bool {
+    filter
+        .iter()
+        .zip(parts)
+        .all(|(want, have)| want.as_ref().is_none_or(|k| have.matches(k)))
+}
+
 /// Stored keys: single-column keys (the common case) stay inline.
 #[derive(Clone, Debug)]
 enum KeyBuf {
@@ -472,6 +481,32 @@ impl<V> Map<V> {
         self.remove_slot(i)
     }
 
+    /// `[k, *] in map`: whether an entry matches `filter` (a `None`
+    /// column matches any key).
+    pub fn any_matching(&self, filter: &[Option<Key<'_>>]) -> bool {
+        self.slots
+            .iter()
+            .skip(self.head)
+            .flatten()
+            .any(|e| slice_matches(e.key.parts(), filter))
+    }
+
+    /// `delete map[k, *]`: removes every entry matching `filter`.
+    pub fn remove_matching(&mut self, filter: &[Option<Key<'_>>]) {
+        for i in self.head..self.slots.len() {
+            if self.slots[i]
+                .as_ref()
+                .is_some_and(|e| slice_matches(e.key.parts(), filter))
+            {
+                self.remove_slot(i);
+                if self.live == 0 {
+                    // remove_slot emptied the slots.
+                    break;
+                }
+            }
+        }
+    }
+
     /// `delete map`.
     pub fn clear(&mut self) {
         self.slots.clear();
@@ -555,9 +590,7 @@ impl<V> Map<V> {
                     .expect("live")
                     .key
                     .parts();
-                f.iter()
-                    .zip(parts)
-                    .all(|(want, have)| want.as_ref().is_none_or(|k| have.matches(k)))
+                slice_matches(parts, f)
             });
         }
     }
