@@ -508,3 +508,33 @@ fn a_runtime_error_ends_only_its_own_session() {
     assert_eq!(out.stdout, format!("getppid={}\n", 2 * CALLS));
     assert_eq!(out.status, 0);
 }
+
+#[test]
+fn kill_9_of_the_daemon_leaves_its_command_running_untraced() {
+    let daemon = Daemon::start();
+    let script =
+        "probe process.begin { if (pid() == target()) printf(\"target %d\\n\", target()) }";
+    let cmd = format!("exec {} 2 >/dev/null 2>&1", fixture("sleeper"));
+    let client = Live::spawn(utap(script, &[&daemon.connect_arg(), "-c", &cmd]));
+    let pid: i32 = client
+        .line()
+        .strip_prefix("target ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    wait_until("the command's threads", || threads(pid).len() == 3);
+    signal(daemon.child.id() as i32, libc::SIGKILL);
+    let out = client.finish();
+    assert_eq!(out.status, 1);
+    assert_eq!(
+        out.stderr,
+        "utap: the daemon ended the session without a result\n"
+    );
+    // Under no seccomp filter it needs no tracer. Before, it kept the
+    // PTRACE_O_EXITKILL it was seized with, and died with the daemon.
+    assert_settled_untraced(pid, " after kill -9 of the daemon");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(threads(pid).len(), 3, "the command lost threads");
+    assert_running_untraced(pid);
+    signal(pid, libc::SIGKILL);
+}

@@ -10,7 +10,8 @@ probes run, the output is written and utap returns at once. The traced program:
   -x PID, or -c without a seccomp filter: detached, it runs on untraced.
   -c under the filter (a script naming its syscalls): after -T, exit() or an error
      it runs on, served by utap's tracing process until it exits; a signal kills it
-     (as strace --seccomp-bpf). kill -9 of utap kills a -c command (EXITKILL).
+     (as strace --seccomp-bpf). kill -9 of utap kills it too (EXITKILL); a -c
+     command without the filter is detached, as an attached process.
 Exit status: 0, or 1 after a usage, compile, runtime or output error.";
 
 /// utap: SystemTap-style tracing of Linux processes.

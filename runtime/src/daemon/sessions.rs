@@ -295,6 +295,9 @@ fn spawn(ctl: &mut Control, cmd: &str, io: CommandIo) -> Result<Tid, String> {
         unsafe { libc::kill(spawned.pid.0, libc::SIGKILL) };
         return Err(format!("cannot run {cmd:?} in {}", io.cwd));
     }
+    // No filter: a `kill -9` of the daemon leaves it running untraced.
+    ctl.outlive_tracer(spawned.pid)
+        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
     Ok(spawned.pid)
 }
 

@@ -504,6 +504,13 @@ fn spawn(
         tracer
             .ctl()
             .set_syscall_source(spawned.pid, SyscallSource::Seccomp);
+    } else {
+        // Nothing in it needs utap: it outlives a `kill -9` of utap, as
+        // an attached process does (README "Ending a session").
+        tracer
+            .ctl()
+            .outlive_tracer(spawned.pid)
+            .map_err(|e| SessionError(format!("cannot run {cmd:?}: {e}")))?;
     }
     if verbose {
         eprintln!("{}", strategy_note(syscalls, seccomp_on));
