@@ -538,3 +538,28 @@ fn kill_9_of_the_daemon_leaves_its_command_running_untraced() {
     assert_running_untraced(pid);
     signal(pid, libc::SIGKILL);
 }
+
+#[test]
+fn exit_status_through_the_daemon_is_the_commands() {
+    let daemon = Daemon::start();
+    let connect = daemon.connect_arg();
+    let script = "probe process.begin { }";
+    for (extra, cmd, status) in [
+        (&[][..], "sh -c 'exit 3'", 0),
+        (&["--exit-status"][..], "sh -c 'exit 3'", 3),
+        (
+            &["--exit-status"][..],
+            "sh -c 'kill -TERM $$'",
+            128 + libc::SIGTERM,
+        ),
+    ] {
+        let mut args = vec![connect.as_str(), "-c", cmd];
+        args.extend_from_slice(extra);
+        let out = run(utap(script, &args));
+        assert_eq!(
+            (out.status, out.stderr.as_str()),
+            (status, ""),
+            "{extra:?} {cmd}"
+        );
+    }
+}

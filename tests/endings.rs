@@ -341,3 +341,46 @@ fn the_command_runs_at_the_callers_nice_value() {
     assert_eq!(out.stdout, format!("{ours}\n"), "{out:?}");
     assert_eq!(out.status, 0, "{out:?}");
 }
+
+/// utap's status for `-c CMD` with `script` and `extra` options.
+fn status_of(script: &str, extra: &[&str], cmd: &str) -> Outcome {
+    let mut args = extra.to_vec();
+    args.extend(["-c", cmd]);
+    run(utap(script, &args))
+}
+
+#[test]
+fn exit_status_gives_the_commands_status_and_the_default_stays_utaps() {
+    // Without a filter, and with one (a syscall probe).
+    for script in ["probe process.begin { }", "probe syscall.openat { }"] {
+        let exits_3 = "sh -c 'exit 3'";
+        let killed = "sh -c 'kill -TERM $$'";
+        // SystemTap's default: utap's own status.
+        assert_eq!(status_of(script, &[], exits_3).status, 0, "{script}");
+        assert_eq!(status_of(script, &[], killed).status, 0, "{script}");
+        let out = status_of(script, &["--exit-status"], exits_3);
+        assert_eq!((out.status, out.stderr.as_str()), (3, ""), "{script}");
+        // Killed by SIGTERM: 128 + 15, as a shell reports it.
+        let out = status_of(script, &["--exit-status"], killed);
+        assert_eq!((out.status, out.stderr.as_str()), (143, ""), "{script}");
+        assert_eq!(status_of(script, &["--exit-status"], "true").status, 0);
+    }
+    // utap's own error still exits 1.
+    let out = status_of(
+        "probe process.end { error(\"boom\") }",
+        &["--exit-status"],
+        "sh -c 'exit 3'",
+    );
+    assert_eq!(out.status, 1, "{out:?}");
+    // A session that ends first: the command's status is not known yet.
+    let out = status_of(
+        "probe timer.ms(100) { exit() }",
+        &["--exit-status"],
+        "sh -c 'sleep 1; exit 3'",
+    );
+    assert_eq!(out.status, 0, "{out:?}");
+    // It is for -c.
+    let out = run(utap("probe begin { exit() }", &["--exit-status"]));
+    assert_eq!(out.status, 1);
+    assert!(out.stderr.contains("-c <CMD>"), "{}", out.stderr);
+}

@@ -12,7 +12,8 @@ probes run, the output is written and utap returns at once. The traced program:
      it runs on, served by utap's tracing process until it exits; a signal kills it
      (as strace --seccomp-bpf). kill -9 of utap kills it too (EXITKILL); a -c
      command without the filter is detached, as an attached process.
-Exit status: 0, or 1 after a usage, compile, runtime or output error.";
+Exit status: 0, or 1 after a usage, compile, runtime or output error
+(with --exit-status: the -c command's, when its exit ends the session).";
 
 /// utap: SystemTap-style tracing of Linux processes.
 #[derive(Parser, Debug, Clone)]
@@ -31,6 +32,14 @@ pub struct Options {
     /// Run CMD (its words; `/bin/sh -c CMD` for shell syntax), traced from its first instruction.
     #[arg(short = 'c', value_name = "CMD")]
     pub command: Option<String>,
+
+    /// Exit with the -c command's status when its exit ends the session (its
+    /// exit code, or 128+N when signal N killed it, as a shell reports it;
+    /// strace exits alike, but dies of the signal itself). Without it utap's
+    /// own status, as SystemTap's. A utap error still exits 1; a session
+    /// ended first (exit(), -T, a signal) gives utap's own status.
+    #[arg(long = "exit-status", requires = "command")]
+    pub exit_status: bool,
 
     /// Attach to every thread of the running process PID.
     #[arg(short = 'x', value_name = "PID")]

@@ -217,6 +217,7 @@ impl Prepare for Compiler {
             json: opts.format == cli::Format::Json,
             buffer_bytes,
             verbose: opts.verbose > 0,
+            exit_status: opts.exit_status,
             name: script_name.to_string(),
         };
         Some((prepared, Box::new(compiled)))

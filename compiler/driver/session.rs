@@ -357,6 +357,7 @@ fn traced(
         verbose: opts.verbose > 0,
         guru: opts.guru,
         stopless: Some(stopless),
+        exit_status: opts.exit_status,
     };
     let handover = handover.clone();
     let conclude = Box::new(move |status: i32, after: Aftermath| {

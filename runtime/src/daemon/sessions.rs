@@ -46,6 +46,8 @@ pub struct Prepared {
     /// `-s MB`, in bytes.
     pub buffer_bytes: usize,
     pub verbose: bool,
+    /// `--exit-status`: the client ends with its command's status.
+    pub exit_status: bool,
     /// The script's name, for `--sessions`.
     pub name: String,
 }
@@ -210,6 +212,7 @@ pub(crate) fn start(
     {
         let mut s = shared.borrow_mut();
         s.verbose = p.verbose;
+        s.exit_with_target = p.exit_status;
         s.engine = engine;
         s.conclude = Some(conclude);
         s.end_with = Some(pid.0);

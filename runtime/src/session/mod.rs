@@ -84,6 +84,9 @@ pub struct SessionOptions {
     /// Syscall entries served that way come through a seccomp
     /// notification ([`notify`]).
     pub stopless: Option<Vec<bool>>,
+    /// `--exit-status`: end with the command's status when its exit ends
+    /// the session (see `Shared::exit_with_target`).
+    pub exit_status: bool,
 }
 
 /// A session that could not start: the message for the user.
@@ -188,6 +191,7 @@ pub fn run(
         let mut s = shared.borrow_mut();
         s.linger = seccomp_on;
         s.verbose = opts.verbose;
+        s.exit_with_target = opts.exit_status;
         s.conclude = Some(conclude);
     }
     let id = tracer.add_engine(ScriptEngine {
