@@ -1,6 +1,7 @@
 //! Command-line options, with SystemTap's names (see CONTRACT.md).
 
 use clap::Parser;
+use utap_compiler::foreign;
 
 /// What happens to the traced program when a session ends (README:
 /// "Ending a session").
@@ -232,6 +233,10 @@ pub fn parse_args() -> Options {
             eprintln!("{}", unsupported_option(&arg));
             std::process::exit(1);
         }
+        Err(e) if migrant_hint(&e).is_some() => {
+            eprintln!("utap: {}", migrant_hint(&e).unwrap_or_default());
+            std::process::exit(1);
+        }
         // clap's message; `--help`/`--version` exit 0, usage errors 1 (as
         // README says; clap's own default would be 2).
         Err(e) => {
@@ -251,6 +256,33 @@ pub fn unsupported_option(arg: &str) -> String {
         "utap: option '{name}' is not supported by utap\n  \
          (run 'utap --help' for the options utap has)"
     )
+}
+
+/// A one-line hint for an option value another tool's user would give:
+/// strace's and bpftrace's `-p PID`, strace's `-f` (`utap_compiler::foreign`).
+fn migrant_hint(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ErrorKind};
+    if !matches!(
+        e.kind(),
+        ErrorKind::ValueValidation | ErrorKind::InvalidValue
+    ) {
+        return None;
+    }
+    let arg = e.get(ContextKind::InvalidArg)?.to_string();
+    let value = e
+        .get(ContextKind::InvalidValue)
+        .map(|v| v.to_string())
+        .unwrap_or_default();
+    if arg.starts_with("-p ") {
+        return foreign::pid_option(&value);
+    }
+    let a_format = ["text", "json"]
+        .iter()
+        .any(|f| value.eq_ignore_ascii_case(f));
+    if arg.starts_with("--format") && !a_format {
+        return Some(foreign::FOLLOW_FORKS.to_string());
+    }
+    None
 }
 
 /// Where the script comes from.
@@ -273,6 +305,9 @@ impl Options {
     /// The script and its arguments, or a usage message.
     pub fn script(&self) -> Result<(ScriptSource, Vec<String>), String> {
         if let Some(text) = &self.script_text {
+            if let Some(hint) = foreign::strace_expression(text) {
+                return Err(hint);
+            }
             return Ok((ScriptSource::Text(text.clone()), self.rest.clone()));
         }
         match self.rest.split_first() {

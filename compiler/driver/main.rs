@@ -150,6 +150,9 @@ fn run(opts: &cli::Options) -> Result<u8, Failure> {
         .map(|p| (p, false))
         .or(opts.list_vars.as_ref().map(|p| (p, true)))
     {
+        if let Some(hint) = utap_compiler::foreign::bpftrace_listing(pattern) {
+            return Err(Failure::Message(hint));
+        }
         let mut map = SourceMap::new();
         let mut ids = NodeIds::default();
         let text = check::listing::list(&mut map, pattern, vars, &check_options(opts), &mut ids)
