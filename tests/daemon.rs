@@ -563,3 +563,142 @@ fn exit_status_through_the_daemon_is_the_commands() {
         );
     }
 }
+
+/// Without XDG_RUNTIME_DIR the default socket is `$TMPDIR/utap-UID/`: a
+/// fresh TMPDIR where someone planted a symbolic link at that name (to a
+/// directory of ours with mode 0700, which passed every check before);
+/// the link is another user's where the test can make it so (root).
+struct Planted {
+    tmp: PathBuf,
+    link: PathBuf,
+    target: PathBuf,
+}
+
+impl Planted {
+    fn new() -> Planted {
+        static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = std::env::temp_dir().join(format!("utap-planted-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let target = tmp.join("theirs");
+        std::fs::create_dir_all(&target).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o700)).unwrap();
+        // SAFETY: getuid has no memory effects.
+        let link = tmp.join(format!("utap-{}", unsafe { libc::getuid() }));
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let _ = std::os::unix::fs::lchown(&link, Some(65534), Some(65534));
+        Planted { tmp, link, target }
+    }
+
+    /// utap with TMPDIR here and no XDG_RUNTIME_DIR.
+    fn utap(&self, args: &[&str]) -> std::process::Command {
+        let mut c = command(utap_bin());
+        c.args(args)
+            .env("TMPDIR", &self.tmp)
+            .env_remove("XDG_RUNTIME_DIR")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// The refusal, as daemon and client word it.
+    fn refusal(&self) -> String {
+        use std::os::unix::fs::MetadataExt;
+        let owner = std::fs::symlink_metadata(&self.link).unwrap().uid();
+        format!(
+            "utap: refusing the daemon's directory: {} is a symbolic link of uid {owner} to {}, \
+             not a directory: someone may have planted it to take the daemon's socket (remove \
+             it, or set XDG_RUNTIME_DIR to a directory of yours)",
+            self.link.display(),
+            self.target.display()
+        )
+    }
+}
+
+impl Drop for Planted {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.tmp);
+    }
+}
+
+#[test]
+fn the_daemon_refuses_a_planted_symbolic_link_for_its_directory() {
+    let planted = Planted::new();
+    let mut daemon = planted.utap(&["--daemon"]).spawn().unwrap();
+    // Before, it followed the link and listened in the planted target.
+    let socket = planted.target.join("utapd.sock");
+    wait_until("the daemon to exit or listen", || {
+        socket.exists() || daemon.try_wait().unwrap().is_some()
+    });
+    let _ = daemon.kill();
+    let out = finish(daemon);
+    assert_eq!(out.stderr, format!("{}\n", planted.refusal()));
+    assert_eq!(out.status, 1);
+    assert!(!socket.exists());
+}
+
+#[test]
+fn clients_refuse_a_planted_symbolic_link_for_the_daemons_directory() {
+    let planted = Planted::new();
+    // Asked for a daemon: an error.
+    for args in [&["--sessions"][..], &["--detach-session", "1"][..]] {
+        let out = run(planted.utap(args));
+        assert_eq!(out.stderr, format!("{}\n", planted.refusal()), "{args:?}");
+        assert_eq!(out.status, 1, "{args:?}");
+    }
+    let gate = Gate::start();
+    let pid = gate.pid().to_string();
+    let script = "probe process.begin { println(\"attached\"); exit() }";
+    let out = run(planted.utap(&["--connect", "-x", &pid, "-e", script]));
+    assert_eq!(out.stderr, format!("{}\n", planted.refusal()));
+    assert_eq!((out.status, out.stdout.as_str()), (1, ""));
+    // -x uses a daemon only if one runs: it says why not, and traces alone.
+    let out = run(planted.utap(&["-x", &pid, "-e", script]));
+    assert_eq!(
+        out.stderr,
+        format!("{}; tracing without the daemon\n", planted.refusal())
+    );
+    assert_eq!((out.status, out.stdout.as_str()), (0, "attached\n"));
+}
+
+#[test]
+fn the_daemon_refuses_a_directory_others_can_enter_or_own() {
+    let planted = Planted::new();
+    std::fs::remove_file(&planted.link).unwrap();
+    std::fs::create_dir(&planted.link).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&planted.link, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = run(planted.utap(&["--daemon"]));
+    assert_eq!(
+        out.stderr,
+        format!(
+            "utap: refusing the daemon's directory: {} has mode 755: other users can reach the \
+             daemon's socket (chmod 700 it)\n",
+            planted.link.display()
+        )
+    );
+    assert_eq!(out.status, 1);
+    let out = run(planted.utap(&["--sessions"]));
+    assert_eq!(out.status, 1);
+    assert!(out.stderr.contains("has mode 755"), "{}", out.stderr);
+    // Mode 0700 but another user's (only root can give it away).
+    std::fs::set_permissions(&planted.link, std::fs::Permissions::from_mode(0o700)).unwrap();
+    if std::os::unix::fs::lchown(&planted.link, Some(65534), None).is_err() {
+        eprintln!("skipped the other owner's directory: needs root");
+        return;
+    }
+    let out = run(planted.utap(&["--daemon"]));
+    assert_eq!(
+        out.stderr,
+        format!(
+            "utap: refusing the daemon's directory: {} belongs to uid 65534, not to you (uid \
+             {}): its owner could take the daemon's socket (remove it, or set XDG_RUNTIME_DIR \
+             to a directory of yours)\n",
+            planted.link.display(),
+            // SAFETY: getuid has no memory effects.
+            unsafe { libc::getuid() }
+        )
+    );
+    assert_eq!(out.status, 1);
+}

@@ -148,7 +148,9 @@ pub struct Options {
     #[arg(long = "daemon")]
     pub daemon: bool,
 
-    /// The daemon's socket (default: $XDG_RUNTIME_DIR/utap/utapd.sock).
+    /// The daemon's socket (default: $XDG_RUNTIME_DIR/utap/utapd.sock, or
+    /// $TMPDIR/utap-UID/utapd.sock without XDG_RUNTIME_DIR; a directory
+    /// that is a symbolic link, another user's or open to others is refused).
     #[arg(long = "socket", value_name = "PATH")]
     pub socket: Option<String>,
 

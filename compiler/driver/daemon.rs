@@ -64,12 +64,24 @@ pub fn run(opts: &cli::Options) -> Result<Option<u8>, Failure> {
     finish(client::run(stream, request, output))
 }
 
-/// The daemon's socket for the client side.
-fn socket_path(opts: &cli::Options) -> PathBuf {
+/// The daemon's socket for the client side, and whether it is the
+/// default one (whose directory must be private: `protocol::private_dir`).
+fn socket_path(opts: &cli::Options) -> (PathBuf, bool) {
     match opts.connect.as_deref().or(opts.socket.as_deref()) {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => protocol::default_socket(),
+        Some(p) if !p.is_empty() => (PathBuf::from(p), false),
+        _ => (protocol::default_socket(), true),
     }
+}
+
+/// Why the default socket's directory is not to be trusted, if it is not
+/// (a symbolic link, someone else's, open to others): a daemon found
+/// there could be anyone's, and it would get the script, the environment
+/// and, for `-c`, the terminal.
+fn untrusted(path: &std::path::Path, default: bool) -> Option<String> {
+    let dir = path.parent().filter(|_| default)?;
+    protocol::private_dir(dir)
+        .err()
+        .map(|why| format!("refusing the daemon's directory: {why}"))
 }
 
 /// A connection to the daemon when this run should use one: `--connect`,
@@ -90,7 +102,15 @@ fn connect(opts: &cli::Options) -> Result<Option<std::os::unix::net::UnixStream>
     if !eligible {
         return Ok(None);
     }
-    let path = socket_path(opts);
+    let (path, default) = socket_path(opts);
+    if let Some(why) = untrusted(&path, default) {
+        if explicit {
+            return Err(Failure::Message(why));
+        }
+        // The daemon is only a convenience here: say why it is not used.
+        eprintln!("utap: {why}; tracing without the daemon");
+        return Ok(None);
+    }
     match client::connect(&path) {
         Ok(s) => Ok(Some(s)),
         Err(e) if explicit => Err(Failure::Message(format!(
@@ -103,7 +123,10 @@ fn connect(opts: &cli::Options) -> Result<Option<std::os::unix::net::UnixStream>
 
 /// `--sessions` and `--detach-session`.
 fn request(opts: &cli::Options, request: Request) -> Result<Option<u8>, Failure> {
-    let path = socket_path(opts);
+    let (path, default) = socket_path(opts);
+    if let Some(why) = untrusted(&path, default) {
+        return Err(Failure::Message(why));
+    }
     let stream = client::connect(&path)
         .map_err(|e| Failure::Message(format!("no utap daemon at {}: {e}", path.display())))?;
     finish(client::run(stream, request, None))

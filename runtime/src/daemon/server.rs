@@ -10,7 +10,7 @@
 
 use std::io;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -84,26 +84,18 @@ pub fn admitted(peer: Peer, own_uid: u32) -> Result<(), String> {
     ))
 }
 
-/// Makes the socket's directory (mode 0700) and refuses one that others
-/// could enter or that belongs to someone else.
+/// Makes the socket's directory (mode 0700) and refuses a symbolic link,
+/// or a directory that others could enter or that belongs to someone else
+/// ([`protocol::private_dir`]).
 fn private_dir(dir: &Path) -> Result<(), String> {
-    if !dir.exists() {
+    let refuse = |why: String| format!("refusing the daemon's directory: {why}");
+    if !protocol::private_dir(dir).map_err(refuse)? {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    let meta = std::fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    // SAFETY: getuid has no memory effects.
-    let uid = unsafe { libc::getuid() };
-    if meta.uid() != uid || meta.mode() & 0o077 != 0 {
-        return Err(format!(
-            "{} must be a directory of uid {uid} with mode 0700 (it has uid {}, mode {:o})",
-            dir.display(),
-            meta.uid(),
-            meta.mode() & 0o7777
-        ));
+        protocol::private_dir(dir).map_err(refuse)?;
     }
     Ok(())
 }
