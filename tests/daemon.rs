@@ -34,33 +34,56 @@ probe end {{ printf("getppid=%d\n", n) }}
 struct Daemon {
     child: Child,
     dir: PathBuf,
+    socket: PathBuf,
 }
 
 impl Daemon {
     fn start() -> Daemon {
+        Daemon::start_with(false)
+    }
+
+    /// A daemon on the default socket of a fresh XDG_RUNTIME_DIR (its
+    /// `dir`): pass the directory to clients as [`Daemon::users`].
+    fn start_default() -> Daemon {
+        Daemon::start_with(true)
+    }
+
+    fn start_with(default: bool) -> Daemon {
         static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("utap-daemon-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let socket = dir.join("utapd.sock");
-        let child = command(utap_bin())
-            .arg("--daemon")
-            .arg("--socket")
-            .arg(&socket)
+        let mut c = command(utap_bin());
+        c.arg("--daemon")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the daemon");
-        let daemon = Daemon { child, dir };
+            .stderr(Stdio::null());
+        let socket = match default {
+            true => {
+                c.env("XDG_RUNTIME_DIR", &dir);
+                dir.join("utap").join("utapd.sock")
+            }
+            false => {
+                c.arg("--socket").arg(dir.join("utapd.sock"));
+                dir.join("utapd.sock")
+            }
+        };
+        let child = c.spawn().expect("start the daemon");
+        let daemon = Daemon { child, dir, socket };
         wait_until("the daemon's socket", || {
-            std::os::unix::net::UnixStream::connect(&socket).is_ok()
+            std::os::unix::net::UnixStream::connect(&daemon.socket).is_ok()
         });
         daemon
     }
 
+    /// `cmd` as a user of the daemon started by [`Daemon::start_default`].
+    fn users(&self, mut cmd: std::process::Command) -> std::process::Command {
+        cmd.env("XDG_RUNTIME_DIR", &self.dir);
+        cmd
+    }
+
     fn socket(&self) -> String {
-        self.dir.join("utapd.sock").to_string_lossy().into_owned()
+        self.socket.to_string_lossy().into_owned()
     }
 
     fn connect_arg(&self) -> String {
@@ -701,4 +724,72 @@ fn the_daemon_refuses_a_directory_others_can_enter_or_own() {
         )
     );
     assert_eq!(out.status, 1);
+}
+
+/// Prints the parent of the target: the daemon, or utap's own tracing
+/// process.
+const PARENT: &str =
+    "probe process.begin { if (pid() == target()) printf(\"parent %d\\n\", ppid()) }";
+
+#[test]
+fn a_running_daemon_serves_x_runs_and_leaves_c_runs_standalone() {
+    let daemon = Daemon::start_default();
+    let daemon_pid = daemon.child.id() as i32;
+    // -c without --connect: standalone (before, the daemon took it over).
+    let out = run(daemon.users(utap(PARENT, &["-c", "echo hello"])));
+    assert_eq!((out.status, out.stderr.as_str()), (0, ""));
+    let parent: i32 = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("parent "))
+        .unwrap_or_else(|| panic!("{}", out.stdout))
+        .parse()
+        .unwrap();
+    assert_ne!(parent, daemon_pid, "the daemon ran the -c command");
+    assert!(out.stdout.contains("hello\n"), "{}", out.stdout);
+    // --connect: the daemon's.
+    let out = run(daemon.users(utap(PARENT, &["--connect", "-c", "echo hello"])));
+    // The command writes to the client's stdout itself, beside the script.
+    let mut lines: Vec<&str> = out.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["hello".to_string(), format!("parent {daemon_pid}")]);
+    // -x: the daemon's when it runs, as README says.
+    let gate = Gate::start();
+    let x = Live::spawn(daemon.users(utap(&counting(), &["-x", &gate.pid().to_string()])));
+    assert_eq!(x.line(), "attached");
+    let listed = run({
+        let mut c = command(utap_bin());
+        c.arg("--sessions");
+        daemon.users(c)
+    });
+    assert_eq!(listed.stdout.lines().count(), 2, "{}", listed.stdout);
+    signal(x.pid(), libc::SIGINT);
+    assert_eq!(x.finish().status, 0);
+}
+
+#[test]
+fn a_command_through_connect_expands_in_the_clients_environment() {
+    let daemon = Daemon::start();
+    let connect = daemon.connect_arg();
+    // The variable is the client's only.
+    let mut c = utap(
+        "probe process.begin { }",
+        &[&connect, "-c", "$UTAP_CLIENT_ONLY from-the-client"],
+    );
+    c.env("UTAP_CLIENT_ONLY", "echo");
+    let out = run(c);
+    assert_eq!(out.stderr, "");
+    assert_eq!((out.status, out.stdout.as_str()), (0, "from-the-client\n"));
+    // An error is the client's, worded as standalone.
+    let cmd = "$UTAP_UNDEFINED_VAR x";
+    let alone = run(utap("probe process.begin { }", &["--no-daemon", "-c", cmd]));
+    assert_eq!(
+        alone.stderr,
+        "utap: wordexp: undefined shell variable in -c COMMAND: $UTAP_UNDEFINED_VAR x\n"
+    );
+    let out = run(utap("probe process.begin { }", &[&connect, "-c", cmd]));
+    assert_eq!(
+        (out.status, out.stderr.as_str()),
+        (1, alone.stderr.as_str())
+    );
 }

@@ -19,6 +19,7 @@ use utap_runtime::daemon::{Prepared, client};
 use utap_runtime::host::Verdict;
 use utap_runtime::script::RuntimeOptions;
 use utap_runtime::transport;
+use utap_runtime::utrace::command_line::CommandLine;
 
 use crate::{Failure, cli, session, trace};
 
@@ -41,6 +42,12 @@ pub fn run(opts: &cli::Options) -> Result<Option<u8>, Failure> {
     };
     let (source, _) = opts.script().map_err(Failure::Message)?;
     let (script_name, script) = crate::read_script(source)?;
+    // The command's variables, `~`, globs and program are the client's
+    // (and so is the message when they fail), as standalone.
+    let split = match &opts.command {
+        Some(cmd) => Some(CommandLine::parse(cmd).map_err(Failure::Message)?),
+        None => None,
+    };
     let output: Option<Box<dyn std::io::Write>> = match &opts.output {
         Some(path) => Some(Box::new(std::fs::File::create(path).map_err(|e| {
             Failure::Message(format!("cannot open output file '{path}': {e}"))
@@ -59,6 +66,7 @@ pub fn run(opts: &cli::Options) -> Result<Option<u8>, Failure> {
             env: std::env::vars_os()
                 .map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy()))
                 .collect(),
+            split: split.map(Into::into),
         }),
     };
     finish(client::run(stream, request, output))
@@ -84,14 +92,17 @@ fn untrusted(path: &std::path::Path, default: bool) -> Option<String> {
         .map(|why| format!("refusing the daemon's directory: {why}"))
 }
 
-/// A connection to the daemon when this run should use one: `--connect`,
-/// or `-x` while the user's daemon runs (and not `--no-daemon`).
+/// A connection to the daemon when this run should use one: `--connect`
+/// (with `-x` or `-c`), or `-x` while the user's daemon runs (and not
+/// `--no-daemon`). A `-c` run without `--connect` is standalone: its
+/// command is the run's own (with the seccomp filter, killed with utap).
 fn connect(opts: &cli::Options) -> Result<Option<std::os::unix::net::UnixStream>, Failure> {
     let explicit = opts.connect.is_some();
     if opts.no_daemon || opts.pass.is_some() {
         return Ok(None);
     }
-    let eligible = (opts.pid.is_some() || opts.command.is_some()) && opts.metrics.is_none();
+    let on_a_process = opts.pid.is_some() || (explicit && opts.command.is_some());
+    let eligible = on_a_process && opts.metrics.is_none();
     if explicit && !eligible {
         return Err(Failure::Message(
             "--connect runs a session on a process: give -x PID or -c CMD \
@@ -150,6 +161,7 @@ impl Prepare for Compiler {
         script_name: &str,
         script: &str,
         colour: bool,
+        command: Option<&CommandLine>,
         channel: &Channel,
     ) -> Option<(Prepared, Box<dyn Any>)> {
         let fail = |msg: String| {
@@ -187,7 +199,7 @@ impl Prepare for Compiler {
         };
         let check_opts = check::CheckOptions {
             args: parse_opts.args.clone(),
-            ..crate::check_options(&opts)
+            ..crate::check_options_with(&opts, command)
         };
         let checked = match check::check(&mut map, parsed, &check_opts, &mut ids) {
             Ok(c) => c,
@@ -203,7 +215,7 @@ impl Prepare for Compiler {
             Err(session::PassError::Message(m)) => return fail(m),
             Err(session::PassError::Reported) => return None,
         };
-        if let Err(m) = trace::target(&opts, &program) {
+        if let Err(m) = trace::target(&opts, &program, command) {
             return fail(m);
         }
         let points = match trace::process_points(&program) {

@@ -15,6 +15,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::utrace::command_line::CommandLine;
+
 /// The protocol version this utap speaks; a daemon refuses other versions.
 pub const VERSION: u32 = 1;
 
@@ -55,6 +57,45 @@ pub enum Request {
 pub struct CommandEnv {
     pub cwd: String,
     pub env: Vec<String>,
+    /// The command as the client split it (`utrace::command_line`): its
+    /// variables, `~`, globs and PATH lookup are the client's, not the
+    /// daemon's. Absent (from an older client), the daemon splits it.
+    #[serde(default)]
+    pub split: Option<Split>,
+}
+
+/// A split `-c` command on the wire ([`CommandLine`]).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Split {
+    /// The program's path and argv.
+    Words { program: String, argv: Vec<String> },
+    /// `/bin/sh -c CMD`.
+    Shell { cmd: String },
+}
+
+impl From<CommandLine> for Split {
+    fn from(line: CommandLine) -> Split {
+        match line {
+            CommandLine::Words { program, argv } => Split::Words {
+                program: program.to_string_lossy().into_owned(),
+                argv,
+            },
+            CommandLine::Shell(cmd) => Split::Shell { cmd },
+        }
+    }
+}
+
+impl From<Split> for CommandLine {
+    fn from(split: Split) -> CommandLine {
+        match split {
+            Split::Words { program, argv } => CommandLine::Words {
+                program: program.into(),
+                argv,
+            },
+            Split::Shell { cmd } => CommandLine::Shell(cmd),
+        }
+    }
 }
 
 /// One message from the daemon.

@@ -21,19 +21,22 @@ use super::channel::Channel;
 use super::protocol::{self, Frame, Request};
 use super::sessions::{self, Prepared};
 use super::slots::{SLOTS, Slot, SlotEngine};
+use crate::utrace::command_line::CommandLine;
 use crate::utrace::{Tracer, TracerHandle, catch_termination_signals};
 
 /// Compiles a client's script: the driver's part of the daemon.
 pub trait Prepare: Send + Sync + 'static {
     /// The session ready to start, and what must outlive it (the machine
     /// code its handlers point into); `None` after writing the reason
-    /// (diagnostics, a usage error) to the client's stderr.
+    /// (diagnostics, a usage error) to the client's stderr. `command` is
+    /// the `-c` command as the client split it, if it did.
     fn prepare(
         &self,
         argv: &[String],
         script_name: &str,
         script: &str,
         colour: bool,
+        command: Option<&CommandLine>,
         channel: &Channel,
     ) -> Option<(Prepared, Box<dyn std::any::Any>)>;
 }
@@ -243,13 +246,15 @@ fn connection(stream: UnixStream, handle: &TracerHandle, prepare: &dyn Prepare, 
                         fds,
                         cwd: env.cwd,
                         env: env.env,
+                        line: env.split.map(CommandLine::from),
                     }),
                     Err(e) => return refuse(e.to_string()),
                 },
                 None => None,
             };
+            let line = io.as_ref().and_then(|io| io.line.as_ref());
             let Some((mut prepared, code)) =
-                prepare.prepare(&argv, &script_name, &script, colour, &channel)
+                prepare.prepare(&argv, &script_name, &script, colour, line, &channel)
             else {
                 return channel.exit(1);
             };

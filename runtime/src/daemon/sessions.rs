@@ -58,6 +58,8 @@ pub struct CommandIo {
     pub fds: Vec<std::os::fd::OwnedFd>,
     pub cwd: String,
     pub env: Vec<String>,
+    /// The command as the client split it (None: split it here).
+    pub line: Option<crate::utrace::command_line::CommandLine>,
 }
 
 struct Live {
@@ -260,8 +262,11 @@ pub(crate) fn start(
 fn spawn(ctl: &mut Control, cmd: &str, io: CommandIo) -> Result<Tid, String> {
     use std::ffi::CString;
     use std::os::fd::AsRawFd;
-    let command =
-        SpawnCommand::command_line(cmd).map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    let command = match io.line {
+        Some(line) => SpawnCommand::from_line(line),
+        None => SpawnCommand::command_line(cmd),
+    }
+    .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
     // Everything the child needs is built before the fork: it must not
     // allocate.
     let cwd = CString::new(io.cwd.clone()).map_err(|_| "bad directory".to_string())?;

@@ -46,8 +46,17 @@ impl SpawnCommand {
     /// SystemTap's `-c CMD`: the program and arguments CMD's words name,
     /// or `/bin/sh -c CMD` for shell syntax ([`CommandLine`]).
     pub fn command_line(cmd: &str) -> Result<SpawnCommand> {
-        match CommandLine::parse(cmd).map_err(Error::Spawn)? {
+        SpawnCommand::from_line(CommandLine::parse(cmd).map_err(Error::Spawn)?)
+    }
+
+    /// A command line split already (by a daemon's client, in its own
+    /// environment).
+    pub fn from_line(line: CommandLine) -> Result<SpawnCommand> {
+        match line {
             CommandLine::Shell(cmd) => SpawnCommand::new("/bin/sh", &["-c", &cmd]),
+            CommandLine::Words { argv, .. } if argv.is_empty() => {
+                Err(Error::Spawn("empty -c COMMAND".into()))
+            }
             CommandLine::Words { program, argv } => {
                 let path = program.to_str().ok_or_else(|| {
                     Error::Spawn(format!("program path is not UTF-8: {program:?}"))
