@@ -793,3 +793,40 @@ fn a_command_through_connect_expands_in_the_clients_environment() {
         (1, alone.stderr.as_str())
     );
 }
+
+#[test]
+fn an_attach_failure_reaches_the_client_worded_as_standalone() {
+    let daemon = Daemon::start();
+    let connect = daemon.connect_arg();
+    // A pid without a process: a child of ours, reaped.
+    let mut gone = command("true").spawn().unwrap();
+    let gone_pid = gone.id().to_string();
+    gone.wait().unwrap();
+    // A process another (standalone) utap traces: EPERM.
+    let gate = Gate::start();
+    let traced_pid = gate.pid().to_string();
+    let holder = Live::spawn(utap(&counting(), &["--no-daemon", "-x", &traced_pid]));
+    assert_eq!(holder.line(), "attached");
+    for (pid, why) in [
+        (&gone_pid, "no such process"),
+        (&traced_pid, "it is traced by another utap"),
+    ] {
+        let alone = run(utap(&counting(), &["--no-daemon", "-x", pid]));
+        assert_eq!(alone.status, 1);
+        assert!(
+            alone
+                .stderr
+                .starts_with(&format!("utap: cannot attach to process {pid}: {why}")),
+            "{}",
+            alone.stderr
+        );
+        let through = run(utap(&counting(), &[&connect, "-x", pid]));
+        assert_eq!(
+            (through.status, through.stderr.as_str()),
+            (1, alone.stderr.as_str())
+        );
+        assert_eq!(through.stdout, "");
+    }
+    signal(holder.pid(), libc::SIGINT);
+    assert_eq!(holder.finish().status, 0);
+}
