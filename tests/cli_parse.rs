@@ -390,3 +390,69 @@ fn c_given_as_one_word_with_its_value() {
     ]);
     assert_eq!(text(&out.stdout), "traced\nend\n", "{}", text(&out.stderr));
 }
+
+/// Exit status 1 and exactly `hint` on stderr for `args`.
+fn hints(args: &[&str], hint: &str) {
+    let out = utap(args);
+    assert_eq!(out.status.code(), Some(1), "{args:?}");
+    assert_eq!(text(&out.stderr), format!("utap: {hint}\n"), "{args:?}");
+    assert_eq!(text(&out.stdout), "", "{args:?}");
+}
+
+#[test]
+fn strace_and_bpftrace_habits_get_the_utap_way() {
+    // strace -p PID, bpftrace -p PID: utap's -p is the pass.
+    for args in [
+        &["-p", "1234", "-e", "probe begin { exit() }"][..],
+        &["-p1234", "script.stp"][..],
+    ] {
+        hints(
+            args,
+            "-p N stops after pass N (1 to 5), as in stap; utap attaches to process 1234 with -x 1234",
+        );
+    }
+    // strace -e trace=...: utap's -e is the script.
+    hints(
+        &["-e", "trace=openat,read", "-c", "true"],
+        "-e takes a script, not strace's -e trace=openat,read; in utap: \
+         -e 'probe syscall.openat, syscall.read { printf(\"%s(%s)\\n\", name, argstr) }'",
+    );
+    hints(
+        &["-e", "trace=%file", "-c", "true"],
+        "-e takes a script, not strace's -e trace=%file; in utap: \
+         -e 'probe syscall.* { printf(\"%s(%s)\\n\", name, argstr) }'",
+    );
+    // strace -f: utap's -f is the format, and it follows forks anyway.
+    for args in [
+        &["-f", "-c", "true", "-e", "probe begin { }"][..],
+        &["-ff", "-e", "probe begin { }"][..],
+        &["-f", "script.stp", "-c", "true"][..],
+    ] {
+        hints(
+            args,
+            "-f is --format (text or json); strace's -f is what utap always does: process \
+             probes cover every thread and child process of the -c command or -x process",
+        );
+    }
+    // bpftrace -l 'tracepoint:*'.
+    hints(
+        &["-l", "tracepoint:*"],
+        "'tracepoint:*' is a bpftrace probe pattern; utap's probe points have SystemTap's \
+         names: utap -l 'syscall.*' and utap -l 'process.*'",
+    );
+    hints(
+        &["-l", "tracepoint:syscalls:sys_exit_read"],
+        "'tracepoint:syscalls:sys_exit_read' is a bpftrace probe pattern; utap's probe \
+         points have SystemTap's names: utap -l 'syscall.read.return'",
+    );
+    hints(
+        &["-l", "kprobe:*"],
+        "'kprobe:*' is a bpftrace kernel probe pattern: utap traces user space (ptrace): \
+         kernel probes are not available; utap -l 'syscall.*' lists the system calls",
+    );
+    // What they name works, and utap's own uses stay as they were.
+    let out = utap(&["-l", "syscall.read.return"]);
+    assert_eq!(text(&out.stdout), "syscall.read.return\n");
+    let out = utap(&["-p", "1", "-f", "json", "-e", "probe begin { }"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}

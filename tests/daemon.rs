@@ -34,33 +34,56 @@ probe end {{ printf("getppid=%d\n", n) }}
 struct Daemon {
     child: Child,
     dir: PathBuf,
+    socket: PathBuf,
 }
 
 impl Daemon {
     fn start() -> Daemon {
+        Daemon::start_with(false)
+    }
+
+    /// A daemon on the default socket of a fresh XDG_RUNTIME_DIR (its
+    /// `dir`): pass the directory to clients as [`Daemon::users`].
+    fn start_default() -> Daemon {
+        Daemon::start_with(true)
+    }
+
+    fn start_with(default: bool) -> Daemon {
         static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("utap-daemon-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let socket = dir.join("utapd.sock");
-        let child = command(utap_bin())
-            .arg("--daemon")
-            .arg("--socket")
-            .arg(&socket)
+        let mut c = command(utap_bin());
+        c.arg("--daemon")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the daemon");
-        let daemon = Daemon { child, dir };
+            .stderr(Stdio::null());
+        let socket = match default {
+            true => {
+                c.env("XDG_RUNTIME_DIR", &dir);
+                dir.join("utap").join("utapd.sock")
+            }
+            false => {
+                c.arg("--socket").arg(dir.join("utapd.sock"));
+                dir.join("utapd.sock")
+            }
+        };
+        let child = c.spawn().expect("start the daemon");
+        let daemon = Daemon { child, dir, socket };
         wait_until("the daemon's socket", || {
-            std::os::unix::net::UnixStream::connect(&socket).is_ok()
+            std::os::unix::net::UnixStream::connect(&daemon.socket).is_ok()
         });
         daemon
     }
 
+    /// `cmd` as a user of the daemon started by [`Daemon::start_default`].
+    fn users(&self, mut cmd: std::process::Command) -> std::process::Command {
+        cmd.env("XDG_RUNTIME_DIR", &self.dir);
+        cmd
+    }
+
     fn socket(&self) -> String {
-        self.dir.join("utapd.sock").to_string_lossy().into_owned()
+        self.socket.to_string_lossy().into_owned()
     }
 
     fn connect_arg(&self) -> String {
@@ -507,4 +530,303 @@ fn a_runtime_error_ends_only_its_own_session() {
     assert_eq!(out.stderr, "");
     assert_eq!(out.stdout, format!("getppid={}\n", 2 * CALLS));
     assert_eq!(out.status, 0);
+}
+
+#[test]
+fn kill_9_of_the_daemon_leaves_its_command_running_untraced() {
+    let daemon = Daemon::start();
+    let script =
+        "probe process.begin { if (pid() == target()) printf(\"target %d\\n\", target()) }";
+    let cmd = format!("exec {} 2 >/dev/null 2>&1", fixture("sleeper"));
+    let client = Live::spawn(utap(script, &[&daemon.connect_arg(), "-c", &cmd]));
+    let pid: i32 = client
+        .line()
+        .strip_prefix("target ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    wait_until("the command's threads", || threads(pid).len() == 3);
+    signal(daemon.child.id() as i32, libc::SIGKILL);
+    let out = client.finish();
+    assert_eq!(out.status, 1);
+    assert_eq!(
+        out.stderr,
+        "utap: the daemon ended the session without a result\n"
+    );
+    // Under no seccomp filter it needs no tracer. Before, it kept the
+    // PTRACE_O_EXITKILL it was seized with, and died with the daemon.
+    assert_settled_untraced(pid, " after kill -9 of the daemon");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(threads(pid).len(), 3, "the command lost threads");
+    assert_running_untraced(pid);
+    signal(pid, libc::SIGKILL);
+}
+
+#[test]
+fn exit_status_through_the_daemon_is_the_commands() {
+    let daemon = Daemon::start();
+    let connect = daemon.connect_arg();
+    let script = "probe process.begin { }";
+    for (extra, cmd, status) in [
+        (&[][..], "sh -c 'exit 3'", 0),
+        (&["--exit-status"][..], "sh -c 'exit 3'", 3),
+        (
+            &["--exit-status"][..],
+            "sh -c 'kill -TERM $$'",
+            128 + libc::SIGTERM,
+        ),
+    ] {
+        let mut args = vec![connect.as_str(), "-c", cmd];
+        args.extend_from_slice(extra);
+        let out = run(utap(script, &args));
+        assert_eq!(
+            (out.status, out.stderr.as_str()),
+            (status, ""),
+            "{extra:?} {cmd}"
+        );
+    }
+}
+
+/// Without XDG_RUNTIME_DIR the default socket is `$TMPDIR/utap-UID/`: a
+/// fresh TMPDIR where someone planted a symbolic link at that name (to a
+/// directory of ours with mode 0700, which passed every check before);
+/// the link is another user's where the test can make it so (root).
+struct Planted {
+    tmp: PathBuf,
+    link: PathBuf,
+    target: PathBuf,
+}
+
+impl Planted {
+    fn new() -> Planted {
+        static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = std::env::temp_dir().join(format!("utap-planted-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let target = tmp.join("theirs");
+        std::fs::create_dir_all(&target).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o700)).unwrap();
+        // SAFETY: getuid has no memory effects.
+        let link = tmp.join(format!("utap-{}", unsafe { libc::getuid() }));
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let _ = std::os::unix::fs::lchown(&link, Some(65534), Some(65534));
+        Planted { tmp, link, target }
+    }
+
+    /// utap with TMPDIR here and no XDG_RUNTIME_DIR.
+    fn utap(&self, args: &[&str]) -> std::process::Command {
+        let mut c = command(utap_bin());
+        c.args(args)
+            .env("TMPDIR", &self.tmp)
+            .env_remove("XDG_RUNTIME_DIR")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// The refusal, as daemon and client word it.
+    fn refusal(&self) -> String {
+        use std::os::unix::fs::MetadataExt;
+        let owner = std::fs::symlink_metadata(&self.link).unwrap().uid();
+        format!(
+            "utap: refusing the daemon's directory: {} is a symbolic link of uid {owner} to {}, \
+             not a directory: someone may have planted it to take the daemon's socket (remove \
+             it, or set XDG_RUNTIME_DIR to a directory of yours)",
+            self.link.display(),
+            self.target.display()
+        )
+    }
+}
+
+impl Drop for Planted {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.tmp);
+    }
+}
+
+#[test]
+fn the_daemon_refuses_a_planted_symbolic_link_for_its_directory() {
+    let planted = Planted::new();
+    let mut daemon = planted.utap(&["--daemon"]).spawn().unwrap();
+    // Before, it followed the link and listened in the planted target.
+    let socket = planted.target.join("utapd.sock");
+    wait_until("the daemon to exit or listen", || {
+        socket.exists() || daemon.try_wait().unwrap().is_some()
+    });
+    let _ = daemon.kill();
+    let out = finish(daemon);
+    assert_eq!(out.stderr, format!("{}\n", planted.refusal()));
+    assert_eq!(out.status, 1);
+    assert!(!socket.exists());
+}
+
+#[test]
+fn clients_refuse_a_planted_symbolic_link_for_the_daemons_directory() {
+    let planted = Planted::new();
+    // Asked for a daemon: an error.
+    for args in [&["--sessions"][..], &["--detach-session", "1"][..]] {
+        let out = run(planted.utap(args));
+        assert_eq!(out.stderr, format!("{}\n", planted.refusal()), "{args:?}");
+        assert_eq!(out.status, 1, "{args:?}");
+    }
+    let gate = Gate::start();
+    let pid = gate.pid().to_string();
+    let script = "probe process.begin { println(\"attached\"); exit() }";
+    let out = run(planted.utap(&["--connect", "-x", &pid, "-e", script]));
+    assert_eq!(out.stderr, format!("{}\n", planted.refusal()));
+    assert_eq!((out.status, out.stdout.as_str()), (1, ""));
+    // -x uses a daemon only if one runs: it says why not, and traces alone.
+    let out = run(planted.utap(&["-x", &pid, "-e", script]));
+    assert_eq!(
+        out.stderr,
+        format!("{}; tracing without the daemon\n", planted.refusal())
+    );
+    assert_eq!((out.status, out.stdout.as_str()), (0, "attached\n"));
+}
+
+#[test]
+fn the_daemon_refuses_a_directory_others_can_enter_or_own() {
+    let planted = Planted::new();
+    std::fs::remove_file(&planted.link).unwrap();
+    std::fs::create_dir(&planted.link).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&planted.link, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = run(planted.utap(&["--daemon"]));
+    assert_eq!(
+        out.stderr,
+        format!(
+            "utap: refusing the daemon's directory: {} has mode 755: other users can reach the \
+             daemon's socket (chmod 700 it)\n",
+            planted.link.display()
+        )
+    );
+    assert_eq!(out.status, 1);
+    let out = run(planted.utap(&["--sessions"]));
+    assert_eq!(out.status, 1);
+    assert!(out.stderr.contains("has mode 755"), "{}", out.stderr);
+    // Mode 0700 but another user's (only root can give it away).
+    std::fs::set_permissions(&planted.link, std::fs::Permissions::from_mode(0o700)).unwrap();
+    if std::os::unix::fs::lchown(&planted.link, Some(65534), None).is_err() {
+        eprintln!("skipped the other owner's directory: needs root");
+        return;
+    }
+    let out = run(planted.utap(&["--daemon"]));
+    assert_eq!(
+        out.stderr,
+        format!(
+            "utap: refusing the daemon's directory: {} belongs to uid 65534, not to you (uid \
+             {}): its owner could take the daemon's socket (remove it, or set XDG_RUNTIME_DIR \
+             to a directory of yours)\n",
+            planted.link.display(),
+            // SAFETY: getuid has no memory effects.
+            unsafe { libc::getuid() }
+        )
+    );
+    assert_eq!(out.status, 1);
+}
+
+/// Prints the parent of the target: the daemon, or utap's own tracing
+/// process.
+const PARENT: &str =
+    "probe process.begin { if (pid() == target()) printf(\"parent %d\\n\", ppid()) }";
+
+#[test]
+fn a_running_daemon_serves_x_runs_and_leaves_c_runs_standalone() {
+    let daemon = Daemon::start_default();
+    let daemon_pid = daemon.child.id() as i32;
+    // -c without --connect: standalone (before, the daemon took it over).
+    let out = run(daemon.users(utap(PARENT, &["-c", "echo hello"])));
+    assert_eq!((out.status, out.stderr.as_str()), (0, ""));
+    let parent: i32 = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("parent "))
+        .unwrap_or_else(|| panic!("{}", out.stdout))
+        .parse()
+        .unwrap();
+    assert_ne!(parent, daemon_pid, "the daemon ran the -c command");
+    assert!(out.stdout.contains("hello\n"), "{}", out.stdout);
+    // --connect: the daemon's.
+    let out = run(daemon.users(utap(PARENT, &["--connect", "-c", "echo hello"])));
+    // The command writes to the client's stdout itself, beside the script.
+    let mut lines: Vec<&str> = out.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["hello".to_string(), format!("parent {daemon_pid}")]);
+    // -x: the daemon's when it runs, as README says.
+    let gate = Gate::start();
+    let x = Live::spawn(daemon.users(utap(&counting(), &["-x", &gate.pid().to_string()])));
+    assert_eq!(x.line(), "attached");
+    let listed = run({
+        let mut c = command(utap_bin());
+        c.arg("--sessions");
+        daemon.users(c)
+    });
+    assert_eq!(listed.stdout.lines().count(), 2, "{}", listed.stdout);
+    signal(x.pid(), libc::SIGINT);
+    assert_eq!(x.finish().status, 0);
+}
+
+#[test]
+fn a_command_through_connect_expands_in_the_clients_environment() {
+    let daemon = Daemon::start();
+    let connect = daemon.connect_arg();
+    // The variable is the client's only.
+    let mut c = utap(
+        "probe process.begin { }",
+        &[&connect, "-c", "$UTAP_CLIENT_ONLY from-the-client"],
+    );
+    c.env("UTAP_CLIENT_ONLY", "echo");
+    let out = run(c);
+    assert_eq!(out.stderr, "");
+    assert_eq!((out.status, out.stdout.as_str()), (0, "from-the-client\n"));
+    // An error is the client's, worded as standalone.
+    let cmd = "$UTAP_UNDEFINED_VAR x";
+    let alone = run(utap("probe process.begin { }", &["--no-daemon", "-c", cmd]));
+    assert_eq!(
+        alone.stderr,
+        "utap: wordexp: undefined shell variable in -c COMMAND: $UTAP_UNDEFINED_VAR x\n"
+    );
+    let out = run(utap("probe process.begin { }", &[&connect, "-c", cmd]));
+    assert_eq!(
+        (out.status, out.stderr.as_str()),
+        (1, alone.stderr.as_str())
+    );
+}
+
+#[test]
+fn an_attach_failure_reaches_the_client_worded_as_standalone() {
+    let daemon = Daemon::start();
+    let connect = daemon.connect_arg();
+    // A pid without a process: a child of ours, reaped.
+    let mut gone = command("true").spawn().unwrap();
+    let gone_pid = gone.id().to_string();
+    gone.wait().unwrap();
+    // A process another (standalone) utap traces: EPERM.
+    let gate = Gate::start();
+    let traced_pid = gate.pid().to_string();
+    let holder = Live::spawn(utap(&counting(), &["--no-daemon", "-x", &traced_pid]));
+    assert_eq!(holder.line(), "attached");
+    for (pid, why) in [
+        (&gone_pid, "no such process"),
+        (&traced_pid, "it is traced by another utap"),
+    ] {
+        let alone = run(utap(&counting(), &["--no-daemon", "-x", pid]));
+        assert_eq!(alone.status, 1);
+        assert!(
+            alone
+                .stderr
+                .starts_with(&format!("utap: cannot attach to process {pid}: {why}")),
+            "{}",
+            alone.stderr
+        );
+        let through = run(utap(&counting(), &[&connect, "-x", pid]));
+        assert_eq!(
+            (through.status, through.stderr.as_str()),
+            (1, alone.stderr.as_str())
+        );
+        assert_eq!(through.stdout, "");
+    }
+    signal(holder.pid(), libc::SIGINT);
+    assert_eq!(holder.finish().status, 0);
 }

@@ -1,7 +1,8 @@
 //! How sessions end (issue 11, points 2 and 4): promptly at `-T`, `exit()`,
 //! an error or a termination signal, SIGQUIT included; a command under the
 //! seccomp filter keeps running unharmed after utap has returned; a handler
-//! stuck in a loop still yields; SIGKILL of utap kills a `-c` command; and
+//! stuck in a loop still yields; SIGKILL of utap kills a `-c` command under
+//! the seccomp filter and leaves one without it running untraced; and
 //! nothing is lost silently: output write errors, a closed pipe, a large
 //! end-of-session dump, bad option values.
 
@@ -90,20 +91,44 @@ fn sigquit_runs_the_end_probes_and_lets_the_process_go() {
     assert_running_untraced(sleeper.pid());
 }
 
-#[test]
-fn sigkill_of_utap_kills_the_command_through_exitkill() {
-    let script =
-        "probe process.begin { if (pid() == target()) printf(\"target %d\\n\", target()) }";
-    let cmd = format!("exec {} 1 >/dev/null 2>&1", fixture("sleeper"));
-    let live = Live::spawn(utap(script, &["-c", &cmd]));
+/// Starts `script` on the sleeper fixture (2 threads) with `-c`, kills
+/// utap with SIGKILL once the command runs; the command's pid.
+fn sigkill_utap_under(script: &str) -> i32 {
+    let script = format!(
+        "{script} probe process.begin {{ if (pid() == target()) printf(\"target %d\\n\", target()) }}"
+    );
+    let cmd = format!("exec {} 2 >/dev/null 2>&1", fixture("sleeper"));
+    let live = Live::spawn(utap(&script, &["-c", &cmd]));
     let line = live.line();
     let pid: i32 = line.strip_prefix("target ").unwrap().parse().unwrap();
+    wait_until("the command's threads", || threads(pid).len() == 3);
     signal(live.pid(), libc::SIGKILL);
     let out = live.finish();
     assert_eq!(out.status, 128 + libc::SIGKILL);
+    pid
+}
+
+#[test]
+fn sigkill_of_utap_kills_a_filtered_command_through_exitkill() {
+    // A syscall probe: the command runs under the seccomp filter, which
+    // would fail its calls with ENOSYS once untraced.
+    let pid = sigkill_utap_under("probe syscall.openat { }");
     // The tracing process dies with utap (PR_SET_PDEATHSIG), and the kernel
     // kills a dead tracer's PTRACE_O_EXITKILL tracees.
     wait_until("the command to die", || matches!(state(pid), '?' | 'Z'));
+}
+
+#[test]
+fn sigkill_of_utap_leaves_an_unfiltered_command_running_untraced() {
+    // No syscall probe, no filter: nothing in the command needs utap, so
+    // (CONTRACT.md) it runs on, as an attached process does. Before, its
+    // PTRACE_O_EXITKILL had the kernel kill it with utap.
+    let pid = sigkill_utap_under("");
+    assert_settled_untraced(pid, " after kill -9 of utap");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(threads(pid).len(), 3, "the command lost threads");
+    assert_running_untraced(pid);
+    signal(pid, libc::SIGKILL);
 }
 
 /// A handler looping under a huge MAXACTION.
@@ -315,4 +340,47 @@ fn the_command_runs_at_the_callers_nice_value() {
     let out = run(utap("probe begin { }", &["-c", "nice"]));
     assert_eq!(out.stdout, format!("{ours}\n"), "{out:?}");
     assert_eq!(out.status, 0, "{out:?}");
+}
+
+/// utap's status for `-c CMD` with `script` and `extra` options.
+fn status_of(script: &str, extra: &[&str], cmd: &str) -> Outcome {
+    let mut args = extra.to_vec();
+    args.extend(["-c", cmd]);
+    run(utap(script, &args))
+}
+
+#[test]
+fn exit_status_gives_the_commands_status_and_the_default_stays_utaps() {
+    // Without a filter, and with one (a syscall probe).
+    for script in ["probe process.begin { }", "probe syscall.openat { }"] {
+        let exits_3 = "sh -c 'exit 3'";
+        let killed = "sh -c 'kill -TERM $$'";
+        // SystemTap's default: utap's own status.
+        assert_eq!(status_of(script, &[], exits_3).status, 0, "{script}");
+        assert_eq!(status_of(script, &[], killed).status, 0, "{script}");
+        let out = status_of(script, &["--exit-status"], exits_3);
+        assert_eq!((out.status, out.stderr.as_str()), (3, ""), "{script}");
+        // Killed by SIGTERM: 128 + 15, as a shell reports it.
+        let out = status_of(script, &["--exit-status"], killed);
+        assert_eq!((out.status, out.stderr.as_str()), (143, ""), "{script}");
+        assert_eq!(status_of(script, &["--exit-status"], "true").status, 0);
+    }
+    // utap's own error still exits 1.
+    let out = status_of(
+        "probe process.end { error(\"boom\") }",
+        &["--exit-status"],
+        "sh -c 'exit 3'",
+    );
+    assert_eq!(out.status, 1, "{out:?}");
+    // A session that ends first: the command's status is not known yet.
+    let out = status_of(
+        "probe timer.ms(100) { exit() }",
+        &["--exit-status"],
+        "sh -c 'sleep 1; exit 3'",
+    );
+    assert_eq!(out.status, 0, "{out:?}");
+    // It is for -c.
+    let out = run(utap("probe begin { exit() }", &["--exit-status"]));
+    assert_eq!(out.status, 1);
+    assert!(out.stderr.contains("-c <CMD>"), "{}", out.stderr);
 }

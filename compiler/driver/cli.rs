@@ -1,6 +1,7 @@
 //! Command-line options, with SystemTap's names (see CONTRACT.md).
 
 use clap::Parser;
+use utap_compiler::foreign;
 
 /// What happens to the traced program when a session ends (README:
 /// "Ending a session").
@@ -10,8 +11,10 @@ probes run, the output is written and utap returns at once. The traced program:
   -x PID, or -c without a seccomp filter: detached, it runs on untraced.
   -c under the filter (a script naming its syscalls): after -T, exit() or an error
      it runs on, served by utap's tracing process until it exits; a signal kills it
-     (as strace --seccomp-bpf). kill -9 of utap kills a -c command (EXITKILL).
-Exit status: 0, or 1 after a usage, compile, runtime or output error.";
+     (as strace --seccomp-bpf). kill -9 of utap kills it too (EXITKILL); a -c
+     command without the filter is detached, as an attached process.
+Exit status: 0, or 1 after a usage, compile, runtime or output error
+(with --exit-status: the -c command's, when its exit ends the session).";
 
 /// utap: SystemTap-style tracing of Linux processes.
 #[derive(Parser, Debug, Clone)]
@@ -30,6 +33,14 @@ pub struct Options {
     /// Run CMD (its words; `/bin/sh -c CMD` for shell syntax), traced from its first instruction.
     #[arg(short = 'c', value_name = "CMD")]
     pub command: Option<String>,
+
+    /// Exit with the -c command's status when its exit ends the session (its
+    /// exit code, or 128+N when signal N killed it, as a shell reports it;
+    /// strace exits alike, but dies of the signal itself). Without it utap's
+    /// own status, as SystemTap's. A utap error still exits 1; a session
+    /// ended first (exit(), -T, a signal) gives utap's own status.
+    #[arg(long = "exit-status", requires = "command")]
+    pub exit_status: bool,
 
     /// Attach to every thread of the running process PID.
     #[arg(short = 'x', value_name = "PID")]
@@ -137,7 +148,9 @@ pub struct Options {
     #[arg(long = "daemon")]
     pub daemon: bool,
 
-    /// The daemon's socket (default: $XDG_RUNTIME_DIR/utap/utapd.sock).
+    /// The daemon's socket (default: $XDG_RUNTIME_DIR/utap/utapd.sock, or
+    /// $TMPDIR/utap-UID/utapd.sock without XDG_RUNTIME_DIR; a directory
+    /// that is a symbolic link, another user's or open to others is refused).
     #[arg(long = "socket", value_name = "PATH")]
     pub socket: Option<String>,
 
@@ -222,6 +235,10 @@ pub fn parse_args() -> Options {
             eprintln!("{}", unsupported_option(&arg));
             std::process::exit(1);
         }
+        Err(e) if migrant_hint(&e).is_some() => {
+            eprintln!("utap: {}", migrant_hint(&e).unwrap_or_default());
+            std::process::exit(1);
+        }
         // clap's message; `--help`/`--version` exit 0, usage errors 1 (as
         // README says; clap's own default would be 2).
         Err(e) => {
@@ -241,6 +258,33 @@ pub fn unsupported_option(arg: &str) -> String {
         "utap: option '{name}' is not supported by utap\n  \
          (run 'utap --help' for the options utap has)"
     )
+}
+
+/// A one-line hint for an option value another tool's user would give:
+/// strace's and bpftrace's `-p PID`, strace's `-f` (`utap_compiler::foreign`).
+fn migrant_hint(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ErrorKind};
+    if !matches!(
+        e.kind(),
+        ErrorKind::ValueValidation | ErrorKind::InvalidValue
+    ) {
+        return None;
+    }
+    let arg = e.get(ContextKind::InvalidArg)?.to_string();
+    let value = e
+        .get(ContextKind::InvalidValue)
+        .map(|v| v.to_string())
+        .unwrap_or_default();
+    if arg.starts_with("-p ") {
+        return foreign::pid_option(&value);
+    }
+    let a_format = ["text", "json"]
+        .iter()
+        .any(|f| value.eq_ignore_ascii_case(f));
+    if arg.starts_with("--format") && !a_format {
+        return Some(foreign::FOLLOW_FORKS.to_string());
+    }
+    None
 }
 
 /// Where the script comes from.
@@ -263,6 +307,9 @@ impl Options {
     /// The script and its arguments, or a usage message.
     pub fn script(&self) -> Result<(ScriptSource, Vec<String>), String> {
         if let Some(text) = &self.script_text {
+            if let Some(hint) = foreign::strace_expression(text) {
+                return Err(hint);
+            }
             return Ok((ScriptSource::Text(text.clone()), self.rest.clone()));
         }
         match self.rest.split_first() {

@@ -19,6 +19,7 @@ use utap_runtime::daemon::{Prepared, client};
 use utap_runtime::host::Verdict;
 use utap_runtime::script::RuntimeOptions;
 use utap_runtime::transport;
+use utap_runtime::utrace::command_line::CommandLine;
 
 use crate::{Failure, cli, session, trace};
 
@@ -41,6 +42,12 @@ pub fn run(opts: &cli::Options) -> Result<Option<u8>, Failure> {
     };
     let (source, _) = opts.script().map_err(Failure::Message)?;
     let (script_name, script) = crate::read_script(source)?;
+    // The command's variables, `~`, globs and program are the client's
+    // (and so is the message when they fail), as standalone.
+    let split = match &opts.command {
+        Some(cmd) => Some(CommandLine::parse(cmd).map_err(Failure::Message)?),
+        None => None,
+    };
     let output: Option<Box<dyn std::io::Write>> = match &opts.output {
         Some(path) => Some(Box::new(std::fs::File::create(path).map_err(|e| {
             Failure::Message(format!("cannot open output file '{path}': {e}"))
@@ -59,27 +66,43 @@ pub fn run(opts: &cli::Options) -> Result<Option<u8>, Failure> {
             env: std::env::vars_os()
                 .map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy()))
                 .collect(),
+            split: split.map(Into::into),
         }),
     };
     finish(client::run(stream, request, output))
 }
 
-/// The daemon's socket for the client side.
-fn socket_path(opts: &cli::Options) -> PathBuf {
+/// The daemon's socket for the client side, and whether it is the
+/// default one (whose directory must be private: `protocol::private_dir`).
+fn socket_path(opts: &cli::Options) -> (PathBuf, bool) {
     match opts.connect.as_deref().or(opts.socket.as_deref()) {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => protocol::default_socket(),
+        Some(p) if !p.is_empty() => (PathBuf::from(p), false),
+        _ => (protocol::default_socket(), true),
     }
 }
 
-/// A connection to the daemon when this run should use one: `--connect`,
-/// or `-x` while the user's daemon runs (and not `--no-daemon`).
+/// Why the default socket's directory is not to be trusted, if it is not
+/// (a symbolic link, someone else's, open to others): a daemon found
+/// there could be anyone's, and it would get the script, the environment
+/// and, for `-c`, the terminal.
+fn untrusted(path: &std::path::Path, default: bool) -> Option<String> {
+    let dir = path.parent().filter(|_| default)?;
+    protocol::private_dir(dir)
+        .err()
+        .map(|why| format!("refusing the daemon's directory: {why}"))
+}
+
+/// A connection to the daemon when this run should use one: `--connect`
+/// (with `-x` or `-c`), or `-x` while the user's daemon runs (and not
+/// `--no-daemon`). A `-c` run without `--connect` is standalone: its
+/// command is the run's own (with the seccomp filter, killed with utap).
 fn connect(opts: &cli::Options) -> Result<Option<std::os::unix::net::UnixStream>, Failure> {
     let explicit = opts.connect.is_some();
     if opts.no_daemon || opts.pass.is_some() {
         return Ok(None);
     }
-    let eligible = (opts.pid.is_some() || opts.command.is_some()) && opts.metrics.is_none();
+    let on_a_process = opts.pid.is_some() || (explicit && opts.command.is_some());
+    let eligible = on_a_process && opts.metrics.is_none();
     if explicit && !eligible {
         return Err(Failure::Message(
             "--connect runs a session on a process: give -x PID or -c CMD \
@@ -90,7 +113,15 @@ fn connect(opts: &cli::Options) -> Result<Option<std::os::unix::net::UnixStream>
     if !eligible {
         return Ok(None);
     }
-    let path = socket_path(opts);
+    let (path, default) = socket_path(opts);
+    if let Some(why) = untrusted(&path, default) {
+        if explicit {
+            return Err(Failure::Message(why));
+        }
+        // The daemon is only a convenience here: say why it is not used.
+        eprintln!("utap: {why}; tracing without the daemon");
+        return Ok(None);
+    }
     match client::connect(&path) {
         Ok(s) => Ok(Some(s)),
         Err(e) if explicit => Err(Failure::Message(format!(
@@ -103,7 +134,10 @@ fn connect(opts: &cli::Options) -> Result<Option<std::os::unix::net::UnixStream>
 
 /// `--sessions` and `--detach-session`.
 fn request(opts: &cli::Options, request: Request) -> Result<Option<u8>, Failure> {
-    let path = socket_path(opts);
+    let (path, default) = socket_path(opts);
+    if let Some(why) = untrusted(&path, default) {
+        return Err(Failure::Message(why));
+    }
     let stream = client::connect(&path)
         .map_err(|e| Failure::Message(format!("no utap daemon at {}: {e}", path.display())))?;
     finish(client::run(stream, request, None))
@@ -127,6 +161,7 @@ impl Prepare for Compiler {
         script_name: &str,
         script: &str,
         colour: bool,
+        command: Option<&CommandLine>,
         channel: &Channel,
     ) -> Option<(Prepared, Box<dyn Any>)> {
         let fail = |msg: String| {
@@ -164,7 +199,7 @@ impl Prepare for Compiler {
         };
         let check_opts = check::CheckOptions {
             args: parse_opts.args.clone(),
-            ..crate::check_options(&opts)
+            ..crate::check_options_with(&opts, command)
         };
         let checked = match check::check(&mut map, parsed, &check_opts, &mut ids) {
             Ok(c) => c,
@@ -180,7 +215,7 @@ impl Prepare for Compiler {
             Err(session::PassError::Message(m)) => return fail(m),
             Err(session::PassError::Reported) => return None,
         };
-        if let Err(m) = trace::target(&opts, &program) {
+        if let Err(m) = trace::target(&opts, &program, command) {
             return fail(m);
         }
         let points = match trace::process_points(&program) {
@@ -217,6 +252,7 @@ impl Prepare for Compiler {
             json: opts.format == cli::Format::Json,
             buffer_bytes,
             verbose: opts.verbose > 0,
+            exit_status: opts.exit_status,
             name: script_name.to_string(),
         };
         Some((prepared, Box::new(compiled)))

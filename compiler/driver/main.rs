@@ -16,6 +16,7 @@ use utap_compiler::parser::{self, NodeIds, ParseOptions};
 use utap_compiler::print;
 use utap_compiler::source::SourceMap;
 use utap_runtime::host::Verdict;
+use utap_runtime::utrace::command_line::CommandLine;
 
 fn main() -> ExitCode {
     keep_freed_memory();
@@ -113,12 +114,18 @@ enum Failure {
 
 /// Options of the checker (pass 2) from the command line.
 fn check_options(opts: &cli::Options) -> check::CheckOptions {
+    check_options_with(opts, None)
+}
+
+/// [`check_options`], with the `-c` command as split already (by a
+/// daemon's client, in its environment).
+fn check_options_with(opts: &cli::Options, split: Option<&CommandLine>) -> check::CheckOptions {
     check::CheckOptions {
         guru: opts.guru,
         verbose: u32::from(opts.verbose),
         tapset_dirs: opts.include.iter().map(Into::into).collect(),
         skip_badvars: opts.skip_badvars,
-        target_exe: target_exe(opts),
+        target_exe: target_exe(opts, split),
         ..Default::default()
     }
 }
@@ -127,10 +134,13 @@ fn check_options(opts: &cli::Options) -> check::CheckOptions {
 /// `utrace::command_line`; for shell syntax or a command that cannot run,
 /// its first word through `$PATH`) or the executable of `-x PID`: the
 /// DWARF of `process.function(..)` points.
-fn target_exe(opts: &cli::Options) -> Option<String> {
-    use utap_runtime::utrace::command_line::CommandLine;
+fn target_exe(opts: &cli::Options, split: Option<&CommandLine>) -> Option<String> {
     if let Some(cmd) = &opts.command {
-        if let Ok(CommandLine::Words { program, .. }) = CommandLine::parse(cmd) {
+        let line = match split {
+            Some(line) => Ok(line.clone()),
+            None => CommandLine::parse(cmd),
+        };
+        if let Ok(CommandLine::Words { program, .. }) = line {
             return Some(program.to_string_lossy().into_owned());
         }
         let first = cmd.split_whitespace().next()?;
@@ -150,6 +160,9 @@ fn run(opts: &cli::Options) -> Result<u8, Failure> {
         .map(|p| (p, false))
         .or(opts.list_vars.as_ref().map(|p| (p, true)))
     {
+        if let Some(hint) = utap_compiler::foreign::bpftrace_listing(pattern) {
+            return Err(Failure::Message(hint));
+        }
         let mut map = SourceMap::new();
         let mut ids = NodeIds::default();
         let text = check::listing::list(&mut map, pattern, vars, &check_options(opts), &mut ids)

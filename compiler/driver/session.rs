@@ -211,7 +211,7 @@ pub fn run(
     compiled: &CompiledScript,
     handover: Option<&SharedHandover>,
 ) -> Result<i32, PassError> {
-    let target = trace::target(opts, program).map_err(PassError::Message)?;
+    let target = trace::target(opts, program, None).map_err(PassError::Message)?;
     warn_unserved_prometheus(opts, program);
     let options = RuntimeOptions {
         limits: limits(opts)?,
@@ -425,6 +425,7 @@ fn traced(
         guru: opts.guru,
         stopless: Some(stopless),
         inproc,
+        exit_status: opts.exit_status,
     };
     let handover = handover.clone();
     let conclude = Box::new(move |status: i32, after: Aftermath| {

@@ -7,12 +7,19 @@ use utap_runtime::utrace::command_line::CommandLine;
 
 use crate::cli;
 
-/// The target from `-c` / `-x`, or why the script cannot run.
-pub fn target(opts: &cli::Options, program: &Program) -> Result<Option<Target>, String> {
+/// The target from `-c` / `-x`, or why the script cannot run. `split`:
+/// the `-c` command split already (by a daemon's client, which checked it).
+pub fn target(
+    opts: &cli::Options,
+    program: &Program,
+    split: Option<&CommandLine>,
+) -> Result<Option<Target>, String> {
     match (&opts.command, opts.pid) {
         (Some(_), Some(_)) => Err("-c and -x cannot be used together".into()),
         (Some(cmd), None) => {
-            check_command(cmd)?;
+            if split.is_none() {
+                check_command(cmd)?;
+            }
             Ok(Some(Target::Command(cmd.clone())))
         }
         (None, Some(pid)) => {

@@ -108,6 +108,102 @@ fn scheduler(op: Option<&str>) -> Option<String> {
     )
 }
 
+/// strace's and bpftrace's `-p PID` given to utap, whose `-p N` is stap's
+/// "stop after pass N": for a number that cannot be a pass, how utap
+/// attaches to that process.
+pub fn pid_option(value: &str) -> Option<String> {
+    let pid: u64 = value.trim().parse().ok()?;
+    (pid > 5).then(|| {
+        format!(
+            "-p N stops after pass N (1 to 5), as in stap; \
+             utap attaches to process {pid} with -x {pid}"
+        )
+    })
+}
+
+/// strace's `-f` (follow forks) given to utap, whose `-f` is bpftrace's
+/// `--format`: what utap does anyway.
+pub const FOLLOW_FORKS: &str = "-f is --format (text or json); strace's -f is what utap always \
+     does: process probes cover every thread and child process of the -c command or -x process";
+
+/// strace's `-e trace=NAMES` as a utap script (utap's `-e` takes a script):
+/// the probe that prints those calls strace's way, if `text` is one.
+pub fn strace_expression(text: &str) -> Option<String> {
+    let text = text.trim();
+    let list = text.strip_prefix("trace=")?;
+    if list.is_empty() || list.contains(|c: char| c.is_whitespace() || c == '{') {
+        return None;
+    }
+    let names: Vec<&str> = list.split(',').collect();
+    let plain = names.iter().all(|n| {
+        n.starts_with(|c: char| c.is_ascii_lowercase())
+            && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            && *n != "all"
+    });
+    let points = match plain {
+        true => names
+            .iter()
+            .map(|n| format!("syscall.{n}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        // Classes (%file), negations, regular expressions, `all`.
+        false => "syscall.*".to_string(),
+    };
+    Some(format!(
+        "-e takes a script, not strace's -e {text}; in utap: \
+         -e 'probe {points} {{ printf(\"%s(%s)\\n\", name, argstr) }}'"
+    ))
+}
+
+/// A bpftrace probe pattern given to `-l` (`tracepoint:*`,
+/// `uprobe:/bin/bash:*`): the utap listing that answers it.
+pub fn bpftrace_listing(pattern: &str) -> Option<String> {
+    let (kind, rest) = pattern.trim().split_once(':')?;
+    if !BPFTRACE_PROBES.contains(&kind) {
+        return None;
+    }
+    let parts: Vec<&str> = rest.split(':').collect();
+    let utap = match (kind, parts.as_slice()) {
+        ("tracepoint" | "t", ["syscalls", tp]) => {
+            if let Some(call) = tp.strip_prefix("sys_enter_") {
+                format!("syscall.{call}")
+            } else if let Some(call) = tp.strip_prefix("sys_exit_") {
+                format!("syscall.{call}.return")
+            } else {
+                "syscall.*".into()
+            }
+        }
+        ("tracepoint" | "t", _) => "syscall.*' and utap -l 'process.*".into(),
+        ("uprobe" | "u" | "uretprobe" | "ur", [path @ .., func]) if !path.is_empty() => {
+            let ret = if kind.starts_with("ur") {
+                ".return"
+            } else {
+                ""
+            };
+            format!(
+                "process(\"{}\").function(\"{}\"){ret}",
+                path.join(":"),
+                if func.is_empty() { "*" } else { func }
+            )
+        }
+        ("usdt" | "U", [path, ..]) if !path.is_empty() && *path != "*" => {
+            format!("process(\"{path}\").mark(\"*\")")
+        }
+        ("kprobe" | "k" | "kretprobe" | "kr" | "kfunc" | "kretfunc" | "fentry" | "fexit", _) => {
+            return Some(format!(
+                "'{pattern}' is a bpftrace kernel probe pattern: {KERNEL_PROBES}; \
+                 utap -l 'syscall.*' lists the system calls"
+            ));
+        }
+        ("interval" | "i" | "profile" | "p", _) => "timer.*".into(),
+        _ => "**".into(),
+    };
+    Some(format!(
+        "'{pattern}' is a bpftrace probe pattern; utap's probe points have SystemTap's \
+         names: utap -l '{utap}'"
+    ))
+}
+
 /// bpftrace's probe types, and what the `type:` prefix is in utap.
 const BPFTRACE_PROBES: &[&str] = &[
     "tracepoint",
@@ -301,6 +397,35 @@ mod tests {
         assert!(kernel_point(&["timer", "ms"], None).is_none());
         // utap samples threads itself (a process probe, see the catalogue).
         assert!(kernel_point(&["timer", "profile"], None).is_none());
+    }
+
+    #[test]
+    fn strace_and_bpftrace_options_get_the_utap_way() {
+        assert_eq!(pid_option("3"), None);
+        assert_eq!(
+            pid_option("1234").unwrap(),
+            "-p N stops after pass N (1 to 5), as in stap; utap attaches to process 1234 with -x 1234"
+        );
+        assert_eq!(
+            strace_expression("trace=openat,read").unwrap(),
+            "-e takes a script, not strace's -e trace=openat,read; in utap: -e 'probe syscall.openat, syscall.read { printf(\"%s(%s)\\n\", name, argstr) }'"
+        );
+        assert!(
+            strace_expression("trace=%file")
+                .unwrap()
+                .contains("'probe syscall.* {")
+        );
+        assert_eq!(strace_expression("probe begin { trace=1 }"), None);
+        assert_eq!(
+            bpftrace_listing("tracepoint:syscalls:sys_enter_open*").unwrap(),
+            "'tracepoint:syscalls:sys_enter_open*' is a bpftrace probe pattern; utap's probe points have SystemTap's names: utap -l 'syscall.open*'"
+        );
+        assert_eq!(
+            bpftrace_listing("uprobe:/bin/bash:*").unwrap(),
+            "'uprobe:/bin/bash:*' is a bpftrace probe pattern; utap's probe points have SystemTap's names: utap -l 'process(\"/bin/bash\").function(\"*\")'"
+        );
+        assert_eq!(bpftrace_listing("syscall.*"), None);
+        assert_eq!(bpftrace_listing("process(\"a:b\").function(\"*\")"), None);
     }
 
     #[test]

@@ -21,8 +21,9 @@
 //!
 //! A host whose foreground dies first (`kill -9`) is killed by the kernel
 //! (`PR_SET_PDEATHSIG`), and then, like any dead tracer's tracees, a `-c`
-//! command is killed too (`PTRACE_O_EXITKILL`) and an attached process is
-//! detached and runs on: `kill -9` of utap behaves as for one process. The
+//! command under a seccomp filter is killed too (`PTRACE_O_EXITKILL`) and
+//! an attached process, or a command without a filter, is detached and runs
+//! on: `kill -9` of utap behaves as for one process. The
 //! parent-death signal is cleared once the session has ended, so a host
 //! may outlive a foreground that ended normally. It is a setting of the
 //! thread that made it (the host's first), not of the process: only that

@@ -20,7 +20,10 @@
 //! Security: a per-user daemon. Only clients of the daemon's own uid are
 //! served; since the daemon is the process that attaches, the kernel
 //! checks every attach against that uid exactly as for a standalone utap
-//! (same uid, dumpable, Yama). There is no root daemon.
+//! (same uid, dumpable, Yama). There is no root daemon. The default
+//! socket's directory must be the user's own, closed to others and not a
+//! symbolic link ([`protocol::private_dir`]): daemon and clients refuse it
+//! otherwise, since in a shared /tmp anyone can plant it first.
 
 pub mod channel;
 pub mod client;

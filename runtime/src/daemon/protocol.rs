@@ -15,6 +15,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::utrace::command_line::CommandLine;
+
 /// The protocol version this utap speaks; a daemon refuses other versions.
 pub const VERSION: u32 = 1;
 
@@ -55,6 +57,45 @@ pub enum Request {
 pub struct CommandEnv {
     pub cwd: String,
     pub env: Vec<String>,
+    /// The command as the client split it (`utrace::command_line`): its
+    /// variables, `~`, globs and PATH lookup are the client's, not the
+    /// daemon's. Absent (from an older client), the daemon splits it.
+    #[serde(default)]
+    pub split: Option<Split>,
+}
+
+/// A split `-c` command on the wire ([`CommandLine`]).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Split {
+    /// The program's path and argv.
+    Words { program: String, argv: Vec<String> },
+    /// `/bin/sh -c CMD`.
+    Shell { cmd: String },
+}
+
+impl From<CommandLine> for Split {
+    fn from(line: CommandLine) -> Split {
+        match line {
+            CommandLine::Words { program, argv } => Split::Words {
+                program: program.to_string_lossy().into_owned(),
+                argv,
+            },
+            CommandLine::Shell(cmd) => Split::Shell { cmd },
+        }
+    }
+}
+
+impl From<Split> for CommandLine {
+    fn from(split: Split) -> CommandLine {
+        match split {
+            Split::Words { program, argv } => CommandLine::Words {
+                program: program.into(),
+                argv,
+            },
+            Split::Shell { cmd } => CommandLine::Shell(cmd),
+        }
+    }
 }
 
 /// One message from the daemon.
@@ -175,14 +216,62 @@ pub fn read_hello(r: &mut impl Read) -> Result<Hello, String> {
 }
 
 /// The default socket: `$XDG_RUNTIME_DIR/utap/utapd.sock`, or
-/// `/tmp/utap-UID/utapd.sock` where XDG_RUNTIME_DIR is unset.
+/// `$TMPDIR/utap-UID/utapd.sock` (`/tmp` without TMPDIR) where
+/// XDG_RUNTIME_DIR is unset. Its directory must pass [`private_dir`].
 pub fn default_socket() -> PathBuf {
     let dir = match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
         Some(d) => PathBuf::from(d).join("utap"),
         // SAFETY: getuid has no memory effects.
-        None => PathBuf::from(format!("/tmp/utap-{}", unsafe { libc::getuid() })),
+        None => std::env::temp_dir().join(format!("utap-{}", unsafe { libc::getuid() })),
     };
     dir.join("utapd.sock")
+}
+
+/// Whether `dir` may hold the user's daemon socket: a real directory (not
+/// a symbolic link, which anyone can plant in a shared /tmp, before or
+/// after the user's daemon made its own), of this user, that no one else
+/// can enter. `Err` says why not, for the daemon and the client alike.
+/// `Ok(false)`: there is nothing at `dir`.
+pub fn private_dir(dir: &std::path::Path) -> Result<bool, String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(format!("{}: {e}", dir.display())),
+    };
+    // SAFETY: getuid has no memory effects.
+    let uid = unsafe { libc::getuid() };
+    let remedy = "remove it, or set XDG_RUNTIME_DIR to a directory of yours";
+    if meta.file_type().is_symlink() {
+        let to = std::fs::read_link(dir)
+            .map(|t| format!(" to {}", t.display()))
+            .unwrap_or_default();
+        return Err(format!(
+            "{} is a symbolic link of uid {}{to}, not a directory: someone may have \
+             planted it to take the daemon's socket ({remedy})",
+            dir.display(),
+            meta.uid()
+        ));
+    }
+    if !meta.is_dir() {
+        return Err(format!("{} is not a directory ({remedy})", dir.display()));
+    }
+    if meta.uid() != uid {
+        return Err(format!(
+            "{} belongs to uid {}, not to you (uid {uid}): its owner could take the \
+             daemon's socket ({remedy})",
+            dir.display(),
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(format!(
+            "{} has mode {:o}: other users can reach the daemon's socket (chmod 700 it)",
+            dir.display(),
+            meta.mode() & 0o7777
+        ));
+    }
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 
 use std::io;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,19 +21,22 @@ use super::channel::Channel;
 use super::protocol::{self, Frame, Request};
 use super::sessions::{self, Prepared};
 use super::slots::{SLOTS, Slot, SlotEngine};
+use crate::utrace::command_line::CommandLine;
 use crate::utrace::{Tracer, TracerHandle, catch_termination_signals};
 
 /// Compiles a client's script: the driver's part of the daemon.
 pub trait Prepare: Send + Sync + 'static {
     /// The session ready to start, and what must outlive it (the machine
     /// code its handlers point into); `None` after writing the reason
-    /// (diagnostics, a usage error) to the client's stderr.
+    /// (diagnostics, a usage error) to the client's stderr. `command` is
+    /// the `-c` command as the client split it, if it did.
     fn prepare(
         &self,
         argv: &[String],
         script_name: &str,
         script: &str,
         colour: bool,
+        command: Option<&CommandLine>,
         channel: &Channel,
     ) -> Option<(Prepared, Box<dyn std::any::Any>)>;
 }
@@ -84,26 +87,18 @@ pub fn admitted(peer: Peer, own_uid: u32) -> Result<(), String> {
     ))
 }
 
-/// Makes the socket's directory (mode 0700) and refuses one that others
-/// could enter or that belongs to someone else.
+/// Makes the socket's directory (mode 0700) and refuses a symbolic link,
+/// or a directory that others could enter or that belongs to someone else
+/// ([`protocol::private_dir`]).
 fn private_dir(dir: &Path) -> Result<(), String> {
-    if !dir.exists() {
+    let refuse = |why: String| format!("refusing the daemon's directory: {why}");
+    if !protocol::private_dir(dir).map_err(refuse)? {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    let meta = std::fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    // SAFETY: getuid has no memory effects.
-    let uid = unsafe { libc::getuid() };
-    if meta.uid() != uid || meta.mode() & 0o077 != 0 {
-        return Err(format!(
-            "{} must be a directory of uid {uid} with mode 0700 (it has uid {}, mode {:o})",
-            dir.display(),
-            meta.uid(),
-            meta.mode() & 0o7777
-        ));
+        protocol::private_dir(dir).map_err(refuse)?;
     }
     Ok(())
 }
@@ -251,13 +246,15 @@ fn connection(stream: UnixStream, handle: &TracerHandle, prepare: &dyn Prepare, 
                         fds,
                         cwd: env.cwd,
                         env: env.env,
+                        line: env.split.map(CommandLine::from),
                     }),
                     Err(e) => return refuse(e.to_string()),
                 },
                 None => None,
             };
+            let line = io.as_ref().and_then(|io| io.line.as_ref());
             let Some((mut prepared, code)) =
-                prepare.prepare(&argv, &script_name, &script, colour, &channel)
+                prepare.prepare(&argv, &script_name, &script, colour, line, &channel)
             else {
                 return channel.exit(1);
             };

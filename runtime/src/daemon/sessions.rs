@@ -46,6 +46,8 @@ pub struct Prepared {
     /// `-s MB`, in bytes.
     pub buffer_bytes: usize,
     pub verbose: bool,
+    /// `--exit-status`: the client ends with its command's status.
+    pub exit_status: bool,
     /// The script's name, for `--sessions`.
     pub name: String,
 }
@@ -56,6 +58,8 @@ pub struct CommandIo {
     pub fds: Vec<std::os::fd::OwnedFd>,
     pub cwd: String,
     pub env: Vec<String>,
+    /// The command as the client split it (None: split it here).
+    pub line: Option<crate::utrace::command_line::CommandLine>,
 }
 
 struct Live {
@@ -210,6 +214,7 @@ pub(crate) fn start(
     {
         let mut s = shared.borrow_mut();
         s.verbose = p.verbose;
+        s.exit_with_target = p.exit_status;
         s.engine = engine;
         s.conclude = Some(conclude);
         s.end_with = Some(pid.0);
@@ -257,8 +262,11 @@ pub(crate) fn start(
 fn spawn(ctl: &mut Control, cmd: &str, io: CommandIo) -> Result<Tid, String> {
     use std::ffi::CString;
     use std::os::fd::AsRawFd;
-    let command =
-        SpawnCommand::command_line(cmd).map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    let command = match io.line {
+        Some(line) => SpawnCommand::from_line(line),
+        None => SpawnCommand::command_line(cmd),
+    }
+    .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
     // Everything the child needs is built before the fork: it must not
     // allocate.
     let cwd = CString::new(io.cwd.clone()).map_err(|_| "bad directory".to_string())?;
@@ -295,6 +303,9 @@ fn spawn(ctl: &mut Control, cmd: &str, io: CommandIo) -> Result<Tid, String> {
         unsafe { libc::kill(spawned.pid.0, libc::SIGKILL) };
         return Err(format!("cannot run {cmd:?} in {}", io.cwd));
     }
+    // No filter: a `kill -9` of the daemon leaves it running untraced.
+    ctl.outlive_tracer(spawned.pid)
+        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
     Ok(spawned.pid)
 }
 

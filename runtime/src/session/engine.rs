@@ -61,6 +61,10 @@ pub(crate) struct Shared {
     pub linger: bool,
     /// The script has ended (end probes run): the exit status.
     pub finished: Option<i32>,
+    /// `--exit-status`: when the target's exit ends the script, the status
+    /// is the target's (its code, or 128 + the signal that killed it, as a
+    /// shell reports it), unless the script's own is an error.
+    pub exit_with_target: bool,
     /// Writes the output out and hands the status over (see
     /// [`super::Conclude`]); taken when the script ends.
     pub conclude: Option<super::Conclude>,
@@ -110,6 +114,7 @@ impl Shared {
             sampling: Vec::new(),
             linger: false,
             finished: None,
+            exit_with_target: false,
             conclude: None,
             verbose: false,
             functions: FunctionProbes::default(),
@@ -416,7 +421,12 @@ impl Shared {
             }
             self.settle_dataplane(ctl);
             let (run, sink) = self.script_and_sink();
-            let status = super::finish(run, sink);
+            let status = match (super::finish(run, sink), why) {
+                (0, EndReason::ProcessExited { status, .. }) if self.exit_with_target => {
+                    status.code()
+                }
+                (status, _) => status,
+            };
             let after = match self.linger && matches!(why, EndReason::Requested) {
                 true => super::Aftermath::Shepherd,
                 false => super::Aftermath::Detach,

@@ -89,6 +89,9 @@ pub struct SessionOptions {
     /// (`crate::dataplane`): served there for a `-c` command under a
     /// seccomp filter, in the tracer otherwise.
     pub inproc: Option<Arc<crate::dataplane::InProcImage>>,
+    /// `--exit-status`: end with the command's status when its exit ends
+    /// the session (see `Shared::exit_with_target`).
+    pub exit_status: bool,
 }
 
 /// A session that could not start: the message for the user.
@@ -221,6 +224,7 @@ pub fn run(
         let mut s = shared.borrow_mut();
         s.linger = seccomp_on;
         s.verbose = opts.verbose;
+        s.exit_with_target = opts.exit_status;
         s.conclude = Some(conclude);
         s.inproc = inproc.clone();
     }
@@ -564,6 +568,13 @@ fn spawn(
         tracer
             .ctl()
             .set_syscall_source(spawned.pid, SyscallSource::Seccomp);
+    } else {
+        // Nothing in it needs utap: it outlives a `kill -9` of utap, as
+        // an attached process does (README "Ending a session").
+        tracer
+            .ctl()
+            .outlive_tracer(spawned.pid)
+            .map_err(|e| SessionError(format!("cannot run {cmd:?}: {e}")))?;
     }
     if verbose {
         eprintln!("{}", strategy_note(syscalls, seccomp_on));

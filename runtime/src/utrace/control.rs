@@ -425,6 +425,20 @@ impl Control<'_> {
         }
     }
 
+    /// Lets the spawned command `pid`, stopped at its exec stop and under
+    /// no seccomp filter, outlive the tracer: its `PTRACE_O_EXITKILL` goes
+    /// (threads and processes it creates inherit the options), so a
+    /// `kill -9` of utap detaches it as it detaches an attached process.
+    /// Under a RET_TRACE filter it must keep it: untraced, the calls the
+    /// filter traps would fail with ENOSYS.
+    pub fn outlive_tracer(&mut self, pid: Tid) -> Result<()> {
+        ptrace::set_options(pid, ptrace::OPTIONS)?;
+        for t in self.core.threads.values_mut().filter(|t| t.tgid == pid) {
+            t.exitkill = false;
+        }
+        Ok(())
+    }
+
     /// How many ptrace-stops the tracer has handled so far (syscall,
     /// seccomp, signal, event and interrupt stops; deaths are not stops).
     /// What tracing has cost the tracees, for `-v` and the tests.

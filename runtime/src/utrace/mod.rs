@@ -221,7 +221,7 @@
 //!
 //! | utrace | here |
 //! | --- | --- |
-//! | attach engine (create / exclusive / match) | [`Control::attach`] with [`AttachMode`]; the first engine on a thread `PTRACE_SEIZE`s it with TRACESYSGOOD, TRACECLONE/FORK/VFORK, TRACEEXEC, TRACEEXIT, TRACESECCOMP (+ EXITKILL for spawned commands) |
+//! | attach engine (create / exclusive / match) | [`Control::attach`] with [`AttachMode`]; the first engine on a thread `PTRACE_SEIZE`s it with TRACESYSGOOD, TRACECLONE/FORK/VFORK, TRACEEXEC, TRACEEXIT, TRACESECCOMP (+ EXITKILL for spawned commands, kept only under a seccomp filter) |
 //! | `utrace_set_events` | [`Control::set_events`]; the union of the masks picks the resume request: `PTRACE_SYSCALL` only if some engine wants syscall events (with seccomp as the entry source: `PTRACE_CONT`, and `PTRACE_SYSCALL` after an entry only if an exit is wanted) |
 //! | `utrace_control(STOP)` → 0 / -EINPROGRESS | [`Control::control`] → `AlreadyStopped` if in a ptrace-stop, else `PTRACE_INTERRUPT` and `InProgress`; `report_quiesce(Event::None)` at the resulting stop |
 //! | `INTERRUPT`, signal injection | `PTRACE_INTERRUPT`, then `report_signal` with no signal; an injected signal is queued with `tgkill` and delivered unreported |

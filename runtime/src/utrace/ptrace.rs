@@ -16,6 +16,7 @@ pub(crate) const PTRACE_DETACH: u32 = 17;
 pub(crate) const PTRACE_SYSCALL: u32 = 24;
 /// x86 only; in neither nix nor libc (glibc's sys/ptrace.h has it).
 pub(crate) const PTRACE_SINGLEBLOCK: u32 = 33;
+pub(crate) const PTRACE_SETOPTIONS: u32 = 0x4200;
 pub(crate) const PTRACE_GETEVENTMSG: u32 = 0x4201;
 pub(crate) const PTRACE_GETSIGINFO: u32 = 0x4202;
 pub(crate) const PTRACE_SEIZE: u32 = 0x4206;
@@ -77,6 +78,14 @@ fn sig_data(sig: Option<Signal>) -> usize {
 
 pub(crate) fn seize(tid: Tid, options: usize) -> Result<()> {
     check("PTRACE_SEIZE", tid, raw(PTRACE_SEIZE, tid, 0, options))
+}
+/// Replaces the options of a thread in a ptrace-stop.
+pub(crate) fn set_options(tid: Tid, options: usize) -> Result<()> {
+    check(
+        "PTRACE_SETOPTIONS",
+        tid,
+        raw(PTRACE_SETOPTIONS, tid, 0, options),
+    )
 }
 pub(crate) fn interrupt(tid: Tid) -> Result<()> {
     check("PTRACE_INTERRUPT", tid, raw(PTRACE_INTERRUPT, tid, 0, 0))

@@ -10,8 +10,9 @@
 //!   128+signal). With no tracer alive the handler restores the default
 //!   action and re-raises, so the program still dies of the signal.
 //! * SIGKILL of utap, or a crash: the kernel detaches the tracees of a dead
-//!   tracer and wakes stopped ones; `-c` children (PTRACE_O_EXITKILL) are
-//!   killed with it, as with strace.
+//!   tracer and wakes stopped ones; `-c` children under a seccomp filter
+//!   (PTRACE_O_EXITKILL) are killed with it, as with strace; those without
+//!   one lost the option at their exec stop and run on.
 //!
 //! Detaching a running thread means interrupting it first (PTRACE_DETACH
 //! needs a stop), passing on the signal of a signal-delivery-stop, and

@@ -1,17 +1,19 @@
 //! Starting a traced command from its first instruction (`utap -c CMD`).
 //!
-//! The tracer thread forks; the child stops itself with SIGSTOP; the
-//! tracer seizes it (with `PTRACE_O_EXITKILL`, so the command dies if utap
-//! is killed outright) and sends SIGCONT. This produces the extra stops the
-//! design notes describe — `PTRACE_EVENT_STOP` for the group-stop the
-//! child was in, another after SIGCONT, and the SIGCONT itself — which are
-//! consumed here, SIGCONT suppressed. The child then runs the caller's
-//! pre-exec hook (e.g. installing a seccomp filter; it must be
-//! async-signal-safe) and execs. `spawn` returns with the new program
-//! stopped at its exec stop, before its first instruction, so engines can
-//! be attached before it runs. That first execve is not reported at all:
-//! its entry came before tracing, so its exit is not reported either
-//! (engines never see a return without its entry).
+//! The tracer thread forks; the child stops itself with SIGSTOP; the tracer
+//! seizes it (with `PTRACE_O_EXITKILL`, so the command dies if utap is
+//! killed outright: its pre-exec hook may install a seccomp filter that
+//! needs a tracer; without one the caller takes the option back at the exec
+//! stop, [`Control::outlive_tracer`]) and sends SIGCONT. This produces the
+//! extra stops the design notes describe — `PTRACE_EVENT_STOP` for the
+//! group-stop the child was in, another after SIGCONT, and the SIGCONT
+//! itself — which are consumed here, SIGCONT suppressed. The child then
+//! runs the caller's pre-exec hook (e.g. installing a seccomp filter; it
+//! must be async-signal-safe) and execs. `spawn` returns with the new
+//! program stopped at its exec stop, before its first instruction, so
+//! engines can be attached before it runs. That first execve is not
+//! reported at all: its entry came before tracing, so its exit is not
+//! reported either (engines never see a return without its entry).
 //!
 //! With [`SpawnCommand::report_exec`] (SystemTap's `-c`, whose command
 //! execs with the probes armed) `spawn` returns earlier: stopped at the
@@ -61,8 +63,17 @@ impl SpawnCommand {
     /// SystemTap's `-c CMD`: the program and arguments CMD's words name,
     /// or `/bin/sh -c CMD` for shell syntax ([`CommandLine`]).
     pub fn command_line(cmd: &str) -> Result<SpawnCommand> {
-        match CommandLine::parse(cmd).map_err(Error::Spawn)? {
+        SpawnCommand::from_line(CommandLine::parse(cmd).map_err(Error::Spawn)?)
+    }
+
+    /// A command line split already (by a daemon's client, in its own
+    /// environment).
+    pub fn from_line(line: CommandLine) -> Result<SpawnCommand> {
+        match line {
             CommandLine::Shell(cmd) => SpawnCommand::new("/bin/sh", &["-c", &cmd]),
+            CommandLine::Words { argv, .. } if argv.is_empty() => {
+                Err(Error::Spawn("empty -c COMMAND".into()))
+            }
             CommandLine::Words { program, argv } => {
                 let path = program.to_str().ok_or_else(|| {
                     Error::Spawn(format!("program path is not UTF-8: {program:?}"))
