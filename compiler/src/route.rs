@@ -246,6 +246,7 @@ fn expr_reason(program: &Program, e: &Expr, why: &mut Option<String>) {
             args.iter().for_each(|a| expr_reason(program, a, why));
         }
         ExprKind::Call { .. } => *why = Some("calls a script function".into()),
+        ExprKind::Wildcard => *why = Some("uses an array slice".into()),
         ExprKind::Print { .. } => *why = Some("prints".into()),
         ExprKind::StatAdd { .. }
         | ExprKind::StatGet { .. }
