@@ -46,8 +46,7 @@ fn plane_counts(stderr: &str) -> ([u64; 5], [u64; 3]) {
     (a, verbose_counts::<3>(line, "utap: data plane: "))
 }
 
-/// strace's counts, adapted as tests/strace_oracle.rs explains (the
-/// command's own execve, calls that never return).
+/// strace's counts (the caller drops the calls that never return).
 fn strace_counts(cmd: &[&str]) -> BTreeMap<String, u64> {
     let out = std::env::temp_dir().join(format!("utap-dp-strace-{}", std::process::id()));
     let status = command("strace")
@@ -60,9 +59,7 @@ fn strace_counts(cmd: &[&str]) -> BTreeMap<String, u64> {
     assert!(status.success() || status.code().is_some());
     let table = std::fs::read_to_string(&out).expect("strace table");
     let _ = std::fs::remove_file(&out);
-    let mut counts = strace_c_counts(&table);
-    drop_first_exec(&mut counts);
-    counts
+    strace_c_counts(&table)
 }
 
 /// In-process counts equal strace's on one thread, four threads (libc's

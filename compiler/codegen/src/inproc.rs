@@ -11,8 +11,9 @@
 //!   header and stops every handler;
 //! * `pid()`, `tid()` from the block the common entry passes;
 //! * two dispatchers, `fn(ctx) -> i64`, switching on the syscall number
-//!   to the hooks of that number in the script's order (1: not a number
-//!   served in process, the stub makes the call itself).
+//!   to the hooks of that number in the script's order (the entry's
+//!   result: 0 served, 2 served with no return probe on that number, 1
+//!   not a number served in process: the stub makes the call itself).
 //!
 //! Nothing here calls outside the region, takes a lock or makes a
 //! syscall, and the same code runs in the tracer for hits it takes at a
@@ -451,6 +452,7 @@ impl Runtime<'_> {
         name: &str,
         hooks: &[Hooks],
         served: &[bool],
+        returns: &[bool],
         max_action: i64,
         entry: bool,
     ) -> Result<FuncId, CodegenError> {
@@ -468,7 +470,7 @@ impl Runtime<'_> {
                 if served[nr] && (entry || !list.is_empty()) {
                     let blk = b.create_block();
                     switch.set_entry(nr as u128, blk);
-                    blocks.push((blk, list));
+                    blocks.push((nr, blk, list));
                 }
             }
             let nr = b.ins().load(
@@ -481,16 +483,24 @@ impl Runtime<'_> {
             b.switch_to_block(raw);
             let r = if entry { one } else { zero };
             b.ins().jump(done, &[r.into()]);
-            for (blk, list) in blocks {
+            for (nr, blk, list) in blocks {
                 b.switch_to_block(blk);
-                let hits = b.ins().load(I64, mem(), ctx, BLOCK_HITS as i32);
-                let hits = b.ins().iadd_imm_s(hits, 1);
-                b.ins().store(mem(), hits, ctx, BLOCK_HITS as i32);
+                // Entry: 0 served, the return dispatcher to run after the
+                // call; 2 served, nothing to run after it.
+                let served = match entry && !returns[nr] {
+                    true => b.ins().iconst(I64, 2),
+                    false => zero,
+                };
+                if entry {
+                    let hits = b.ins().load(I64, mem(), ctx, BLOCK_HITS as i32);
+                    let hits = b.ins().iadd_imm_s(hits, 1);
+                    b.ins().store(mem(), hits, ctx, BLOCK_HITS as i32);
+                }
                 for &(probe, point, handler) in list {
                     let go = b.create_block();
                     let stop = b.ins().iconst(I64, header + hdr(offset_of!(Header, stop)));
                     let stopped = b.ins().load(I64, mem(), stop, 0);
-                    b.ins().brif(stopped, done, &[zero.into()], go, &[]);
+                    b.ins().brif(stopped, done, &[served.into()], go, &[]);
                     b.switch_to_block(go);
                     for (field, v) in [
                         (offset_of!(HandlerContext, error), 0),
@@ -506,7 +516,7 @@ impl Runtime<'_> {
                     let f = fref(b, handler);
                     b.ins().call(f, &[ctx]);
                 }
-                b.ins().jump(done, &[zero.into()]);
+                b.ins().jump(done, &[served.into()]);
             }
             b.switch_to_block(done);
             let r = b.block_params(done)[0];

@@ -169,8 +169,11 @@ fn new_module(inproc: Option<inproc::Placement>) -> Result<JITModule, CodegenErr
     // 0.12–0.17 s instead of 0.08–0.09 s while the 3M-iteration handler
     // benchmark moved only from 0.10–0.14 s to 0.13–0.15 s (runtime calls
     // dominate handler time).
+    // In-process code runs at every hit in the program, and is a few
+    // functions at most (handlers shared by preset): optimized.
+    let optimize = inproc.is_some();
     flags
-        .set("opt_level", "none")
+        .set("opt_level", if optimize { "speed" } else { "none" })
         .map_err(|e| err(e.to_string()))?;
     flags
         .set("is_pic", "false")
@@ -180,7 +183,10 @@ fn new_module(inproc: Option<inproc::Placement>) -> Result<JITModule, CodegenErr
     // backtracking allocator); handlers are short and call the runtime
     // often, so the single-pass allocator's extra moves cost little.
     flags
-        .set("regalloc_algorithm", "single_pass")
+        .set(
+            "regalloc_algorithm",
+            if optimize { "backtracking" } else { "single_pass" },
+        )
         .map_err(|e| err(e.to_string()))?;
     // The IR verifier costs a pass over every function of every compile
     // (a `syscall.*` script has hundreds): debug builds keep it.

@@ -50,11 +50,12 @@ const RAW_SKIP: u8 = (STUB_RAW - STUB_SERVED) as u8;
 /// flags, return address.
 pub const FRAME: u64 = 128 + 8 + 8;
 
-/// The common entry's machine code, for the region's base `common`, with
-/// the dispatchers' addresses; and the gadget's offset in it.
+/// The common entry's machine code, with the dispatchers' addresses; and
+/// the offsets of its two `syscall`s (the gadgets): one followed by the
+/// return dispatcher, one for numbers with no return probe.
 pub struct Common {
     pub bytes: Vec<u8>,
-    pub gadget: u64,
+    pub gadgets: [u64; 2],
 }
 
 /// A tiny assembler: bytes and rel32 fix-ups to labels.
@@ -189,7 +190,7 @@ impl Asm {
 /// compiled dispatchers.
 pub fn common(entry: u64, ret: u64) -> Common {
     let mut a = Asm::new();
-    let (skip, raw, skip_ret) = (a.label(), a.label(), a.label());
+    let (skip, raw, skip_ret, no_return) = (a.label(), a.label(), a.label(), a.label());
     let syscall_slot = probe_field(offset_of!(ProbeValues, syscall));
     let ret_slot = probe_field(offset_of!(ProbeValues, ret));
     a.block_to_r11();
@@ -199,8 +200,10 @@ pub fn common(entry: u64, ret: u64) -> Common {
         a.store(off, reg);
     }
     a.call_on_block_stack(entry);
-    a.bytes(&[0x48, 0x85, 0xc0, 0x0f, 0x85]); // test rax, rax; jnz raw
+    a.bytes(&[0x48, 0x83, 0xf8, 0x01, 0x0f, 0x84]); // cmp rax, 1; je raw
     a.rel32(raw);
+    a.bytes(&[0x48, 0x83, 0xf8, 0x02, 0x0f, 0x84]); // cmp rax, 2; je no_return
+    a.rel32(no_return);
     a.load(RAX, syscall_slot);
     a.restore_args();
     let gadget = a.b.len() as u64;
@@ -212,6 +215,12 @@ pub fn common(entry: u64, ret: u64) -> Common {
     a.load(RAX, ret_slot);
     a.restore_args();
     a.bytes(&[0xc3]);
+    // No return probe on this number: the call, and back.
+    a.bind(no_return);
+    a.load(RAX, syscall_slot);
+    a.restore_args();
+    let second = a.b.len() as u64;
+    a.bytes(&[0x0f, 0x05, 0xc3]);
     // Not a number served in process: the stub makes the call.
     a.bind(raw);
     a.load(RAX, syscall_slot);
@@ -228,7 +237,7 @@ pub fn common(entry: u64, ret: u64) -> Common {
     a.bytes(&[0xc3]);
     Common {
         bytes: a.finish(),
-        gadget,
+        gadgets: [gadget, second],
     }
 }
 
@@ -378,7 +387,7 @@ mod tests {
     }
 
     #[test]
-    fn the_common_entry_decodes_and_has_one_syscall() {
+    fn the_common_entry_decodes_and_its_syscalls_are_the_gadgets() {
         let c = common(0x3f00_0000_2000, 0x3f00_0000_3000);
         let ins = decode_all(&c.bytes, 0);
         assert!(ins.iter().all(|i| i.code() != Code::INVALID));
@@ -387,7 +396,7 @@ mod tests {
             .filter(|i| i.code() == Code::Syscall)
             .map(|i| i.ip())
             .collect();
-        assert_eq!(syscalls, [c.gadget]);
+        assert_eq!(syscalls, c.gadgets);
         let first = &ins[0];
         assert_eq!(first.segment_prefix(), Register::GS);
         assert_eq!(first.op0_register(), Register::R11);

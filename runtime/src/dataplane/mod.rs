@@ -123,8 +123,8 @@ pub struct Plane {
     /// from them).
     vforked: HashSet<Tid>,
     cache: ImageCache,
-    /// The gadget's offset in the common entry.
-    gadget_offset: u64,
+    /// The gadgets' offsets in the common entry.
+    gadget_offsets: [u64; 2],
     /// The handlers are stopped and the program let go of the region.
     pub quiesced: bool,
     pub counts: Counts,
@@ -142,7 +142,7 @@ impl Plane {
         // program has the region yet.
         unsafe { std::ptr::copy_nonoverlapping(common.bytes.as_ptr(), at, common.bytes.len()) };
         Plane {
-            gadget_offset: common.gadget,
+            gadget_offsets: common.gadgets,
             image,
             spaces: HashMap::new(),
             blocks: TidMap::default(),
@@ -172,9 +172,13 @@ impl Plane {
         self.image.region.base()
     }
 
-    /// The gadget's address (the common entry's one `syscall`).
-    pub fn gadget(&self) -> u64 {
-        self.common() + self.gadget_offset
+    /// Whether `rip` is at one of the gadgets (the common entry's
+    /// `syscall`s) or just past it (in the call): which one's address.
+    pub fn at_gadget(&self, rip: u64) -> Option<u64> {
+        self.gadget_offsets
+            .iter()
+            .map(|&o| self.common() + o)
+            .find(|&g| rip == g || rip == g + 2)
     }
 
     /// A new block for `tid` of process `pid`, initialised; its address.

@@ -497,10 +497,9 @@ impl Core {
         let Ok(mut r) = ptrace::get_regs(tid) else {
             return;
         };
-        let gadget = plane.gadget();
-        // In handler or entry code: step to the gadget or back to a stub.
+        // In handler or entry code: step to a gadget or back to a stub.
         let mut steps = 0u32;
-        while plane.in_code(r.rip) && r.rip != gadget && r.rip != gadget + 2 && steps < 1_000_000 {
+        while plane.in_code(r.rip) && plane.at_gadget(r.rip).is_none() && steps < 1_000_000 {
             if !single_step(tid) {
                 return;
             }
@@ -510,7 +509,7 @@ impl Core {
                 Err(_) => return,
             }
         }
-        let moved = if r.rip == gadget || r.rip == gadget + 2 {
+        let moved = if let Some(gadget) = plane.at_gadget(r.rip) {
             // At (or blocked in) the gadget's call: the program's registers
             // but for rsp; flags and the stub's return above it.
             let ret = mem::read_u64(pid.0, r.rsp).ok();
