@@ -396,3 +396,87 @@ fn listing_expands_function_wildcards() {
         )
     );
 }
+
+/// `process("PATTERN")` of a function probe is expanded by glob(3), one
+/// point per regular file by its canonical path (SystemTap's
+/// stapprobes: "standard globbing is performed to find all matching
+/// paths"); a matched file without the function is left out.
+#[test]
+fn process_paths_with_wildcards_are_globbed() {
+    let dir = Path::new(&fixture("ufuncs"))
+        .parent()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    // libufix.so, ufuncs, ufuncs_nopie, ufuncs_stripped, uxol: the
+    // library and uxol have no `add`.
+    let pattern = format!("{dir}/*u[fx]*");
+    let mut c = support::command(support::utap_bin());
+    c.args(["-l", &format!(r#"process("{pattern}").function("add")"#)]);
+    let o = run(c);
+    let listed: Vec<&str> = o.stdout.lines().collect();
+    assert_eq!(
+        listed,
+        ["ufuncs", "ufuncs_nopie", "ufuncs_stripped"]
+            .map(|f| format!(r#"process("{dir}/{f}").function("add")"#)),
+        "{}",
+        o.stderr
+    );
+    // Run: the hits are the -c program's own calls.
+    let out = trace(
+        "ufuncs",
+        &format!(
+            r#"global n
+probe process("{pattern}").function("add") {{ n[pp()]++ }}
+probe end {{ foreach (k in n) printf("%s %d\n", k, n[k]) }}"#
+        ),
+        "basic 7",
+    );
+    let hits = format!(r#"process("{dir}/ufuncs").function("add")"#);
+    assert_eq!(count(&out, &hits), count(&out, "add"), "{out}");
+    assert!(!out.contains("nopie\")"), "{out}");
+    // A pattern that names no file, and files without the function.
+    for (pattern, want) in [
+        (format!("{dir}/no-such-*"), "no file matches".to_string()),
+        (
+            format!("{dir}/ufuncs*"),
+            format!("no match for function 'ad' in {dir}/ufuncs"),
+        ),
+    ] {
+        let o = run(utap(
+            &format!(r#"probe process("{pattern}").function("ad") {{ }}"#),
+            &["-p2"],
+        ));
+        assert_ne!(o.status, 0);
+        assert!(o.stderr.contains(&want), "{want}: {}", o.stderr);
+    }
+}
+
+/// The issue's example: libc by a pattern, probed in every process that
+/// maps it, `pp()` naming the file the pattern found.
+#[test]
+fn libc_by_a_glob_pattern() {
+    let pattern = "/lib/x86_64*/libc.so*";
+    let Ok(libc) = std::fs::canonicalize("/lib/x86_64-linux-gnu/libc.so.6") else {
+        eprintln!("skipped: no /lib/x86_64-linux-gnu/libc.so.6");
+        return;
+    };
+    let libc = libc.to_string_lossy();
+    let exe = fixture("threads");
+    let script = format!(
+        r#"global n, p
+probe process("{pattern}").function("getppid") {{
+    if (execname() == "threads") {{ n++; p = pp() }}
+}}
+probe end {{ printf("%d %s\n", n, p) }}"#
+    );
+    let o = run(utap(&script, &["-c", &format!("{exe} 3")]));
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    // main's marker call and one per thread.
+    assert_eq!(
+        o.stdout,
+        format!("4 process(\"{libc}\").function(\"getppid\")\n"),
+        "{}",
+        o.stderr
+    );
+}
