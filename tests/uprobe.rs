@@ -480,3 +480,98 @@ probe end {{ printf("%d %s\n", n, p) }}"#
         o.stderr
     );
 }
+
+/// The PLT stubs `objdump -d` names in `file` (`<NAME@plt>`: `.plt`,
+/// `.plt.sec`, `.plt.got`), sorted.
+fn objdump_plt(file: &str) -> Option<Vec<String>> {
+    let o = std::process::Command::new("objdump")
+        .args(["-d", file])
+        .output()
+        .ok()?;
+    let mut names: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| {
+            let name = l.split_once(" <")?.1.strip_suffix("@plt>:")?;
+            Some(name.to_string())
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    Some(names)
+}
+
+/// `.plt` alone probes every PLT stub (stapprobes: ".plt can be specified
+/// as a shorthand for .plt(\"*\")"), `$$name` naming the called symbol,
+/// in the program and, with `.library("LIB")`, in a library: the names
+/// are objdump's, the hits the fixture's known calls.
+#[test]
+fn bare_plt_probes_every_stub() {
+    let exe = fixture("uplt");
+    let lib = fixture("libuplt.so");
+    let (Some(exe_plt), Some(lib_plt)) = (objdump_plt(&exe), objdump_plt(&lib)) else {
+        eprintln!("skipped: no objdump");
+        return;
+    };
+    assert!(exe_plt.contains(&"strlen".to_string()), "{exe_plt:?}");
+    // -l: one line per stub, as objdump counts them.
+    for (point, file, names) in [
+        (format!(r#"process("{exe}").plt"#), &exe, &exe_plt),
+        (
+            format!(r#"process("{exe}").library("{lib}").plt"#),
+            &lib,
+            &lib_plt,
+        ),
+    ] {
+        let mut c = support::command(support::utap_bin());
+        c.args(["-l", &point]);
+        let o = run(c);
+        let want: Vec<String> = names
+            .iter()
+            .map(|n| format!(r#"{}.plt("{n}")"#, point.strip_suffix(".plt").unwrap()))
+            .collect();
+        assert_eq!(
+            o.stdout.lines().collect::<Vec<_>>(),
+            want,
+            "{file}: {}",
+            o.stderr
+        );
+    }
+    // The hits: every call the fixture makes through a stub after its
+    // getppid marker (getppid 1, atoi 1, strlen 3, malloc 1, free 1,
+    // uplt_len 2, printf 1; in the library strlen 2, abs 2), and
+    // __cxa_finalize at exit in both.
+    let script = format!(
+        r#"global p, l, s, r
+probe process("{exe}").plt {{ if ($$name == "getppid") go = 1; if (go) p[$$name]++ }}
+probe process("{exe}").library("{lib}").plt {{ l[$$name]++ }}
+probe process("{exe}").plt("s*") {{ s[$$name]++ }}
+probe process("{exe}").library("{lib}").plt.return {{ r[$$name]++ }}
+global go
+probe end {{
+    foreach (k+ in p) printf("exe %s %d\n", k, p[k])
+    foreach (k+ in l) printf("lib %s %d\n", k, l[k])
+    foreach (k+ in s) printf("s* %s %d\n", k, s[k])
+    foreach (k+ in r) printf("lib return %s %d\n", k, r[k])
+}}"#
+    );
+    let o = run(utap(&script, &["-c", &format!("{exe} 3")]));
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert_eq!(
+        o.stdout,
+        "1\n\
+         exe __cxa_finalize 1\nexe atoi 1\nexe free 1\nexe getppid 1\nexe malloc 1\n\
+         exe printf 1\nexe strlen 3\nexe uplt_len 2\n\
+         lib __cxa_finalize 1\nlib abs 2\nlib strlen 2\n\
+         s* strlen 3\n\
+         lib return __cxa_finalize 1\nlib return abs 2\nlib return strlen 2\n",
+        "{}",
+        o.stderr
+    );
+    for line in o.stdout.lines().filter_map(|l| l.strip_prefix("exe ")) {
+        let name = line.split(' ').next().unwrap();
+        assert!(
+            exe_plt.iter().any(|n| n == name),
+            "{name} not in {exe_plt:?}"
+        );
+    }
+}

@@ -699,6 +699,7 @@ fn listing_process_points_with_variables() {
         text,
         "process.begin
 process.end $code:long
+process.plt $arg1:long $arg2:long $arg3:long $arg4:long $arg5:long $arg6:long
 process.quiesce
 process.signal $signal:long $code:long
 process.syscall $syscall:long $arg1:long $arg2:long $arg3:long $arg4:long $arg5:long $arg6:long
@@ -707,7 +708,7 @@ process.syscall $syscall:long $arg1:long $arg2:long $arg3:long $arg4:long $arg5:
     let text = list("process.*.*", false).unwrap();
     assert_eq!(
         text,
-        "process.syscall.return\nprocess.thread.begin\nprocess.thread.end\n"
+        "process.plt.return\nprocess.syscall.return\nprocess.thread.begin\nprocess.thread.end\n"
     );
 }
 

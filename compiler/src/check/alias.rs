@@ -411,13 +411,16 @@ fn match_family(
             return Ok(Vec::new());
         }
         let arg = match (&comp.arg, spec.arg) {
-            (None, ArgSpec::None | ArgSpec::OptNum | ArgSpec::OptStrOrNum) => None,
+            (None, ArgSpec::None | ArgSpec::OptNum | ArgSpec::OptStrOrNum | ArgSpec::OptStr) => {
+                None
+            }
             (Some(Literal::Num(n)), ArgSpec::OptNum | ArgSpec::Num | ArgSpec::OptStrOrNum) => {
                 Some(PointArg::Num(*n))
             }
-            (Some(Literal::Str(s)), ArgSpec::OptStrOrNum | ArgSpec::Str | ArgSpec::StrOrNum) => {
-                Some(PointArg::Str(s.clone()))
-            }
+            (
+                Some(Literal::Str(s)),
+                ArgSpec::OptStrOrNum | ArgSpec::Str | ArgSpec::StrOrNum | ArgSpec::OptStr,
+            ) => Some(PointArg::Str(s.clone())),
             (Some(Literal::Num(n)), ArgSpec::StrOrNum) => Some(PointArg::Num(*n)),
             _ => return Ok(Vec::new()),
         };

@@ -23,6 +23,8 @@ pub enum ArgSpec {
     Str,
     /// A required string or number (`statement(0x1234)`, `statement("f+4")`).
     StrOrNum,
+    /// An optional string (`plt`, `plt("mem*")`).
+    OptStr,
 }
 
 /// One dotted component of a family pattern.
@@ -269,7 +271,8 @@ macro_rules! function_family {
     };
 }
 const FUNCTION: CompSpec = c("function", ArgSpec::Str);
-const PLT: CompSpec = c("plt", ArgSpec::Str);
+/// `.plt` alone is `.plt("*")` (stapprobes: "every PLT entry").
+const PLT: CompSpec = c("plt", ArgSpec::OptStr);
 const LIBRARY: CompSpec = c("library", ArgSpec::Str);
 const RETURN: CompSpec = c("return", ArgSpec::None);
 const CALL: CompSpec = CompSpec {
@@ -420,7 +423,7 @@ pub static FAMILIES: &[Family] = &[
         false,
         false,
         FUNCTION_VARS,
-        "a call through the PLT stub of NAME"
+        "a call through the PLT stub of NAME (every stub without NAME; $$name)"
     ),
     function_family!(
         [PLT, RETURN],
@@ -429,6 +432,22 @@ pub static FAMILIES: &[Family] = &[
         true,
         FUNCTION_RETURN_VARS,
         "a call through the PLT stub of NAME returns"
+    ),
+    function_family!(
+        [LIBRARY, PLT],
+        Plt,
+        true,
+        false,
+        FUNCTION_VARS,
+        "a call through a PLT stub of library LIB"
+    ),
+    function_family!(
+        [LIBRARY, PLT, RETURN],
+        Plt,
+        true,
+        true,
+        FUNCTION_RETURN_VARS,
+        "a call through a PLT stub of library LIB returns"
     ),
     function_family!(
         [LIBRARY, FUNCTION, CALL],
@@ -634,6 +653,7 @@ impl Family {
                 ArgSpec::OptNum | ArgSpec::Num => out.push_str("(N)"),
                 ArgSpec::OptStrOrNum => out.push_str(qualifier),
                 ArgSpec::Str | ArgSpec::StrOrNum => out.push_str("(\"NAME\")"),
+                ArgSpec::OptStr => out.push_str("[(\"NAME\")]"),
             }
         }
         out

@@ -74,7 +74,8 @@ pub fn build(
             })?;
             FunctionSite::Function { name, offset }
         }
-        (SiteKind::Plt, _) => FunctionSite::Plt(str_at(site_arg).unwrap_or_default()),
+        // `.plt` alone: every entry (`.plt("*")`).
+        (SiteKind::Plt, _) => FunctionSite::Plt(str_at(site_arg).unwrap_or_else(|| "*".into())),
         _ => FunctionSite::Function {
             name: str_at(site_arg).unwrap_or_default(),
             offset: 0,
@@ -216,7 +217,11 @@ pub fn expand_listing(kind: &PointKind, head: &str) -> Option<Vec<String>> {
         _ => return None,
     };
     let image = ElfImage::open(Path::new(&file)).ok()?;
-    let written = format!("{comp}(\"{pattern}\")");
+    let mut written = format!(".{comp}(\"{pattern}\")");
+    if !head.contains(&written) {
+        // `.plt` without its argument.
+        written = format!(".{comp}");
+    }
     // C++ functions listed by their demangled names, which match again.
     let mut names: Vec<String> = match &fp.site {
         FunctionSite::Plt(_) => image
@@ -237,9 +242,17 @@ pub fn expand_listing(kind: &PointKind, head: &str) -> Option<Vec<String>> {
     Some(
         names
             .iter()
-            .map(|n| head.replace(&written, &format!("{comp}(\"{n}\")")))
+            .map(|n| replace_last(head, &written, &format!(".{comp}(\"{n}\")")))
             .collect(),
     )
+}
+
+/// `text` with the last `from` replaced by `to`.
+fn replace_last(text: &str, from: &str, to: &str) -> String {
+    match text.rfind(from) {
+        Some(at) => format!("{}{to}{}", &text[..at], &text[at + from.len()..]),
+        None => text.to_string(),
+    }
 }
 
 #[cfg(test)]
