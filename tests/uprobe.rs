@@ -575,3 +575,70 @@ probe end {{
         );
     }
 }
+
+/// `.statement("F@FILE:*")`, `:x-y`, `:x,y-z` and `+N` (stapprobes: every
+/// line of the function, a range, a list, a line relative to the
+/// declaration): one point per line that has code, at its lowest
+/// address, each with its own `pp()`; the hits are those of each line of
+/// the fixture (acc runs twice, its loop body 3 + 2 times, line 12 once).
+#[test]
+fn statement_lines_by_wildcard_range_list_and_offset() {
+    let exe = fixture("vw");
+    let src = format!("{}/tests/fixtures/uprobe/vw.c", env!("CARGO_MANIFEST_DIR"));
+    let pp = |line: u32| format!(r#"process("{exe}").statement("acc@{src}:{line}")"#);
+    let script = format!(
+        r#"global n
+probe process("{exe}").statement("acc@vw.c:*") {{ n["all", pp()]++ }}
+probe process("{exe}").statement("acc@vw.c:10-12") {{ n["range", pp()]++ }}
+probe process("{exe}").statement("acc@vw.c+4") {{ n["relative", pp()]++ }}
+probe process("{exe}").statement("acc@vw.c:8,13-14") {{ n["list", pp()]++ }}
+probe end {{ foreach ([k, p] in n) printf("%s %s %d\n", k, p, n[k, p]) }}"#
+    );
+    let o = run(utap(&script, &["-c", &exe]));
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    let mut got: Vec<&str> = o.stdout.lines().collect();
+    got.sort();
+    let hits = [
+        (7, 2),
+        (8, 2),
+        (9, 2),
+        (10, 5),
+        (11, 2),
+        (12, 1),
+        (13, 2),
+        (14, 2),
+    ];
+    let mut want: Vec<String> = Vec::new();
+    for (probe, lines) in [
+        ("all", &[7, 8, 9, 10, 11, 12, 13, 14][..]),
+        ("range", &[10, 11, 12]),
+        ("relative", &[10]),
+        ("list", &[8, 13, 14]),
+    ] {
+        for (l, n) in hits.iter().filter(|(l, _)| lines.contains(l)) {
+            want.push(format!("{probe} {} {n}", pp(*l)));
+        }
+    }
+    want.sort();
+    assert_eq!(got, want, "{}", o.stderr);
+    // -l: one point per line, as SystemTap lists them.
+    let mut c = support::command(support::utap_bin());
+    c.args([
+        "-l",
+        &format!(r#"process("{exe}").statement("acc@vw.c:*")"#),
+    ]);
+    let o = run(c);
+    let mut want: Vec<String> = (7..=14).map(pp).collect();
+    want.sort();
+    assert_eq!(o.stdout.lines().collect::<Vec<_>>(), want, "{}", o.stderr);
+    // A line without code is an error; in a range it is left out.
+    let o = run(utap(
+        &format!(r#"probe process("{exe}").statement("acc@vw.c:5") {{ }}"#),
+        &["-p2"],
+    ));
+    assert!(
+        o.stderr.contains("no line records for vw.c:5"),
+        "{}",
+        o.stderr
+    );
+}

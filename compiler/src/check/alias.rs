@@ -14,7 +14,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::catalogue::{
-    ArgSpec, BuildError, FAMILIES, Family, FamilyKind, PointArg, ProcessEventKind, glob_match,
+    ArgSpec, BuildError, Built, FAMILIES, Family, FamilyKind, PointArg, ProcessEventKind,
+    glob_match,
 };
 use super::error::SemError;
 use super::synonyms;
@@ -440,19 +441,20 @@ fn match_family(
     {
         return expand_process_glob(family, &args, path).map_err(error);
     }
-    let kind = family.build(&args).map_err(error)?;
-    Ok(vec![resolved(family, kind, &args)])
+    let built = family.build(&args).map_err(error)?;
+    Ok(built
+        .into_iter()
+        .map(|b| resolved(family, b, &args))
+        .collect())
 }
 
-fn resolved(
-    family: &'static Family,
-    kind: PointKind,
-    args: &[Option<Option<PointArg>>],
-) -> Resolved {
-    let text = canonical_text(family, args);
+/// A built point with its text: the resolved arguments where the family
+/// gave them, else the written ones.
+fn resolved(family: &'static Family, built: Built, args: &[Option<Option<PointArg>>]) -> Resolved {
+    let text = canonical_text(family, built.args.as_deref().unwrap_or(args));
     Resolved {
         family,
-        kind,
+        kind: built.kind,
         head: text.clone(),
         text,
         prologue: Vec::new(),
@@ -484,7 +486,7 @@ fn expand_process_glob(
         let mut args = args.to_vec();
         args[0] = Some(Some(PointArg::Str(file)));
         match family.build(&args) {
-            Ok(kind) => out.push(resolved(family, kind, &args)),
+            Ok(built) => out.extend(built.into_iter().map(|b| resolved(family, b, &args))),
             // A file that has functions but not this one says more than
             // one that is not an ELF file.
             Err(e) => {

@@ -482,7 +482,7 @@ pub static FAMILIES: &[Family] = &[
         false,
         false,
         FUNCTION_VARS,
-        "the instruction at NAME+OFFSET"
+        "the instruction at NAME+OFFSET, or at source lines F@FILE:N (:*, :N-M, :N,M, +N)"
     ),
     function_family!(
         [c("mark", ArgSpec::Str)],
@@ -538,15 +538,39 @@ pub struct BuildError {
     pub component: usize,
 }
 
+/// One point a family builds from a written point.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Built {
+    pub kind: PointKind,
+    /// The arguments as resolved, when they differ from the written ones
+    /// (`statement("acc@/src/vw.c:10")` for `statement("acc@vw.c:*")`):
+    /// the point's text, `pp()`, shows them.
+    pub args: Option<Vec<Option<Option<PointArg>>>>,
+}
+
+impl Built {
+    pub fn new(kind: PointKind) -> Built {
+        Built { kind, args: None }
+    }
+}
+
 impl Family {
     /// The context variable `name` (without `$`) of this family.
     pub fn context_var(&self, name: &str) -> Option<&'static ContextVarDef> {
         self.context.iter().find(|v| v.name == name)
     }
 
-    /// Builds the point from the arguments of the matched components (one
-    /// entry per pattern component, `None` for an optional one left out).
-    pub fn build(&self, args: &[Option<Option<PointArg>>]) -> Result<PointKind, BuildError> {
+    /// Builds the points of the arguments of the matched components (one
+    /// entry per pattern component, `None` for an optional one left out):
+    /// one, except for statements of several source lines.
+    pub fn build(&self, args: &[Option<Option<PointArg>>]) -> Result<Vec<Built>, BuildError> {
+        if let FamilyKind::Process(ProcessEventKind::Function(ff)) = self.kind {
+            return super::functions::build(ff, args);
+        }
+        self.build_one(args).map(|kind| vec![Built::new(kind)])
+    }
+
+    fn build_one(&self, args: &[Option<Option<PointArg>>]) -> Result<PointKind, BuildError> {
         let num = |i: usize| match args.get(i) {
             Some(Some(Some(PointArg::Num(n)))) => Some(*n),
             _ => None,
@@ -585,8 +609,8 @@ impl Family {
                     randomize_ns: 0,
                 }
             }
-            FamilyKind::Process(ProcessEventKind::Function(ff)) => {
-                super::functions::build(ff, args)?
+            FamilyKind::Process(ProcessEventKind::Function(_)) => {
+                unreachable!("function families build in build()")
             }
             FamilyKind::Process(ProcessEventKind::Profile) => PointKind::Process {
                 target: ProcessTarget::Any,
@@ -734,7 +758,9 @@ mod tests {
             .unwrap();
         let kind = hz
             .build(&[Some(None), Some(Some(PointArg::Num(100)))])
-            .unwrap();
+            .unwrap()
+            .remove(0)
+            .kind;
         assert_eq!(
             kind,
             PointKind::Timer {

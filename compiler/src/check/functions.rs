@@ -13,21 +13,23 @@ use utap_runtime::session::{FunctionPoint, FunctionSite};
 
 use super::alias::edit_distance;
 use super::catalogue::{
-    BuildError, FunctionFamily, PointArg, SiteKind, glob_match, process_target,
+    BuildError, Built, FunctionFamily, PointArg, SiteKind, glob_match, process_target,
 };
+use super::dwarf::SourceSite;
 use crate::program::{PointKind, ProcessEvent, ProcessTarget};
 
-/// Builds a function point from its components' arguments.
+/// Builds a function point from its components' arguments: one point,
+/// or one per line of a statement's line range or wildcard.
 pub fn build(
     ff: FunctionFamily,
     args: &[Option<Option<PointArg>>],
-) -> Result<PointKind, BuildError> {
+) -> Result<Vec<Built>, BuildError> {
     let str_at = |i: usize| match args.get(i) {
         Some(Some(Some(PointArg::Str(s)))) => Some(s.clone()),
         _ => None,
     };
     if let SiteKind::Mark { provider } = ff.site {
-        return super::marks::build(provider, ff.library, args);
+        return super::marks::build(provider, ff.library, args).map(|kind| vec![Built::new(kind)]);
     }
     let site_arg = if ff.library { 2 } else { 1 };
     let mut library = if ff.library { str_at(1) } else { None };
@@ -41,7 +43,7 @@ pub fn build(
         other => (other, None),
     };
     let source = str_at(site_arg).filter(|s| s.contains('@') && ff.site != SiteKind::Plt);
-    let site = match (ff.site, args.get(site_arg)) {
+    let sites: Vec<SourceSite> = match (ff.site, args.get(site_arg)) {
         // NAME@file.c[:LINE], *@file.c:LINE: through the debug information.
         _ if source.is_some() => {
             let spec = source.unwrap_or_default();
@@ -64,7 +66,7 @@ pub fn build(
             )?
         }
         (SiteKind::Statement, Some(Some(Some(PointArg::Num(addr))))) => {
-            FunctionSite::Absolute(*addr as u64)
+            written(FunctionSite::Absolute(*addr as u64))
         }
         (SiteKind::Statement, Some(Some(Some(PointArg::Str(s))))) => {
             let (name, offset) = split_offset(s).ok_or_else(|| BuildError {
@@ -72,14 +74,16 @@ pub fn build(
                 label: "expected NAME+OFFSET (e.g. \"main+4\")".into(),
                 component: site_arg,
             })?;
-            FunctionSite::Function { name, offset }
+            written(FunctionSite::Function { name, offset })
         }
         // `.plt` alone: every entry (`.plt("*")`).
-        (SiteKind::Plt, _) => FunctionSite::Plt(str_at(site_arg).unwrap_or_else(|| "*".into())),
-        _ => FunctionSite::Function {
+        (SiteKind::Plt, _) => written(FunctionSite::Plt(
+            str_at(site_arg).unwrap_or_else(|| "*".into()),
+        )),
+        _ => written(FunctionSite::Function {
             name: str_at(site_arg).unwrap_or_default(),
             offset: 0,
-        },
+        }),
     };
     // A library's functions are checked in the library when its path is
     // known; an executable's in the executable.
@@ -94,7 +98,11 @@ pub fn build(
     };
     if let Some((file, named)) = checked {
         match ElfImage::open(Path::new(&file)) {
-            Ok(image) => check_symbols(&image, &site, site_arg)?,
+            Ok(image) => {
+                for s in &sites {
+                    check_symbols(&image, &s.site, site_arg)?;
+                }
+            }
             Err(e) if named => {
                 return Err(BuildError {
                     message: format!("cannot probe functions of {file}"),
@@ -110,14 +118,30 @@ pub fn build(
     } else if library.is_some() {
         target = ProcessTarget::Any;
     }
-    Ok(PointKind::Process {
-        target,
-        event: ProcessEvent::Function(FunctionPoint {
-            library,
-            site,
-            returning: ff.returning,
+    let built = sites.into_iter().map(|s| Built {
+        kind: PointKind::Process {
+            target: target.clone(),
+            event: ProcessEvent::Function(FunctionPoint {
+                library: library.clone(),
+                site: s.site,
+                returning: ff.returning,
+            }),
+        },
+        args: s.resolved.map(|r| {
+            let mut args = args.to_vec();
+            args[site_arg] = Some(Some(PointArg::Str(r)));
+            args
         }),
-    })
+    });
+    Ok(built.collect())
+}
+
+/// A site as written (no source location to resolve).
+fn written(site: FunctionSite) -> Vec<SourceSite> {
+    vec![SourceSite {
+        site,
+        resolved: None,
+    }]
 }
 
 /// A shared library rather than a program (by name: `lib*.so*`, `*.so`).
