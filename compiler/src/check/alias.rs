@@ -451,12 +451,12 @@ fn match_family(
 /// A built point with its text: the resolved arguments where the family
 /// gave them, else the written ones.
 fn resolved(family: &'static Family, built: Built, args: &[Option<Option<PointArg>>]) -> Resolved {
-    let text = canonical_text(family, built.args.as_deref().unwrap_or(args));
+    let head = canonical_text(family, built.args.as_deref().unwrap_or(args));
     Resolved {
         family,
         kind: built.kind,
-        head: text.clone(),
-        text,
+        text: built.pp.unwrap_or_else(|| head.clone()),
+        head,
         prologue: Vec::new(),
         epilogue: Vec::new(),
         conditions: Vec::new(),

@@ -546,11 +546,19 @@ pub struct Built {
     /// (`statement("acc@/src/vw.c:10")` for `statement("acc@vw.c:*")`):
     /// the point's text, `pp()`, shows them.
     pub args: Option<Vec<Option<Option<PointArg>>>>,
+    /// `pp()` when it is not the text of `args`: SystemTap's derived probe
+    /// names the module holding the site as its process (a library's
+    /// path, not `.library(..)`), and a PLT entry by its address.
+    pub pp: Option<String>,
 }
 
 impl Built {
     pub fn new(kind: PointKind) -> Built {
-        Built { kind, args: None }
+        Built {
+            kind,
+            args: None,
+            pp: None,
+        }
     }
 }
 

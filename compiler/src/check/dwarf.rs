@@ -80,13 +80,22 @@ pub fn sites_of(kinds: &[&PointKind]) -> Option<DwarfSites> {
         missing: None,
         returning: false,
     };
+    // A pattern in a known module is one point per function: open each
+    // file once.
+    let mut images: std::collections::HashMap<String, ElfImage> = Default::default();
     for kind in kinds {
         let (fp, file) = dwarf_file(kind)?;
         let FunctionSite::Function { name, offset } = &fp.site else {
             return None;
         };
         out.returning |= fp.returning;
-        let image = ElfImage::open(Path::new(&file)).ok()?;
+        let image = match images.entry(file) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let image = ElfImage::open(Path::new(e.key())).ok()?;
+                e.insert(image)
+            }
+        };
         let info = match dwarf::debug_info(&image.path) {
             Ok(i) => i,
             Err(why) => {
@@ -96,8 +105,9 @@ pub fn sites_of(kinds: &[&PointKind]) -> Option<DwarfSites> {
         };
         for s in image
             .symbols
-            .iter()
-            .filter(|s| s.func && s.matches(name, super::catalogue::glob_match))
+            .matching(name, super::catalogue::glob_match)
+            .into_iter()
+            .filter(|s| s.func)
         {
             let pc = match (*offset, fp.returning) {
                 (0, false) => dwarf::entry_pc(&image, s.addr),
@@ -280,7 +290,7 @@ pub fn listing_extra(kind: &PointKind, listed: &str) -> Vec<String> {
     let Some(rest) = listed.split(".function(\"").nth(1) else {
         return Vec::new();
     };
-    let name = rest.split('"').next().unwrap_or_default();
+    let name = rest.split(['"', '@']).next().unwrap_or_default();
     listing_vars(&file, name)
         .map(|v| {
             v.split(' ')
@@ -344,6 +354,8 @@ pub struct SourceSite {
     /// information names it, the line), for statements; `None` keeps the
     /// point as written.
     pub resolved: Option<String>,
+    /// A PLT entry's link-time address (its `pp()` names it).
+    pub address: Option<u64>,
 }
 
 /// `.function("NAME@file.c")`, `.function("NAME@file.c:LINE")`,
@@ -372,6 +384,7 @@ pub fn source_site(path: &str, spec: &str, statement: bool) -> Result<Vec<Source
                 offset: 0,
             },
             resolved: None,
+            address: None,
         }])
     };
     if !statement {
@@ -468,6 +481,7 @@ pub fn source_site(path: &str, spec: &str, statement: bool) -> Result<Vec<Source
                     f.name,
                     f.decl_file.as_deref().unwrap_or(file)
                 )),
+                address: None,
             });
         }
     }

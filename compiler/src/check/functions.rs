@@ -96,12 +96,14 @@ pub fn build(
             .map(|m| (m, true))
             .or_else(|| super::dwarf::implicit_program(&target).map(|exe| (exe, false))),
     };
+    let mut image = None;
     if let Some((file, named)) = checked {
         match ElfImage::open(Path::new(&file)) {
-            Ok(image) => {
+            Ok(img) => {
                 for s in &sites {
-                    check_symbols(&image, &s.site, site_arg)?;
+                    check_symbols(&img, &s.site, site_arg)?;
                 }
+                image = Some(img);
             }
             Err(e) if named => {
                 return Err(BuildError {
@@ -118,22 +120,206 @@ pub fn build(
     } else if library.is_some() {
         target = ProcessTarget::Any;
     }
-    let built = sites.into_iter().map(|s| Built {
-        kind: PointKind::Process {
-            target: target.clone(),
-            event: ProcessEvent::Function(FunctionPoint {
-                library: library.clone(),
-                site: s.site,
-                returning: ff.returning,
-            }),
+    // In a module known now, each function or PLT entry a pattern matches
+    // is a point of its own, named as SystemTap names the probe it derives.
+    let sites = match (&image, ff.site, sites.as_slice()) {
+        (Some(img), SiteKind::Function, [only]) if only.resolved.is_none() => match &only.site {
+            FunctionSite::Function { name, offset: 0 } => each_function(img, name),
+            _ => sites,
         },
-        args: s.resolved.map(|r| {
-            let mut args = args.to_vec();
-            args[site_arg] = Some(Some(PointArg::Str(r)));
-            args
-        }),
+        (Some(img), SiteKind::Plt, [only]) => match &only.site {
+            FunctionSite::Plt(pattern) => each_plt_entry(img, pattern),
+            _ => sites,
+        },
+        _ => sites,
+    };
+    let named = image
+        .as_ref()
+        .map(|img| Named::new(img, ff, args, site_arg, &target));
+    let built = sites.into_iter().map(|s| {
+        let (args, pp) = match (&named, &s.resolved) {
+            (Some(n), Some(r)) => {
+                let (args, pp) = n.resolved(r, s.address);
+                (Some(args), Some(pp))
+            }
+            (None, Some(r)) => {
+                let mut args = args.to_vec();
+                args[site_arg] = Some(Some(PointArg::Str(r.clone())));
+                (Some(args), None)
+            }
+            _ => (None, None),
+        };
+        Built {
+            kind: PointKind::Process {
+                target: target.clone(),
+                event: ProcessEvent::Function(FunctionPoint {
+                    library: library.clone(),
+                    site: s.site,
+                    returning: ff.returning,
+                }),
+            },
+            args,
+            pp,
+        }
     });
     Ok(built.collect())
+}
+
+/// Each function of `image` that `pattern` names, once per address,
+/// resolved as SystemTap's `dwarf_query::final_function_name` writes it:
+/// `NAME@FILE:LINE` (the debug information's function, its declaration's
+/// file and line) when the debug information has the function under the
+/// symbol's name (for C++, its unqualified name), else the symbol's name
+/// alone, as SystemTap's symbol-table pass names a weak alias such as
+/// libc's `write` (whose DWARF name is `__libc_write`). At an address with
+/// several matching names, the one the debug information uses wins.
+fn each_function(image: &ElfImage, pattern: &str) -> Vec<SourceSite> {
+    let info = utap_runtime::dwarf::debug_info(&image.path).ok();
+    let same = |sym: &utap_runtime::elf::symbols::Symbol, dw: &str| {
+        sym.name == dw
+            || demangle(&sym.name).is_some_and(|d| d.short.rsplit("::").next() == Some(dw))
+    };
+    let matching: Vec<_> = image
+        .symbols
+        .iter()
+        .filter(|s| s.func && s.matches(pattern, glob_match))
+        .collect();
+    let mut out: Vec<SourceSite> = Vec::new();
+    let mut i = 0;
+    while i < matching.len() {
+        let addr = matching[i].addr;
+        let group: Vec<_> = matching[i..]
+            .iter()
+            .take_while(|s| s.addr == addr)
+            .collect();
+        i += group.len();
+        let dw = info.as_ref().and_then(|i| i.function_at(addr));
+        let (sym, f) =
+            match dw.and_then(|f| group.iter().find(|s| same(s, &f.name)).map(|s| (s, f))) {
+                Some((s, f)) => (*s, Some(f)),
+                None => (group[0], None),
+            };
+        let resolved = match f {
+            Some(f) => match &f.decl_file {
+                Some(file) if f.decl_line > 0 => format!("{}@{file}:{}", f.name, f.decl_line),
+                Some(file) => format!("{}@{file}", f.name),
+                None => f.name.clone(),
+            },
+            None => sym.shown().into_owned(),
+        };
+        if out
+            .iter()
+            .any(|o| matches!(&o.site, FunctionSite::Function { name, .. } if *name == sym.name))
+        {
+            continue;
+        }
+        out.push(SourceSite {
+            site: FunctionSite::Function {
+                name: sym.name.clone(),
+                offset: 0,
+            },
+            resolved: Some(resolved),
+            address: None,
+        });
+    }
+    out
+}
+
+/// Each PLT entry of `image` that `pattern` names, once per name.
+fn each_plt_entry(image: &ElfImage, pattern: &str) -> Vec<SourceSite> {
+    let mut out: Vec<SourceSite> = Vec::new();
+    for p in image.plt.iter().filter(|p| glob_match(pattern, &p.name)) {
+        if out
+            .iter()
+            .any(|s| s.site == FunctionSite::Plt(p.name.clone()))
+        {
+            continue;
+        }
+        out.push(SourceSite {
+            site: FunctionSite::Plt(p.name.clone()),
+            resolved: Some(p.name.clone()),
+            address: Some(p.addr),
+        });
+    }
+    out
+}
+
+/// How a point resolved in a known module is written.
+struct Named {
+    /// The module's canonical path.
+    module: String,
+    /// The written arguments, with the program and library by their
+    /// canonical paths.
+    args: Vec<Option<Option<PointArg>>>,
+    site_arg: usize,
+    site: SiteKind,
+    call: bool,
+    returning: bool,
+}
+
+impl Named {
+    fn new(
+        image: &ElfImage,
+        ff: FunctionFamily,
+        args: &[Option<Option<PointArg>>],
+        site_arg: usize,
+        target: &ProcessTarget,
+    ) -> Named {
+        let canonical = |p: &str| {
+            std::fs::canonicalize(p)
+                .map(|c| c.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| p.to_string())
+        };
+        let module = canonical(&image.path);
+        let mut args = args.to_vec();
+        let program = match target {
+            ProcessTarget::Path(p) => Some(canonical(p)),
+            _ if ff.library => super::dwarf::implicit_program(target).map(|p| canonical(&p)),
+            _ => Some(module.clone()),
+        };
+        if let Some(p) = program {
+            args[0] = Some(Some(PointArg::Str(p)));
+        }
+        if ff.library {
+            args[1] = Some(Some(PointArg::Str(module.clone())));
+        }
+        Named {
+            module,
+            call: ff.site == SiteKind::Function
+                && !ff.returning
+                && matches!(args.get(site_arg + 1), Some(Some(None))),
+            args,
+            site_arg,
+            site: ff.site,
+            returning: ff.returning,
+        }
+    }
+
+    /// The arguments as `-l` lists the point and `pn()` names it
+    /// (SystemTap's well-formed point: `.library` kept with its path), and
+    /// the text of `pp()` (the derived probe's: the module that holds the
+    /// site as the process, a PLT entry as its statement address).
+    fn resolved(
+        &self,
+        site: &str,
+        address: Option<u64>,
+    ) -> (Vec<Option<Option<PointArg>>>, String) {
+        let mut args = self.args.clone();
+        args[self.site_arg] = Some(Some(PointArg::Str(site.to_string())));
+        let mut pp = format!("process(\"{}\")", self.module);
+        match (self.site, address) {
+            (SiteKind::Plt, Some(a)) => pp.push_str(&format!(".statement({a:#x})")),
+            (SiteKind::Function, _) => pp.push_str(&format!(".function(\"{site}\")")),
+            _ => pp.push_str(&format!(".statement(\"{site}\")")),
+        }
+        if self.call {
+            pp.push_str(".call");
+        }
+        if self.returning {
+            pp.push_str(".return");
+        }
+        (args, pp)
+    }
 }
 
 /// A site as written (no source location to resolve).
@@ -141,6 +327,7 @@ fn written(site: FunctionSite) -> Vec<SourceSite> {
     vec![SourceSite {
         site,
         resolved: None,
+        address: None,
     }]
 }
 
@@ -228,55 +415,6 @@ pub fn function_file(kind: &PointKind) -> Option<(&FunctionPoint, String)> {
         _ => return None,
     };
     Some((fp, file))
-}
-
-/// `-l`/`-L`: a function point with a wildcard, in a module known at
-/// elaboration, lists one name per matching function (or PLT entry), as
-/// SystemTap does; `None` for other points.
-pub fn expand_listing(kind: &PointKind, head: &str) -> Option<Vec<String>> {
-    let (fp, file) = function_file(kind)?;
-    let (comp, pattern) = match &fp.site {
-        FunctionSite::Function { name, offset: 0 } => ("function", name),
-        FunctionSite::Plt(name) => ("plt", name),
-        _ => return None,
-    };
-    let image = ElfImage::open(Path::new(&file)).ok()?;
-    let mut written = format!(".{comp}(\"{pattern}\")");
-    if !head.contains(&written) {
-        // `.plt` without its argument.
-        written = format!(".{comp}");
-    }
-    // C++ functions listed by their demangled names, which match again.
-    let mut names: Vec<String> = match &fp.site {
-        FunctionSite::Plt(_) => image
-            .plt
-            .iter()
-            .filter(|p| glob_match(pattern, &p.name))
-            .map(|p| p.name.clone())
-            .collect(),
-        _ => image
-            .symbols
-            .iter()
-            .filter(|s| s.func && s.matches(pattern, glob_match))
-            .map(|s| s.shown().into_owned())
-            .collect(),
-    };
-    names.sort();
-    names.dedup();
-    Some(
-        names
-            .iter()
-            .map(|n| replace_last(head, &written, &format!(".{comp}(\"{n}\")")))
-            .collect(),
-    )
-}
-
-/// `text` with the last `from` replaced by `to`.
-fn replace_last(text: &str, from: &str, to: &str) -> String {
-    match text.rfind(from) {
-        Some(at) => format!("{}{to}{}", &text[..at], &text[at + from.len()..]),
-        None => text.to_string(),
-    }
 }
 
 #[cfg(test)]
