@@ -396,3 +396,247 @@ fn listing_expands_function_wildcards() {
         )
     );
 }
+
+/// `process("PATTERN")` of a function probe is expanded by glob(3), one
+/// point per regular file by its canonical path (SystemTap's
+/// stapprobes: "standard globbing is performed to find all matching
+/// paths"); a matched file without the function is left out.
+#[test]
+fn process_paths_with_wildcards_are_globbed() {
+    let dir = Path::new(&fixture("ufuncs"))
+        .parent()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    // libufix.so, ufuncs, ufuncs_nopie, ufuncs_stripped, uxol: the
+    // library and uxol have no `add`.
+    let pattern = format!("{dir}/*u[fx]*");
+    let mut c = support::command(support::utap_bin());
+    c.args(["-l", &format!(r#"process("{pattern}").function("add")"#)]);
+    let o = run(c);
+    let listed: Vec<&str> = o.stdout.lines().collect();
+    assert_eq!(
+        listed,
+        ["ufuncs", "ufuncs_nopie", "ufuncs_stripped"]
+            .map(|f| format!(r#"process("{dir}/{f}").function("add")"#)),
+        "{}",
+        o.stderr
+    );
+    // Run: the hits are the -c program's own calls.
+    let out = trace(
+        "ufuncs",
+        &format!(
+            r#"global n
+probe process("{pattern}").function("add") {{ n[pp()]++ }}
+probe end {{ foreach (k in n) printf("%s %d\n", k, n[k]) }}"#
+        ),
+        "basic 7",
+    );
+    let hits = format!(r#"process("{dir}/ufuncs").function("add")"#);
+    assert_eq!(count(&out, &hits), count(&out, "add"), "{out}");
+    assert!(!out.contains("nopie\")"), "{out}");
+    // A pattern that names no file, and files without the function.
+    for (pattern, want) in [
+        (format!("{dir}/no-such-*"), "no file matches".to_string()),
+        (
+            format!("{dir}/ufuncs*"),
+            format!("no match for function 'ad' in {dir}/ufuncs"),
+        ),
+    ] {
+        let o = run(utap(
+            &format!(r#"probe process("{pattern}").function("ad") {{ }}"#),
+            &["-p2"],
+        ));
+        assert_ne!(o.status, 0);
+        assert!(o.stderr.contains(&want), "{want}: {}", o.stderr);
+    }
+}
+
+/// The issue's example: libc by a pattern, probed in every process that
+/// maps it, `pp()` naming the file the pattern found.
+#[test]
+fn libc_by_a_glob_pattern() {
+    let pattern = "/lib/x86_64*/libc.so*";
+    let Ok(libc) = std::fs::canonicalize("/lib/x86_64-linux-gnu/libc.so.6") else {
+        eprintln!("skipped: no /lib/x86_64-linux-gnu/libc.so.6");
+        return;
+    };
+    let libc = libc.to_string_lossy();
+    let exe = fixture("threads");
+    let script = format!(
+        r#"global n, p
+probe process("{pattern}").function("getppid") {{
+    if (execname() == "threads") {{ n++; p = pp() }}
+}}
+probe end {{ printf("%d %s\n", n, p) }}"#
+    );
+    let o = run(utap(&script, &["-c", &format!("{exe} 3")]));
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    // main's marker call and one per thread; the function as libc's
+    // debug information names it (`__getppid`) when it is installed.
+    let want = format!("4 process(\"{libc}\").function(\"");
+    assert!(o.stdout.starts_with(&want), "{}{}", o.stdout, o.stderr);
+    assert!(o.stdout.contains("getppid"), "{}", o.stdout);
+}
+
+/// The PLT stubs `objdump -d` names in `file` (`<NAME@plt>`: `.plt`,
+/// `.plt.sec`, `.plt.got`), sorted.
+fn objdump_plt(file: &str) -> Option<Vec<String>> {
+    let o = std::process::Command::new("objdump")
+        .args(["-d", file])
+        .output()
+        .ok()?;
+    let mut names: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| {
+            let name = l.split_once(" <")?.1.strip_suffix("@plt>:")?;
+            Some(name.to_string())
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    Some(names)
+}
+
+/// `.plt` alone probes every PLT stub (stapprobes: ".plt can be specified
+/// as a shorthand for .plt(\"*\")"), `$$name` naming the called symbol,
+/// in the program and, with `.library("LIB")`, in a library: the names
+/// are objdump's, the hits the fixture's known calls.
+#[test]
+fn bare_plt_probes_every_stub() {
+    let exe = fixture("uplt");
+    let lib = fixture("libuplt.so");
+    let (Some(exe_plt), Some(lib_plt)) = (objdump_plt(&exe), objdump_plt(&lib)) else {
+        eprintln!("skipped: no objdump");
+        return;
+    };
+    assert!(exe_plt.contains(&"strlen".to_string()), "{exe_plt:?}");
+    // -l: one line per stub, as objdump counts them.
+    for (point, file, names) in [
+        (format!(r#"process("{exe}").plt"#), &exe, &exe_plt),
+        (
+            format!(r#"process("{exe}").library("{lib}").plt"#),
+            &lib,
+            &lib_plt,
+        ),
+    ] {
+        let mut c = support::command(support::utap_bin());
+        c.args(["-l", &point]);
+        let o = run(c);
+        let want: Vec<String> = names
+            .iter()
+            .map(|n| format!(r#"{}.plt("{n}")"#, point.strip_suffix(".plt").unwrap()))
+            .collect();
+        assert_eq!(
+            o.stdout.lines().collect::<Vec<_>>(),
+            want,
+            "{file}: {}",
+            o.stderr
+        );
+    }
+    // The hits: every call the fixture makes through a stub after its
+    // getppid marker (getppid 1, atoi 1, strlen 3, malloc 1, free 1,
+    // uplt_len 2, printf 1; in the library strlen 2, abs 2), and
+    // __cxa_finalize at exit in both.
+    let script = format!(
+        r#"global p, l, s, r
+probe process("{exe}").plt {{ if ($$name == "getppid") go = 1; if (go) p[$$name]++ }}
+probe process("{exe}").library("{lib}").plt {{ l[$$name]++ }}
+probe process("{exe}").plt("s*") {{ s[$$name]++ }}
+probe process("{exe}").library("{lib}").plt.return {{ r[$$name]++ }}
+global go
+probe end {{
+    foreach (k+ in p) printf("exe %s %d\n", k, p[k])
+    foreach (k+ in l) printf("lib %s %d\n", k, l[k])
+    foreach (k+ in s) printf("s* %s %d\n", k, s[k])
+    foreach (k+ in r) printf("lib return %s %d\n", k, r[k])
+}}"#
+    );
+    let o = run(utap(&script, &["-c", &format!("{exe} 3")]));
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert_eq!(
+        o.stdout,
+        "1\n\
+         exe __cxa_finalize 1\nexe atoi 1\nexe free 1\nexe getppid 1\nexe malloc 1\n\
+         exe printf 1\nexe strlen 3\nexe uplt_len 2\n\
+         lib __cxa_finalize 1\nlib abs 2\nlib strlen 2\n\
+         s* strlen 3\n\
+         lib return __cxa_finalize 1\nlib return abs 2\nlib return strlen 2\n",
+        "{}",
+        o.stderr
+    );
+    for line in o.stdout.lines().filter_map(|l| l.strip_prefix("exe ")) {
+        let name = line.split(' ').next().unwrap();
+        assert!(
+            exe_plt.iter().any(|n| n == name),
+            "{name} not in {exe_plt:?}"
+        );
+    }
+}
+
+/// `.statement("F@FILE:*")`, `:x-y`, `:x,y-z` and `+N` (stapprobes: every
+/// line of the function, a range, a list, a line relative to the
+/// declaration): one point per line that has code, at its lowest
+/// address, each with its own `pp()`; the hits are those of each line of
+/// the fixture (acc runs twice, its loop body 3 + 2 times, line 12 once).
+#[test]
+fn statement_lines_by_wildcard_range_list_and_offset() {
+    let exe = fixture("vw");
+    let src = format!("{}/tests/fixtures/uprobe/vw.c", env!("CARGO_MANIFEST_DIR"));
+    let pp = |line: u32| format!(r#"process("{exe}").statement("acc@{src}:{line}")"#);
+    let script = format!(
+        r#"global n
+probe process("{exe}").statement("acc@vw.c:*") {{ n["all", pp()]++ }}
+probe process("{exe}").statement("acc@vw.c:10-12") {{ n["range", pp()]++ }}
+probe process("{exe}").statement("acc@vw.c+4") {{ n["relative", pp()]++ }}
+probe process("{exe}").statement("acc@vw.c:8,13-14") {{ n["list", pp()]++ }}
+probe end {{ foreach ([k, p] in n) printf("%s %s %d\n", k, p, n[k, p]) }}"#
+    );
+    let o = run(utap(&script, &["-c", &exe]));
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    let mut got: Vec<&str> = o.stdout.lines().collect();
+    got.sort();
+    let hits = [
+        (7, 2),
+        (8, 2),
+        (9, 2),
+        (10, 5),
+        (11, 2),
+        (12, 1),
+        (13, 2),
+        (14, 2),
+    ];
+    let mut want: Vec<String> = Vec::new();
+    for (probe, lines) in [
+        ("all", &[7, 8, 9, 10, 11, 12, 13, 14][..]),
+        ("range", &[10, 11, 12]),
+        ("relative", &[10]),
+        ("list", &[8, 13, 14]),
+    ] {
+        for (l, n) in hits.iter().filter(|(l, _)| lines.contains(l)) {
+            want.push(format!("{probe} {} {n}", pp(*l)));
+        }
+    }
+    want.sort();
+    assert_eq!(got, want, "{}", o.stderr);
+    // -l: one point per line, as SystemTap lists them.
+    let mut c = support::command(support::utap_bin());
+    c.args([
+        "-l",
+        &format!(r#"process("{exe}").statement("acc@vw.c:*")"#),
+    ]);
+    let o = run(c);
+    let mut want: Vec<String> = (7..=14).map(pp).collect();
+    want.sort();
+    assert_eq!(o.stdout.lines().collect::<Vec<_>>(), want, "{}", o.stderr);
+    // A line without code is an error; in a range it is left out.
+    let o = run(utap(
+        &format!(r#"probe process("{exe}").statement("acc@vw.c:5") {{ }}"#),
+        &["-p2"],
+    ));
+    assert!(
+        o.stderr.contains("no line records for vw.c:5"),
+        "{}",
+        o.stderr
+    );
+}

@@ -190,8 +190,76 @@ fn a_function_named_like_a_program_keeps_its_name_in_pp() {
     assert_eq!(o.status, 0, "{}", o.stderr);
     assert_eq!(
         lines_with(&o.stdout, "process("),
-        [format!(r#"process("{libc}").function("write")"#).as_str()],
+        // As SystemTap: the file by its canonical path, and `write` by
+        // its symbol's name (its DWARF name is glibc's `__libc_write`).
+        [format!(
+            r#"process("{}").function("write")"#,
+            std::fs::canonicalize(libc).unwrap().display()
+        )
+        .as_str()],
         "{}",
         o.stdout
     );
+}
+
+/// `pp()` is the point as resolved, SystemTap's derived probe
+/// (tapsets.cxx, `dwarf_derived_probe`): the module by its canonical path,
+/// the matched function as `NAME@FILE:LINE` from the debug information
+/// (the name alone without it), `.call`/`.return` kept; a library's site
+/// names the library as the process; a PLT entry is its statement
+/// address. `pn()` and `-l` give the well-formed point (`.library(..)`
+/// and `.plt("NAME")` kept). A tapset alias gives its underlying point.
+#[test]
+fn pp_is_the_resolved_point() {
+    let vw = fixture("vw");
+    let dir = std::path::Path::new(&vw).parent().unwrap().to_path_buf();
+    let src = format!("{}/tests/fixtures/uprobe/vw.c", env!("CARGO_MANIFEST_DIR"));
+    let script = r#"global seen
+probe process("./vw").function("ac?") { if (!seen[pp()]++) printf("%s | %s\n", pp(), pn()) }
+probe process("./vw").function("acc").call { if (!seen[pp()]++) println(pp()) }
+probe process("./vw").function("acc").return { if (!seen[pp()]++) println(pp()) }
+probe syscall.getppid { if (execname() == "vw") printf("%s | %s\n", pp(), pn()) }"#;
+    let mut c = utap(script, &["-c", "./vw"]);
+    c.current_dir(&dir);
+    let o = run(c);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    let acc = format!(r#"process("{vw}").function("acc@{src}:6")"#);
+    let mut got: Vec<&str> = o.stdout.lines().collect();
+    got.sort();
+    let mut want = vec![
+        format!("{acc} | {acc}"),
+        format!("{acc}.call"),
+        format!("{acc}.return"),
+        "process.syscall | syscall.getppid".to_string(),
+    ];
+    want.sort();
+    assert_eq!(got, want, "{}", o.stderr);
+    let mut c = support::command(support::utap_bin());
+    c.args(["-l", r#"process("./vw").function("ac*")"#])
+        .current_dir(&dir);
+    assert_eq!(run(c).stdout, format!("{acc}\n"));
+
+    // Without debug information, a PLT entry, a library's function.
+    let exe = fixture("uplt");
+    let lib = fixture("libuplt.so");
+    let image = utap_runtime::elf::ElfImage::open(std::path::Path::new(&exe)).unwrap();
+    let strlen = image.plt.iter().find(|p| p.name == "strlen").unwrap().addr;
+    let script = format!(
+        r#"global seen
+probe process("{exe}").plt("str*"), process("{exe}").library("{lib}").function("uplt_*") {{
+    if (!seen[pp()]++) printf("%s | %s\n", pp(), pn())
+}}"#
+    );
+    let o = run(utap(&script, &["-c", &exe]));
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    let mut got: Vec<&str> = o.stdout.lines().filter(|l| l.contains(" | ")).collect();
+    got.sort();
+    let mut want = vec![
+        format!(r#"process("{exe}").statement({strlen:#x}) | process("{exe}").plt("strlen")"#),
+        format!(
+            r#"process("{lib}").function("uplt_len") | process("{exe}").library("{lib}").function("uplt_len")"#
+        ),
+    ];
+    want.sort();
+    assert_eq!(got, want, "{}", o.stderr);
 }

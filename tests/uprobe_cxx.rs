@@ -151,7 +151,7 @@ fn cxx_names_are_demangled_and_match_by_qualified_name() {
     let expected = format!(
         "geo::Shape::area(long) const+0x0/{size:#x} [{exe}]
 geo::Shape::area(long) const
-process(\"{exe}\").function(\"area\").call
+process(\"{exe}\").function(\"geo::Shape::area(long) const\").call
 geo::biggest<double>(double, double) 1
 geo::scale(long, long) 3
 return geo::scale(long, long) 3

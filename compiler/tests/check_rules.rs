@@ -700,6 +700,7 @@ fn listing_process_points_with_variables() {
         "process.begin
 process.create $new_pid:long $new_tid:long
 process.end $code:long
+process.plt $arg1:long $arg2:long $arg3:long $arg4:long $arg5:long $arg6:long
 process.quiesce
 process.signal $signal:long $code:long
 process.syscall $syscall:long $arg1:long $arg2:long $arg3:long $arg4:long $arg5:long $arg6:long
@@ -708,7 +709,7 @@ process.syscall $syscall:long $arg1:long $arg2:long $arg3:long $arg4:long $arg5:
     let text = list("process.*.*", false).unwrap();
     assert_eq!(
         text,
-        "process.syscall.return\nprocess.thread.begin\nprocess.thread.end\n"
+        "process.plt.return\nprocess.syscall.return\nprocess.thread.begin\nprocess.thread.end\n"
     );
 }
 

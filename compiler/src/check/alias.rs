@@ -13,7 +13,10 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::catalogue::{ArgSpec, FAMILIES, Family, PointArg, glob_match};
+use super::catalogue::{
+    ArgSpec, BuildError, Built, FAMILIES, Family, FamilyKind, PointArg, ProcessEventKind,
+    glob_match,
+};
 use super::error::SemError;
 use super::synonyms;
 use crate::ast::{self, FileId, Literal};
@@ -181,9 +184,7 @@ impl Resolver<'_> {
         }
         let mut out = Vec::new();
         for family in FAMILIES {
-            if let Some(r) = match_family(family, point)? {
-                out.push(r);
-            }
+            out.extend(match_family(family, point)?);
         }
         self.families.borrow_mut().insert(key, out.clone());
         Ok(out)
@@ -385,11 +386,13 @@ fn matches(pattern: &[&str], name: &[String]) -> bool {
 }
 
 /// Matches a point against one family: component names (with wildcards),
-/// optional trailing components, and arguments of the right kind.
+/// optional trailing components, and arguments of the right kind. A
+/// function-probe point whose process path has wildcards resolves to one
+/// point per file the path names (see [`expand_process_glob`]).
 fn match_family(
     family: &'static Family,
     point: &ast::ProbePoint,
-) -> Result<Option<Resolved>, SemError> {
+) -> Result<Vec<Resolved>, SemError> {
     let comps = &point.components;
     let mut args: Vec<Option<Option<PointArg>>> = Vec::new();
     let mut i = 0;
@@ -399,46 +402,113 @@ fn match_family(
                 args.push(None);
                 continue;
             }
-            return Ok(None);
+            return Ok(Vec::new());
         };
         if !glob_match(&comp.name, spec.name) {
             if spec.optional {
                 args.push(None);
                 continue;
             }
-            return Ok(None);
+            return Ok(Vec::new());
         }
         let arg = match (&comp.arg, spec.arg) {
-            (None, ArgSpec::None | ArgSpec::OptNum | ArgSpec::OptStrOrNum) => None,
+            (None, ArgSpec::None | ArgSpec::OptNum | ArgSpec::OptStrOrNum | ArgSpec::OptStr) => {
+                None
+            }
             (Some(Literal::Num(n)), ArgSpec::OptNum | ArgSpec::Num | ArgSpec::OptStrOrNum) => {
                 Some(PointArg::Num(*n))
             }
-            (Some(Literal::Str(s)), ArgSpec::OptStrOrNum | ArgSpec::Str | ArgSpec::StrOrNum) => {
-                Some(PointArg::Str(s.clone()))
-            }
+            (
+                Some(Literal::Str(s)),
+                ArgSpec::OptStrOrNum | ArgSpec::Str | ArgSpec::StrOrNum | ArgSpec::OptStr,
+            ) => Some(PointArg::Str(s.clone())),
             (Some(Literal::Num(n)), ArgSpec::StrOrNum) => Some(PointArg::Num(*n)),
-            _ => return Ok(None),
+            _ => return Ok(Vec::new()),
         };
         args.push(Some(arg));
         i += 1;
     }
     if i != comps.len() {
-        return Ok(None);
+        return Ok(Vec::new());
     }
-    let kind = family.build(&args).map_err(|e| {
+    let error = |e: BuildError| {
         let span = comps.get(e.component).map_or(point.span, |c| c.span);
         SemError::new(span, e.message).label(e.label)
-    })?;
-    let text = canonical_text(family, &args);
-    Ok(Some(Resolved {
+    };
+    if let FamilyKind::Process(ProcessEventKind::Function(_)) = family.kind
+        && let Some(Some(Some(PointArg::Str(path)))) = args.first()
+        && utap_runtime::glob::has_wildcards(path)
+    {
+        return expand_process_glob(family, &args, path).map_err(error);
+    }
+    let built = family.build(&args).map_err(error)?;
+    Ok(built
+        .into_iter()
+        .map(|b| resolved(family, b, &args))
+        .collect())
+}
+
+/// A built point with its text: the resolved arguments where the family
+/// gave them, else the written ones.
+fn resolved(family: &'static Family, built: Built, args: &[Option<Option<PointArg>>]) -> Resolved {
+    let head = canonical_text(family, built.args.as_deref().unwrap_or(args));
+    Resolved {
         family,
-        kind,
-        head: text.clone(),
-        text,
+        kind: built.kind,
+        text: built.pp.unwrap_or_else(|| head.clone()),
+        head,
         prologue: Vec::new(),
         epilogue: Vec::new(),
         conditions: Vec::new(),
-    }))
+    }
+}
+
+/// `process("/lib/x86_64*/libc.so*").function("free")`: as SystemTap
+/// (stapprobes: "standard globbing is performed to find all matching
+/// paths"; tapsets.cxx, PR6456), one point per regular file the pattern
+/// names, by its canonical path. Each is optional, as if written with
+/// `?`: a file without the function (or not an ELF file, such as the
+/// linker script `libc.so`) is left out; the point is an error only when
+/// no file gives a probe.
+fn expand_process_glob(
+    family: &'static Family,
+    args: &[Option<Option<PointArg>>],
+    pattern: &str,
+) -> Result<Vec<Resolved>, BuildError> {
+    let files = utap_runtime::glob::files(pattern).map_err(|_| BuildError {
+        message: format!("no file matches '{pattern}'"),
+        label: "process paths with wildcards are expanded by glob(3)".into(),
+        component: 0,
+    })?;
+    let mut out = Vec::new();
+    let mut first_error: Option<BuildError> = None;
+    for file in files {
+        let mut args = args.to_vec();
+        args[0] = Some(Some(PointArg::Str(file)));
+        match family.build(&args) {
+            Ok(built) => out.extend(built.into_iter().map(|b| resolved(family, b, &args))),
+            // A file that has functions but not this one says more than
+            // one that is not an ELF file.
+            Err(e) => {
+                let no_match = |e: &BuildError| e.message.starts_with("no match");
+                if first_error
+                    .as_ref()
+                    .is_none_or(|f| !no_match(f) && no_match(&e))
+                {
+                    first_error = Some(e);
+                }
+            }
+        }
+    }
+    match (out.is_empty(), first_error) {
+        (true, Some(e)) => Err(e),
+        (true, None) => Err(BuildError {
+            message: format!("no regular file matches '{pattern}'"),
+            label: "process paths with wildcards name executables and libraries".into(),
+            component: 0,
+        }),
+        _ => Ok(out),
+    }
 }
 
 /// `process("/usr/bin/cat").syscall`, `timer.ms(10)`, `begin`.

@@ -23,6 +23,8 @@ pub enum ArgSpec {
     Str,
     /// A required string or number (`statement(0x1234)`, `statement("f+4")`).
     StrOrNum,
+    /// An optional string (`plt`, `plt("mem*")`).
+    OptStr,
 }
 
 /// One dotted component of a family pattern.
@@ -277,7 +279,8 @@ macro_rules! function_family {
     };
 }
 const FUNCTION: CompSpec = c("function", ArgSpec::Str);
-const PLT: CompSpec = c("plt", ArgSpec::Str);
+/// `.plt` alone is `.plt("*")` (stapprobes: "every PLT entry").
+const PLT: CompSpec = c("plt", ArgSpec::OptStr);
 const LIBRARY: CompSpec = c("library", ArgSpec::Str);
 const RETURN: CompSpec = c("return", ArgSpec::None);
 const CALL: CompSpec = CompSpec {
@@ -434,7 +437,7 @@ pub static FAMILIES: &[Family] = &[
         false,
         false,
         FUNCTION_VARS,
-        "a call through the PLT stub of NAME"
+        "a call through the PLT stub of NAME (every stub without NAME; $$name)"
     ),
     function_family!(
         [PLT, RETURN],
@@ -443,6 +446,22 @@ pub static FAMILIES: &[Family] = &[
         true,
         FUNCTION_RETURN_VARS,
         "a call through the PLT stub of NAME returns"
+    ),
+    function_family!(
+        [LIBRARY, PLT],
+        Plt,
+        true,
+        false,
+        FUNCTION_VARS,
+        "a call through a PLT stub of library LIB"
+    ),
+    function_family!(
+        [LIBRARY, PLT, RETURN],
+        Plt,
+        true,
+        true,
+        FUNCTION_RETURN_VARS,
+        "a call through a PLT stub of library LIB returns"
     ),
     function_family!(
         [LIBRARY, FUNCTION, CALL],
@@ -477,7 +496,7 @@ pub static FAMILIES: &[Family] = &[
         false,
         false,
         FUNCTION_VARS,
-        "the instruction at NAME+OFFSET"
+        "the instruction at NAME+OFFSET, or at source lines F@FILE:N (:*, :N-M, :N,M, +N)"
     ),
     function_family!(
         [c("mark", ArgSpec::Str)],
@@ -533,15 +552,47 @@ pub struct BuildError {
     pub component: usize,
 }
 
+/// One point a family builds from a written point.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Built {
+    pub kind: PointKind,
+    /// The arguments as resolved, when they differ from the written ones
+    /// (`statement("acc@/src/vw.c:10")` for `statement("acc@vw.c:*")`):
+    /// the point's text, `pp()`, shows them.
+    pub args: Option<Vec<Option<Option<PointArg>>>>,
+    /// `pp()` when it is not the text of `args`: SystemTap's derived probe
+    /// names the module holding the site as its process (a library's
+    /// path, not `.library(..)`), and a PLT entry by its address.
+    pub pp: Option<String>,
+}
+
+impl Built {
+    pub fn new(kind: PointKind) -> Built {
+        Built {
+            kind,
+            args: None,
+            pp: None,
+        }
+    }
+}
+
 impl Family {
     /// The context variable `name` (without `$`) of this family.
     pub fn context_var(&self, name: &str) -> Option<&'static ContextVarDef> {
         self.context.iter().find(|v| v.name == name)
     }
 
-    /// Builds the point from the arguments of the matched components (one
-    /// entry per pattern component, `None` for an optional one left out).
-    pub fn build(&self, args: &[Option<Option<PointArg>>]) -> Result<PointKind, BuildError> {
+    /// Builds the points of the arguments of the matched components (one
+    /// entry per pattern component, `None` for an optional one left out):
+    /// one, except for statements of several source lines.
+    pub fn build(&self, args: &[Option<Option<PointArg>>]) -> Result<Vec<Built>, BuildError> {
+        if let FamilyKind::Process(ProcessEventKind::Function(ff)) = self.kind {
+            return super::functions::build(ff, args);
+        }
+        self.build_one(args).map(|kind| vec![Built::new(kind)])
+    }
+
+    fn build_one(&self, args: &[Option<Option<PointArg>>]) -> Result<PointKind, BuildError> {
         let num = |i: usize| match args.get(i) {
             Some(Some(Some(PointArg::Num(n)))) => Some(*n),
             _ => None,
@@ -580,8 +631,8 @@ impl Family {
                     randomize_ns: 0,
                 }
             }
-            FamilyKind::Process(ProcessEventKind::Function(ff)) => {
-                super::functions::build(ff, args)?
+            FamilyKind::Process(ProcessEventKind::Function(_)) => {
+                unreachable!("function families build in build()")
             }
             FamilyKind::Process(ProcessEventKind::Profile) => PointKind::Process {
                 target: ProcessTarget::Any,
@@ -648,6 +699,7 @@ impl Family {
                 ArgSpec::OptNum | ArgSpec::Num => out.push_str("(N)"),
                 ArgSpec::OptStrOrNum => out.push_str(qualifier),
                 ArgSpec::Str | ArgSpec::StrOrNum => out.push_str("(\"NAME\")"),
+                ArgSpec::OptStr => out.push_str("[(\"NAME\")]"),
             }
         }
         out
@@ -729,7 +781,9 @@ mod tests {
             .unwrap();
         let kind = hz
             .build(&[Some(None), Some(Some(PointArg::Num(100)))])
-            .unwrap();
+            .unwrap()
+            .remove(0)
+            .kind;
         assert_eq!(
             kind,
             PointKind::Timer {

@@ -80,13 +80,22 @@ pub fn sites_of(kinds: &[&PointKind]) -> Option<DwarfSites> {
         missing: None,
         returning: false,
     };
+    // A pattern in a known module is one point per function: open each
+    // file once.
+    let mut images: std::collections::HashMap<String, ElfImage> = Default::default();
     for kind in kinds {
         let (fp, file) = dwarf_file(kind)?;
         let FunctionSite::Function { name, offset } = &fp.site else {
             return None;
         };
         out.returning |= fp.returning;
-        let image = ElfImage::open(Path::new(&file)).ok()?;
+        let image = match images.entry(file) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let image = ElfImage::open(Path::new(e.key())).ok()?;
+                e.insert(image)
+            }
+        };
         let info = match dwarf::debug_info(&image.path) {
             Ok(i) => i,
             Err(why) => {
@@ -96,8 +105,9 @@ pub fn sites_of(kinds: &[&PointKind]) -> Option<DwarfSites> {
         };
         for s in image
             .symbols
-            .iter()
-            .filter(|s| s.func && s.matches(name, super::catalogue::glob_match))
+            .matching(name, super::catalogue::glob_match)
+            .into_iter()
+            .filter(|s| s.func)
         {
             let pc = match (*offset, fp.returning) {
                 (0, false) => dwarf::entry_pc(&image, s.addr),
@@ -280,7 +290,7 @@ pub fn listing_extra(kind: &PointKind, listed: &str) -> Vec<String> {
     let Some(rest) = listed.split(".function(\"").nth(1) else {
         return Vec::new();
     };
-    let name = rest.split('"').next().unwrap_or_default();
+    let name = rest.split(['"', '@']).next().unwrap_or_default();
     listing_vars(&file, name)
         .map(|v| {
             v.split(' ')
@@ -291,36 +301,107 @@ pub fn listing_extra(kind: &PointKind, listed: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// `.function("NAME@file.c")`, `.function("NAME@file.c:LINE")`,
-/// `.statement("*@file.c:LINE")`, `.statement("NAME@file.c:LINE")`: the
-/// site in `path`, through the debug information (declarations and line
-/// tables). A statement is its line's lowest statement address, given as
-/// its function's symbol plus an offset (how the runtime places it).
-pub fn source_site(path: &str, spec: &str, statement: bool) -> Result<FunctionSite, String> {
+/// The line part of a source location (stapprobes: ":N" absolute, "+N"
+/// relative to the function's declaration line, ":*" every line of the
+/// function, ":x-y" and ":x,y-z" ranges and lists), as SystemTap's
+/// `dwarf_query::parse_function_spec` classifies it: a list or range
+/// wins over `+`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Lines {
+    Absolute(u64),
+    Relative(u64),
+    Wildcard,
+    Enumerated(Vec<u64>),
+}
+
+/// `NAME@FILE`, `NAME@FILE:LINES`, `NAME@FILE+N` split into the name,
+/// the file and the lines (the first `:` or `+` after the `@` starts
+/// them, as in SystemTap).
+pub fn split_source(spec: &str) -> Result<(&str, &str, Option<Lines>), String> {
     let (name, place) = spec.split_once('@').unwrap_or((spec, ""));
-    let (file, line) = match place.rsplit_once(':') {
-        Some((f, l)) => (
-            f,
-            Some(
-                l.parse::<u64>()
-                    .map_err(|_| format!("bad line number '{l}' in '{spec}'"))?,
-            ),
-        ),
-        None => (place, None),
+    let Some(at) = place.find([':', '+']) else {
+        return Ok((name, place, None));
     };
+    let (file, rest) = (&place[..at], &place[at + 1..]);
+    let bad = || format!("bad line number '{rest}' in '{spec}'");
+    let num = |t: &str| t.trim().parse::<u64>().map_err(|_| bad());
+    let lines = if place.as_bytes()[at] == b':' && rest == "*" {
+        Lines::Wildcard
+    } else if rest.contains([',', '-']) {
+        let mut v = Vec::new();
+        for part in rest.split(',') {
+            match part.split_once('-') {
+                Some((lo, hi)) => v.extend(num(lo)?..=num(hi)?),
+                None => v.push(num(part)?),
+            }
+        }
+        v.sort();
+        Lines::Enumerated(v)
+    } else if place.as_bytes()[at] == b'+' {
+        Lines::Relative(num(rest)?)
+    } else {
+        Lines::Absolute(num(rest)?)
+    };
+    Ok((name, file, Some(lines)))
+}
+
+/// One site a source location resolves to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceSite {
+    pub site: FunctionSite,
+    /// The location as SystemTap writes the probe it derives
+    /// (`acc@/src/vw.c:10`: the function, its file as the debug
+    /// information names it, the line), for statements; `None` keeps the
+    /// point as written.
+    pub resolved: Option<String>,
+    /// A PLT entry's link-time address (its `pp()` names it).
+    pub address: Option<u64>,
+}
+
+/// `.function("NAME@file.c")`, `.function("NAME@file.c:LINE")`,
+/// `.statement("*@file.c:LINE")`, `.statement("NAME@file.c:LINES")`: the
+/// sites in `path`, through the debug information (declarations and line
+/// tables). A statement is its line's lowest address in the function,
+/// given as its function's symbol plus an offset (how the runtime places
+/// it); `:*`, ranges and lists give one site per line that has one, as
+/// SystemTap's `dwflpp::iterate_over_srcfile_lines` finds them (each
+/// address once).
+pub fn source_site(path: &str, spec: &str, statement: bool) -> Result<Vec<SourceSite>, String> {
+    let (name, file, lines) = split_source(spec)?;
+    let place = spec.split_once('@').map_or("", |(_, p)| p);
     let image = ElfImage::open(Path::new(path)).map_err(|e| e.0)?;
     let info = dwarf::debug_info(&image.path)?;
     let glob = super::catalogue::glob_match;
+    let in_file = |f: &&dwarf::Function| {
+        f.decl_file
+            .as_deref()
+            .is_some_and(|d| dwarf::read::file_matches(file, d))
+    };
+    let one = |name: &str| {
+        Ok(vec![SourceSite {
+            site: FunctionSite::Function {
+                name: name.to_string(),
+                offset: 0,
+            },
+            resolved: None,
+            address: None,
+        }])
+    };
     if !statement {
+        let line = match &lines {
+            None => None,
+            Some(Lines::Absolute(l)) => Some(*l),
+            Some(_) => {
+                return Err(format!(
+                    "'{spec}': line ranges, lists and relative lines select statements"
+                ));
+            }
+        };
         let mut names: Vec<&str> = info
             .functions
             .iter()
             .filter(|f| glob(name, &f.name))
-            .filter(|f| {
-                f.decl_file
-                    .as_deref()
-                    .is_some_and(|d| utap_runtime::dwarf::read::file_matches(file, d))
-            })
+            .filter(in_file)
             .filter(|f| line.is_none_or(|l| f.decl_line == l))
             .map(|f| f.name.as_str())
             .collect();
@@ -328,38 +409,104 @@ pub fn source_site(path: &str, spec: &str, statement: bool) -> Result<FunctionSi
         names.dedup();
         return match names.as_slice() {
             [] => Err(format!("no function '{name}' declared in {place}")),
-            [one] => Ok(FunctionSite::Function {
-                name: one.to_string(),
-                offset: 0,
-            }),
-            _ if !name.contains('*') => Ok(FunctionSite::Function {
-                name: name.to_string(),
-                offset: 0,
-            }),
+            [one_name] => one(one_name),
+            _ if !name.contains('*') => one(name),
             many => Err(format!(
                 "'{spec}' matches several functions ({}): utap probes one function per point here",
                 many.join(", ")
             )),
         };
     }
-    let Some(line) = line else {
+    let Some(lines) = lines else {
         return Err(format!("'{spec}' needs a line number (FILE:LINE)"));
     };
-    let addrs = info.line_addresses(file, line);
-    for a in addrs {
-        let Some(f) = info.function_containing(a) else {
-            continue;
-        };
-        if !glob(name, &f.name) {
-            continue;
+    let mut funcs: Vec<&dwarf::Function> = info
+        .functions
+        .iter()
+        .filter(|f| glob(name, &f.name))
+        .filter(in_file)
+        .collect();
+    funcs.sort_by_key(|f| f.low_pc);
+    funcs.dedup_by_key(|f| f.low_pc);
+    let mut out: Vec<SourceSite> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for f in funcs {
+        let rows = info.unit_lines(f, file);
+        // Each line's lowest address in the function.
+        let mut best: std::collections::BTreeMap<u64, u64> = Default::default();
+        for &(line, addr) in &rows {
+            if f.low_pc <= addr && addr < f.high_pc {
+                let e = best.entry(line).or_insert(addr);
+                *e = (*e).min(addr);
+            }
         }
+        let wanted: Vec<u64> = match &lines {
+            Lines::Absolute(l) => vec![*l],
+            Lines::Relative(n) => vec![f.decl_line + n],
+            Lines::Enumerated(v) => v.clone(),
+            Lines::Wildcard => {
+                // From the line of the function's first address, each line
+                // number of the unit in turn while the function has it.
+                let first = rows
+                    .iter()
+                    .filter(|(_, a)| f.low_pc <= *a && *a < f.high_pc)
+                    .min_by_key(|(_, a)| *a)
+                    .map(|(l, _)| *l);
+                let mut all: Vec<u64> = rows.iter().map(|(l, _)| *l).collect();
+                all.sort();
+                all.dedup();
+                all.into_iter()
+                    .skip_while(|l| first.is_none_or(|first| *l < first))
+                    .take_while(|l| best.contains_key(l))
+                    .collect()
+            }
+        };
         let Some(sym) = image.symbols.iter().find(|s| s.func && s.addr == f.low_pc) else {
             continue;
         };
-        return Ok(FunctionSite::Function {
-            name: sym.name.clone(),
-            offset: a - sym.addr,
-        });
+        for line in wanted {
+            let Some(&addr) = best.get(&line) else {
+                continue;
+            };
+            if !seen.insert(addr) {
+                continue;
+            }
+            out.push(SourceSite {
+                site: FunctionSite::Function {
+                    name: sym.name.clone(),
+                    offset: addr - sym.addr,
+                },
+                resolved: Some(format!(
+                    "{}@{}:{line}",
+                    f.name,
+                    f.decl_file.as_deref().unwrap_or(file)
+                )),
+                address: None,
+            });
+        }
     }
-    Err(format!("no line records for {file}:{line}"))
+    if out.is_empty() {
+        return Err(format!("no line records for {place}"));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Lines, split_source};
+
+    #[test]
+    fn line_specs_as_systemtap_classifies_them() {
+        let lines = |s| split_source(s).unwrap().2;
+        assert_eq!(split_source("f@a.c").unwrap(), ("f", "a.c", None));
+        assert_eq!(lines("f@a.c:12"), Some(Lines::Absolute(12)));
+        assert_eq!(lines("f@a.c+2"), Some(Lines::Relative(2)));
+        assert_eq!(lines("*@dir/a.c:*"), Some(Lines::Wildcard));
+        assert_eq!(lines("f@a.c:3-5"), Some(Lines::Enumerated(vec![3, 4, 5])));
+        assert_eq!(lines("f@a.c:9,3-4"), Some(Lines::Enumerated(vec![3, 4, 9])));
+        // A list or range wins over `+` (parse_function_spec).
+        assert_eq!(lines("f@a.c+2-3"), Some(Lines::Enumerated(vec![2, 3])));
+        assert!(split_source("f@a.c:x").is_err());
+        assert!(split_source("f@a.c+*").is_err());
+    }
 }

@@ -13,21 +13,23 @@ use utap_runtime::session::{FunctionPoint, FunctionSite};
 
 use super::alias::edit_distance;
 use super::catalogue::{
-    BuildError, FunctionFamily, PointArg, SiteKind, glob_match, process_target,
+    BuildError, Built, FunctionFamily, PointArg, SiteKind, glob_match, process_target,
 };
+use super::dwarf::SourceSite;
 use crate::program::{PointKind, ProcessEvent, ProcessTarget};
 
-/// Builds a function point from its components' arguments.
+/// Builds a function point from its components' arguments: one point,
+/// or one per line of a statement's line range or wildcard.
 pub fn build(
     ff: FunctionFamily,
     args: &[Option<Option<PointArg>>],
-) -> Result<PointKind, BuildError> {
+) -> Result<Vec<Built>, BuildError> {
     let str_at = |i: usize| match args.get(i) {
         Some(Some(Some(PointArg::Str(s)))) => Some(s.clone()),
         _ => None,
     };
     if let SiteKind::Mark { provider } = ff.site {
-        return super::marks::build(provider, ff.library, args);
+        return super::marks::build(provider, ff.library, args).map(|kind| vec![Built::new(kind)]);
     }
     let site_arg = if ff.library { 2 } else { 1 };
     let mut library = if ff.library { str_at(1) } else { None };
@@ -41,7 +43,7 @@ pub fn build(
         other => (other, None),
     };
     let source = str_at(site_arg).filter(|s| s.contains('@') && ff.site != SiteKind::Plt);
-    let site = match (ff.site, args.get(site_arg)) {
+    let sites: Vec<SourceSite> = match (ff.site, args.get(site_arg)) {
         // NAME@file.c[:LINE], *@file.c:LINE: through the debug information.
         _ if source.is_some() => {
             let spec = source.unwrap_or_default();
@@ -64,7 +66,7 @@ pub fn build(
             )?
         }
         (SiteKind::Statement, Some(Some(Some(PointArg::Num(addr))))) => {
-            FunctionSite::Absolute(*addr as u64)
+            written(FunctionSite::Absolute(*addr as u64))
         }
         (SiteKind::Statement, Some(Some(Some(PointArg::Str(s))))) => {
             let (name, offset) = split_offset(s).ok_or_else(|| BuildError {
@@ -72,13 +74,16 @@ pub fn build(
                 label: "expected NAME+OFFSET (e.g. \"main+4\")".into(),
                 component: site_arg,
             })?;
-            FunctionSite::Function { name, offset }
+            written(FunctionSite::Function { name, offset })
         }
-        (SiteKind::Plt, _) => FunctionSite::Plt(str_at(site_arg).unwrap_or_default()),
-        _ => FunctionSite::Function {
+        // `.plt` alone: every entry (`.plt("*")`).
+        (SiteKind::Plt, _) => written(FunctionSite::Plt(
+            str_at(site_arg).unwrap_or_else(|| "*".into()),
+        )),
+        _ => written(FunctionSite::Function {
             name: str_at(site_arg).unwrap_or_default(),
             offset: 0,
-        },
+        }),
     };
     // A library's functions are checked in the library when its path is
     // known; an executable's in the executable.
@@ -91,9 +96,15 @@ pub fn build(
             .map(|m| (m, true))
             .or_else(|| super::dwarf::implicit_program(&target).map(|exe| (exe, false))),
     };
+    let mut image = None;
     if let Some((file, named)) = checked {
         match ElfImage::open(Path::new(&file)) {
-            Ok(image) => check_symbols(&image, &site, site_arg)?,
+            Ok(img) => {
+                for s in &sites {
+                    check_symbols(&img, &s.site, site_arg)?;
+                }
+                image = Some(img);
+            }
             Err(e) if named => {
                 return Err(BuildError {
                     message: format!("cannot probe functions of {file}"),
@@ -109,14 +120,215 @@ pub fn build(
     } else if library.is_some() {
         target = ProcessTarget::Any;
     }
-    Ok(PointKind::Process {
-        target,
-        event: ProcessEvent::Function(FunctionPoint {
-            library,
-            site,
+    // In a module known now, each function or PLT entry a pattern matches
+    // is a point of its own, named as SystemTap names the probe it derives.
+    let sites = match (&image, ff.site, sites.as_slice()) {
+        (Some(img), SiteKind::Function, [only]) if only.resolved.is_none() => match &only.site {
+            FunctionSite::Function { name, offset: 0 } => each_function(img, name),
+            _ => sites,
+        },
+        (Some(img), SiteKind::Plt, [only]) => match &only.site {
+            FunctionSite::Plt(pattern) => each_plt_entry(img, pattern),
+            _ => sites,
+        },
+        _ => sites,
+    };
+    let named = image
+        .as_ref()
+        .map(|img| Named::new(img, ff, args, site_arg, &target));
+    let built = sites.into_iter().map(|s| {
+        let (args, pp) = match (&named, &s.resolved) {
+            (Some(n), Some(r)) => {
+                let (args, pp) = n.resolved(r, s.address);
+                (Some(args), Some(pp))
+            }
+            (None, Some(r)) => {
+                let mut args = args.to_vec();
+                args[site_arg] = Some(Some(PointArg::Str(r.clone())));
+                (Some(args), None)
+            }
+            _ => (None, None),
+        };
+        Built {
+            kind: PointKind::Process {
+                target: target.clone(),
+                event: ProcessEvent::Function(FunctionPoint {
+                    library: library.clone(),
+                    site: s.site,
+                    returning: ff.returning,
+                }),
+            },
+            args,
+            pp,
+        }
+    });
+    Ok(built.collect())
+}
+
+/// Each function of `image` that `pattern` names, once per address,
+/// resolved as SystemTap's `dwarf_query::final_function_name` writes it:
+/// `NAME@FILE:LINE` (the debug information's function, its declaration's
+/// file and line) when the debug information has the function under the
+/// symbol's name (for C++, its unqualified name), else the symbol's name
+/// alone, as SystemTap's symbol-table pass names a weak alias such as
+/// libc's `write` (whose DWARF name is `__libc_write`). At an address with
+/// several matching names, the one the debug information uses wins.
+fn each_function(image: &ElfImage, pattern: &str) -> Vec<SourceSite> {
+    let info = utap_runtime::dwarf::debug_info(&image.path).ok();
+    let same = |sym: &utap_runtime::elf::symbols::Symbol, dw: &str| {
+        sym.name == dw
+            || demangle(&sym.name).is_some_and(|d| d.short.rsplit("::").next() == Some(dw))
+    };
+    let matching: Vec<_> = image
+        .symbols
+        .iter()
+        .filter(|s| s.func && s.matches(pattern, glob_match))
+        .collect();
+    let mut out: Vec<SourceSite> = Vec::new();
+    let mut i = 0;
+    while i < matching.len() {
+        let addr = matching[i].addr;
+        let group: Vec<_> = matching[i..]
+            .iter()
+            .take_while(|s| s.addr == addr)
+            .collect();
+        i += group.len();
+        let dw = info.as_ref().and_then(|i| i.function_at(addr));
+        let (sym, f) =
+            match dw.and_then(|f| group.iter().find(|s| same(s, &f.name)).map(|s| (s, f))) {
+                Some((s, f)) => (*s, Some(f)),
+                None => (group[0], None),
+            };
+        let resolved = match f {
+            Some(f) => match &f.decl_file {
+                Some(file) if f.decl_line > 0 => format!("{}@{file}:{}", f.name, f.decl_line),
+                Some(file) => format!("{}@{file}", f.name),
+                None => f.name.clone(),
+            },
+            None => sym.shown().into_owned(),
+        };
+        if out
+            .iter()
+            .any(|o| matches!(&o.site, FunctionSite::Function { name, .. } if *name == sym.name))
+        {
+            continue;
+        }
+        out.push(SourceSite {
+            site: FunctionSite::Function {
+                name: sym.name.clone(),
+                offset: 0,
+            },
+            resolved: Some(resolved),
+            address: None,
+        });
+    }
+    out
+}
+
+/// Each PLT entry of `image` that `pattern` names, once per name.
+fn each_plt_entry(image: &ElfImage, pattern: &str) -> Vec<SourceSite> {
+    let mut out: Vec<SourceSite> = Vec::new();
+    for p in image.plt.iter().filter(|p| glob_match(pattern, &p.name)) {
+        if out
+            .iter()
+            .any(|s| s.site == FunctionSite::Plt(p.name.clone()))
+        {
+            continue;
+        }
+        out.push(SourceSite {
+            site: FunctionSite::Plt(p.name.clone()),
+            resolved: Some(p.name.clone()),
+            address: Some(p.addr),
+        });
+    }
+    out
+}
+
+/// How a point resolved in a known module is written.
+struct Named {
+    /// The module's canonical path.
+    module: String,
+    /// The written arguments, with the program and library by their
+    /// canonical paths.
+    args: Vec<Option<Option<PointArg>>>,
+    site_arg: usize,
+    site: SiteKind,
+    call: bool,
+    returning: bool,
+}
+
+impl Named {
+    fn new(
+        image: &ElfImage,
+        ff: FunctionFamily,
+        args: &[Option<Option<PointArg>>],
+        site_arg: usize,
+        target: &ProcessTarget,
+    ) -> Named {
+        let canonical = |p: &str| {
+            std::fs::canonicalize(p)
+                .map(|c| c.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| p.to_string())
+        };
+        let module = canonical(&image.path);
+        let mut args = args.to_vec();
+        let program = match target {
+            ProcessTarget::Path(p) => Some(canonical(p)),
+            _ if ff.library => super::dwarf::implicit_program(target).map(|p| canonical(&p)),
+            _ => Some(module.clone()),
+        };
+        if let Some(p) = program {
+            args[0] = Some(Some(PointArg::Str(p)));
+        }
+        if ff.library {
+            args[1] = Some(Some(PointArg::Str(module.clone())));
+        }
+        Named {
+            module,
+            call: ff.site == SiteKind::Function
+                && !ff.returning
+                && matches!(args.get(site_arg + 1), Some(Some(None))),
+            args,
+            site_arg,
+            site: ff.site,
             returning: ff.returning,
-        }),
-    })
+        }
+    }
+
+    /// The arguments as `-l` lists the point and `pn()` names it
+    /// (SystemTap's well-formed point: `.library` kept with its path), and
+    /// the text of `pp()` (the derived probe's: the module that holds the
+    /// site as the process, a PLT entry as its statement address).
+    fn resolved(
+        &self,
+        site: &str,
+        address: Option<u64>,
+    ) -> (Vec<Option<Option<PointArg>>>, String) {
+        let mut args = self.args.clone();
+        args[self.site_arg] = Some(Some(PointArg::Str(site.to_string())));
+        let mut pp = format!("process(\"{}\")", self.module);
+        match (self.site, address) {
+            (SiteKind::Plt, Some(a)) => pp.push_str(&format!(".statement({a:#x})")),
+            (SiteKind::Function, _) => pp.push_str(&format!(".function(\"{site}\")")),
+            _ => pp.push_str(&format!(".statement(\"{site}\")")),
+        }
+        if self.call {
+            pp.push_str(".call");
+        }
+        if self.returning {
+            pp.push_str(".return");
+        }
+        (args, pp)
+    }
+}
+
+/// A site as written (no source location to resolve).
+fn written(site: FunctionSite) -> Vec<SourceSite> {
+    vec![SourceSite {
+        site,
+        resolved: None,
+        address: None,
+    }]
 }
 
 /// A shared library rather than a program (by name: `lib*.so*`, `*.so`).
@@ -203,43 +415,6 @@ pub fn function_file(kind: &PointKind) -> Option<(&FunctionPoint, String)> {
         _ => return None,
     };
     Some((fp, file))
-}
-
-/// `-l`/`-L`: a function point with a wildcard, in a module known at
-/// elaboration, lists one name per matching function (or PLT entry), as
-/// SystemTap does; `None` for other points.
-pub fn expand_listing(kind: &PointKind, head: &str) -> Option<Vec<String>> {
-    let (fp, file) = function_file(kind)?;
-    let (comp, pattern) = match &fp.site {
-        FunctionSite::Function { name, offset: 0 } => ("function", name),
-        FunctionSite::Plt(name) => ("plt", name),
-        _ => return None,
-    };
-    let image = ElfImage::open(Path::new(&file)).ok()?;
-    let written = format!("{comp}(\"{pattern}\")");
-    // C++ functions listed by their demangled names, which match again.
-    let mut names: Vec<String> = match &fp.site {
-        FunctionSite::Plt(_) => image
-            .plt
-            .iter()
-            .filter(|p| glob_match(pattern, &p.name))
-            .map(|p| p.name.clone())
-            .collect(),
-        _ => image
-            .symbols
-            .iter()
-            .filter(|s| s.func && s.matches(pattern, glob_match))
-            .map(|s| s.shown().into_owned())
-            .collect(),
-    };
-    names.sort();
-    names.dedup();
-    Some(
-        names
-            .iter()
-            .map(|n| head.replace(&written, &format!("{comp}(\"{n}\")")))
-            .collect(),
-    )
 }
 
 #[cfg(test)]

@@ -161,17 +161,12 @@ pub fn list_with_library(
             continue;
         }
         list.extend(context_vars(probe));
-        let expanded = probe
-            .points
-            .first()
-            .and_then(|p| super::functions::expand_listing(&p.kind, &head));
-        for name in expanded.unwrap_or_else(|| vec![head]) {
-            let mut list = list.clone();
-            if let Some(p) = probe.points.first() {
-                list.extend(super::dwarf::listing_extra(&p.kind, &name));
-            }
-            found.entry(name).or_default().push(list);
+        // Function and PLT patterns in a known module are already one
+        // point per match (see `functions::build`).
+        if let Some(p) = probe.points.first() {
+            list.extend(super::dwarf::listing_extra(&p.kind, &head));
         }
+        found.entry(head).or_default().push(list);
     }
     let mut text = String::new();
     for (name, expansions) in found {

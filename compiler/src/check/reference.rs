@@ -129,6 +129,7 @@ pub fn markdown() -> String {
                 ArgSpec::OptNum => format!("{}[(N)]", c.name),
                 ArgSpec::OptStrOrNum => format!("{}[(PATH_OR_PID)]", c.name),
                 ArgSpec::Str => format!("{}(\"NAME\")", c.name),
+                ArgSpec::OptStr => format!("{}[(\"NAME\")]", c.name),
                 ArgSpec::StrOrNum => format!("{}(NAME_OR_ADDR)", c.name),
             })
             .map(|c| c.to_string())

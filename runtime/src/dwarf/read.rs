@@ -636,6 +636,34 @@ impl DebugInfo {
         out
     }
 
+    /// The statement rows `(line, address)` of `f`'s compilation unit
+    /// in source file `file` (matched as [`file_matches`]), in table
+    /// order: every row of the unit, not only `f`'s, since SystemTap's
+    /// `:*` walks the unit's line numbers from `f`'s first line until one
+    /// has no row in `f`.
+    pub fn unit_lines(&self, f: &Function, file: &str) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        let Some(lp) = self.units[f.unit].line_program.clone() else {
+            return out;
+        };
+        let mut rows = lp.rows();
+        while let Ok(Some((_, row))) = rows.next_row() {
+            if row.end_sequence() || !row.is_stmt() {
+                continue;
+            }
+            let Some(line) = row.line().map(|l| l.get()) else {
+                continue;
+            };
+            if self
+                .file_name(f.unit, row.file_index())
+                .is_some_and(|n| file_matches(file, &n))
+            {
+                out.push((line, row.address()));
+            }
+        }
+        out
+    }
+
     /// The function containing `pc`.
     pub fn function_containing(&self, pc: u64) -> Option<&Function> {
         self.functions

@@ -101,6 +101,12 @@ fn unqualified(name: &str) -> &str {
 #[derive(Clone, Debug, Default)]
 pub struct SymbolTable {
     syms: Vec<Symbol>,
+    /// Every name a pattern without wildcards can match (linkage names
+    /// and, for C++, the demangled forms [`Symbol::matches`] tries), to
+    /// the symbols' indexes; built on first use. A pattern in a known
+    /// module is one exact point per function, so a wildcard over a big
+    /// library makes thousands of look-ups.
+    names: std::sync::OnceLock<std::collections::HashMap<String, Vec<usize>>>,
 }
 
 impl SymbolTable {
@@ -114,7 +120,45 @@ impl SymbolTable {
                 .then(a.name.cmp(&b.name))
         });
         syms.dedup_by(|b, a| a.addr == b.addr && a.name == b.name);
-        SymbolTable { syms }
+        SymbolTable {
+            syms,
+            names: Default::default(),
+        }
+    }
+
+    /// The symbols `pattern` names ([`Symbol::matches`] by `glob`), in
+    /// address order; through the name index when it has no wildcard.
+    pub fn matching(&self, pattern: &str, glob: impl Fn(&str, &str) -> bool) -> Vec<&Symbol> {
+        if pattern.contains(['*', '?']) {
+            return self
+                .syms
+                .iter()
+                .filter(|s| s.matches(pattern, &glob))
+                .collect();
+        }
+        let names = self.names.get_or_init(|| {
+            let mut names: std::collections::HashMap<String, Vec<usize>> = Default::default();
+            for (i, s) in self.syms.iter().enumerate() {
+                let mut add = |n: &str| {
+                    let v = names.entry(n.to_string()).or_default();
+                    if v.last() != Some(&i) {
+                        v.push(i);
+                    }
+                };
+                add(&s.name);
+                if let Some(d) = demangle(&s.name) {
+                    add(&d.full);
+                    add(&d.short);
+                    add(unqualified(&d.full));
+                    add(unqualified(&d.short));
+                }
+            }
+            names
+        });
+        names
+            .get(pattern)
+            .map(|v| v.iter().map(|&i| &self.syms[i]).collect())
+            .unwrap_or_default()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -190,6 +234,35 @@ mod tests {
         assert_eq!(t.lookup(0x210), None);
         assert_eq!(t.lookup(0x20f).unwrap().0.name, "free");
         assert_eq!(t.lookup(0xff), None);
+    }
+
+    /// The name index finds what a scan with [`Symbol::matches`] finds.
+    #[test]
+    fn matching_by_index_equals_matching_by_scan() {
+        let t = SymbolTable::new(vec![
+            sym("_ZN2ns5Shape4areaEv", 0x10, 1, true),
+            sym("_ZN2ns6Circle4areaEv", 0x20, 1, true),
+            sym("area", 0x30, 1, false),
+            sym("__libc_write", 0x40, 1, true),
+            sym("write", 0x40, 1, true),
+        ]);
+        let glob = crate::glob::glob;
+        for p in [
+            "area",
+            "area()",
+            "ns::Shape::area",
+            "ns::Shape::area()",
+            "write",
+            "__libc_write",
+            "_ZN2ns6Circle4areaEv",
+            "nothing",
+            "ns::*",
+            "*area*",
+        ] {
+            let scan: Vec<&Symbol> = t.iter().filter(|s| s.matches(p, glob)).collect();
+            assert_eq!(t.matching(p, glob), scan, "{p}");
+        }
+        assert_eq!(t.matching("area", glob).len(), 3);
     }
 
     #[test]

@@ -148,7 +148,20 @@ impl FunctionProbes {
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_default();
         let mut wanted: Vec<(u64, Hook, Rc<str>, bool, Option<Rc<Marker>>)> = Vec::new();
+        // Each library path resolved once (a pattern over a big library
+        // is thousands of points naming it).
+        let mut canonical: HashMap<&str, String> = HashMap::new();
         for (hook, fp) in points.iter().filter(|(h, _)| applies(h)) {
+            let lib = fp.library.as_deref().map(|l| {
+                canonical
+                    .entry(l)
+                    .or_insert_with(|| {
+                        std::fs::canonicalize(l)
+                            .map(|p| p.to_string_lossy().into_owned())
+                            .unwrap_or_else(|_| l.to_string())
+                    })
+                    .clone()
+            });
             if let FunctionSite::Absolute(addr) = fp.site {
                 if fp.library.is_none() {
                     wanted.push((
@@ -161,7 +174,11 @@ impl FunctionProbes {
                 }
                 continue;
             }
-            for m in space.modules.iter().filter(|m| module_matches(m, fp, &exe)) {
+            for m in space
+                .modules
+                .iter()
+                .filter(|m| module_matches(m, fp, lib.as_deref(), &exe))
+            {
                 if let FunctionSite::Mark { provider, name } = &fp.site {
                     for (addr, mark) in
                         super::marks::resolve(&mut self.notes, m, provider.as_deref(), name)
@@ -270,15 +287,13 @@ impl FunctionProbes {
 }
 
 /// Whether a point's module is `m`: the executable, or the library named
-/// by path, file name or soname (wildcards allowed).
-fn module_matches(m: &LoadedModule, fp: &FunctionPoint, exe: &str) -> bool {
+/// by path, file name or soname (wildcards allowed); `canon`: the
+/// library's canonical path.
+fn module_matches(m: &LoadedModule, fp: &FunctionPoint, canon: Option<&str>, exe: &str) -> bool {
     match &fp.library {
         None => m.image.path == exe,
         Some(lib) => {
-            let canon = std::fs::canonicalize(lib)
-                .map(|p| p.to_string_lossy().into_owned())
-                .unwrap_or_else(|_| lib.clone());
-            m.image.path == canon
+            m.image.path == canon.unwrap_or(lib)
                 || glob(lib, &m.image.path)
                 || glob(lib, m.image.short_name())
                 || m.image.soname.as_deref().is_some_and(|s| glob(lib, s))
@@ -296,8 +311,9 @@ fn resolve(m: &LoadedModule, site: &FunctionSite, returning: bool) -> Vec<(u64, 
             for s in m
                 .image
                 .symbols
-                .iter()
-                .filter(|s| s.func && s.matches(name, glob))
+                .matching(name, glob)
+                .into_iter()
+                .filter(|s| s.func)
             {
                 let at = match (*offset, returning) {
                     (0, false) => crate::dwarf::entry_pc(&m.image, s.addr),
