@@ -153,11 +153,13 @@ fn assert_sharded(stderr: &str, shards: usize) {
 /// stderr (checked by `assert_sharded`) beside the script's output. The
 /// syscall entries come through ptrace stops (`UTAP_NOTIFY=0`): these
 /// tests are about the tracer threads, which a seccomp notification
-/// bypasses (tests/notify.rs).
+/// bypasses (tests/notify.rs), and so do handlers running in the program
+/// (`UTAP_INPROC=0`, tests/dataplane.rs).
 fn utap_sharded(script: &str, shards: usize, args: &[&str]) -> std::process::Command {
     let mut c = utap(script, &[&["-v"], args].concat());
     c.env("UTAP_SHARDS", shards.to_string());
     c.env("UTAP_NOTIFY", "0");
+    c.env("UTAP_INPROC", "0");
     c
 }
 
@@ -296,6 +298,7 @@ fn ctrl_c_during_thread_churn_leaves_nothing_stopped_or_traced() {
         let cmd = format!("exec {} 8 >/dev/null 2>&1", fixture("churn"));
         let mut c = utap(THREAD_COUNT, &["-c", &cmd]);
         c.env("UTAP_SHARDS", "2").env("UTAP_SHARD_SETTLE", "1");
+        c.env("UTAP_INPROC", "0");
         let live = Live::spawn(c);
         let line = live.line();
         let pid: i32 = line

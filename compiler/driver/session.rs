@@ -275,9 +275,10 @@ pub fn run(
 
 /// The handlers that run inside the program (`utap_compiler::route`),
 /// compiled for it: for a `-c` command only (an attached process has no
-/// seccomp filter to let the data plane's syscalls through yet), and not
-/// with MAXERRORS above 0 (the first error in the program stops every
-/// handler there). `-v` says which probes stay in the tracer and why.
+/// seccomp filter to let the data plane's syscalls through yet), not with
+/// MAXERRORS above 0 (the first error in the program stops every handler
+/// there) nor with `--metrics`. `-v` says which probes stay in the tracer
+/// and why.
 fn in_process(
     opts: &cli::Options,
     map: &SourceMap,
@@ -285,7 +286,9 @@ fn in_process(
     target: &Target,
 ) -> Result<Option<utap_codegen::inproc::InProc>, PassError> {
     let limits = limits(opts)?;
-    if !matches!(target, Target::Command(_)) || limits.max_errors != 0 {
+    // `--metrics` reads the globals at every scrape, from the tracer's
+    // state, which the program's handlers update only at the end.
+    if !matches!(target, Target::Command(_)) || limits.max_errors != 0 || opts.metrics.is_some() {
         return Ok(None);
     }
     let routes = utap_compiler::route::routes(program);

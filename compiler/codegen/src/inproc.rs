@@ -224,10 +224,12 @@ pub fn compile(
         header,
     };
     let limits = &options.limits;
+    let returns: Vec<bool> = exit.hooks.iter().map(|h| !h.is_empty()).collect();
     let dispatch_entry = rt.define_dispatcher(
         "utap_dispatch_entry",
         &entry.hooks,
         &served,
+        &returns,
         limits.max_action,
         true,
     )?;
@@ -235,6 +237,7 @@ pub fn compile(
         "utap_dispatch_return",
         &exit.hooks,
         &served,
+        &returns,
         limits.max_action,
         false,
     )?;

@@ -185,7 +185,11 @@ fn new_module(inproc: Option<inproc::Placement>) -> Result<JITModule, CodegenErr
     flags
         .set(
             "regalloc_algorithm",
-            if optimize { "backtracking" } else { "single_pass" },
+            if optimize {
+                "backtracking"
+            } else {
+                "single_pass"
+            },
         )
         .map_err(|e| err(e.to_string()))?;
     // The IR verifier costs a pass over every function of every compile
