@@ -102,12 +102,61 @@ fn help_function_answers_from_the_doc_comments() {
         String::from_utf8_lossy(&out.stdout),
         "function errno_p:long(err:long)\n  (stdlib/syscalls.stp)\n\n  SystemTap's errno_p: the errno number (positive) when err, of either\n  sign, is one with a name (-2 and 2 give 2: ENOENT), else 0.\n"
     );
+    // A kerneldoc block (`/** sfunction NAME - summary ... */`) is a doc too.
+    let out = utap(&["--help-function", "read_stopwatch_us"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "function read_stopwatch_us:long(name:string)\n  (stdlib/stopwatch.stp)\n\n  Reads the time in microseconds for a stopwatch.\n\n  - name: the stopwatch name\n"
+    );
+    // A builtin's description comes from its row in the builtin table.
+    let out = utap(&["--help-function", "isinstr"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "function isinstr:long(arg1:string, arg2:string)\n  (builtin)\n\n  1 when the second string occurs in the first, else 0: isinstr(\"foobar\",\n  \"oba\") is 1.\n"
+    );
     let out = utap(&["--help-function", "no_such_function"]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
         "utap: no function named 'no_such_function' (docs/reference.md lists them all)\n"
     );
+}
+
+/// Issue 31: no public function (stdlib or builtin) is listed without a
+/// description, and every stdlib `function` not named `_internal` is listed.
+#[test]
+fn every_public_function_has_a_description() {
+    let fs = utap_compiler::check::reference::functions();
+    let missing: Vec<&str> = fs
+        .iter()
+        .filter(|f| f.doc.trim().is_empty())
+        .map(|f| f.name.as_str())
+        .collect();
+    assert!(missing.is_empty(), "no description: {missing:?}");
+    for entry in std::fs::read_dir(root().join("stdlib")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|x| x != "stp") {
+            continue;
+        }
+        for line in std::fs::read_to_string(&path).unwrap().lines() {
+            let Some(decl) = line.trim_start().strip_prefix("function ") else {
+                continue;
+            };
+            let name: String = decl
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !name.starts_with('_') {
+                assert!(
+                    fs.iter().any(|f| f.name == name),
+                    "{name} ({}) is missing from the reference",
+                    path.display()
+                );
+                let out = utap(&["--help-function", &name]);
+                assert!(out.status.success(), "--help-function {name}");
+            }
+        }
+    }
 }
 
 /// docs/reference.md is generated; `UTAP_REGENERATE_DOCS=1` rewrites it.
