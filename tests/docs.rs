@@ -92,6 +92,17 @@ fn zsh_and_fish_completions_name_the_options() {
     assert!(zsh.contains("--format"));
     let fish = String::from_utf8(utap(&["--completions", "fish"]).stdout).unwrap();
     assert!(fish.contains("complete -c utap -s f -l format"), "{fish}");
+    // `--help-function` completes function names, with their summaries
+    // (the same docs --help-function and docs/reference.md show).
+    assert!(
+        fish.contains(
+            "thread_indent\\t'Returns an amount of space with the current task information.'"
+        ),
+        "{fish}"
+    );
+    assert!(zsh.contains("thread_indent\\:"), "{zsh}");
+    let bash = String::from_utf8(utap(&["--completions", "bash"]).stdout).unwrap();
+    assert!(bash.contains("read_stopwatch_us"), "{bash}");
 }
 
 #[test]

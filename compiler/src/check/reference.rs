@@ -203,6 +203,21 @@ fn kerneldoc(lines: &[&str]) -> String {
     joined.join("\n")
 }
 
+/// The lead of a doc: its first line up to the end of the first sentence
+/// (". ") or clause (": ", where examples follow), for one-line listings
+/// such as the shell completions.
+pub fn summary(doc: &str) -> String {
+    let first = doc.lines().next().unwrap_or("").trim();
+    let cut = [first.find(". ").map(|i| i + 1), first.find(": ")]
+        .into_iter()
+        .flatten()
+        .min();
+    match cut {
+        Some(i) => first[..i].to_string(),
+        None => first.to_string(),
+    }
+}
+
 /// `utap --help-function NAME`: the function's signature, origin and doc.
 pub fn function_help(name: &str) -> Option<String> {
     let f = functions().into_iter().find(|f| f.name == name)?;
@@ -339,6 +354,14 @@ mod tests {
             "Adds twice.\n\n- a: the number,\n  any number\n\nTwice a.\nReally."
         );
         assert_eq!(docs[1], ("one() {}".to_string(), "One line.".to_string()));
+    }
+
+    #[test]
+    fn summary_is_the_first_sentence() {
+        assert_eq!(summary("One. Two.\n\nMore."), "One.");
+        assert_eq!(summary("The name: name(0) is \"x\". More."), "The name");
+        assert_eq!(summary("Only one line"), "Only one line");
+        assert_eq!(summary(""), "");
     }
 
     #[test]
