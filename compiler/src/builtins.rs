@@ -763,28 +763,85 @@ fn decoders() -> &'static [Builtin] {
     })
 }
 
-/// The print family: the name a script calls and the [`PrintKind`] it
-/// becomes. `log(msg)` is `println(msg)` (same output).
-pub static PRINT_FUNCTIONS: &[(&str, PrintKind)] = &[
-    ("log", PrintKind::Println),
-    ("print", PrintKind::Print),
-    ("printd", PrintKind::Printd),
-    ("printdln", PrintKind::Printdln),
-    ("printf", PrintKind::Printf),
-    ("println", PrintKind::Println),
-    ("sprint", PrintKind::Sprint),
-    ("sprintd", PrintKind::Sprintd),
-    ("sprintdln", PrintKind::Sprintdln),
-    ("sprintf", PrintKind::Sprintf),
-    ("sprintln", PrintKind::Sprintln),
+/// The print family: the name a script calls, the [`PrintKind`] it
+/// becomes, and for the function reference (`check::reference`) its
+/// signature (any number of values: these take no fixed parameter list)
+/// and what it does. `log(msg)` is `println(msg)` (same output).
+pub static PRINT_FUNCTIONS: &[(&str, PrintKind, &str, &str)] = &[
+    (
+        "log",
+        PrintKind::Println,
+        "log(msg:string)",
+        "Writes the message and a newline to the output: the same as println(msg).",
+    ),
+    (
+        "print",
+        PrintKind::Print,
+        "print(value, ...)",
+        "Writes its arguments to the output one after another, without separators or a newline; numbers in decimal. A statistics histogram prints as a chart: print(@hist_log(lat)).",
+    ),
+    (
+        "printd",
+        PrintKind::Printd,
+        "printd(delim:string, value, ...)",
+        "Writes the values after the first argument to the output, separated by it: printd(\",\", pid(), execname()) writes \"42,ls\".",
+    ),
+    (
+        "printdln",
+        PrintKind::Printdln,
+        "printdln(delim:string, value, ...)",
+        "As printd(), followed by a newline.",
+    ),
+    (
+        "printf",
+        PrintKind::Printf,
+        "printf(fmt:string, value, ...)",
+        "Writes the values formatted by the format string, as C's printf: %d %u %x %o %s %c %p, widths, precisions and flags, %b for a number's raw bytes, %m and %M for the memory at an address (as is, in hex), %% for a percent sign. printf(\"%s[%d] %s\\n\", execname(), pid(), ppfunc())",
+    ),
+    (
+        "println",
+        PrintKind::Println,
+        "println(value, ...)",
+        "Writes its arguments to the output one after another, without separators, then a newline.",
+    ),
+    (
+        "sprint",
+        PrintKind::Sprint,
+        "sprint:string(value, ...)",
+        "What print() would write, returned as a string.",
+    ),
+    (
+        "sprintd",
+        PrintKind::Sprintd,
+        "sprintd:string(delim:string, value, ...)",
+        "What printd() would write, returned as a string.",
+    ),
+    (
+        "sprintdln",
+        PrintKind::Sprintdln,
+        "sprintdln:string(delim:string, value, ...)",
+        "What printdln() would write, returned as a string.",
+    ),
+    (
+        "sprintf",
+        PrintKind::Sprintf,
+        "sprintf:string(fmt:string, value, ...)",
+        "What printf() would write, returned as a string: sprintf(\"%#x\", 255) is \"0xff\".",
+    ),
+    (
+        "sprintln",
+        PrintKind::Sprintln,
+        "sprintln:string(value, ...)",
+        "What println() would write, returned as a string.",
+    ),
 ];
 
 /// The [`PrintKind`] of a print-family name.
 pub fn print_kind(name: &str) -> Option<PrintKind> {
     PRINT_FUNCTIONS
         .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, k)| *k)
+        .find(|(n, ..)| *n == name)
+        .map(|(_, k, ..)| *k)
 }
 
 #[cfg(test)]

@@ -56,6 +56,17 @@ pub fn functions() -> Vec<FunctionDoc> {
             origin: "builtin".into(),
         });
     }
+    for (name, _, signature, doc) in crate::builtins::PRINT_FUNCTIONS {
+        if out.iter().any(|f| f.name == *name) {
+            continue;
+        }
+        out.push(FunctionDoc {
+            name: name.to_string(),
+            signature: signature.to_string(),
+            doc: doc.to_string(),
+            origin: "builtin, print family".into(),
+        });
+    }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     out
 }
@@ -411,6 +422,9 @@ mod tests {
         }
         for b in BUILTINS.iter().filter(|b| !b.name.starts_with('_')) {
             assert!(fs.iter().any(|f| f.name == b.name), "{}", b.name);
+        }
+        for (name, ..) in crate::builtins::PRINT_FUNCTIONS {
+            assert!(fs.iter().any(|f| f.name == *name), "{name}");
         }
     }
 }
