@@ -123,7 +123,7 @@ fn help_function_answers_from_the_doc_comments() {
     let out = utap(&["--help-function", "isinstr"]);
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        "function isinstr:long(arg1:string, arg2:string)\n  (builtin)\n\n  1 when the second string occurs in the first, else 0: isinstr(\"foobar\",\n  \"oba\") is 1.\n"
+        "function isinstr:long(s1:string, s2:string)\n  (builtin)\n\n  1 when s2 occurs in s1, else 0: isinstr(\"foobar\", \"oba\") is 1.\n"
     );
     let out = utap(&["--help-function", "no_such_function"]);
     assert_eq!(out.status.code(), Some(1));

@@ -77,7 +77,10 @@ fn builtin_signature(b: &crate::builtins::Builtin) -> String {
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            let p = format!("arg{}:{}", i + 1, type_name(*t));
+            let p = match b.names.get(i) {
+                Some(name) => format!("{name}:{}", type_name(*t)),
+                None => format!("arg{}:{}", i + 1, type_name(*t)),
+            };
             if i >= b.required { format!("[{p}]") } else { p }
         })
         .collect();
