@@ -92,6 +92,17 @@ fn zsh_and_fish_completions_name_the_options() {
     assert!(zsh.contains("--format"));
     let fish = String::from_utf8(utap(&["--completions", "fish"]).stdout).unwrap();
     assert!(fish.contains("complete -c utap -s f -l format"), "{fish}");
+    // `--help-function` completes function names, with their summaries
+    // (the same docs --help-function and docs/reference.md show).
+    assert!(
+        fish.contains(
+            "thread_indent\\t'Returns an amount of space with the current task information.'"
+        ),
+        "{fish}"
+    );
+    assert!(zsh.contains("thread_indent\\:"), "{zsh}");
+    let bash = String::from_utf8(utap(&["--completions", "bash"]).stdout).unwrap();
+    assert!(bash.contains("read_stopwatch_us"), "{bash}");
 }
 
 #[test]
@@ -102,12 +113,61 @@ fn help_function_answers_from_the_doc_comments() {
         String::from_utf8_lossy(&out.stdout),
         "function errno_p:long(err:long)\n  (stdlib/syscalls.stp)\n\n  SystemTap's errno_p: the errno number (positive) when err, of either\n  sign, is one with a name (-2 and 2 give 2: ENOENT), else 0.\n"
     );
+    // A kerneldoc block (`/** sfunction NAME - summary ... */`) is a doc too.
+    let out = utap(&["--help-function", "read_stopwatch_us"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "function read_stopwatch_us:long(name:string)\n  (stdlib/stopwatch.stp)\n\n  Reads the time in microseconds for a stopwatch.\n\n  - name: the stopwatch name\n"
+    );
+    // A builtin's description comes from its row in the builtin table.
+    let out = utap(&["--help-function", "isinstr"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "function isinstr:long(s1:string, s2:string)\n  (builtin)\n\n  1 when s2 occurs in s1, else 0: isinstr(\"foobar\", \"oba\") is 1.\n"
+    );
     let out = utap(&["--help-function", "no_such_function"]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
         "utap: no function named 'no_such_function' (docs/reference.md lists them all)\n"
     );
+}
+
+/// Issue 31: no public function (stdlib or builtin) is listed without a
+/// description, and every stdlib `function` not named `_internal` is listed.
+#[test]
+fn every_public_function_has_a_description() {
+    let fs = utap_compiler::check::reference::functions();
+    let missing: Vec<&str> = fs
+        .iter()
+        .filter(|f| f.doc.trim().is_empty())
+        .map(|f| f.name.as_str())
+        .collect();
+    assert!(missing.is_empty(), "no description: {missing:?}");
+    for entry in std::fs::read_dir(root().join("stdlib")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|x| x != "stp") {
+            continue;
+        }
+        for line in std::fs::read_to_string(&path).unwrap().lines() {
+            let Some(decl) = line.trim_start().strip_prefix("function ") else {
+                continue;
+            };
+            let name: String = decl
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !name.starts_with('_') {
+                assert!(
+                    fs.iter().any(|f| f.name == name),
+                    "{name} ({}) is missing from the reference",
+                    path.display()
+                );
+                let out = utap(&["--help-function", &name]);
+                assert!(out.status.success(), "--help-function {name}");
+            }
+        }
+    }
 }
 
 /// docs/reference.md is generated; `UTAP_REGENERATE_DOCS=1` rewrites it.

@@ -1,6 +1,8 @@
 //! Documentation reachable from the shell: `--generate-man` (utap(1)),
 //! `--completions SHELL` and `--help-function NAME`, all generated from
-//! what the binary knows (the clap definition, the stdlib's doc comments).
+//! what the binary knows (the clap definition, the stdlib's doc comments
+//! and the builtin table: `check::reference`, which also names the
+//! functions `--help-function` completes, with their summaries).
 
 use clap::CommandFactory;
 
@@ -23,7 +25,7 @@ pub fn run(opts: &Options) -> Option<u8> {
     }
     if let Some(shell) = opts.completions {
         let mut out = Vec::new();
-        clap_complete::generate(shell, &mut Options::command(), "utap", &mut out);
+        clap_complete::generate(shell, &mut with_function_names(), "utap", &mut out);
         return Some(emit(&out));
     }
     if let Some(name) = &opts.help_function {
@@ -36,6 +38,29 @@ pub fn run(opts: &Options) -> Option<u8> {
         });
     }
     None
+}
+
+/// The command with `--help-function`'s values listed: every function of
+/// the reference, its summary (the doc's first sentence) as the value's
+/// help, which zsh and fish show beside the name. Only for the completion
+/// scripts: parsing keeps accepting any NAME, so that an unknown one gets
+/// utap's own message.
+fn with_function_names() -> clap::Command {
+    let values: Vec<clap::builder::PossibleValue> = reference::functions()
+        .into_iter()
+        .map(|f| {
+            let name: &'static str = Box::leak(f.name.into_boxed_str());
+            // Quotes and backslashes would end the shells' quoted strings.
+            let help: String = reference::summary(&f.doc)
+                .chars()
+                .filter(|c| !matches!(c, '"' | '\'' | '`' | '\\' | '$'))
+                .collect();
+            clap::builder::PossibleValue::new(name).help(help)
+        })
+        .collect();
+    Options::command().mut_arg("help_function", |a| {
+        a.value_parser(clap::builder::PossibleValuesParser::new(values))
+    })
 }
 
 fn emit(bytes: &[u8]) -> u8 {

@@ -1356,7 +1356,7 @@ impl<'l> Lowerer<'l> {
 
     fn similar_function(&self, name: &str) -> Option<String> {
         let mut names: Vec<&str> = builtins::BUILTINS.iter().map(|b| b.name).collect();
-        names.extend(builtins::PRINT_FUNCTIONS.iter().map(|(n, _)| *n));
+        names.extend(builtins::PRINT_FUNCTIONS.iter().map(|(n, ..)| *n));
         names.extend(self.syms.functions.keys().map(|s| s.as_str()));
         names
             .into_iter()
