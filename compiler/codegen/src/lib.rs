@@ -171,7 +171,7 @@ fn new_module(inproc: Option<inproc::Placement>) -> Result<JITModule, CodegenErr
     // dominate handler time).
     // In-process code runs at every hit in the program, and is a few
     // functions at most (handlers shared by preset): optimized.
-    let optimize = inproc.is_some();
+    let optimize = inproc.is_some() && std::env::var_os("UTAP_INPROC_OPT").is_some();
     flags
         .set("opt_level", if optimize { "speed" } else { "none" })
         .map_err(|e| err(e.to_string()))?;

@@ -51,7 +51,7 @@ mod tracer;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::elf::{AddressSpaceMap, ImageCache};
+use crate::elf::ImageCache;
 use crate::utrace::{Tid, TidMap};
 pub use image::InProcImage;
 
@@ -81,8 +81,6 @@ struct Space {
     refused: HashSet<u64>,
     /// Stub pages: (base, slots used).
     pages: Vec<(u64, u64)>,
-    /// Modules and symbols, for the boundary check.
-    modules: Option<AddressSpaceMap>,
 }
 
 impl Space {

@@ -110,19 +110,9 @@ impl Tracer {
     /// neither a branch nor rip-relative, and no branch of the function
     /// lands inside it. Returns its address and bytes.
     fn displaceable(&mut self, pid: Tid, call: u64) -> Option<(u64, Vec<u8>)> {
-        let plane = self.core.dataplane.as_mut()?;
-        let space = plane.spaces.entry(pid).or_default();
-        let stale = space
-            .modules
-            .as_ref()
-            .is_none_or(|m| m.module_of(call).is_none());
-        if stale {
-            let maps = crate::elf::read_maps(pid.0).ok()?;
-            space.modules = Some(crate::elf::AddressSpaceMap::new(&maps, &mut plane.cache));
-        }
-        let (sym, off, _) = space.modules.as_ref()?.symbol_of(call)?;
-        let (start, size) = (call - off, sym.size);
-        if !sym.func || size == 0 || size > MAX_FUNCTION || off + 2 > size {
+        let (start, size, func) = self.function_of(pid, call)?;
+        let off = call - start;
+        if !func || size == 0 || size > MAX_FUNCTION || off + 2 > size {
             return None;
         }
         let mut code = vec![0u8; size as usize];
@@ -150,6 +140,19 @@ impl Tracer {
             });
         let from = (site - start) as usize;
         ok.then(|| (site, code[from..from + i.len()].to_vec()))
+    }
+
+    /// The function holding `addr` in `pid`, by the symbols of the one
+    /// module mapped there (read once per file): its start, size and
+    /// whether it is a function symbol.
+    fn function_of(&mut self, pid: Tid, addr: u64) -> Option<(u64, u64, bool)> {
+        let plane = self.core.dataplane.as_mut()?;
+        let maps = crate::elf::read_maps(pid.0).ok()?;
+        let m = maps.iter().find(|m| (m.start..m.end).contains(&addr))?;
+        let image = plane.cache.get(m)?;
+        let bias = image.bias(&maps)?;
+        let (sym, off) = image.symbols.lookup(addr.wrapping_sub(bias))?;
+        Some((addr - off, sym.size, sym.func))
     }
 
     /// Maps the region into `pid` (run by `tid`, stopped with `regs`) and
@@ -334,7 +337,6 @@ impl Tracer {
                 sites: s.sites.clone(),
                 refused: s.refused.clone(),
                 pages: s.pages.clone(),
-                modules: None,
             };
             plane.spaces.insert(child, copy);
         }
