@@ -224,10 +224,13 @@ pub fn compile(
         header,
     };
     let limits = &options.limits;
+    // Numbers with a return probe: the others skip the return dispatch.
+    let returns: Vec<bool> = exit.hooks.iter().map(|l| !l.is_empty()).collect();
     let dispatch_entry = rt.define_dispatcher(
         "utap_dispatch_entry",
         &entry.hooks,
         &served,
+        &returns,
         limits.max_action,
         true,
     )?;
@@ -235,6 +238,7 @@ pub fn compile(
         "utap_dispatch_return",
         &exit.hooks,
         &served,
+        &returns,
         limits.max_action,
         false,
     )?;
