@@ -1010,6 +1010,139 @@ const EXTRA_VARS: &[(&str, bool, &[(&str, &str)])] = &[
             ("flags_str", "_msg_flags_str(flags)"),
         ],
     ),
+    // --- SystemTap's `NAME_str` / `NAME_str_unquoted` forms of name
+    // arguments and raw addresses beside decoded names
+    (
+        "getxattr",
+        false,
+        &[("name_str_unquoted", "user_string2($arg2, \"\")")],
+    ),
+    (
+        "lgetxattr",
+        false,
+        &[("name_str_unquoted", "user_string2($arg2, \"\")")],
+    ),
+    (
+        "fgetxattr",
+        false,
+        &[("name_str_unquoted", "user_string2($arg2, \"\")")],
+    ),
+    (
+        "removexattr",
+        false,
+        &[("name_str_unquoted", "user_string2($arg2, \"\")")],
+    ),
+    (
+        "lremovexattr",
+        false,
+        &[
+            ("path_uaddr", "$arg1"),
+            ("name_uaddr", "$arg2"),
+            ("name_str_unquoted", "user_string2($arg2, \"\")"),
+        ],
+    ),
+    (
+        "fremovexattr",
+        false,
+        &[
+            ("name_uaddr", "$arg2"),
+            ("name_str_unquoted", "user_string2($arg2, \"\")"),
+        ],
+    ),
+    (
+        "setxattr",
+        false,
+        &[
+            ("path_uaddr", "$arg1"),
+            ("name_uaddr", "$arg2"),
+            ("name_str_unquoted", "user_string2($arg2, \"\")"),
+        ],
+    ),
+    (
+        "lsetxattr",
+        false,
+        &[
+            ("path_uaddr", "$arg1"),
+            ("name_uaddr", "$arg2"),
+            ("name_str_unquoted", "user_string2($arg2, \"\")"),
+        ],
+    ),
+    (
+        "fsetxattr",
+        false,
+        &[
+            ("name_uaddr", "$arg2"),
+            ("name_str_unquoted", "user_string2($arg2, \"\")"),
+        ],
+    ),
+    ("tkill", false, &[("sig_str", "_signal_name(sig)")]),
+    (
+        "rt_sigqueueinfo",
+        false,
+        &[("sig_name", "_signal_name(sig)")],
+    ),
+    (
+        "renameat",
+        false,
+        &[
+            ("oldname_str", "user_string_quoted($arg2)"),
+            ("oldname_str_unquoted", "user_string2($arg2, \"\")"),
+            ("newname_str", "user_string_quoted($arg4)"),
+            ("newname_str_unquoted", "user_string2($arg4, \"\")"),
+        ],
+    ),
+    (
+        "renameat2",
+        false,
+        &[
+            ("oldname_str", "user_string_quoted($arg2)"),
+            ("oldname_str_unquoted", "user_string2($arg2, \"\")"),
+            ("newname_str", "user_string_quoted($arg4)"),
+            ("newname_str_unquoted", "user_string2($arg4, \"\")"),
+        ],
+    ),
+    (
+        "symlinkat",
+        false,
+        &[
+            ("oldname_str", "user_string_quoted($arg1)"),
+            ("oldname_str_unquoted", "user_string2($arg1, \"\")"),
+            ("newname_str", "user_string_quoted($arg3)"),
+            ("newname_str_unquoted", "user_string2($arg3, \"\")"),
+        ],
+    ),
+    (
+        "unlinkat",
+        false,
+        &[
+            ("pathname_str", "user_string_quoted($arg2)"),
+            ("pathname_str_unquoted", "user_string2($arg2, \"\")"),
+        ],
+    ),
+    (
+        "pivot_root",
+        false,
+        &[
+            ("new_root_str", "user_string_quoted($arg1)"),
+            ("new_root_str_unquoted", "user_string2($arg1, \"\")"),
+            ("old_root_str", "user_string_quoted($arg2)"),
+            ("old_root_str_unquoted", "user_string2($arg2, \"\")"),
+        ],
+    ),
+    (
+        "request_key",
+        false,
+        &[
+            ("type_uaddr", "$arg1"),
+            ("type_str", "user_string_quoted($arg1)"),
+            ("type_str_unquoted", "user_string2($arg1, \"\")"),
+            ("description_uaddr", "$arg2"),
+            ("description_str", "user_string_quoted($arg2)"),
+            ("description_str_unquoted", "user_string2($arg2, \"\")"),
+            ("callout_info_uaddr", "$arg3"),
+            ("destringid", "__sc_int32($arg4)"),
+        ],
+    ),
     // --- misc
     (
         "io_setup",
