@@ -48,7 +48,7 @@ function return_str:string(format:long, ret:long) {
 
 // SystemTap's decoders of the flags of the module calls (delete_module's
 // O_TRUNC|O_NONBLOCK, finit_module's MODULE_INIT_IGNORE_*), and of
-// fallocate's mode, with SystemTap's lists of names: bits without a name
+// fallocate's mode and mount's flags, with SystemTap's lists of names: bits without a name
 // show as a hex remainder ("O_TRUNC|0x1"), no bits as "0x0".
 function __sc_flags_rest:string(s:string, rest:long) {
 	if (rest)
@@ -77,6 +77,35 @@ function _stp_fallocate_mode_str:string(m:long) {
 	if (m & 0x20) s = s == "" ? "FALLOC_FL_INSERT_RANGE" : s . "|FALLOC_FL_INSERT_RANGE"
 	if (m & 0x40) s = s == "" ? "FALLOC_FL_UNSHARE_RANGE" : s . "|FALLOC_FL_UNSHARE_RANGE"
 	return __sc_flags_rest(s, m & ~0x7f)
+}
+
+function __sc_or:string(s:string, n:string) { return s == "" ? n : s . "|" . n }
+function _mountflags_str:string(f:long) {
+	s = ""
+	if (f & 0x1) s = __sc_or(s, "MS_RDONLY")
+	if (f & 0x2) s = __sc_or(s, "MS_NOSUID")
+	if (f & 0x4) s = __sc_or(s, "MS_NODEV")
+	if (f & 0x8) s = __sc_or(s, "MS_NOEXEC")
+	if (f & 0x10) s = __sc_or(s, "MS_SYNCHRONOUS")
+	if (f & 0x20) s = __sc_or(s, "MS_REMOUNT")
+	if (f & 0x40) s = __sc_or(s, "MS_MANDLOCK")
+	if (f & 0x80) s = __sc_or(s, "MS_DIRSYNC")
+	if (f & 0x400) s = __sc_or(s, "MS_NOATIME")
+	if (f & 0x800) s = __sc_or(s, "MS_NODIRATIME")
+	if (f & 0x1000) s = __sc_or(s, "MS_BIND")
+	if (f & 0x2000) s = __sc_or(s, "MS_MOVE")
+	if (f & 0x4000) s = __sc_or(s, "MS_REC")
+	if (f & 0x8000) s = __sc_or(s, "MS_SILENT")
+	if (f & 0x10000) s = __sc_or(s, "MS_POSIXACL")
+	if (f & 0x20000) s = __sc_or(s, "MS_UNBINDABLE")
+	if (f & 0x40000) s = __sc_or(s, "MS_PRIVATE")
+	if (f & 0x80000) s = __sc_or(s, "MS_SLAVE")
+	if (f & 0x100000) s = __sc_or(s, "MS_SHARED")
+	if (f & 0x200000) s = __sc_or(s, "MS_RELATIME")
+	if (f & 0x400000) s = __sc_or(s, "MS_KERNMOUNT")
+	if (f & 0x800000) s = __sc_or(s, "MS_I_VERSION")
+	if (f & 0x1000000) s = __sc_or(s, "MS_STRICTATIME")
+	return __sc_flags_rest(s, f & ~0x1fffcff)
 }
 
 // Every system call, as SystemTap's syscall_any: `syscall_nr` and `name`
@@ -286,6 +315,7 @@ const EXTRA_VARS: &[(&str, bool, &[(&str, &str)])] = &[
             ("filesystemtype", "user_string_quoted($arg3)"),
             ("filesystemtype_unquoted", "user_string2($arg3, \"\")"),
             ("mountflags", "$arg4"),
+            ("mountflags_str", "_mountflags_str(mountflags)"),
             ("data", "user_string_quoted($arg5)"),
             ("data_unquoted", "user_string2($arg5, \"\")"),
         ],
