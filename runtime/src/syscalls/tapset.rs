@@ -46,6 +46,68 @@ function return_str:string(format:long, ret:long) {
 	return sprintf("%d", ret)
 }
 
+// SystemTap's decoders of the flags of the module calls (delete_module's
+// O_TRUNC|O_NONBLOCK, finit_module's MODULE_INIT_IGNORE_*), and of
+// fallocate's mode and mount's flags, with SystemTap's lists of names: bits without a name
+// show as a hex remainder ("O_TRUNC|0x1"), no bits as "0x0".
+function __sc_flags_rest:string(s:string, rest:long) {
+	if (rest)
+		s = s == "" ? sprintf("0x%x", rest) : sprintf("%s|0x%x", s, rest)
+	return s == "" ? "0x0" : s
+}
+function _module_flags_str:string(f:long) {
+	s = ""
+	if (f & 0x200) s = "O_TRUNC"
+	if (f & 0x800) s = s == "" ? "O_NONBLOCK" : s . "|O_NONBLOCK"
+	return __sc_flags_rest(s, f & ~0xa00)
+}
+function _finit_module_flags_str:string(f:long) {
+	s = ""
+	if (f & 1) s = "MODULE_INIT_IGNORE_MODVERSIONS"
+	if (f & 2) s = s == "" ? "MODULE_INIT_IGNORE_VERMAGIC" : s . "|MODULE_INIT_IGNORE_VERMAGIC"
+	return __sc_flags_rest(s, f & ~3)
+}
+function _stp_fallocate_mode_str:string(m:long) {
+	s = ""
+	if (m & 0x01) s = "FALLOC_FL_KEEP_SIZE"
+	if (m & 0x02) s = s == "" ? "FALLOC_FL_PUNCH_HOLE" : s . "|FALLOC_FL_PUNCH_HOLE"
+	if (m & 0x04) s = s == "" ? "FALLOC_FL_NO_HIDE_STALE" : s . "|FALLOC_FL_NO_HIDE_STALE"
+	if (m & 0x08) s = s == "" ? "FALLOC_FL_COLLAPSE_RANGE" : s . "|FALLOC_FL_COLLAPSE_RANGE"
+	if (m & 0x10) s = s == "" ? "FALLOC_FL_ZERO_RANGE" : s . "|FALLOC_FL_ZERO_RANGE"
+	if (m & 0x20) s = s == "" ? "FALLOC_FL_INSERT_RANGE" : s . "|FALLOC_FL_INSERT_RANGE"
+	if (m & 0x40) s = s == "" ? "FALLOC_FL_UNSHARE_RANGE" : s . "|FALLOC_FL_UNSHARE_RANGE"
+	return __sc_flags_rest(s, m & ~0x7f)
+}
+
+function __sc_or:string(s:string, n:string) { return s == "" ? n : s . "|" . n }
+function _mountflags_str:string(f:long) {
+	s = ""
+	if (f & 0x1) s = __sc_or(s, "MS_RDONLY")
+	if (f & 0x2) s = __sc_or(s, "MS_NOSUID")
+	if (f & 0x4) s = __sc_or(s, "MS_NODEV")
+	if (f & 0x8) s = __sc_or(s, "MS_NOEXEC")
+	if (f & 0x10) s = __sc_or(s, "MS_SYNCHRONOUS")
+	if (f & 0x20) s = __sc_or(s, "MS_REMOUNT")
+	if (f & 0x40) s = __sc_or(s, "MS_MANDLOCK")
+	if (f & 0x80) s = __sc_or(s, "MS_DIRSYNC")
+	if (f & 0x400) s = __sc_or(s, "MS_NOATIME")
+	if (f & 0x800) s = __sc_or(s, "MS_NODIRATIME")
+	if (f & 0x1000) s = __sc_or(s, "MS_BIND")
+	if (f & 0x2000) s = __sc_or(s, "MS_MOVE")
+	if (f & 0x4000) s = __sc_or(s, "MS_REC")
+	if (f & 0x8000) s = __sc_or(s, "MS_SILENT")
+	if (f & 0x10000) s = __sc_or(s, "MS_POSIXACL")
+	if (f & 0x20000) s = __sc_or(s, "MS_UNBINDABLE")
+	if (f & 0x40000) s = __sc_or(s, "MS_PRIVATE")
+	if (f & 0x80000) s = __sc_or(s, "MS_SLAVE")
+	if (f & 0x100000) s = __sc_or(s, "MS_SHARED")
+	if (f & 0x200000) s = __sc_or(s, "MS_RELATIME")
+	if (f & 0x400000) s = __sc_or(s, "MS_KERNMOUNT")
+	if (f & 0x800000) s = __sc_or(s, "MS_I_VERSION")
+	if (f & 0x1000000) s = __sc_or(s, "MS_STRICTATIME")
+	return __sc_flags_rest(s, f & ~0x1fffcff)
+}
+
 // Every system call, as SystemTap's syscall_any: `syscall_nr` and `name`
 // (plus utap's `argstr` and, on return, `retval` and `retstr`). Cheaper
 // than `syscall.*`, which is one alias per call.
@@ -73,19 +135,23 @@ pub fn syscalls_tapset() -> String {
             "\n// {name}\nprobe syscall.{name} = process.syscall if ($syscall == {nr}) {{\n\tname = \"{name}\"\n\targstr = __syscall_argstr({nr})\n"
         );
         let sig = signature(i64::from(nr));
+        let start = out.len();
         if let Some(sig) = sig {
             for (i, arg) in sig.args.iter().enumerate() {
                 named_arg(&mut out, i + 1, arg);
             }
             sockaddr_vars(&mut out, sig.args, false);
         }
+        extra_vars(&mut out, start, name, false);
         let _ = write!(
             out,
             "}}\nprobe syscall.{name}.return = process.syscall.return if ($syscall == {nr}) {{\n\tname = \"{name}\"\n\targstr = __syscall_argstr({nr})\n\tretval = $return\n\tretstr = __syscall_retstr({nr}, $return)\n"
         );
+        let start = out.len();
         if let Some(sig) = sig {
             sockaddr_vars(&mut out, sig.args, true);
         }
+        extra_vars(&mut out, start, name, true);
         out.push_str("}\n");
     }
     out
@@ -187,11 +253,1157 @@ fn named_arg(out: &mut String, n: usize, arg: &Arg) {
         _ => format!("$arg{n}"),
     };
     let _ = writeln!(out, "\t{} = {value}", arg.name);
+    if matches!(arg.kind, Kind::Path) {
+        // SystemTap's NAME_unquoted: the text itself ("" when unreadable).
+        let _ = writeln!(out, "\t{}_unquoted = user_string2($arg{n}, \"\")", arg.name);
+    }
     if let Some(decoder) = decoder_builtin(arg.kind) {
         let var = arg
             .str_var
             .map_or_else(|| format!("{}_str", arg.name), str::to_string);
         let _ = writeln!(out, "\t{var} = {decoder}({})", arg.name);
+    }
+}
+
+/// The variables SystemTap's tapset gives the aliases beyond the named
+/// arguments of `spec.rs` (which also drive `argstr`): the calls utap does
+/// not decode, and the extra forms (raw `*_uaddr` addresses) of some it
+/// does. Each entry is the call, whether it is for the return alias, and
+/// `VAR = EXPR` lines; a variable already set by the alias is skipped.
+const EXTRA_VARS: &[(&str, bool, &[(&str, &str)])] = &[
+    // --- modules
+    (
+        "delete_module",
+        false,
+        &[
+            ("name_user", "user_string_quoted($arg1)"),
+            ("name_user_unquoted", "user_string2($arg1, \"\")"),
+            ("flags", "__sc_uint32($arg2)"),
+            ("flags_str", "_module_flags_str(flags)"),
+        ],
+    ),
+    (
+        "init_module",
+        false,
+        &[
+            ("umod_uaddr", "$arg1"),
+            ("len", "$arg2"),
+            ("uargs", "user_string_quoted($arg3)"),
+            ("uargs_unquoted", "user_string2($arg3, \"\")"),
+        ],
+    ),
+    (
+        "finit_module",
+        false,
+        &[
+            ("fd", "__sc_int32($arg1)"),
+            ("uargs", "user_string_quoted($arg2)"),
+            ("uargs_unquoted", "user_string2($arg2, \"\")"),
+            ("flags", "__sc_int32($arg3)"),
+            ("flags_str", "_finit_module_flags_str(flags)"),
+        ],
+    ),
+    // --- files
+    (
+        "mount",
+        false,
+        &[
+            ("source", "user_string_quoted($arg1)"),
+            ("source_unquoted", "user_string2($arg1, \"\")"),
+            ("target", "user_string_quoted($arg2)"),
+            ("target_unquoted", "user_string2($arg2, \"\")"),
+            ("filesystemtype", "user_string_quoted($arg3)"),
+            ("filesystemtype_unquoted", "user_string2($arg3, \"\")"),
+            ("mountflags", "$arg4"),
+            ("mountflags_str", "_mountflags_str(mountflags)"),
+            ("data", "user_string_quoted($arg5)"),
+            ("data_unquoted", "user_string2($arg5, \"\")"),
+        ],
+    ),
+    ("stat", false, &[("filename_uaddr", "$arg1")]),
+    ("statx", false, &[("filename_uaddr", "$arg2")]),
+    ("mkdir", false, &[("pathname_uaddr", "$arg1")]),
+    ("unlink", false, &[("pathname_uaddr", "$arg1")]),
+    ("truncate", false, &[("path_uaddr", "$arg1")]),
+    ("inotify_add_watch", false, &[("path_uaddr", "$arg2")]),
+    (
+        "utimensat",
+        false,
+        &[("filename_uaddr", "$arg2"), ("tsp_uaddr", "$arg3")],
+    ),
+    (
+        "utime",
+        false,
+        &[
+            ("filename_uaddr", "$arg1"),
+            ("filename", "user_string_quoted($arg1)"),
+            ("filename_unquoted", "user_string2($arg1, \"\")"),
+            ("buf_uaddr", "$arg2"),
+            ("actime", "$arg2 ? user_long($arg2) : 0"),
+            ("modtime", "$arg2 ? user_long($arg2 + 8) : 0"),
+        ],
+    ),
+    (
+        "utimes",
+        false,
+        &[
+            ("filename_uaddr", "$arg1"),
+            ("filename", "user_string_quoted($arg1)"),
+            ("filename_unquoted", "user_string2($arg1, \"\")"),
+            ("tvp_uaddr", "$arg2"),
+        ],
+    ),
+    (
+        "futimesat",
+        false,
+        &[
+            ("dirfd", "__sc_int32($arg1)"),
+            ("dirfd_str", "_dfd_str(dirfd)"),
+            ("filename_uaddr", "$arg2"),
+            ("filename", "user_string_quoted($arg2)"),
+            ("filename_unquoted", "user_string2($arg2, \"\")"),
+            ("tvp_uaddr", "$arg3"),
+        ],
+    ),
+    (
+        "mknod",
+        false,
+        &[
+            ("pathname", "user_string_quoted($arg1)"),
+            ("pathname_unquoted", "user_string2($arg1, \"\")"),
+            ("mode", "__sc_uint32($arg2)"),
+            ("dev", "__sc_uint32($arg3)"),
+        ],
+    ),
+    (
+        "mknodat",
+        false,
+        &[
+            ("dirfd", "__sc_int32($arg1)"),
+            ("dirfd_str", "_dfd_str(dirfd)"),
+            ("pathname", "user_string_quoted($arg2)"),
+            ("pathname_unquoted", "user_string2($arg2, \"\")"),
+            ("mode", "__sc_uint32($arg3)"),
+            ("dev", "__sc_uint32($arg4)"),
+        ],
+    ),
+    (
+        "acct",
+        false,
+        &[
+            ("filename", "user_string_quoted($arg1)"),
+            ("filename_unquoted", "user_string2($arg1, \"\")"),
+        ],
+    ),
+    (
+        "uselib",
+        false,
+        &[
+            ("library_uaddr", "$arg1"),
+            ("library", "user_string_quoted($arg1)"),
+            ("library_unquoted", "user_string2($arg1, \"\")"),
+        ],
+    ),
+    (
+        "swapon",
+        false,
+        &[
+            ("path_uaddr", "$arg1"),
+            ("path", "user_string_quoted($arg1)"),
+            ("path_unquoted", "user_string2($arg1, \"\")"),
+            ("swapflags", "__sc_int32($arg2)"),
+        ],
+    ),
+    (
+        "swapoff",
+        false,
+        &[
+            ("path_uaddr", "$arg1"),
+            ("path", "user_string_quoted($arg1)"),
+            ("path_unquoted", "user_string2($arg1, \"\")"),
+        ],
+    ),
+    (
+        "listxattr",
+        false,
+        &[
+            ("path_uaddr", "$arg1"),
+            ("path", "user_string_quoted($arg1)"),
+            ("path_unquoted", "user_string2($arg1, \"\")"),
+            ("list_uaddr", "$arg2"),
+            ("size", "$arg3"),
+        ],
+    ),
+    (
+        "llistxattr",
+        false,
+        &[
+            ("path_uaddr", "$arg1"),
+            ("path", "user_string_quoted($arg1)"),
+            ("path_unquoted", "user_string2($arg1, \"\")"),
+            ("list_uaddr", "$arg2"),
+            ("size", "$arg3"),
+        ],
+    ),
+    (
+        "flistxattr",
+        false,
+        &[
+            ("filedes", "__sc_int32($arg1)"),
+            ("list_uaddr", "$arg2"),
+            ("size", "$arg3"),
+        ],
+    ),
+    (
+        "fallocate",
+        false,
+        &[
+            ("fd", "__sc_int32($arg1)"),
+            ("mode", "__sc_int32($arg2)"),
+            ("mode_str", "_stp_fallocate_mode_str(mode)"),
+            ("offset", "$arg3"),
+            ("len", "$arg4"),
+        ],
+    ),
+    (
+        "readahead",
+        false,
+        &[
+            ("fd", "__sc_int32($arg1)"),
+            ("offset", "$arg2"),
+            ("count", "$arg3"),
+        ],
+    ),
+    (
+        "getdents",
+        false,
+        &[
+            ("fd", "__sc_uint32($arg1)"),
+            ("dirp_uaddr", "$arg2"),
+            ("count", "__sc_uint32($arg3)"),
+        ],
+    ),
+    (
+        "sync_file_range",
+        false,
+        &[
+            ("fd", "__sc_int32($arg1)"),
+            ("offset", "$arg2"),
+            ("nbytes", "$arg3"),
+            ("flags", "__sc_uint32($arg4)"),
+        ],
+    ),
+    // --- descriptors
+    ("dup2", false, &[("flags", "0")]),
+    ("epoll_create", false, &[("flags", "0")]),
+    ("epoll_create", true, &[("flags", "0")]),
+    ("inotify_init", false, &[("flags", "0")]),
+    ("signalfd", false, &[("flags", "0")]),
+    ("signalfd", true, &[("flags", "0")]),
+    (
+        "eventfd",
+        false,
+        &[("count", "__sc_uint32($arg1)"), ("flags", "0")],
+    ),
+    ("pipe", false, &[("flags", "0")]),
+    (
+        "pipe",
+        true,
+        &[
+            ("fildes_uaddr", "__syscall_entry_arg(1)"),
+            (
+                "pipe0",
+                "$return < 0 ? 0 : user_int(__syscall_entry_arg(1))",
+            ),
+            (
+                "pipe1",
+                "$return < 0 ? 0 : user_int(__syscall_entry_arg(1) + 4)",
+            ),
+        ],
+    ),
+    // --- processes
+    (
+        "clone",
+        false,
+        &[("stack_start", "$arg2"), ("stack_size", "0")],
+    ),
+    (
+        "fork",
+        false,
+        &[
+            ("clone_flags", "17"),
+            ("stack_start", "0"),
+            ("stack_size", "0"),
+            ("parent_tid_uaddr", "0"),
+            ("child_tid_uaddr", "0"),
+        ],
+    ),
+    (
+        "wait4",
+        true,
+        &[
+            ("status_uaddr", "__syscall_entry_arg(2)"),
+            (
+                "status_str",
+                "$return <= 0 || !__syscall_entry_arg(2) ? \"\" : _wait_status_str(user_int(__syscall_entry_arg(2)))",
+            ),
+        ],
+    ),
+    (
+        "ptrace",
+        false,
+        &[
+            ("request", "$arg1"),
+            ("pid", "__sc_int32($arg2)"),
+            ("addr", "$arg3"),
+            ("data", "$arg4"),
+        ],
+    ),
+    (
+        "setns",
+        false,
+        &[
+            ("fd", "__sc_int32($arg1)"),
+            ("nstype", "__sc_int32($arg2)"),
+            ("nstype_str", "__fork_flags(nstype)"),
+        ],
+    ),
+    (
+        "unshare",
+        false,
+        &[
+            ("unshare_flags", "$arg1"),
+            ("unshare_flags_str", "__fork_flags(unshare_flags)"),
+        ],
+    ),
+    (
+        "kcmp",
+        false,
+        &[
+            ("pid1", "__sc_int32($arg1)"),
+            ("pid2", "__sc_int32($arg2)"),
+            ("type", "__sc_int32($arg3)"),
+            ("idx1", "$arg4"),
+            ("idx2", "$arg5"),
+        ],
+    ),
+    (
+        "process_vm_readv",
+        false,
+        &[
+            ("pid", "__sc_int32($arg1)"),
+            ("local_iov_uaddr", "$arg2"),
+            ("liovcnt", "$arg3"),
+            ("remote_iov_uaddr", "$arg4"),
+            ("riovcnt", "$arg5"),
+            ("flags", "$arg6"),
+        ],
+    ),
+    (
+        "process_vm_writev",
+        false,
+        &[
+            ("pid", "__sc_int32($arg1)"),
+            ("local_iov_uaddr", "$arg2"),
+            ("liovcnt", "$arg3"),
+            ("remote_iov_uaddr", "$arg4"),
+            ("riovcnt", "$arg5"),
+            ("flags", "$arg6"),
+        ],
+    ),
+    (
+        "get_robust_list",
+        false,
+        &[
+            ("pid", "__sc_int32($arg1)"),
+            ("list_head_uaddr", "$arg2"),
+            ("len_uaddr", "$arg3"),
+        ],
+    ),
+    (
+        "sched_rr_get_interval",
+        false,
+        &[("pid", "__sc_int32($arg1)"), ("tp_uaddr", "$arg2")],
+    ),
+    (
+        "sched_getattr",
+        false,
+        &[
+            ("pid", "__sc_int32($arg1)"),
+            ("sched_attr_uaddr", "$arg2"),
+            ("size", "__sc_uint32($arg3)"),
+            ("flags", "__sc_uint32($arg4)"),
+        ],
+    ),
+    (
+        "sched_setattr",
+        false,
+        &[
+            ("pid", "__sc_int32($arg1)"),
+            ("sched_attr_uaddr", "$arg2"),
+            ("flags", "__sc_uint32($arg3)"),
+        ],
+    ),
+    (
+        "perf_event_open",
+        false,
+        &[
+            ("attr_uaddr", "$arg1"),
+            ("pid", "__sc_int32($arg2)"),
+            ("cpu", "__sc_int32($arg3)"),
+            ("group_fd", "__sc_int32($arg4)"),
+            ("flags", "$arg5"),
+        ],
+    ),
+    (
+        "ioprio_get",
+        false,
+        &[("which", "__sc_int32($arg1)"), ("who", "__sc_int32($arg2)")],
+    ),
+    (
+        "ioprio_set",
+        false,
+        &[
+            ("which", "__sc_int32($arg1)"),
+            ("who", "__sc_int32($arg2)"),
+            ("ioprio", "__sc_int32($arg3)"),
+        ],
+    ),
+    ("setfsuid", false, &[("fsuid", "__sc_uint32($arg1)")]),
+    ("setfsgid", false, &[("fsgid", "__sc_uint32($arg1)")]),
+    (
+        "syslog",
+        false,
+        &[
+            ("type", "__sc_int32($arg1)"),
+            ("bufp_uaddr", "$arg2"),
+            ("len", "__sc_int32($arg3)"),
+        ],
+    ),
+    (
+        "keyctl",
+        false,
+        &[
+            ("option", "__sc_int32($arg1)"),
+            ("arg2", "$arg2"),
+            ("arg3", "$arg3"),
+            ("arg4", "$arg4"),
+            ("arg5", "$arg5"),
+        ],
+    ),
+    (
+        "add_key",
+        false,
+        &[
+            ("type_uaddr", "$arg1"),
+            ("description_uaddr", "$arg2"),
+            ("payload_uaddr", "$arg3"),
+            ("plen", "$arg4"),
+            ("ringid", "__sc_int32($arg5)"),
+        ],
+    ),
+    (
+        "sethostname",
+        false,
+        &[
+            ("hostname_uaddr", "$arg1"),
+            ("len", "__sc_int32($arg2)"),
+            ("name_str", "user_string_n_quoted($arg1, len, 50)"),
+            ("name_str_unquoted", "user_string_n2($arg1, len, \"\")"),
+        ],
+    ),
+    (
+        "setdomainname",
+        false,
+        &[
+            ("domainname_uaddr", "$arg1"),
+            ("hostname_uaddr", "$arg1"),
+            ("len", "__sc_int32($arg2)"),
+            ("domainname_str", "user_string_n_quoted($arg1, len, 50)"),
+            (
+                "domainname_str_unquoted",
+                "user_string_n2($arg1, len, \"\")",
+            ),
+        ],
+    ),
+    // --- memory
+    (
+        "mincore",
+        false,
+        &[
+            ("start", "$arg1"),
+            ("length", "$arg2"),
+            ("vec_uaddr", "$arg3"),
+        ],
+    ),
+    (
+        "mlock2",
+        false,
+        &[
+            ("addr", "$arg1"),
+            ("len", "$arg2"),
+            ("flags", "__sc_int32($arg3)"),
+        ],
+    ),
+    (
+        "pkey_mprotect",
+        false,
+        &[
+            ("addr", "$arg1"),
+            ("len", "$arg2"),
+            ("prot", "$arg3"),
+            ("prot_str", "_mprotect_prot_str(prot)"),
+            ("pkey", "__sc_int32($arg4)"),
+        ],
+    ),
+    (
+        "pkey_alloc",
+        false,
+        &[("flags", "$arg1"), ("init_val", "$arg2")],
+    ),
+    ("pkey_free", false, &[("pkey", "__sc_int32($arg1)")]),
+    (
+        "remap_file_pages",
+        false,
+        &[
+            ("start", "$arg1"),
+            ("size", "$arg2"),
+            ("prot", "$arg3"),
+            ("prot_str", "_mprotect_prot_str(prot)"),
+            ("pgoff", "$arg4"),
+            ("flags", "$arg5"),
+            ("flags_str", "_mmap_flags(flags)"),
+        ],
+    ),
+    (
+        "get_mempolicy",
+        false,
+        &[
+            ("policy_uaddr", "$arg1"),
+            ("nmask_uaddr", "$arg2"),
+            ("maxnode", "$arg3"),
+            ("addr", "$arg4"),
+            ("flags", "$arg5"),
+        ],
+    ),
+    (
+        "set_mempolicy",
+        false,
+        &[
+            ("mode", "__sc_int32($arg1)"),
+            ("nmask_uaddr", "$arg2"),
+            ("maxnode", "$arg3"),
+        ],
+    ),
+    (
+        "mbind",
+        false,
+        &[
+            ("start", "$arg1"),
+            ("len", "$arg2"),
+            ("mode", "__sc_int32($arg3)"),
+            ("nmask_uaddr", "$arg4"),
+            ("maxnode", "$arg5"),
+            ("flags", "__sc_uint32($arg6)"),
+        ],
+    ),
+    (
+        "migrate_pages",
+        false,
+        &[
+            ("pid", "__sc_int32($arg1)"),
+            ("maxnode", "$arg2"),
+            ("old_nodes", "$arg3"),
+            ("new_nodes", "$arg4"),
+        ],
+    ),
+    (
+        "move_pages",
+        false,
+        &[
+            ("pid", "__sc_int32($arg1)"),
+            ("nr_pages", "$arg2"),
+            ("pages", "$arg3"),
+            ("nodes", "$arg4"),
+            ("status", "$arg5"),
+            ("flags", "__sc_int32($arg6)"),
+        ],
+    ),
+    (
+        "modify_ldt",
+        false,
+        &[
+            ("func", "__sc_int32($arg1)"),
+            ("ptr_uaddr", "$arg2"),
+            ("bytecount", "$arg3"),
+        ],
+    ),
+    // --- signals, IPC
+    (
+        "rt_tgsigqueueinfo",
+        false,
+        &[
+            ("tgid", "__sc_int32($arg1)"),
+            ("tid", "__sc_int32($arg2)"),
+            ("sig", "__sc_int32($arg3)"),
+            ("sig_str", "_signal_name(sig)"),
+            ("uinfo_uaddr", "$arg4"),
+        ],
+    ),
+    (
+        "msgget",
+        false,
+        &[
+            ("key", "__sc_int32($arg1)"),
+            ("msgflg", "__sc_int32($arg2)"),
+        ],
+    ),
+    (
+        "msgsnd",
+        false,
+        &[
+            ("msqid", "__sc_int32($arg1)"),
+            ("msgp_uaddr", "$arg2"),
+            ("msgsz", "$arg3"),
+            ("msgflg", "__sc_int32($arg4)"),
+        ],
+    ),
+    (
+        "msgrcv",
+        false,
+        &[
+            ("msqid", "__sc_int32($arg1)"),
+            ("msgp_uaddr", "$arg2"),
+            ("msgsz", "$arg3"),
+            ("msgtyp", "$arg4"),
+            ("msgflg", "__sc_int32($arg5)"),
+        ],
+    ),
+    (
+        "msgctl",
+        false,
+        &[
+            ("msqid", "__sc_int32($arg1)"),
+            ("cmd", "__sc_int32($arg2)"),
+            ("buf_uaddr", "$arg3"),
+        ],
+    ),
+    (
+        "semget",
+        false,
+        &[
+            ("key", "__sc_int32($arg1)"),
+            ("nsems", "__sc_int32($arg2)"),
+            ("semflg", "__sc_int32($arg3)"),
+        ],
+    ),
+    (
+        "semop",
+        false,
+        &[
+            ("semid", "__sc_int32($arg1)"),
+            ("sops_uaddr", "$arg2"),
+            ("tsops_uaddr", "$arg2"),
+            ("nsops", "$arg3"),
+        ],
+    ),
+    (
+        "semtimedop",
+        false,
+        &[
+            ("semid", "__sc_int32($arg1)"),
+            ("sops_uaddr", "$arg2"),
+            ("nsops", "$arg3"),
+            ("timeout_uaddr", "$arg4"),
+        ],
+    ),
+    (
+        "semctl",
+        false,
+        &[
+            ("semid", "__sc_int32($arg1)"),
+            ("semnum", "__sc_int32($arg2)"),
+            ("cmd", "__sc_int32($arg3)"),
+            ("arg", "$arg4"),
+        ],
+    ),
+    (
+        "shmget",
+        false,
+        &[
+            ("key", "__sc_int32($arg1)"),
+            ("size", "$arg2"),
+            ("shmflg", "__sc_int32($arg3)"),
+        ],
+    ),
+    (
+        "shmat",
+        false,
+        &[
+            ("shmid", "__sc_int32($arg1)"),
+            ("shmaddr_uaddr", "$arg2"),
+            ("shmflg", "__sc_int32($arg3)"),
+        ],
+    ),
+    ("shmdt", false, &[("shmaddr_uaddr", "$arg1")]),
+    (
+        "shmctl",
+        false,
+        &[
+            ("shmid", "__sc_int32($arg1)"),
+            ("cmd", "__sc_int32($arg2)"),
+            ("buf_uaddr", "$arg3"),
+        ],
+    ),
+    (
+        "mq_open",
+        false,
+        &[
+            ("name_uaddr", "$arg1"),
+            ("filename", "user_string_quoted($arg1)"),
+            ("filename_unquoted", "user_string2($arg1, \"\")"),
+            ("oflag", "__sc_int32($arg2)"),
+            ("oflag_str", "_sys_open_flag_str(oflag)"),
+            ("mode", "__sc_uint32($arg3)"),
+            ("u_attr_uaddr", "$arg4"),
+        ],
+    ),
+    (
+        "mq_unlink",
+        false,
+        &[
+            ("u_name_uaddr", "$arg1"),
+            ("u_name", "user_string_quoted($arg1)"),
+            ("u_name_unquoted", "user_string2($arg1, \"\")"),
+        ],
+    ),
+    (
+        "mq_timedsend",
+        false,
+        &[
+            ("mqdes", "__sc_int32($arg1)"),
+            ("msg_ptr_uaddr", "$arg2"),
+            ("msg_len", "$arg3"),
+            ("msg_prio", "__sc_uint32($arg4)"),
+            ("abs_timeout_uaddr", "$arg5"),
+        ],
+    ),
+    (
+        "mq_timedreceive",
+        false,
+        &[
+            ("mqdes", "__sc_int32($arg1)"),
+            ("msg_ptr_uaddr", "$arg2"),
+            ("msg_len", "$arg3"),
+            ("msg_prio_uaddr", "$arg4"),
+            ("abs_timeout_uaddr", "$arg5"),
+        ],
+    ),
+    (
+        "mq_notify",
+        false,
+        &[
+            ("mqdes", "__sc_int32($arg1)"),
+            ("notification_uaddr", "$arg2"),
+        ],
+    ),
+    (
+        "mq_getsetattr",
+        false,
+        &[
+            ("mqdes", "__sc_int32($arg1)"),
+            ("u_mqstat_uaddr", "$arg2"),
+            ("u_omqstat_uaddr", "$arg3"),
+        ],
+    ),
+    // --- network
+    (
+        "recvmmsg",
+        false,
+        &[
+            ("s", "__sc_int32($arg1)"),
+            ("mmsg_uaddr", "$arg2"),
+            ("vlen", "__sc_uint32($arg3)"),
+            ("flags", "__sc_uint32($arg4)"),
+            ("flags_str", "_msg_flags_str(flags)"),
+            ("timeout_uaddr", "$arg5"),
+        ],
+    ),
+    (
+        "sendmmsg",
+        false,
+        &[
+            ("s", "__sc_int32($arg1)"),
+            ("mmsg_uaddr", "$arg2"),
+            ("vlen", "__sc_uint32($arg3)"),
+            ("flags", "__sc_uint32($arg4)"),
+            ("flags_str", "_msg_flags_str(flags)"),
+        ],
+    ),
+    // --- SystemTap's `NAME_str` / `NAME_str_unquoted` forms of name
+    // arguments and raw addresses beside decoded names
+    (
+        "getxattr",
+        false,
+        &[("name_str_unquoted", "user_string2($arg2, \"\")")],
+    ),
+    (
+        "lgetxattr",
+        false,
+        &[("name_str_unquoted", "user_string2($arg2, \"\")")],
+    ),
+    (
+        "fgetxattr",
+        false,
+        &[("name_str_unquoted", "user_string2($arg2, \"\")")],
+    ),
+    (
+        "removexattr",
+        false,
+        &[("name_str_unquoted", "user_string2($arg2, \"\")")],
+    ),
+    (
+        "lremovexattr",
+        false,
+        &[
+            ("path_uaddr", "$arg1"),
+            ("name_uaddr", "$arg2"),
+            ("name_str_unquoted", "user_string2($arg2, \"\")"),
+        ],
+    ),
+    (
+        "fremovexattr",
+        false,
+        &[
+            ("name_uaddr", "$arg2"),
+            ("name_str_unquoted", "user_string2($arg2, \"\")"),
+        ],
+    ),
+    (
+        "setxattr",
+        false,
+        &[
+            ("path_uaddr", "$arg1"),
+            ("name_uaddr", "$arg2"),
+            ("name_str_unquoted", "user_string2($arg2, \"\")"),
+        ],
+    ),
+    (
+        "lsetxattr",
+        false,
+        &[
+            ("path_uaddr", "$arg1"),
+            ("name_uaddr", "$arg2"),
+            ("name_str_unquoted", "user_string2($arg2, \"\")"),
+        ],
+    ),
+    (
+        "fsetxattr",
+        false,
+        &[
+            ("name_uaddr", "$arg2"),
+            ("name_str_unquoted", "user_string2($arg2, \"\")"),
+        ],
+    ),
+    ("tkill", false, &[("sig_str", "_signal_name(sig)")]),
+    (
+        "rt_sigqueueinfo",
+        false,
+        &[("sig_name", "_signal_name(sig)")],
+    ),
+    (
+        "renameat",
+        false,
+        &[
+            ("oldname_str", "user_string_quoted($arg2)"),
+            ("oldname_str_unquoted", "user_string2($arg2, \"\")"),
+            ("newname_str", "user_string_quoted($arg4)"),
+            ("newname_str_unquoted", "user_string2($arg4, \"\")"),
+        ],
+    ),
+    (
+        "renameat2",
+        false,
+        &[
+            ("oldname_str", "user_string_quoted($arg2)"),
+            ("oldname_str_unquoted", "user_string2($arg2, \"\")"),
+            ("newname_str", "user_string_quoted($arg4)"),
+            ("newname_str_unquoted", "user_string2($arg4, \"\")"),
+        ],
+    ),
+    (
+        "symlinkat",
+        false,
+        &[
+            ("oldname_str", "user_string_quoted($arg1)"),
+            ("oldname_str_unquoted", "user_string2($arg1, \"\")"),
+            ("newname_str", "user_string_quoted($arg3)"),
+            ("newname_str_unquoted", "user_string2($arg3, \"\")"),
+        ],
+    ),
+    (
+        "unlinkat",
+        false,
+        &[
+            ("pathname_str", "user_string_quoted($arg2)"),
+            ("pathname_str_unquoted", "user_string2($arg2, \"\")"),
+        ],
+    ),
+    (
+        "pivot_root",
+        false,
+        &[
+            ("new_root_str", "user_string_quoted($arg1)"),
+            ("new_root_str_unquoted", "user_string2($arg1, \"\")"),
+            ("old_root_str", "user_string_quoted($arg2)"),
+            ("old_root_str_unquoted", "user_string2($arg2, \"\")"),
+        ],
+    ),
+    (
+        "request_key",
+        false,
+        &[
+            ("type_uaddr", "$arg1"),
+            ("type_str", "user_string_quoted($arg1)"),
+            ("type_str_unquoted", "user_string2($arg1, \"\")"),
+            ("description_uaddr", "$arg2"),
+            ("description_str", "user_string_quoted($arg2)"),
+            ("description_str_unquoted", "user_string2($arg2, \"\")"),
+            ("callout_info_uaddr", "$arg3"),
+            ("destringid", "__sc_int32($arg4)"),
+        ],
+    ),
+    // --- misc
+    (
+        "io_setup",
+        false,
+        &[("maxevents", "__sc_uint32($arg1)"), ("ctxp_uaddr", "$arg2")],
+    ),
+    ("io_destroy", false, &[("ctx", "$arg1")]),
+    (
+        "io_submit",
+        false,
+        &[
+            ("ctx_id", "$arg1"),
+            ("nr", "$arg2"),
+            ("iocbpp_uaddr", "$arg3"),
+        ],
+    ),
+    (
+        "io_cancel",
+        false,
+        &[
+            ("ctx_id", "$arg1"),
+            ("iocb_uaddr", "$arg2"),
+            ("result_uaddr", "$arg3"),
+        ],
+    ),
+    (
+        "io_getevents",
+        false,
+        &[
+            ("ctx_id", "$arg1"),
+            ("min_nr", "$arg2"),
+            ("nr", "$arg3"),
+            ("events_uaddr", "$arg4"),
+            ("timeout_uaddr", "$arg5"),
+        ],
+    ),
+    (
+        "getcpu",
+        false,
+        &[
+            ("cpu_uaddr", "$arg1"),
+            ("node_uaddr", "$arg2"),
+            ("tcache_uaddr", "$arg3"),
+        ],
+    ),
+    (
+        "capget",
+        false,
+        &[("header_uaddr", "$arg1"), ("data_uaddr", "$arg2")],
+    ),
+    (
+        "capset",
+        false,
+        &[("header_uaddr", "$arg1"), ("data_uaddr", "$arg2")],
+    ),
+    (
+        "ioperm",
+        false,
+        &[
+            ("from", "$arg1"),
+            ("num", "$arg2"),
+            ("turn_on", "__sc_int32($arg3)"),
+        ],
+    ),
+    ("iopl", false, &[("level", "__sc_uint32($arg1)")]),
+    (
+        "settimeofday",
+        false,
+        &[("tv_uaddr", "$arg1"), ("tz_uaddr", "$arg2")],
+    ),
+    ("adjtimex", false, &[("buf_uaddr", "$arg1")]),
+    ("times", false, &[("buf_uaddr", "$arg1")]),
+    (
+        "ustat",
+        false,
+        &[("dev", "__sc_uint32($arg1)"), ("ubuf_uaddr", "$arg2")],
+    ),
+    (
+        "sysfs",
+        false,
+        &[
+            ("option", "__sc_int32($arg1)"),
+            ("arg1", "$arg2"),
+            ("arg2", "$arg3"),
+        ],
+    ),
+    (
+        "reboot",
+        false,
+        &[
+            ("magic", "__sc_int32($arg1)"),
+            ("magic2", "__sc_int32($arg2)"),
+            ("flag", "__sc_uint32($arg3)"),
+            ("arg_uaddr", "$arg4"),
+        ],
+    ),
+    (
+        "kexec_load",
+        false,
+        &[
+            ("entry", "$arg1"),
+            ("nr_segments", "$arg2"),
+            ("segments_uaddr", "$arg3"),
+            ("flags", "$arg4"),
+        ],
+    ),
+    (
+        "kexec_file_load",
+        false,
+        &[
+            ("kernel_fd", "__sc_int32($arg1)"),
+            ("initrd_fd", "__sc_int32($arg2)"),
+            ("cmdline_len", "$arg3"),
+            ("cmdline", "user_string_quoted($arg4)"),
+            ("cmdline_unquoted", "user_string2($arg4, \"\")"),
+            ("flags", "$arg5"),
+        ],
+    ),
+    (
+        "quotactl",
+        false,
+        &[
+            ("cmd", "__sc_uint32($arg1)"),
+            ("special", "$arg2"),
+            ("special_str", "user_string_quoted($arg2)"),
+            ("special_str_unquoted", "user_string2($arg2, \"\")"),
+            ("id", "__sc_int32($arg3)"),
+            ("addr_uaddr", "$arg4"),
+        ],
+    ),
+    (
+        "lookup_dcookie",
+        false,
+        &[
+            ("cookie", "$arg1"),
+            ("buffer_uaddr", "$arg2"),
+            ("len", "$arg3"),
+        ],
+    ),
+    (
+        "bpf",
+        false,
+        &[
+            ("cmd", "__sc_int32($arg1)"),
+            ("attr_uaddr", "$arg2"),
+            ("size", "__sc_uint32($arg3)"),
+        ],
+    ),
+    (
+        "seccomp",
+        false,
+        &[
+            ("op", "__sc_uint32($arg1)"),
+            ("flags", "__sc_uint32($arg2)"),
+            ("uargs_uaddr", "$arg3"),
+        ],
+    ),
+    (
+        "membarrier",
+        false,
+        &[
+            ("cmd", "__sc_int32($arg1)"),
+            ("flags", "__sc_uint32($arg2)"),
+        ],
+    ),
+    ("memfd_secret", false, &[("flags", "__sc_uint32($arg1)")]),
+    ("userfaultfd", false, &[("flags", "__sc_int32($arg1)")]),
+    (
+        "fanotify_init",
+        false,
+        &[
+            ("flags", "__sc_uint32($arg1)"),
+            ("event_f_flags", "__sc_uint32($arg2)"),
+        ],
+    ),
+    (
+        "fanotify_mark",
+        false,
+        &[
+            ("fanotify_fd", "__sc_int32($arg1)"),
+            ("flags", "__sc_uint32($arg2)"),
+            ("mask", "$arg3"),
+            ("dirfd", "__sc_int32($arg4)"),
+            ("dirfd_str", "_dfd_str(dirfd)"),
+            ("pathname", "user_string_quoted($arg5)"),
+            ("pathname_unquoted", "user_string2($arg5, \"\")"),
+        ],
+    ),
+    (
+        "name_to_handle_at",
+        false,
+        &[
+            ("dfd", "__sc_int32($arg1)"),
+            ("dfd_str", "_dfd_str(dfd)"),
+            ("pathname", "user_string_quoted($arg2)"),
+            ("pathname_unquoted", "user_string2($arg2, \"\")"),
+            ("handle_uaddr", "$arg3"),
+            ("mnt_id_uaddr", "$arg4"),
+            ("flags", "__sc_int32($arg5)"),
+            ("flags_str", "_at_flag_str(flags)"),
+        ],
+    ),
+    (
+        "open_by_handle_at",
+        false,
+        &[
+            ("mount_dfd", "__sc_int32($arg1)"),
+            ("mount_dfd_str", "_dfd_str(mount_dfd)"),
+            ("handle_uaddr", "$arg2"),
+            ("flags", "__sc_int32($arg3)"),
+            ("flags_str", "_open_flags_str(flags)"),
+        ],
+    ),
+];
+
+/// The `EXTRA_VARS` lines of one alias, after the lines it has from
+/// `start` on (so a variable is never set twice).
+fn extra_vars(out: &mut String, start: usize, name: &str, at_return: bool) {
+    for (call, ret, vars) in EXTRA_VARS {
+        if *call != name || *ret != at_return {
+            continue;
+        }
+        for (var, expr) in *vars {
+            let set = format!("\t{var} = ");
+            if !out[start..]
+                .lines()
+                .any(|l| format!("{l}\n").starts_with(&set))
+            {
+                let _ = writeln!(out, "\t{var} = {expr}");
+            }
+        }
     }
 }
 
@@ -277,12 +1489,69 @@ mod tests {
              \tdfd = __sc_int32($arg1)\n\
              \tdfd_str = _dfd_str(dfd)\n\
              \tfilename = user_string_quoted($arg2)\n\
+             \tfilename_unquoted = user_string2($arg2, \"\")\n\
              \tflags = __sc_int32($arg3)\n\
              \tflags_str = _open_flags_str(flags)\n\
              \tmode = __sc_uint32($arg4)\n"
         );
         assert!(text.contains("\tsig = __sc_int32($arg2)\n\tsig_name = _signal_name(sig)\n"));
         assert!(text.contains("\tfd = __sc_int32($arg1)\n\tbuf_uaddr = $arg2\n\tcount = $arg3\n"));
+    }
+
+    /// Variables of SystemTap's aliases (tapset/linux/sysc_*.stp, as
+    /// `stap -L` lists them) that scripts read: each must be set by ours.
+    #[test]
+    fn aliases_set_the_variables_of_systemtap() {
+        let text = syscalls_tapset();
+        let alias = |name: &str| {
+            let head = format!("probe syscall.{name} = ");
+            let body = text
+                .split(&head)
+                .nth(1)
+                .unwrap_or_else(|| panic!("no {name}"));
+            body.split("}\n").next().unwrap().to_string()
+        };
+        for (name, vars) in [
+            (
+                "delete_module",
+                &["name_user", "name_user_unquoted", "flags", "flags_str"][..],
+            ),
+            (
+                "init_module",
+                &["umod_uaddr", "len", "uargs", "uargs_unquoted"],
+            ),
+            (
+                "finit_module",
+                &["fd", "uargs", "uargs_unquoted", "flags", "flags_str"],
+            ),
+            ("fallocate", &["fd", "mode", "mode_str", "offset", "len"]),
+            (
+                "open",
+                &[
+                    "filename",
+                    "filename_unquoted",
+                    "flags",
+                    "flags_str",
+                    "mode",
+                ],
+            ),
+            (
+                "mkdir",
+                &["pathname", "pathname_uaddr", "pathname_unquoted", "mode"],
+            ),
+            ("ptrace", &["request", "pid", "addr", "data"]),
+            ("setns", &["fd", "nstype", "nstype_str"]),
+            ("pipe.return", &["fildes_uaddr", "pipe0", "pipe1"]),
+            ("wait4.return", &["status_uaddr", "status_str"]),
+        ] {
+            let body = alias(name);
+            for var in vars {
+                assert!(
+                    body.contains(&format!("\t{var} = ")),
+                    "syscall.{name}: no {var}"
+                );
+            }
+        }
     }
 
     #[test]
@@ -304,8 +1573,12 @@ mod tests {
                 let script_builtin = crate::script::builtins::symbols()
                     .iter()
                     .any(|(name, _)| *name == callee);
+                // Or a script function of the tapset's own header.
+                let in_tapset = text.contains(&format!("function {callee}:"));
                 assert!(
-                    script_builtin || crate::syscalls::builtins::long_to_string(callee).is_some(),
+                    script_builtin
+                        || in_tapset
+                        || crate::syscalls::builtins::long_to_string(callee).is_some(),
                     "{callee} is not a builtin"
                 );
             }
