@@ -403,6 +403,7 @@ fn detach_budget() -> Duration {
 
 /// The tracing process's session: output thread, tracer, and the hand-over
 /// of the result to the foreground once the script has ended.
+#[allow(clippy::too_many_arguments)]
 fn traced(
     opts: &cli::Options,
     compiled: &CompiledScript,

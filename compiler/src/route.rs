@@ -61,10 +61,7 @@ pub fn routes(program: &Program) -> Vec<Route> {
             if routes[i] != Route::InProcess {
                 continue;
             }
-            if let Some(g) = touched(program, p)
-                .into_iter()
-                .find(|g| tracer_globals.contains(g))
-            {
+            if let Some(g) = touched(p).into_iter().find(|g| tracer_globals.contains(g)) {
                 let name = &program.globals[g.0 as usize].name;
                 routes[i] = Route::Tracer(format!(
                     "global '{name}' is also used by a handler that runs in the tracer"
@@ -269,24 +266,28 @@ fn lvalue_reason(program: &Program, lv: &LValue, write: bool, why: &mut Option<S
 }
 
 /// The globals a probe's handler (conditions and body) names.
-pub fn touched(_program: &Program, p: &ProbeDef) -> HashSet<GlobalId> {
+pub fn touched(p: &ProbeDef) -> HashSet<GlobalId> {
     let mut out = HashSet::new();
     let mut visit = |e: &Expr| globals_of(e, &mut out);
     for c in p.points.iter().filter_map(|pt| pt.condition.as_ref()) {
         walk::expr(c, &mut visit);
     }
     walk::block(&p.body, &mut visit);
-    // `delete a[k]` names its array outside any expression.
-    walk::nodes(&p.body, &mut |n| {
+    deleted(&p.body, &mut out);
+    out
+}
+
+/// The globals `delete` statements of `b` name (outside any expression).
+fn deleted(b: &Block, out: &mut HashSet<GlobalId>) {
+    walk::nodes(b, &mut |n| {
         if let walk::Node::Stmt(Stmt {
             kind: StmtKind::Delete(lv),
             ..
         }) = n
         {
-            lvalue_global(lv, &mut out);
+            lvalue_global(lv, out);
         }
     });
-    out
 }
 
 fn lvalue_global(lv: &LValue, out: &mut HashSet<GlobalId>) {
@@ -328,7 +329,7 @@ fn tracer_touched(program: &Program, routes: &[Route]) -> HashSet<GlobalId> {
             )
         });
         if *route != Route::InProcess && !outside {
-            out.extend(touched(program, p));
+            out.extend(touched(p));
             walk::block(&p.body, &mut |e| called(e, &mut calls));
         }
     }
@@ -344,15 +345,7 @@ fn tracer_touched(program: &Program, routes: &[Route]) -> HashSet<GlobalId> {
             globals_of(e, &mut out);
             called(e, &mut calls)
         });
-        walk::nodes(&func.body, &mut |n| {
-            if let walk::Node::Stmt(Stmt {
-                kind: StmtKind::Delete(lv),
-                ..
-            }) = n
-            {
-                lvalue_global(lv, &mut out);
-            }
-        });
+        deleted(&func.body, &mut out);
     }
     out
 }

@@ -45,7 +45,7 @@ use utap_runtime::dataplane::region::Region;
 use utap_runtime::script::context::{HandlerContext, ProbeValues};
 use utap_runtime::values::map::MapLimit;
 
-use crate::{CodegenError, Compiler, Options, Sources, layout, runtime_fns, tables};
+use crate::{CodegenError, Compiler, Options, Sources, layout};
 
 const I64: types::Type = types::I64;
 
@@ -114,7 +114,7 @@ impl Placement {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .push(name.to_string());
-            Some(1 as *const u8)
+            Some(std::ptr::dangling::<u8>())
         }));
     }
 }
@@ -156,7 +156,7 @@ pub fn compile(
     let touched: HashSet<u32> = sub
         .probes
         .iter()
-        .flat_map(|p| route::touched(&sub, p))
+        .flat_map(route::touched)
         .map(|g| g.0)
         .collect();
     let arrays: Vec<(u32, u64, u64)> = globals
@@ -190,17 +190,7 @@ pub fn compile(
         unresolved: unresolved.clone(),
     };
     let module = crate::new_module(Some(placement))?;
-    let mut c = Compiler {
-        ctx: module.make_context(),
-        module,
-        rt: runtime_fns::RuntimeFns::default(),
-        tables: tables::Tables::new(sources, globals, maxstringlen),
-        fctx: FunctionBuilderContext::new(),
-        options,
-        ir: String::new(),
-        sizes: Vec::new(),
-        in_process: true,
-    };
+    let mut c = Compiler::new(module, sources, globals, options, true);
     let header = region.header() as i64;
     let mut rt = Runtime {
         module: &mut c.module,

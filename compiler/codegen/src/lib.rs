@@ -242,18 +242,7 @@ pub fn compile(
 ) -> Result<CompiledScript, CodegenError> {
     let maxstringlen = options.limits.max_string_len;
     let (globals, long_slots) = layout::globals(program, maxstringlen)?;
-    let module = new_module(None)?;
-    let mut c = Compiler {
-        ctx: module.make_context(),
-        module,
-        rt: runtime_fns::RuntimeFns::default(),
-        tables: tables::Tables::new(sources, globals, maxstringlen),
-        fctx: FunctionBuilderContext::new(),
-        options,
-        ir: String::new(),
-        sizes: Vec::new(),
-        in_process: false,
-    };
+    let mut c = Compiler::new(new_module(None)?, sources, globals, options, false);
     // Script functions first: handlers call them by id.
     let funcs = c.functions(program)?;
     let handlers = c.handlers(program, &funcs)?;
@@ -326,7 +315,29 @@ struct Compiler<'a> {
     in_process: bool,
 }
 
-impl Compiler<'_> {
+impl<'a> Compiler<'a> {
+    /// A compilation into `module` of a program with `globals`, for the
+    /// tracer or (`in_process`) for the program's threads.
+    fn new(
+        module: JITModule,
+        sources: &'a dyn Sources,
+        globals: Vec<utap_runtime::script::image::GlobalSpec>,
+        options: &'a Options,
+        in_process: bool,
+    ) -> Compiler<'a> {
+        Compiler {
+            ctx: module.make_context(),
+            module,
+            rt: runtime_fns::RuntimeFns::default(),
+            tables: tables::Tables::new(sources, globals, options.limits.max_string_len),
+            fctx: FunctionBuilderContext::new(),
+            options,
+            ir: String::new(),
+            sizes: Vec::new(),
+            in_process,
+        }
+    }
+
     /// Declares and defines the script functions; their ids by index.
     fn functions(&mut self, program: &Program) -> Result<Vec<FuncId>, CodegenError> {
         let mut funcs: Vec<FuncId> = Vec::with_capacity(program.functions.len());

@@ -162,9 +162,8 @@ impl Tracer {
         let Some(plane) = self.core.dataplane.as_ref() else {
             return false;
         };
-        match plane.spaces.get(&pid).and_then(|s| s.mapped) {
-            Some(m) => return m && plane.blocks.contains_key(&tid),
-            None => {}
+        if let Some(m) = plane.spaces.get(&pid).and_then(|s| s.mapped) {
+            return m && plane.blocks.contains_key(&tid);
         }
         let threads: Vec<Tid> = self
             .core
@@ -566,7 +565,7 @@ impl Core {
 
 /// One single-step of a held thread, waited for.
 fn single_step(tid: Tid) -> bool {
-    if ptrace::restart(libc::PTRACE_SINGLESTEP as u32, tid, None).is_err() {
+    if ptrace::restart(libc::PTRACE_SINGLESTEP, tid, None).is_err() {
         return false;
     }
     matches!(ptrace::wait_for(tid.0, libc::__WALL), Ok(Some((_, st))) if libc::WIFSTOPPED(st))
