@@ -123,6 +123,9 @@ pub struct Plane {
     cache: ImageCache,
     /// The gadgets' offsets in the common entry.
     gadget_offsets: [u64; 2],
+    /// Hits and skips of blocks reused since (a thread's counts outlive
+    /// it).
+    retired: (u64, u64),
     /// The handlers are stopped and the program let go of the region.
     pub quiesced: bool,
     pub counts: Counts,
@@ -148,6 +151,7 @@ impl Plane {
             next_block: 0,
             vforked: HashSet::new(),
             cache: ImageCache::default(),
+            retired: (0, 0),
             quiesced: false,
             counts: Counts::default(),
         }
@@ -195,6 +199,12 @@ impl Plane {
         // thread it is for is stopped, so nothing else uses it.
         unsafe {
             let b = addr as *mut layout::Block;
+            let (hits, skipped) = (
+                std::ptr::read_volatile(&(*b).hits),
+                std::ptr::read_volatile(&(*b).skipped),
+            );
+            self.retired.0 = self.retired.0.wrapping_add(hits);
+            self.retired.1 = self.retired.1.wrapping_add(skipped);
             std::ptr::write_bytes(b as *mut u8, 0, std::mem::size_of::<layout::Block>());
             (*b).self_ptr = addr;
             (*b).ctx.long_globals = (r.data_base() + r.data.longs) as *mut i64;
@@ -224,7 +234,7 @@ impl Plane {
     /// Hits served in process and skipped, summed over the blocks.
     pub fn block_totals(&self) -> (u64, u64) {
         let r = &self.image.region;
-        let (mut hits, mut skipped) = (0u64, 0u64);
+        let (mut hits, mut skipped) = self.retired;
         let used =
             (0..self.next_block).chain(layout::BLOCKS..layout::BLOCKS + layout::TRACER_BLOCKS);
         for i in used {

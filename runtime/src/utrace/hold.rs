@@ -71,6 +71,7 @@ impl Core {
             if let Ok(Some(status)) = ptrace::wait_for(t.0, 0) {
                 self.uprobes_held.push(status);
                 stopped += 1;
+                self.note_restart(t);
             }
         }
         self.uprobes.counts.text_holds += stopped as u64;
@@ -105,6 +106,32 @@ impl Tracer {
         if self.core.uprobes.stepping.is_empty() {
             let held = std::mem::take(&mut self.core.uprobes_held);
             self.core.replay.extend(held);
+        }
+    }
+}
+
+/// ERESTARTSYS, ERESTARTNOINTR, ERESTARTNOHAND: the kernel makes the
+/// interrupted call again, with the same number (ERESTART_RESTARTBLOCK
+/// makes restart_syscall instead, a call of its own).
+const RESTARTS: [i64; 3] = [-512, -513, -514];
+
+impl Core {
+    /// A thread our interrupt stopped inside a syscall will enter it again
+    /// from the same place: remembered, so that entry is not reported as a
+    /// second call. Not a call made from the data plane's gadget: the
+    /// filter lets its second entry through unreported anyway.
+    fn note_restart(&mut self, tid: Tid) {
+        #[cfg(target_arch = "x86_64")]
+        if let Ok(r) = ptrace::get_regs(tid)
+            && (r.orig_rax as i64) >= 0
+            && RESTARTS.contains(&(r.rax as i64))
+            && self
+                .dataplane
+                .as_ref()
+                .is_none_or(|p| p.at_gadget(r.rip).is_none())
+            && let Some(th) = self.threads.get_mut(&tid)
+        {
+            th.restarting = Some(r.orig_rax);
         }
     }
 }

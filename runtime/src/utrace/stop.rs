@@ -188,6 +188,14 @@ impl Tracer {
             return self.finish_stop(tid, false);
         }
         if !thread.in_syscall {
+            if let Some(nr) = thread.restarting.take()
+                && ptrace::get_regs(tid).is_ok_and(|r| r.orig_rax == nr)
+            {
+                // The call our hold interrupted, made again: its entry
+                // was reported the first time.
+                thread.in_syscall = true;
+                return self.finish_stop(tid, false);
+            }
             if self.maybe_listen(tid) {
                 return self.finish_stop(tid, false);
             }

@@ -91,6 +91,10 @@ pub(crate) struct Thread {
     pub mode: Mode,
     /// PTRACE_INTERRUPT sent; a PTRACE_EVENT_STOP trap is on its way.
     pub interrupted: bool,
+    /// Held (`hold`) inside this syscall, whose entry was reported: the
+    /// kernel makes it again when the thread goes on (ERESTART*), and that
+    /// second entry is not a second call.
+    pub restarting: Option<u64>,
     /// An engine asked for a quiesce report at the next stop.
     pub quiesce_due: bool,
     /// The thread is in a group-stop (resume with PTRACE_LISTEN).
@@ -144,6 +148,7 @@ impl Thread {
             source: SyscallSource::Ptrace,
             mode: Mode::Cont,
             interrupted: false,
+            restarting: None,
             quiesce_due: false,
             group_stopped: false,
             detach_pending: false,
