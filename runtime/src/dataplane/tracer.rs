@@ -165,13 +165,7 @@ impl Tracer {
         if let Some(m) = plane.spaces.get(&pid).and_then(|s| s.mapped) {
             return m && plane.blocks.contains_key(&tid);
         }
-        let threads: Vec<Tid> = self
-            .core
-            .threads
-            .values()
-            .filter(|t| t.tgid == pid)
-            .map(|t| t.tid)
-            .collect();
+        let threads = self.core.threads_of(pid);
         let gs_free = threads.iter().all(|&t| {
             ptrace::get_regs(t).is_ok_and(|r| r.gs_base == 0 || plane.is_block(r.gs_base))
         });
@@ -469,12 +463,7 @@ impl Core {
         for pid in pids {
             self.hold_space(None, pid);
             self.text_hold = true;
-            let tids: Vec<Tid> = self
-                .threads
-                .values()
-                .filter(|t| t.tgid == pid)
-                .map(|t| t.tid)
-                .collect();
+            let tids = self.threads_of(pid);
             for tid in tids {
                 self.move_out(pid, tid);
             }

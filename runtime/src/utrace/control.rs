@@ -169,6 +169,17 @@ pub(crate) struct Core {
     pub dataplane: Option<Box<crate::dataplane::Plane>>,
 }
 
+impl Core {
+    /// The traced threads of process `pid`.
+    pub(crate) fn threads_of(&self, pid: Tid) -> Vec<Tid> {
+        self.threads
+            .values()
+            .filter(|t| t.tgid == pid)
+            .map(|t| t.tid)
+            .collect()
+    }
+}
+
 /// See [`Control::on_end`].
 pub type EndHook = Box<dyn FnOnce(&mut Control, EndReason)>;
 
@@ -268,13 +279,7 @@ impl Control<'_> {
                 break;
             }
         }
-        let mut tids: Vec<Tid> = self
-            .core
-            .threads
-            .values()
-            .filter(|t| t.tgid == pid)
-            .map(|t| t.tid)
-            .collect();
+        let mut tids = self.core.threads_of(pid);
         tids.sort();
         Ok(tids)
     }
