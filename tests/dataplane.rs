@@ -34,10 +34,10 @@ fn counts_of(stdout: &str) -> BTreeMap<String, u64> {
         .collect()
 }
 
-/// `[processes, failed, sites, refused, moved]` and `[served, skipped,
-/// invalid]` of a `-v` run.
-fn plane_counts(stderr: &str) -> ([u64; 5], [u64; 3]) {
-    let a = verbose_counts::<5>(stderr, "utap: data plane: ");
+/// `[processes, failed, syscall sites, function entries, refused, moved]`
+/// and `[served, skipped, invalid]` of a `-v` run.
+fn plane_counts(stderr: &str) -> ([u64; 6], [u64; 3]) {
+    let a = verbose_counts::<6>(stderr, "utap: data plane: ");
     let line = stderr
         .lines()
         .filter(|l| l.starts_with("utap: data plane: "))

@@ -288,7 +288,10 @@ fn in_process(
     let limits = limits(opts)?;
     // `--metrics` reads the globals at every scrape, from the tracer's
     // state, which the program's handlers update only at the end.
-    if !matches!(target, Target::Command(_)) || limits.max_errors != 0 || opts.metrics.is_some() {
+    if !matches!(target, Target::Command(_) | Target::Attach(_))
+        || limits.max_errors != 0
+        || opts.metrics.is_some()
+    {
         return Ok(None);
     }
     let routes = utap_compiler::route::routes(program);

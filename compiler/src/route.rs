@@ -8,7 +8,10 @@
 //! tracer, with nothing but the shared region (see the data plane's
 //! header for why these are the rules):
 //! * its points are syscall entries or returns of every process
-//!   (`syscall.*`, `process.syscall`, no path or pid filter);
+//!   (`syscall.*`, `process.syscall`, no path or pid filter), or function
+//!   entries (`process("P").function("F")`, `.library(..)` too: the data
+//!   plane patches the entry with a jump to a stub; not `.return`,
+//!   markers, `.plt`, offsets or absolute addresses);
 //! * it uses long arithmetic, locals, `if`, `next`, long scalar globals,
 //!   arrays of longs keyed by longs and string literals (a string local
 //!   only ever holds a literal), `$syscall`, `$argN`, `$return`, `pid()`
@@ -81,16 +84,20 @@ fn first_reason(program: &Program, p: &ProbeDef) -> Option<String> {
         return Some("guru mode (-g)".into());
     }
     for pt in &p.points {
-        let ok = matches!(
-            &pt.kind,
+        let ok = match &pt.kind {
             PointKind::Process {
                 target: ProcessTarget::Any,
                 event: ProcessEvent::Syscall { .. } | ProcessEvent::SyscallReturn { .. },
-            }
-        );
+            } => true,
+            PointKind::Process {
+                event: ProcessEvent::Function(fp),
+                ..
+            } => function_entry(fp),
+            _ => false,
+        };
         if !ok {
             return Some(format!(
-                "{} is not a syscall probe of every process",
+                "{} is neither a syscall probe of every process nor a function's entry",
                 pt.text
             ));
         }
@@ -101,6 +108,14 @@ fn first_reason(program: &Program, p: &ProbeDef) -> Option<String> {
     }
     block_reason(program, &p.body, &mut why);
     why
+}
+
+/// A function's entry (`.function("F")`, also through `.library`), which
+/// the data plane can serve with a jump at the entry; not a return,
+/// a marker, a PLT entry, an offset or an absolute address.
+fn function_entry(fp: &utap_runtime::session::FunctionPoint) -> bool {
+    use utap_runtime::session::FunctionSite;
+    !fp.returning && matches!(fp.site, FunctionSite::Function { offset: 0, .. })
 }
 
 fn block_reason(program: &Program, b: &Block, why: &mut Option<String>) {

@@ -38,7 +38,7 @@ use utap_compiler::program::{PointKind, ProcessEvent, Program};
 use utap_compiler::route::{self, Route};
 use utap_runtime::dataplane::image::{InProcImage, NEVER_SERVED, SYSCALL_NUMBERS};
 use utap_runtime::dataplane::layout::{
-    BLOCK_HITS, CODE_LEN, COMMON_LEN, DataLayout, Header, JIT_DATA_LEN, RAISE_ARRAY_FULL,
+    BLOCK_HITS, CODE_LEN, COMMON_LEN, DataLayout, Header, JIT_DATA_LEN, LISTS_LEN, RAISE_ARRAY_FULL,
     TableSpec, tag,
 };
 use utap_runtime::dataplane::region::Region;
@@ -181,7 +181,7 @@ pub fn compile(
     let unresolved = Arc::new(Mutex::new(Vec::new()));
     let placement = Placement {
         memory: RegionMemory {
-            code: region.base() + COMMON_LEN..region.base() + CODE_LEN,
+            code: region.base() + COMMON_LEN..region.base() + CODE_LEN - LISTS_LEN,
             next_code: region.base() + COMMON_LEN,
             data: region.data_base() + region.data.jit_data
                 ..region.data_base() + region.data.jit_data + JIT_DATA_LEN,

@@ -59,22 +59,22 @@ pub struct Common {
 }
 
 /// A tiny assembler: bytes and rel32 fix-ups to labels.
-struct Asm {
+pub(super) struct Asm {
     b: Vec<u8>,
     labels: Vec<Option<usize>>,
     fixups: Vec<(usize, usize)>,
 }
 
 /// General-purpose register numbers.
-const RAX: u8 = 0;
-const RDX: u8 = 2;
-const RSI: u8 = 6;
-const RDI: u8 = 7;
-const R8: u8 = 8;
-const R9: u8 = 9;
-const R10: u8 = 10;
+pub(super) const RAX: u8 = 0;
+pub(super) const RDX: u8 = 2;
+pub(super) const RSI: u8 = 6;
+pub(super) const RDI: u8 = 7;
+pub(super) const R8: u8 = 8;
+pub(super) const R9: u8 = 9;
+pub(super) const R10: u8 = 10;
 
-fn probe_field(f: usize) -> u32 {
+pub(super) fn probe_field(f: usize) -> u32 {
     (offset_of!(HandlerContext, probe) + f) as u32
 }
 
@@ -92,38 +92,38 @@ fn arg_slots() -> [(u8, u32); 6] {
 }
 
 impl Asm {
-    fn new() -> Asm {
+    pub(super) fn new() -> Asm {
         Asm {
             b: Vec::new(),
             labels: Vec::new(),
             fixups: Vec::new(),
         }
     }
-    fn label(&mut self) -> usize {
+    pub(super) fn label(&mut self) -> usize {
         self.labels.push(None);
         self.labels.len() - 1
     }
-    fn bind(&mut self, l: usize) {
+    pub(super) fn bind(&mut self, l: usize) {
         self.labels[l] = Some(self.b.len());
     }
-    fn bytes(&mut self, b: &[u8]) {
+    pub(super) fn bytes(&mut self, b: &[u8]) {
         self.b.extend_from_slice(b);
     }
-    fn d32(&mut self, v: u32) {
+    pub(super) fn d32(&mut self, v: u32) {
         self.b.extend_from_slice(&v.to_le_bytes());
     }
     /// `mov [r11+off], reg`
-    fn store(&mut self, off: u32, reg: u8) {
+    pub(super) fn store(&mut self, off: u32, reg: u8) {
         self.bytes(&[0x49 | ((reg >> 3) << 2), 0x89, 0x83 | ((reg & 7) << 3)]);
         self.d32(off);
     }
     /// `mov reg, [r11+off]`
-    fn load(&mut self, reg: u8, off: u32) {
+    pub(super) fn load(&mut self, reg: u8, off: u32) {
         self.bytes(&[0x49 | ((reg >> 3) << 2), 0x8b, 0x83 | ((reg & 7) << 3)]);
         self.d32(off);
     }
     /// `mov qword [r11+off], imm32`
-    fn store_imm(&mut self, off: u32, v: u32) {
+    pub(super) fn store_imm(&mut self, off: u32, v: u32) {
         self.bytes(&[0x49, 0xc7, 0x83]);
         self.d32(off);
         self.d32(v);
@@ -138,13 +138,13 @@ impl Asm {
     /// share a block): `mov ecx, 1; xchg [r11+BUSY], rcx; test rcx, rcx;
     /// jnz l`. The exchange is atomic, so two threads never run handlers
     /// on one block's stack.
-    fn claim_or(&mut self, l: usize) {
+    pub(super) fn claim_or(&mut self, l: usize) {
         self.bytes(&[0xb9, 1, 0, 0, 0, 0x49, 0x87, 0x8b]);
         self.d32(BLOCK_BUSY as u32);
         self.bytes(&[0x48, 0x85, 0xc9, 0x0f, 0x85]);
         self.rel32(l);
     }
-    fn rel32(&mut self, l: usize) {
+    pub(super) fn rel32(&mut self, l: usize) {
         self.fixups.push((self.b.len(), l));
         self.d32(0);
     }
@@ -176,7 +176,7 @@ impl Asm {
     fn ret_raw(&mut self) {
         self.bytes(&[0x48, 0x83, 0x04, 0x24, RAW_SKIP, 0xc3]);
     }
-    fn finish(mut self) -> Vec<u8> {
+    pub(super) fn finish(mut self) -> Vec<u8> {
         for (at, l) in std::mem::take(&mut self.fixups) {
             let to = self.labels[l].expect("bound label") as i64;
             let rel = (to - (at as i64 + 4)) as i32;

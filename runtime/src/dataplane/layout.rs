@@ -24,8 +24,13 @@ use crate::script::context::HandlerContext;
 /// Bytes of the code part (handlers of a `syscall.*` script, shared by
 /// preset, take well under a megabyte).
 pub const CODE_LEN: u64 = 4 << 20;
-/// The common entry and gadget at the start of the code part.
+/// The common entry and gadget at the start of the code part, and the
+/// function common entry (`function::common`) at `FCOMMON_AT` in it.
 pub const COMMON_LEN: u64 = 4096;
+pub const FCOMMON_AT: u64 = 2048;
+/// The hook lists of function sites, at the end of the code part (the
+/// program cannot write them; the tracer adds lists as sites are patched).
+pub const LISTS_LEN: u64 = 256 << 10;
 /// Per-thread blocks, and the size of one (its stack is the rest).
 pub const BLOCKS: u64 = 1024;
 pub const BLOCK_LEN: u64 = 64 << 10;

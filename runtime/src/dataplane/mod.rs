@@ -43,6 +43,7 @@
 
 pub mod code;
 pub mod fold;
+pub mod function;
 pub mod image;
 pub mod layout;
 pub mod region;
@@ -66,12 +67,13 @@ pub struct Counts {
     pub inject_failed: u64,
     pub sites: u64,
     pub sites_refused: u64,
+    pub function_sites: u64,
     pub threads_moved: u64,
     pub taken_out: u64,
 }
 
 /// One address space's part in the data plane.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Space {
     /// The region is mapped (`Some(true)`), could not be (`Some(false)`).
     mapped: Option<bool>,
@@ -81,6 +83,27 @@ struct Space {
     refused: HashSet<u64>,
     /// Stub pages: (base, slots used).
     pages: Vec<(u64, u64)>,
+    /// Function entries whose every hook runs in process, offered by the
+    /// session, patched at their first hit: site → hook list.
+    offers: HashMap<u64, Vec<Hook>>,
+    /// Patched function entries.
+    fsites: HashMap<u64, FunctionSite>,
+}
+
+/// One hook of a function site: the in-process handler, the probe's
+/// in-process index, the point's index.
+pub type Hook = (u64, u32, u32);
+
+/// A patched function entry.
+#[derive(Clone, Debug)]
+struct FunctionSite {
+    stub: u64,
+    /// The bytes the jump replaced.
+    orig: Vec<u8>,
+    /// Stub offsets of the relocated instructions and of the jump back.
+    offsets: Vec<u64>,
+    /// The displaced instructions' lengths.
+    lens: Vec<u64>,
 }
 
 impl Space {
@@ -95,6 +118,16 @@ impl Space {
         let slot = p.0 + p.1 * STUB_SLOT;
         p.1 += 1;
         Some(slot)
+    }
+
+    /// The function site whose stub holds `addr`, and the offset in it.
+    fn fstub_at(&self, addr: u64) -> Option<(u64, u64, &FunctionSite)> {
+        self.fsites.iter().find_map(|(&site, f)| {
+            let len = function::stub_len(f.lens.iter().sum());
+            (f.stub..f.stub + len)
+                .contains(&addr)
+                .then(|| (site, addr - f.stub, f))
+        })
     }
 
     /// The site of the stub holding `addr`, the offset in it and the
@@ -126,6 +159,18 @@ pub struct Plane {
     /// Hits and skips of blocks reused since (a thread's counts outlive
     /// it).
     retired: (u64, u64),
+    /// Offered sites not patched yet: patched at the next stop of a thread
+    /// of their process that can run injected calls (`Tracer::
+    /// dataplane_patch_offered`), or else at their first hit.
+    pending: Vec<(Tid, u64)>,
+    /// Hook lists written at the end of the code part, by contents, and
+    /// the next free byte there.
+    lists: HashMap<Vec<Hook>, u64>,
+    next_list: u64,
+    /// Offered function entries are patched before the program runs on
+    /// (`-x`: every thread is stopped at attach), so they get no `int3`
+    /// unless patching fails.
+    pub patches_at_attach: bool,
     /// The handlers are stopped and the program let go of the region.
     pub quiesced: bool,
     pub counts: Counts,
@@ -142,7 +187,22 @@ impl Plane {
         // are reserved for it (the JIT allocates after them), and no
         // program has the region yet.
         unsafe { std::ptr::copy_nonoverlapping(common.bytes.as_ptr(), at, common.bytes.len()) };
+        let stop = image.region.header() as u64 + std::mem::offset_of!(layout::Header, stop) as u64;
+        let fcommon = function::common(stop, image.max_action);
+        assert!(
+            common.bytes.len() as u64 <= layout::FCOMMON_AT
+                && layout::FCOMMON_AT + fcommon.len() as u64 <= layout::COMMON_LEN
+        );
+        // SAFETY: as above, the rest of the reserved bytes.
+        unsafe {
+            let f = at.add(layout::FCOMMON_AT as usize);
+            std::ptr::copy_nonoverlapping(fcommon.as_ptr(), f, fcommon.len());
+        }
         Plane {
+            patches_at_attach: false,
+            pending: Vec::new(),
+            lists: HashMap::new(),
+            next_list: image.region.base() + layout::CODE_LEN - layout::LISTS_LEN,
             gadget_offsets: common.gadgets,
             image,
             spaces: HashMap::new(),
@@ -172,6 +232,66 @@ impl Plane {
     /// The common entry's address.
     pub fn common(&self) -> u64 {
         self.image.region.base()
+    }
+
+    /// The function common entry's address.
+    pub fn fcommon(&self) -> u64 {
+        self.image.region.base() + layout::FCOMMON_AT
+    }
+
+    /// The address of hook list `hooks` in the region, written now if it
+    /// is new: the count, then each hook's three words.
+    fn list(&mut self, hooks: &[Hook]) -> Option<u64> {
+        if let Some(&at) = self.lists.get(hooks) {
+            return Some(at);
+        }
+        let len = 8 + 24 * hooks.len() as u64;
+        let end = self.image.region.base() + layout::CODE_LEN;
+        if self.next_list + len > end {
+            return None;
+        }
+        let at = self.next_list;
+        let mut words = vec![hooks.len() as u64];
+        for &(f, probe, point) in hooks {
+            words.extend([f, probe as u64, point as u64]);
+        }
+        // SAFETY: inside our (writable) mapping of the region's code part,
+        // in the lists area nothing else uses; programs only read it.
+        unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), at as *mut u64, words.len()) };
+        self.next_list += len;
+        self.lists.insert(hooks.to_vec(), at);
+        Some(at)
+    }
+
+    /// The session offers function entry `site` of `pid`, whose every
+    /// hook runs in process (`(probe, point)` of the script): patched at
+    /// its first hit. Ignored if a probe has no in-process handler.
+    pub fn offer(&mut self, pid: Tid, site: u64, hooks: &[(usize, usize)]) {
+        if !function::rdgsbase_works() {
+            return;
+        }
+        let found: Option<Vec<Hook>> = hooks
+            .iter()
+            .map(|&(probe, point)| {
+                let (f, index) = self.image.handlers.get(probe).copied().flatten()?;
+                Some((f, index, point as u32))
+            })
+            .collect();
+        if let Some(list) = found.filter(|l| !l.is_empty()) {
+            let space = self.spaces.entry(pid).or_default();
+            if !space.fsites.contains_key(&site) && space.offers.insert(site, list).is_none() {
+                self.pending.push((pid, site));
+            }
+        }
+    }
+
+    /// A module of `pid` holding `site` was unmapped: nothing there is ours
+    /// to restore any more.
+    pub fn forget_site(&mut self, pid: Tid, site: u64) {
+        if let Some(s) = self.spaces.get_mut(&pid) {
+            s.offers.remove(&site);
+            s.fsites.remove(&site);
+        }
     }
 
     /// Whether `rip` is at one of the gadgets (the common entry's

@@ -5,7 +5,6 @@
 
 use iced_x86::{Code, Decoder, DecoderOptions, FlowControl, Instruction};
 
-use super::Space;
 use super::code::{self, Resume};
 use super::layout::CODE_LEN;
 use crate::uprobe::{mem, xol};
@@ -325,12 +324,7 @@ impl Tracer {
             return;
         }
         if let Some(s) = plane.spaces.get(&parent) {
-            let copy = Space {
-                mapped: s.mapped,
-                sites: s.sites.clone(),
-                refused: s.refused.clone(),
-                pages: s.pages.clone(),
-            };
+            let copy = s.clone();
             plane.spaces.insert(child, copy);
         }
     }
@@ -474,6 +468,9 @@ impl Core {
                 for (&site, (_, displaced)) in &space.sites {
                     let _ = mem::write(pid.0, site, displaced);
                 }
+                for (&site, f) in &space.fsites {
+                    let _ = mem::write(pid.0, site, &f.orig);
+                }
             }
         }
     }
@@ -520,6 +517,21 @@ impl Core {
                 }
                 _ => false,
             }
+        } else if let Some((site, off, f)) = plane.spaces.get(&pid).and_then(|s| s.fstub_at(r.rip)) {
+            match super::function::stub_exit(off, &f.offsets, &f.lens) {
+                Some(e) => {
+                    if let Some(at) = e.rax_at {
+                        match mem::read_u64(pid.0, r.rsp + at) {
+                            Ok(v) => r.rax = v,
+                            Err(_) => return,
+                        }
+                    }
+                    r.rsp += e.rsp_add;
+                    r.rip = site + e.site_off;
+                    true
+                }
+                None => false,
+            }
         } else if let Some((site, off, d)) = plane.spaces.get(&pid).and_then(|s| s.stub_at(r.rip)) {
             match code::stub_exit(off, d) {
                 Some(e) => {
@@ -542,6 +554,12 @@ impl Core {
         } else {
             false
         };
+        if steps > 0 {
+            // A `pushfq` stepped over saved the trap flag, and its `popfq`
+            // set it for good: the program would trap at its next
+            // instruction.
+            r.eflags &= !TRAP_FLAG;
+        }
         if moved {
             plane.counts.threads_moved += 1;
         }
@@ -552,10 +570,306 @@ impl Core {
     }
 }
 
+/// Whether a thread stopped with `r` can run injected calls and go on
+/// as it was: outside any syscall (a signal or interrupt stop, orig_rax
+/// -1), or interrupted in one the kernel restarts (ERESTART*: the
+/// restart is decided from the registers put back). Not at a syscall
+/// entry or exit stop, whose call the injection would lose.
+fn injectable(r: &Regs) -> bool {
+    r.orig_rax == u64::MAX || matches!(r.rax as i64, -512 | -513 | -514 | -516)
+}
+
+/// EFLAGS.TF.
+const TRAP_FLAG: u64 = 0x100;
+
 /// One single-step of a held thread, waited for.
 fn single_step(tid: Tid) -> bool {
     if ptrace::restart(libc::PTRACE_SINGLESTEP, tid, None).is_err() {
         return false;
     }
     matches!(ptrace::wait_for(tid.0, libc::__WALL), Ok(Some((_, st))) if libc::WIFSTOPPED(st))
+}
+
+impl Tracer {
+    /// At the first `int3` hit of a function entry the session offered
+    /// (every hook in process): patches it with a jump to its stub
+    /// (mapping the region first if this is the process's first), hands
+    /// the breakpoint over, sends the thread back to the site so the stub
+    /// serves this hit, and resumes it. False: the hit is reported as
+    /// usual (the site stays an `int3`, its hooks run here).
+    /// Before stopped thread `tid` goes on: the offered function entries
+    /// of its process are patched now, so that no thread of it ever traps
+    /// on their `int3` (a thread trapped there needs the tracer alive to
+    /// go on). Only from a stop outside any syscall (orig_rax -1: a
+    /// signal or interrupt stop), where injected calls disturb nothing;
+    /// otherwise they wait for such a stop or their first hit.
+    pub(crate) fn dataplane_patch_offered(&mut self, tid: Tid) {
+        let Some(plane) = self.core.dataplane.as_ref() else {
+            return;
+        };
+        if plane.pending.is_empty() || plane.quiesced {
+            return;
+        }
+        let pid = self.pid_of(tid);
+        if !plane.pending.iter().any(|&(p, _)| p == pid) || plane.vforked.contains(&pid) {
+            return;
+        }
+        let Ok(regs) = ptrace::get_regs(tid) else {
+            return;
+        };
+        if !injectable(&regs) {
+            return;
+        }
+        let Some(plane) = self.core.dataplane.as_mut() else {
+            return;
+        };
+        let (mine, rest): (Vec<_>, Vec<_>) = plane.pending.drain(..).partition(|&(p, _)| p == pid);
+        plane.pending = rest;
+        self.core.hold_for_text(pid);
+        for (_, site) in mine {
+            self.patch_offered(tid, pid, site, &regs);
+        }
+        self.release_text_hold();
+        // Patching may have moved this thread into a stub: its registers
+        // now, not `regs`, get the block.
+        if let Some(block) = self.core.dataplane.as_ref().and_then(|p| p.block_addr(tid))
+            && let Ok(mut r) = ptrace::get_regs(tid)
+            && r.gs_base != block
+        {
+            r.gs_base = block;
+            let _ = ptrace::set_regs(tid, &r);
+        }
+    }
+
+    /// After an attach (`-x`): the offered function entries of every
+    /// process are patched before any of its threads runs again, from a
+    /// thread still at its attach stop.
+    pub fn dataplane_patch_attached(&mut self) {
+        let Some(plane) = self.core.dataplane.as_ref() else {
+            return;
+        };
+        let mut pids: Vec<Tid> = plane.pending.iter().map(|&(p, _)| p).collect();
+        pids.dedup();
+        for pid in pids {
+            // Registers can be read only from a thread in a ptrace-stop.
+            let stopped = self
+                .core
+                .threads_of(pid)
+                .into_iter()
+                .find(|&t| ptrace::get_regs(t).is_ok_and(|r| injectable(&r)));
+            if let Some(tid) = stopped {
+                self.dataplane_patch_offered(tid);
+            }
+        }
+    }
+
+    /// Patches offered function entry `site` of `pid` (held, `tid` stopped
+    /// with `regs`), if it still is an `int3` of ours that can be.
+    fn patch_offered(&mut self, tid: Tid, pid: Tid, site: u64, regs: &Regs) -> bool {
+        let Some(hooks) = self
+            .core
+            .dataplane
+            .as_ref()
+            .and_then(|p| p.spaces.get(&pid))
+            .filter(|s| !s.refused.contains(&site) && !s.fsites.contains_key(&site))
+            .and_then(|s| s.offers.get(&site).cloned())
+        else {
+            return false;
+        };
+        let int3 = self
+            .core
+            .uprobes
+            .space(pid)
+            .and_then(|s| s.sites.get(&site))
+            .map(|s| s.orig);
+        let first = match int3 {
+            Some(orig) => orig,
+            // Offered with no int3 (`Plane::patches_at_attach`).
+            None => {
+                let mut b = [0u8; 1];
+                if mem::read(pid.0, site, &mut b).ok() != Some(1) || b[0] == 0xcc {
+                    return false;
+                }
+                b[0]
+            }
+        };
+        let Some(insns) = self.function_entry(pid, site, first) else {
+            self.refuse(pid, site);
+            if int3.is_none() {
+                let _ = self.core.uprobes.insert(pid, site);
+            }
+            return false;
+        };
+        if int3.is_some() {
+            // The int3 goes first: should the tracer die while it maps and
+            // patches, no thread meets a trap only it could take.
+            if mem::write(pid.0, site, &[first]).is_err() {
+                return false;
+            }
+            self.core.uprobes.take_over(pid, site);
+        }
+        let done = self.map_into(tid, pid, regs)
+            && self.patch_function(tid, pid, site, &insns, &hooks, (first, int3.is_some()), regs);
+        if !done {
+            self.refuse(pid, site);
+            let _ = self.core.uprobes.insert(pid, site);
+            return false;
+        }
+        true
+    }
+
+    pub(crate) fn dataplane_function(&mut self, tid: Tid, pid: Tid, addr: u64, regs: &Regs) -> bool {
+        let Some(plane) = self.core.dataplane.as_ref() else {
+            return false;
+        };
+        if plane.quiesced || plane.vforked.contains(&pid) {
+            return false;
+        }
+        let Some(space) = plane.spaces.get(&pid) else {
+            return false;
+        };
+        let Some(hooks) = space.offers.get(&addr).cloned() else {
+            return false;
+        };
+        let ready = match space.mapped {
+            Some(true) => plane.blocks.contains_key(&tid),
+            Some(false) => false,
+            None => true,
+        };
+        if !ready || space.refused.contains(&addr) {
+            return false;
+        }
+        let _ = hooks;
+        self.core.hold_for_text(pid);
+        let done = self.patch_offered(tid, pid, addr, regs);
+        self.release_text_hold();
+        if !done {
+            return false;
+        }
+        let Some(block) = self.core.dataplane.as_ref().and_then(|p| p.block_addr(tid)) else {
+            return false;
+        };
+        let mut r = *regs;
+        r.rip = addr;
+        r.gs_base = block;
+        if ptrace::set_regs(tid, &r).is_err() {
+            return false;
+        }
+        if let Some(t) = self.core.threads.get_mut(&tid) {
+            t.pending_signal = None;
+        }
+        self.finish_stop_pub(tid);
+        true
+    }
+
+    /// The instructions a jump at function entry `addr` of `pid` would
+    /// displace (`function::displaced`), read with every breakpoint byte
+    /// of the function put back; `None` when the breakpoint there is
+    /// shared or another one lies inside them.
+    fn function_entry(&mut self, pid: Tid, addr: u64, first: u8) -> Option<Vec<Instruction>> {
+        let (start, size, func) = self.function_of(pid, addr)?;
+        if !func || size == 0 || size > MAX_FUNCTION || addr >= start + size {
+            return None;
+        }
+        let mut code = vec![0u8; size as usize];
+        if mem::read(pid.0, start, &mut code).ok() != Some(code.len()) {
+            return None;
+        }
+        let empty = crate::uprobe::AddrMap::default();
+        let bps = self.core.uprobes.space(pid).map_or(&empty, |s| &s.sites);
+        if bps.get(&addr).is_some_and(|s| s.refs != 1) {
+            return None;
+        }
+        for (&a, s) in bps.iter() {
+            if (start..start + size).contains(&a) {
+                code[(a - start) as usize] = s.orig;
+            }
+        }
+        code[(addr - start) as usize] = first;
+        let insns = super::function::displaced(&code, start, addr)?;
+        let end = insns.last()?.next_ip();
+        let plane = self.core.dataplane.as_ref()?;
+        let taken = |a: &u64| (addr + 1..end).contains(a);
+        let clash = bps.keys().any(taken)
+            || plane
+                .spaces
+                .get(&pid)
+                .is_some_and(|s| s.sites.keys().any(taken) || s.fsites.keys().any(taken));
+        (!clash && end <= start + size).then_some(insns)
+    }
+
+    /// Writes function site `site`'s stub and the jump to it; the space is
+    /// held.
+    fn patch_function(
+        &mut self,
+        tid: Tid,
+        pid: Tid,
+        site: u64,
+        insns: &[Instruction],
+        hooks: &[super::Hook],
+        (first, had_int3): (u8, bool),
+        regs: &Regs,
+    ) -> bool {
+        let d: u64 = insns.iter().map(|i| i.len() as u64).sum();
+        let Some(slot) = self.stub_slot(tid, pid, site, regs) else {
+            return false;
+        };
+        let Some(plane) = self.core.dataplane.as_mut() else {
+            return false;
+        };
+        let Some(list) = plane.list(hooks) else {
+            return false;
+        };
+        let Some((stub, offsets)) = super::function::stub(slot, insns, list, plane.fcommon()) else {
+            return false;
+        };
+        let Some(jump) = code::site_jump(site, slot, d as usize) else {
+            return false;
+        };
+        let mut orig = vec![0u8; d as usize];
+        if mem::read(pid.0, site, &mut orig).ok() != Some(orig.len()) {
+            return false;
+        }
+        orig[0] = first;
+        if mem::write(pid.0, slot, &stub).is_err() {
+            return false;
+        }
+        // A thread held between two of the displaced instructions goes on
+        // from their copy in the stub. Where our int3 was, one at site + 1
+        // trapped there (the frame set-up's step-over never leaves one
+        // there): it is rewound to the site, where the jump now is.
+        let trapped = if had_int3 { site + 1 } else { site };
+        for t in self.core.threads_of(pid) {
+            let Ok(mut r) = ptrace::get_regs(t) else {
+                continue;
+            };
+            if r.rip != trapped && (site + 1..site + d).contains(&r.rip) {
+                let Some(k) = insns.iter().position(|i| i.ip() == r.rip) else {
+                    return false;
+                };
+                r.rip = slot + offsets[k];
+                if ptrace::set_regs(t, &r).is_err() {
+                    return false;
+                }
+            }
+        }
+        if mem::write(pid.0, site, &jump).is_err() {
+            return false;
+        }
+        let Some(plane) = self.core.dataplane.as_mut() else {
+            return false;
+        };
+        let lens = insns.iter().map(|i| i.len() as u64).collect();
+        plane.spaces.entry(pid).or_default().fsites.insert(
+            site,
+            super::FunctionSite {
+                stub: slot,
+                orig,
+                offsets,
+                lens,
+            },
+        );
+        plane.counts.function_sites += 1;
+        true
+    }
 }

@@ -211,7 +211,15 @@ impl Shared {
             return;
         }
         let mut functions = std::mem::take(&mut self.functions);
-        functions.place(ctl, pid, &d.functions, |h| self.matches(&h.filter, pid));
+        let img = self.inproc.clone();
+        // A pid-limited hook stays on int3: a fork child shares the jump.
+        let in_process = |h: &super::points::Hook| {
+            !matches!(h.filter, super::points::ProcessFilter::Pid(_))
+                && img
+                    .as_ref()
+                    .is_some_and(|i| i.handlers.get(h.probe).is_some_and(Option::is_some))
+        };
+        functions.place(ctl, pid, &d.functions, |h| self.matches(&h.filter, pid), in_process);
         self.functions = functions;
     }
 

@@ -139,6 +139,7 @@ impl FunctionProbes {
         pid: i32,
         points: &[(Hook, FunctionPoint)],
         applies: impl Fn(&Hook) -> bool,
+        in_process: impl Fn(&Hook) -> bool,
     ) {
         let Ok(maps) = read_maps(pid) else { return };
         let space = AddressSpaceMap::new(&maps, &mut self.cache);
@@ -148,6 +149,8 @@ impl FunctionProbes {
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_default();
         let mut wanted: Vec<(u64, Hook, Rc<str>, bool, Option<Rc<Marker>>)> = Vec::new();
+        // Addresses some point reaches other than as a function's entry.
+        let mut not_entry: std::collections::HashSet<u64> = Default::default();
         // Each library path resolved once (a pattern over a big library
         // is thousands of points naming it).
         let mut canonical: HashMap<&str, String> = HashMap::new();
@@ -163,6 +166,7 @@ impl FunctionProbes {
                     .clone()
             });
             if let FunctionSite::Absolute(addr) = fp.site {
+                not_entry.insert(addr);
                 if fp.library.is_none() {
                     wanted.push((
                         addr,
@@ -183,12 +187,17 @@ impl FunctionProbes {
                     for (addr, mark) in
                         super::marks::resolve(&mut self.notes, m, provider.as_deref(), name)
                     {
+                        not_entry.insert(addr);
                         let func: Rc<str> = mark.function.as_str().into();
                         wanted.push((addr, hook.clone(), func, false, Some(mark)));
                     }
                     continue;
                 }
+                let entry = matches!(fp.site, FunctionSite::Function { offset: 0, .. });
                 for (addr, name) in resolve(m, &fp.site, fp.returning) {
+                    if !entry || fp.returning {
+                        not_entry.insert(addr);
+                    }
                     wanted.push((addr, hook.clone(), name, fp.returning, None));
                 }
             }
@@ -197,9 +206,20 @@ impl FunctionProbes {
             self.drop_unmapped(ctl, pid, before.clone(), &space);
         }
         let sites = self.sites.entry(pid).or_default();
+        // Where the data plane patches before any thread runs (`-x`), an
+        // entry whose hooks all run in process gets no int3 first: a
+        // thread trapped on one would need utap alive to go on.
+        let mut all_in_process: HashMap<u64, bool> = HashMap::new();
+        if ctl.dataplane().is_some_and(|p| p.patches_at_attach) {
+            for (addr, hook, ..) in &wanted {
+                let ok = !not_entry.contains(addr) && in_process(hook);
+                *all_in_process.entry(*addr).or_insert(ok) &= ok;
+            }
+        }
         for (addr, hook, name, returning, mark) in wanted {
             if !sites.contains_key(&addr) {
-                if ctl.insert_breakpoint(Tid(pid), addr).is_err() {
+                let deferred = all_in_process.get(&addr) == Some(&true);
+                if !deferred && ctl.insert_breakpoint(Tid(pid), addr).is_err() {
                     continue;
                 }
                 sites.insert(addr, Rc::default());
@@ -226,6 +246,7 @@ impl FunctionProbes {
                 first_name.get_or_insert(name);
             }
         }
+        offer_entries(ctl, pid, sites, &not_entry, &in_process);
         if !self.loader.contains_key(&pid) {
             let found = space.modules.iter().find_map(|m| {
                 let s = m.image.symbols.function("_dl_debug_state")?;
@@ -282,6 +303,28 @@ impl FunctionProbes {
             if !placed.contains_key(&addr) && ctl.insert_breakpoint(Tid(pid), addr).is_ok() {
                 placed.insert(addr, step);
             }
+        }
+    }
+}
+
+/// Offers the data plane every function entry of `pid` whose hooks all
+/// run in process (no return, marker or other point there): its first
+/// hit patches it with a jump instead of the `int3`.
+fn offer_entries(
+    ctl: &mut Control,
+    pid: i32,
+    sites: &IdMap<u64, Rc<SiteHooks>>,
+    not_entry: &std::collections::HashSet<u64>,
+    in_process: impl Fn(&Hook) -> bool,
+) {
+    if ctl.dataplane().is_none() {
+        return;
+    }
+    for (&addr, site) in sites {
+        let plain = site.ret.is_empty() && site.mark.is_none() && !not_entry.contains(&addr);
+        if plain && !site.entry.is_empty() && site.entry.iter().all(&in_process) {
+            let hooks: Vec<(usize, usize)> = site.entry.iter().map(|h| (h.probe, h.point)).collect();
+            ctl.offer_function_site(Tid(pid), addr, &hooks);
         }
     }
 }

@@ -70,11 +70,11 @@ fn say_counts(ctl: &Control, bad: u64) {
     let c = p.counts;
     let (hits, skipped) = p.block_totals();
     eprintln!(
-        "utap: data plane: {} process(es) with the region ({} failed), {} site(s) patched ({} refused), {} thread(s) moved out at the end",
-        c.processes, c.inject_failed, c.sites, c.sites_refused, c.threads_moved
+        "utap: data plane: {} process(es) with the region ({} failed), {} syscall site(s) and {} function entries patched ({} refused), {} thread(s) moved out at the end",
+        c.processes, c.inject_failed, c.sites, c.function_sites, c.sites_refused, c.threads_moved
     );
     eprintln!(
-        "utap: data plane: {hits} syscall hit(s) served in process (tracer stops included), {skipped} skipped (re-entry), {bad} invalid slot(s)"
+        "utap: data plane: {hits} hit(s) served by in-process code (tracer stops included), {skipped} skipped (re-entry), {bad} invalid slot(s)"
     );
 }
 
@@ -100,8 +100,11 @@ pub(crate) fn watch_errors(ctl: &mut Control, shared: &SharedRef) {
     });
 }
 
-/// The image the session serves in process, if the script has one and
-/// the program can get it: a `-c` command under a seccomp filter.
-pub(crate) fn usable(img: Option<&Arc<InProcImage>>, seccomp_on: bool) -> Option<Arc<InProcImage>> {
-    img.filter(|_| seccomp_on).cloned()
+/// The image the session serves in process, if the script has one. Its
+/// syscall sites are patched only under a seccomp filter (a `-c`
+/// command), whose stops find them; elsewhere their hits run the same
+/// code here at each stop. Function entries are patched under `-c` and
+/// `-x` alike.
+pub(crate) fn usable(img: Option<&Arc<InProcImage>>) -> Option<Arc<InProcImage>> {
+    img.cloned()
 }

@@ -140,10 +140,7 @@ pub fn run(
     // The session's engine is this new tracer's first. Its other tracer
     // threads start now, beside the command's fork and exec, not while
     // the command waits at its exec stop.
-    let inproc = opts
-        .inproc
-        .clone()
-        .filter(|_| matches!(opts.target, Target::Command(_)));
+    let inproc = opts.inproc.clone();
     let shards = match inproc {
         // Hits do not come to the tracer: one thread serves the rest.
         Some(_) => 1,
@@ -200,7 +197,7 @@ pub fn run(
         }
         Err(pid) => attach_target(&mut tracer, pid, opts.verbose)?,
     };
-    let inproc = inproc::usable(inproc.as_ref(), seccomp_on).filter(|img| {
+    let inproc = inproc::usable(inproc.as_ref()).filter(|img| {
         // What begin set is what the handlers in the program start from.
         match script.dataplane_fill(img) {
             Ok(()) => true,
@@ -244,7 +241,7 @@ pub fn run(
             ctl.kill_on_signal();
         }
         if let Some(img) = &inproc {
-            ctl.enable_dataplane(img.clone());
+            ctl.enable_dataplane(img.clone(), matches!(opts.target, Target::Attach(_)));
             inproc::watch_errors(&mut ctl, &shared);
         }
         if before_exec {
@@ -261,6 +258,9 @@ pub fn run(
         let on_end = shared.clone();
         ctl.on_end(move |ctl, why| on_end.borrow_mut().end(ctl, why));
     }
+    // Under -x no thread traps on an int3 the data plane could replace:
+    // one that did would need utap alive to go on.
+    tracer.dataplane_patch_attached();
     // Sharding (counted above) gives every tracer thread the same
     // engines at the same ids: the session's is this tracer's first.
     debug_assert_eq!(id.0, 0);

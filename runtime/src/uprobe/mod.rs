@@ -303,6 +303,16 @@ impl Breakpoints {
         mem::write(owner.0, addr, &[orig])
     }
 
+    /// Hands the site at `addr` over to the data plane, which wrote its
+    /// own bytes there (`dataplane::function`): forgotten without writing,
+    /// and a trap already taken there is rewound to run them.
+    pub fn take_over(&mut self, pid: Tid, addr: u64) {
+        if let Some(space) = self.space_mut(pid) {
+            space.sites.remove(&addr);
+            space.removed.insert(addr);
+        }
+    }
+
     /// Forgets the site at `addr` without writing anything: its module
     /// was unmapped (dlclose), the byte went with it.
     pub fn unmapped(&mut self, pid: Tid, addr: u64) {

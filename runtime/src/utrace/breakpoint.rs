@@ -69,6 +69,11 @@ impl Tracer {
             return false;
         };
         if space.sites.contains_key(&addr) {
+            // A function entry whose hooks all run in the program: its
+            // first hit patches it, and the stub serves the hit.
+            if self.dataplane_function(tid, pid, addr, &regs) {
+                return true;
+            }
             self.on_site_trap(tid, pid, addr, regs);
             return true;
         }
@@ -742,6 +747,18 @@ impl Control<'_> {
     /// unmapped (every use of it: the byte is gone with the mapping).
     pub fn forget_breakpoint(&mut self, pid: Tid, addr: u64) {
         self.core.uprobes.unmapped(pid, addr);
+        if let Some(p) = self.core.dataplane.as_mut() {
+            p.forget_site(pid, addr);
+        }
+    }
+
+    /// Offers function entry `addr` of `pid`, whose hooks `(probe,
+    /// point)` all run in process, to the data plane: its first hit
+    /// patches it (`Tracer::dataplane_function`).
+    pub fn offer_function_site(&mut self, pid: Tid, addr: u64, hooks: &[(usize, usize)]) {
+        if let Some(p) = self.core.dataplane.as_mut() {
+            p.offer(pid, addr, hooks);
+        }
     }
 
     /// Increments the USDT semaphore at `addr` in process `pid`; every

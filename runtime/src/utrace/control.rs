@@ -545,8 +545,14 @@ impl Control<'_> {
     /// Removes a timer (also from inside its own tick).
     /// Serves the syscall probes `image` compiled for the program in the
     /// program (`crate::dataplane`), at the sites its seccomp stops show.
-    pub fn enable_dataplane(&mut self, image: std::sync::Arc<crate::dataplane::InProcImage>) {
-        self.core.dataplane = Some(Box::new(crate::dataplane::Plane::new(image)));
+    pub fn enable_dataplane(
+        &mut self,
+        image: std::sync::Arc<crate::dataplane::InProcImage>,
+        patches_at_attach: bool,
+    ) {
+        let mut plane = crate::dataplane::Plane::new(image);
+        plane.patches_at_attach = patches_at_attach;
+        self.core.dataplane = Some(Box::new(plane));
     }
 
     /// Stops every in-process handler and takes the data plane out of

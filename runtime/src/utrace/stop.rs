@@ -483,6 +483,7 @@ impl Tracer {
     }
 
     fn finish_stop(&mut self, tid: Tid, quiesced: bool) {
+        self.dataplane_patch_offered(tid);
         let Some(thread) = self.core.threads.get_mut(&tid) else {
             return;
         };
