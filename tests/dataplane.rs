@@ -287,3 +287,141 @@ fn churn_and_forks_lose_nothing_in_process() {
     let ([processes, failed, ..], _) = plane_counts(&o.stderr);
     assert!(processes > 200 && failed == 0, "{}", o.stderr);
 }
+
+/// Counts hot-function calls by thread, summed: the entry probe runs in
+/// the program.
+fn hot_script(path: &str) -> String {
+    format!(
+        "global n\nprobe process(\"{path}\").function(\"hot\") {{ n[tid()]++ }}\n\
+         probe end {{ s = 0; foreach (t in n) s += n[t]; printf(\"%d\\n\", s) }}"
+    )
+}
+
+/// A function's entry probe runs in the program: four threads hammering
+/// it, and `$arg1`-keyed counts of another, print what the tracer's route
+/// prints, exactly, with the hits served in the program (almost no ptrace
+/// stops) from one patched entry each.
+#[test]
+fn function_entries_count_exactly_in_process() {
+    let ufuncs = fixture("ufuncs");
+    let by_arg = format!(
+        "global a\nprobe process(\"{ufuncs}\").function(\"add\") {{ a[$arg1 % 5] += $arg2 }}\n\
+         probe end {{ foreach (k+ in a) printf(\"%d %d\\n\", k, a[k]) }}"
+    );
+    let cases = [
+        (hot_script(&ufuncs), format!("{ufuncs} threads 50000"), 200_000),
+        (by_arg, format!("{ufuncs} basic 30000"), 30_000),
+    ];
+    for (script, cmd, hits) in cases {
+        let inproc = utap_c(&script, &cmd, true);
+        let tracer = utap_c(&script, &cmd, false);
+        assert_eq!(inproc.status, 0, "{cmd}: {}", inproc.stderr);
+        assert_eq!(inproc.stdout, tracer.stdout, "{cmd}: in process (left), tracer");
+        let ([_, failed, _, entries, ..], [served, skipped, invalid]) =
+            plane_counts(&inproc.stderr);
+        assert_eq!((failed, skipped, invalid), (0, 0, 0), "{cmd}");
+        assert!(entries >= 1 && served >= hits, "{cmd}: {}", inproc.stderr);
+        assert!(ptrace_stops(&inproc.stderr) < 100, "{cmd}: {}", inproc.stderr);
+    }
+    let o = utap_c(&hot_script(&ufuncs), &format!("{ufuncs} threads 50000"), true);
+    // The program's own line, then the script's sum.
+    assert_eq!(o.stdout, "hot 200000\n200000\n");
+}
+
+/// fork (the child shares the patched entry), vfork (a child in the
+/// parent's memory is served at stops) and exec (patched again): the
+/// counts per process are the tracer route's.
+#[test]
+fn function_entries_across_fork_vfork_and_exec() {
+    let ufuncs = fixture("ufuncs");
+    let script = format!(
+        "global n\nprobe process(\"{ufuncs}\").function(\"add\") {{ n[pid()]++ }}\n\
+         probe end {{ foreach (p in n) println(n[p]) }}"
+    );
+    for mode in ["fork", "vfork"] {
+        let cmd = format!("{ufuncs} {mode} 2000");
+        // The script's lines (the programs print words too).
+        let sorted = |o: &Outcome| {
+            let mut l: Vec<String> = o
+                .stdout
+                .lines()
+                .filter(|l| l.parse::<u64>().is_ok())
+                .map(str::to_string)
+                .collect();
+            l.sort();
+            l
+        };
+        let (a, b) = (utap_c(&script, &cmd, true), utap_c(&script, &cmd, false));
+        assert_eq!(a.status, 0, "{mode}: {}", a.stderr);
+        assert_eq!(sorted(&a), sorted(&b), "{mode}: in process (left), tracer");
+        assert_eq!(sorted(&a), ["2000", "4000"], "{mode}");
+    }
+}
+
+/// Starts `ufuncs threads N` and waits until it runs its threads.
+fn start_hot(n: &str) -> (std::process::Child, i32) {
+    let child = command(&fixture("ufuncs"))
+        .args(["threads", n])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start ufuncs");
+    let pid = child.id() as i32;
+    wait_until("the threads run", || threads(pid).len() >= 5);
+    (child, pid)
+}
+
+/// `-x`: the entry is patched at attach; after SIGINT the program runs on
+/// with its text and maps as on disk, and ends with the right answer.
+#[test]
+fn an_attached_program_let_go_has_its_text_back() {
+    let ufuncs = fixture("ufuncs");
+    let (child, pid) = start_hot("30000000");
+    let mut u = utap(&hot_script(&ufuncs), &["-v", "-x", &pid.to_string()]);
+    u.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let tracer = u.spawn().expect("start utap");
+    wait_until("the entry is patched", || {
+        std::fs::read_to_string(format!("/proc/{pid}/maps"))
+            .is_ok_and(|m| m.contains("utap-dataplane"))
+    });
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    signal(tracer.id() as i32, libc::SIGINT);
+    let o = finish(tracer);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    let n: u64 = o.stdout.trim().parse().expect("a count");
+    assert!(n > 0, "{}", o.stderr);
+    let ([processes, failed, _, entries, ..], _) = plane_counts(&o.stderr);
+    assert_eq!((processes, failed, entries), (1, 0, 1), "{}", o.stderr);
+    assert_text_as_on_disk(pid);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hot 120000000\n");
+}
+
+/// SIGKILL of utap at random moments of an `-x` session with the entry
+/// in the program, attach included: the program never traps or hangs and
+/// ends with the right answer (the patched entry jumps into a region that
+/// needs no tracer).
+#[test]
+fn sigkill_of_utap_never_harms_an_attached_program() {
+    let ufuncs = fixture("ufuncs");
+    let script = hot_script(&ufuncs);
+    let mut failed = Vec::new();
+    for trial in 0..10u64 {
+        let (child, pid) = start_hot("30000000");
+        let mut u = utap(&script, &["-x", &pid.to_string()]);
+        u.stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let mut tracer = u.spawn().expect("start utap");
+        // 0 to 360 ms: attach, patching, and the program's hot loop.
+        std::thread::sleep(std::time::Duration::from_millis(trial * 40));
+        let _ = tracer.kill();
+        let _ = tracer.wait();
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() || stdout != "hot 120000000\n" {
+            failed.push(format!("trial {trial}: {:?} {stdout:?}", out.status));
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+}

@@ -320,7 +320,7 @@ mod tests {
         assert_eq!(stub_exit(offsets[1], &offsets, &lens).unwrap().site_off, 1);
         assert_eq!(stub_exit(offsets[3], &offsets, &lens).unwrap().site_off, 11);
         for i in &ins[..8] {
-            assert!(stub_exit(i.ip() - at, &offsets, &lens).is_some(), "{i}");
+            assert!(stub_exit(i.ip() - at, &offsets, &lens).is_some(), "{:?}", i.code());
         }
     }
 

@@ -38,8 +38,20 @@
 //!   restored, and the stub pages and region are unmapped where a held
 //!   thread can run the `munmap`.
 //!
-//! The `-x` route (no seccomp filter to let the gadget through) is not
-//! built yet: there every probe runs in the tracer.
+//! Function entries (`function`): a `.function("F")` entry whose every
+//! hook runs in process is patched with a jump to a per-site stub that
+//! calls the function common entry with the site's hook list (in the
+//! code part: the program cannot write it), then runs the displaced
+//! instructions relocated. Under `-x` the entries are patched at attach,
+//! before any thread runs, and never get an `int3` (a thread trapped on
+//! one needs the tracer alive); under `-c`, at their first hit. A thread
+//! held between displaced instructions is moved into the stub's copy.
+//! If utap dies, patched entries keep working (the region stays mapped,
+//! a thread with no block runs no hook).
+//!
+//! Syscall sites under `-x` (no seccomp filter to let the gadget through)
+//! are not patched: their in-process handlers run in the tracer at each
+//! stop.
 
 pub mod code;
 pub mod fold;

@@ -591,18 +591,12 @@ fn single_step(tid: Tid) -> bool {
 }
 
 impl Tracer {
-    /// At the first `int3` hit of a function entry the session offered
-    /// (every hook in process): patches it with a jump to its stub
-    /// (mapping the region first if this is the process's first), hands
-    /// the breakpoint over, sends the thread back to the site so the stub
-    /// serves this hit, and resumes it. False: the hit is reported as
-    /// usual (the site stays an `int3`, its hooks run here).
     /// Before stopped thread `tid` goes on: the offered function entries
     /// of its process are patched now, so that no thread of it ever traps
     /// on their `int3` (a thread trapped there needs the tracer alive to
-    /// go on). Only from a stop outside any syscall (orig_rax -1: a
-    /// signal or interrupt stop), where injected calls disturb nothing;
-    /// otherwise they wait for such a stop or their first hit.
+    /// go on). Only from a stop where injected calls disturb nothing
+    /// (`injectable`); otherwise they wait for such a stop or their first
+    /// hit.
     pub(crate) fn dataplane_patch_offered(&mut self, tid: Tid) {
         let Some(plane) = self.core.dataplane.as_ref() else {
             return;
@@ -718,6 +712,12 @@ impl Tracer {
         true
     }
 
+    /// At the first `int3` hit of a function entry the session offered
+    /// (every hook in process): patches it with a jump to its stub
+    /// (mapping the region first if this is the process's first), hands
+    /// the breakpoint over, sends the thread back to the site so the stub
+    /// serves this hit, and resumes it. False: the hit is reported as
+    /// usual (the site stays an `int3`, its hooks run here).
     pub(crate) fn dataplane_function(&mut self, tid: Tid, pid: Tid, addr: u64, regs: &Regs) -> bool {
         let Some(plane) = self.core.dataplane.as_ref() else {
             return false;
@@ -728,33 +728,27 @@ impl Tracer {
         let Some(space) = plane.spaces.get(&pid) else {
             return false;
         };
-        let Some(hooks) = space.offers.get(&addr).cloned() else {
-            return false;
-        };
         let ready = match space.mapped {
             Some(true) => plane.blocks.contains_key(&tid),
             Some(false) => false,
             None => true,
         };
-        if !ready || space.refused.contains(&addr) {
+        if !ready || !space.offers.contains_key(&addr) || space.refused.contains(&addr) {
             return false;
         }
-        let _ = hooks;
         self.core.hold_for_text(pid);
         let done = self.patch_offered(tid, pid, addr, regs);
         self.release_text_hold();
         if !done {
             return false;
         }
-        let Some(block) = self.core.dataplane.as_ref().and_then(|p| p.block_addr(tid)) else {
-            return false;
-        };
+        // The int3 is gone: back to the site, where the jump is now.
         let mut r = *regs;
         r.rip = addr;
-        r.gs_base = block;
-        if ptrace::set_regs(tid, &r).is_err() {
-            return false;
+        if let Some(block) = self.core.dataplane.as_ref().and_then(|p| p.block_addr(tid)) {
+            r.gs_base = block;
         }
+        let _ = ptrace::set_regs(tid, &r);
         if let Some(t) = self.core.threads.get_mut(&tid) {
             t.pending_signal = None;
         }

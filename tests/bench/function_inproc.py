@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""In-process function probes (issue 28): cost per hit of an entry probe
+whose handler runs in the program, against the same script on the ptrace
+route (UTAP_INPROC=0), bpftrace's uprobe and uprobe+uretprobe, uftrace's
+in-process hooks and the untraced program, in one alternating run.
+
+The program is built here from a few lines of C with -pg (uftrace needs
+the mcount calls; every case runs the same binary): N calls of a
+noinline `hot()`. Cost per hit is the slope between N and N/10 calls
+(start-up and attach drop out), medians over the rounds; the ptrace
+route runs on --slow-calls and bpftrace on N/10 and N/100 (their hits
+cost microseconds).
+
+Usage: tests/bench/function_inproc.py [--rounds R] [--calls N]
+Say the load with the figures.
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from overhead import UTAP, script  # noqa: E402
+
+PROGRAM = r"""
+#include <stdio.h>
+#include <stdlib.h>
+__attribute__((noinline)) long hot(long i) { return i + 1; }
+int main(int argc, char **argv)
+{
+	long n = atol(argv[1]), s = 0;
+	for (long i = 0; i < n; i++)
+		s += hot(i);
+	printf("%ld\n", s);
+	return 0;
+}
+"""
+
+
+def timed(argv, env=None):
+    t = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   env=env)
+    return time.perf_counter() - t
+
+
+def build(dir):
+    src, exe = os.path.join(dir, "hot.c"), os.path.join(dir, "hot")
+    with open(src, "w") as f:
+        f.write(PROGRAM)
+    subprocess.run(["cc", "-O2", "-pg", "-o", exe, src], check=True)
+    return exe
+
+
+def bpftrace_usable():
+    if shutil.which("bpftrace") is None or os.geteuid() != 0:
+        return False
+    if not os.path.isdir("/sys/kernel/tracing/events"):
+        subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"],
+                       stderr=subprocess.DEVNULL)
+    return subprocess.run(["bpftrace", "-e", "BEGIN { exit(); }"], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode == 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--calls", type=int, default=2_000_000)
+    ap.add_argument("--slow-calls", type=int, default=20_000)
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="utap-fbench-")
+    exe = build(tmp)
+    entry = script('global n\nprobe process("%s").function("hot") { n++ }\n'
+                   'probe end { println(n) }\n' % exe)
+    n, slow = a.calls, a.slow_calls
+    tracer_env = dict(os.environ, UTAP_INPROC="0")
+    # name: (argv for k calls, env, calls)
+    cases = {
+        "untraced": (lambda k: [exe, str(k)], None, n),
+        "utap in process": (lambda k: [UTAP, entry, "-c", f"{exe} {k}"], None, n),
+        "utap ptrace route": (lambda k: [UTAP, entry, "-c", f"{exe} {k}"], tracer_env, slow),
+    }
+    if shutil.which("uftrace"):
+        data = os.path.join(tmp, "uftrace.data")
+        cases["uftrace record"] = (
+            lambda k: ["uftrace", "record", "--no-libcall", "-d", data, exe, str(k)], None, n)
+    if bpftrace_usable():
+        up = 'uprobe:%s:hot { @n = count(); }' % exe
+        pair = up + ' uretprobe:%s:hot { @r = count(); }' % exe
+        cases["bpftrace uprobe"] = (lambda k: ["bpftrace", "-e", up, "-c", f"{exe} {k}"],
+                                    None, n // 10)
+        cases["bpftrace uprobe+uretprobe"] = (
+            lambda k: ["bpftrace", "-e", pair, "-c", f"{exe} {k}"], None, n // 10)
+    samples = {c: [] for c in cases}
+    for _ in range(a.rounds):
+        for name, (argv, env, k) in cases.items():
+            big, small = timed(argv(k), env), timed(argv(k // 10), env)
+            samples[name].append((big - small) / (k - k // 10) * 1e9)
+    per = {c: statistics.median(v) for c, v in samples.items()}
+    base = per["untraced"]
+    print(f"load {os.getloadavg()[0]:.1f}, {a.rounds} rounds, {n} calls")
+    print(f"{'case':28} {'ns/call':>9} {'added ns':>9}")
+    for c, v in per.items():
+        print(f"{c:28} {v:9.1f} {v - base:9.1f}")
+    added = {c: per[c] - base for c in per}
+    for peer in ["bpftrace uprobe", "bpftrace uprobe+uretprobe", "uftrace record"]:
+        if peer in added and added[peer] > 0:
+            print(f"added cost, utap in process / {peer}: "
+                  f"{added['utap in process'] / added[peer]:.3f}")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
