@@ -4,9 +4,11 @@ whose handler runs in the program, against the same script on the ptrace
 route (UTAP_INPROC=0), bpftrace's uprobe and uprobe+uretprobe, uftrace's
 in-process hooks and the untraced program, in one alternating run.
 
-The program is built here from a few lines of C with -pg (uftrace needs
-the mcount calls; every case runs the same binary): N calls of a
-noinline `hot()`. Cost per hit is the slope between N and N/10 calls
+The program is built here from a few lines of C: N calls of a noinline
+`hot()`, once plain (utap, bpftrace, untraced) and once with -pg for
+uftrace, which needs its mcount calls (its figure is over the untraced
+-pg build). utap patches `hot`'s entry with a jump; the -pg build's entry
+holds the mcount call, which the data plane does not relocate yet. Cost per hit is the slope between N and N/10 calls
 (start-up and attach drop out), medians over the rounds; the ptrace
 route runs on --slow-calls and bpftrace on N/10 and N/100 (their hits
 cost microseconds).
@@ -49,11 +51,12 @@ def timed(argv, env=None):
 
 
 def build(dir):
-    src, exe = os.path.join(dir, "hot.c"), os.path.join(dir, "hot")
+    src, exe, pg = (os.path.join(dir, n) for n in ["hot.c", "hot", "hot_pg"])
     with open(src, "w") as f:
         f.write(PROGRAM)
-    subprocess.run(["cc", "-O2", "-pg", "-o", exe, src], check=True)
-    return exe
+    subprocess.run(["cc", "-O2", "-o", exe, src], check=True)
+    subprocess.run(["cc", "-O2", "-pg", "-o", pg, src], check=True)
+    return exe, pg
 
 
 def bpftrace_usable():
@@ -73,7 +76,7 @@ def main():
     ap.add_argument("--slow-calls", type=int, default=20_000)
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="utap-fbench-")
-    exe = build(tmp)
+    exe, pg = build(tmp)
     entry = script('global n\nprobe process("%s").function("hot") { n++ }\n'
                    'probe end { println(n) }\n' % exe)
     n, slow = a.calls, a.slow_calls
@@ -81,13 +84,14 @@ def main():
     # name: (argv for k calls, env, calls)
     cases = {
         "untraced": (lambda k: [exe, str(k)], None, n),
+        "untraced -pg": (lambda k: [pg, str(k)], None, n),
         "utap in process": (lambda k: [UTAP, entry, "-c", f"{exe} {k}"], None, n),
         "utap ptrace route": (lambda k: [UTAP, entry, "-c", f"{exe} {k}"], tracer_env, slow),
     }
     if shutil.which("uftrace"):
         data = os.path.join(tmp, "uftrace.data")
         cases["uftrace record"] = (
-            lambda k: ["uftrace", "record", "--no-libcall", "-d", data, exe, str(k)], None, n)
+            lambda k: ["uftrace", "record", "--no-libcall", "-d", data, pg, str(k)], None, n)
     if bpftrace_usable():
         up = 'uprobe:%s:hot { @n = count(); }' % exe
         pair = up + ' uretprobe:%s:hot { @r = count(); }' % exe
@@ -107,6 +111,8 @@ def main():
     for c, v in per.items():
         print(f"{c:28} {v:9.1f} {v - base:9.1f}")
     added = {c: per[c] - base for c in per}
+    if "uftrace record" in added:
+        added["uftrace record"] = per["uftrace record"] - per["untraced -pg"]
     for peer in ["bpftrace uprobe", "bpftrace uprobe+uretprobe", "uftrace record"]:
         if peer in added and added[peer] > 0:
             print(f"added cost, utap in process / {peer}: "

@@ -5,8 +5,8 @@
 //! program's own instruction.
 //!
 //! A patched function entry is its first instructions (5 to 21 bytes, no
-//! branch, proven by the function's disassembly to hold no branch
-//! target), overwritten with a `jmp` to its stub (`int3` over the rest,
+//! branch but a leaf's final `ret`, proven by the function's disassembly
+//! to hold no branch target), overwritten with a `jmp` to its stub (`int3` over the rest,
 //! never reached). The stub runs the hooks before those instructions, as
 //! an `int3` probe sees them, then the instructions relocated, then jumps
 //! back. With D the relocated instructions' length:
@@ -166,11 +166,16 @@ pub fn displaced(code: &[u8], start: u64, site: u64) -> Option<Vec<Instruction>>
         }
         let plain = i.flow_control() == FlowControl::Next
             && !matches!(i.code(), Code::Syscall | Code::Sysenter | Code::Int3);
-        if !plain {
+        // A leaf's `ret` ends the sequence: the stub returns itself.
+        let ret = i.code() == Code::Retnq;
+        if !plain && !ret {
             return None;
         }
         len += i.len() as u64;
         taken.push(*i);
+        if ret {
+            break;
+        }
     }
     if len < 5 || len > MAX_DISPLACED {
         return None;
@@ -196,9 +201,10 @@ pub fn stub(
     fcommon: u64,
 ) -> Option<(Vec<u8>, Vec<u64>)> {
     let last = displaced.last()?;
-    let back = Instruction::with_branch(Code::Jmp_rel32_64, last.next_ip()).ok()?;
     let mut insns = displaced.to_vec();
-    insns.push(back);
+    if last.code() != Code::Retnq {
+        insns.push(Instruction::with_branch(Code::Jmp_rel32_64, last.next_ip()).ok()?);
+    }
     let block = InstructionBlock::new(&insns, stub + HEAD_LEN);
     let out = BlockEncoder::encode(
         64,
@@ -334,5 +340,12 @@ mod tests {
         assert!(displaced(&[0x31, 0xc0, 0xc3], start, start).is_none());
         // jmp *[rip+x] (a PLT entry)
         assert!(displaced(&[0xff, 0x25, 0, 0, 0, 0, 0x90], start, start).is_none());
+        // A 5-byte leaf, lea 1(%rdi),%rax; ret: the stub returns itself.
+        let leaf = [0x48, 0x8d, 0x47, 0x01, 0xc3];
+        let d = displaced(&leaf, start, start).unwrap();
+        assert_eq!(d.len(), 2);
+        let (bytes, offsets) = stub(0x2000, &d, 0x3000, 0x4000).unwrap();
+        assert_eq!(offsets.len(), 2);
+        assert_eq!(*bytes.last().unwrap(), 0xc3);
     }
 }
