@@ -4,7 +4,7 @@
 //! and joining a thousand threads loses no event and never hangs.
 //!
 //! These hold whatever the tracer's threading: they guard the move from
-//! one tracer thread to several (README, "Tracing many threads"). The
+//! one tracer thread to several (docs/internals/performance.md, "Tracing many threads"). The
 //! tests that must see several tracer threads at work ask for them
 //! (`UTAP_SHARDS`, whatever the machine's CPU count) and check with `-v`
 //! that each one served stops and that threads were handed over.

@@ -753,7 +753,7 @@ fn a_running_daemon_serves_x_runs_and_leaves_c_runs_standalone() {
     let mut lines: Vec<&str> = out.stdout.lines().collect();
     lines.sort();
     assert_eq!(lines, ["hello".to_string(), format!("parent {daemon_pid}")]);
-    // -x: the daemon's when it runs, as README says.
+    // -x: the daemon's when it runs, as docs/guide/daemon.md says.
     let gate = Gate::start();
     let x = Live::spawn(daemon.users(utap(&counting(), &["-x", &gate.pid().to_string()])));
     assert_eq!(x.line(), "attached");

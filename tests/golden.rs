@@ -10,7 +10,7 @@
 //! - `NAME.filter`: how to make stdout deterministic before comparing it
 //!   (pids, times, the dynamic loader's start-up), one directive a line:
 //!   `after REGEX` drops every line up to the first match, inclusive;
-//!   `drop REGEX` drops matching lines; `replace REGEX => TEXT` rewrites
+//!   `drop REGEX` drops matching lines, `keep REGEX` all others; `replace REGEX => TEXT` rewrites
 //!   matches; `squeeze` turns runs of spaces into one; `sort` sorts the
 //!   lines;
 //! - expected `NAME.out` (stdout), `NAME.err` (stderr), `NAME.exit` (exit
@@ -34,6 +34,10 @@ use libtest_mimic::{Arguments, Failed, Trial};
 
 #[path = "../compiler/tests/common/words.rs"]
 mod words;
+// The `.filter` directives, shared with the sample blocks of the docs (tests/docs.rs).
+#[path = "support/filter.rs"]
+mod filter;
+use filter::normalize;
 use words::shell_words;
 
 /// How long a case may run.
@@ -133,51 +137,6 @@ fn run_case(case: &Case) -> Result<Run, String> {
         stderr: t_err.join().unwrap_or_default(),
         status: status.code().unwrap_or(128 + 9),
     })
-}
-
-/// Applies a case's `.filter` directives to its output.
-fn normalize(filter: &str, out: &[u8]) -> Result<Vec<u8>, String> {
-    let text = String::from_utf8_lossy(out);
-    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-    let re = |r: &str| regex::Regex::new(r).map_err(|e| format!("bad filter regex {r:?}: {e}"));
-    for d in filter
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-    {
-        if d == "squeeze" {
-            // Runs of spaces (column padding that depends on widths) to one.
-            let r = re("  +")?;
-            for l in &mut lines {
-                *l = r.replace_all(l, " ").into_owned();
-            }
-            continue;
-        }
-        if let Some(r) = d.strip_prefix("after ") {
-            let r = re(r)?;
-            let at = lines.iter().position(|l| r.is_match(l));
-            lines.drain(..at.map_or(lines.len(), |i| i + 1));
-        } else if let Some(r) = d.strip_prefix("drop ") {
-            let r = re(r)?;
-            lines.retain(|l| !r.is_match(l));
-        } else if let Some(rest) = d.strip_prefix("replace ") {
-            let (r, with) = rest
-                .split_once(" => ")
-                .ok_or(format!("bad filter line {d:?}"))?;
-            let r = re(r)?;
-            for l in &mut lines {
-                *l = r.replace_all(l, with).into_owned();
-            }
-        } else if d == "sort" {
-            lines.sort();
-        } else {
-            return Err(format!("unknown filter directive {d:?}"));
-        }
-    }
-    Ok(lines
-        .iter()
-        .flat_map(|l| format!("{l}\n").into_bytes())
-        .collect())
 }
 
 /// A readable difference: the common lines, then what was expected and

@@ -3,8 +3,8 @@
 use clap::Parser;
 use utap_compiler::foreign;
 
-/// What happens to the traced program when a session ends (README:
-/// "Ending a session").
+/// What happens to the traced program when a session ends
+/// (docs/guide/tracing.md: "Ending a session").
 const ENDINGS: &str = "\
 Ending a session: at -T, exit(), an error or SIGINT/SIGTERM/SIGHUP/SIGQUIT the end
 probes run, the output is written and utap returns at once. The traced program:
@@ -80,7 +80,7 @@ pub struct Options {
 
     /// Stop the session SECONDS after tracing starts (after the begin probes
     /// and attaching; a number, fractions allowed). What happens to the
-    /// traced command then: see "Ending a session" in README.
+    /// traced command then: see "Ending a session" in docs/guide/tracing.md.
     #[arg(short = 'T', value_name = "SECONDS", value_parser = parse_seconds)]
     pub timeout: Option<f64>,
 
@@ -93,7 +93,7 @@ pub struct Options {
     pub guru: bool,
 
     /// Output format: `text` (the default, as SystemTap) or `json` (JSON
-    /// Lines, one object per message; schema in README). `-f` as bpftrace's.
+    /// Lines, one object per message; schema in docs/guide/output.md). `-f` as bpftrace's.
     #[arg(short = 'f', long = "format", value_name = "FORMAT", value_enum, default_value_t = Format::Text)]
     pub format: Format,
 
@@ -142,8 +142,7 @@ pub struct Options {
     #[arg(long = "skip-badvars")]
     pub skip_badvars: bool,
 
-    /// Run the per-user utap daemon (see README "Several tools on one
-    /// process"): it owns the traced processes, and clients' sessions
+    /// Run the per-user utap daemon (see docs/guide/daemon.md): it owns the traced processes, and clients' sessions
     /// share them.
     #[arg(long = "daemon")]
     pub daemon: bool,

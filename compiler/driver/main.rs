@@ -5,6 +5,7 @@ mod cli;
 mod daemon;
 mod docs;
 mod json_diag;
+mod manpage;
 mod session;
 mod trace;
 

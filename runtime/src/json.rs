@@ -1,7 +1,7 @@
 //! `--format json`: the session's messages as JSON Lines (one object per
 //! line, each with a `"type"`), for programs to read. The schema is
 //! versioned ([`SCHEMA_VERSION`], first line of every run) and documented
-//! in README.md; text output is untouched by it.
+//! in docs/guide/output.md; text output is untouched by it.
 //!
 //! Strings come from the tracee and may hold any bytes: they are written
 //! as valid JSON whatever they are (control characters escaped, bytes that

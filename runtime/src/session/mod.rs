@@ -570,7 +570,7 @@ fn spawn(
             .set_syscall_source(spawned.pid, SyscallSource::Seccomp);
     } else {
         // Nothing in it needs utap: it outlives a `kill -9` of utap, as
-        // an attached process does (README "Ending a session").
+        // an attached process does (docs/guide/tracing.md, "Ending a session").
         tracer
             .ctl()
             .outlive_tracer(spawned.pid)

@@ -40,7 +40,7 @@ use crate::uprobe::mem;
 
 /// The seccomp stop at which a thread gets its listener: a thread that
 /// stops this often is likely to go on, and an installation costs about
-/// as much as a few dozen stops (see README, issue 16).
+/// as much as a few dozen stops (see docs/internals/performance.md, issue 16).
 pub const LISTEN_AFTER: u32 = 64;
 /// The same for a process's main thread. The threads it creates after
 /// it has its listener share that listener (and its one server), so it

@@ -186,7 +186,7 @@
 //! registers and resumes it without a report. A thread moves once; each
 //! shard's colocation follows its own tracees (the issue's "keep the owner
 //! and move the owner's affinity"), so migration needs no further handover.
-//! Measured cost of a handover and the policy: see README ("Tracing many
+//! Measured cost of a handover and the policy: see docs/internals/performance.md ("Tracing many
 //! threads").
 //!
 //! **The model stays exact.** A thread's reports all come from its owner,

@@ -554,7 +554,7 @@ const IN_FLIGHT: usize = 1;
 
 /// Stops of a thread on its shard before it may move: a thread that stops
 /// this often keeps its tracer busy, while short-lived threads (a few
-/// stops from birth to exit) are not worth a handover's cost (README,
+/// stops from birth to exit) are not worth a handover's cost (docs/internals/performance.md,
 /// "Tracing many threads").
 pub(crate) const SETTLE: u32 = 64;
 
