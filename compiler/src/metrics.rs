@@ -27,18 +27,23 @@ use crate::walk::{self, Node};
 use utap_runtime::metrics::MetricSpec;
 
 /// The metrics of `p`'s globals declared in file `user` (the script
-/// `script`, named in the HELP text), in declaration order.
+/// `script`, named in the HELP text), in the order they are declared.
 pub fn specs(p: &Program, user: FileId, script: &str) -> Vec<MetricSpec> {
     let uses = uses(p);
-    p.globals
-        .iter()
-        .enumerate()
-        .filter(|(_, g)| {
+    let mut exported: Vec<usize> = (0..p.globals.len())
+        .filter(|&i| {
+            let g = &p.globals[i];
             g.span.file == user
                 && !g.name.starts_with("__")
                 && matches!(g.ty, Type::Long | Type::Stats)
         })
-        .map(|(i, g)| {
+        .collect();
+    // The checker may order globals otherwise (statistics first).
+    exported.sort_by_key(|&i| p.globals[i].span.start);
+    exported
+        .into_iter()
+        .map(|i| {
+            let g = &p.globals[i];
             let u = &uses[i];
             let counter = g.ty == Type::Long && u.increments && !u.other_writes;
             let mut name = snake_case(&g.name);
