@@ -398,8 +398,8 @@ fn threads(pid: u32) -> usize {
 }
 
 /// 100 idle connections (connected, never a request) hold at most 16
-/// connection threads: utap's thread count stays under its count before
-/// + 16 + 2. A scrape beside them is answered within 2 s (200, or a 503 /
+/// connection threads: utap's thread count stays within its count before
+/// plus 18. A scrape beside them is answered within 2 s (200, or a 503 or
 /// a reset from the cap: refused, not hung), and once they close scrapes
 /// are served again.
 #[test]
@@ -455,4 +455,50 @@ fn a_slow_client_times_out() {
         (Duration::from_millis(4500)..Duration::from_secs(8)).contains(&took),
         "cut off after {took:?}"
     );
+}
+
+/// The counter rule: only `++` and `+=` of a non-negative literal keep a
+/// long a counter; `--`, `+= expr`, `-=`, `=` and `delete` make it a gauge.
+/// Label names come from variables and argument-less calls.
+#[test]
+fn counters_are_globals_only_ever_incremented() {
+    let script = r#"
+global inc, dec, plus_expr, minus, set, deleted, by_call, mixed
+probe begin {
+  inc++; inc += 2
+  dec++; dec--
+  plus_expr += inc
+  minus -= 0
+  set = 4
+  deleted[1]++; deleted[2]++; delete deleted[2]
+  by_call[execname(), pid()] += 1
+  k = 5
+  mixed[k, 1] = 1
+  mixed[k + 1, 2] = 1
+}
+probe timer.s(30) { exit() }
+"#;
+    let (child, addr) = serving(&["-e", script]);
+    let text = scrape_until(&addr, |t| !t.is_empty());
+    stop(child);
+    let types: Vec<&str> = text.lines().filter(|l| l.starts_with("# TYPE")).collect();
+    assert_eq!(
+        types,
+        [
+            "# TYPE inc_total counter",
+            "# TYPE dec gauge",
+            "# TYPE plus_expr gauge",
+            "# TYPE minus gauge",
+            "# TYPE set gauge",
+            "# TYPE deleted gauge",
+            "# TYPE by_call_total counter",
+            "# TYPE mixed gauge",
+        ],
+        "{text}"
+    );
+    assert!(text.contains("\ninc_total 3\n"), "{text}");
+    assert!(text.contains("\nby_call_total{execname=\""), "{text}");
+    assert!(text.contains("\",pid=\""), "{text}");
+    assert!(text.contains("\nmixed{key1=\"5\",key2=\"1\"} 1\n"), "{text}");
+    promtool(&text, "counters_are_globals_only_ever_incremented");
 }

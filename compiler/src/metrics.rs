@@ -83,10 +83,10 @@ fn uses(p: &Program) -> Vec<Uses> {
     for (body, locals) in bodies {
         walk::nodes(body, &mut |n| match n {
             Node::Stmt(s) => {
-                if let StmtKind::Delete(lv) = &s.kind {
-                    if let Some(g) = global_of(lv) {
-                        out[g].other_writes = true;
-                    }
+                if let StmtKind::Delete(lv) = &s.kind
+                    && let Some(g) = global_of(lv)
+                {
+                    out[g].other_writes = true;
                 }
             }
             Node::Expr(e) => note_write(e, p, locals, &mut out),

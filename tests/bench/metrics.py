@@ -23,8 +23,10 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# A typical exporter: counts per syscall name, a latency-like histogram.
-SCRIPT = """global calls, sizes
+# A typical exporter: counts per syscall name, a size histogram, and a
+# table of 2,000 entries (a per-key gauge: what makes a scrape's text long).
+SCRIPT = """global calls, sizes, table
+probe begin { for (i = 0; i < 2000; i++) table[i] = i }
 probe syscall.* { calls[name]++ }
 probe syscall.write { sizes <<< count }
 probe end { print(@hist_log(sizes)) }
