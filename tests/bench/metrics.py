@@ -7,8 +7,9 @@ scraping; traced with `--metrics` and a client scraping back to back for
 the whole run. Prints the median wall time of each, the ratios, and the
 scrapes made and their median latency.
 
-Usage: tests/bench/metrics.py [--rounds R] [--calls N] [--utap PATH]
-(--utap: another build to compare, e.g. main's.) Needs a release build.
+Usage: tests/bench/metrics.py [--rounds R] [--calls N] [--utap PATH]...
+(--utap, repeatable: the builds to measure, e.g. this one and main's, in
+the same rounds; default target/release/utap.) Needs a release build.
 Say the load (printed) with the figures.
 """
 import argparse
@@ -97,32 +98,37 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--calls", type=int, default=200000)
-    ap.add_argument("--utap", default=os.path.join(ROOT, "target", "release", "utap"))
+    ap.add_argument("--utap", action="append",
+                    help="a build to measure (repeat to compare builds in the same rounds)")
     a = ap.parse_args()
+    builds = a.utap or [os.path.join(ROOT, "target", "release", "utap")]
     loop = fixture("loop")
     with tempfile.NamedTemporaryFile("w", suffix=".stp", delete=False) as f:
         f.write(SCRIPT)
         script = f.name
-    times = {"untraced": [], "traced, no scrapes": [], "traced, scraped back to back": []}
-    lat = []
+    untraced_times = []
+    times = {b: ([], []) for b in builds}
+    lat = {b: [] for b in builds}
     for _ in range(a.rounds):
-        times["untraced"].append(untraced(loop, a.calls))
-        times["traced, no scrapes"].append(traced(a.utap, script, loop, a.calls, False)[0])
-        t, l = traced(a.utap, script, loop, a.calls, True)
-        times["traced, scraped back to back"].append(t)
-        lat.extend(l)
+        untraced_times.append(untraced(loop, a.calls))
+        for b in builds:
+            times[b][0].append(traced(b, script, loop, a.calls, False)[0])
+            t, l = traced(b, script, loop, a.calls, True)
+            times[b][1].append(t)
+            lat[b].extend(l)
     os.unlink(script)
-    print(f"utap: {a.utap}")
     print(f"workload: loop {a.calls}, {a.rounds} rounds alternating; load {os.getloadavg()[0]:.2f}")
-    med = {k: statistics.median(v) for k, v in times.items()}
-    for k, v in med.items():
-        print(f"  {k:30} {v * 1000:8.1f} ms")
-    quiet = med["traced, no scrapes"]
-    print(f"scraped / not scraped: {med['traced, scraped back to back'] / quiet:.3f}")
-    print(f"traced (no scrapes) / untraced: {quiet / med['untraced']:.2f}")
-    if lat:
-        print(f"scrapes: {len(lat)} in all, median {statistics.median(lat) * 1000:.1f} ms, "
-              f"max {max(lat) * 1000:.1f} ms")
+    base = statistics.median(untraced_times)
+    print(f"  untraced {base * 1000:.1f} ms")
+    for b in builds:
+        quiet, scraped = (statistics.median(v) for v in times[b])
+        print(f"utap: {b}")
+        print(f"  traced, no scrapes           {quiet * 1000:8.1f} ms  ({quiet / base:.1f}x untraced)")
+        print(f"  traced, scraped back to back {scraped * 1000:8.1f} ms  ({scraped / base:.1f}x untraced)")
+        print(f"  scraped / not scraped: {scraped / quiet:.3f}")
+        if lat[b]:
+            print(f"  scrapes: {len(lat[b])} in all, median {statistics.median(lat[b]) * 1000:.1f} ms, "
+                  f"max {max(lat[b]) * 1000:.1f} ms")
 
 
 if __name__ == "__main__":
