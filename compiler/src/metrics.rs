@@ -11,7 +11,8 @@
 //!   there is at least one; then its name gets `_total`. Anything else
 //!   (`=`, `--`, `-=`, `+= expr`, `delete`) makes it a gauge;
 //! - a metric name is the global's name in snake_case (`readBytes` →
-//!   `read_bytes`);
+//!   `read_bytes`), with `_gI` (I the global's index) added when another
+//!   global's name is already that;
 //! - an array's label names come from its index expressions where it is
 //!   written: a local or global variable (`calls[name]++` → `name`), a
 //!   call without arguments (`[execname()]` → `execname`), a context
@@ -40,16 +41,15 @@ pub fn specs(p: &Program, user: FileId, script: &str) -> Vec<MetricSpec> {
         .collect();
     // The checker may order globals otherwise (statistics first).
     exported.sort_by_key(|&i| p.globals[i].span.start);
+    let mut taken: Vec<String> = Vec::with_capacity(exported.len());
     exported
         .into_iter()
         .map(|i| {
             let g = &p.globals[i];
             let u = &uses[i];
             let counter = g.ty == Type::Long && u.increments && !u.other_writes;
-            let mut name = snake_case(&g.name);
-            if counter && !name.ends_with("_total") {
-                name.push_str("_total");
-            }
+            let name = family_name(&g.name, i, counter, &taken);
+            taken.push(name.clone());
             MetricSpec {
                 global: i,
                 name,
@@ -59,6 +59,23 @@ pub fn specs(p: &Program, user: FileId, script: &str) -> Vec<MetricSpec> {
             }
         })
         .collect()
+}
+
+/// Global `i`'s family name: snake_case, `_total` for a counter, and
+/// `_gI` before that when the name is already `taken` (`readBytes` beside
+/// `read_bytes`, a counter `x` beside a global `x_total`).
+fn family_name(global: &str, i: usize, counter: bool, taken: &[String]) -> String {
+    let base = snake_case(global);
+    let with_suffix = |b: &str| match counter && !b.ends_with("_total") {
+        true => format!("{b}_total"),
+        false => b.to_string(),
+    };
+    let name = with_suffix(&base);
+    if taken.contains(&name) {
+        let base = base.strip_suffix("_total").unwrap_or(&base);
+        return with_suffix(&format!("{base}_g{i}"));
+    }
+    name
 }
 
 /// What the program does to one global.
@@ -217,6 +234,14 @@ mod tests {
         assert_eq!(snake_case("HTTPCalls"), "httpcalls");
         assert_eq!(snake_case("lat_ns"), "lat_ns");
         assert_eq!(snake_case("x2Y"), "x2_y");
+    }
+
+    #[test]
+    fn family_names_never_repeat() {
+        let taken = vec!["read_bytes".to_string(), "x_total".to_string()];
+        assert_eq!(family_name("readBytes", 3, false, &taken), "read_bytes_g3");
+        assert_eq!(family_name("x", 4, true, &taken), "x_g4_total");
+        assert_eq!(family_name("y", 5, true, &taken), "y_total");
     }
 
     #[test]
