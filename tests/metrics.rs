@@ -1,81 +1,185 @@
 //! `--metrics 127.0.0.1:0`: the script's numeric globals served at
 //! /metrics in the Prometheus text format, on loopback, with a bounded
-//! number of requests; the text is checked by python3-prometheus-client's
-//! parser when it is installed (.ci/run installs it).
+//! number of requests; the text is checked by `promtool check metrics`
+//! and python3-prometheus-client's parser when they are installed
+//! (.ci/run installs them), and the server's connection cap and client
+//! timeout are tried with real sockets.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 mod support;
 
 /// One HTTP/1.0 GET; the status line and the body.
 fn get(addr: &str, path: &str) -> (String, String) {
+    request(addr, &format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n"))
+}
+
+/// Sends `head` on a new connection; the status line and the body.
+fn request(addr: &str, head: &str) -> (String, String) {
     let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(head.as_bytes()).unwrap();
     let mut reply = String::new();
     s.read_to_string(&mut reply).unwrap();
     let (head, body) = reply.split_once("\r\n\r\n").unwrap();
     (head.lines().next().unwrap().to_string(), body.to_string())
 }
 
-const SCRIPT: &str = r#"
-global ticks, bytes, lat, name
-probe timer.ms(5) {
-  ticks++
-  bytes["read", ticks % 2] += 10
-  lat <<< ticks
-  name = "strings are not metrics"
+/// Scrapes (at most 50 times, 100 ms apart) until `done` holds of the
+/// text; the last text.
+fn scrape_until(addr: &str, done: impl Fn(&str) -> bool) -> String {
+    let mut text = String::new();
+    for _ in 0..50 {
+        let (status, body) = get(addr, "/metrics");
+        assert!(status.ends_with("200 OK"), "{status}");
+        text = body;
+        if done(&text) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    text
 }
-probe timer.s(2) { print(@hist_log(lat)); exit() }
+
+/// SIGINT to utap, which must then end well.
+fn stop(child: Child) {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// `promtool check metrics` on `text` exits 0 and says nothing (a lint
+/// warning is a failure); skipped, saying so, without promtool.
+fn promtool(text: &str, test: &str) {
+    let Ok(mut p) = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    else {
+        eprintln!("{test}: promtool missing (apt-get install prometheus), its check skipped");
+        return;
+    };
+    p.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = p.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success() && said.is_empty(), "promtool: {said}\n{text}");
+}
+
+/// Every kind of exported global, with values a `begin` probe fixes: the
+/// exposition is exact (HELP and TYPE per family, counters from `++`/`+=`,
+/// label names from the index expressions, histogram buckets over the
+/// populated range only), strings, `__` names and the tapset's `argc` are
+/// left out, and promtool accepts it without a warning.
+const SCRIPT: &str = r#"
+global bytes, lat, lin, name, depth, readBytes, __hidden
+probe begin {
+  for (i = 1; i <= 1000; i++) { lat <<< i; lin <<< i % 50 }
+  op = "read"
+  bytes[op, 3] += 10
+  bytes[op, 4] += 5
+  depth = 7
+  readBytes += 3
+  __hidden++
+  name = "strings are not metrics"
+  if (argc > 5) depth = 1
+}
+probe timer.s(30) { exit() }
+probe end { print(@hist_log(lat)); print(@hist_linear(lin, 0, 100, 10)) }
+"#;
+
+const EXPOSITION: &str = r#"# HELP bytes_total utap global bytes of <input>
+# TYPE bytes_total counter
+bytes_total{op="read",key2="3"} 10
+bytes_total{op="read",key2="4"} 5
+# HELP lat utap global lat of <input>
+# TYPE lat histogram
+lat_bucket{le="1"} 1
+lat_bucket{le="3"} 3
+lat_bucket{le="7"} 7
+lat_bucket{le="15"} 15
+lat_bucket{le="31"} 31
+lat_bucket{le="63"} 63
+lat_bucket{le="127"} 127
+lat_bucket{le="255"} 255
+lat_bucket{le="511"} 511
+lat_bucket{le="1023"} 1000
+lat_bucket{le="+Inf"} 1000
+lat_sum 500500
+lat_count 1000
+# HELP lin utap global lin of <input>
+# TYPE lin histogram
+lin_bucket{le="9"} 200
+lin_bucket{le="19"} 400
+lin_bucket{le="29"} 600
+lin_bucket{le="39"} 800
+lin_bucket{le="49"} 1000
+lin_bucket{le="+Inf"} 1000
+lin_sum 24500
+lin_count 1000
+# HELP depth utap global depth of <input>
+# TYPE depth gauge
+depth 7
+# HELP read_bytes_total utap global readBytes of <input>
+# TYPE read_bytes_total counter
+read_bytes_total 3
 "#;
 
 #[test]
 fn globals_are_served_in_the_prometheus_text_format() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_utap"))
-        .args(["--metrics", "127.0.0.1:0", "-e", SCRIPT])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("utap runs");
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("utap: serving metrics at http://")
-        .and_then(|l| l.strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_string();
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let (status, text) = get(&addr, "/metrics");
+    let (child, addr) = serving(&["-e", SCRIPT]);
+    let text = scrape_until(&addr, |t| !t.is_empty());
     let (missing, _) = get(&addr, "/elsewhere");
-    assert!(child.wait().unwrap().success());
-    assert!(status.ends_with("200 OK"), "{status}");
+    let (post, _) = request(&addr, "POST /metrics HTTP/1.0\r\n\r\n");
+    stop(child);
     assert!(missing.ends_with("404 Not Found"), "{missing}");
-
-    assert!(text.starts_with("# TYPE ticks gauge\nticks "), "{text}");
-    assert!(
-        text.contains("# TYPE bytes gauge\nbytes{key1=\"read\",key2=\""),
-        "{text}"
-    );
-    assert!(text.contains("# TYPE lat histogram\n"), "{text}");
-    assert!(text.contains("lat_bucket{le=\"+Inf\"} "), "{text}");
-    assert!(
-        text.contains("\nlat_count ") && text.contains("\nlat_sum "),
-        "{text}"
-    );
-    assert!(!text.contains("name"), "{text}");
+    assert!(post.ends_with("405 Method Not Allowed"), "{post}");
+    assert_eq!(text, EXPOSITION);
+    promtool(&text, "globals_are_served_in_the_prometheus_text_format");
 
     let Some(families) = parse(&text, "globals_are_served_in_the_prometheus_text_format") else {
         return;
     };
-    let lines: Vec<&str> = families.lines().collect();
-    assert_eq!(lines[0], "ticks gauge 1", "{families}");
-    assert_eq!(lines[1], "bytes gauge 2", "{families}");
-    assert!(lines[2].starts_with("lat histogram "), "{families}");
+    assert_eq!(
+        families,
+        "bytes counter 2\nlat histogram 13\nlin histogram 8\ndepth gauge 1\nread_bytes counter 1\n"
+    );
+}
+
+/// A session tracing a real program, scraped while it runs: the families
+/// of a typical exporter (counts per syscall name, a size histogram, a
+/// gauge per descriptor) pass `promtool check metrics` with no warning,
+/// and the histogram's buckets stay within the sizes written.
+#[test]
+fn promtool_accepts_a_scrape_of_a_traced_program() {
+    let script = r#"
+global calls, sizes, last_size
+probe syscall.* { calls[name]++ }
+probe syscall.write { sizes <<< count; last_size[fd] = count }
+probe end { print(@hist_log(sizes)) }
+"#;
+    let cmd = format!("/bin/sh -c '{}; exec sleep 20'", support::fixture("syscalls"));
+    let (child, addr) = serving(&["-e", script, "-c", &cmd]);
+    let text = scrape_until(&addr, |t| t.contains("calls_total{name=\"kill\"} 1\n"));
+    stop(child);
+    assert!(
+        text.contains("# HELP calls_total utap global calls of <input>\n# TYPE calls_total counter\n"),
+        "{text}"
+    );
+    assert!(text.contains("# TYPE last_size gauge\nlast_size{fd=\""), "{text}");
+    // Writes of 1 to a few hundred bytes: a handful of buckets, not 128.
+    let buckets = text.matches("sizes_bucket{").count();
+    assert!((2..=12).contains(&buckets), "{buckets} buckets:\n{text}");
+    promtool(&text, "promtool_accepts_a_scrape_of_a_traced_program");
 }
 
 #[test]
@@ -170,7 +274,7 @@ fn probe_prometheus_builds_the_text_served() {
         if text.contains("syscalls_total{name=\"kill\"} 1\n") {
             break;
         }
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(100));
     }
     let (_, again) = get(&addr, "/metrics");
     // SAFETY: signalling our own child.
@@ -281,4 +385,120 @@ fn probe_prometheus_is_listed_and_value_is_write_only() {
         err.contains("not a context variable of this probe"),
         "{err}"
     );
+}
+
+/// Threads of process `pid` (`Threads:` of /proc/PID/status).
+fn threads(pid: u32) -> usize {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no Threads line:\n{status}"))
+}
+
+/// 100 idle connections (connected, never a request) hold at most 16
+/// connection threads: utap's thread count stays within its count before
+/// plus 18. A scrape beside them is answered within 2 s (200, or a 503 or
+/// a reset from the cap: refused, not hung), and once they close scrapes
+/// are served again.
+#[test]
+fn idle_connections_are_capped() {
+    let (child, addr) = serving(&["-e", "probe timer.s(60) { exit() }"]);
+    let pid = child.id();
+    // The server is up once it answers.
+    scrape_until(&addr, |_| true);
+    let before = threads(pid);
+    let idle: Vec<TcpStream> = (0..100)
+        .map(|_| TcpStream::connect(&addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let during = threads(pid);
+    let t = Instant::now();
+    let beside = std::panic::catch_unwind(|| get(&addr, "/metrics").0);
+    let took = t.elapsed();
+    drop(idle);
+    std::thread::sleep(Duration::from_millis(300));
+    let (after, _) = get(&addr, "/metrics");
+    stop(child);
+    assert!(
+        during <= before + 16 + 2,
+        "{before} threads before, {during} with 100 idle connections"
+    );
+    if let Ok(status) = &beside {
+        assert!(
+            status.ends_with("200 OK") || status.ends_with("503 Service Unavailable"),
+            "{status}"
+        );
+    }
+    assert!(took < Duration::from_secs(2), "the 101st waited {took:?}");
+    assert!(after.ends_with("200 OK"), "{after}");
+}
+
+/// A client that never finishes its request is cut off after the 5 s
+/// timeout (not held for ever), and others are served meanwhile.
+#[test]
+fn a_slow_client_times_out() {
+    let (child, addr) = serving(&["-e", "probe timer.s(60) { exit() }"]);
+    let mut slow = TcpStream::connect(&addr).unwrap();
+    slow.write_all(b"GET /metrics HTTP/1.0\r\n").unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let t = Instant::now();
+    let (meanwhile, _) = get(&addr, "/metrics");
+    let mut got = Vec::new();
+    let read = slow.read_to_end(&mut got);
+    let took = t.elapsed();
+    stop(child);
+    assert!(meanwhile.ends_with("200 OK"), "{meanwhile}");
+    assert!(read.is_ok() && got.is_empty(), "{read:?} {got:?}");
+    assert!(
+        (Duration::from_millis(4500)..Duration::from_secs(8)).contains(&took),
+        "cut off after {took:?}"
+    );
+}
+
+/// The counter rule: only `++` and `+=` of a non-negative literal keep a
+/// long a counter; `--`, `+= expr`, `-=`, `=` and `delete` make it a gauge.
+/// Label names come from variables and argument-less calls.
+#[test]
+fn counters_are_globals_only_ever_incremented() {
+    let script = r#"
+global inc, dec, plus_expr, minus, set, deleted, by_call, mixed
+probe begin {
+  inc++; inc += 2
+  dec++; dec--
+  plus_expr += inc
+  minus -= 0
+  set = 4
+  deleted[1]++; deleted[2]++; delete deleted[2]
+  by_call[execname(), pid()] += 1
+  k = 5
+  mixed[k, 1] = 1
+  mixed[k + 1, 2] = 1
+}
+probe timer.s(30) { exit() }
+"#;
+    let (child, addr) = serving(&["-e", script]);
+    let text = scrape_until(&addr, |t| !t.is_empty());
+    stop(child);
+    let types: Vec<&str> = text.lines().filter(|l| l.starts_with("# TYPE")).collect();
+    assert_eq!(
+        types,
+        [
+            "# TYPE inc_total counter",
+            "# TYPE dec gauge",
+            "# TYPE plus_expr gauge",
+            "# TYPE minus gauge",
+            "# TYPE set gauge",
+            "# TYPE deleted gauge",
+            "# TYPE by_call_total counter",
+            "# TYPE mixed gauge",
+        ],
+        "{text}"
+    );
+    assert!(text.contains("\ninc_total 3\n"), "{text}");
+    assert!(text.contains("\nby_call_total{execname=\""), "{text}");
+    assert!(text.contains("\",pid=\""), "{text}");
+    assert!(text.contains("\nmixed{key1=\"5\",key2=\"1\"} 1\n"), "{text}");
+    promtool(&text, "counters_are_globals_only_ever_incremented");
 }

@@ -221,9 +221,11 @@ pub fn run(
         verbose: opts.verbose > 0,
     };
     let limit = opts.timeout.map(Duration::from_secs_f64);
+    // The user's script is the first file read (see main's `passes`).
+    let metric_specs = utap_compiler::metrics::specs(program, 0, map.name(0));
     let (Some(target), Some(handover)) = (target, handover) else {
         let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
-        let metrics = start_metrics(opts, &mut rt)?;
+        let metrics = start_metrics(opts, &mut rt, metric_specs)?;
         let (transport, mut producer) = start_transport(opts, &mut rt)?;
         transport.on_closed(scheduler::interrupt);
         scheduler::install_interrupt_handler();
@@ -248,6 +250,7 @@ pub fn run(
         stopless,
         inproc.as_ref().map(|i| i.image.clone()),
         handover,
+        metric_specs,
     );
     // Every thread is detached now: the foreground may go.
     let mut h = lock(handover);
@@ -352,16 +355,18 @@ fn warn_unserved_prometheus(opts: &cli::Options, program: &Program) {
 }
 
 /// `--metrics ADDR`: the HTTP server's thread, started in the process that
-/// runs the session (after the split: a fork keeps only the calling thread).
+/// runs the session (after the split: a fork keeps only the calling thread),
+/// exporting the globals `specs` name.
 fn start_metrics(
     opts: &cli::Options,
     rt: &mut ScriptRuntime,
+    specs: Vec<utap_runtime::metrics::MetricSpec>,
 ) -> Result<Option<utap_runtime::metrics::MetricsServer>, PassError> {
     let Some(addr) = &opts.metrics else {
         return Ok(None);
     };
     let (server, requests) =
-        utap_runtime::metrics::MetricsServer::start(addr).map_err(PassError::Message)?;
+        utap_runtime::metrics::MetricsServer::start(addr, specs).map_err(PassError::Message)?;
     eprintln!("utap: serving metrics at http://{}/metrics", server.addr);
     rt.set_metrics(requests);
     Ok(Some(server))
@@ -417,9 +422,10 @@ fn traced(
     stopless: Vec<bool>,
     inproc: Option<Arc<utap_runtime::dataplane::InProcImage>>,
     handover: &SharedHandover,
+    metric_specs: Vec<utap_runtime::metrics::MetricSpec>,
 ) -> Result<i32, PassError> {
     let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
-    let _metrics = start_metrics(opts, &mut rt)?;
+    let _metrics = start_metrics(opts, &mut rt, metric_specs)?;
     let (transport, producer) = start_transport(opts, &mut rt)?;
     transport.on_closed(|| {
         interrupt::request();

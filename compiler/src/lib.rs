@@ -13,6 +13,7 @@ pub mod foreign;
 pub mod lexer;
 pub mod locks;
 pub mod macros;
+pub mod metrics;
 pub mod parser;
 pub mod preprocess;
 pub mod print;

@@ -284,22 +284,28 @@ impl ScriptRuntime {
     }
 
     /// Answers the scrapes waiting now; the session calls it between
-    /// events. Never blocks. The text is what the `probe prometheus`
-    /// handlers leave in `$value` when the script has some (they run here,
-    /// once per scrape), else the globals' automatic exposition. True when
-    /// a handler ended the session (`exit()`, too many errors).
+    /// events. Never blocks, and costs one atomic load when nobody
+    /// scrapes. The reply is a copy of the exported globals (formatted on
+    /// the HTTP side), or the text the `probe prometheus` handlers leave
+    /// in `$value` when the script has some (they run here, once per
+    /// scrape). True when a handler ended the session (`exit()`, too many
+    /// errors).
     pub fn serve_metrics(&mut self, sink: &mut dyn OutputSink) -> bool {
         let Some(requests) = self.metrics.take() else {
             return false;
         };
-        let handlers = self.ordered(|t| matches!(t, Trigger::Prometheus).then_some(0));
-        if handlers.is_empty() {
-            self.settle_globals(sink);
+        if requests.wanted() {
+            let handlers = self.ordered(|t| matches!(t, Trigger::Prometheus).then_some(0));
+            if handlers.is_empty() {
+                self.settle_globals(sink);
+                let values = sink::snapshot(&self.state, requests.globals());
+                requests.serve(|| crate::metrics::Reply::Globals(values));
+            } else {
+                requests.serve(|| {
+                    crate::metrics::Reply::Text(self.prometheus_text(&handlers, sink))
+                });
+            }
         }
-        requests.serve(|| match handlers.is_empty() {
-            true => sink::metrics(&self.state),
-            false => self.prometheus_text(&handlers, sink),
-        });
         self.metrics = Some(requests);
         self.phase() != Phase::Running
     }

@@ -77,12 +77,23 @@ pub fn autoprint_json(state: &ScriptState, out: &mut Vec<u8>) {
     each_autoprinted(state, |name, value| crate::json::global(out, name, value));
 }
 
-/// The script's numeric globals in the Prometheus text format (`--metrics`).
-pub fn metrics(state: &ScriptState) -> String {
-    let mut out = String::new();
-    let all: Vec<usize> = (0..state.image.globals.len()).collect();
-    each_global(state, &all, |name, value| {
-        crate::metrics::expose(&mut out, name, value)
+/// Copies of globals `which` for a `--metrics` scrape, taken on the tracer
+/// thread and formatted elsewhere (see `crate::metrics`).
+pub fn snapshot(state: &ScriptState, which: &[usize]) -> crate::metrics::Snapshot {
+    use crate::metrics::Value;
+    let mut out = Vec::with_capacity(which.len());
+    each_global(state, which, |_, value| {
+        out.push(match value {
+            GlobalValue::Long(v) => Value::Long(v),
+            GlobalValue::Stat(s) => Value::Stat(s.clone()),
+            GlobalValue::LongMap(m) => {
+                Value::LongMap(m.iter().map(|(k, v)| (k.to_vec(), *v)).collect())
+            }
+            GlobalValue::StatMap(m) => {
+                Value::StatMap(m.iter().map(|(k, s)| (k.to_vec(), s.clone())).collect())
+            }
+            GlobalValue::Str(_) | GlobalValue::StrMap(_) => Value::Absent,
+        })
     });
     out
 }
