@@ -21,6 +21,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from overhead import fixture  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 UTAP = os.path.join(ROOT, "target", "release", "utap")
 
@@ -29,15 +32,6 @@ probe process.begin { println("attached") }
 probe process.syscall { if ($syscall == 110) n++ }
 probe end { printf("%d\\n", n) }
 """
-
-
-def fixture(name):
-    build = os.path.join(ROOT, "target", "release", "build")
-    for d in sorted(os.listdir(build)):
-        p = os.path.join(build, d, "out", "fixtures", name)
-        if os.path.exists(p):
-            return p
-    sys.exit(f"fixture {name} not found: run cargo build --release first")
 
 
 class Gate:

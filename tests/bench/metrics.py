@@ -23,6 +23,8 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from overhead import fixture  # noqa: E402
 
 # A typical exporter: counts per syscall name, a size histogram, and a
 # table of 2,000 entries (a per-key gauge: what makes a scrape's text long).
@@ -32,16 +34,6 @@ probe syscall.* { calls[name]++ }
 probe syscall.write { sizes <<< count }
 probe end { print(@hist_log(sizes)) }
 """
-
-
-def fixture(name):
-    """Path of a compiled fixture from the release build's build-script output."""
-    build = os.path.join(ROOT, "target", "release", "build")
-    for d in sorted(os.listdir(build)):
-        p = os.path.join(build, d, "out", "fixtures", name)
-        if os.path.exists(p):
-            return p
-    sys.exit(f"fixture {name} not found: run cargo build --release first")
 
 
 def scrape_loop(addr, stop, latencies):

@@ -337,11 +337,11 @@ fn tail_exit(off: u64) -> Option<Exit> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use iced_x86::{Code, Decoder, DecoderOptions, Instruction, Register};
 
-    fn decode_all(bytes: &[u8], ip: u64) -> Vec<Instruction> {
+    pub(in crate::dataplane) fn decode_all(bytes: &[u8], ip: u64) -> Vec<Instruction> {
         Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE)
             .into_iter()
             .collect()

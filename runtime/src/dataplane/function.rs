@@ -273,13 +273,8 @@ pub fn rdgsbase_works() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dataplane::code::tests::decode_all;
     use iced_x86::Register;
-
-    fn decode_all(bytes: &[u8], ip: u64) -> Vec<Instruction> {
-        Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE)
-            .into_iter()
-            .collect()
-    }
 
     #[test]
     fn the_common_entry_decodes_and_balances_its_stack() {

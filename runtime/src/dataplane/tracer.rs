@@ -387,7 +387,13 @@ impl Tracer {
             .map(|(&p, s)| (p, s.pages.iter().map(|&(b, _)| b).collect()))
             .collect();
         for (pid, pages) in work {
-            let Some(tid) = self.held_thread_of(pid) else {
+            // A thread held at a clone or fork event is moved on to an
+            // interrupt stop first (as for the slot pages).
+            let owner = self.core.uprobes.owner(pid);
+            let Some(tid) = self
+                .held_thread_of(pid)
+                .or_else(|| self.interrupt_at_event(owner))
+            else {
                 continue;
             };
             let Ok(regs) = ptrace::get_regs(tid) else {

@@ -198,7 +198,7 @@ impl Tracer {
     /// interrupt is queued first, then it is resumed. Issue 29: a `-c`
     /// program whose only thread was starting a second one kept its slot
     /// page after SIGINT (4 of 25 trials).
-    fn interrupt_at_event(&mut self, owner: Tid) -> Option<Tid> {
+    pub(crate) fn interrupt_at_event(&mut self, owner: Tid) -> Option<Tid> {
         let i = self.core.uprobes_held.iter().position(|&(tid, status)| {
             let creating = matches!(ptrace::decode(status), Status::Event { event, .. }
                 if event == ptrace::EVENT_CLONE || event == ptrace::EVENT_FORK);
