@@ -309,21 +309,36 @@ fn function_entries_count_exactly_in_process() {
          probe end {{ foreach (k+ in a) printf(\"%d %d\\n\", k, a[k]) }}"
     );
     let cases = [
-        (hot_script(&ufuncs), format!("{ufuncs} threads 50000"), 200_000),
+        (
+            hot_script(&ufuncs),
+            format!("{ufuncs} threads 50000"),
+            200_000,
+        ),
         (by_arg, format!("{ufuncs} basic 30000"), 30_000),
     ];
     for (script, cmd, hits) in cases {
         let inproc = utap_c(&script, &cmd, true);
         let tracer = utap_c(&script, &cmd, false);
         assert_eq!(inproc.status, 0, "{cmd}: {}", inproc.stderr);
-        assert_eq!(inproc.stdout, tracer.stdout, "{cmd}: in process (left), tracer");
+        assert_eq!(
+            inproc.stdout, tracer.stdout,
+            "{cmd}: in process (left), tracer"
+        );
         let ([_, failed, _, entries, ..], [served, skipped, invalid]) =
             plane_counts(&inproc.stderr);
         assert_eq!((failed, skipped, invalid), (0, 0, 0), "{cmd}");
         assert!(entries >= 1 && served >= hits, "{cmd}: {}", inproc.stderr);
-        assert!(ptrace_stops(&inproc.stderr) < 100, "{cmd}: {}", inproc.stderr);
+        assert!(
+            ptrace_stops(&inproc.stderr) < 100,
+            "{cmd}: {}",
+            inproc.stderr
+        );
     }
-    let o = utap_c(&hot_script(&ufuncs), &format!("{ufuncs} threads 50000"), true);
+    let o = utap_c(
+        &hot_script(&ufuncs),
+        &format!("{ufuncs} threads 50000"),
+        true,
+    );
     // The program's own line, then the script's sum.
     assert_eq!(o.stdout, "hot 200000\n200000\n");
 }

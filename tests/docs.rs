@@ -68,19 +68,38 @@ fn man_page_renders_with_man() {
     // The sections a reader looks for, in man(7)'s order.
     let mut at = 0;
     for section in [
-        "NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "EXAMPLES", "EXIT STATUS", "ENVIRONMENT",
-        "FILES", "SEE ALSO",
+        "NAME",
+        "SYNOPSIS",
+        "DESCRIPTION",
+        "OPTIONS",
+        "EXAMPLES",
+        "EXIT STATUS",
+        "ENVIRONMENT",
+        "FILES",
+        "SEE ALSO",
     ] {
         let found = text[at..].find(&format!("\n{section}\n"));
-        assert!(found.is_some(), "no {section} section after byte {at}:\n{text}");
+        assert!(
+            found.is_some(),
+            "no {section} section after byte {at}:\n{text}"
+        );
         at += found.unwrap() + 1;
     }
     let environment = &text[text.find("\nENVIRONMENT\n").unwrap()..text.find("\nFILES\n").unwrap()];
     for var in utap_variables() {
-        assert!(environment.contains(&var), "ENVIRONMENT does not describe {var}:\n{environment}");
+        assert!(
+            environment.contains(&var),
+            "ENVIRONMENT does not describe {var}:\n{environment}"
+        );
     }
-    assert!(text.contains("utapd.sock") && text.contains("/usr/share/utap/stdlib"), "{text}");
-    assert!(text.contains("stapprobes(3stap)") && text.contains("error::pass5(7stap)"), "{text}");
+    assert!(
+        text.contains("utapd.sock") && text.contains("/usr/share/utap/stdlib"),
+        "{text}"
+    );
+    assert!(
+        text.contains("stapprobes(3stap)") && text.contains("error::pass5(7stap)"),
+        "{text}"
+    );
 }
 
 /// Every `UTAP_*` variable utap reads (`var("UTAP_..")` or `var_os` in
@@ -104,7 +123,9 @@ fn utap_variables() -> Vec<String> {
         .iter()
         .flat_map(|f| {
             let text = std::fs::read_to_string(f).unwrap();
-            re.captures_iter(&text).map(|c| c[1].to_string()).collect::<Vec<_>>()
+            re.captures_iter(&text)
+                .map(|c| c[1].to_string())
+                .collect::<Vec<_>>()
         })
         .collect();
     vars.sort();
@@ -131,9 +152,18 @@ fn complete(words: &[&str], dir: &Path) -> Vec<String> {
         words[n - 1],
         words[n - 2],
     );
-    let bash = Command::new("bash").arg("-c").arg(program).current_dir(dir).output().unwrap();
+    let bash = Command::new("bash")
+        .arg("-c")
+        .arg(program)
+        .current_dir(dir)
+        .output()
+        .unwrap();
     std::fs::remove_file(&script).unwrap();
-    assert!(bash.status.success(), "{}", String::from_utf8_lossy(&bash.stderr));
+    assert!(
+        bash.status.success(),
+        "{}",
+        String::from_utf8_lossy(&bash.stderr)
+    );
     let text = String::from_utf8_lossy(&bash.stdout).into_owned();
     let mut lines = text.lines().map(str::to_string);
     assert_eq!(
@@ -152,7 +182,12 @@ fn bash_completes_probe_points_after_l() {
     let got = complete(&[bin, "-l", "syscall.opena"], &root());
     assert_eq!(
         got,
-        ["syscall.openat", "syscall.openat.return", "syscall.openat2", "syscall.openat2.return"]
+        [
+            "syscall.openat",
+            "syscall.openat.return",
+            "syscall.openat2",
+            "syscall.openat2.return"
+        ]
     );
     let got = complete(&[bin, "-L", "process.thread."], &root());
     assert_eq!(got, ["process.thread.begin", "process.thread.end"]);
@@ -165,16 +200,25 @@ fn bash_completes_the_users_pids_after_x() {
     }
     let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
     let pid = sleeper.id().to_string();
-    let got = complete(&[env!("CARGO_BIN_EXE_utap"), "-x", &pid[..pid.len() - 1]], &root());
+    let got = complete(
+        &[env!("CARGO_BIN_EXE_utap"), "-x", &pid[..pid.len() - 1]],
+        &root(),
+    );
     sleeper.kill().unwrap();
     sleeper.wait().unwrap();
     assert!(got.contains(&pid), "{pid} not in {got:?}");
-    assert!(got.iter().all(|p| p.starts_with(&pid[..pid.len() - 1])), "{got:?}");
+    assert!(
+        got.iter().all(|p| p.starts_with(&pid[..pid.len() - 1])),
+        "{got:?}"
+    );
 }
 
 #[test]
 fn bash_completes_scripts_and_directories_for_the_script() {
-    if tool_missing("bash", "bash_completes_scripts_and_directories_for_the_script") {
+    if tool_missing(
+        "bash",
+        "bash_completes_scripts_and_directories_for_the_script",
+    ) {
         return;
     }
     let dir = temp("scripts");
@@ -207,10 +251,19 @@ fn zsh_and_fish_completions_name_the_options() {
     let bash = String::from_utf8(utap(&["--completions", "bash"]).stdout).unwrap();
     assert!(bash.contains("read_stopwatch_us"), "{bash}");
     // PIDs after -x, probe points after -l/-L, .stp files for the script.
-    assert!(zsh.contains(":PID:_pids'") && zsh.contains(":PATTERN:{compadd -- ${(f)\"$(utap -l"), "{zsh}");
+    assert!(
+        zsh.contains(":PID:_pids'") && zsh.contains(":PATTERN:{compadd -- ${(f)\"$(utap -l"),
+        "{zsh}"
+    );
     assert!(zsh.contains(r#"the options:_files -g "*.stp"'"#), "{zsh}");
-    assert!(fish.contains("complete -c utap -s x -f -a '(__fish_complete_pids)'"), "{fish}");
-    assert!(fish.contains("complete -c utap -s l -s L -f -a '(utap -l \"**\" 2>/dev/null)'"), "{fish}");
+    assert!(
+        fish.contains("complete -c utap -s x -f -a '(__fish_complete_pids)'"),
+        "{fish}"
+    );
+    assert!(
+        fish.contains("complete -c utap -s l -s L -f -a '(utap -l \"**\" 2>/dev/null)'"),
+        "{fish}"
+    );
 }
 
 #[test]
@@ -401,7 +454,10 @@ fn readme_is_a_front_door_whose_commands_all_run() {
     let count = text.lines().count();
     assert!(count <= 400, "README.md has {count} lines (at most 400)");
     let (marked, unmarked) = samples::blocks(&readme);
-    assert!(unmarked.is_empty(), "README.md: command blocks at lines {unmarked:?} have no marker");
+    assert!(
+        unmarked.is_empty(),
+        "README.md: command blocks at lines {unmarked:?} have no marker"
+    );
     let first = marked.first().expect("README has command blocks");
     assert!(first.line <= 5, "the two commands come first");
     assert!(first.body[0].starts_with("cargo build --release && ./target/release/utap examples/"));
@@ -414,7 +470,11 @@ fn readme_is_a_front_door_whose_commands_all_run() {
                 for l in &b.body {
                     let cmd = l.split("  #").next().unwrap().trim();
                     if !cmd.is_empty() && !cmd.starts_with('#') {
-                        assert!(ci_lines.contains(&cmd), "README.md:{}: `{cmd}` is not a line of .ci/run", b.line);
+                        assert!(
+                            ci_lines.contains(&cmd),
+                            "README.md:{}: `{cmd}` is not a line of .ci/run",
+                            b.line
+                        );
                     }
                 }
             }

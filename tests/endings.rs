@@ -407,7 +407,11 @@ probe process.function("hot") { if (++n > 2000) println(1 / z) }
         }
         assert_settled_untraced(pid, &format!(" after trial {trial}"));
     }
-    assert!(failed.is_empty(), "{} of 6 trials failed: {failed:#?}", failed.len());
+    assert!(
+        failed.is_empty(),
+        "{} of 6 trials failed: {failed:#?}",
+        failed.len()
+    );
 }
 
 /// Anonymous executable mappings of `pid` (our slot pages; the fixture
@@ -438,7 +442,9 @@ fn sigint_early_in_a_command_session_unmaps_the_slot_page() {
         let mut c = utap(script, &["-c", &format!("{} spin 2", fixture("ufuncs"))]);
         c.stdout(File::create(&path).unwrap()).stderr(Stdio::null());
         let mut child = c.spawn().unwrap();
-        wait_until("go", || std::fs::read_to_string(&path).is_ok_and(|s| s.contains("go")));
+        wait_until("go", || {
+            std::fs::read_to_string(&path).is_ok_and(|s| s.contains("go"))
+        });
         std::thread::sleep(Duration::from_millis(trial * 37 % 400));
         signal(child.id() as i32, libc::SIGINT);
         let status = wait_within_limit(&mut child);
@@ -452,7 +458,11 @@ fn sigint_early_in_a_command_session_unmaps_the_slot_page() {
         signal(pid, libc::SIGKILL);
     }
     std::fs::remove_dir_all(&dir).unwrap();
-    assert!(left.is_empty(), "{} of 30 trials left a slot page: {left:#?}", left.len());
+    assert!(
+        left.is_empty(),
+        "{} of 30 trials left a slot page: {left:#?}",
+        left.len()
+    );
 }
 
 /// The fixture's pid: the process of ours running `ufuncs spin 2` with

@@ -14,7 +14,10 @@ mod support;
 
 /// One HTTP/1.0 GET; the status line and the body.
 fn get(addr: &str, path: &str) -> (String, String) {
-    request(addr, &format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n"))
+    request(
+        addr,
+        &format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n"),
+    )
 }
 
 /// Sends `head` on a new connection; the status line and the body.
@@ -72,7 +75,10 @@ fn promtool(text: &str, test: &str) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success() && said.is_empty(), "promtool: {said}\n{text}");
+    assert!(
+        out.status.success() && said.is_empty(),
+        "promtool: {said}\n{text}"
+    );
 }
 
 /// Every kind of exported global, with values a `begin` probe fixes: the
@@ -167,15 +173,23 @@ probe syscall.* { calls[name]++ }
 probe syscall.write { sizes <<< count; last_size[fd] = count }
 probe end { print(@hist_log(sizes)) }
 "#;
-    let cmd = format!("/bin/sh -c '{}; exec sleep 20'", support::fixture("syscalls"));
+    let cmd = format!(
+        "/bin/sh -c '{}; exec sleep 20'",
+        support::fixture("syscalls")
+    );
     let (child, addr) = serving(&["-e", script, "-c", &cmd]);
     let text = scrape_until(&addr, |t| t.contains("calls_total{name=\"kill\"} 1\n"));
     stop(child);
     assert!(
-        text.contains("# HELP calls_total utap global calls of <input>\n# TYPE calls_total counter\n"),
+        text.contains(
+            "# HELP calls_total utap global calls of <input>\n# TYPE calls_total counter\n"
+        ),
         "{text}"
     );
-    assert!(text.contains("# TYPE last_size gauge\nlast_size{fd=\""), "{text}");
+    assert!(
+        text.contains("# TYPE last_size gauge\nlast_size{fd=\""),
+        "{text}"
+    );
     // Writes of 1 to a few hundred bytes: a handful of buckets, not 128.
     let buckets = text.matches("sizes_bucket{").count();
     assert!((2..=12).contains(&buckets), "{buckets} buckets:\n{text}");
@@ -442,7 +456,8 @@ fn a_slow_client_times_out() {
     let (child, addr) = serving(&["-e", "probe timer.s(60) { exit() }"]);
     let mut slow = TcpStream::connect(&addr).unwrap();
     slow.write_all(b"GET /metrics HTTP/1.0\r\n").unwrap();
-    slow.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
     let t = Instant::now();
     let (meanwhile, _) = get(&addr, "/metrics");
     let mut got = Vec::new();
@@ -499,6 +514,9 @@ probe timer.s(30) { exit() }
     assert!(text.contains("\ninc_total 3\n"), "{text}");
     assert!(text.contains("\nby_call_total{execname=\""), "{text}");
     assert!(text.contains("\",pid=\""), "{text}");
-    assert!(text.contains("\nmixed{key1=\"5\",key2=\"1\"} 1\n"), "{text}");
+    assert!(
+        text.contains("\nmixed{key1=\"5\",key2=\"1\"} 1\n"),
+        "{text}"
+    );
     promtool(&text, "counters_are_globals_only_ever_incremented");
 }

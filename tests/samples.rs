@@ -73,7 +73,11 @@ pub fn blocks(file: &Path) -> (Vec<Block>, Vec<usize>) {
                 i += 1;
             }
             match pending.take() {
-                Some(kind) => marked.push(Block { line: open, kind, body }),
+                Some(kind) => marked.push(Block {
+                    line: open,
+                    kind,
+                    body,
+                }),
                 None if tag == "sh" || body.first().is_some_and(|b| b.starts_with("$ ")) => {
                     unmarked.push(open)
                 }
@@ -121,7 +125,11 @@ fn scratch(n: usize, root: &Path) -> PathBuf {
 
 fn path_with_utap() -> String {
     let bin = Path::new(env!("CARGO_BIN_EXE_utap")).parent().unwrap();
-    format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default())
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
 }
 
 /// Runs a sample's command; its stdout, then its stderr.
@@ -159,17 +167,29 @@ pub fn run_block(root: &Path, body: &[String]) -> Result<(), String> {
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
     }
 }
 
 /// What a sample shows, filtered, against what its command prints now.
-pub fn check_sample(n: usize, root: &Path, filter: &str, body: &[String]) -> Result<Option<String>, String> {
+pub fn check_sample(
+    n: usize,
+    root: &Path,
+    filter: &str,
+    body: &[String],
+) -> Result<Option<String>, String> {
     let command = body
         .first()
         .and_then(|l| l.strip_prefix("$ "))
         .ok_or("a sample block starts with `$ COMMAND`")?;
-    let shown = body[1..].iter().map(|l| format!("{l}\n")).collect::<String>();
+    let shown = body[1..]
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect::<String>();
     let actual = run_sample(n, root, command);
     let want = filter::normalize(filter, shown.as_bytes())?;
     let got = filter::normalize(filter, actual.as_bytes())?;
@@ -181,7 +201,13 @@ pub fn check_sample(n: usize, root: &Path, filter: &str, body: &[String]) -> Res
         String::from_utf8_lossy(&got),
         String::from_utf8_lossy(&want)
     ))
-    .or_else(|e| if std::env::var_os("UTAP_BLESS").is_some() { Ok(Some(actual)) } else { Err(e) })
+    .or_else(|e| {
+        if std::env::var_os("UTAP_BLESS").is_some() {
+            Ok(Some(actual))
+        } else {
+            Err(e)
+        }
+    })
 }
 
 /// Writes fresh outputs into sample blocks: (fence line, output) pairs.
@@ -191,7 +217,9 @@ pub fn bless(file: &Path, fresh: &[(usize, String)]) {
     for (open, output) in fresh.iter().rev() {
         // lines[open] is `$ COMMAND`; the output runs to the closing fence.
         let start = open + 1;
-        let end = (start..lines.len()).find(|&i| lines[i].starts_with("```")).unwrap();
+        let end = (start..lines.len())
+            .find(|&i| lines[i].starts_with("```"))
+            .unwrap();
         let new: Vec<String> = output.lines().map(str::to_string).collect();
         lines.splice(start..end, new);
     }

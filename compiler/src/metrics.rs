@@ -21,9 +21,7 @@
 //!   Prometheus's `le`/`quantile`), is `keyN` (N counted from 1).
 
 use crate::ast::{AssignOp, FileId, IncDecOp};
-use crate::program::{
-    ContextVar, Expr, ExprKind, LValue, LocalVar, Program, StmtKind, Type,
-};
+use crate::program::{ContextVar, Expr, ExprKind, LValue, LocalVar, Program, StmtKind, Type};
 use crate::walk::{self, Node};
 use utap_runtime::metrics::MetricSpec;
 
@@ -185,10 +183,7 @@ fn label_names(keys: &[Option<Option<String>>]) -> Vec<String> {
         let fallback = format!("key{}", i + 1);
         let name = match k {
             Some(Some(n))
-                if !out.contains(n)
-                    && n != "le"
-                    && n != "quantile"
-                    && !is_fallback_name(n) =>
+                if !out.contains(n) && n != "le" && n != "quantile" && !is_fallback_name(n) =>
             {
                 n.clone()
             }
@@ -253,9 +248,6 @@ mod tests {
             Some(Some("le".to_string())),
             Some(Some("key1".to_string())),
         ];
-        assert_eq!(
-            label_names(&keys),
-            ["name", "key2", "key3", "key4", "key5"]
-        );
+        assert_eq!(label_names(&keys), ["name", "key2", "key3", "key4", "key5"]);
     }
 }

@@ -38,8 +38,8 @@ use utap_compiler::program::{PointKind, ProcessEvent, Program};
 use utap_compiler::route::{self, Route};
 use utap_runtime::dataplane::image::{InProcImage, NEVER_SERVED, SYSCALL_NUMBERS};
 use utap_runtime::dataplane::layout::{
-    BLOCK_HITS, CODE_LEN, COMMON_LEN, DataLayout, Header, JIT_DATA_LEN, LISTS_LEN, RAISE_ARRAY_FULL,
-    TableSpec, tag,
+    BLOCK_HITS, CODE_LEN, COMMON_LEN, DataLayout, Header, JIT_DATA_LEN, LISTS_LEN,
+    RAISE_ARRAY_FULL, TableSpec, tag,
 };
 use utap_runtime::dataplane::region::Region;
 use utap_runtime::script::context::{HandlerContext, ProbeValues};

@@ -67,7 +67,9 @@ pub fn common(stop: u64, max_action: i64) -> Vec<u8> {
     let mut a = Asm::new();
     let (out, skip, next, done) = (a.label(), a.label(), a.label(), a.label());
     // pushfq; push rcx, rdx, rsi, rdi, r8, r9, r10, r11
-    a.bytes(&[0x9c, 0x51, 0x52, 0x56, 0x57, 0x41, 0x50, 0x41, 0x51, 0x41, 0x52, 0x41, 0x53]);
+    a.bytes(&[
+        0x9c, 0x51, 0x52, 0x56, 0x57, 0x41, 0x50, 0x41, 0x51, 0x41, 0x52, 0x41, 0x53,
+    ]);
     a.bytes(&[0xf3, 0x49, 0x0f, 0xae, 0xcb]); // rdgsbase r11
     a.bytes(&[0x4d, 0x85, 0xdb, 0x0f, 0x84]); // test r11, r11; jz out
     a.rel32(out);
@@ -137,7 +139,9 @@ pub fn common(stop: u64, max_action: i64) -> Vec<u8> {
     a.store_imm(super::layout::BLOCK_BUSY as u32, 0);
     a.bind(out);
     // pop r11, r10, r9, r8, rdi, rsi, rdx, rcx; popfq; ret 8
-    a.bytes(&[0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58, 0x5f, 0x5e, 0x5a, 0x59, 0x9d]);
+    a.bytes(&[
+        0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58, 0x5f, 0x5e, 0x5a, 0x59, 0x9d,
+    ]);
     a.bytes(&[0xc2, 0x08, 0x00]);
     a.bind(skip);
     a.bytes(&[0x49, 0xff, 0x83]); // inc qword [r11+SKIPPED]
@@ -290,13 +294,21 @@ mod tests {
             .filter(|i| matches!(i.code(), Code::Pop_r64 | Code::Popfq))
             .count();
         assert_eq!((pushes, pops), (12, 12));
-        assert!(ins.iter().any(|i| i.code() == Code::Rdgsbase_r64
-            && i.op0_register() == Register::R11));
+        assert!(
+            ins.iter()
+                .any(|i| i.code() == Code::Rdgsbase_r64 && i.op0_register() == Register::R11)
+        );
         let ret = ins.iter().find(|i| i.code() == Code::Retnq_imm16).unwrap();
         assert_eq!(ret.immediate16(), 8);
         // The argument vector registers are saved and restored.
-        let saved = ins.iter().filter(|i| i.code() == Code::Movdqa_xmmm128_xmm).count();
-        let restored = ins.iter().filter(|i| i.code() == Code::Movdqa_xmm_xmmm128).count();
+        let saved = ins
+            .iter()
+            .filter(|i| i.code() == Code::Movdqa_xmmm128_xmm)
+            .count();
+        let restored = ins
+            .iter()
+            .filter(|i| i.code() == Code::Movdqa_xmm_xmmm128)
+            .count();
         assert_eq!((saved, restored), (8, 8));
     }
 
@@ -321,7 +333,11 @@ mod tests {
         assert_eq!(stub_exit(offsets[1], &offsets, &lens).unwrap().site_off, 1);
         assert_eq!(stub_exit(offsets[3], &offsets, &lens).unwrap().site_off, 11);
         for i in &ins[..8] {
-            assert!(stub_exit(i.ip() - at, &offsets, &lens).is_some(), "{:?}", i.code());
+            assert!(
+                stub_exit(i.ip() - at, &offsets, &lens).is_some(),
+                "{:?}",
+                i.code()
+            );
         }
     }
 

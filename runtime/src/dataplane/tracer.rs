@@ -523,7 +523,8 @@ impl Core {
                 }
                 _ => false,
             }
-        } else if let Some((site, off, f)) = plane.spaces.get(&pid).and_then(|s| s.fstub_at(r.rip)) {
+        } else if let Some((site, off, f)) = plane.spaces.get(&pid).and_then(|s| s.fstub_at(r.rip))
+        {
             match super::function::stub_exit(off, &f.offsets, &f.lens) {
                 Some(e) => {
                     if let Some(at) = e.rax_at {
@@ -709,7 +710,15 @@ impl Tracer {
             self.core.uprobes.take_over(pid, site);
         }
         let done = self.map_into(tid, pid, regs)
-            && self.patch_function(tid, pid, site, &insns, &hooks, (first, int3.is_some()), regs);
+            && self.patch_function(
+                tid,
+                pid,
+                site,
+                &insns,
+                &hooks,
+                (first, int3.is_some()),
+                regs,
+            );
         if !done {
             self.refuse(pid, site);
             let _ = self.core.uprobes.insert(pid, site);
@@ -724,7 +733,13 @@ impl Tracer {
     /// the breakpoint over, sends the thread back to the site so the stub
     /// serves this hit, and resumes it. False: the hit is reported as
     /// usual (the site stays an `int3`, its hooks run here).
-    pub(crate) fn dataplane_function(&mut self, tid: Tid, pid: Tid, addr: u64, regs: &Regs) -> bool {
+    pub(crate) fn dataplane_function(
+        &mut self,
+        tid: Tid,
+        pid: Tid,
+        addr: u64,
+        regs: &Regs,
+    ) -> bool {
         let Some(plane) = self.core.dataplane.as_ref() else {
             return false;
         };
@@ -820,7 +835,8 @@ impl Tracer {
         let Some(list) = plane.list(hooks) else {
             return false;
         };
-        let Some((stub, offsets)) = super::function::stub(slot, insns, list, plane.fcommon()) else {
+        let Some((stub, offsets)) = super::function::stub(slot, insns, list, plane.fcommon())
+        else {
             return false;
         };
         let Some(jump) = code::site_jump(site, slot, d as usize) else {

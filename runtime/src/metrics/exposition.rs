@@ -217,15 +217,24 @@ mod tests {
             "{text}"
         );
         let empty = render(&[spec("e", false, &[])], &vec![Value::Stat(log_stat(&[]))]);
-        assert!(empty.contains("# TYPE e histogram\ne_bucket{le=\"+Inf\"} 0\ne_sum 0\ne_count 0\n"), "{empty}");
+        assert!(
+            empty.contains("# TYPE e histogram\ne_bucket{le=\"+Inf\"} 0\ne_sum 0\ne_count 0\n"),
+            "{empty}"
+        );
     }
 
     #[test]
     fn counters_gauges_and_labels() {
         let keys = vec![KeyPart::Str(b"a\"b".to_vec().into()), KeyPart::Long(3)];
         let text = render(
-            &[spec("calls_total", true, &["name"]), spec("depth", false, &["name"])],
-            &vec![Value::LongMap(vec![(keys.clone(), 7)]), Value::LongMap(Vec::new())],
+            &[
+                spec("calls_total", true, &["name"]),
+                spec("depth", false, &["name"]),
+            ],
+            &vec![
+                Value::LongMap(vec![(keys.clone(), 7)]),
+                Value::LongMap(Vec::new()),
+            ],
         );
         assert_eq!(
             text,

@@ -116,7 +116,9 @@ impl Exchange {
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
-        (slot.generation != asked).then(|| slot.reply.clone()).flatten()
+        (slot.generation != asked)
+            .then(|| slot.reply.clone())
+            .flatten()
     }
 
     fn publish(&self, reply: Reply) {

@@ -301,9 +301,8 @@ impl ScriptRuntime {
                 let values = sink::snapshot(&self.state, requests.globals());
                 requests.serve(|| crate::metrics::Reply::Globals(values));
             } else {
-                requests.serve(|| {
-                    crate::metrics::Reply::Text(self.prometheus_text(&handlers, sink))
-                });
+                requests
+                    .serve(|| crate::metrics::Reply::Text(self.prometheus_text(&handlers, sink)));
             }
         }
         self.metrics = Some(requests);

@@ -219,7 +219,13 @@ impl Shared {
                     .as_ref()
                     .is_some_and(|i| i.handlers.get(h.probe).is_some_and(Option::is_some))
         };
-        functions.place(ctl, pid, &d.functions, |h| self.matches(&h.filter, pid), in_process);
+        functions.place(
+            ctl,
+            pid,
+            &d.functions,
+            |h| self.matches(&h.filter, pid),
+            in_process,
+        );
         self.functions = functions;
     }
 

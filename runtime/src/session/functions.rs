@@ -323,7 +323,8 @@ fn offer_entries(
     for (&addr, site) in sites {
         let plain = site.ret.is_empty() && site.mark.is_none() && !not_entry.contains(&addr);
         if plain && !site.entry.is_empty() && site.entry.iter().all(&in_process) {
-            let hooks: Vec<(usize, usize)> = site.entry.iter().map(|h| (h.probe, h.point)).collect();
+            let hooks: Vec<(usize, usize)> =
+                site.entry.iter().map(|h| (h.probe, h.point)).collect();
             ctl.offer_function_site(Tid(pid), addr, &hooks);
         }
     }
