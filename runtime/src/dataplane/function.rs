@@ -157,10 +157,7 @@ pub fn common(stop: u64, max_action: i64) -> Vec<u8> {
 /// return or syscall) that end inside the function, with no branch of the
 /// function landing inside them. `None` if the site cannot be patched.
 pub fn displaced(code: &[u8], start: u64, site: u64) -> Option<Vec<Instruction>> {
-    let insns: Vec<Instruction> = Decoder::with_ip(64, code, start, DecoderOptions::NONE)
-        .into_iter()
-        .take_while(|i| i.code() != Code::INVALID)
-        .collect();
+    let insns = decode_function(code, start);
     let first = insns.iter().position(|i| i.ip() == site)?;
     let mut taken = Vec::new();
     let mut len = 0;
@@ -184,14 +181,27 @@ pub fn displaced(code: &[u8], start: u64, site: u64) -> Option<Vec<Instruction>>
     if len < 5 || len > MAX_DISPLACED {
         return None;
     }
-    let inside = site + 1..site + len;
-    let target_inside = insns.iter().any(|b| {
+    (!branch_lands_in(&insns, site + 1..site + len)).then_some(taken)
+}
+
+/// A function's instructions, decoded from its bytes `code` at `start`
+/// up to the first that does not decode.
+pub(super) fn decode_function(code: &[u8], start: u64) -> Vec<Instruction> {
+    Decoder::with_ip(64, code, start, DecoderOptions::NONE)
+        .into_iter()
+        .take_while(|i| i.code() != Code::INVALID)
+        .collect()
+}
+
+/// Whether a direct branch or call of `insns` lands inside `range` (the
+/// bytes a patch would replace, but for their first).
+pub(super) fn branch_lands_in(insns: &[Instruction], range: std::ops::Range<u64>) -> bool {
+    insns.iter().any(|b| {
         matches!(
             b.flow_control(),
             FlowControl::ConditionalBranch | FlowControl::UnconditionalBranch | FlowControl::Call
-        ) && inside.contains(&b.near_branch_target())
-    });
-    (!target_inside).then_some(taken)
+        ) && range.contains(&b.near_branch_target())
+    })
 }
 
 /// A function stub (see the module doc) at `stub` for the instructions

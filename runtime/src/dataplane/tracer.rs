@@ -3,9 +3,10 @@
 //! taking everything out again (see the module doc of `dataplane` for the
 //! invariants each step keeps).
 
-use iced_x86::{Code, Decoder, DecoderOptions, FlowControl, Instruction};
+use iced_x86::{Code, FlowControl, Instruction};
 
 use super::code::{self, Resume};
+use super::function;
 use super::layout::CODE_LEN;
 use crate::uprobe::{mem, xol};
 use crate::utrace::control::Core;
@@ -109,19 +110,11 @@ impl Tracer {
     /// neither a branch nor rip-relative, and no branch of the function
     /// lands inside it. Returns its address and bytes.
     fn displaceable(&mut self, pid: Tid, call: u64) -> Option<(u64, Vec<u8>)> {
-        let (start, size, func) = self.function_of(pid, call)?;
-        let off = call - start;
-        if !func || size == 0 || size > MAX_FUNCTION || off + 2 > size {
+        let (start, code) = self.function_code(pid, call)?;
+        if call + 2 > start + code.len() as u64 {
             return None;
         }
-        let mut code = vec![0u8; size as usize];
-        if mem::read(pid.0, start, &mut code).ok() != Some(code.len()) {
-            return None;
-        }
-        let insns: Vec<Instruction> = Decoder::with_ip(64, &code, start, DecoderOptions::NONE)
-            .into_iter()
-            .take_while(|i| i.code() != Code::INVALID)
-            .collect();
+        let insns = function::decode_function(&code, start);
         let at = insns.iter().position(|i| i.next_ip() == call)?;
         let (i, next) = (&insns[at], insns.get(at + 1)?);
         let site = i.ip();
@@ -129,16 +122,23 @@ impl Tracer {
             && i.len() >= 5
             && !i.is_ip_rel_memory_operand()
             && i.flow_control() == FlowControl::Next
-            && !insns.iter().any(|b| {
-                matches!(
-                    b.flow_control(),
-                    FlowControl::ConditionalBranch
-                        | FlowControl::UnconditionalBranch
-                        | FlowControl::Call
-                ) && (site + 1..call).contains(&b.near_branch_target())
-            });
+            && !function::branch_lands_in(&insns, site + 1..call);
         let from = (site - start) as usize;
         ok.then(|| (site, code[from..from + i.len()].to_vec()))
+    }
+
+    /// The bytes of the function holding `addr` in `pid` (a function
+    /// symbol, at most `MAX_FUNCTION` long), and its start.
+    fn function_code(&mut self, pid: Tid, addr: u64) -> Option<(u64, Vec<u8>)> {
+        let (start, size, func) = self.function_of(pid, addr)?;
+        if !func || size == 0 || size > MAX_FUNCTION || addr >= start + size {
+            return None;
+        }
+        let mut code = vec![0u8; size as usize];
+        if mem::read(pid.0, start, &mut code).ok() != Some(code.len()) {
+            return None;
+        }
+        Some((start, code))
     }
 
     /// The function holding `addr` in `pid`, by the symbols of the one
@@ -525,7 +525,7 @@ impl Core {
             }
         } else if let Some((site, off, f)) = plane.spaces.get(&pid).and_then(|s| s.fstub_at(r.rip))
         {
-            match super::function::stub_exit(off, &f.offsets, &f.lens) {
+            match function::stub_exit(off, &f.offsets, &f.lens) {
                 Some(e) => {
                     if let Some(at) = e.rax_at {
                         match mem::read_u64(pid.0, r.rsp + at) {
@@ -782,14 +782,8 @@ impl Tracer {
     /// of the function put back; `None` when the breakpoint there is
     /// shared or another one lies inside them.
     fn function_entry(&mut self, pid: Tid, addr: u64, first: u8) -> Option<Vec<Instruction>> {
-        let (start, size, func) = self.function_of(pid, addr)?;
-        if !func || size == 0 || size > MAX_FUNCTION || addr >= start + size {
-            return None;
-        }
-        let mut code = vec![0u8; size as usize];
-        if mem::read(pid.0, start, &mut code).ok() != Some(code.len()) {
-            return None;
-        }
+        let (start, mut code) = self.function_code(pid, addr)?;
+        let size = code.len() as u64;
         let empty = crate::uprobe::AddrMap::default();
         let bps = self.core.uprobes.space(pid).map_or(&empty, |s| &s.sites);
         if bps.get(&addr).is_some_and(|s| s.refs != 1) {
@@ -801,7 +795,7 @@ impl Tracer {
             }
         }
         code[(addr - start) as usize] = first;
-        let insns = super::function::displaced(&code, start, addr)?;
+        let insns = function::displaced(&code, start, addr)?;
         let end = insns.last()?.next_ip();
         let plane = self.core.dataplane.as_ref()?;
         let taken = |a: &u64| (addr + 1..end).contains(a);
@@ -835,8 +829,7 @@ impl Tracer {
         let Some(list) = plane.list(hooks) else {
             return false;
         };
-        let Some((stub, offsets)) = super::function::stub(slot, insns, list, plane.fcommon())
-        else {
+        let Some((stub, offsets)) = function::stub(slot, insns, list, plane.fcommon()) else {
             return false;
         };
         let Some(jump) = code::site_jump(site, slot, d as usize) else {
