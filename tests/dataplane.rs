@@ -440,3 +440,170 @@ fn sigkill_of_utap_never_harms_an_attached_program() {
     }
     assert!(failed.is_empty(), "{failed:#?}");
 }
+
+/// Entry and return probes on the same functions, all in the program:
+/// `$return` sums, a recursive function's returns, four threads, and a
+/// longjmp out of probed frames (their returns never come, and the
+/// shadow stack drops them) print what the tracer's route prints, with
+/// the hits served in the program.
+#[test]
+fn function_returns_count_exactly_in_process() {
+    let u = fixture("ufuncs");
+    let basic = format!(
+        "global e, r, s, f\nprobe process(\"{u}\").function(\"add\") {{ e++ }}\n\
+         probe process(\"{u}\").function(\"add\").return {{ r++; s += $return + $arg2 }}\n\
+         probe process(\"{u}\").function(\"fib\").return {{ f[$arg1] += $return }}\n\
+         probe end {{ printf(\"%d %d %d\\n\", e, r, s); foreach (k+ in f) printf(\"%d %d\\n\", k, f[k]) }}"
+    );
+    let threads = format!(
+        "global n, s\nprobe process(\"{u}\").function(\"hot\").return {{ n[tid()]++; s += $return - $arg1 }}\n\
+         probe end {{ t = 0; foreach (k in n) t += n[k]; printf(\"%d %d\\n\", t, s) }}"
+    );
+    let longjmp = format!(
+        "global e, r, j\nprobe process(\"{u}\").function(\"deep\") {{ e++ }}\n\
+         probe process(\"{u}\").function(\"deep\").return {{ r++ }}\n\
+         probe process(\"{u}\").function(\"jumper\").return {{ j += $return }}\n\
+         probe end {{ printf(\"%d %d %d\\n\", e, r, j) }}"
+    );
+    let cases = [
+        (basic, format!("{u} basic 20000"), "20000 20000 999950000\n"),
+        (threads, format!("{u} threads 50000"), "200000 200000\n"),
+        (longjmp, format!("{u} longjmp 5000"), "20000 0 35000\n"),
+    ];
+    for (script, cmd, want) in cases {
+        let inproc = utap_c(&script, &cmd, true);
+        let tracer = utap_c(&script, &cmd, false);
+        assert_eq!(inproc.status, 0, "{cmd}: {}", inproc.stderr);
+        assert_eq!(
+            inproc.stdout, tracer.stdout,
+            "{cmd}: in process (left), tracer"
+        );
+        assert!(inproc.stdout.contains(want), "{cmd}: {}", inproc.stdout);
+        let ([_, failed, _, entries, refused, _], [_, skipped, invalid]) =
+            plane_counts(&inproc.stderr);
+        assert_eq!((failed, refused, skipped, invalid), (0, 0, 0, 0), "{cmd}");
+        assert!(entries >= 1, "{cmd}: {}", inproc.stderr);
+        assert!(
+            ptrace_stops(&inproc.stderr) < 100,
+            "{cmd}: {}",
+            inproc.stderr
+        );
+    }
+}
+
+/// fork (the child's stack and shadow stack are copies, its returns come
+/// through its own copy) and vfork: sums of `$return` per process are the
+/// tracer route's.
+#[test]
+fn function_returns_across_fork_and_vfork() {
+    let u = fixture("ufuncs");
+    let script = format!(
+        "global n\nprobe process(\"{u}\").function(\"add\").return {{ n[pid()] += $return }}\n\
+         probe end {{ foreach (p in n) println(n[p]) }}"
+    );
+    for mode in ["fork", "vfork"] {
+        let cmd = format!("{u} {mode} 2000");
+        let sums = |o: &Outcome| {
+            let mut l: Vec<String> = o
+                .stdout
+                .lines()
+                .filter(|l| l.parse::<u64>().is_ok())
+                .map(str::to_string)
+                .collect();
+            l.sort();
+            l
+        };
+        let inproc = utap_c(&script, &cmd, true);
+        let tracer = utap_c(&script, &cmd, false);
+        assert_eq!(inproc.status, 0, "{cmd}: {}", inproc.stderr);
+        assert_eq!(sums(&inproc), sums(&tracer), "{cmd}: {}", inproc.stderr);
+        assert_eq!(sums(&inproc), ["3998000", "9995000"], "{cmd}");
+    }
+}
+
+/// A session that ends while every thread is inside a function whose
+/// return is hijacked (the threads' start routine): the real return
+/// addresses are put back, the program runs on to the right answer with
+/// its text and maps as on disk.
+#[test]
+fn pending_returns_are_put_back_when_the_session_ends() {
+    let u = fixture("ufuncs");
+    let dir = std::env::temp_dir().join(format!("utap-dp-ret-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (out, prog) = (dir.join("out"), dir.join("prog"));
+    let argv = [u.as_str(), "threads", "200000000"];
+    let script = format!(
+        "global n, w\nprobe process(\"{u}\").function(\"hot\") {{ n++ }}\n\
+         probe process(\"{u}\").function(\"worker\").return {{ w++ }}\n\
+         probe timer.ms(300) {{ exit() }}\nprobe end {{ printf(\"%d %d\\n\", n > 0, w) }}"
+    );
+    let cmd = format!("sh -c 'exec {} > {}'", argv.join(" "), prog.display());
+    // The command keeps what utap's stderr was open: a file, not a pipe.
+    let err = dir.join("err");
+    let mut c = utap(&script, &["-v", "-o", out.to_str().unwrap(), "-c", &cmd]);
+    c.stdout(std::process::Stdio::null());
+    c.stderr(std::fs::File::create(&err).unwrap());
+    let status = c.status().expect("run utap");
+    let o = Outcome {
+        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
+        status: status.code().unwrap_or(-1),
+    };
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, "1 0\n", "{}", o.stderr);
+    let Some(pid) = pid_of(&argv) else {
+        panic!("the command was not let go: {}", o.stderr)
+    };
+    wait_until("the data plane is taken out", || {
+        std::fs::read_to_string(format!("/proc/{pid}/maps"))
+            .is_ok_and(|m| !m.contains("utap-dataplane"))
+    });
+    assert_text_as_on_disk(pid);
+    // The workers return through their real addresses: the program ends
+    // with the right answer.
+    wait_until("the program ends", || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+    });
+    let printed = std::fs::read_to_string(&prog).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(printed, "hot 800000000\n", "{}", o.stderr);
+}
+
+/// SIGKILL of utap at random moments of `-x` sessions with entry and
+/// return probes in the program, five sessions in a row on one program
+/// (each later one finds the dead ones' patches, regions and pending
+/// returns): the program never traps or hangs and ends with the right
+/// answer.
+#[test]
+fn sigkill_of_utap_with_return_probes_never_harms_an_attached_program() {
+    let ufuncs = fixture("ufuncs");
+    let script = format!(
+        "global n, s\nprobe process(\"{ufuncs}\").function(\"hot\") {{ n++ }}\n\
+         probe process(\"{ufuncs}\").function(\"hot\").return {{ s += $return }}\n\
+         probe end {{ printf(\"%d\\n\", n) }}"
+    );
+    let mut failed = Vec::new();
+    for round in 0..4u64 {
+        let (child, pid) = start_hot("20000000");
+        for trial in 0..5u64 {
+            let mut u = utap(&script, &["-x", &pid.to_string()]);
+            u.stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
+            let mut tracer = u.spawn().expect("start utap");
+            let ms = (round * 5 + trial) * 37 % 300;
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+            let _ = tracer.kill();
+            let _ = tracer.wait();
+        }
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() || stdout != "hot 80000000\n" {
+            failed.push(format!("round {round}: {:?} {stdout:?}", out.status));
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+}

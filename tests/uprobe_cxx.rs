@@ -105,6 +105,58 @@ fn exceptions_cross_return_probes_without_changing_the_program() {
     }
 }
 
+/// The same counts with handlers that run in the program (the data
+/// plane's return stub and shadow stack; the unwinder's stops park and
+/// re-arm those frames too): as on the tracer's route and as the
+/// fixture's own counts.
+const INPROC_SCRIPT: &str = r#"global m, c, r, o, t, te
+probe process("EXE").function("middle").return { m++ }
+probe process("EXE").function("catcher").return { c++ }
+probe process("EXE").function("rethrower").return { r++ }
+probe process("EXE").function("outer").return { o++ }
+probe process("EXE").function("thrower").return { t++ }
+probe process("EXE").function("thrower") { te++ }
+probe end { printf("u_middle %d\nu_catcher %d\nu_rethrower %d\nu_outer %d\nu_thrower %d\nu_thrower_entry %d\n", m, c, r, o, t, te) }
+"#;
+
+#[test]
+fn exceptions_cross_return_probes_in_the_program() {
+    for opt in ["-O0", "-O2"] {
+        // Its own copy: the other test removes the shared build when done.
+        let Some(built) = build(opt) else { return };
+        let exe = format!("{built}-inproc");
+        std::fs::copy(&built, &exe).expect("copy the fixture");
+        let script = INPROC_SCRIPT.replace("EXE", &exe);
+        let traced = |inproc: bool| {
+            let mut c = utap(&script, &["-v", "-c", &format!("{exe} 30")]);
+            if !inproc {
+                c.env("UTAP_INPROC", "0");
+            }
+            run(c)
+        };
+        let (o, tracer) = (traced(true), traced(false));
+        let _ = std::fs::remove_file(&exe);
+        assert_eq!(o.status, 0, "{opt}: {}{}", o.stdout, o.stderr);
+        assert_eq!(o.stdout, tracer.stdout, "{opt}: in process (left), tracer");
+        assert!(
+            o.stderr.contains("run in the program"),
+            "{opt}: {}",
+            o.stderr
+        );
+        let out = &o.stdout;
+        assert_eq!(count(out, "u_middle"), count(out, "middle"), "{opt}: {out}");
+        assert_eq!(
+            count(out, "u_catcher"),
+            count(out, "catcher"),
+            "{opt}: {out}"
+        );
+        assert_eq!(count(out, "u_outer"), count(out, "outer"), "{opt}: {out}");
+        assert_eq!(count(out, "u_rethrower"), 20, "{opt}: {out}");
+        assert_eq!(count(out, "u_thrower_entry"), 60, "{opt}: {out}");
+        assert_eq!(count(out, "u_thrower"), 40, "{opt}: {out}");
+    }
+}
+
 const CXX_SCRIPT: &str = r#"global n
 probe process("EXE").function("geo::Shape::area") { n[probefunc()]++ }
 probe process("EXE").function("geo::scale") { n[probefunc()]++ }

@@ -9,9 +9,10 @@
 //! header for why these are the rules):
 //! * its points are syscall entries or returns of every process
 //!   (`syscall.*`, `process.syscall`, no path or pid filter), or function
-//!   entries (`process("P").function("F")`, `.library(..)` too: the data
-//!   plane patches the entry with a jump to a stub; not `.return`,
-//!   markers, `.plt`, offsets or absolute addresses);
+//!   entries and returns (`process("P").function("F")` and its `.return`,
+//!   `.library(..)` too: the data plane patches the entry with a jump to
+//!   a stub, which hijacks the return for return hooks; not markers,
+//!   `.plt`, offsets or absolute addresses);
 //! * it uses long arithmetic, locals, `if`, `next`, long scalar globals,
 //!   arrays of longs keyed by longs and string literals (a string local
 //!   only ever holds a literal), `$syscall`, `$argN`, `$return`, `pid()`
@@ -110,12 +111,12 @@ fn first_reason(program: &Program, p: &ProbeDef) -> Option<String> {
     why
 }
 
-/// A function's entry (`.function("F")`, also through `.library`), which
-/// the data plane can serve with a jump at the entry; not a return,
-/// a marker, a PLT entry, an offset or an absolute address.
+/// A function's entry or return (`.function("F")`, `.return`, also
+/// through `.library`), which the data plane can serve with a jump at the
+/// entry; not a marker, a PLT entry, an offset or an absolute address.
 fn function_entry(fp: &utap_runtime::session::FunctionPoint) -> bool {
     use utap_runtime::session::FunctionSite;
-    !fp.returning && matches!(fp.site, FunctionSite::Function { offset: 0, .. })
+    matches!(fp.site, FunctionSite::Function { offset: 0, .. })
 }
 
 fn block_reason(program: &Program, b: &Block, why: &mut Option<String>) {

@@ -28,6 +28,8 @@ pub const CODE_LEN: u64 = 4 << 20;
 /// function common entry (`function::common`) at `FCOMMON_AT` in it.
 pub const COMMON_LEN: u64 = 4096;
 pub const FCOMMON_AT: u64 = 2048;
+/// The return stub (`function::ret_stub`), where hijacked returns land.
+pub const RET_AT: u64 = 3072;
 /// The hook lists of function sites, at the end of the code part (the
 /// program cannot write them; the tracer adds lists as sites are patched).
 pub const LISTS_LEN: u64 = 256 << 10;
@@ -80,6 +82,17 @@ pub struct Block {
     pub hits: u64,
     /// Hits skipped on this thread (re-entry).
     pub skipped: u64,
+    /// The `%fs` base of the thread the block is for (0: taken at its
+    /// first hit). A thread created after the tracer died inherits its
+    /// creator's `%gs` but not its `%fs`: it runs no hook, and never
+    /// touches its creator's return frames.
+    pub owner_fs: u64,
+    /// The thread's shadow stack of return frames, in the process's own
+    /// private memory (a fork child gets a copy with its stack): see
+    /// [`Shadow`].
+    pub shadow: u64,
+    /// Returns not probed because the shadow stack was full.
+    pub missed: u64,
 }
 
 pub const BLOCK_SELF: u64 = offset_of!(Block, self_ptr) as u64;
@@ -87,6 +100,52 @@ pub const BLOCK_BUSY: u64 = offset_of!(Block, busy) as u64;
 pub const BLOCK_SAVED_RSP: u64 = offset_of!(Block, saved_rsp) as u64;
 pub const BLOCK_HITS: u64 = offset_of!(Block, hits) as u64;
 pub const BLOCK_SKIPPED: u64 = offset_of!(Block, skipped) as u64;
+pub const BLOCK_OWNER_FS: u64 = offset_of!(Block, owner_fs) as u64;
+pub const BLOCK_SHADOW: u64 = offset_of!(Block, shadow) as u64;
+pub const BLOCK_MISSED: u64 = offset_of!(Block, missed) as u64;
+
+/// A thread's shadow stack of hijacked returns (function return probes
+/// in process): `depth`, then `depth` frames, innermost last. It lives in
+/// a private anonymous mapping of each process at [`shadow_base`], one
+/// [`SHADOW_LEN`] per block index, so a fork child, whose stack is a
+/// copy, has a copy of the frames that go with it.
+#[repr(C)]
+pub struct Shadow {
+    pub depth: u64,
+    pub pad: u64,
+    pub frames: [ShadowFrame; SHADOW_FRAMES as usize],
+}
+
+/// One hijacked return: the stack slot that held the return address, the
+/// address, the site's return hook list, and the entry's arguments
+/// (`$argN` in a return probe are the entry's).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShadowFrame {
+    pub slot: u64,
+    pub orig: u64,
+    pub list: u64,
+    pub args: [u64; 6],
+    pub pad: u64,
+}
+
+/// Frames a shadow stack holds: deeper calls are not hijacked (their
+/// returns are missed and counted, as the kernel's uretprobes miss past
+/// their depth).
+pub const SHADOW_FRAMES: u64 = 200;
+pub const SHADOW_FRAME_LEN: u64 = size_of::<ShadowFrame>() as u64;
+/// Bytes per thread of the shadow area (a page multiple).
+pub const SHADOW_LEN: u64 = 16 << 10;
+const _: () = assert!(size_of::<Shadow>() as u64 <= SHADOW_LEN && SHADOW_FRAME_LEN == 80);
+
+/// Where the shadow area of a region at `base` of `len` bytes lies in every
+/// program: just past the region.
+pub fn shadow_base(base: u64, len: u64) -> u64 {
+    base + len
+}
+
+/// Bytes of the shadow area (program threads' blocks only).
+pub const SHADOW_AREA_LEN: u64 = BLOCKS * SHADOW_LEN;
 /// The top of the block's stack, 16-byte aligned.
 pub const BLOCK_STACK_TOP: u64 = BLOCK_LEN - 64;
 
