@@ -573,8 +573,9 @@ fn pending_returns_are_put_back_when_the_session_ends() {
     assert_eq!(printed, "hot 800000000\n", "{}", o.stderr);
 }
 
-/// SIGKILL of utap at random moments of `-x` sessions with entry and
-/// return probes in the program, five sessions in a row on one program
+/// SIGKILL of utap at random moments (0–300 ms after its region is
+/// mapped) of `-x` sessions with entry and return probes in the program,
+/// five sessions in a row on one program
 /// (each later one finds the dead ones' patches, regions and pending
 /// returns): the program never traps or hangs and ends with the right
 /// answer.
@@ -593,7 +594,13 @@ fn sigkill_of_utap_with_return_probes_never_harms_an_attached_program() {
             let mut u = utap(&script, &["-x", &pid.to_string()]);
             u.stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null());
+            let regions = regions_in(pid);
             let mut tracer = u.spawn().expect("start utap");
+            // Once this session's region is in (the attach's own window,
+            // a thread inside an injected call, is issue 29's guardian's).
+            wait_until("the region is mapped", || {
+                regions_in(pid) > regions || tracer.try_wait().ok().flatten().is_some()
+            });
             let ms = (round * 5 + trial) * 37 % 300;
             std::thread::sleep(std::time::Duration::from_millis(ms));
             let _ = tracer.kill();
@@ -606,4 +613,13 @@ fn sigkill_of_utap_with_return_probes_never_harms_an_attached_program() {
         }
     }
     assert!(failed.is_empty(), "{failed:#?}");
+}
+
+/// How many data-plane regions `pid` has mapped (a dead session's stay).
+fn regions_in(pid: i32) -> usize {
+    std::fs::read_to_string(format!("/proc/{pid}/maps")).map_or(0, |m| {
+        m.lines()
+            .filter(|l| l.contains("utap-dataplane") && l.contains("r-x"))
+            .count()
+    })
 }
