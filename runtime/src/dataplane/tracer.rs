@@ -654,19 +654,8 @@ impl Core {
     /// Every hijacked return of `pid`'s threads (held, moved out of
     /// region code) gets its real address back in its slot.
     fn unhijack_returns(&mut self, pid: Tid) {
-        let Some(plane) = self.dataplane.as_ref() else {
-            return;
-        };
-        let ret_stub = plane.ret_stub();
         for tid in self.threads_of(pid) {
-            let Some(shadow) = plane.blocks.get(&tid).map(|&i| plane.shadow_of(i)) else {
-                continue;
-            };
-            for f in read_shadow(pid, shadow) {
-                if mem::read_u64(pid.0, f.slot).ok() == Some(ret_stub) {
-                    let _ = mem::write(pid.0, f.slot, &f.orig.to_le_bytes());
-                }
-            }
+            self.dataplane_park_returns(pid, tid);
         }
     }
 
