@@ -356,20 +356,14 @@ fn function_entries_across_fork_vfork_and_exec() {
     for mode in ["fork", "vfork"] {
         let cmd = format!("{ufuncs} {mode} 2000");
         // The script's lines (the programs print words too).
-        let sorted = |o: &Outcome| {
-            let mut l: Vec<String> = o
-                .stdout
-                .lines()
-                .filter(|l| l.parse::<u64>().is_ok())
-                .map(str::to_string)
-                .collect();
-            l.sort();
-            l
-        };
         let (a, b) = (utap_c(&script, &cmd, true), utap_c(&script, &cmd, false));
         assert_eq!(a.status, 0, "{mode}: {}", a.stderr);
-        assert_eq!(sorted(&a), sorted(&b), "{mode}: in process (left), tracer");
-        assert_eq!(sorted(&a), ["2000", "4000"], "{mode}");
+        assert_eq!(
+            numbers(&a),
+            numbers(&b),
+            "{mode}: in process (left), tracer"
+        );
+        assert_eq!(numbers(&a), ["2000", "4000"], "{mode}");
     }
 }
 
@@ -503,21 +497,16 @@ fn function_returns_across_fork_and_vfork() {
     );
     for mode in ["fork", "vfork"] {
         let cmd = format!("{u} {mode} 2000");
-        let sums = |o: &Outcome| {
-            let mut l: Vec<String> = o
-                .stdout
-                .lines()
-                .filter(|l| l.parse::<u64>().is_ok())
-                .map(str::to_string)
-                .collect();
-            l.sort();
-            l
-        };
         let inproc = utap_c(&script, &cmd, true);
         let tracer = utap_c(&script, &cmd, false);
         assert_eq!(inproc.status, 0, "{cmd}: {}", inproc.stderr);
-        assert_eq!(sums(&inproc), sums(&tracer), "{cmd}: {}", inproc.stderr);
-        assert_eq!(sums(&inproc), ["3998000", "9995000"], "{cmd}");
+        assert_eq!(
+            numbers(&inproc),
+            numbers(&tracer),
+            "{cmd}: {}",
+            inproc.stderr
+        );
+        assert_eq!(numbers(&inproc), ["3998000", "9995000"], "{cmd}");
     }
 }
 
@@ -535,7 +524,7 @@ fn pending_returns_are_put_back_when_the_session_ends() {
     let script = format!(
         "global n, w\nprobe process(\"{u}\").function(\"hot\") {{ n++ }}\n\
          probe process(\"{u}\").function(\"worker\").return {{ w++ }}\n\
-         probe timer.ms(300) {{ exit() }}\nprobe end {{ printf(\"%d %d\\n\", n > 0, w) }}"
+         probe timer.ms(1000) {{ exit() }}\nprobe end {{ printf(\"%d %d\\n\", n > 0, w) }}"
     );
     let cmd = format!("sh -c 'exec {} > {}'", argv.join(" "), prog.display());
     // The command keeps what utap's stderr was open: a file, not a pipe.
@@ -622,4 +611,17 @@ fn regions_in(pid: i32) -> usize {
             .filter(|l| l.contains("utap-dataplane") && l.contains("r-x"))
             .count()
     })
+}
+
+/// The script's lines of a run whose programs print words too: the
+/// numbers, sorted (processes end in any order).
+fn numbers(o: &Outcome) -> Vec<String> {
+    let mut l: Vec<String> = o
+        .stdout
+        .lines()
+        .filter(|l| l.parse::<u64>().is_ok())
+        .map(str::to_string)
+        .collect();
+    l.sort();
+    l
 }
