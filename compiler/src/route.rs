@@ -16,8 +16,9 @@
 //! * it uses long arithmetic, locals, `if`, `next`, long scalar globals,
 //!   arrays of longs keyed by longs and string literals (a string local
 //!   only ever holds a literal), `$syscall`, `$argN`, `$return`, `pid()`
-//!   and `tid()`: nothing that formats, allocates strings, loops, reads
-//!   program memory or controls a thread;
+//!   and `tid()`, `printf`/`print` of those (records the tracer formats):
+//!   nothing that builds strings, loops, reads program memory or controls
+//!   a thread;
 //! * the globals it touches are touched by no handler that stays in the
 //!   tracer, except `begin` (before the region is filled from the
 //!   script's state), `end` and `error` (after the region is folded back).
@@ -29,7 +30,7 @@ use std::collections::HashSet;
 
 use crate::ast::{AssignOp, BinOp};
 use crate::program::{
-    Block, ContextVar, Expr, ExprKind, GlobalId, LValue, PointKind, ProbeDef, ProcessEvent,
+    Block, ContextVar, Expr, ExprKind, FormatPiece, GlobalId, LValue, PointKind, ProbeDef, ProcessEvent,
     ProcessTarget, Program, Stmt, StmtKind, Type,
 };
 use crate::walk;
@@ -260,12 +261,32 @@ fn expr_reason(program: &Program, e: &Expr, why: &mut Option<String>) {
         }
         ExprKind::Call { .. } => *why = Some("calls a script function".into()),
         ExprKind::Wildcard => *why = Some("uses an array slice".into()),
-        ExprKind::Print { .. } => *why = Some("prints".into()),
+        ExprKind::Print { format, args, .. } => print_reason(program, format.as_deref(), args, why),
         ExprKind::StatAdd { .. }
         | ExprKind::StatGet { .. }
         | ExprKind::Hist { .. }
         | ExprKind::HistBucket { .. } => *why = Some("uses statistics".into()),
     }
+}
+
+/// `printf`, `print` and their `ln`/`d` forms become records of the
+/// thread's output ring, formatted by the tracer: longs and literal
+/// strings only, and no `%m` (memory must be read at the hit).
+fn print_reason(
+    program: &Program,
+    format: Option<&[FormatPiece]>,
+    args: &[Expr],
+    why: &mut Option<String>,
+) {
+    if format.is_some_and(|f| !utap_runtime::script::output::can_defer(f)) {
+        *why = Some("prints program memory (%m)".into());
+        return;
+    }
+    if args.len() as u64 > utap_runtime::dataplane::layout::record::MAX_ARGS {
+        *why = Some("prints more values than an output record holds".into());
+        return;
+    }
+    args.iter().for_each(|a| key_reason(program, a, why));
 }
 
 fn lvalue_reason(program: &Program, lv: &LValue, write: bool, why: &mut Option<String>) {
