@@ -642,3 +642,54 @@ fn sigint_ends_a_session_on_a_crowd_of_threads_promptly() {
     assert!(threads(pid).len() > 1000, "the crowd thinned");
     assert_eq!(program.exited(), None, "the program died");
 }
+
+/// Issue 29, point 2: a shell starts a background command with SIGINT
+/// ignored (`utap ... &` in a script). utap's handlers replace that once
+/// installed, but a SIGINT between `main` and them (the split, compiling:
+/// tenths of a second under load) was dropped, and the session then ran
+/// until its command ended (tests/bench/crowd.sh hung). Now a SIGINT at
+/// any moment after `main` starts ends utap: killed by it before the
+/// handlers, the session ended by it after. A SIGINT before `main` (the
+/// dynamic loader) is dropped for any program started so: not tested.
+#[test]
+fn early_sigint_is_not_lost_when_started_with_sigint_ignored() {
+    use std::os::unix::process::CommandExt;
+    let mut delays = Delays::new();
+    let seed = delays.0;
+    let dir = tempdir("ignored");
+    let mut lost = Vec::new();
+    for trial in 0..20 {
+        let err = dir.join(format!("err{trial}"));
+        let mut c = utap("probe process.begin { }", &["-c", "sleep 30"]);
+        c.env("UTAP_END_TRACE", "1")
+            .stdout(Stdio::null())
+            .stderr(File::create(&err).unwrap());
+        // SAFETY: signal(2) is async-signal-safe, as pre_exec requires.
+        unsafe {
+            c.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_IGN);
+                Ok(())
+            });
+        }
+        let mut child = c.spawn().unwrap();
+        wait_until("utap's main", || {
+            std::fs::read_to_string(&err).is_ok_and(|s| s.contains("utap started"))
+        });
+        // 0–400 ms, every other one within the first 40 ms: compiling
+        // (where the signal was lost) takes about 20 ms on an idle machine.
+        let delay = delays.next(if trial % 2 == 0 { 40 } else { 400 });
+        std::thread::sleep(delay);
+        signal(child.id() as i32, libc::SIGINT);
+        let start = Instant::now();
+        while child.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if child.try_wait().unwrap().is_none() {
+            let _ = child.kill();
+            lost.push(format!("trial {trial}: SIGINT {delay:?} after main"));
+        }
+        let _ = child.wait();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(lost.is_empty(), "seed {seed}: {} of 20 lost: {lost:#?}", lost.len());
+}
