@@ -23,7 +23,7 @@ if [ -z "${CROWD_NICE:-}" ]; then
     CROWD_NICE=$(nice)
     export CROWD_NICE
     if nice -n -20 true 2>/dev/null; then
-        exec nice -n -20 sh "$0" "$@"
+        exec nice -n -20 "${CROWD_SHELL:-sh}" "$0" "$@"
     fi
 fi
 ADJ=$((CROWD_NICE - $(nice)))
