@@ -527,7 +527,8 @@ fn pending_returns_are_put_back_when_the_session_ends() {
     let script = format!(
         "global n, w\nprobe process(\"{u}\").function(\"hot\") {{ n++ }}\n\
          probe process(\"{u}\").function(\"worker\").return {{ w++ }}\n\
-         probe timer.ms(1000) {{ exit() }}\nprobe end {{ printf(\"%d %d\\n\", n > 0, w) }}"
+         probe timer.ms(100) {{ if (n > 1000) exit() }}\n\
+         probe end {{ printf(\"%d %d\\n\", n > 0, w) }}"
     );
     let cmd = format!("sh -c 'exec {} > {}'", argv.join(" "), prog.display());
     // The command keeps what utap's stderr was open: a file, not a pipe.
