@@ -49,12 +49,13 @@ pub enum Route {
 /// The route of every probe, by index.
 pub fn routes(program: &Program) -> Vec<Route> {
     let off = std::env::var("UTAP_INPROC").is_ok_and(|v| v == "0");
+    let unwinds = unwinds_user_stacks(program);
     let mut routes: Vec<Route> = program
         .probes
         .iter()
         .map(|p| match off {
             true => Route::Tracer("UTAP_INPROC=0".into()),
-            false => first_reason(program, p).map_or(Route::InProcess, Route::Tracer),
+            false => first_reason(program, p, unwinds).map_or(Route::InProcess, Route::Tracer),
         })
         .collect();
     // Globals shared with a handler that stays in the tracer keep their
@@ -80,10 +81,40 @@ pub fn routes(program: &Program) -> Vec<Route> {
     }
 }
 
+/// Whether any handler or function of the script unwinds a user stack
+/// (`ubacktrace()`, `print_ustack()`...): the unwinder sees through the
+/// tracer's hijacked returns, not the data plane's return stub, so return
+/// probes then stay in the tracer.
+fn unwinds_user_stacks(program: &Program) -> bool {
+    let mut found = false;
+    let mut visit = |e: &Expr| {
+        if let ExprKind::Builtin { name, .. } = &e.kind {
+            found |= ["ubacktrace", "ustack", "ucallers"]
+                .iter()
+                .any(|w| name.contains(w));
+        }
+    };
+    for p in &program.probes {
+        walk::block(&p.body, &mut visit);
+    }
+    for f in &program.functions {
+        walk::block(&f.body, &mut visit);
+    }
+    found
+}
+
 /// Why `p` cannot run in process, if it cannot.
-fn first_reason(program: &Program, p: &ProbeDef) -> Option<String> {
+fn first_reason(program: &Program, p: &ProbeDef, unwinds: bool) -> Option<String> {
     if program.guru {
         return Some("guru mode (-g)".into());
+    }
+    let returns = p.points.iter().any(|pt| {
+        matches!(&pt.kind, PointKind::Process { event: ProcessEvent::Function(fp), .. } if fp.returning)
+    });
+    if unwinds && returns {
+        return Some(
+            "the script unwinds user stacks, which see through the tracer's returns only".into(),
+        );
     }
     for pt in &p.points {
         let ok = match &pt.kind {
