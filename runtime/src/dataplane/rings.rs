@@ -64,9 +64,10 @@ impl RingReader {
             let base = image.region.data_base();
             // SAFETY: ring heads and words lie inside our mapping of the
             // region (its layout); their values are untrusted.
-            let head = unsafe { &*((base + head) as *const RingHead) };
+            let head = (base + head) as *mut RingHead;
             let words = (base + words) as *const u64;
-            let dropped = atomic(&head.dropped).load(Ordering::Relaxed);
+            // SAFETY: as above.
+            let dropped = unsafe { field(head, 2) }.load(Ordering::Relaxed);
             out.dropped += dropped.wrapping_sub(self.dropped_seen[i]).min(1 << 32);
             self.dropped_seen[i] = dropped;
             if !take_ring(head, words, image.formats.len(), &mut out.records) {
@@ -81,17 +82,23 @@ impl RingReader {
     }
 }
 
-fn atomic(v: &u64) -> &AtomicU64 {
-    // SAFETY: u64 and AtomicU64 have one layout; the word is shared with
-    // the program, which stores to it atomically.
-    unsafe { &*(v as *const u64 as *const AtomicU64) }
+/// Word `i` of a ring head (0 head, 1 tail, 2 dropped) as an atomic.
+///
+/// # Safety
+/// `h` points at a ring head in our mapping of the region (shared with
+/// the program, which stores to it atomically).
+unsafe fn field<'a>(h: *mut RingHead, i: usize) -> &'a AtomicU64 {
+    // SAFETY: RingHead is repr(C) of u64 words; see the caller's promise.
+    unsafe { AtomicU64::from_ptr((h as *mut u64).add(i)) }
 }
 
 /// Moves the records between a ring's tail and head to `into`; false
 /// (the ring emptied) when one is malformed.
-fn take_ring(head: &RingHead, words: *const u64, formats: usize, into: &mut Vec<Record>) -> bool {
-    let end = atomic(&head.head).load(Ordering::Acquire);
-    let mut at = atomic(&head.tail).load(Ordering::Relaxed);
+fn take_ring(head: *mut RingHead, words: *const u64, formats: usize, into: &mut Vec<Record>) -> bool {
+    // SAFETY: the caller's head is a ring head of the region.
+    let (head_word, tail_word) = unsafe { (field(head, 0), field(head, 1)) };
+    let end = head_word.load(Ordering::Acquire);
+    let mut at = tail_word.load(Ordering::Relaxed);
     let word = |k: u64| {
         // SAFETY: the index is taken modulo the ring's size.
         unsafe { words.add((k & (RING_WORDS - 1)) as usize).read_volatile() }
@@ -106,7 +113,7 @@ fn take_ring(head: &RingHead, words: *const u64, formats: usize, into: &mut Vec<
             None => ok = false,
         }
     }
-    atomic(&head.tail).store(end, Ordering::Release);
+    tail_word.store(end, Ordering::Release);
     ok
 }
 
@@ -163,13 +170,13 @@ mod tests {
         for (i, v) in [1, 0b1, 0, 99].into_iter().enumerate() {
             put(start + 6 + i as u64, v);
         }
-        let head = RingHead {
+        let mut head = RingHead {
             head: start + 10,
             tail: start,
             ..RingHead::default()
         };
         let mut got = Vec::new();
-        assert!(take_ring(&head, ring.as_ptr(), 2, &mut got));
+        assert!(take_ring(&mut head, ring.as_ptr(), 2, &mut got));
         assert_eq!(head.tail, start + 10);
         assert_eq!(got[0].print, Print::Printf { fmt: 1 });
         assert_eq!((got[0].seq, got[0].args.clone()), (7, vec![42, 43]));
@@ -177,8 +184,8 @@ mod tests {
         assert_eq!((got[1].print.clone(), got[1].args.clone()), (want, vec![99]));
 
         ring[0] = 9;
-        let head = RingHead { head: RING_WORDS + 5, tail: RING_WORDS, ..RingHead::default() };
-        assert!(!take_ring(&head, ring.as_ptr(), 2, &mut got));
+        let mut head = RingHead { head: RING_WORDS + 5, tail: RING_WORDS, ..RingHead::default() };
+        assert!(!take_ring(&mut head, ring.as_ptr(), 2, &mut got));
         assert_eq!(head.tail, RING_WORDS + 5);
     }
 }
