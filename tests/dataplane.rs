@@ -702,7 +702,8 @@ fn function_probes_print_in_the_program() {
     assert_eq!(inside, want, "{}", o.stderr);
     assert_eq!(tracer, want);
     assert!(
-        o.stderr.contains("utap: data plane: 600 record(s) printed from the program, 0 dropped"),
+        o.stderr
+            .contains("utap: data plane: 600 record(s) printed from the program, 0 dropped"),
         "{}",
         o.stderr
     );
@@ -730,7 +731,12 @@ fn a_full_output_ring_drops_and_counts() {
                 .ok()
         })
         .unwrap_or(0);
-    assert_eq!(text.lines().count() as u64 + dropped, 1_000_000, "{}", o.stderr);
+    assert_eq!(
+        text.lines().count() as u64 + dropped,
+        1_000_000,
+        "{}",
+        o.stderr
+    );
     let line = format!(", {dropped} dropped (ring full)");
     assert!(o.stderr.contains(&line), "{}", o.stderr);
 }

@@ -508,7 +508,11 @@ fn marked(marker: &str) -> Vec<(i32, char, bool)> {
     let utap = std::fs::canonicalize(utap_bin()).unwrap();
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
             continue;
         };
         let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
@@ -533,7 +537,11 @@ fn marked(marker: &str) -> Vec<(i32, char, bool)> {
 
 /// What a SIGKILL of the foreground `delay` into a session left 2 s later
 /// (utap processes, stopped processes): "" when nothing.
-fn left_by_a_foreground_kill(mut cmd: std::process::Command, marker: &str, delay: Duration) -> String {
+fn left_by_a_foreground_kill(
+    mut cmd: std::process::Command,
+    marker: &str,
+    delay: Duration,
+) -> String {
     cmd.env("UTAP_TRIAL", &marker["UTAP_TRIAL=".len()..]);
     cmd.stdout(Stdio::null()).stderr(Stdio::null());
     let mut fg = cmd.spawn().expect("spawn utap");
@@ -544,7 +552,10 @@ fn left_by_a_foreground_kill(mut cmd: std::process::Command, marker: &str, delay
     let mut left = marked(marker);
     while start.elapsed() < Duration::from_secs(2) {
         left = marked(marker);
-        if left.iter().all(|&(_, st, utap)| !utap && st != 't' && st != 'T') {
+        if left
+            .iter()
+            .all(|&(_, st, utap)| !utap && st != 't' && st != 'T')
+        {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -606,7 +617,10 @@ fn sigkill_of_the_foreground_at_any_moment_of_an_attach_leaves_the_program_runni
         if !left.is_empty() {
             failures.push(format!("trial {trial} at {delay:?}: {left}"));
         }
-        assert_settled_untraced(program.pid(), &format!(" (trial {trial} at {delay:?}, seed {seed})"));
+        assert_settled_untraced(
+            program.pid(),
+            &format!(" (trial {trial} at {delay:?}, seed {seed})"),
+        );
         assert_eq!(program.exited(), None, "the program died (trial {trial})");
     }
     assert!(failures.is_empty(), "seed {seed}: {failures:#?}");
@@ -648,7 +662,10 @@ fn sigint_ends_a_session_on_a_crowd_of_threads_promptly() {
     eprintln!("utap ended {took:?} after SIGINT, every thread untraced {untraced:?} after it");
     assert!(took < Duration::from_secs(5), "utap took {took:?} to end");
     if raised {
-        assert!(untraced < Duration::from_secs(5), "threads let go {untraced:?} after SIGINT");
+        assert!(
+            untraced < Duration::from_secs(5),
+            "threads let go {untraced:?} after SIGINT"
+        );
     }
     assert!(threads(pid).len() > 1000, "the crowd thinned");
     assert_eq!(program.exited(), None, "the program died");
@@ -709,5 +726,9 @@ fn early_sigint_is_not_lost_when_started_with_sigint_ignored() {
         let _ = child.wait();
     }
     std::fs::remove_dir_all(&dir).unwrap();
-    assert!(lost.is_empty(), "seed {seed}: {} of 20 lost: {lost:#?}", lost.len());
+    assert!(
+        lost.is_empty(),
+        "seed {seed}: {} of 20 lost: {lost:#?}",
+        lost.len()
+    );
 }

@@ -30,8 +30,8 @@ use std::collections::HashSet;
 
 use crate::ast::{AssignOp, BinOp};
 use crate::program::{
-    Block, ContextVar, Expr, ExprKind, FormatPiece, GlobalId, LValue, PointKind, ProbeDef, ProcessEvent,
-    ProcessTarget, Program, Stmt, StmtKind, Type,
+    Block, ContextVar, Expr, ExprKind, FormatPiece, GlobalId, LValue, PointKind, ProbeDef,
+    ProcessEvent, ProcessTarget, Program, Stmt, StmtKind, Type,
 };
 use crate::walk;
 

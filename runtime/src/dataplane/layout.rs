@@ -300,7 +300,10 @@ impl DataLayout {
 
     /// Offsets of block `i`'s ring head and ring words.
     pub fn ring(&self, i: u64) -> (u64, u64) {
-        (self.ring_heads + i * RING_HEAD_LEN, self.rings + i * RING_LEN)
+        (
+            self.ring_heads + i * RING_HEAD_LEN,
+            self.rings + i * RING_LEN,
+        )
     }
 
     /// Offset of block `i` (program threads first, then the tracer's).

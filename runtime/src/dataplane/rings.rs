@@ -94,7 +94,12 @@ unsafe fn field<'a>(h: *mut RingHead, i: usize) -> &'a AtomicU64 {
 
 /// Moves the records between a ring's tail and head to `into`; false
 /// (the ring emptied) when one is malformed.
-fn take_ring(head: *mut RingHead, words: *const u64, formats: usize, into: &mut Vec<Record>) -> bool {
+fn take_ring(
+    head: *mut RingHead,
+    words: *const u64,
+    formats: usize,
+    into: &mut Vec<Record>,
+) -> bool {
     // SAFETY: the caller's head is a ring head of the region.
     let (head_word, tail_word) = unsafe { (field(head, 0), field(head, 1)) };
     let end = head_word.load(Ordering::Acquire);
@@ -180,11 +185,22 @@ mod tests {
         assert_eq!(head.tail, start + 10);
         assert_eq!(got[0].print, Print::Printf { fmt: 1 });
         assert_eq!((got[0].seq, got[0].args.clone()), (7, vec![42, 43]));
-        let want = Print::Print { flags: 1, mask: 1, delim: 0 };
-        assert_eq!((got[1].print.clone(), got[1].args.clone()), (want, vec![99]));
+        let want = Print::Print {
+            flags: 1,
+            mask: 1,
+            delim: 0,
+        };
+        assert_eq!(
+            (got[1].print.clone(), got[1].args.clone()),
+            (want, vec![99])
+        );
 
         ring[0] = 9;
-        let mut head = RingHead { head: RING_WORDS + 5, tail: RING_WORDS, ..RingHead::default() };
+        let mut head = RingHead {
+            head: RING_WORDS + 5,
+            tail: RING_WORDS,
+            ..RingHead::default()
+        };
         assert!(!take_ring(&mut head, ring.as_ptr(), 2, &mut got));
         assert_eq!(head.tail, RING_WORDS + 5);
     }

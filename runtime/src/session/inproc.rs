@@ -86,7 +86,11 @@ impl Shared {
         let Some(img) = &self.inproc else {
             return false;
         };
-        let drained = self.rings.lock().unwrap_or_else(|e| e.into_inner()).drain(img);
+        let drained = self
+            .rings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(img);
         if drained.records.is_empty() && drained.dropped == 0 {
             return false;
         }

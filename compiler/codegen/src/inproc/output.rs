@@ -52,7 +52,16 @@ impl Runtime<'_> {
         self.define("utap_print", 6, true, |b, a, _| {
             let (ctx, flags, mask, delim, args, n) = (a[0], a[1], a[2], a[3], a[4], a[5]);
             let zero = b.ins().iconst(I64, 0);
-            write_record(b, rings, ctx, record::PRINT, zero, &[flags, mask, delim], args, n);
+            write_record(
+                b,
+                rings,
+                ctx,
+                record::PRINT,
+                zero,
+                &[flags, mask, delim],
+                args,
+                n,
+            );
             b.ins().return_(&[zero]);
         })?;
         Ok(())
@@ -105,7 +114,9 @@ fn write_record(
     let header = b.ins().bor_imm_s(header, kind as i64);
     let seq_at = b.ins().iconst(I64, r.seq);
     let one = b.ins().iconst(I64, 1);
-    let seq = b.ins().atomic_rmw(I64, mem(), AtomicRmwOp::Add, seq_at, one);
+    let seq = b
+        .ins()
+        .atomic_rmw(I64, mem(), AtomicRmwOp::Add, seq_at, one);
     let put = |b: &mut FunctionBuilder, k: u64, v: Value| {
         let at = b.ins().iadd_imm_s(head, k as i64);
         store_word(b, ring, at, v);
