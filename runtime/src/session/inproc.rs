@@ -12,9 +12,10 @@ use super::engine::{LockedSink, Shared, SharedRef};
 use crate::dataplane::InProcImage;
 use crate::dataplane::fold::{first_error, literal};
 use crate::dataplane::rings::{Print, Record};
-use crate::format::{Arg, ConvKind, FormatNum, FormatPiece, PRINT_BUFFER_SIZE};
+use crate::format::PRINT_BUFFER_SIZE;
 use crate::script::abi::{PRINT_DELIM, PRINT_NEWLINE};
 use crate::script::output::RunOutput;
+use crate::script::printing::{each_by_format, each_by_mask};
 use crate::script::{ProbeValues, ScriptRuntime};
 use crate::utrace::{Control, EndReason};
 use std::sync::atomic::Ordering;
@@ -113,53 +114,20 @@ fn render(img: &InProcImage, r: &Record, out: &mut RunOutput) {
     match r.print {
         Print::Printf { fmt } => {
             let pieces = &img.formats[fmt];
-            let args = typed_by_format(pieces, &r.args, &text);
+            let mut args = Vec::with_capacity(r.args.len());
+            each_by_format(pieces, &r.args, text, |a| args.push(a));
             out.text(|b| {
                 let _ = crate::format::format_into_mem(b, pieces, &args, PRINT_BUFFER_SIZE, None);
             });
         }
         Print::Print { flags, mask, delim } => {
-            let args: Vec<Arg> = r
-                .args
-                .iter()
-                .enumerate()
-                .map(|(i, &v)| match i < 64 && mask & (1 << i) != 0 {
-                    true => Arg::Str(text(v)),
-                    false => Arg::Long(v),
-                })
-                .collect();
+            let mut args = Vec::with_capacity(r.args.len());
+            each_by_mask(&r.args, mask, text, |a| args.push(a));
             let delim = (flags & PRINT_DELIM != 0).then(|| text(delim));
             let newline = flags & PRINT_NEWLINE != 0;
             out.text(|b| crate::format::print_args(b, &args, delim, newline));
         }
     }
-}
-
-/// The arguments of a `printf` typed by its conversions (a `*` width or
-/// precision takes a long first), strings read from the literal pool.
-fn typed_by_format<'a>(
-    pieces: &[FormatPiece],
-    args: &[i64],
-    text: &dyn Fn(i64) -> &'a [u8],
-) -> Vec<Arg<'a>> {
-    let mut typed = Vec::with_capacity(args.len());
-    let mut next = args.iter().copied();
-    for piece in pieces {
-        let FormatPiece::Conv(c) = piece else {
-            continue;
-        };
-        for n in [c.width, c.precision] {
-            if n == FormatNum::Star {
-                typed.push(Arg::Long(next.next().unwrap_or(0)));
-            }
-        }
-        match c.kind {
-            ConvKind::Percent => {}
-            ConvKind::Str => typed.push(Arg::Str(text(next.next().unwrap_or(0)))),
-            _ => typed.push(Arg::Long(next.next().unwrap_or(0))),
-        }
-    }
-    typed
 }
 
 fn say_counts(ctl: &Control, bad: u64) {
