@@ -740,3 +740,131 @@ fn a_full_output_ring_drops_and_counts() {
     let line = format!(", {dropped} dropped (ring full)");
     assert!(o.stderr.contains(&line), "{}", o.stderr);
 }
+
+/// The `gate` fixture (a round of `n` getppid calls per line it reads),
+/// started and ready: the child, its pid, its stdin and its stdout.
+fn start_gate(
+    n: &str,
+) -> (
+    std::process::Child,
+    i32,
+    std::process::ChildStdin,
+    std::io::BufReader<std::process::ChildStdout>,
+) {
+    use std::io::BufRead;
+    let mut child = command(&fixture("gate"))
+        .arg(n)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start gate");
+    let stdin = child.stdin.take().unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n");
+    let pid = child.id() as i32;
+    (child, pid, stdin, out)
+}
+
+/// One round of the gate: its "done" line.
+fn gate_round(
+    stdin: &mut std::process::ChildStdin,
+    out: &mut std::io::BufReader<std::process::ChildStdout>,
+) -> String {
+    use std::io::{BufRead, Write};
+    stdin.write_all(b"\n").unwrap();
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    line
+}
+
+/// `-x` with syscall probes in the program: the attached threads are
+/// armed with Syscall User Dispatch (no seccomp filter can be taken out
+/// of a running program), the sites its SIGSYS shows are patched, and
+/// the counts are exact with a handful of ptrace stops; at the end the
+/// program runs on with its text as on disk.
+#[test]
+fn attached_syscalls_are_served_through_dispatch() {
+    let (mut child, pid, mut stdin, mut out) = start_gate("100000");
+    let script = "global c\nprobe syscall.getppid, syscall.write { c[name]++ }\n\
+                  probe end { foreach (n+ in c) printf(\"%s %d\\n\", n, c[n]) }";
+    let mut u = utap(script, &["-v", "-x", &pid.to_string()]);
+    u.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let tracer = u.spawn().expect("start utap");
+    // Mapped when the threads are armed, at attach (its stderr if not).
+    let start = std::time::Instant::now();
+    while regions_in(pid) == 0 && start.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    if regions_in(pid) == 0 {
+        signal(tracer.id() as i32, libc::SIGINT);
+        panic!("no region mapped: {}", finish(tracer).stderr);
+    }
+    for _ in 0..2 {
+        assert_eq!(
+            gate_round(&mut stdin, &mut out),
+            format!("done {}\n", std::process::id())
+        );
+    }
+    signal(tracer.id() as i32, libc::SIGINT);
+    let o = finish(tracer);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, "getppid 200000\nwrite 2\n", "{}", o.stderr);
+    let [armed, left, _] = verbose_counts::<3>(
+        &o.stderr,
+        "utap: data plane: syscall user dispatch armed in ",
+    );
+    assert_eq!((armed, left), (1, 0), "{}", o.stderr);
+    assert!(ptrace_stops(&o.stderr) < 200, "{}", o.stderr);
+    assert_text_as_on_disk(pid);
+    // Let go: no SUD left (a call would trap with nobody to serve it).
+    assert_eq!(
+        gate_round(&mut stdin, &mut out),
+        format!("done {}\n", std::process::id())
+    );
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
+
+/// SIGKILL of utap at random moments of an `-x` session whose syscall
+/// probes run in the program through SUD: the selectors turn to ALLOW at
+/// the tracing thread's death (its robust futex list), so the program's
+/// next calls go through, and it runs on to its exact output.
+#[test]
+fn sigkill_of_utap_with_dispatch_never_harms_an_attached_program() {
+    let mut failed = Vec::new();
+    for trial in 0..10u64 {
+        let (mut child, pid, mut stdin, mut out) = start_gate("200000");
+        let mut u = utap(COUNT, &["-x", &pid.to_string()]);
+        u.stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let mut tracer = u.spawn().expect("start utap");
+        // Rounds run while utap attaches, arms and serves; the kill lands
+        // 0 to 270 ms in.
+        let kill_at = std::time::Duration::from_millis(trial * 30);
+        let start = std::time::Instant::now();
+        let mut killed = false;
+        let mut lines = Vec::new();
+        for _ in 0..6 {
+            if !killed && start.elapsed() >= kill_at {
+                let _ = tracer.kill();
+                killed = true;
+            }
+            lines.push(gate_round(&mut stdin, &mut out));
+        }
+        if !killed {
+            let _ = tracer.kill();
+        }
+        let _ = tracer.wait();
+        lines.push(gate_round(&mut stdin, &mut out));
+        drop(stdin);
+        let status = child.wait().unwrap();
+        let want = format!("done {}\n", std::process::id());
+        if !status.success() || lines.iter().any(|l| *l != want) {
+            failed.push(format!("trial {trial}: {status:?} {lines:?}"));
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+}

@@ -98,6 +98,15 @@ pub struct Block {
     pub shadow: u64,
     /// Returns not probed because the shadow stack was full.
     pub missed: u64,
+    /// The thread's Syscall User Dispatch selector (`dispatch`): one of
+    /// its bytes is what the kernel reads; the word is a robust futex
+    /// word of the tracing thread, so that its death turns the byte to
+    /// ALLOW (0) before the kernel lets the threads go.
+    pub selector: u32,
+    pub selector_pad: u32,
+    /// This block's entry in the tracing thread's robust futex list (a
+    /// pointer into the tracer's own mapping; never followed by us).
+    pub robust_next: u64,
 }
 
 pub const BLOCK_SELF: u64 = offset_of!(Block, self_ptr) as u64;
@@ -108,6 +117,8 @@ pub const BLOCK_SKIPPED: u64 = offset_of!(Block, skipped) as u64;
 pub const BLOCK_OWNER_FS: u64 = offset_of!(Block, owner_fs) as u64;
 pub const BLOCK_SHADOW: u64 = offset_of!(Block, shadow) as u64;
 pub const BLOCK_MISSED: u64 = offset_of!(Block, missed) as u64;
+pub const BLOCK_SELECTOR: u64 = offset_of!(Block, selector) as u64;
+pub const BLOCK_ROBUST_NEXT: u64 = offset_of!(Block, robust_next) as u64;
 
 /// A thread's shadow stack of hijacked returns (function return probes
 /// in process): `depth`, then `depth` frames, innermost last. It lives in

@@ -25,16 +25,22 @@ impl Tracer {
     /// site with the call skipped, so the stub serves it, and resumes it.
     /// False if the stop is to be reported as usual.
     pub(crate) fn dataplane_seccomp(&mut self, tid: Tid) -> bool {
+        match ptrace::get_regs(tid) {
+            Ok(regs) => self.serve_trapped(tid, regs, regs.orig_rax),
+            Err(_) => false,
+        }
+    }
+
+    /// As `dataplane_seccomp`, for a syscall `nr` trapped (not made yet)
+    /// with `regs`, rip just past its `syscall` (a seccomp or SUD stop).
+    pub(crate) fn serve_trapped(&mut self, tid: Tid, regs: Regs, nr: u64) -> bool {
         let Some(plane) = self.core.dataplane.as_ref() else {
             return false;
         };
         if plane.quiesced {
             return false;
         }
-        let Ok(regs) = ptrace::get_regs(tid) else {
-            return false;
-        };
-        if !plane.image.serves(regs.orig_rax as i64) {
+        if !plane.image.serves(nr as i64) {
             return false;
         }
         let pid = self.pid_of(tid);
@@ -82,7 +88,7 @@ impl Tracer {
         // The call is skipped; back at the site, the jump to the stub
         // makes it again (the displaced instruction runs there first).
         r.rip = site;
-        r.rax = regs.orig_rax;
+        r.rax = nr;
         r.orig_rax = u64::MAX;
         r.gs_base = block;
         if ptrace::set_regs(tid, &r).is_err() {
@@ -95,7 +101,7 @@ impl Tracer {
         true
     }
 
-    fn pid_of(&self, tid: Tid) -> Tid {
+    pub(crate) fn pid_of(&self, tid: Tid) -> Tid {
         self.core.threads.get(&tid).map_or(tid, |t| t.tgid)
     }
 
@@ -235,7 +241,7 @@ impl Tracer {
     /// Maps the region into `pid` (run by `tid`, stopped with `regs`) and
     /// gives every thread of the process a block, once. All its threads
     /// are held.
-    fn map_into(&mut self, tid: Tid, pid: Tid, regs: &Regs) -> bool {
+    pub(crate) fn map_into(&mut self, tid: Tid, pid: Tid, regs: &Regs) -> bool {
         let Some(plane) = self.core.dataplane.as_ref() else {
             return false;
         };
@@ -423,9 +429,18 @@ impl Tracer {
         let Ok(r) = ptrace::get_regs(tid) else {
             return;
         };
+        let pid = self.pid_of(tid);
         if plane.is_block(r.gs_base) {
-            let pid = self.pid_of(tid);
             self.give_block(tid, pid);
+        }
+        let dispatched = self
+            .core
+            .threads
+            .get(&tid)
+            .is_some_and(|t| t.source == crate::utrace::SyscallSource::Dispatch);
+        if dispatched {
+            // SUD is not inherited: armed here, or PTRACE_SYSCALL.
+            self.arm_thread(tid, pid);
         }
     }
 
@@ -455,6 +470,14 @@ impl Tracer {
         plane.spaces.remove(&tid);
         plane.vforked.remove(&tid);
         plane.targets.retain(|k, _| k.0 != tid);
+        if let Some(t) = self.core.threads.get_mut(&tid)
+            && t.source == crate::utrace::SyscallSource::Dispatch
+        {
+            // The new program runs undispatched (the kernel clears SUD at
+            // exec) and without the region: PTRACE_SYSCALL from now on.
+            t.source = crate::utrace::SyscallSource::Ptrace;
+            t.dispatching = false;
+        }
         if exec
             && let Ok(mut r) = ptrace::get_regs(tid)
             && r.gs_base != 0
@@ -583,6 +606,7 @@ impl Core {
         for pid in pids {
             self.hold_space(None, pid);
             self.text_hold = true;
+            self.dataplane_disarm(pid);
             let tids = self.threads_of(pid);
             for tid in tids {
                 self.move_out(pid, tid);
@@ -760,7 +784,7 @@ impl Core {
 /// -1), or interrupted in one the kernel restarts (ERESTART*: the
 /// restart is decided from the registers put back). Not at a syscall
 /// entry or exit stop, whose call the injection would lose.
-fn injectable(r: &Regs) -> bool {
+pub(crate) fn injectable(r: &Regs) -> bool {
     r.orig_rax == u64::MAX || matches!(r.rax as i64, -512 | -513 | -514 | -516)
 }
 
