@@ -4,6 +4,7 @@
 mod cli;
 mod daemon;
 mod docs;
+mod golden;
 mod json_diag;
 mod manpage;
 mod session;
@@ -29,6 +30,9 @@ fn main() -> ExitCode {
     let opts = cli::parse_args();
     if let Some(status) = docs::run(&opts) {
         return ExitCode::from(status);
+    }
+    if opts.test {
+        return ExitCode::from(golden::run(&opts));
     }
     JSON.store(
         opts.format == cli::Format::Json && opts.list.is_none() && opts.list_vars.is_none(),
