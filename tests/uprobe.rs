@@ -85,7 +85,8 @@ probe end { printf("u_calls %d\nu_returns %d\nu_bad %d\n", calls, returns, bad) 
         .replace("EXE", &path);
     for (stubs, expected) in [("1", [20000, 0, 20000]), ("0", [0, 20000, 0])] {
         let mut cmd = utap(&script, &["-v", "-c", &format!("{path} threads 5000")]);
-        cmd.env("UTAP_RETURN_STUBS", stubs);
+        // The tracer's route: in the program, returns need no stub.
+        cmd.env("UTAP_RETURN_STUBS", stubs).env("UTAP_INPROC", "0");
         let o = run(cmd);
         assert_eq!(o.status, 0, "{}{}", o.stdout, o.stderr);
         assert_eq!(count(&o.stdout, "hot"), 20000, "{}", o.stdout);
@@ -142,23 +143,31 @@ probe process("EXE").library("libuctor.so").function("uctor_twice").return {
 }
 probe end { foreach (k in n+) printf("%s %d\n", k, n[k]) }"#;
     let path = fixture("uctor");
-    let o = run(utap(
-        &script.replace("EXE", &path),
-        &["-v", "-c", &format!("{path} 5")],
-    ));
-    assert_eq!(o.status, 0, "{}{}", o.stdout, o.stderr);
-    let out = o.stdout;
-    // One return address in the library (the constructor's loop), one in
-    // the program (main's), far apart: each gets its stub near
-    // uctor_twice, with an absolute jump back to the program's, and the
-    // program stores every one itself.
-    assert_eq!(return_counts(&o.stderr), [8, 0, 8], "{}", o.stderr);
-    assert_eq!(count(&out, "uctor_twice"), 8, "{out}");
-    assert_eq!(count(&out, "ctor_sum"), 12, "{out}");
-    assert_eq!(count(&out, "main_sum"), 20, "{out}");
-    assert_eq!(count(&out, "u_calls"), 8, "{out}");
-    assert_eq!(count(&out, "u_returns"), 8, "{out}");
-    assert!(!out.contains("u_bad"), "{out}");
+    // In the program (the data plane's return stub) and on the tracer's
+    // route (its stubs and trampoline).
+    for inproc in ["1", "0"] {
+        let mut c = utap(
+            &script.replace("EXE", &path),
+            &["-v", "-c", &format!("{path} 5")],
+        );
+        c.env("UTAP_INPROC", inproc);
+        let o = run(c);
+        assert_eq!(o.status, 0, "{}{}", o.stdout, o.stderr);
+        let out = o.stdout;
+        // One return address in the library (the constructor's loop), one in
+        // the program (main's), far apart: each gets its stub near
+        // uctor_twice, with an absolute jump back to the program's, and the
+        // program stores every one itself.
+        if inproc == "0" {
+            assert_eq!(return_counts(&o.stderr), [8, 0, 8], "{}", o.stderr);
+        }
+        assert_eq!(count(&out, "uctor_twice"), 8, "{out}");
+        assert_eq!(count(&out, "ctor_sum"), 12, "{out}");
+        assert_eq!(count(&out, "main_sum"), 20, "{out}");
+        assert_eq!(count(&out, "u_calls"), 8, "{out}");
+        assert_eq!(count(&out, "u_returns"), 8, "{out}");
+        assert!(!out.contains("u_bad"), "{out}");
+    }
 }
 
 #[test]

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""In-process function probes (issue 28): cost per hit of an entry probe
-whose handler runs in the program, against the same script on the ptrace
+"""In-process function probes (issue 28): cost per hit of an entry probe,
+and of an entry+return pair, whose handlers run in the program, against the same script on the ptrace
 route (UTAP_INPROC=0), bpftrace's uprobe and uprobe+uretprobe, uftrace's
 in-process hooks and the untraced program, in one alternating run.
 
@@ -79,6 +79,9 @@ def main():
     exe, pg = build(tmp)
     entry = script('global n\nprobe process("%s").function("hot") { n++ }\n'
                    'probe end { println(n) }\n' % exe)
+    pair_script = script('global n, s\nprobe process("%s").function("hot") { n++ }\n'
+                         'probe process("%s").function("hot").return { s += $return }\n'
+                         'probe end { println(n, " ", s) }\n' % (exe, exe))
     n, slow = a.calls, a.slow_calls
     tracer_env = dict(os.environ, UTAP_INPROC="0")
     # name: (argv for k calls, env, calls)
@@ -87,6 +90,10 @@ def main():
         "untraced -pg": (lambda k: [pg, str(k)], None, n),
         "utap in process": (lambda k: [UTAP, entry, "-c", f"{exe} {k}"], None, n),
         "utap ptrace route": (lambda k: [UTAP, entry, "-c", f"{exe} {k}"], tracer_env, slow),
+        "utap in process, entry+return": (
+            lambda k: [UTAP, pair_script, "-c", f"{exe} {k}"], None, n),
+        "utap ptrace route, entry+return": (
+            lambda k: [UTAP, pair_script, "-c", f"{exe} {k}"], tracer_env, slow),
     }
     if shutil.which("uftrace"):
         data = os.path.join(tmp, "uftrace.data")
@@ -113,10 +120,14 @@ def main():
     added = {c: per[c] - base for c in per}
     if "uftrace record" in added:
         added["uftrace record"] = per["uftrace record"] - per["untraced -pg"]
-    for peer in ["bpftrace uprobe", "bpftrace uprobe+uretprobe", "uftrace record"]:
+    # An entry probe against an entry probe; an entry+return pair against
+    # a pair (uftrace records both).
+    ratios = [("utap in process", "bpftrace uprobe"),
+              ("utap in process, entry+return", "bpftrace uprobe+uretprobe"),
+              ("utap in process, entry+return", "uftrace record")]
+    for ours, peer in ratios:
         if peer in added and added[peer] > 0:
-            print(f"added cost, utap in process / {peer}: "
-                  f"{added['utap in process'] / added[peer]:.3f}")
+            print(f"added cost, {ours} / {peer}: {added[ours] / added[peer]:.3f}")
     shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -5,9 +5,9 @@
 //! program's own instruction.
 //!
 //! A patched function entry is its first instructions (5 to 21 bytes, no
-//! branch but a leaf's final `ret`, proven by the function's disassembly
-//! to hold no branch target), overwritten with a `jmp` to its stub (`int3` over the rest,
-//! never reached). The stub runs the hooks before those instructions, as
+//! branch but conditional jumps, a final `ret` or `jmp`, proven by the
+//! module's disassembly to hold no branch target), overwritten with a `jmp`
+//! to its stub (`int3` over the rest, never reached). The stub runs the hooks before those instructions, as
 //! an `int3` probe sees them, then the instructions relocated, then jumps
 //! back. With D the relocated instructions' length:
 //!
@@ -24,16 +24,24 @@
 //!   38 + D jmp back              (the instruction after them)
 //! ```
 //!
-//! The function common entry saves flags and the caller-saved registers
-//! it uses on the program's stack, finds the thread's block with
-//! `rdgsbase` (a thread with no block: a thread created after the tracer
-//! died, runs no hook), claims it (a thread already in a handler skips and
-//! counts), stores the argument registers, and on the block's stack calls
+//! The function common entry saves the caller-saved registers it uses on
+//! the program's stack (not the flags: at a function's entry and after
+//! its return they are dead by the ABI, and DF is clear), finds the
+//! thread's block with `rdgsbase` (a thread with no block of this region:
+//! one created after the tracer died, runs no hook), claims it without a
+//! locked instruction (a thread already in a handler skips and counts), stores the argument registers, and on the block's stack calls
 //! each hook of the list — `fn(ctx)` with the probe's and the point's
 //! in-process index — unless the session's stop flag is up. Every
 //! register but rax (the stub's to restore) comes back as it was,
 //! xmm0–xmm7 too (a function's floating-point arguments: the handlers are
 //! integer code, but nothing here depends on how Cranelift lowers them).
+//!
+//! A site with return hooks has a second list (the list's second word):
+//! after the entry hooks, the common entry pushes a frame (the slot, the
+//! return address, the return list, the arguments) on the thread's shadow
+//! stack and writes the return stub's address in the slot. The return
+//! stub ([`ret_stub`]) pops the frame, writes the real address back where
+//! its own `ret` takes it, and runs the return hooks.
 
 use std::mem::offset_of;
 
@@ -43,7 +51,10 @@ use iced_x86::{
 };
 
 use super::code::{Asm, R8, R9, RDI, RDX, RSI, probe_field};
-use super::layout::{BLOCK_HITS, BLOCK_SAVED_RSP, BLOCK_SKIPPED, BLOCK_STACK_TOP};
+use super::layout::{
+    BLOCK_BUSY, BLOCK_HITS, BLOCK_LEN, BLOCK_MISSED, BLOCK_OWNER_FS, BLOCK_SAVED_RSP, BLOCK_SHADOW,
+    BLOCK_SKIPPED, BLOCK_STACK_TOP, SHADOW_FRAMES,
+};
 use crate::script::context::{HandlerContext, ProbeValues, event};
 
 /// Offsets in a function stub (see the module doc).
@@ -62,28 +73,109 @@ fn ctx_field(f: usize) -> u32 {
 }
 
 /// The function common entry, for a region whose stop flag is at `stop`
-/// and whose handlers get `max_action` statements.
-pub fn common(stop: u64, max_action: i64) -> Vec<u8> {
+/// and whose handlers get `max_action` statements; a site with return
+/// hooks has its return address replaced by `ret_stub` (see
+/// [`ret_stub`]).
+pub fn common(stop: u64, max_action: i64, ret_stub: u64, blocks: Blocks) -> Vec<u8> {
     let mut a = Asm::new();
-    let (out, skip, next, done) = (a.label(), a.label(), a.label(), a.label());
-    // pushfq; push rcx, rdx, rsi, rdi, r8, r9, r10, r11
+    let (out, skip, unclaim) = (a.label(), a.label(), a.label());
+    // push rcx, rdx, rsi, rdi, r8, r9, r10, r11 (no flags: at a call they
+    // are dead, and DF is clear, by the ABI)
     a.bytes(&[
-        0x9c, 0x51, 0x52, 0x56, 0x57, 0x41, 0x50, 0x41, 0x51, 0x41, 0x52, 0x41, 0x53,
+        0x51, 0x52, 0x56, 0x57, 0x41, 0x50, 0x41, 0x51, 0x41, 0x52, 0x41, 0x53,
     ]);
     a.bytes(&[0xf3, 0x49, 0x0f, 0xae, 0xcb]); // rdgsbase r11
-    a.bytes(&[0x4d, 0x85, 0xdb, 0x0f, 0x84]); // test r11, r11; jz out
-    a.rel32(out);
-    a.claim_or(skip); // clobbers rcx
+    ours_or(&mut a, blocks, out);
+    owner_or(&mut a, out);
+    claim_or(&mut a, skip);
     a.bytes(&[0x48, 0x8b, 0x4c, 0x24, 0x38]); // mov rcx, [rsp+56]
-    let arg = |i: usize| probe_field(offset_of!(ProbeValues, args) + 8 * i);
     for (i, reg) in [RDI, RSI, RDX, 1, R8, R9].into_iter().enumerate() {
-        a.store(arg(i), reg);
+        a.store(arg_field(i), reg);
     }
     a.store_imm(
         probe_field(offset_of!(ProbeValues, event)),
         event::FUNCTION as u32,
     );
-    a.bytes(&[0x4c, 0x8b, 0x54, 0x24, 0x50]); // mov r10, [rsp+80]: the list
+    a.bytes(&[0x4c, 0x8b, 0x54, 0x24, 0x48]); // mov r10, [rsp+72]: the list
+    run_hooks(&mut a, stop, max_action);
+    hijack(&mut a, stop, ret_stub, unclaim);
+    a.bind(unclaim);
+    a.store_imm(BLOCK_BUSY as u32, 0);
+    a.bind(out);
+    // pop r11, r10, r9, r8, rdi, rsi, rdx, rcx; ret 8
+    a.bytes(&[
+        0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58, 0x5f, 0x5e, 0x5a, 0x59,
+    ]);
+    a.bytes(&[0xc2, 0x08, 0x00]);
+    a.bind(skip);
+    a.bytes(&[0x49, 0xff, 0x83]); // inc qword [r11+SKIPPED]
+    a.d32(BLOCK_SKIPPED as u32);
+    a.bytes(&[0xe9]);
+    a.rel32(out);
+    a.finish()
+}
+
+/// The per-thread blocks of a region: the first one's address and how
+/// many there are.
+#[derive(Clone, Copy, Debug)]
+pub struct Blocks {
+    pub start: u64,
+    pub count: u64,
+}
+
+/// Goes to `not_ours` unless r11 (`%gs`) is one of this region's blocks:
+/// no block, or another region's (a session after ours, when ours died
+/// and left its stubs in the program), runs none of our hooks. Clobbers
+/// rax and rcx.
+fn ours_or(a: &mut Asm, blocks: Blocks, not_ours: usize) {
+    a.bytes(&[0x4c, 0x89, 0xd8, 0x48, 0xb9]); // mov rax, r11; movabs rcx, start
+    a.bytes(&blocks.start.to_le_bytes());
+    a.bytes(&[0x48, 0x29, 0xc8, 0x48, 0xb9]); // sub rax, rcx; movabs rcx, span
+    a.bytes(&(blocks.count * BLOCK_LEN).to_le_bytes());
+    a.bytes(&[0x48, 0x39, 0xc8, 0x0f, 0x83]); // cmp rax, rcx; jae not_ours
+    a.rel32(not_ours);
+}
+
+/// `$argN`'s slot in the block's context.
+fn arg_field(i: usize) -> u32 {
+    probe_field(offset_of!(ProbeValues, args) + 8 * i)
+}
+
+/// Claims the block for this hit, or goes to `busy` (the thread is in a
+/// handler already: a signal handler's call). The block is the thread's
+/// own, so only a signal on this thread can come between the test and the
+/// store, and its hit is over before this one goes on: no locked
+/// instruction is needed.
+fn claim_or(a: &mut Asm, busy: usize) {
+    a.bytes(&[0x49, 0x83, 0xbb]); // cmp qword [r11+BUSY], 0; jne busy
+    a.d32(BLOCK_BUSY as u32);
+    a.bytes(&[0x00, 0x0f, 0x85]);
+    a.rel32(busy);
+    a.store_imm(BLOCK_BUSY as u32, 1);
+}
+
+/// Goes to `not_owner` unless the thread is the block's (`%fs` base as
+/// recorded, or recorded now if none was). Clobbers rax and rcx.
+fn owner_or(a: &mut Asm, not_owner: usize) {
+    let (record, owner) = (a.label(), a.label());
+    a.bytes(&[0xf3, 0x48, 0x0f, 0xae, 0xc0]); // rdfsbase rax
+    a.load(1, BLOCK_OWNER_FS as u32); // mov rcx, [r11+OWNER_FS]
+    a.bytes(&[0x48, 0x85, 0xc9, 0x0f, 0x84]); // test rcx, rcx; jz record
+    a.rel32(record);
+    a.bytes(&[0x48, 0x39, 0xc1, 0x0f, 0x85]); // cmp rcx, rax; jne not_owner
+    a.rel32(not_owner);
+    a.bytes(&[0xe9]);
+    a.rel32(owner);
+    a.bind(record);
+    a.store(BLOCK_OWNER_FS as u32, 0); // mov [r11+OWNER_FS], rax
+    a.bind(owner);
+}
+
+/// Calls the hooks of the list in r10 (`[n, return list, n triples]`) on
+/// the block's stack (r11), unless the stop flag is up; comes back on the
+/// program's stack with r11 the block. The context is filled in.
+fn run_hooks(a: &mut Asm, stop: u64, max_action: i64) {
+    let (next, done) = (a.label(), a.label());
     a.store(BLOCK_SAVED_RSP as u32, 4); // mov [r11+SAVED], rsp
     a.bytes(&[0x49, 0x8d, 0xa3]); // lea rsp, [r11+TOP]
     a.d32(BLOCK_STACK_TOP as u32);
@@ -91,21 +183,19 @@ pub fn common(stop: u64, max_action: i64) -> Vec<u8> {
     a.bytes(&[0x48, 0x81, 0xec, 0x88, 0, 0, 0]); // sub rsp, 136
     for x in 0..8u8 {
         // movdqa [rsp+16*x], xmmX: a function's floating-point arguments
+        // (and return values)
         a.bytes(&[0x66, 0x0f, 0x7f, 0x44 | (x << 3), 0x24, 16 * x]);
     }
     a.bytes(&[0x4c, 0x89, 0xdb]); // mov rbx, r11
     a.bytes(&[0x4d, 0x89, 0xd4]); // mov r12, r10
     a.bytes(&[0x4d, 0x8b, 0x2c, 0x24]); // mov r13, [r12]
-    a.bytes(&[0x49, 0x83, 0xc4, 0x08]); // add r12, 8
+    a.bytes(&[0x49, 0x83, 0xc4, 0x10]); // add r12, 16
     a.bytes(&[0x49, 0xff, 0x83]); // inc qword [r11+HITS]
     a.d32(BLOCK_HITS as u32);
     a.bind(next);
     a.bytes(&[0x4d, 0x85, 0xed, 0x0f, 0x84]); // test r13, r13; jz done
     a.rel32(done);
-    a.bytes(&[0x48, 0xb8]); // movabs rax, stop
-    a.bytes(&stop.to_le_bytes());
-    a.bytes(&[0x48, 0x8b, 0x00, 0x48, 0x85, 0xc0, 0x0f, 0x85]); // mov rax,[rax]; test; jnz done
-    a.rel32(done);
+    stop_or(a, stop, done);
     a.bytes(&[0x49, 0x89, 0xdb]); // mov r11, rbx
     for f in [
         offset_of!(HandlerContext, error),
@@ -136,26 +226,191 @@ pub fn common(stop: u64, max_action: i64) -> Vec<u8> {
     a.bytes(&[0x48, 0x81, 0xc4, 0x88, 0, 0, 0]); // add rsp, 136
     a.bytes(&[0x41, 0x5d, 0x41, 0x5c, 0x5b]); // pop r13, r12, rbx
     a.load(4, BLOCK_SAVED_RSP as u32); // mov rsp, [r11+SAVED]
-    a.store_imm(super::layout::BLOCK_BUSY as u32, 0);
-    a.bind(out);
-    // pop r11, r10, r9, r8, rdi, rsi, rdx, rcx; popfq; ret 8
+}
+
+/// Goes to `up` if the session's stop flag is up. Clobbers rax.
+fn stop_or(a: &mut Asm, stop: u64, up: usize) {
+    a.bytes(&[0x48, 0xb8]); // movabs rax, stop
+    a.bytes(&stop.to_le_bytes());
+    a.bytes(&[0x48, 0x8b, 0x00, 0x48, 0x85, 0xc0, 0x0f, 0x85]); // mov rax,[rax]; test; jnz up
+    a.rel32(up);
+}
+
+/// In the function common entry, after the entry hooks (program's stack,
+/// r11 the block): a site with return hooks gets a frame on the thread's
+/// shadow stack and its return address replaced by `ret_stub`. Frames at
+/// below the new one's slot were left without returning (longjmp) and are
+/// dropped first; one at the same slot too, unless it is a tail call's:
+/// a function that jumped to this one left a stub (ours, or the tracer's
+/// over ours) in the slot, and its frame returns next, after this one's
+/// (whose address is that stub), as the kernel chains uretprobe
+/// instances. A full shadow stack misses the return (counted).
+fn hijack(a: &mut Asm, stop: u64, ret_stub: u64, done: usize) {
+    let (drop, push, full) = (a.label(), a.label(), a.label());
+    a.bytes(&[0x4c, 0x8b, 0x54, 0x24, 0x48]); // mov r10, [rsp+72]: the list
+    a.bytes(&[0x4d, 0x8b, 0x52, 0x08]); // mov r10, [r10+8]: its return list
+    a.bytes(&[0x4d, 0x85, 0xd2, 0x0f, 0x84]); // test r10, r10; jz done
+    a.rel32(done);
+    stop_or(a, stop, done);
+    a.load(RSI, BLOCK_SHADOW as u32); // mov rsi, [r11+SHADOW]
+    a.bytes(&[0x48, 0x85, 0xf6, 0x0f, 0x84]); // test rsi, rsi; jz done
+    a.rel32(done);
+    let pop = a.label();
+    a.bytes(&[0x48, 0x8d, 0x94, 0x24]); // lea rdx, [rsp+SLOT]: the return address
+    a.d32(HIJACK_SLOT as u32);
+    a.bytes(&[0x4c, 0x8b, 0x02, 0x49, 0xb9]); // mov r8, [rdx]: the slot now; movabs r9, ret_stub
+    a.bytes(&ret_stub.to_le_bytes());
+    a.bytes(&[0x48, 0x8b, 0x0e]); // mov rcx, [rsi]: depth
+    a.bind(drop);
+    a.bytes(&[0x48, 0x85, 0xc9, 0x0f, 0x84]); // test rcx, rcx; jz push
+    a.rel32(push);
+    a.bytes(&[0x48, 0x6b, 0xc1, 0x50]); // imul rax, rcx, 80
+    a.bytes(&[0x48, 0x8d, 0x7c, 0x06, 0xc0]); // lea rdi, [rsi+rax-64]: the top frame
+    a.bytes(&[0x48, 0x39, 0x17, 0x0f, 0x87]); // cmp [rdi], rdx; ja push: an outer frame
+    a.rel32(push);
+    a.bytes(&[0x0f, 0x82]); // jb pop: a deeper one, left by a longjmp
+    a.rel32(pop);
+    // The same slot: a tail call's callers (the slot holds our stub, or
+    // the tracer's over ours), kept; or left by a longjmp and the slot
+    // called again from the same place, dropped.
+    a.bytes(&[0x4d, 0x39, 0xc8, 0x0f, 0x84]); // cmp r8, r9; je push
+    a.rel32(push);
+    a.bytes(&[0x4c, 0x39, 0x47, 0x08, 0x0f, 0x85]); // cmp [rdi+8], r8; jne push
+    a.rel32(push);
+    a.bind(pop);
+    a.bytes(&[0x48, 0xff, 0xc9, 0xe9]); // dec rcx; jmp drop
+    a.rel32(drop);
+    a.bind(push);
+    a.bytes(&[0x48, 0x81, 0xf9]); // cmp rcx, SHADOW_FRAMES
+    a.d32(SHADOW_FRAMES as u32);
+    a.bytes(&[0x0f, 0x83]); // jae full
+    a.rel32(full);
+    a.bytes(&[0x48, 0x6b, 0xc1, 0x50]); // imul rax, rcx, 80
+    a.bytes(&[0x48, 0x8d, 0x7c, 0x06, 0x10]); // lea rdi, [rsi+rax+16]: the frame
+    a.bytes(&[0x48, 0x89, 0x17]); // mov [rdi], rdx: slot
+    a.bytes(&[0x48, 0x8b, 0x02, 0x48, 0x89, 0x47, 0x08]); // mov rax,[rdx]; mov [rdi+8],rax
+    a.bytes(&[0x4c, 0x89, 0x57, 0x10]); // mov [rdi+16], r10: return list
+    for i in 0..6u8 {
+        a.load(0, arg_field(i as usize)); // mov rax, [r11+ARG]
+        a.bytes(&[0x48, 0x89, 0x47, 24 + 8 * i]); // mov [rdi+24+8i], rax
+    }
+    a.bytes(&[0x48, 0xff, 0xc1, 0x48, 0x89, 0x0e]); // inc rcx; mov [rsi], rcx
+    a.bytes(&[0x48, 0xb8]); // movabs rax, ret_stub
+    a.bytes(&ret_stub.to_le_bytes());
+    a.bytes(&[0x48, 0x89, 0x02, 0xe9]); // mov [rdx], rax; jmp done
+    a.rel32(done);
+    a.bind(full);
+    a.bytes(&[0x48, 0x89, 0x0e]); // mov [rsi], rcx
+    a.bytes(&[0x49, 0xff, 0x83]); // inc qword [r11+MISSED]
+    a.d32(BLOCK_MISSED as u32);
+}
+
+/// Where the function common entry finds the program's return address:
+/// above its pushes (64), the stub's return (8), list (8), rax (8) and
+/// red zone (128).
+const HIJACK_SLOT: u64 = 64 + 8 + 8 + 8 + 128;
+
+/// The return stub, where every hijacked return of a process lands (rsp
+/// one past the slot, return values in rax/rdx/xmm0/xmm1): it finds the
+/// slot's frame on the thread's shadow stack (dropping frames a longjmp
+/// left), puts the real return address back in the slot, runs the return
+/// hooks with the entry's arguments and `$return`, and returns there with
+/// every register as the function left it. A slot with no frame cannot
+/// go anywhere right: `ud2` (only a program that wrote our memory).
+pub fn ret_stub(stop: u64, max_action: i64, blocks: Blocks) -> Vec<u8> {
+    let mut a = Asm::new();
+    let (find, found, lost, out, skip) = (a.label(), a.label(), a.label(), a.label(), a.label());
+    let (scan, next, have) = (a.label(), a.label(), a.label());
+    a.bytes(&[0x48, 0x83, 0xec, 0x08]); // sub rsp, 8 (flags are dead after a ret)
+    // push rax, rcx, rdx, rsi, rdi, r8, r9, r10, r11
     a.bytes(&[
-        0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58, 0x5f, 0x5e, 0x5a, 0x59, 0x9d,
+        0x50, 0x51, 0x52, 0x56, 0x57, 0x41, 0x50, 0x41, 0x51, 0x41, 0x52, 0x41, 0x53,
     ]);
-    a.bytes(&[0xc2, 0x08, 0x00]);
+    a.bytes(&[0xf3, 0x49, 0x0f, 0xae, 0xcb]); // rdgsbase r11
+    ours_or(&mut a, blocks, scan);
+    a.bytes(&[0xf3, 0x48, 0x0f, 0xae, 0xc0]); // rdfsbase rax
+    a.bytes(&[0x49, 0x39, 0x83]); // cmp [r11+OWNER_FS], rax; je have
+    a.d32(BLOCK_OWNER_FS as u32);
+    a.bytes(&[0x0f, 0x84]);
+    a.rel32(have);
+    // `%gs` is no block of ours (a later session's, or none): the frames
+    // are in the block this thread owned.
+    a.bind(scan);
+    a.bytes(&[0xf3, 0x48, 0x0f, 0xae, 0xc0]); // rdfsbase rax
+    a.bytes(&[0x49, 0xbb]); // movabs r11, start
+    a.bytes(&blocks.start.to_le_bytes());
+    a.bytes(&[0x48, 0xb9]); // movabs rcx, BLOCK_LEN
+    a.bytes(&BLOCK_LEN.to_le_bytes());
+    a.bytes(&[0xba]); // mov edx, count
+    a.d32(blocks.count as u32);
+    a.bind(next);
+    a.bytes(&[0x49, 0x39, 0x83]); // cmp [r11+OWNER_FS], rax; je have
+    a.d32(BLOCK_OWNER_FS as u32);
+    a.bytes(&[0x0f, 0x84]);
+    a.rel32(have);
+    a.bytes(&[0x49, 0x01, 0xcb, 0xff, 0xca, 0x0f, 0x85]); // add r11, rcx; dec edx; jnz next
+    a.rel32(next);
+    a.bytes(&[0xe9]); // jmp lost
+    a.rel32(lost);
+    a.bind(have);
+    a.load(RSI, BLOCK_SHADOW as u32); // mov rsi, [r11+SHADOW]
+    a.bytes(&[0x48, 0x85, 0xf6, 0x0f, 0x84]); // test rsi, rsi; jz lost
+    a.rel32(lost);
+    a.bytes(&[0x48, 0x8d, 0x54, 0x24, 0x48]); // lea rdx, [rsp+72]: the slot
+    a.bytes(&[0x48, 0x8b, 0x0e]); // mov rcx, [rsi]
+    a.bind(find);
+    a.bytes(&[0x48, 0x85, 0xc9, 0x0f, 0x84]); // test rcx, rcx; jz lost
+    a.rel32(lost);
+    a.bytes(&[0x48, 0x6b, 0xc1, 0x50]); // imul rax, rcx, 80
+    a.bytes(&[0x48, 0x8d, 0x7c, 0x06, 0xc0]); // lea rdi, [rsi+rax-64]: the top frame
+    a.bytes(&[0x48, 0x39, 0x17, 0x0f, 0x84]); // cmp [rdi], rdx; je found
+    a.rel32(found);
+    a.bytes(&[0x0f, 0x87]); // ja lost: an outer frame, ours is not there
+    a.rel32(lost);
+    a.bytes(&[0x48, 0xff, 0xc9, 0xe9]); // dec rcx; jmp find
+    a.rel32(find);
+    a.bind(found);
+    a.bytes(&[0x48, 0xff, 0xc9, 0x48, 0x89, 0x0e]); // dec rcx; mov [rsi], rcx
+    a.bytes(&[0x48, 0x8b, 0x47, 0x08]); // mov rax, [rdi+8]
+    a.bytes(&[0x48, 0x89, 0x44, 0x24, 0x48]); // mov [rsp+72], rax: where `ret` goes
+    a.bytes(&[0x4c, 0x8b, 0x57, 0x10]); // mov r10, [rdi+16]: the return list
+    stop_or(&mut a, stop, out);
+    // No owner check: the block was found by this thread's `%fs`.
+    claim_or(&mut a, skip);
+    for i in 0..6u8 {
+        a.bytes(&[0x48, 0x8b, 0x47, 24 + 8 * i]); // mov rax, [rdi+24+8i]
+        a.store(arg_field(i as usize), 0);
+    }
+    a.bytes(&[0x48, 0x8b, 0x44, 0x24, 0x40]); // mov rax, [rsp+64]: $return
+    a.store(probe_field(offset_of!(ProbeValues, ret)), 0);
+    a.store_imm(probe_field(offset_of!(ProbeValues, returning)), 1);
+    a.store_imm(
+        probe_field(offset_of!(ProbeValues, event)),
+        event::FUNCTION_RETURN as u32,
+    );
+    run_hooks(&mut a, stop, max_action);
+    a.store_imm(BLOCK_BUSY as u32, 0);
+    a.bind(out);
+    // pop r11, r10, r9, r8, rdi, rsi, rdx, rcx, rax; ret
+    a.bytes(&[
+        0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58, 0x5f, 0x5e, 0x5a, 0x59, 0x58, 0xc3,
+    ]);
     a.bind(skip);
     a.bytes(&[0x49, 0xff, 0x83]); // inc qword [r11+SKIPPED]
     a.d32(BLOCK_SKIPPED as u32);
     a.bytes(&[0xe9]);
     a.rel32(out);
+    a.bind(lost);
+    a.bytes(&[0x0f, 0x0b]); // ud2
     a.finish()
 }
 
 /// The instructions a function entry at `site` displaces: decoded from
 /// `code` (the function's bytes from `start`, with the site's original
-/// bytes), at least 5 bytes of plain instructions (no branch, call,
-/// return or syscall) that end inside the function, with no branch of the
-/// function landing inside them. `None` if the site cannot be patched.
+/// bytes), at least 5 bytes of plain instructions and direct jumps (no
+/// call, indirect branch or syscall; a `ret` or `jmp` ends them) that end
+/// inside the function, with no branch of the function landing inside
+/// them. `None` if the site cannot be patched.
 pub fn displaced(code: &[u8], start: u64, site: u64) -> Option<Vec<Instruction>> {
     let insns = decode_function(code, start);
     let first = insns.iter().position(|i| i.ip() == site)?;
@@ -167,21 +422,30 @@ pub fn displaced(code: &[u8], start: u64, site: u64) -> Option<Vec<Instruction>>
         }
         let plain = i.flow_control() == FlowControl::Next
             && !matches!(i.code(), Code::Syscall | Code::Sysenter | Code::Int3);
-        // A leaf's `ret` ends the sequence: the stub returns itself.
-        let ret = i.code() == Code::Retnq;
-        if !plain && !ret {
+        // A conditional jump is relocated (to its target, from the stub);
+        // a leaf's `ret` or a tail `jmp` ends the sequence: the stub goes
+        // on by itself.
+        let jcc = i.flow_control() == FlowControl::ConditionalBranch && i.is_jcc_short_or_near();
+        let end = i.code() == Code::Retnq
+            || (i.flow_control() == FlowControl::UnconditionalBranch && i.is_jmp_short_or_near());
+        if !plain && !jcc && !end {
             return None;
         }
         len += i.len() as u64;
         taken.push(*i);
-        if ret {
+        if end {
             break;
         }
     }
-    if len < 5 || len > MAX_DISPLACED {
+    if !(5..=MAX_DISPLACED).contains(&len) {
         return None;
     }
     (!branch_lands_in(&insns, site + 1..site + len)).then_some(taken)
+}
+
+/// Whether the stub goes on by itself after `last` (no jump back).
+fn ends_flow(last: &Instruction) -> bool {
+    last.code() == Code::Retnq || last.flow_control() == FlowControl::UnconditionalBranch
 }
 
 /// A function's instructions, decoded from its bytes `code` at `start`
@@ -216,7 +480,7 @@ pub fn stub(
 ) -> Option<(Vec<u8>, Vec<u64>)> {
     let last = displaced.last()?;
     let mut insns = displaced.to_vec();
-    if last.code() != Code::Retnq {
+    if !ends_flow(last) {
         insns.push(Instruction::with_branch(Code::Jmp_rel32_64, last.next_ip()).ok()?);
     }
     let block = InstructionBlock::new(&insns, stub + HEAD_LEN);
@@ -292,7 +556,11 @@ mod tests {
 
     #[test]
     fn the_common_entry_decodes_and_balances_its_stack() {
-        let c = common(0x3f00_0040_0000, 1000);
+        let blocks = Blocks {
+            start: 0x3f00_0100_0000,
+            count: 1024,
+        };
+        let c = common(0x3f00_0040_0000, 1000, 0x3f00_0000_0c00, blocks);
         let ins = decode_all(&c, 0);
         assert!(ins.iter().all(|i| i.code() != Code::INVALID));
         let pushes = ins
@@ -303,7 +571,7 @@ mod tests {
             .iter()
             .filter(|i| matches!(i.code(), Code::Pop_r64 | Code::Popfq))
             .count();
-        assert_eq!((pushes, pops), (12, 12));
+        assert_eq!((pushes, pops), (11, 11));
         assert!(
             ins.iter()
                 .any(|i| i.code() == Code::Rdgsbase_r64 && i.op0_register() == Register::R11)
@@ -320,6 +588,34 @@ mod tests {
             .filter(|i| i.code() == Code::Movdqa_xmm_xmmm128)
             .count();
         assert_eq!((saved, restored), (8, 8));
+    }
+
+    #[test]
+    fn the_return_stub_decodes_and_balances_its_stack() {
+        let blocks = Blocks {
+            start: 0x3f00_0100_0000,
+            count: 1024,
+        };
+        let c = ret_stub(0x3f00_0040_0000, 1000, blocks);
+        let ins = decode_all(&c, 0);
+        assert!(ins.iter().all(|i| i.code() != Code::INVALID));
+        let count = |codes: &[Code]| ins.iter().filter(|i| codes.contains(&i.code())).count();
+        // Nine registers, and rbx/r12/r13 around the hooks.
+        assert_eq!(count(&[Code::Push_r64, Code::Pushfq]), 12);
+        assert_eq!(count(&[Code::Pop_r64, Code::Popfq]), 12);
+        // One plain `ret` to the real address, `ud2` for a lost frame.
+        assert_eq!(count(&[Code::Retnq]), 1);
+        assert_eq!(count(&[Code::Ud2]), 1);
+        assert_eq!(count(&[Code::Rdfsbase_r64]), 2);
+        // The return values in xmm0/xmm1 are kept around the hooks.
+        assert_eq!(count(&[Code::Movdqa_xmmm128_xmm]), 8);
+        // The entry's hijack writes the stub's address: it is in fcommon.
+        let f = common(0x3f00_0040_0000, 1000, 0x3f00_0000_0c00, blocks);
+        let fi = decode_all(&f, 0);
+        assert!(
+            fi.iter()
+                .any(|i| i.code() == Code::Mov_r64_imm64 && i.immediate64() == 0x3f00_0000_0c00)
+        );
     }
 
     #[test]

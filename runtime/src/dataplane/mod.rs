@@ -47,7 +47,45 @@
 //! one needs the tracer alive); under `-c`, at their first hit. A thread
 //! held between displaced instructions is moved into the stub's copy.
 //! If utap dies, patched entries keep working (the region stays mapped,
-//! a thread with no block runs no hook).
+//! a thread with no block of this region's runs no hook).
+//!
+//! Function returns: an entry with return hooks also pushes a frame on
+//! the thread's shadow stack and puts the region's return stub in the
+//! return address's slot; the return stub pops the frame, puts the real
+//! address back and runs the return hooks with the entry's arguments.
+//! Shadow stacks live in a private mapping of each process just past the
+//! region (a fork child's stack and frames are copied together), one per
+//! block. Invariants of returns:
+//! * **A hijacked return always finds its frame**: frames a longjmp left
+//!   are dropped by stack address, never the live ones; functions that
+//!   return twice (setjmp, vfork) or unwind, and Go programs (goroutines
+//!   move between threads), keep their returns on the tracer's route.
+//! * **No thread runs another thread's frames**: a block belongs to the
+//!   thread whose `%fs` it recorded; a thread created after utap died
+//!   inherits its creator's `%gs` and runs no hook. A return whose `%gs`
+//!   is not this region's block (a later session replaced it) finds its
+//!   block by `%fs`.
+//! * **Every ending puts every slot back** (threads held and moved out of
+//!   region code first); the unwinder's stops park and re-arm the frames
+//!   as the tracer's own (`utrace::unwinding`).
+//! * **A dead session's leftovers are inert**: its stubs and region stay
+//!   mapped (pending returns need them), its hooks run for none of a later
+//!   session's threads, and a later session puts the file's bytes back at
+//!   an entry it patches again.
+//!
+//! Output: `printf` and `print` in a handler write a record (format index,
+//! sequence number, long and literal-handle arguments) into the output
+//! ring of the thread's block (`rings`); the session reads every ring in
+//! sequence order every few milliseconds and at the end, before `end`'s
+//! output, and formats the records as the tracer's own `printf` would.
+//! Invariants of output:
+//! * **A printing thread never waits**: a full ring drops the record and
+//!   counts it; the count joins the transport's lost messages (the
+//!   warning at exit).
+//! * **Rings outlive threads**: a block given to a new thread keeps its
+//!   ring, so nothing a dead thread wrote is lost or overwritten.
+//! * **Records are untrusted**: kind, length and format index are checked
+//!   and a ring with a bad record is skipped to its head and counted.
 //!
 //! Syscall sites under `-x` (no seccomp filter to let the gadget through)
 //! are not patched: their in-process handlers run in the tracer at each
@@ -59,6 +97,7 @@ pub mod function;
 pub mod image;
 pub mod layout;
 pub mod region;
+pub mod rings;
 mod tracer;
 
 use std::collections::{HashMap, HashSet};
@@ -71,6 +110,28 @@ pub use image::InProcImage;
 /// Stub slots: 64 bytes each, 64 to a page.
 const STUB_SLOT: u64 = 64;
 const _: () = assert!(STUB_SLOT >= code::STUB_MAX);
+
+/// Per-thread counts of the blocks, summed (`-v`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockTotals {
+    pub hits: u64,
+    pub skipped: u64,
+    /// Returns not probed: the shadow stack was full.
+    pub missed: u64,
+}
+
+impl BlockTotals {
+    /// Adds a block's counts (read as the program left them: untrusted,
+    /// only summed).
+    fn add(&mut self, b: &layout::Block) {
+        // SAFETY: `b` is a valid reference; volatile because the program
+        // writes these.
+        let read = |v: &u64| unsafe { std::ptr::read_volatile(v) };
+        self.hits = self.hits.wrapping_add(read(&b.hits));
+        self.skipped = self.skipped.wrapping_add(read(&b.skipped));
+        self.missed = self.missed.wrapping_add(read(&b.missed));
+    }
+}
 
 /// What the data plane did, for `-v`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -96,8 +157,8 @@ struct Space {
     /// Stub pages: (base, slots used).
     pages: Vec<(u64, u64)>,
     /// Function entries whose every hook runs in process, offered by the
-    /// session, patched at their first hit: site → hook list.
-    offers: HashMap<u64, Vec<Hook>>,
+    /// session, patched at their first hit: site → hook lists.
+    offers: HashMap<u64, SiteHookList>,
     /// Patched function entries.
     fsites: HashMap<u64, FunctionSite>,
 }
@@ -105,6 +166,13 @@ struct Space {
 /// One hook of a function site: the in-process handler, the probe's
 /// in-process index, the point's index.
 pub type Hook = (u64, u32, u32);
+
+/// The hooks of a function site: at its entry and at its returns.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SiteHookList {
+    pub entry: Vec<Hook>,
+    pub ret: Vec<Hook>,
+}
 
 /// A patched function entry.
 #[derive(Clone, Debug)]
@@ -166,18 +234,22 @@ pub struct Plane {
     /// from them).
     vforked: HashSet<Tid>,
     cache: ImageCache,
+    /// Per process and executable mapping (start, inode): every address a
+    /// direct branch or call of the module's functions lands on, and every
+    /// function symbol's start, sorted (`Tracer::module_targets`).
+    targets: HashMap<(Tid, u64, u64), Arc<Vec<u64>>>,
     /// The gadgets' offsets in the common entry.
     gadget_offsets: [u64; 2],
     /// Hits and skips of blocks reused since (a thread's counts outlive
     /// it).
-    retired: (u64, u64),
+    retired: BlockTotals,
     /// Offered sites not patched yet: patched at the next stop of a thread
     /// of their process that can run injected calls (`Tracer::
     /// dataplane_patch_offered`), or else at their first hit.
     pending: Vec<(Tid, u64)>,
     /// Hook lists written at the end of the code part, by contents, and
     /// the next free byte there.
-    lists: HashMap<Vec<Hook>, u64>,
+    lists: HashMap<(Vec<Hook>, u64), u64>,
     next_list: u64,
     /// Offered function entries are patched before the program runs on
     /// (`-x`: every thread is stopped at attach), so they get no `int3`
@@ -200,15 +272,24 @@ impl Plane {
         // program has the region yet.
         unsafe { std::ptr::copy_nonoverlapping(common.bytes.as_ptr(), at, common.bytes.len()) };
         let stop = image.region.header() as u64 + std::mem::offset_of!(layout::Header, stop) as u64;
-        let fcommon = function::common(stop, image.max_action);
+        let ret_at = image.region.base() + layout::RET_AT;
+        let blocks = function::Blocks {
+            start: image.region.data_base() + image.region.data.blocks,
+            count: layout::BLOCKS,
+        };
+        let fcommon = function::common(stop, image.max_action, ret_at, blocks);
+        let ret = function::ret_stub(stop, image.max_action, blocks);
         assert!(
             common.bytes.len() as u64 <= layout::FCOMMON_AT
-                && layout::FCOMMON_AT + fcommon.len() as u64 <= layout::COMMON_LEN
+                && layout::FCOMMON_AT + fcommon.len() as u64 <= layout::RET_AT
+                && layout::RET_AT + ret.len() as u64 <= layout::COMMON_LEN
         );
         // SAFETY: as above, the rest of the reserved bytes.
         unsafe {
             let f = at.add(layout::FCOMMON_AT as usize);
             std::ptr::copy_nonoverlapping(fcommon.as_ptr(), f, fcommon.len());
+            let r = at.add(layout::RET_AT as usize);
+            std::ptr::copy_nonoverlapping(ret.as_ptr(), r, ret.len());
         }
         Plane {
             patches_at_attach: false,
@@ -223,7 +304,8 @@ impl Plane {
             next_block: 0,
             vforked: HashSet::new(),
             cache: ImageCache::default(),
-            retired: (0, 0),
+            targets: HashMap::new(),
+            retired: BlockTotals::default(),
             quiesced: false,
             counts: Counts::default(),
         }
@@ -252,18 +334,20 @@ impl Plane {
     }
 
     /// The address of hook list `hooks` in the region, written now if it
-    /// is new: the count, then each hook's three words.
-    fn list(&mut self, hooks: &[Hook]) -> Option<u64> {
-        if let Some(&at) = self.lists.get(hooks) {
+    /// is new: the count, the return hook list's address (0: none), then
+    /// each hook's three words.
+    fn list(&mut self, hooks: &[Hook], ret: u64) -> Option<u64> {
+        let key = (hooks.to_vec(), ret);
+        if let Some(&at) = self.lists.get(&key) {
             return Some(at);
         }
-        let len = 8 + 24 * hooks.len() as u64;
+        let len = 16 + 24 * hooks.len() as u64;
         let end = self.image.region.base() + layout::CODE_LEN;
         if self.next_list + len > end {
             return None;
         }
         let at = self.next_list;
-        let mut words = vec![hooks.len() as u64];
+        let mut words = vec![hooks.len() as u64, ret];
         for &(f, probe, point) in hooks {
             words.extend([f, probe as u64, point as u64]);
         }
@@ -271,30 +355,53 @@ impl Plane {
         // in the lists area nothing else uses; programs only read it.
         unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), at as *mut u64, words.len()) };
         self.next_list += len;
-        self.lists.insert(hooks.to_vec(), at);
+        self.lists.insert(key, at);
         Some(at)
     }
 
+    /// The entry list of a site with hooks `hooks`: its return hooks' list
+    /// first, if it has any.
+    fn site_list(&mut self, hooks: &SiteHookList) -> Option<u64> {
+        let ret = match hooks.ret.is_empty() {
+            true => 0,
+            false => self.list(&hooks.ret, 0)?,
+        };
+        self.list(&hooks.entry, ret)
+    }
+
+    /// The return stub's address.
+    pub fn ret_stub(&self) -> u64 {
+        self.image.region.base() + layout::RET_AT
+    }
+
     /// The session offers function entry `site` of `pid`, whose every
-    /// hook runs in process (`(probe, point)` of the script): patched at
-    /// its first hit. Ignored if a probe has no in-process handler.
-    pub fn offer(&mut self, pid: Tid, site: u64, hooks: &[(usize, usize)]) {
-        if !function::rdgsbase_works() {
+    /// entry and return hook runs in process (`(probe, point)` of the
+    /// script): patched at its first hit. Ignored if a probe has no
+    /// in-process handler.
+    pub fn offer(&mut self, pid: Tid, site: u64, entry: &[(usize, usize)], ret: &[(usize, usize)]) {
+        if !function::rdgsbase_works() || (entry.is_empty() && ret.is_empty()) {
             return;
         }
-        let found: Option<Vec<Hook>> = hooks
+        let (Some(entry), Some(ret)) = (self.hooks(entry), self.hooks(ret)) else {
+            return;
+        };
+        let list = SiteHookList { entry, ret };
+        let space = self.spaces.entry(pid).or_default();
+        if !space.fsites.contains_key(&site) && space.offers.insert(site, list).is_none() {
+            self.pending.push((pid, site));
+        }
+    }
+
+    /// The in-process hooks of `(probe, point)`s, if every probe has a
+    /// handler here.
+    fn hooks(&self, hooks: &[(usize, usize)]) -> Option<Vec<Hook>> {
+        hooks
             .iter()
             .map(|&(probe, point)| {
                 let (f, index) = self.image.handlers.get(probe).copied().flatten()?;
                 Some((f, index, point as u32))
             })
-            .collect();
-        if let Some(list) = found.filter(|l| !l.is_empty()) {
-            let space = self.spaces.entry(pid).or_default();
-            if !space.fsites.contains_key(&site) && space.offers.insert(site, list).is_none() {
-                self.pending.push((pid, site));
-            }
-        }
+            .collect()
     }
 
     /// A module of `pid` holding `site` was unmapped: nothing there is ours
@@ -331,21 +438,32 @@ impl Plane {
         // thread it is for is stopped, so nothing else uses it.
         unsafe {
             let b = addr as *mut layout::Block;
-            let (hits, skipped) = (
-                std::ptr::read_volatile(&(*b).hits),
-                std::ptr::read_volatile(&(*b).skipped),
-            );
-            self.retired.0 = self.retired.0.wrapping_add(hits);
-            self.retired.1 = self.retired.1.wrapping_add(skipped);
+            self.retired.add(&*b);
             std::ptr::write_bytes(b as *mut u8, 0, std::mem::size_of::<layout::Block>());
             (*b).self_ptr = addr;
             (*b).ctx.long_globals = (r.data_base() + r.data.longs) as *mut i64;
             (*b).ctx.max_nesting = self.image.max_nesting;
             (*b).ctx.probe.pid = pid.0 as i64;
             (*b).ctx.probe.tid = tid.0 as i64;
+            (*b).shadow = self.shadow_of(i);
         }
         self.blocks.insert(tid, i);
         Some(addr)
+    }
+
+    /// The shadow stack of block `i` in every program (see
+    /// `layout::Shadow`).
+    fn shadow_of(&self, i: u64) -> u64 {
+        let r = &self.image.region;
+        layout::shadow_base(r.base(), r.len()) + i * layout::SHADOW_LEN
+    }
+
+    /// The block index of block address `addr`.
+    fn block_index(&self, addr: u64) -> Option<u64> {
+        let r = &self.image.region;
+        let start = r.data_base() + r.data.blocks;
+        self.is_block(addr)
+            .then(|| (addr - start) / layout::BLOCK_LEN)
     }
 
     /// The address of `tid`'s block, if it has one.
@@ -363,22 +481,19 @@ impl Plane {
         }
     }
 
-    /// Hits served in process and skipped, summed over the blocks.
-    pub fn block_totals(&self) -> (u64, u64) {
+    /// Hits served in process, skipped and returns missed, summed over
+    /// the blocks.
+    pub fn block_totals(&self) -> BlockTotals {
         let r = &self.image.region;
-        let (mut hits, mut skipped) = self.retired;
+        let mut t = self.retired;
         let used =
             (0..self.next_block).chain(layout::BLOCKS..layout::BLOCKS + layout::TRACER_BLOCKS);
         for i in used {
             let at = r.data_base() + r.data.block(i);
             // SAFETY: inside our mapping; the values may be anything the
             // program wrote (untrusted, only summed).
-            unsafe {
-                let b = at as *const layout::Block;
-                hits = hits.wrapping_add(std::ptr::read_volatile(&(*b).hits));
-                skipped = skipped.wrapping_add(std::ptr::read_volatile(&(*b).skipped));
-            }
+            unsafe { t.add(&*(at as *const layout::Block)) };
         }
-        (hits, skipped)
+        t
     }
 }

@@ -12,6 +12,14 @@ use super::layout::{CODE_LEN, DataLayout, Header};
 /// libraries and heaps, so the same address is free in the programs too.
 const HINT: u64 = 0x3f00_0000_0000;
 
+/// This process's hint: one of 256 slots 4 GiB apart, by pid, so that a
+/// session attaching to a program a dead session left its region in
+/// (which stays mapped there: see `dataplane`) most likely finds its own
+/// address free.
+fn hint() -> u64 {
+    HINT + ((std::process::id() as u64 % 256) << 32)
+}
+
 pub struct Region {
     fd: OwnedFd,
     base: u64,
@@ -49,7 +57,7 @@ impl Region {
                 )
             }
         };
-        let mut p = map(HINT, libc::MAP_FIXED_NOREPLACE);
+        let mut p = map(hint(), libc::MAP_FIXED_NOREPLACE);
         if p == libc::MAP_FAILED {
             p = map(0, 0);
         }

@@ -3,11 +3,13 @@
 //! taking everything out again (see the module doc of `dataplane` for the
 //! invariants each step keeps).
 
+use std::sync::Arc;
+
 use iced_x86::{Code, FlowControl, Instruction};
 
 use super::code::{self, Resume};
 use super::function;
-use super::layout::CODE_LEN;
+use super::layout::{self, CODE_LEN};
 use crate::uprobe::{mem, xol};
 use crate::utrace::control::Core;
 use crate::utrace::ptrace::{self, Status};
@@ -122,9 +124,85 @@ impl Tracer {
             && i.len() >= 5
             && !i.is_ip_rel_memory_operand()
             && i.flow_control() == FlowControl::Next
-            && !function::branch_lands_in(&insns, site + 1..call);
+            && !function::branch_lands_in(&insns, site + 1..call)
+            && !self.lands_in_module(pid, site + 1..call);
         let from = (site - start) as usize;
         ok.then(|| (site, code[from..from + i.len()].to_vec()))
+    }
+
+    /// Whether a direct branch or call anywhere in the module mapped at
+    /// `range` (not only in the function: glibc's `mempcpy` jumps into
+    /// `memmove` past its first instruction), or a function symbol's
+    /// start, lands inside `range`. True when the module cannot be read.
+    fn lands_in_module(&mut self, pid: Tid, range: std::ops::Range<u64>) -> bool {
+        let Some(targets) = self.module_targets(pid, range.start) else {
+            return true;
+        };
+        let i = targets.partition_point(|&t| t < range.start);
+        targets.get(i).is_some_and(|&t| t < range.end)
+    }
+
+    /// The branch targets and symbol starts of the executable mapping of
+    /// `pid` holding `addr` (see `Plane::targets`), decoded once from its
+    /// bytes with our breakpoints' and patches' bytes put back.
+    fn module_targets(&mut self, pid: Tid, addr: u64) -> Option<Arc<Vec<u64>>> {
+        let maps = crate::elf::read_maps(pid.0).ok()?;
+        let m = maps.iter().find(|m| (m.start..m.end).contains(&addr))?;
+        let key = (pid, m.start, m.inode);
+        if let Some(t) = self.core.dataplane.as_ref()?.targets.get(&key) {
+            return Some(t.clone());
+        }
+        let mut bytes = vec![0u8; (m.end - m.start) as usize];
+        if mem::read(pid.0, m.start, &mut bytes).ok()? != bytes.len() {
+            return None;
+        }
+        let inside = |a: u64| {
+            (m.start..m.end)
+                .contains(&a)
+                .then(|| (a - m.start) as usize)
+        };
+        if let Some(space) = self.core.uprobes.space(pid) {
+            for (&a, s) in &space.sites {
+                if let Some(i) = inside(a) {
+                    bytes[i] = s.orig;
+                }
+            }
+        }
+        let plane = self.core.dataplane.as_mut()?;
+        if let Some(space) = plane.spaces.get(&pid) {
+            for (&a, f) in &space.fsites {
+                if let Some(i) = inside(a) {
+                    let n = f.orig.len().min(bytes.len() - i);
+                    bytes[i..i + n].copy_from_slice(&f.orig[..n]);
+                }
+            }
+        }
+        let image = plane.cache.get(m)?;
+        let bias = image.bias(&maps)?;
+        let mut targets = Vec::new();
+        for sym in image.symbols.iter().filter(|s| s.func && s.size > 0) {
+            let start = sym.addr.wrapping_add(bias);
+            let (Some(i), Some(_)) = (inside(start), inside(start + sym.size - 1)) else {
+                continue;
+            };
+            targets.push(start);
+            let code = &bytes[i..i + sym.size as usize];
+            for insn in function::decode_function(code, start) {
+                if matches!(
+                    insn.flow_control(),
+                    FlowControl::ConditionalBranch
+                        | FlowControl::UnconditionalBranch
+                        | FlowControl::Call
+                ) {
+                    targets.push(insn.near_branch_target());
+                }
+            }
+        }
+        targets.sort_unstable();
+        targets.dedup();
+        let targets = Arc::new(targets);
+        plane.targets.insert(key, targets.clone());
+        Some(targets)
     }
 
     /// The bytes of the function holding `addr` in `pid` (a function
@@ -165,8 +243,13 @@ impl Tracer {
             return m && plane.blocks.contains_key(&tid);
         }
         let threads = self.core.threads_of(pid);
+        let leftovers = leftover_regions(pid);
         let gs_free = threads.iter().all(|&t| {
-            ptrace::get_regs(t).is_ok_and(|r| r.gs_base == 0 || plane.is_block(r.gs_base))
+            ptrace::get_regs(t).is_ok_and(|r| {
+                r.gs_base == 0
+                    || plane.is_block(r.gs_base)
+                    || leftovers.iter().any(|m| m.contains(&r.gs_base))
+            })
         });
         let (base, data_len, fd) = {
             let r = &plane.image.region;
@@ -202,20 +285,11 @@ impl Tracer {
         data_len: u64,
         fd: i32,
     ) -> bool {
-        let path = format!("/proc/{}/fd/{fd}\0", std::process::id());
-        // Below the red zone of the stopped thread's stack.
-        let at = (regs.rsp - 1024) & !15;
-        if mem::write(pid.0, at, path.as_bytes()).is_err() {
-            return false;
-        }
-        let mut call =
-            |nr: i64, args: [u64; 6]| self.remote_syscall(tid, pid, regs, nr as u64, args);
-        let flags = (libc::O_RDWR | libc::O_CLOEXEC) as u64;
-        let Some(theirs) =
-            call(libc::SYS_open, [at, flags, 0, 0, 0, 0]).filter(|&f| (f as i64) >= 0)
-        else {
+        let Some(theirs) = self.remote_fd(tid, pid, regs, fd) else {
             return false;
         };
+        let mut call =
+            |nr: i64, args: [u64; 6]| self.remote_syscall(tid, pid, regs, nr as u64, args);
         let shared = (libc::MAP_SHARED | libc::MAP_FIXED_NOREPLACE) as u64;
         let rx = (libc::PROT_READ | libc::PROT_EXEC) as u64;
         let rw = (libc::PROT_READ | libc::PROT_WRITE) as u64;
@@ -225,14 +299,48 @@ impl Tracer {
                 libc::SYS_mmap,
                 [base + CODE_LEN, data_len, rw, shared, theirs, CODE_LEN],
             ) == Some(base + CODE_LEN);
-        if code_ok && !data_ok {
-            call(libc::SYS_munmap, [base, CODE_LEN, 0, 0, 0, 0]);
+        // The shadow stacks: private, so a fork child gets its own copy.
+        let shadow = layout::shadow_base(base, CODE_LEN + data_len);
+        let private = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE) as u64;
+        let shadow_ok = data_ok
+            && call(
+                libc::SYS_mmap,
+                [shadow, layout::SHADOW_AREA_LEN, rw, private, u64::MAX, 0],
+            ) == Some(shadow);
+        if code_ok && !shadow_ok {
+            call(libc::SYS_munmap, [base, CODE_LEN + data_len, 0, 0, 0, 0]);
         }
         call(libc::SYS_close, [theirs, 0, 0, 0, 0, 0]);
-        data_ok
+        shadow_ok
     }
 
-    /// Gives stopped thread `tid` of `pid` a block of its own (`%gs`).
+    /// Our memfd `fd`, opened in `pid` (run by `tid`, stopped with
+    /// `regs`): taken with `pidfd_getfd`, which needs no memory of the
+    /// program; else by its /proc path, written below the red zone (a
+    /// stack page the thread may not have touched can be out of reach).
+    fn remote_fd(&mut self, tid: Tid, pid: Tid, regs: &Regs, fd: i32) -> Option<u64> {
+        let ok = |v: &u64| (*v as i64) >= 0;
+        let mut call =
+            |nr: i64, args: [u64; 6]| self.remote_syscall(tid, pid, regs, nr as u64, args);
+        let me = std::process::id() as u64;
+        if let Some(pidfd) = call(libc::SYS_pidfd_open, [me, 0, 0, 0, 0, 0]).filter(ok) {
+            let got = call(libc::SYS_pidfd_getfd, [pidfd, fd as u64, 0, 0, 0, 0]);
+            call(libc::SYS_close, [pidfd, 0, 0, 0, 0, 0]);
+            if let Some(f) = got.filter(ok) {
+                return Some(f);
+            }
+        }
+        let path = format!("/proc/{me}/fd/{fd}\0");
+        let at = (regs.rsp - 256) & !15;
+        mem::write(pid.0, at, path.as_bytes()).ok()?;
+        let flags = (libc::O_RDWR | libc::O_CLOEXEC) as u64;
+        call(libc::SYS_open, [at, flags, 0, 0, 0, 0]).filter(ok)
+    }
+
+    /// Gives stopped thread `tid` of `pid` a block of its own (`%gs`),
+    /// owned by its `%fs`, with its shadow stack: a copy of the one it
+    /// inherited for a fork child's first thread (its stack is a copy, its
+    /// hijacked returns with it), else empty.
     fn give_block(&mut self, tid: Tid, pid: Tid) {
         let Some(plane) = self.core.dataplane.as_mut() else {
             return;
@@ -245,8 +353,16 @@ impl Tracer {
             plane.free_block(tid);
             return;
         };
+        let inherited = match tid == pid {
+            true => plane.block_index(r.gs_base).map(|i| plane.shadow_of(i)),
+            false => None,
+        };
+        let ours = plane.block_index(addr).map(|i| plane.shadow_of(i));
+        let shadow_ok = ours.is_some_and(|to| copy_shadow(pid, inherited, to));
+        // SAFETY: the new block, in our mapping; its thread is stopped.
+        unsafe { (*(addr as *mut layout::Block)).owner_fs = r.fs_base };
         r.gs_base = addr;
-        if ptrace::set_regs(tid, &r).is_err() {
+        if !shadow_ok || ptrace::set_regs(tid, &r).is_err() {
             plane.free_block(tid);
         }
     }
@@ -338,6 +454,7 @@ impl Tracer {
         plane.free_block(tid);
         plane.spaces.remove(&tid);
         plane.vforked.remove(&tid);
+        plane.targets.retain(|k, _| k.0 != tid);
         if exec
             && let Ok(mut r) = ptrace::get_regs(tid)
             && r.gs_base != 0
@@ -355,6 +472,7 @@ impl Tracer {
             if leader {
                 plane.spaces.remove(&tid);
                 plane.vforked.remove(&tid);
+                plane.targets.retain(|k, _| k.0 != tid);
             }
         }
     }
@@ -408,6 +526,8 @@ impl Tracer {
                     [page, xol::PAGE_SIZE, 0, 0, 0, 0],
                 );
             }
+            // The region and the shadow stacks just past it.
+            let len = len + layout::SHADOW_AREA_LEN;
             self.remote_syscall(
                 tid,
                 pid,
@@ -467,6 +587,7 @@ impl Core {
             for tid in tids {
                 self.move_out(pid, tid);
             }
+            self.unhijack_returns(pid);
             let Some(plane) = self.dataplane.as_mut() else {
                 return;
             };
@@ -478,6 +599,63 @@ impl Core {
                     let _ = mem::write(pid.0, site, &f.orig);
                 }
             }
+        }
+    }
+
+    /// Thread `tid` (stopped, of the space `pid`) enters the unwinder: its
+    /// hijacked returns get their real addresses back (the unwinder reads
+    /// them), the frames stay (`utrace::unwinding`).
+    pub(crate) fn dataplane_park_returns(&mut self, pid: Tid, tid: Tid) -> usize {
+        let Some((shadow, ret_stub)) = self.shadow_of_thread(tid) else {
+            return 0;
+        };
+        let mut parked = 0;
+        for f in read_shadow(pid, shadow) {
+            if mem::read_u64(pid.0, f.slot).ok() == Some(ret_stub)
+                && mem::write(pid.0, f.slot, &f.orig.to_le_bytes()).is_ok()
+            {
+                parked += 1;
+            }
+        }
+        parked
+    }
+
+    /// At a catch (`tid` stopped with `rsp`): the frames the unwinder
+    /// removed (slots at or below rsp) are dropped, the others hijacked
+    /// again.
+    pub(crate) fn dataplane_rearm_returns(&mut self, pid: Tid, tid: Tid, rsp: u64) -> usize {
+        let Some((shadow, ret_stub)) = self.shadow_of_thread(tid) else {
+            return 0;
+        };
+        let frames = read_shadow(pid, shadow);
+        let kept = frames.iter().take_while(|f| f.slot > rsp).count();
+        if kept < frames.len() && mem::write(pid.0, shadow, &(kept as u64).to_le_bytes()).is_err() {
+            return 0;
+        }
+        let mut rearmed = 0;
+        for f in &frames[..kept] {
+            if mem::read_u64(pid.0, f.slot).ok() == Some(f.orig)
+                && mem::write(pid.0, f.slot, &ret_stub.to_le_bytes()).is_ok()
+            {
+                rearmed += 1;
+            }
+        }
+        rearmed
+    }
+
+    /// Thread `tid`'s shadow stack and the return stub's address, if it
+    /// has a block.
+    fn shadow_of_thread(&self, tid: Tid) -> Option<(u64, u64)> {
+        let plane = self.dataplane.as_ref()?;
+        let i = *plane.blocks.get(&tid)?;
+        Some((plane.shadow_of(i), plane.ret_stub()))
+    }
+
+    /// Every hijacked return of `pid`'s threads (held, moved out of
+    /// region code) gets its real address back in its slot.
+    fn unhijack_returns(&mut self, pid: Tid) {
+        for tid in self.threads_of(pid) {
+            self.dataplane_park_returns(pid, tid);
         }
     }
 
@@ -586,6 +764,81 @@ fn injectable(r: &Regs) -> bool {
     r.orig_rax == u64::MAX || matches!(r.rax as i64, -512 | -513 | -514 | -516)
 }
 
+/// `len` bytes at `addr` in `pid` as the file mapped there has them.
+fn file_bytes(pid: Tid, addr: u64, len: usize) -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let maps = crate::elf::read_maps(pid.0).ok()?;
+    let m = maps.iter().find(|m| (m.start..m.end).contains(&addr))?;
+    let f = std::fs::File::open(format!(
+        "/proc/{}/map_files/{:x}-{:x}",
+        pid.0, m.start, m.end
+    ))
+    .ok()?;
+    let mut b = vec![0u8; len];
+    f.read_exact_at(&mut b, m.offset + (addr - m.start)).ok()?;
+    Some(b)
+}
+
+/// The regions (and shadow areas) of earlier sessions that died while
+/// tracing `pid`: they stay mapped (their stubs and pending returns need
+/// them), and their blocks' `%gs` may be replaced by ours.
+fn leftover_regions(pid: Tid) -> Vec<std::ops::Range<u64>> {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{}/maps", pid.0)) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter(|l| l.contains("memfd:utap-dataplane"))
+        .filter_map(|l| {
+            let (a, b) = l.split_whitespace().next()?.split_once('-')?;
+            Some(u64::from_str_radix(a, 16).ok()?..u64::from_str_radix(b, 16).ok()?)
+        })
+        .collect()
+}
+
+/// The frames of the shadow stack at `at` in `pid` (untrusted: the
+/// program could have written anything there; the depth is bounded).
+fn read_shadow(pid: Tid, at: u64) -> Vec<layout::ShadowFrame> {
+    let Ok(depth) = mem::read_u64(pid.0, at) else {
+        return Vec::new();
+    };
+    let depth = depth.min(layout::SHADOW_FRAMES) as usize;
+    let mut bytes = vec![0u8; depth * layout::SHADOW_FRAME_LEN as usize];
+    if mem::read(pid.0, at + 16, &mut bytes).ok() != Some(bytes.len()) {
+        return Vec::new();
+    }
+    bytes
+        .chunks_exact(layout::SHADOW_FRAME_LEN as usize)
+        .map(|c| {
+            let w =
+                |i: usize| u64::from_le_bytes(c[8 * i..8 * i + 8].try_into().unwrap_or_default());
+            layout::ShadowFrame {
+                slot: w(0),
+                orig: w(1),
+                list: w(2),
+                args: [w(3), w(4), w(5), w(6), w(7), w(8)],
+                pad: 0,
+            }
+        })
+        .collect()
+}
+
+/// A new shadow stack at `to` in `pid`: a copy of the one at `from`, or
+/// empty.
+fn copy_shadow(pid: Tid, from: Option<u64>, to: u64) -> bool {
+    let mut bytes = 0u64.to_le_bytes().to_vec();
+    if let Some(from) = from.filter(|&f| f != to)
+        && let Ok(depth) = mem::read_u64(pid.0, from)
+    {
+        let depth = depth.min(layout::SHADOW_FRAMES);
+        let mut all = vec![0u8; (16 + depth * layout::SHADOW_FRAME_LEN) as usize];
+        if mem::read(pid.0, from, &mut all).ok() == Some(all.len()) {
+            all[..8].copy_from_slice(&depth.to_le_bytes());
+            bytes = all;
+        }
+    }
+    mem::write(pid.0, to, &bytes).is_ok()
+}
+
 /// EFLAGS.TF.
 const TRAP_FLAG: u64 = 0x100;
 
@@ -605,6 +858,13 @@ impl Tracer {
     /// (`injectable`); otherwise they wait for such a stop or their first
     /// hit.
     pub(crate) fn dataplane_patch_offered(&mut self, tid: Tid) {
+        self.patch_offered_from(tid, false);
+    }
+
+    /// As `dataplane_patch_offered`; `at_attach`: `tid` is at its attach
+    /// stop (an interrupt: a call it was in has returned or will restart,
+    /// so injected calls lose nothing whatever its registers say).
+    fn patch_offered_from(&mut self, tid: Tid, at_attach: bool) {
         let Some(plane) = self.core.dataplane.as_ref() else {
             return;
         };
@@ -618,7 +878,7 @@ impl Tracer {
         let Ok(regs) = ptrace::get_regs(tid) else {
             return;
         };
-        if !injectable(&regs) {
+        if !at_attach && !injectable(&regs) {
             return;
         }
         let Some(plane) = self.core.dataplane.as_mut() else {
@@ -652,14 +912,21 @@ impl Tracer {
         let mut pids: Vec<Tid> = plane.pending.iter().map(|&(p, _)| p).collect();
         pids.dedup();
         for pid in pids {
-            // Registers can be read only from a thread in a ptrace-stop.
-            let stopped = self
-                .core
-                .threads_of(pid)
-                .into_iter()
+            // Registers can be read only from a thread in a ptrace-stop;
+            // one outside a syscall is the plainest to borrow.
+            let threads = self.core.threads_of(pid);
+            let plain = threads
+                .iter()
+                .copied()
                 .find(|&t| ptrace::get_regs(t).is_ok_and(|r| injectable(&r)));
+            let stopped = plain.or_else(|| {
+                threads
+                    .iter()
+                    .copied()
+                    .find(|&t| ptrace::get_regs(t).is_ok())
+            });
             if let Some(tid) = stopped {
-                self.dataplane_patch_offered(tid);
+                self.patch_offered_from(tid, true);
             }
         }
     }
@@ -690,6 +957,12 @@ impl Tracer {
                 let mut b = [0u8; 1];
                 if mem::read(pid.0, site, &mut b).ok() != Some(1) || b[0] == 0xcc {
                     return false;
+                }
+                if b[0] == 0xe9 {
+                    self.undo_leftover_jump(pid, site);
+                    if mem::read(pid.0, site, &mut b).ok() != Some(1) {
+                        return false;
+                    }
                 }
                 b[0]
             }
@@ -725,6 +998,26 @@ impl Tracer {
             return false;
         }
         true
+    }
+
+    /// A `jmp` at function entry `site` of `pid` (held) that the file does
+    /// not have: a dead session's patch (its stub and region stay mapped).
+    /// The function's first bytes are put back as the file has them, so it
+    /// can be patched for this session; a thread still in the old stub
+    /// jumps back to an instruction boundary of the same bytes.
+    fn undo_leftover_jump(&mut self, pid: Tid, site: u64) {
+        let Some((start, code)) = self.function_code(pid, site) else {
+            return;
+        };
+        let end = start + code.len() as u64;
+        let len = (end - site).min(function::MAX_DISPLACED) as usize;
+        let Some(file) = file_bytes(pid, site, len) else {
+            return;
+        };
+        if file.first() == Some(&0xe9) {
+            return;
+        }
+        let _ = mem::write(pid.0, site, &file);
     }
 
     /// At the first `int3` hit of a function entry the session offered
@@ -797,6 +1090,10 @@ impl Tracer {
         code[(addr - start) as usize] = first;
         let insns = function::displaced(&code, start, addr)?;
         let end = insns.last()?.next_ip();
+        if self.lands_in_module(pid, addr + 1..end) {
+            return None;
+        }
+        let bps = self.core.uprobes.space(pid).map_or(&empty, |s| &s.sites);
         let plane = self.core.dataplane.as_ref()?;
         let taken = |a: &u64| (addr + 1..end).contains(a);
         let clash = bps.keys().any(taken)
@@ -815,7 +1112,7 @@ impl Tracer {
         pid: Tid,
         site: u64,
         insns: &[Instruction],
-        hooks: &[super::Hook],
+        hooks: &super::SiteHookList,
         (first, had_int3): (u8, bool),
         regs: &Regs,
     ) -> bool {
@@ -826,7 +1123,7 @@ impl Tracer {
         let Some(plane) = self.core.dataplane.as_mut() else {
             return false;
         };
-        let Some(list) = plane.list(hooks) else {
+        let Some(list) = plane.site_list(hooks) else {
             return false;
         };
         let Some((stub, offsets)) = function::stub(slot, insns, list, plane.fcommon()) else {

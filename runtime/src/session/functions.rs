@@ -195,7 +195,7 @@ impl FunctionProbes {
                 }
                 let entry = matches!(fp.site, FunctionSite::Function { offset: 0, .. });
                 for (addr, name) in resolve(m, &fp.site, fp.returning) {
-                    if !entry || fp.returning {
+                    if !entry {
                         not_entry.insert(addr);
                     }
                     wanted.push((addr, hook.clone(), name, fp.returning, None));
@@ -246,7 +246,14 @@ impl FunctionProbes {
                 first_name.get_or_insert(name);
             }
         }
-        offer_entries(ctl, pid, sites, &not_entry, &in_process);
+        // Go moves goroutines between threads and copies their stacks: a
+        // hijacked return must be able to go on without its frame, which
+        // only the tracer's per-address stubs can.
+        let go = space
+            .modules
+            .iter()
+            .any(|m| m.image.symbols.function("runtime.goexit").is_some());
+        offer_entries(ctl, pid, sites, &not_entry, &in_process, go);
         if !self.loader.contains_key(&pid) {
             let found = space.modules.iter().find_map(|m| {
                 let s = m.image.symbols.function("_dl_debug_state")?;
@@ -307,25 +314,36 @@ impl FunctionProbes {
     }
 }
 
-/// Offers the data plane every function entry of `pid` whose hooks all
-/// run in process (no return, marker or other point there): its first
-/// hit patches it with a jump instead of the `int3`.
+/// Offers the data plane every function entry of `pid` whose entry and
+/// return hooks all run in process (no marker or other point there): its
+/// first hit patches it with a jump instead of the `int3`, and its
+/// returns are hijacked in the program (`dataplane::function`).
 fn offer_entries(
     ctl: &mut Control,
     pid: i32,
     sites: &IdMap<u64, Rc<SiteHooks>>,
     not_entry: &std::collections::HashSet<u64>,
     in_process: impl Fn(&Hook) -> bool,
+    go: bool,
 ) {
     if ctl.dataplane().is_none() {
         return;
     }
+    let pairs = |hooks: &[Hook]| -> Vec<(usize, usize)> {
+        hooks.iter().map(|h| (h.probe, h.point)).collect()
+    };
     for (&addr, site) in sites {
-        let plain = site.ret.is_empty() && site.mark.is_none() && !not_entry.contains(&addr);
-        if plain && !site.entry.is_empty() && site.entry.iter().all(&in_process) {
-            let hooks: Vec<(usize, usize)> =
-                site.entry.iter().map(|h| (h.probe, h.point)).collect();
-            ctl.offer_function_site(Tid(pid), addr, &hooks);
+        let hijackable = site.ret.is_empty()
+            || !go
+                && !site
+                    .ret_name
+                    .as_deref()
+                    .or(site.entry_name.as_deref())
+                    .is_some_and(returns_twice_or_unwinds);
+        let plain = site.mark.is_none() && !not_entry.contains(&addr) && hijackable;
+        let hooked = !site.entry.is_empty() || !site.ret.is_empty();
+        if plain && hooked && site.entry.iter().chain(&site.ret).all(&in_process) {
+            ctl.offer_function_site(Tid(pid), addr, &pairs(&site.entry), &pairs(&site.ret));
         }
     }
 }
@@ -377,4 +395,25 @@ fn resolve(m: &LoadedModule, site: &FunctionSite, returning: bool) -> Vec<(u64, 
         FunctionSite::Absolute(_) | FunctionSite::Mark { .. } => {}
     }
     out
+}
+
+/// Functions whose return the data plane must not hijack: they return
+/// twice (a longjmp or the parent of a vfork comes back to the address
+/// they saved, which would be the return stub's with its frame gone), or
+/// they are the unwinder's, which reads its own return address. Their
+/// return probes stay on the tracer's route, whose per-address stubs go
+/// on by themselves.
+fn returns_twice_or_unwinds(name: &str) -> bool {
+    const TWICE: [&str; 9] = [
+        "setjmp",
+        "_setjmp",
+        "__setjmp",
+        "sigsetjmp",
+        "__sigsetjmp",
+        "savectx",
+        "getcontext",
+        "vfork",
+        "__vfork",
+    ];
+    TWICE.contains(&name) || name.starts_with("_Unwind_")
 }

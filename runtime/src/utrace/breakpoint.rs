@@ -752,12 +752,18 @@ impl Control<'_> {
         }
     }
 
-    /// Offers function entry `addr` of `pid`, whose hooks `(probe,
-    /// point)` all run in process, to the data plane: its first hit
-    /// patches it (`Tracer::dataplane_function`).
-    pub fn offer_function_site(&mut self, pid: Tid, addr: u64, hooks: &[(usize, usize)]) {
+    /// Offers function entry `addr` of `pid`, whose entry and return
+    /// hooks `(probe, point)` all run in process, to the data plane: its
+    /// first hit patches it (`Tracer::dataplane_function`).
+    pub fn offer_function_site(
+        &mut self,
+        pid: Tid,
+        addr: u64,
+        entry: &[(usize, usize)],
+        ret: &[(usize, usize)],
+    ) {
         if let Some(p) = self.core.dataplane.as_mut() {
-            p.offer(pid, addr, hooks);
+            p.offer(pid, addr, entry, ret);
         }
     }
 

@@ -14,7 +14,9 @@
 //! exception does not return) and hijacks the slots of the surviving
 //! frames again. A thread that never reaches a catch keeps
 //! its parked frames until the stack-pointer cleanup drops them: their
-//! return probes are missed, the program is unaffected.
+//! return probes are missed, the program is unaffected. Returns hijacked
+//! in the program (the data plane's shadow stacks) are parked and re-armed
+//! alike, at the same stops.
 
 use super::{Cx, Result};
 use crate::uprobe::mem;
@@ -25,13 +27,13 @@ impl Cx<'_> {
     pub fn park_returns(&mut self) -> Result<usize> {
         let (pid, tid) = (self.pid(), self.tid());
         let owner = self.ctl.core.uprobes.owner(pid);
+        let mut restored = self.ctl.core.dataplane_park_returns(owner, tid);
         let Some(space) = self.ctl.core.uprobes.space(pid) else {
-            return Ok(0);
+            return Ok(restored);
         };
         let Some(frames) = space.shadow.get(&tid) else {
-            return Ok(0);
+            return Ok(restored);
         };
-        let mut restored = 0;
         for f in frames {
             if mem::read_u64(owner.0, f.slot).ok() == Some(f.via)
                 && mem::write(owner.0, f.slot, &f.orig_ret.to_le_bytes()).is_ok()
@@ -49,17 +51,17 @@ impl Cx<'_> {
         let rsp = self.regs()?.rsp;
         let (pid, tid) = (self.pid(), self.tid());
         let owner = self.ctl.core.uprobes.owner(pid);
+        let mut rearmed = self.ctl.core.dataplane_rearm_returns(owner, tid, rsp);
         let Some(space) = self.ctl.core.uprobes.space_mut(pid) else {
-            return Ok(0);
+            return Ok(rearmed);
         };
         let Some(frames) = space.shadow.get_mut(&tid) else {
-            return Ok(0);
+            return Ok(rearmed);
         };
         // Innermost last: pop what lies at or below the stack pointer.
         while frames.last().is_some_and(|f| f.slot <= rsp) {
             frames.pop();
         }
-        let mut rearmed = 0;
         for f in frames.iter() {
             if mem::read_u64(owner.0, f.slot).ok() == Some(f.orig_ret)
                 && mem::write(owner.0, f.slot, &f.via.to_le_bytes()).is_ok()
