@@ -1,8 +1,8 @@
 //! `utap --test DIR` on a scratch tapset author's directory: a passing
 //! case (with `.opts -I` for the author's tapset, `.args`, a `.cmd` and a
 //! `.filter`), a failing one (a diff on stdout and the `N passed, M
-//! failed` line, exit status 1), a new one blessed with `--bless`, and a
-//! case over its time limit.
+//! failed` line, exit status 1), a new one blessed with `--bless` and
+//! passing after, a case over its time limit, and a wrong directory.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -48,36 +48,51 @@ fn scratch(tag: &str) -> Scratch {
     write(&tests, "pass.out", "hello tapset user\npid N\n");
     write(&tests, "fail.stp", "probe begin { println(\"actual\"); exit() }\n");
     write(&tests, "fail.out", "expected\n");
-    write(&tests, "new.stp", "probe begin { error(\"no\") }\n");
+    let new = root.join("new");
+    std::fs::create_dir_all(&new).unwrap();
+    write(&new, "new.stp", "probe begin { error(\"no\") }\n");
     Scratch(root)
 }
 
 #[test]
-fn cases_pass_fail_and_are_blessed() {
-    let s = scratch("bless");
+fn a_passing_and_a_failing_case() {
+    let s = scratch("fail");
     let (out, err, status) = test(&s.0, &["tests"]);
     assert_eq!(status, 1, "{out}{err}");
-    assert!(
-        out.contains(
-            "FAIL tests/fail.stp\nstdout differs (first difference at line 1):\n- expected\n+ actual\n"
-        ),
-        "{out}"
+    assert_eq!(
+        out,
+        "FAIL tests/fail.stp\n\
+         stdout differs (first difference at line 1):\n\
+         - expected\n\
+         + actual\n\
+         1 passed, 1 failed\n",
+        "{err}"
     );
-    assert!(out.contains("FAIL tests/new.stp\n"), "{out}");
-    assert!(!out.contains("FAIL tests/pass.stp"), "{out}");
-    assert!(out.ends_with("1 passed, 2 failed\n"), "{out}");
+    // One job at a time reports the same, in the same order.
+    let (out1, _, status1) = test(&s.0, &["-j", "1", "tests"]);
+    assert_eq!((status1, out1), (1, out));
+}
 
-    let (out, err, status) = test(&s.0, &["--bless", "tests"]);
+#[test]
+fn a_new_case_is_blessed_then_passes() {
+    let s = scratch("bless");
+    let (out, err, status) = test(&s.0, &["new"]);
+    assert_eq!(status, 1, "{out}{err}");
+    assert!(out.starts_with("FAIL new/new.stp\nstderr differs (first difference at line 1):\n+ ERROR: no"), "{out}");
+    assert!(out.contains("exit status 1 instead of 0\n"), "{out}");
+    assert!(out.ends_with("0 passed, 1 failed\n"), "{out}");
+
+    let (out, err, status) = test(&s.0, &["--bless", "new", "tests"]);
     assert_eq!((status, out.as_str()), (0, "3 blessed, 0 failed\n"), "{err}");
-    let read = |n: &str| std::fs::read_to_string(s.0.join("tests").join(n)).unwrap_or_default();
-    assert_eq!(read("fail.out"), "actual\n");
-    assert_eq!(read("new.out"), "");
-    assert!(read("new.err").starts_with("ERROR: no"), "{}", read("new.err"));
-    assert_eq!(read("new.exit"), "1\n");
+    let read = |n: &str| std::fs::read_to_string(s.0.join(n)).unwrap_or_default();
+    assert_eq!(read("new/new.out"), "");
+    assert!(read("new/new.err").starts_with("ERROR: no"), "{}", read("new/new.err"));
+    assert_eq!(read("new/new.exit"), "1\n");
+    assert_eq!(read("tests/fail.out"), "actual\n");
     // The filtered output is what is kept.
-    assert_eq!(read("pass.out"), "hello tapset user\npid N\n");
+    assert_eq!(read("tests/pass.out"), "hello tapset user\npid N\n");
 
-    let (out, err, status) = test(&s.0, &["tests"]);
+    let (out, err, status) = test(&s.0, &["tests", "new"]);
     assert_eq!((status, out.as_str()), (0, "3 passed, 0 failed\n"), "{err}");
 }
 

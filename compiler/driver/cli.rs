@@ -125,7 +125,12 @@ pub struct Options {
     #[arg(long = "bless", requires = "test")]
     pub bless: bool,
 
-    /// With --test: how long one case may run (default 30).
+    /// With --test: how many cases run at once (default: the number of CPUs).
+    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u16).range(1..), requires = "test")]
+    pub jobs: Option<u16>,
+
+    /// With --test: how long one case may run (default 30); a case over it
+    /// is killed and fails with "timed out after SECONDSs".
     #[arg(long = "test-timeout", value_name = "SECONDS", value_parser = parse_seconds, requires = "test")]
     pub test_timeout: Option<f64>,
 

@@ -1,7 +1,7 @@
 //! `utap --test DIR... [--bless]`: the golden-test harness for tapset and
 //! script authors (`utap_runtime::harness`, the one the project's own
 //! tests/golden.rs runs), with this utap binary running the cases, on as
-//! many threads as there are CPUs.
+//! many threads as there are CPUs unless `-j N` says otherwise.
 
 use std::path::Path;
 use std::time::Duration;
@@ -44,7 +44,10 @@ pub fn run(opts: &cli::Options) -> u8 {
             .test_timeout
             .map_or(harness::TIMEOUT, Duration::from_secs_f64),
     };
-    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let jobs = opts.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        usize::from,
+    );
     let failed = h.run_all(&cases, opts.bless, jobs, &mut std::io::stdout().lock());
     u8::from(failed > 0)
 }

@@ -135,6 +135,9 @@ impl Harness {
         // cargo points LD_LIBRARY_PATH at its build directories; traced
         // commands would search them all for every library they load.
         cmd.env_remove("LD_LIBRARY_PATH");
+        // Its own process group, so that a timeout kills the command it
+        // traces too.
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -157,6 +160,8 @@ impl Harness {
                 break s;
             }
             if start.elapsed() > self.timeout {
+                let group = nix::unistd::Pid::from_raw(child.id() as i32);
+                let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(format!("timed out after {}s", self.timeout.as_secs_f64()));
@@ -196,11 +201,12 @@ impl Harness {
                 .and_then(|s| s.trim().parse().ok())
                 .unwrap_or(0);
             if expected_exit != run.status {
-                problems.push(format!(
-                    "exit status {} instead of {expected_exit}\nstderr:\n{}",
-                    run.status,
-                    String::from_utf8_lossy(&run.stderr)
-                ));
+                let mut p = format!("exit status {} instead of {expected_exit}", run.status);
+                // The stderr already shown in its diff is not repeated.
+                if expected_err == run.stderr {
+                    p += &format!("\nstderr:\n{}", String::from_utf8_lossy(&run.stderr));
+                }
+                problems.push(p);
             }
         } else if !problems.is_empty() {
             problems.push(format!("stderr:\n{}", String::from_utf8_lossy(&run.stderr)));
