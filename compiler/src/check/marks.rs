@@ -11,8 +11,7 @@ use std::sync::Arc;
 use utap_runtime::elf::sdt::{SdtNote, notes_of};
 use utap_runtime::session::{FunctionPoint, FunctionSite};
 
-use super::catalogue::{BuildError, PointArg, glob_match, process_target};
-use super::functions::is_library;
+use super::point::{BuildError, PointArg, glob_match, is_library, process_target};
 use crate::program::{PointKind, ProcessEvent, ProcessTarget};
 
 /// The notes of `path`, read once per run (shared with the session).
