@@ -9,6 +9,7 @@ pub mod endtrace;
 pub mod format;
 pub mod glob;
 pub mod harness;
+pub mod hit;
 pub mod host;
 pub mod json;
 pub mod listener;

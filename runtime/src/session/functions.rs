@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::rc::Rc;
 
+pub use crate::hit::UserFunction;
 use crate::elf::{AddressSpaceMap, ImageCache, LoadedModule, read_maps};
 use crate::glob::glob;
 use crate::utrace::{Control, Tid};
@@ -18,18 +19,6 @@ use super::marks::{Marker, NoteCache};
 use super::points::{FunctionPoint, FunctionSite, Hook};
 use super::unwinder::{self, UnwindStep};
 
-/// The context of a function-probe firing, for `probefunc()`, `uaddr()`,
-/// `usymname()` and friends.
-#[derive(Clone, Debug)]
-pub struct UserFunction {
-    pub name: Rc<str>,
-    pub uaddr: u64,
-    pub modules: Rc<AddressSpaceMap>,
-    /// The registers as the probe sees them: the thread's own rip is still
-    /// one past the `int3` until the step-over writes them back, so
-    /// `register()` and the unwinder must read these, not the thread.
-    pub regs: Option<libc::user_regs_struct>,
-}
 
 /// Maps by pid or address looked up at every hit: the tracer core's cheap
 /// hash (`TidHasher`: kernel-chosen ids and addresses, no adversary), not
