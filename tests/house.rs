@@ -92,7 +92,7 @@ fn paths(prefix: &str, s: &str, out: &mut Vec<String>) {
         .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
         .unwrap_or(s.len());
     let head = &s[..head_len];
-    if !s[head_len..].starts_with('{') || !head.ends_with("::") {
+    if !s[head_len..].starts_with('{') || !(head.is_empty() || head.ends_with("::")) {
         out.push(format!("{prefix}{}", head.trim_end_matches(':')));
         return;
     }

@@ -260,6 +260,7 @@ fn summarize(
         if let Err(e) = r {
             failed += 1;
             let c = &cases[*i];
+            let e = e.trim_end_matches('\n');
             let _ = writeln!(report, "FAIL {}\n{e}", c.dir.join(&c.script).display());
         }
     }
