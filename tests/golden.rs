@@ -44,7 +44,8 @@ fn read_opt(path: &Path) -> Option<String> {
 fn cases(scripts: &Path, dir: &Path, rel: &Path) -> Vec<Case> {
     let mut cases = harness::cases_of(scripts, dir, rel);
     for c in &mut cases {
-        c.env.push(("FIXTURES".into(), env!("UTAP_FIXTURES").into()));
+        c.env
+            .push(("FIXTURES".into(), env!("UTAP_FIXTURES").into()));
     }
     cases
 }

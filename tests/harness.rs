@@ -39,14 +39,26 @@ fn scratch(tag: &str) -> Scratch {
     let (tapset, tests) = (root.join("tapset"), root.join("tests"));
     std::fs::create_dir_all(&tapset).unwrap();
     std::fs::create_dir_all(&tests).unwrap();
-    write(&tapset, "greet.stp", "function greet(who) { return \"hello \" . who }\n");
-    write(&tests, "pass.stp", "probe begin { println(greet(@1)); printf(\"pid %d\\n\", target()) }\n");
+    write(
+        &tapset,
+        "greet.stp",
+        "function greet(who) { return \"hello \" . who }\n",
+    );
+    write(
+        &tests,
+        "pass.stp",
+        "probe begin { println(greet(@1)); printf(\"pid %d\\n\", target()) }\n",
+    );
     write(&tests, "pass.opts", "-I ../tapset\n");
     write(&tests, "pass.args", "'tapset user'\n");
     write(&tests, "pass.cmd", "true\n");
     write(&tests, "pass.filter", "replace pid [0-9]+ => pid N\n");
     write(&tests, "pass.out", "hello tapset user\npid N\n");
-    write(&tests, "fail.stp", "probe begin { println(\"actual\"); exit() }\n");
+    write(
+        &tests,
+        "fail.stp",
+        "probe begin { println(\"actual\"); exit() }\n",
+    );
     write(&tests, "fail.out", "expected\n");
     let new = root.join("new");
     std::fs::create_dir_all(&new).unwrap();
@@ -78,15 +90,28 @@ fn a_new_case_is_blessed_then_passes() {
     let s = scratch("bless");
     let (out, err, status) = test(&s.0, &["new"]);
     assert_eq!(status, 1, "{out}{err}");
-    assert!(out.starts_with("FAIL new/new.stp\nstderr differs (first difference at line 1):\n+ ERROR: no"), "{out}");
+    assert!(
+        out.starts_with(
+            "FAIL new/new.stp\nstderr differs (first difference at line 1):\n+ ERROR: no"
+        ),
+        "{out}"
+    );
     assert!(out.contains("exit status 1 instead of 0\n"), "{out}");
     assert!(out.ends_with("0 passed, 1 failed\n"), "{out}");
 
     let (out, err, status) = test(&s.0, &["--bless", "new", "tests"]);
-    assert_eq!((status, out.as_str()), (0, "3 blessed, 0 failed\n"), "{err}");
+    assert_eq!(
+        (status, out.as_str()),
+        (0, "3 blessed, 0 failed\n"),
+        "{err}"
+    );
     let read = |n: &str| std::fs::read_to_string(s.0.join(n)).unwrap_or_default();
     assert_eq!(read("new/new.out"), "");
-    assert!(read("new/new.err").starts_with("ERROR: no"), "{}", read("new/new.err"));
+    assert!(
+        read("new/new.err").starts_with("ERROR: no"),
+        "{}",
+        read("new/new.err")
+    );
     assert_eq!(read("new/new.exit"), "1\n");
     assert_eq!(read("tests/fail.out"), "actual\n");
     // The filtered output is what is kept.

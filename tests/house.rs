@@ -180,10 +180,17 @@ fn every_arrow_between_listed_rooms_points_down() {
             }
         }
     }
-    assert!(checked > 100, "only {checked} mentions read: is the parser right?");
+    assert!(
+        checked > 100,
+        "only {checked} mentions read: is the parser right?"
+    );
     wrong.sort();
     wrong.dedup();
-    assert!(wrong.is_empty(), "arrows up the floors:\n{}", wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "arrows up the floors:\n{}",
+        wrong.join("\n")
+    );
 }
 
 /// The reader sees the arrows it must: grouped, nested and sibling paths.
@@ -200,5 +207,8 @@ fn mentions_read_grouped_nested_and_sibling_paths() {
             "check::functions::build"
         ]
     );
-    assert_eq!(code("a // crate::x\nb\n#[cfg(test)]\nmod tests {\nsuper::c\n}"), "a \nb");
+    assert_eq!(
+        code("a // crate::x\nb\n#[cfg(test)]\nmod tests {\nsuper::c\n}"),
+        "a \nb"
+    );
 }

@@ -524,7 +524,6 @@ pub static FAMILIES: &[Family] = &[
     ),
 ];
 
-
 impl Family {
     /// The context variable `name` (without `$`) of this family.
     pub fn context_var(&self, name: &str) -> Option<&'static ContextVarDef> {
@@ -678,8 +677,6 @@ impl ProcessEventKind {
         }
     }
 }
-
-
 
 #[cfg(test)]
 mod tests {

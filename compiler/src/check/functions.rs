@@ -12,10 +12,10 @@ use utap_runtime::elf::symbols::demangle;
 use utap_runtime::session::{FunctionPoint, FunctionSite};
 
 use super::dwarf::SourceSite;
-pub use super::point::{function_file, function_point, is_library};
 use super::point::{
     BuildError, Built, FunctionFamily, PointArg, SiteKind, glob_match, process_target,
 };
+pub use super::point::{function_file, function_point, is_library};
 use crate::program::{PointKind, ProcessEvent, ProcessTarget};
 
 /// Builds a function point from its components' arguments: one point,
@@ -331,7 +331,6 @@ fn written(site: FunctionSite) -> Vec<SourceSite> {
     }]
 }
 
-
 /// `"main+4"`, `"main+0x10"`, `"main"`.
 fn split_offset(s: &str) -> Option<(String, u64)> {
     let (name, off) = match s.split_once('+') {
@@ -387,7 +386,6 @@ fn check_symbols(
         component,
     })
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -237,7 +237,10 @@ impl Harness {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(case) = cases.get(i) else { break };
                         let r = self.check(case, bless);
-                        results.lock().unwrap_or_else(|e| e.into_inner()).push((i, r));
+                        results
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push((i, r));
                     }
                 });
             }

@@ -341,10 +341,7 @@ impl ScriptRuntime {
 
     /// The USDT marker of the next firings and its argument values, or
     /// `None` outside marker probes.
-    pub fn set_marker(
-        &mut self,
-        m: Option<(std::rc::Rc<crate::hit::Marker>, Vec<i64>)>,
-    ) {
+    pub fn set_marker(&mut self, m: Option<(std::rc::Rc<crate::hit::Marker>, Vec<i64>)>) {
         self.state.usdt = m;
     }
 

@@ -10,15 +10,14 @@ use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::rc::Rc;
 
-pub use crate::hit::UserFunction;
 use crate::elf::{AddressSpaceMap, ImageCache, LoadedModule, read_maps};
 use crate::glob::glob;
+pub use crate::hit::UserFunction;
 use crate::utrace::{Control, Tid};
 
 use super::marks::{Marker, NoteCache};
 use super::points::{FunctionPoint, FunctionSite, Hook};
 use super::unwinder::{self, UnwindStep};
-
 
 /// Maps by pid or address looked up at every hit: the tracer core's cheap
 /// hash (`TidHasher`: kernel-chosen ids and addresses, no adversary), not

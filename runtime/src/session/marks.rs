@@ -13,13 +13,12 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-pub use crate::hit::{MarkArg, Marker, parms};
 use crate::elf::LoadedModule;
 use crate::elf::sdt::{Operand, Reg, SdtNote, notes_of};
+pub use crate::hit::{MarkArg, Marker, parms};
 use crate::memory::ReadMemory;
 
 use crate::glob::glob;
-
 
 /// The notes of each file, read on first use.
 #[derive(Default)]
@@ -164,7 +163,6 @@ fn register(regs: &libc::user_regs_struct, r: &Reg) -> u64 {
         w => v & ((1u64 << (u32::from(w) * 8)) - 1),
     }
 }
-
 
 #[cfg(test)]
 mod tests {
