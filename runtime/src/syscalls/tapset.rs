@@ -121,6 +121,87 @@ function _mknod_mode_str:string(mode:long) {
 	return sprintf("%#o", mode)
 }
 
+// SystemTap's decoders of structures in user memory (its
+// aux_syscalls.stp), in its formats: "NULL" for address 0, the address
+// in hex when the memory cannot be read. Straight-line code, no loops.
+function __sc_unreadable:long(addr:long, len:long) {
+	return substr(user_buffer_quoted(addr, len, 8), 0, 1) != "\""
+}
+function __sc_timespec1:string(a:long) {
+	nsec = user_long(a + 8)
+	if (nsec == 0x3fffffff) return "[UTIME_NOW]"
+	if (nsec == 0x3ffffffe) return "[UTIME_OMIT]"
+	return sprintf("[%d.%09d]", user_long(a), nsec)
+}
+function _struct_timespec_u:string(uaddr:long, n:long) {
+	if (uaddr == 0 || n < 1 || n > 2) return "NULL"
+	if (__sc_unreadable(uaddr, 16 * n)) return sprintf("0x%x", uaddr)
+	return n == 1 ? __sc_timespec1(uaddr) : __sc_timespec1(uaddr) . __sc_timespec1(uaddr + 16)
+}
+function __sc_timeval1:string(a:long) { return sprintf("[%d.%06d]", user_long(a), user_long(a + 8)) }
+function _struct_timeval_u:string(uaddr:long, n:long) {
+	if (uaddr == 0 || n < 1 || n > 2) return "NULL"
+	if (__sc_unreadable(uaddr, 16 * n)) return sprintf("0x%x", uaddr)
+	return n == 1 ? __sc_timeval1(uaddr) : __sc_timeval1(uaddr) . __sc_timeval1(uaddr + 16)
+}
+// itimerspec and itimerval: interval then value, each field as a C int.
+function __sc_itimer:string(uaddr:long) {
+	if (uaddr == 0) return "NULL"
+	if (__sc_unreadable(uaddr, 32)) return sprintf("0x%x", uaddr)
+	return sprintf("[%d.%06d,%d.%06d]", __sc_int32(user_long(uaddr)), __sc_int32(user_long(uaddr + 8)),
+	               __sc_int32(user_long(uaddr + 16)), __sc_int32(user_long(uaddr + 24)))
+}
+function _struct_itimerspec_u:string(uaddr:long) { return __sc_itimer(uaddr) }
+function _struct_itimerval_u:string(uaddr:long) { return __sc_itimer(uaddr) }
+function _struct_rlimit_u:string(uaddr:long) {
+	if (uaddr == 0) return "NULL"
+	if (__sc_unreadable(uaddr, 16)) return sprintf("0x%x", uaddr)
+	return sprintf("[%d,%d]", user_long(uaddr), user_long(uaddr + 8))
+}
+function _struct_timezone_u:string(uaddr:long) {
+	if (uaddr == 0) return "NULL"
+	if (__sc_unreadable(uaddr, 8)) return sprintf("0x%x", uaddr)
+	return sprintf("[%d, %d]", user_int(uaddr), user_int(uaddr + 4))
+}
+// A sigset: the names of signals 1-31 in it, in SystemTap's list order.
+function _stp_sigset_u:string(uaddr:long) {
+	if (uaddr == 0) return "NULL"
+	if (__sc_unreadable(uaddr, 8)) return sprintf("0x%x", uaddr)
+	m = user_long(uaddr)
+	s = ""
+	if (m & 0x1) s = __sc_or(s, "SIGHUP")
+	if (m & 0x2) s = __sc_or(s, "SIGINT")
+	if (m & 0x4) s = __sc_or(s, "SIGQUIT")
+	if (m & 0x8) s = __sc_or(s, "SIGILL")
+	if (m & 0x10) s = __sc_or(s, "SIGTRAP")
+	if (m & 0x20) s = __sc_or(s, "SIGABRT")
+	if (m & 0x40) s = __sc_or(s, "SIGBUS")
+	if (m & 0x80) s = __sc_or(s, "SIGFPE")
+	if (m & 0x100) s = __sc_or(s, "SIGKILL")
+	if (m & 0x200) s = __sc_or(s, "SIGUSR1")
+	if (m & 0x400) s = __sc_or(s, "SIGSEGV")
+	if (m & 0x1000) s = __sc_or(s, "SIGPIPE")
+	if (m & 0x800) s = __sc_or(s, "SIGUSR2")
+	if (m & 0x2000) s = __sc_or(s, "SIGALRM")
+	if (m & 0x4000) s = __sc_or(s, "SIGTERM")
+	if (m & 0x10000) s = __sc_or(s, "SIGCHLD")
+	if (m & 0x20000) s = __sc_or(s, "SIGCONT")
+	if (m & 0x40000) s = __sc_or(s, "SIGSTOP")
+	if (m & 0x80000) s = __sc_or(s, "SIGTSTP")
+	if (m & 0x100000) s = __sc_or(s, "SIGTTIN")
+	if (m & 0x200000) s = __sc_or(s, "SIGTTOU")
+	if (m & 0x400000) s = __sc_or(s, "SIGURG")
+	if (m & 0x800000) s = __sc_or(s, "SIGXCPU")
+	if (m & 0x1000000) s = __sc_or(s, "SIGXFSZ")
+	if (m & 0x2000000) s = __sc_or(s, "SIGVTALRM")
+	if (m & 0x4000000) s = __sc_or(s, "SIGPROF")
+	if (m & 0x8000000) s = __sc_or(s, "SIGWINCH")
+	if (m & 0x10000000) s = __sc_or(s, "SIGIO/SIGPOLL")
+	if (m & 0x20000000) s = __sc_or(s, "SIGPWR")
+	if (m & 0x40000000) s = __sc_or(s, "SIGSYS")
+	return s == "" ? "[EMPTY]" : "[" . s . "]"
+}
+
 // Every system call, as SystemTap's syscall_any: `syscall_nr` and `name`
 // (plus utap's `argstr` and, on return, `retval` and `retstr`). Cheaper
 // than `syscall.*`, which is one alias per call.
@@ -173,6 +254,16 @@ const FLAG_DECODERS: &[(&str, &[(u32, &str)])] = &[
         ],
     ),
     ("_stp_mlock2_str", &[(1, "MLOCK_ONFAULT")]),
+    ("_stp_clock_nanosleep_flags_str", &[(1, "TIMER_ABSTIME")]),
+    ("_preadv2_flags_str", &[(1, "RWF_HIPRI")]),
+    (
+        "_sync_file_range_flags_str",
+        &[
+            (1, "SYNC_FILE_RANGE_WAIT_BEFORE"),
+            (2, "SYNC_FILE_RANGE_WRITE"),
+            (4, "SYNC_FILE_RANGE_WAIT_AFTER"),
+        ],
+    ),
     (
         "_msync_flag_str",
         &[(1, "MS_ASYNC"), (2, "MS_INVALIDATE"), (4, "MS_SYNC")],
@@ -360,6 +451,21 @@ fn named_arg(out: &mut String, n: usize, arg: &Arg) {
         let _ = writeln!(out, "\t{var} = {decoder}({})", arg.name);
     }
 }
+
+/// file_getattr's and file_setattr's (the same arguments); SystemTap's
+/// `dfd_str_unquoted` reads the descriptor number as a string address, as
+/// here.
+const FILE_ATTR: &[(&str, &str)] = &[
+    ("dfd", "__sc_int32($arg1)"),
+    ("dfd_str", "_dfd_str(dfd)"),
+    ("dfd_str_unquoted", "user_string2($arg1, \"\")"),
+    ("filename", "$arg2"),
+    ("filename_str", "user_string_quoted($arg2)"),
+    ("filename_str_unquoted", "user_string2($arg2, \"\")"),
+    ("ufattr", "$arg3"),
+    ("usize", "__sc_uint32($arg4)"),
+    ("at_flags", "__sc_uint32($arg5)"),
+];
 
 /// The xattr calls' `name2` (the attribute name, second argument).
 const NAME2: &[(&str, &str)] = &[
@@ -1504,6 +1610,162 @@ const EXTRA_VARS: &[(&str, bool, &[(&str, &str)])] = &[
         &[("flags_str", "_mfd_flags_str(flags)")],
     ),
     ("mlock2", false, &[("flags_str", "_stp_mlock2_str(flags)")]),
+    (
+        "memfd_secret",
+        false,
+        &[("flags_str", "_mfd_flags_str(__sc_uint32($arg1))")],
+    ),
+    (
+        "preadv2",
+        false,
+        &[("flags_str", "_preadv2_flags_str(flags)")],
+    ),
+    (
+        "pwritev2",
+        false,
+        &[("flags_str", "_preadv2_flags_str(flags)")],
+    ),
+    (
+        "sync_file_range",
+        false,
+        &[(
+            "flags_str",
+            "_sync_file_range_flags_str(__sc_uint32($arg4))",
+        )],
+    ),
+    // The data written, cut as SystemTap's syscall_string_trunc (50).
+    (
+        "write",
+        false,
+        &[("buf_str", "user_buffer_quoted($arg2, $arg3, 50)")],
+    ),
+    (
+        "pwrite64",
+        false,
+        &[("buf_str", "user_buffer_quoted($arg2, $arg3, 50)")],
+    ),
+    (
+        "sendto",
+        false,
+        &[("buf", "user_buffer_quoted($arg2, $arg3, 50)")],
+    ),
+    ("file_getattr", false, FILE_ATTR),
+    ("file_setattr", false, FILE_ATTR),
+    (
+        "clock_nanosleep",
+        false,
+        &[
+            ("flag_str", "_stp_clock_nanosleep_flags_str(flags)"),
+            ("flags_str", "_stp_clock_nanosleep_flags_str(flags)"),
+            ("req_str", "_struct_timespec_u($arg3, 1)"),
+        ],
+    ),
+    (
+        "nanosleep",
+        false,
+        &[("req_str", "_struct_timespec_u($arg1, 1)")],
+    ),
+    (
+        "clock_settime",
+        false,
+        &[("tp_uaddr_str", "_struct_timespec_u($arg2, 1)")],
+    ),
+    (
+        "ppoll",
+        false,
+        &[("tsp_str", "_struct_timespec_u($arg3, 1)")],
+    ),
+    (
+        "pselect6",
+        false,
+        &[("timeout_str", "_struct_timespec_u($arg5, 1)")],
+    ),
+    (
+        "select",
+        false,
+        &[("timeout_str", "_struct_timeval_u($arg5, 1)")],
+    ),
+    (
+        "semtimedop",
+        false,
+        &[("timeout_str", "_struct_timespec_u($arg4, 1)")],
+    ),
+    (
+        "recvmmsg",
+        false,
+        &[("timeout_str", "_struct_timespec_u($arg5, 1)")],
+    ),
+    (
+        "io_getevents",
+        false,
+        &[("timestr", "_struct_timespec_u($arg5, 1)")],
+    ),
+    (
+        "utimensat",
+        false,
+        &[("tsp_str", "_struct_timespec_u($arg3, 2)")],
+    ),
+    (
+        "futimesat",
+        false,
+        &[("tvp_str", "_struct_timeval_u($arg3, 2)")],
+    ),
+    (
+        "utimes",
+        false,
+        &[("tvp_uaddr_str", "_struct_timeval_u($arg2, 2)")],
+    ),
+    (
+        "setitimer",
+        false,
+        &[("value_str", "_struct_itimerval_u($arg2)")],
+    ),
+    (
+        "timer_settime",
+        false,
+        &[("value_str", "_struct_itimerspec_u($arg3)")],
+    ),
+    (
+        "timerfd_settime",
+        false,
+        &[("value_str", "_struct_itimerspec_u($arg3)")],
+    ),
+    (
+        "settimeofday",
+        false,
+        &[
+            ("tv_str", "_struct_timeval_u($arg1, 1)"),
+            ("tz_str", "_struct_timezone_u($arg2)"),
+        ],
+    ),
+    (
+        "setrlimit",
+        false,
+        &[("rlim_str", "_struct_rlimit_u($arg2)")],
+    ),
+    (
+        "prlimit64",
+        false,
+        &[("new_rlim_str", "_struct_rlimit_u($arg3)")],
+    ),
+    (
+        "rt_sigprocmask",
+        false,
+        &[("set_str", "_stp_sigset_u($arg2)")],
+    ),
+    (
+        "rt_sigsuspend",
+        false,
+        &[("set_str", "_stp_sigset_u($arg1)")],
+    ),
+    (
+        "rt_sigtimedwait",
+        false,
+        &[
+            ("uthese_str", "_stp_sigset_u($arg1)"),
+            ("uts_str", "_struct_timespec_u($arg3, 1)"),
+        ],
+    ),
     ("msync", false, &[("flags_str", "_msync_flag_str(flags)")]),
     (
         "splice",
