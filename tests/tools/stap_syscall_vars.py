@@ -19,6 +19,12 @@ function declared `:string`, sprintf or `.` give `string`, else `long`.
 
 Usage: stap_syscall_vars.py SYSTEMTAP_DIR > tests/data/stap_syscall_vars.tsv
 The first line of the output names the commit (`git describe`).
+
+       stap_syscall_vars.py --gaps UTAP [DATA]
+prints what `UTAP -L 'syscall.*'` and `-L 'syscall.*.return'` lack of
+DATA (default tests/data/stap_syscall_vars.tsv): aliases, and variables
+missing or of another type. tests/syscall_alias_vars.rs checks the same
+against the reasons of tests/data/stap_syscall_vars.skip.
 """
 
 import os
@@ -285,7 +291,37 @@ def alias_vars(name, probes, macros, string_fns, seen):
     return out
 
 
+def gaps(utap, data):
+    """Prints what utap's aliases lack of the data file's."""
+    ours = {}
+    for pattern in ("syscall.*", "syscall.*.return"):
+        text = subprocess.run([utap, "-L", pattern], check=True,
+                              capture_output=True, text=True).stdout
+        for line in text.splitlines():
+            words = line.split()
+            ours[words[0]] = dict(w.split(":", 1) for w in words[1:]
+                                  if not w.startswith("$"))
+    for line in open(data):
+        if line.startswith("#"):
+            continue
+        alias, _, vars_ = line.rstrip("\n").partition("\t")
+        if alias not in ours:
+            print("%s\tno such alias" % alias)
+            continue
+        for word in vars_.split():
+            var, kind = word.split(":")
+            have = ours[alias].get(var)
+            if have != kind:
+                print("%s %s\t%s" % (alias, var, "missing" if have is None else
+                                     "%s, SystemTap's is %s" % (have, kind)))
+
+
 def main():
+    if len(sys.argv) in (3, 4) and sys.argv[1] == "--gaps":
+        here = os.path.dirname(os.path.abspath(__file__))
+        gaps(sys.argv[2], sys.argv[3] if len(sys.argv) == 4 else
+             os.path.join(here, "..", "data", "stap_syscall_vars.tsv"))
+        return
     if len(sys.argv) != 2:
         sys.exit("usage: stap_syscall_vars.py SYSTEMTAP_DIR")
     src = Source(sys.argv[1])
