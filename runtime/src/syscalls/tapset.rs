@@ -452,10 +452,13 @@ fn named_arg(out: &mut String, n: usize, arg: &Arg) {
     }
 }
 
+/// `VAR = EXPR` lines of an alias.
+type VarLines = &'static [(&'static str, &'static str)];
+
 /// file_getattr's and file_setattr's (the same arguments); SystemTap's
 /// `dfd_str_unquoted` reads the descriptor number as a string address, as
 /// here.
-const FILE_ATTR: &[(&str, &str)] = &[
+const FILE_ATTR: VarLines = &[
     ("dfd", "__sc_int32($arg1)"),
     ("dfd_str", "_dfd_str(dfd)"),
     ("dfd_str_unquoted", "user_string2($arg1, \"\")"),
@@ -468,7 +471,7 @@ const FILE_ATTR: &[(&str, &str)] = &[
 ];
 
 /// The xattr calls' `name2` (the attribute name, second argument).
-const NAME2: &[(&str, &str)] = &[
+const NAME2: VarLines = &[
     ("name2", "user_string_quoted($arg2)"),
     ("name2_unquoted", "user_string2($arg2, \"\")"),
 ];
@@ -479,7 +482,7 @@ const NAME2: &[(&str, &str)] = &[
 /// does. Each entry is the call, whether it is for the return alias, and
 /// `VAR = EXPR` lines; a variable already set by the alias is skipped, unless written
 /// `=VAR` (SystemTap's variable of that name differs: its line is replaced).
-const EXTRA_VARS: &[(&str, bool, &[(&str, &str)])] = &[
+const EXTRA_VARS: &[(&str, bool, VarLines)] = &[
     // --- modules
     (
         "delete_module",
