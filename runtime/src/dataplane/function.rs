@@ -55,6 +55,7 @@ use super::layout::{
     BLOCK_BUSY, BLOCK_HITS, BLOCK_LEN, BLOCK_MISSED, BLOCK_OWNER_FS, BLOCK_SAVED_RSP, BLOCK_SHADOW,
     BLOCK_SKIPPED, BLOCK_STACK_TOP, SHADOW_FRAMES,
 };
+use crate::elf::sdt::{Operand, SdtArg};
 use crate::script::context::{HandlerContext, ProbeValues, event};
 
 /// Offsets in a function stub (see the module doc).
@@ -404,6 +405,121 @@ pub fn ret_stub(stop: u64, max_action: i64, blocks: Blocks) -> Vec<u8> {
     a.bytes(&[0x0f, 0x0b]); // ud2
     a.finish()
 }
+
+/// Where the marker entry finds what it saved, from rsp after its six
+/// pushes (rdi first): r9, r8, rcx, rdx, rsi, rdi, then the stub's
+/// return, the list and rax (the stub's), then the red zone.
+const MARK_SAVED: [(&str, u32); 7] = [
+    ("r9", 0),
+    ("r8", 8),
+    ("rcx", 16),
+    ("rdx", 24),
+    ("rsi", 32),
+    ("rdi", 40),
+    ("rax", 64),
+];
+/// The list's offset, and the program's rsp at the marker, from there.
+const MARK_LIST: u32 = 56;
+const MARK_RSP: u32 = 72 + 128;
+
+/// The entry a USDT marker's stub calls instead of the function common
+/// entry (same frame: `[rsp]` the stub, `[rsp+8]` the list, `ret $8`):
+/// it puts the marker's arguments (`args`, the note's operands, at most
+/// six) in the six argument registers, where the function common entry
+/// takes `$arg1`..`$arg6` from, calls it, and puts the registers back.
+/// `site` is the marker's `nop` (a `%rip` operand reads one past it, as
+/// at a trap); `fcommon` the function common entry.
+///
+/// Registers and constants only: a memory operand reads 0 (the data
+/// plane has no safe load; `utap_compiler::route` keeps probes that read
+/// one in the tracer). The flags are dead at a marker as at a call: an
+/// `asm` statement clobbers them on x86.
+pub fn mark_entry(args: &[SdtArg], site: u64, fcommon: u64) -> Vec<u8> {
+    let mut a = Asm::new();
+    // push rdi, rsi, rdx, rcx, r8, r9
+    a.bytes(&[0x57, 0x56, 0x52, 0x51, 0x41, 0x50, 0x41, 0x51]);
+    for i in 0..6u32 {
+        match args.get(i as usize) {
+            Some(arg) => {
+                mark_arg(&mut a, arg, site, 8 * i);
+                a.bytes(&[0x50]); // push rax
+            }
+            None => a.bytes(&[0x6a, 0x00]), // push 0
+        }
+    }
+    // pop r9, r8, rcx, rdx, rsi, rdi: the values, into their registers
+    a.bytes(&[0x41, 0x59, 0x41, 0x58, 0x59, 0x5a, 0x5e, 0x5f]);
+    a.bytes(&[0xff, 0x74, 0x24, MARK_LIST as u8]); // push qword [rsp+LIST]
+    a.bytes(&[0x48, 0xb8]); // movabs rax, fcommon
+    a.bytes(&fcommon.to_le_bytes());
+    a.bytes(&[0xff, 0xd0]); // call rax (fcommon's `ret $8` drops the list)
+    // pop r9, r8, rcx, rdx, rsi, rdi: the program's own
+    a.bytes(&[0x41, 0x59, 0x41, 0x58, 0x59, 0x5a, 0x5e, 0x5f]);
+    a.bytes(&[0xc2, 0x08, 0x00]); // ret 8
+    a.finish()
+}
+
+/// One marker argument's value in rax, truncated and extended as the
+/// tracer's `marks::read_arg` does; `depth`: bytes pushed since the six
+/// saves.
+fn mark_arg(a: &mut Asm, arg: &SdtArg, site: u64, depth: u32) {
+    let reg = match &arg.operand {
+        Operand::Reg(r) => r,
+        Operand::Imm(v) => {
+            a.bytes(&[0x48, 0xb8]); // movabs rax, value
+            a.bytes(&arg.extend(*v as u64).to_le_bytes());
+            return;
+        }
+        Operand::Mem { .. } | Operand::Symbol { .. } => {
+            a.bytes(&[0x31, 0xc0]); // xor eax, eax
+            return;
+        }
+    };
+    let saved = MARK_SAVED.iter().find(|(n, _)| *n == reg.name);
+    match (reg.name, saved) {
+        (_, Some(&(_, off))) => {
+            a.bytes(&[0x48, 0x8b, 0x84, 0x24]); // mov rax, [rsp+off]
+            a.d32(off + depth);
+        }
+        ("rsp", _) => {
+            a.bytes(&[0x48, 0x8d, 0x84, 0x24]); // lea rax, [rsp+RSP]
+            a.d32(MARK_RSP + depth);
+        }
+        ("rip", _) => {
+            a.bytes(&[0x48, 0xb8]); // movabs rax, site + 1
+            a.bytes(&(site + 1).to_le_bytes());
+        }
+        (name, None) => {
+            let n = GPRS.iter().position(|g| *g == name).unwrap_or(0) as u8;
+            // mov rax, reg
+            a.bytes(&[0x48 | (n >> 3), 0x8b, 0xc0 | (n & 7)]);
+        }
+    }
+    if reg.high {
+        a.bytes(&[0x48, 0xc1, 0xe8, 0x08]); // shr rax, 8
+    }
+    match reg.width {
+        1 => a.bytes(&[0x0f, 0xb6, 0xc0]), // movzx eax, al
+        2 => a.bytes(&[0x0f, 0xb7, 0xc0]), // movzx eax, ax
+        4 => a.bytes(&[0x89, 0xc0]),       // mov eax, eax
+        _ => {}
+    }
+    match (arg.size, arg.signed) {
+        (1, true) => a.bytes(&[0x48, 0x0f, 0xbe, 0xc0]), // movsx rax, al
+        (1, false) => a.bytes(&[0x0f, 0xb6, 0xc0]),      // movzx eax, al
+        (2, true) => a.bytes(&[0x48, 0x0f, 0xbf, 0xc0]), // movsx rax, ax
+        (2, false) => a.bytes(&[0x0f, 0xb7, 0xc0]),      // movzx eax, ax
+        (4, true) => a.bytes(&[0x48, 0x63, 0xc0]),       // movsxd rax, eax
+        (4, false) => a.bytes(&[0x89, 0xc0]),            // mov eax, eax
+        _ => {}
+    }
+}
+
+/// The general-purpose registers by encoding number.
+const GPRS: [&str; 16] = [
+    "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12",
+    "r13", "r14", "r15",
+];
 
 /// The instructions a function entry at `site` displaces: decoded from
 /// `code` (the function's bytes from `start`, with the site's original
