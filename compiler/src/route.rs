@@ -99,7 +99,9 @@ pub fn routes(program: &Program) -> Vec<Route> {
 /// Whether `b` prints (`printf`, `print` and their forms).
 fn prints(b: &Block) -> bool {
     let mut found = false;
-    walk::block(b, &mut |e| found |= matches!(e.kind, ExprKind::Print { .. }));
+    walk::block(b, &mut |e| {
+        found |= matches!(e.kind, ExprKind::Print { .. })
+    });
     found
 }
 
@@ -239,9 +241,9 @@ fn mark_reason(p: &ProbeDef, kind: &PointKind, text: &str) -> Option<String> {
     let read = args_read(p);
     for (name, args) in &markers {
         for &n in &read {
-            let in_memory = args.get(n).is_some_and(|a| {
-                matches!(a.operand, Operand::Mem { .. } | Operand::Symbol { .. })
-            });
+            let in_memory = args
+                .get(n)
+                .is_some_and(|a| matches!(a.operand, Operand::Mem { .. } | Operand::Symbol { .. }));
             if in_memory {
                 return Some(format!(
                     "reads $arg{}, which marker '{name}' keeps in memory (no safe load in the program)",

@@ -517,8 +517,8 @@ fn mark_arg(a: &mut Asm, arg: &SdtArg, site: u64, depth: u32) {
 
 /// The general-purpose registers by encoding number.
 const GPRS: [&str; 16] = [
-    "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12",
-    "r13", "r14", "r15",
+    "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12", "r13",
+    "r14", "r15",
 ];
 
 /// The instructions a function entry at `site` displaces: decoded from

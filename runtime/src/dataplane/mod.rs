@@ -437,7 +437,11 @@ impl Plane {
     /// the arguments first.
     pub fn offer_mark(&mut self, pid: Tid, site: u64, hooks: &[(usize, usize)], args: &[SdtArg]) {
         self.offer(pid, site, hooks, &[]);
-        if let Some(list) = self.spaces.get_mut(&pid).and_then(|s| s.offers.get_mut(&site)) {
+        if let Some(list) = self
+            .spaces
+            .get_mut(&pid)
+            .and_then(|s| s.offers.get_mut(&site))
+        {
             list.mark = Some(args.to_vec());
         }
     }

@@ -360,9 +360,7 @@ fn offer_entries(
                 ctl.offer_mark_site(Tid(pid), addr, &pairs(&site.entry), &args);
             }
             Some(_) => {}
-            None => {
-                ctl.offer_function_site(Tid(pid), addr, &pairs(&site.entry), &pairs(&site.ret))
-            }
+            None => ctl.offer_function_site(Tid(pid), addr, &pairs(&site.entry), &pairs(&site.ret)),
         }
     }
 }
