@@ -734,6 +734,119 @@ mod tests {
         );
     }
 
+    /// Runs `mark_entry` for `specs` from a stub-like caller (red zone,
+    /// rax, the list, `call`) with known registers, the function common
+    /// entry replaced by code that records the six argument registers:
+    /// each must be what the tracer's `marks::read_arg` reads from the
+    /// same registers, and the program's registers must come back.
+    fn run_mark_entry(specs: &[&str]) {
+        use crate::session::marks::{MarkArg, read_arg};
+        let args: Vec<MarkArg> = specs
+            .iter()
+            .map(|t| MarkArg {
+                spec: crate::elf::sdt::parse_arg(t).unwrap(),
+                symbol_addr: None,
+            })
+            .collect();
+        // SAFETY: a fresh private anonymous mapping, ours alone.
+        let page = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                8192,
+                libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(page, libc::MAP_FAILED);
+        let base = page as u64;
+        let (fake, entry, caller, out) = (base, base + 256, base + 2048, base + 4096);
+        let site = 0x55_0000_1319u64;
+        let mut f = vec![0x49, 0xbb]; // movabs r11, out
+        f.extend_from_slice(&out.to_le_bytes());
+        f.extend_from_slice(&[0x49, 0x89, 0x3b, 0x49, 0x89, 0x73, 0x08, 0x49, 0x89, 0x53, 0x10]);
+        f.extend_from_slice(&[0x49, 0x89, 0x4b, 0x18, 0x4d, 0x89, 0x43, 0x20, 0x4d, 0x89, 0x4b]);
+        f.extend_from_slice(&[0x28, 0x48, 0x8b, 0x44, 0x24, 0x08, 0x49, 0x89, 0x43, 0x30]);
+        f.extend_from_slice(&[0xc2, 0x08, 0x00]); // ret 8
+        let specs: Vec<SdtArg> = args.iter().map(|a| a.spec.clone()).collect();
+        let e = mark_entry(&specs, site, fake);
+        // lea rsp,[rsp-128]; push rax; push 0x1234; call entry; pop rax;
+        // lea rsp,[rsp+128]; ret
+        let mut c = vec![0x48, 0x8d, 0x64, 0x24, 0x80, 0x50, 0x68, 0x34, 0x12, 0, 0, 0xe8];
+        let rel = entry.wrapping_sub(caller + c.len() as u64 + 4) as i32;
+        c.extend_from_slice(&rel.to_le_bytes());
+        c.extend_from_slice(&[0x58, 0x48, 0x8d, 0xa4, 0x24, 0x80, 0, 0, 0, 0xc3]);
+        // SAFETY: each piece fits its part of the page.
+        unsafe {
+            std::ptr::copy_nonoverlapping(f.as_ptr(), fake as *mut u8, f.len());
+            std::ptr::copy_nonoverlapping(e.as_ptr(), entry as *mut u8, e.len());
+            std::ptr::copy_nonoverlapping(c.as_ptr(), caller as *mut u8, c.len());
+        }
+        // SAFETY: user_regs_struct is plain integers.
+        let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+        regs.rax = 0x1122_3344_5566_ff88;
+        regs.rbx = -5i64 as u64;
+        regs.rcx = 0x8000_0000_0000_0001;
+        regs.rdx = 0x00ff_ff81;
+        regs.rsi = 0xffff_fffe;
+        regs.rdi = 42;
+        regs.r8 = 0x1ff;
+        regs.r9 = 7;
+        regs.r12 = 0x1234_8001;
+        let (mut rax, mut rcx, mut rdx) = (regs.rax, regs.rcx, regs.rdx);
+        let (mut rsi, mut rdi, mut r8, mut r9) = (regs.rsi, regs.rdi, regs.r8, regs.r9);
+        let sp: u64;
+        // SAFETY: the caller, entry and recorder only touch their stack
+        // frames (below rsp, no red zone in use: the block may push), the
+        // output page, rax and r11 (declared); rbx is pushed and popped.
+        unsafe {
+            std::arch::asm!(
+                "push rbx",
+                "mov rbx, {b}",
+                "mov {sp}, rsp",
+                "call {f}",
+                "pop rbx",
+                b = in(reg) regs.rbx,
+                f = in(reg) caller,
+                sp = out(reg) sp,
+                inout("rax") rax, inout("rcx") rcx, inout("rdx") rdx,
+                inout("rsi") rsi, inout("rdi") rdi, inout("r8") r8, inout("r9") r9,
+                in("r12") regs.r12, out("r11") _,
+            );
+        }
+        // The marker's rsp is the caller's at its first instruction: one
+        // return address below the asm's (and rbx pushed before it).
+        regs.rsp = sp - 8;
+        regs.rip = site + 1;
+        assert_eq!(
+            (rax, rcx, rdx, rsi, rdi, r8, r9),
+            (regs.rax, regs.rcx, regs.rdx, regs.rsi, regs.rdi, regs.r8, regs.r9),
+            "the program's registers come back"
+        );
+        // SAFETY: the recorder wrote seven words at `out`.
+        let got: Vec<i64> = (0..7).map(|i| unsafe { *((out + 8 * i) as *const i64) }).collect();
+        struct NoMemory;
+        impl crate::memory::ReadMemory for NoMemory {
+            fn read(&self, addr: u64, _: &mut [u8]) -> Result<usize, crate::memory::Fault> {
+                Err(crate::memory::Fault { addr, errno: 14 })
+            }
+        }
+        let mut want: Vec<i64> = args.iter().map(|a| read_arg(a, &regs, &NoMemory)).collect();
+        want.resize(6, 0);
+        want.push(0x1234);
+        assert_eq!(got, want, "{specs:?}");
+        // SAFETY: unmapping our own page.
+        unsafe { libc::munmap(page, 8192) };
+    }
+
+    #[test]
+    fn a_marker_entry_loads_registers_and_constants_as_the_tracer_reads_them() {
+        run_mark_entry(&["-8@%rbx", "-4@%eax", "1@%dl", "-4@$-7", "-2@%r12w", "1@%ah"]);
+        run_mark_entry(&["8@%rdi", "-4@%esi", "8@%rcx", "-1@%r8b", "8@%r9", "8@%rsp"]);
+        run_mark_entry(&["-1@%dl", "8@%rip", "4@%ecx", "-8@8(%rsp)"]);
+    }
+
     #[test]
     fn a_prologue_is_displaced_and_relocated() {
         // push rbp; mov rbp,rsp; mov rax,[rip+0x100]; ret

@@ -49,6 +49,19 @@
 //! If utap dies, patched entries keep working (the region stays mapped,
 //! a thread with no block of this region's runs no hook).
 //!
+//! USDT markers: a marker's `nop` is patched as an entry is (the `nop` and
+//! the instructions after it, at least 5 bytes that can be relocated,
+//! no branch of the module landing inside them; else the `int3` stays),
+//! when every hook there runs in process. Its stub calls a marker entry
+//! written after the hook lists (`function::mark_entry`) instead of the
+//! function common entry: it puts the note's register and constant
+//! operands in the argument registers, calls the common entry and puts
+//! the registers back. Flags are dead at a marker (an `asm` statement
+//! clobbers them on x86) and the stub steps over the red zone, so the
+//! same entry serves a site in a function's middle. The semaphore is the
+//! utrace core's, as on the `int3` route; ending and SIGKILL behave as
+//! for entries.
+//!
 //! Function returns: an entry with return hooks also pushes a frame on
 //! the thread's shadow stack and puts the region's return stub in the
 //! return address's slot; the return stub pops the frame, puts the real
