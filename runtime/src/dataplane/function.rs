@@ -765,15 +765,21 @@ mod tests {
         let site = 0x55_0000_1319u64;
         let mut f = vec![0x49, 0xbb]; // movabs r11, out
         f.extend_from_slice(&out.to_le_bytes());
-        f.extend_from_slice(&[0x49, 0x89, 0x3b, 0x49, 0x89, 0x73, 0x08, 0x49, 0x89, 0x53, 0x10]);
-        f.extend_from_slice(&[0x49, 0x89, 0x4b, 0x18, 0x4d, 0x89, 0x43, 0x20, 0x4d, 0x89, 0x4b]);
+        f.extend_from_slice(&[
+            0x49, 0x89, 0x3b, 0x49, 0x89, 0x73, 0x08, 0x49, 0x89, 0x53, 0x10,
+        ]);
+        f.extend_from_slice(&[
+            0x49, 0x89, 0x4b, 0x18, 0x4d, 0x89, 0x43, 0x20, 0x4d, 0x89, 0x4b,
+        ]);
         f.extend_from_slice(&[0x28, 0x48, 0x8b, 0x44, 0x24, 0x08, 0x49, 0x89, 0x43, 0x30]);
         f.extend_from_slice(&[0xc2, 0x08, 0x00]); // ret 8
         let specs: Vec<SdtArg> = args.iter().map(|a| a.spec.clone()).collect();
         let e = mark_entry(&specs, site, fake);
         // lea rsp,[rsp-128]; push rax; push 0x1234; call entry; pop rax;
         // lea rsp,[rsp+128]; ret
-        let mut c = vec![0x48, 0x8d, 0x64, 0x24, 0x80, 0x50, 0x68, 0x34, 0x12, 0, 0, 0xe8];
+        let mut c = vec![
+            0x48, 0x8d, 0x64, 0x24, 0x80, 0x50, 0x68, 0x34, 0x12, 0, 0, 0xe8,
+        ];
         let rel = entry.wrapping_sub(caller + c.len() as u64 + 4) as i32;
         c.extend_from_slice(&rel.to_le_bytes());
         c.extend_from_slice(&[0x58, 0x48, 0x8d, 0xa4, 0x24, 0x80, 0, 0, 0, 0xc3]);
@@ -821,11 +827,15 @@ mod tests {
         regs.rip = site + 1;
         assert_eq!(
             (rax, rcx, rdx, rsi, rdi, r8, r9),
-            (regs.rax, regs.rcx, regs.rdx, regs.rsi, regs.rdi, regs.r8, regs.r9),
+            (
+                regs.rax, regs.rcx, regs.rdx, regs.rsi, regs.rdi, regs.r8, regs.r9
+            ),
             "the program's registers come back"
         );
         // SAFETY: the recorder wrote seven words at `out`.
-        let got: Vec<i64> = (0..7).map(|i| unsafe { *((out + 8 * i) as *const i64) }).collect();
+        let got: Vec<i64> = (0..7)
+            .map(|i| unsafe { *((out + 8 * i) as *const i64) })
+            .collect();
         struct NoMemory;
         impl crate::memory::ReadMemory for NoMemory {
             fn read(&self, addr: u64, _: &mut [u8]) -> Result<usize, crate::memory::Fault> {
