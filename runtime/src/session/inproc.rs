@@ -144,6 +144,12 @@ fn say_counts(ctl: &Control, bad: u64) {
     eprintln!(
         "utap: data plane: {hits} hit(s) served by in-process code (tracer stops included), {skipped} skipped (re-entry), {bad} invalid slot(s)"
     );
+    if c.mark_sites > 0 {
+        eprintln!(
+            "utap: data plane: {} of the patched function entries are USDT markers",
+            c.mark_sites
+        );
+    }
     if missed > 0 {
         eprintln!(
             "utap: data plane: {missed} return(s) not probed (calls nested deeper than the shadow stack's {} frames)",

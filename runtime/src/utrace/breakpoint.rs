@@ -767,6 +767,21 @@ impl Control<'_> {
         }
     }
 
+    /// Offers USDT marker `addr` of `pid` (its `nop`), whose hooks all
+    /// run in process, to the data plane with the marker's arguments:
+    /// patched as a function entry is (`Plane::offer_mark`).
+    pub fn offer_mark_site(
+        &mut self,
+        pid: Tid,
+        addr: u64,
+        hooks: &[(usize, usize)],
+        args: &[crate::elf::sdt::SdtArg],
+    ) {
+        if let Some(p) = self.core.dataplane.as_mut() {
+            p.offer_mark(pid, addr, hooks, args);
+        }
+    }
+
     /// Increments the USDT semaphore at `addr` in process `pid`; every
     /// detach takes the increment back (as it restores breakpoint bytes).
     pub fn enable_semaphore(&mut self, pid: Tid, addr: u64) -> super::Result<()> {
