@@ -8,6 +8,7 @@ pub mod elf;
 pub mod endtrace;
 pub mod format;
 pub mod glob;
+pub mod guardian;
 pub mod host;
 pub mod json;
 pub mod listener;
