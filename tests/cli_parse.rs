@@ -456,3 +456,79 @@ fn strace_and_bpftrace_habits_get_the_utap_way() {
     let out = utap(&["-p", "1", "-f", "json", "-e", "probe begin { }"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
+
+/// A script of `n` statements in one probe body, in a file of its own.
+fn long_body(n: usize) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("utap-long-body-{}-{n}.stp", std::process::id()));
+    let mut text = String::from("global x\nprobe begin {\n");
+    for i in 0..n {
+        text.push_str(&format!("  x = x + {i}\n"));
+    }
+    text.push_str("}\n");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `utap args` to its end: its output, and its peak resident set in KB.
+fn utap_peak_rss(args: &[&str]) -> (Output, i64) {
+    let child = Command::new(env!("CARGO_BIN_EXE_utap"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("utap runs");
+    let pid = child.id() as libc::pid_t;
+    let (mut out, mut err) = (child.stdout.unwrap(), child.stderr.unwrap());
+    let read_err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut err, &mut v).unwrap();
+        v
+    });
+    let mut stdout = Vec::new();
+    std::io::Read::read_to_end(&mut out, &mut stdout).unwrap();
+    let stderr = read_err.join().unwrap();
+    let mut status = 0;
+    // SAFETY: waiting for our own child into local out-parameters.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
+    use std::os::unix::process::ExitStatusExt;
+    let out = Output {
+        status: std::process::ExitStatus::from_raw(status),
+        stdout,
+        stderr,
+    };
+    (out, usage.ru_maxrss)
+}
+
+/// Issue 29, point 4: one body of 200,000 statements made `-p4` peak at
+/// 0.89 GB (Cranelift holds a whole native function at once); past
+/// 50,000 statements a body is refused, early and with a message.
+#[test]
+fn a_body_past_the_statement_cap_is_refused_with_a_message() {
+    let path = long_body(200_000);
+    let (out, peak_kb) = utap_peak_rss(&["-p4", path.to_str().unwrap()]);
+    std::fs::remove_file(&path).unwrap();
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with(
+            "semantic error: body too large: 200000 statements, more than the 50000 one probe \
+             or function may have (compiling one body costs about 4 KB of memory per \
+             statement); split it into functions"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains(":50003:"), "points at the first statement past the cap: {stderr}");
+    assert_eq!(out.status.code(), Some(1));
+    // Before: 0.89 GB. Now the parse and elaboration only (~0.33 GB).
+    assert!(peak_kb < 500_000, "peak {peak_kb} KB");
+}
+
+#[test]
+fn a_body_at_the_statement_cap_compiles_in_bounded_memory() {
+    let path = long_body(50_000);
+    let (out, peak_kb) = utap_peak_rss(&["-p4", path.to_str().unwrap()]);
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // Measured 0.24 GB.
+    assert!(peak_kb < 450_000, "peak {peak_kb} KB");
+}

@@ -189,3 +189,40 @@ fn python_json_tool_reads_the_stream() {
         String::from_utf8_lossy(&tool.stderr)
     );
 }
+
+const SHARED: &str = "and the traced command's stdout are the same file";
+
+fn warned(args: &[&str]) -> bool {
+    let o = utap(args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.matches(SHARED).count() <= 1, "{stderr}");
+    stderr.contains(SHARED) && stderr.contains("-o FILE")
+}
+
+/// JSON on the pipe the command also writes to: one warning on stderr
+/// naming `-o`; none when utap's output goes to `-o FILE`, when the
+/// program's stdout is redirected (by the shell before its exec), or when
+/// only a shell (whose redirections apply to what it starts) shares it.
+#[test]
+fn machine_output_shared_with_the_command_is_warned_about() {
+    let script = "probe syscall.write { n++ } global n";
+    let json = |cmd: &str| warned(&["-f", "json", "-e", script, "-c", cmd]);
+    assert!(json("echo hi"));
+    assert!(json("sh -c '/bin/echo hi; true'"));
+    assert!(!json("sh -c '/bin/echo hi > /dev/null; true'"));
+    assert!(!json("exec /bin/echo hi >/dev/null"));
+    let file = std::env::temp_dir().join(format!("utap-shared-{}.json", std::process::id()));
+    let f = file.to_str().unwrap();
+    assert!(!warned(&["-f", "json", "-o", f, "-e", script, "-c", "echo hi"]));
+    let _ = std::fs::remove_file(&file);
+    // Text output is for people: no warning.
+    assert!(!warned(&["-e", script, "-c", "echo hi"]));
+}
+
+/// Folded stacks (examples/profile.stp) are machine output too.
+#[test]
+fn folded_stacks_shared_with_the_command_are_warned_about() {
+    let example = format!("{}/examples/profile.stp", env!("CARGO_MANIFEST_DIR"));
+    assert!(warned(&[&example, "-c", "echo hi"]));
+}

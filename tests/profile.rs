@@ -52,6 +52,21 @@ fn folded_stacks_put_the_hot_chain_first() {
     assert_eq!(stacks.len(), lines.len(), "{lines:#?}");
 }
 
+/// The stacks kept until the end probe come from a child of the shell
+/// that exec'd the program and is gone by then: they are named from the
+/// program's modules, not left as hex for want of the shell's.
+#[test]
+fn stacks_of_a_command_run_through_a_shell_are_named() {
+    let cmd = format!("sh -c '{} 800 > /dev/null; true'", fixture("profile"));
+    let lines = profile(&cmd);
+    assert!(!lines.is_empty(), "no samples");
+    assert_eq!(
+        from(&lines[0].0, "main").as_deref(),
+        Some("main;a;b;spin"),
+        "{lines:#?}"
+    );
+}
+
 #[test]
 fn every_running_thread_is_sampled_in_its_own_context() {
     let lines = profile(&format!("{} 800 1", fixture("profile")));

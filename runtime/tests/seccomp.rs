@@ -17,8 +17,6 @@ const SYS_GETPID: u32 = 39;
 const SYS_CLOSE_RANGE: u32 = 436;
 const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
 const AUDIT_ARCH_I386: u32 = 0x4000_0003;
-const PTRACE_GET_SYSCALL_INFO: libc::c_uint = 0x420e;
-const PTRACE_SYSCALL_INFO_SECCOMP: u8 = 3;
 /// The fixture writes to this fd so its writes are told apart.
 const FIXTURE_FD: i32 = 100;
 /// The fixture's exit code when every syscall returned what it should.
@@ -209,9 +207,9 @@ fn trace(filter: Option<&Filter>, mode: &str, n: u32, m: u32) -> Run {
 fn seccomp_stop(pid: i32) -> Stop {
     let mut info: libc::ptrace_syscall_info = unsafe { std::mem::zeroed() };
     let size = std::mem::size_of::<libc::ptrace_syscall_info>();
-    let r = unsafe { libc::ptrace(PTRACE_GET_SYSCALL_INFO, pid, size, &mut info as *mut _) };
+    let r = unsafe { libc::ptrace(libc::PTRACE_GET_SYSCALL_INFO, pid, size, &mut info as *mut _) };
     assert!(r > 0);
-    assert_eq!(info.op, PTRACE_SYSCALL_INFO_SECCOMP);
+    assert_eq!(info.op, libc::PTRACE_SYSCALL_INFO_SECCOMP);
     let seccomp = unsafe { info.u.seccomp };
     Stop {
         arch: info.arch,

@@ -14,6 +14,7 @@ pub mod locations;
 mod presets;
 mod runtime_fns;
 mod sharing;
+mod size;
 mod tables;
 mod translate;
 

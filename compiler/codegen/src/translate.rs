@@ -190,6 +190,7 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
         body: &p::Block,
         conditions: &[Option<&Expr>],
     ) -> Result<Vec<(Inst, Inst)>, CodegenError> {
+        crate::size::check_body(body)?;
         self.point_conditions(conditions)?;
         for s in &body.stmts {
             self.top_level = true;

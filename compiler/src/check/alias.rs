@@ -353,7 +353,7 @@ impl Resolver<'_> {
         let best = known
             .iter()
             .map(|k| k.join("."))
-            .map(|k| (edit_distance(&k, &written), k))
+            .map(|k| (strsim::levenshtein(&k, &written), k))
             .min();
         if let Some((d, k)) = best
             && d > 0
@@ -532,29 +532,3 @@ fn canonical_text(family: &Family, args: &[Option<Option<PointArg>>]) -> String 
     parts.join(".")
 }
 
-/// Levenshtein distance, for "did you mean".
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn edit_distances() {
-        assert_eq!(edit_distance("begin", "begni"), 2);
-        assert_eq!(edit_distance("eeexit", "exit"), 2);
-        assert_eq!(edit_distance("", "ab"), 2);
-    }
-}

@@ -11,7 +11,6 @@ use utap_runtime::elf::ElfImage;
 use utap_runtime::elf::symbols::demangle;
 use utap_runtime::session::{FunctionPoint, FunctionSite};
 
-use super::alias::edit_distance;
 use super::catalogue::{
     BuildError, Built, FunctionFamily, PointArg, SiteKind, glob_match, process_target,
 };
@@ -380,7 +379,7 @@ fn check_symbols(
     };
     let best = names
         .iter()
-        .map(|n| (edit_distance(n, pattern), n))
+        .map(|n| (strsim::levenshtein(n, pattern), n))
         .min()
         .filter(|(d, _)| *d <= pattern.len().max(3) / 2);
     Err(BuildError {

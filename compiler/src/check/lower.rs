@@ -1360,7 +1360,7 @@ impl<'l> Lowerer<'l> {
         names.extend(self.syms.functions.keys().map(|s| s.as_str()));
         names
             .into_iter()
-            .map(|n| (super::alias::edit_distance(n, name), n))
+            .map(|n| (strsim::levenshtein(n, name), n))
             .filter(|(d, n)| *d > 0 && *d <= n.len().max(name.len()) / 2)
             .min()
             .map(|(_, n)| n.to_string())

@@ -11,7 +11,6 @@ use std::sync::Arc;
 use utap_runtime::elf::sdt::{SdtNote, notes_of};
 use utap_runtime::session::{FunctionPoint, FunctionSite};
 
-use super::alias::edit_distance;
 use super::catalogue::{BuildError, PointArg, glob_match, process_target};
 use super::functions::is_library;
 use crate::program::{PointKind, ProcessEvent, ProcessTarget};
@@ -131,7 +130,7 @@ fn check_markers(
     let short = file.rsplit('/').next().unwrap_or(file);
     let best = notes
         .iter()
-        .map(|n| (edit_distance(&n.name, name), n.name.as_str()))
+        .map(|n| (strsim::levenshtein(&n.name, name), n.name.as_str()))
         .min()
         .filter(|(d, _)| *d <= name.len().max(3) / 2);
     Err(BuildError {

@@ -341,7 +341,7 @@ fn never_assigned_warning(locals: &[LocalVar], name: &str, span: Span) -> Diagno
     let similar = locals
         .iter()
         .filter(|o| o.name != name)
-        .map(|o| (alias::edit_distance(&o.name, name), o.name.as_str()))
+        .map(|o| (strsim::levenshtein(&o.name, name), o.name.as_str()))
         .filter(|(d, o)| {
             let longest = o.len().max(name.len());
             longest >= 3 && *d <= longest / 2

@@ -54,7 +54,7 @@ pub fn solve_locals(low: &mut Lowerer, locals: &mut [LocalVar], tvs: &[usize], s
 fn closest<'a>(name: &str, known: &'a [String]) -> Option<&'a str> {
     known
         .iter()
-        .map(|k| (super::alias::edit_distance(name, k), k))
+        .map(|k| (strsim::levenshtein(name, k), k))
         .filter(|(d, _)| *d > 0 && *d <= (name.len() / 3).clamp(1, 2))
         .min()
         .map(|(_, k)| k.as_str())

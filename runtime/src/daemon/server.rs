@@ -9,7 +9,6 @@
 //! client's death), which ends the session if it still runs.
 
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -50,28 +49,10 @@ pub struct Peer {
 
 /// SO_PEERCRED: who connected (as of `connect`, checked by the kernel).
 pub fn peer(stream: &UnixStream) -> io::Result<Peer> {
-    let mut cred = libc::ucred {
-        pid: 0,
-        uid: 0,
-        gid: 0,
-    };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: cred and len are valid out-parameters of the right size.
-    let r = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let cred = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)?;
     Ok(Peer {
-        pid: cred.pid,
-        uid: cred.uid,
+        pid: cred.pid(),
+        uid: cred.uid(),
     })
 }
 

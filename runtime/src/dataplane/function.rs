@@ -5,9 +5,9 @@
 //! program's own instruction.
 //!
 //! A patched function entry is its first instructions (5 to 21 bytes, no
-//! branch but a leaf's final `ret`, proven by the function's disassembly
-//! to hold no branch target), overwritten with a `jmp` to its stub (`int3` over the rest,
-//! never reached). The stub runs the hooks before those instructions, as
+//! branch but conditional jumps, a final `ret` or `jmp`, proven by the
+//! module's disassembly to hold no branch target), overwritten with a `jmp`
+//! to its stub (`int3` over the rest, never reached). The stub runs the hooks before those instructions, as
 //! an `int3` probe sees them, then the instructions relocated, then jumps
 //! back. With D the relocated instructions' length:
 //!
@@ -24,11 +24,12 @@
 //!   38 + D jmp back              (the instruction after them)
 //! ```
 //!
-//! The function common entry saves flags and the caller-saved registers
-//! it uses on the program's stack, finds the thread's block with
-//! `rdgsbase` (a thread with no block: a thread created after the tracer
-//! died, runs no hook), claims it (a thread already in a handler skips and
-//! counts), stores the argument registers, and on the block's stack calls
+//! The function common entry saves the caller-saved registers it uses on
+//! the program's stack (not the flags: at a function's entry and after
+//! its return they are dead by the ABI, and DF is clear), finds the
+//! thread's block with `rdgsbase` (a thread with no block of this region:
+//! one created after the tracer died, runs no hook), claims it without a
+//! locked instruction (a thread already in a handler skips and counts), stores the argument registers, and on the block's stack calls
 //! each hook of the list — `fn(ctx)` with the probe's and the point's
 //! in-process index — unless the session's stop flag is up. Every
 //! register but rax (the stub's to restore) comes back as it was,
@@ -78,14 +79,15 @@ fn ctx_field(f: usize) -> u32 {
 pub fn common(stop: u64, max_action: i64, ret_stub: u64, blocks: Blocks) -> Vec<u8> {
     let mut a = Asm::new();
     let (out, skip, unclaim) = (a.label(), a.label(), a.label());
-    // pushfq; push rcx, rdx, rsi, rdi, r8, r9, r10, r11
+    // push rcx, rdx, rsi, rdi, r8, r9, r10, r11 (no flags: at a call they
+    // are dead, and DF is clear, by the ABI)
     a.bytes(&[
-        0x9c, 0x51, 0x52, 0x56, 0x57, 0x41, 0x50, 0x41, 0x51, 0x41, 0x52, 0x41, 0x53,
+        0x51, 0x52, 0x56, 0x57, 0x41, 0x50, 0x41, 0x51, 0x41, 0x52, 0x41, 0x53,
     ]);
     a.bytes(&[0xf3, 0x49, 0x0f, 0xae, 0xcb]); // rdgsbase r11
     ours_or(&mut a, blocks, out);
     owner_or(&mut a, out);
-    a.claim_or(skip); // clobbers rcx
+    claim_or(&mut a, skip);
     a.bytes(&[0x48, 0x8b, 0x4c, 0x24, 0x38]); // mov rcx, [rsp+56]
     for (i, reg) in [RDI, RSI, RDX, 1, R8, R9].into_iter().enumerate() {
         a.store(arg_field(i), reg);
@@ -94,15 +96,15 @@ pub fn common(stop: u64, max_action: i64, ret_stub: u64, blocks: Blocks) -> Vec<
         probe_field(offset_of!(ProbeValues, event)),
         event::FUNCTION as u32,
     );
-    a.bytes(&[0x4c, 0x8b, 0x54, 0x24, 0x50]); // mov r10, [rsp+80]: the list
+    a.bytes(&[0x4c, 0x8b, 0x54, 0x24, 0x48]); // mov r10, [rsp+72]: the list
     run_hooks(&mut a, stop, max_action);
     hijack(&mut a, stop, ret_stub, unclaim);
     a.bind(unclaim);
     a.store_imm(BLOCK_BUSY as u32, 0);
     a.bind(out);
-    // pop r11, r10, r9, r8, rdi, rsi, rdx, rcx; popfq; ret 8
+    // pop r11, r10, r9, r8, rdi, rsi, rdx, rcx; ret 8
     a.bytes(&[
-        0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58, 0x5f, 0x5e, 0x5a, 0x59, 0x9d,
+        0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58, 0x5f, 0x5e, 0x5a, 0x59,
     ]);
     a.bytes(&[0xc2, 0x08, 0x00]);
     a.bind(skip);
@@ -137,6 +139,19 @@ fn ours_or(a: &mut Asm, blocks: Blocks, not_ours: usize) {
 /// `$argN`'s slot in the block's context.
 fn arg_field(i: usize) -> u32 {
     probe_field(offset_of!(ProbeValues, args) + 8 * i)
+}
+
+/// Claims the block for this hit, or goes to `busy` (the thread is in a
+/// handler already: a signal handler's call). The block is the thread's
+/// own, so only a signal on this thread can come between the test and the
+/// store, and its hit is over before this one goes on: no locked
+/// instruction is needed.
+fn claim_or(a: &mut Asm, busy: usize) {
+    a.bytes(&[0x49, 0x83, 0xbb]); // cmp qword [r11+BUSY], 0; jne busy
+    a.d32(BLOCK_BUSY as u32);
+    a.bytes(&[0x00, 0x0f, 0x85]);
+    a.rel32(busy);
+    a.store_imm(BLOCK_BUSY as u32, 1);
 }
 
 /// Goes to `not_owner` unless the thread is the block's (`%fs` base as
@@ -224,11 +239,15 @@ fn stop_or(a: &mut Asm, stop: u64, up: usize) {
 /// In the function common entry, after the entry hooks (program's stack,
 /// r11 the block): a site with return hooks gets a frame on the thread's
 /// shadow stack and its return address replaced by `ret_stub`. Frames at
-/// or below the new one's slot were left without returning (longjmp) and
-/// are dropped first. A full shadow stack misses the return (counted).
+/// below the new one's slot were left without returning (longjmp) and are
+/// dropped first; one at the same slot too, unless it is a tail call's:
+/// a function that jumped to this one left a stub (ours, or the tracer's
+/// over ours) in the slot, and its frame returns next, after this one's
+/// (whose address is that stub), as the kernel chains uretprobe
+/// instances. A full shadow stack misses the return (counted).
 fn hijack(a: &mut Asm, stop: u64, ret_stub: u64, done: usize) {
     let (drop, push, full) = (a.label(), a.label(), a.label());
-    a.bytes(&[0x4c, 0x8b, 0x54, 0x24, 0x50]); // mov r10, [rsp+80]: the list
+    a.bytes(&[0x4c, 0x8b, 0x54, 0x24, 0x48]); // mov r10, [rsp+72]: the list
     a.bytes(&[0x4d, 0x8b, 0x52, 0x08]); // mov r10, [r10+8]: its return list
     a.bytes(&[0x4d, 0x85, 0xd2, 0x0f, 0x84]); // test r10, r10; jz done
     a.rel32(done);
@@ -236,16 +255,29 @@ fn hijack(a: &mut Asm, stop: u64, ret_stub: u64, done: usize) {
     a.load(RSI, BLOCK_SHADOW as u32); // mov rsi, [r11+SHADOW]
     a.bytes(&[0x48, 0x85, 0xf6, 0x0f, 0x84]); // test rsi, rsi; jz done
     a.rel32(done);
+    let pop = a.label();
     a.bytes(&[0x48, 0x8d, 0x94, 0x24]); // lea rdx, [rsp+SLOT]: the return address
     a.d32(HIJACK_SLOT as u32);
+    a.bytes(&[0x4c, 0x8b, 0x02, 0x49, 0xb9]); // mov r8, [rdx]: the slot now; movabs r9, ret_stub
+    a.bytes(&ret_stub.to_le_bytes());
     a.bytes(&[0x48, 0x8b, 0x0e]); // mov rcx, [rsi]: depth
     a.bind(drop);
     a.bytes(&[0x48, 0x85, 0xc9, 0x0f, 0x84]); // test rcx, rcx; jz push
     a.rel32(push);
     a.bytes(&[0x48, 0x6b, 0xc1, 0x50]); // imul rax, rcx, 80
-    a.bytes(&[0x48, 0x39, 0x54, 0x06, 0xc0]); // cmp [rsi+rax-64], rdx: the top's slot
-    a.bytes(&[0x0f, 0x87]); // ja push: an outer frame, kept
+    a.bytes(&[0x48, 0x8d, 0x7c, 0x06, 0xc0]); // lea rdi, [rsi+rax-64]: the top frame
+    a.bytes(&[0x48, 0x39, 0x17, 0x0f, 0x87]); // cmp [rdi], rdx; ja push: an outer frame
     a.rel32(push);
+    a.bytes(&[0x0f, 0x82]); // jb pop: a deeper one, left by a longjmp
+    a.rel32(pop);
+    // The same slot: a tail call's callers (the slot holds our stub, or
+    // the tracer's over ours), kept; or left by a longjmp and the slot
+    // called again from the same place, dropped.
+    a.bytes(&[0x4d, 0x39, 0xc8, 0x0f, 0x84]); // cmp r8, r9; je push
+    a.rel32(push);
+    a.bytes(&[0x4c, 0x39, 0x47, 0x08, 0x0f, 0x85]); // cmp [rdi+8], r8; jne push
+    a.rel32(push);
+    a.bind(pop);
     a.bytes(&[0x48, 0xff, 0xc9, 0xe9]); // dec rcx; jmp drop
     a.rel32(drop);
     a.bind(push);
@@ -274,9 +306,9 @@ fn hijack(a: &mut Asm, stop: u64, ret_stub: u64, done: usize) {
 }
 
 /// Where the function common entry finds the program's return address:
-/// above its pushes (72), the stub's return (8), list (8), rax (8) and
+/// above its pushes (64), the stub's return (8), list (8), rax (8) and
 /// red zone (128).
-const HIJACK_SLOT: u64 = 72 + 8 + 8 + 8 + 128;
+const HIJACK_SLOT: u64 = 64 + 8 + 8 + 8 + 128;
 
 /// The return stub, where every hijacked return of a process lands (rsp
 /// one past the slot, return values in rax/rdx/xmm0/xmm1): it finds the
@@ -289,7 +321,7 @@ pub fn ret_stub(stop: u64, max_action: i64, blocks: Blocks) -> Vec<u8> {
     let mut a = Asm::new();
     let (find, found, lost, out, skip) = (a.label(), a.label(), a.label(), a.label(), a.label());
     let (scan, next, have) = (a.label(), a.label(), a.label());
-    a.bytes(&[0x48, 0x83, 0xec, 0x08, 0x9c]); // sub rsp, 8; pushfq
+    a.bytes(&[0x48, 0x83, 0xec, 0x08]); // sub rsp, 8 (flags are dead after a ret)
     // push rax, rcx, rdx, rsi, rdi, r8, r9, r10, r11
     a.bytes(&[
         0x50, 0x51, 0x52, 0x56, 0x57, 0x41, 0x50, 0x41, 0x51, 0x41, 0x52, 0x41, 0x53,
@@ -324,7 +356,7 @@ pub fn ret_stub(stop: u64, max_action: i64, blocks: Blocks) -> Vec<u8> {
     a.load(RSI, BLOCK_SHADOW as u32); // mov rsi, [r11+SHADOW]
     a.bytes(&[0x48, 0x85, 0xf6, 0x0f, 0x84]); // test rsi, rsi; jz lost
     a.rel32(lost);
-    a.bytes(&[0x48, 0x8d, 0x54, 0x24, 0x50]); // lea rdx, [rsp+80]: the slot
+    a.bytes(&[0x48, 0x8d, 0x54, 0x24, 0x48]); // lea rdx, [rsp+72]: the slot
     a.bytes(&[0x48, 0x8b, 0x0e]); // mov rcx, [rsi]
     a.bind(find);
     a.bytes(&[0x48, 0x85, 0xc9, 0x0f, 0x84]); // test rcx, rcx; jz lost
@@ -340,11 +372,11 @@ pub fn ret_stub(stop: u64, max_action: i64, blocks: Blocks) -> Vec<u8> {
     a.bind(found);
     a.bytes(&[0x48, 0xff, 0xc9, 0x48, 0x89, 0x0e]); // dec rcx; mov [rsi], rcx
     a.bytes(&[0x48, 0x8b, 0x47, 0x08]); // mov rax, [rdi+8]
-    a.bytes(&[0x48, 0x89, 0x44, 0x24, 0x50]); // mov [rsp+80], rax: where `ret` goes
+    a.bytes(&[0x48, 0x89, 0x44, 0x24, 0x48]); // mov [rsp+72], rax: where `ret` goes
     a.bytes(&[0x4c, 0x8b, 0x57, 0x10]); // mov r10, [rdi+16]: the return list
     stop_or(&mut a, stop, out);
-    owner_or(&mut a, out);
-    a.claim_or(skip); // clobbers rcx
+    // No owner check: the block was found by this thread's `%fs`.
+    claim_or(&mut a, skip);
     for i in 0..6u8 {
         a.bytes(&[0x48, 0x8b, 0x47, 24 + 8 * i]); // mov rax, [rdi+24+8i]
         a.store(arg_field(i as usize), 0);
@@ -359,9 +391,9 @@ pub fn ret_stub(stop: u64, max_action: i64, blocks: Blocks) -> Vec<u8> {
     run_hooks(&mut a, stop, max_action);
     a.store_imm(BLOCK_BUSY as u32, 0);
     a.bind(out);
-    // pop r11, r10, r9, r8, rdi, rsi, rdx, rcx, rax; popfq; ret
+    // pop r11, r10, r9, r8, rdi, rsi, rdx, rcx, rax; ret
     a.bytes(&[
-        0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58, 0x5f, 0x5e, 0x5a, 0x59, 0x58, 0x9d, 0xc3,
+        0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58, 0x5f, 0x5e, 0x5a, 0x59, 0x58, 0xc3,
     ]);
     a.bind(skip);
     a.bytes(&[0x49, 0xff, 0x83]); // inc qword [r11+SKIPPED]
@@ -375,9 +407,10 @@ pub fn ret_stub(stop: u64, max_action: i64, blocks: Blocks) -> Vec<u8> {
 
 /// The instructions a function entry at `site` displaces: decoded from
 /// `code` (the function's bytes from `start`, with the site's original
-/// bytes), at least 5 bytes of plain instructions (no branch, call,
-/// return or syscall) that end inside the function, with no branch of the
-/// function landing inside them. `None` if the site cannot be patched.
+/// bytes), at least 5 bytes of plain instructions and direct jumps (no
+/// call, indirect branch or syscall; a `ret` or `jmp` ends them) that end
+/// inside the function, with no branch of the function landing inside
+/// them. `None` if the site cannot be patched.
 pub fn displaced(code: &[u8], start: u64, site: u64) -> Option<Vec<Instruction>> {
     let insns = decode_function(code, start);
     let first = insns.iter().position(|i| i.ip() == site)?;
@@ -389,21 +422,30 @@ pub fn displaced(code: &[u8], start: u64, site: u64) -> Option<Vec<Instruction>>
         }
         let plain = i.flow_control() == FlowControl::Next
             && !matches!(i.code(), Code::Syscall | Code::Sysenter | Code::Int3);
-        // A leaf's `ret` ends the sequence: the stub returns itself.
-        let ret = i.code() == Code::Retnq;
-        if !plain && !ret {
+        // A conditional jump is relocated (to its target, from the stub);
+        // a leaf's `ret` or a tail `jmp` ends the sequence: the stub goes
+        // on by itself.
+        let jcc = i.flow_control() == FlowControl::ConditionalBranch && i.is_jcc_short_or_near();
+        let end = i.code() == Code::Retnq
+            || (i.flow_control() == FlowControl::UnconditionalBranch && i.is_jmp_short_or_near());
+        if !plain && !jcc && !end {
             return None;
         }
         len += i.len() as u64;
         taken.push(*i);
-        if ret {
+        if end {
             break;
         }
     }
-    if len < 5 || len > MAX_DISPLACED {
+    if !(5..=MAX_DISPLACED).contains(&len) {
         return None;
     }
     (!branch_lands_in(&insns, site + 1..site + len)).then_some(taken)
+}
+
+/// Whether the stub goes on by itself after `last` (no jump back).
+fn ends_flow(last: &Instruction) -> bool {
+    last.code() == Code::Retnq || last.flow_control() == FlowControl::UnconditionalBranch
 }
 
 /// A function's instructions, decoded from its bytes `code` at `start`
@@ -438,7 +480,7 @@ pub fn stub(
 ) -> Option<(Vec<u8>, Vec<u64>)> {
     let last = displaced.last()?;
     let mut insns = displaced.to_vec();
-    if last.code() != Code::Retnq {
+    if !ends_flow(last) {
         insns.push(Instruction::with_branch(Code::Jmp_rel32_64, last.next_ip()).ok()?);
     }
     let block = InstructionBlock::new(&insns, stub + HEAD_LEN);
@@ -529,7 +571,7 @@ mod tests {
             .iter()
             .filter(|i| matches!(i.code(), Code::Pop_r64 | Code::Popfq))
             .count();
-        assert_eq!((pushes, pops), (12, 12));
+        assert_eq!((pushes, pops), (11, 11));
         assert!(
             ins.iter()
                 .any(|i| i.code() == Code::Rdgsbase_r64 && i.op0_register() == Register::R11)
@@ -558,13 +600,13 @@ mod tests {
         let ins = decode_all(&c, 0);
         assert!(ins.iter().all(|i| i.code() != Code::INVALID));
         let count = |codes: &[Code]| ins.iter().filter(|i| codes.contains(&i.code())).count();
-        // pushfq, nine registers, and rbx/r12/r13 around the hooks.
-        assert_eq!(count(&[Code::Push_r64, Code::Pushfq]), 13);
-        assert_eq!(count(&[Code::Pop_r64, Code::Popfq]), 13);
+        // Nine registers, and rbx/r12/r13 around the hooks.
+        assert_eq!(count(&[Code::Push_r64, Code::Pushfq]), 12);
+        assert_eq!(count(&[Code::Pop_r64, Code::Popfq]), 12);
         // One plain `ret` to the real address, `ud2` for a lost frame.
         assert_eq!(count(&[Code::Retnq]), 1);
         assert_eq!(count(&[Code::Ud2]), 1);
-        assert_eq!(count(&[Code::Rdfsbase_r64]), 3);
+        assert_eq!(count(&[Code::Rdfsbase_r64]), 2);
         // The return values in xmm0/xmm1 are kept around the hooks.
         assert_eq!(count(&[Code::Movdqa_xmmm128_xmm]), 8);
         // The entry's hijack writes the stub's address: it is in fcommon.

@@ -96,6 +96,28 @@ pub use image::InProcImage;
 const STUB_SLOT: u64 = 64;
 const _: () = assert!(STUB_SLOT >= code::STUB_MAX);
 
+/// Per-thread counts of the blocks, summed (`-v`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockTotals {
+    pub hits: u64,
+    pub skipped: u64,
+    /// Returns not probed: the shadow stack was full.
+    pub missed: u64,
+}
+
+impl BlockTotals {
+    /// Adds a block's counts (read as the program left them: untrusted,
+    /// only summed).
+    fn add(&mut self, b: &layout::Block) {
+        // SAFETY: `b` is a valid reference; volatile because the program
+        // writes these.
+        let read = |v: &u64| unsafe { std::ptr::read_volatile(v) };
+        self.hits = self.hits.wrapping_add(read(&b.hits));
+        self.skipped = self.skipped.wrapping_add(read(&b.skipped));
+        self.missed = self.missed.wrapping_add(read(&b.missed));
+    }
+}
+
 /// What the data plane did, for `-v`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -197,11 +219,15 @@ pub struct Plane {
     /// from them).
     vforked: HashSet<Tid>,
     cache: ImageCache,
+    /// Per process and executable mapping (start, inode): every address a
+    /// direct branch or call of the module's functions lands on, and every
+    /// function symbol's start, sorted (`Tracer::module_targets`).
+    targets: HashMap<(Tid, u64, u64), Arc<Vec<u64>>>,
     /// The gadgets' offsets in the common entry.
     gadget_offsets: [u64; 2],
     /// Hits and skips of blocks reused since (a thread's counts outlive
     /// it).
-    retired: (u64, u64),
+    retired: BlockTotals,
     /// Offered sites not patched yet: patched at the next stop of a thread
     /// of their process that can run injected calls (`Tracer::
     /// dataplane_patch_offered`), or else at their first hit.
@@ -263,7 +289,8 @@ impl Plane {
             next_block: 0,
             vforked: HashSet::new(),
             cache: ImageCache::default(),
-            retired: (0, 0),
+            targets: HashMap::new(),
+            retired: BlockTotals::default(),
             quiesced: false,
             counts: Counts::default(),
         }
@@ -396,12 +423,7 @@ impl Plane {
         // thread it is for is stopped, so nothing else uses it.
         unsafe {
             let b = addr as *mut layout::Block;
-            let (hits, skipped) = (
-                std::ptr::read_volatile(&(*b).hits),
-                std::ptr::read_volatile(&(*b).skipped),
-            );
-            self.retired.0 = self.retired.0.wrapping_add(hits);
-            self.retired.1 = self.retired.1.wrapping_add(skipped);
+            self.retired.add(&*b);
             std::ptr::write_bytes(b as *mut u8, 0, std::mem::size_of::<layout::Block>());
             (*b).self_ptr = addr;
             (*b).ctx.long_globals = (r.data_base() + r.data.longs) as *mut i64;
@@ -444,22 +466,19 @@ impl Plane {
         }
     }
 
-    /// Hits served in process and skipped, summed over the blocks.
-    pub fn block_totals(&self) -> (u64, u64) {
+    /// Hits served in process, skipped and returns missed, summed over
+    /// the blocks.
+    pub fn block_totals(&self) -> BlockTotals {
         let r = &self.image.region;
-        let (mut hits, mut skipped) = self.retired;
+        let mut t = self.retired;
         let used =
             (0..self.next_block).chain(layout::BLOCKS..layout::BLOCKS + layout::TRACER_BLOCKS);
         for i in used {
             let at = r.data_base() + r.data.block(i);
             // SAFETY: inside our mapping; the values may be anything the
             // program wrote (untrusted, only summed).
-            unsafe {
-                let b = at as *const layout::Block;
-                hits = hits.wrapping_add(std::ptr::read_volatile(&(*b).hits));
-                skipped = skipped.wrapping_add(std::ptr::read_volatile(&(*b).skipped));
-            }
+            unsafe { t.add(&*(at as *const layout::Block)) };
         }
-        (hits, skipped)
+        t
     }
 }

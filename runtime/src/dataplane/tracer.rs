@@ -3,6 +3,8 @@
 //! taking everything out again (see the module doc of `dataplane` for the
 //! invariants each step keeps).
 
+use std::sync::Arc;
+
 use iced_x86::{Code, FlowControl, Instruction};
 
 use super::code::{self, Resume};
@@ -122,9 +124,85 @@ impl Tracer {
             && i.len() >= 5
             && !i.is_ip_rel_memory_operand()
             && i.flow_control() == FlowControl::Next
-            && !function::branch_lands_in(&insns, site + 1..call);
+            && !function::branch_lands_in(&insns, site + 1..call)
+            && !self.lands_in_module(pid, site + 1..call);
         let from = (site - start) as usize;
         ok.then(|| (site, code[from..from + i.len()].to_vec()))
+    }
+
+    /// Whether a direct branch or call anywhere in the module mapped at
+    /// `range` (not only in the function: glibc's `mempcpy` jumps into
+    /// `memmove` past its first instruction), or a function symbol's
+    /// start, lands inside `range`. True when the module cannot be read.
+    fn lands_in_module(&mut self, pid: Tid, range: std::ops::Range<u64>) -> bool {
+        let Some(targets) = self.module_targets(pid, range.start) else {
+            return true;
+        };
+        let i = targets.partition_point(|&t| t < range.start);
+        targets.get(i).is_some_and(|&t| t < range.end)
+    }
+
+    /// The branch targets and symbol starts of the executable mapping of
+    /// `pid` holding `addr` (see `Plane::targets`), decoded once from its
+    /// bytes with our breakpoints' and patches' bytes put back.
+    fn module_targets(&mut self, pid: Tid, addr: u64) -> Option<Arc<Vec<u64>>> {
+        let maps = crate::elf::read_maps(pid.0).ok()?;
+        let m = maps.iter().find(|m| (m.start..m.end).contains(&addr))?;
+        let key = (pid, m.start, m.inode);
+        if let Some(t) = self.core.dataplane.as_ref()?.targets.get(&key) {
+            return Some(t.clone());
+        }
+        let mut bytes = vec![0u8; (m.end - m.start) as usize];
+        if mem::read(pid.0, m.start, &mut bytes).ok()? != bytes.len() {
+            return None;
+        }
+        let inside = |a: u64| {
+            (m.start..m.end)
+                .contains(&a)
+                .then(|| (a - m.start) as usize)
+        };
+        if let Some(space) = self.core.uprobes.space(pid) {
+            for (&a, s) in &space.sites {
+                if let Some(i) = inside(a) {
+                    bytes[i] = s.orig;
+                }
+            }
+        }
+        let plane = self.core.dataplane.as_mut()?;
+        if let Some(space) = plane.spaces.get(&pid) {
+            for (&a, f) in &space.fsites {
+                if let Some(i) = inside(a) {
+                    let n = f.orig.len().min(bytes.len() - i);
+                    bytes[i..i + n].copy_from_slice(&f.orig[..n]);
+                }
+            }
+        }
+        let image = plane.cache.get(m)?;
+        let bias = image.bias(&maps)?;
+        let mut targets = Vec::new();
+        for sym in image.symbols.iter().filter(|s| s.func && s.size > 0) {
+            let start = sym.addr.wrapping_add(bias);
+            let (Some(i), Some(_)) = (inside(start), inside(start + sym.size - 1)) else {
+                continue;
+            };
+            targets.push(start);
+            let code = &bytes[i..i + sym.size as usize];
+            for insn in function::decode_function(code, start) {
+                if matches!(
+                    insn.flow_control(),
+                    FlowControl::ConditionalBranch
+                        | FlowControl::UnconditionalBranch
+                        | FlowControl::Call
+                ) {
+                    targets.push(insn.near_branch_target());
+                }
+            }
+        }
+        targets.sort_unstable();
+        targets.dedup();
+        let targets = Arc::new(targets);
+        plane.targets.insert(key, targets.clone());
+        Some(targets)
     }
 
     /// The bytes of the function holding `addr` in `pid` (a function
@@ -376,6 +454,7 @@ impl Tracer {
         plane.free_block(tid);
         plane.spaces.remove(&tid);
         plane.vforked.remove(&tid);
+        plane.targets.retain(|k, _| k.0 != tid);
         if exec
             && let Ok(mut r) = ptrace::get_regs(tid)
             && r.gs_base != 0
@@ -393,6 +472,7 @@ impl Tracer {
             if leader {
                 plane.spaces.remove(&tid);
                 plane.vforked.remove(&tid);
+                plane.targets.retain(|k, _| k.0 != tid);
             }
         }
     }
@@ -574,19 +654,8 @@ impl Core {
     /// Every hijacked return of `pid`'s threads (held, moved out of
     /// region code) gets its real address back in its slot.
     fn unhijack_returns(&mut self, pid: Tid) {
-        let Some(plane) = self.dataplane.as_ref() else {
-            return;
-        };
-        let ret_stub = plane.ret_stub();
         for tid in self.threads_of(pid) {
-            let Some(shadow) = plane.blocks.get(&tid).map(|&i| plane.shadow_of(i)) else {
-                continue;
-            };
-            for f in read_shadow(pid, shadow) {
-                if mem::read_u64(pid.0, f.slot).ok() == Some(ret_stub) {
-                    let _ = mem::write(pid.0, f.slot, &f.orig.to_le_bytes());
-                }
-            }
+            self.dataplane_park_returns(pid, tid);
         }
     }
 
@@ -1021,6 +1090,10 @@ impl Tracer {
         code[(addr - start) as usize] = first;
         let insns = function::displaced(&code, start, addr)?;
         let end = insns.last()?.next_ip();
+        if self.lands_in_module(pid, addr + 1..end) {
+            return None;
+        }
+        let bps = self.core.uprobes.space(pid).map_or(&empty, |s| &s.sites);
         let plane = self.core.dataplane.as_ref()?;
         let taken = |a: &u64| (addr + 1..end).contains(a);
         let clash = bps.keys().any(taken)

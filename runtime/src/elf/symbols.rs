@@ -43,19 +43,24 @@ impl Symbol {
     }
 }
 
-/// A C++ linkage name demangled.
+/// A C++ or Rust linkage name demangled.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Demangled {
     /// With parameters (without a template's return type, which
-    /// `c++filt` prints first).
+    /// `c++filt` prints first); for Rust, the path without its hash.
     pub full: String,
     /// Without parameters and return type: `ns::Foo::bar`, `max<int>`.
     pub short: String,
 }
 
-/// Demangles an Itanium C++ ABI name (`_Z...`); `None` for other names.
-/// cpp_demangle does the work: a complete, fuzzed demangler of the ABI.
+/// Demangles an Itanium C++ ABI name (`_Z...`) or a Rust name (legacy
+/// `_ZN...17h<hash>E`, v0 `_R...`); `None` for other names.
+/// cpp_demangle and rustc-demangle do the work: complete, fuzzed
+/// demanglers of each scheme.
 pub fn demangle(name: &str) -> Option<Demangled> {
+    if let Some(d) = demangle_rust(name) {
+        return Some(d);
+    }
     if !name.starts_with("_Z") || is_rust_legacy(name) {
         return None;
     }
@@ -66,8 +71,23 @@ pub fn demangle(name: &str) -> Option<Demangled> {
     Some(Demangled { full, short })
 }
 
+/// A Rust name, shown as `rustfilt` does without the hash
+/// (`core::fmt::write`, `<T as a::Tr>::f`). A legacy name has the C++
+/// shape, so it is tried first; a `.llvm.N` clone suffix is dropped.
+fn demangle_rust(name: &str) -> Option<Demangled> {
+    if !name.starts_with("_R") && !is_rust_legacy(name) {
+        return None;
+    }
+    let d = rustc_demangle::try_demangle(name).ok()?;
+    let path = format!("{d:#}");
+    Some(Demangled {
+        full: path.clone(),
+        short: path,
+    })
+}
+
 /// A Rust symbol in the legacy mangling (`_ZN...17h<16 hex>E`): Itanium
-/// in form, but not C++; left as it is (with a `.llvm.N` suffix too).
+/// in form, but not C++ (with a `.llvm.N` suffix too).
 fn is_rust_legacy(name: &str) -> bool {
     let base = name.split('.').next().unwrap_or(name);
     let Some(body) = base.strip_suffix('E') else {
@@ -291,9 +311,26 @@ mod tests {
         assert!(c.matches("add", glob) && !c.matches("ad", glob));
         assert_eq!(unqualified("ns::Box<a::b>::get"), "get");
         assert_eq!(unqualified("max<int>"), "max<int>");
-        let rust = sym("_ZN4core3fmt5write17h0123456789abcdefE", 0x30, 1, true);
-        assert_eq!(rust.shown(), "_ZN4core3fmt5write17h0123456789abcdefE");
+    }
+
+    #[test]
+    fn rust_names_are_demangled_without_their_hash() {
+        let glob = |p: &str, t: &str| match p.strip_suffix('*') {
+            Some(head) => t.starts_with(head),
+            None => p == t,
+        };
+        let legacy = sym("_ZN4core3fmt5write17h0123456789abcdefE", 0x30, 1, true);
+        assert_eq!(legacy.shown(), "core::fmt::write");
+        assert!(legacy.matches("core::fmt::write", glob));
+        assert!(legacy.matches("write", glob) && legacy.matches("core::*", glob));
         let clone = sym("_ZN1a4deep17h0123456789abcdefE.llvm.42", 0x40, 1, false);
-        assert_eq!(clone.shown(), "_ZN1a4deep17h0123456789abcdefE.llvm.42");
+        assert_eq!(clone.shown(), "a::deep");
+        // v0: `mycrate::main`, its crate disambiguator not shown.
+        let v0 = sym("_RNvCs1234_7mycrate4main", 0x50, 1, true);
+        assert_eq!(v0.shown(), "mycrate::main");
+        assert!(v0.matches("main", glob) && v0.matches("mycrate::main", glob));
+        let t = SymbolTable::new(vec![legacy, v0]);
+        assert_eq!(t.matching("main", glob).len(), 1);
+        assert_eq!(t.matching("core::fmt::write", glob).len(), 1);
     }
 }

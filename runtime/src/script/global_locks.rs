@@ -101,6 +101,11 @@ pub fn backoff(attempt: u64, delay: Duration) {
 struct Store {
     globals: UnsafeCell<Globals>,
     locks: Vec<RwSpin>,
+    /// A handler ended the script (exit(), an error): set before its
+    /// locks are let go, so a handler of another tracer thread that was
+    /// waiting on them sees it and does not run (as SystemTap's, no probe
+    /// runs after exit()).
+    ended: std::sync::atomic::AtomicBool,
 }
 
 /// A handle on the shared globals. It derefs to [`Globals`]: callers
@@ -121,7 +126,17 @@ impl SharedGlobals {
         SharedGlobals(Arc::new(Store {
             globals: UnsafeCell::new(globals),
             locks,
+            ended: Default::default(),
         }))
+    }
+
+    /// A handler ended the script: no handler run beside it starts now.
+    pub fn mark_ended(&self) {
+        self.0.ended.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    pub fn ended(&self) -> bool {
+        self.0.ended.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Takes the locks of `set` (sorted by global) with SystemTap's

@@ -470,7 +470,8 @@ impl ScriptRuntime {
     /// [`Self::fire_point`] for a handler that may run beside others of
     /// other tracer threads: it first takes the locks of the globals the
     /// probe uses (`global_locks`). `None` when one stays busy past
-    /// MAXTRYLOCK: the probe is skipped and counted, as SystemTap's.
+    /// MAXTRYLOCK: the probe is skipped and counted, as SystemTap's; also
+    /// `None`, uncounted, when a handler that held them ended the script.
     pub fn fire_point_guarded(
         &mut self,
         index: usize,
@@ -486,6 +487,11 @@ impl ScriptRuntime {
             self.note_skipped(1, sink);
             return None;
         }
+        if st.globals.ended() {
+            // exit() on another tracer thread, which held these locks.
+            st.globals.unlock_set(set);
+            return None;
+        }
         let tally = self.verbose.then(|| Arc::clone(&self.tally));
         if let Some(t) = &tally {
             let now = t.running.fetch_add(1, Ordering::Relaxed) + 1;
@@ -496,6 +502,9 @@ impl ScriptRuntime {
             t.running.fetch_sub(1, Ordering::Relaxed);
         }
         let st = &self.state;
+        if outcome.stop {
+            st.globals.mark_ended();
+        }
         st.globals.unlock_set(&st.image.probes[index].locks);
         Some(outcome)
     }

@@ -9,7 +9,9 @@
 //! quiesce... probes); the stack is unwound by CFI (see `crate::unwind`).
 //! In a probe without a stopped thread (begin, end, timer) the backtrace is
 //! empty, and addresses (of stacks collected earlier) are symbolized in
-//! the target process's modules, as they were when it was last unwound.
+//! the target process's modules, as they were when it was last unwound,
+//! or else in those of any process unwound in the session (a child, an
+//! image since replaced by exec: see `crate::unwind`).
 //!
 //! `sprint_ubacktrace_folded()` and `sprint_ustack_folded(bt)` (utap's)
 //! give a stack in the "folded" form of flame graph tools
@@ -201,17 +203,17 @@ extern "C" fn utap_bi_umodname(ctx: *mut HandlerContext, addr: i64) -> i64 {
 /// call ending a function (to a noreturn one) names the caller.
 fn folded(ctx: *mut HandlerContext, addrs: &[u64]) -> String {
     let pid = sym_pid(ctx);
-    let map = st(ctx).unwind.map(pid, addrs.first().copied().unwrap_or(0));
     let names: Vec<String> = addrs
         .iter()
         .enumerate()
         .rev()
-        .map(
-            |(i, &a)| match map.symbol_of(if i == 0 { a } else { a - 1 }) {
+        .map(|(i, &a)| {
+            let at = if i == 0 { a } else { a.wrapping_sub(1) };
+            match st(ctx).unwind.map(pid, at).symbol_of(at) {
                 Some((sym, _, _)) => sym.shown().into_owned(),
                 None => format!("{a:#x}"),
-            },
-        )
+            }
+        })
         .collect();
     names.join(";")
 }

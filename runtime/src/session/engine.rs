@@ -94,6 +94,9 @@ pub(crate) struct Shared {
     pub inproc: Option<std::sync::Arc<crate::dataplane::InProcImage>>,
     /// Its first error was reported.
     pub inproc_error_told: AtomicBool,
+    /// Machine output on utap's stdout: warn when a program writes there
+    /// too (`super::stdout_check`).
+    pub stdout_check: Option<super::stdout_check::SharedStdout>,
 }
 
 /// The state behind the script's lock (`super::lock`).
@@ -125,6 +128,7 @@ impl Shared {
             notified: None,
             inproc: None,
             inproc_error_told: AtomicBool::new(false),
+            stdout_check: None,
         }
     }
 
@@ -195,7 +199,11 @@ impl Shared {
         }
     }
 
+    /// Process `pid` runs a new program (its exec, or its adoption).
     fn note_exec(&mut self, pid: i32) {
+        if let Some(c) = &mut self.stdout_check {
+            c.check(pid);
+        }
         self.forget_proc(pid);
         self.script().procs_mut().refresh(pid);
         if self.want_exe {

@@ -68,7 +68,8 @@ fn say_counts(ctl: &Control, bad: u64) {
         return;
     };
     let c = p.counts;
-    let (hits, skipped) = p.block_totals();
+    let t = p.block_totals();
+    let (hits, skipped, missed) = (t.hits, t.skipped, t.missed);
     eprintln!(
         "utap: data plane: {} process(es) with the region ({} failed), {} syscall site(s) and {} function entries patched ({} refused), {} thread(s) moved out at the end",
         c.processes, c.inject_failed, c.sites, c.function_sites, c.sites_refused, c.threads_moved
@@ -76,6 +77,12 @@ fn say_counts(ctl: &Control, bad: u64) {
     eprintln!(
         "utap: data plane: {hits} hit(s) served by in-process code (tracer stops included), {skipped} skipped (re-entry), {bad} invalid slot(s)"
     );
+    if missed > 0 {
+        eprintln!(
+            "utap: data plane: {missed} return(s) not probed (calls nested deeper than the shadow stack's {} frames)",
+            crate::dataplane::layout::SHADOW_FRAMES
+        );
+    }
 }
 
 /// Looks for an in-process error every few milliseconds: a handler in the

@@ -45,6 +45,7 @@ pub use functions::UserFunction;
 pub mod marks;
 pub mod points;
 mod profile;
+mod stdout_check;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -92,6 +93,10 @@ pub struct SessionOptions {
     /// `--exit-status`: end with the command's status when its exit ends
     /// the session (see `Shared::exit_with_target`).
     pub exit_status: bool,
+    /// What utap writes on its stdout that a program reads (`-f json
+    /// output`), when it does: a warning if the command writes there too
+    /// ([`stdout_check`]).
+    pub machine_stdout: Option<String>,
 }
 
 /// A session that could not start: the message for the user.
@@ -228,6 +233,10 @@ pub fn run(
         s.exit_with_target = opts.exit_status;
         s.conclude = Some(conclude);
         s.inproc = inproc.clone();
+        s.stdout_check = opts
+            .machine_stdout
+            .as_deref()
+            .and_then(stdout_check::SharedStdout::new);
     }
     let id = tracer.add_engine(ScriptEngine {
         shared: shared.clone(),

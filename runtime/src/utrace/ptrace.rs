@@ -7,49 +7,35 @@
 use super::error::{Error, Result};
 use super::{Signal, Tid};
 
-pub(crate) const PTRACE_POKEUSER: u32 = 6;
-pub(crate) const PTRACE_CONT: u32 = 7;
-pub(crate) const PTRACE_SINGLESTEP: u32 = 9;
-pub(crate) const PTRACE_GETREGS: u32 = 12;
-pub(crate) const PTRACE_SETREGS: u32 = 13;
-pub(crate) const PTRACE_DETACH: u32 = 17;
-pub(crate) const PTRACE_SYSCALL: u32 = 24;
+// Requests, options and events as the C library names them (libc's
+// constants, checked against the kernel headers there).
+pub(crate) use libc::{
+    PTRACE_CONT, PTRACE_DETACH, PTRACE_GET_SYSCALL_INFO, PTRACE_GETEVENTMSG, PTRACE_GETREGS,
+    PTRACE_GETSIGINFO, PTRACE_INTERRUPT, PTRACE_LISTEN, PTRACE_POKEUSER, PTRACE_SEIZE,
+    PTRACE_SETOPTIONS, PTRACE_SETREGS, PTRACE_SINGLESTEP, PTRACE_SYSCALL,
+};
+pub(crate) use libc::{
+    PTRACE_EVENT_CLONE as EVENT_CLONE, PTRACE_EVENT_EXEC as EVENT_EXEC,
+    PTRACE_EVENT_EXIT as EVENT_EXIT, PTRACE_EVENT_FORK as EVENT_FORK,
+    PTRACE_EVENT_SECCOMP as EVENT_SECCOMP, PTRACE_EVENT_STOP as EVENT_STOP,
+    PTRACE_EVENT_VFORK as EVENT_VFORK,
+};
+
 /// x86 only; in neither nix nor libc (glibc's sys/ptrace.h has it).
 pub(crate) const PTRACE_SINGLEBLOCK: u32 = 33;
-pub(crate) const PTRACE_SETOPTIONS: u32 = 0x4200;
-pub(crate) const PTRACE_GETEVENTMSG: u32 = 0x4201;
-pub(crate) const PTRACE_GETSIGINFO: u32 = 0x4202;
-pub(crate) const PTRACE_SEIZE: u32 = 0x4206;
-pub(crate) const PTRACE_INTERRUPT: u32 = 0x4207;
-pub(crate) const PTRACE_LISTEN: u32 = 0x4208;
-pub(crate) const PTRACE_GET_SYSCALL_INFO: u32 = 0x420e;
 
-pub(crate) const O_TRACESYSGOOD: usize = 0x01;
-pub(crate) const O_TRACEFORK: usize = 0x02;
-pub(crate) const O_TRACEVFORK: usize = 0x04;
-pub(crate) const O_TRACECLONE: usize = 0x08;
-pub(crate) const O_TRACEEXEC: usize = 0x10;
-pub(crate) const O_TRACEEXIT: usize = 0x40;
-pub(crate) const O_TRACESECCOMP: usize = 0x80;
-pub(crate) const O_EXITKILL: usize = 0x10_0000;
+/// The command dies with the tracer (the data of `PTRACE_SEIZE`).
+pub(crate) const O_EXITKILL: usize = libc::PTRACE_O_EXITKILL as usize;
 
 /// Options every traced thread gets: syscall stops marked with 0x80, follow
 /// clone/fork/vfork/exec, an exit event, and seccomp RET_TRACE stops.
-pub(crate) const OPTIONS: usize = O_TRACESYSGOOD
-    | O_TRACEFORK
-    | O_TRACEVFORK
-    | O_TRACECLONE
-    | O_TRACEEXEC
-    | O_TRACEEXIT
-    | O_TRACESECCOMP;
-
-pub(crate) const EVENT_FORK: i32 = 1;
-pub(crate) const EVENT_VFORK: i32 = 2;
-pub(crate) const EVENT_CLONE: i32 = 3;
-pub(crate) const EVENT_EXEC: i32 = 4;
-pub(crate) const EVENT_EXIT: i32 = 6;
-pub(crate) const EVENT_SECCOMP: i32 = 7;
-pub(crate) const EVENT_STOP: i32 = 128;
+pub(crate) const OPTIONS: usize = (libc::PTRACE_O_TRACESYSGOOD
+    | libc::PTRACE_O_TRACEFORK
+    | libc::PTRACE_O_TRACEVFORK
+    | libc::PTRACE_O_TRACECLONE
+    | libc::PTRACE_O_TRACEEXEC
+    | libc::PTRACE_O_TRACEEXIT
+    | libc::PTRACE_O_TRACESECCOMP) as usize;
 
 /// One ptrace request; `Err(errno)` on failure.
 pub(crate) fn raw(

@@ -145,9 +145,11 @@ impl Control<'_> {
         let [status_r, status_w] = fds;
         // SAFETY: the child only makes async-signal-safe calls (and the
         // caller's hook, which must too) before exec or _exit.
+        // SAFETY: getpid has no memory effects.
+        let parent = unsafe { libc::getpid() };
         let pid = unsafe { libc::fork() };
         if pid == 0 {
-            unsafe { child(cmd.path.as_ptr(), &argv, hook, status_w) }
+            unsafe { child(cmd.path.as_ptr(), &argv, hook, status_w, parent) }
         }
         // SAFETY: closing our copy of the write end.
         unsafe { libc::close(status_w) };
@@ -329,14 +331,30 @@ fn wait_serving(pid: Tid, listener: &crate::listener::Listener) -> Result<(Statu
     }
 }
 
+/// Until it is seized the child is nobody's tracee: were the tracer to die
+/// (the foreground's `kill -9` takes the tracing process with it) while the
+/// child is stopped before its exec, it would stay in `T` for ever, holding
+/// a copy of the tracer's descriptors. Its parent's death kills it instead.
+unsafe fn die_with_the_tracer(parent: libc::pid_t) {
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+        if libc::getppid() != parent {
+            // The tracer died before the signal was set.
+            libc::_exit(127);
+        }
+    }
+}
+
 /// In the forked child. Async-signal-safe calls only.
 unsafe fn child(
     path: *const libc::c_char,
     argv: &[*const libc::c_char],
     hook: Option<&mut dyn FnMut() -> bool>,
     status_w: libc::c_int,
+    parent: libc::pid_t,
 ) -> ! {
     unsafe {
+        die_with_the_tracer(parent);
         // The tracer thread may block signals; the command must not inherit that.
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut none);
@@ -347,6 +365,10 @@ unsafe fn child(
         // Not at utap's nice -20: the user's own priority.
         crate::priority::restore_in_child();
         libc::raise(libc::SIGSTOP);
+        // Seized now (with PTRACE_O_EXITKILL): the tracer's death kills us
+        // through that, and the command must not inherit a death signal
+        // that would fire when the tracer thread ends after the session.
+        libc::prctl(libc::PR_SET_PDEATHSIG, 0 as libc::c_ulong);
         let ok = match hook {
             Some(h) => h(),
             None => true,
