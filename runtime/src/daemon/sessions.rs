@@ -201,7 +201,7 @@ pub(crate) fn start(
         .collect();
     if spawned.is_none() {
         // An attached program must outlive the daemon's death unharmed.
-        crate::guardian::arm(false);
+        crate::guardian::arm(false, false);
     }
     if threads.is_empty() {
         match ctl.attach_process(pid) {

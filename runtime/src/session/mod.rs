@@ -179,7 +179,7 @@ pub fn run(
         )?),
         Target::Attach(pid) => {
             // Before anything is written into a program we did not start.
-            crate::guardian::arm(opts.verbose);
+            crate::guardian::arm(opts.verbose, true);
             Err(Tid(*pid))
         }
     };
