@@ -53,7 +53,11 @@ fn tempdir(name: &str) -> std::path::PathBuf {
 fn guardians(marker: &str) -> Vec<i32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
             continue;
         };
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
@@ -74,7 +78,11 @@ fn child_of(parent: i32, patience: Duration) -> Option<i32> {
     let start = Instant::now();
     loop {
         for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<i32>().ok())
+            else {
                 continue;
             };
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -185,7 +193,10 @@ fn kill_tracer_and_watch(
 ) -> Trial {
     let (out, err) = (dir.join("out"), dir.join("err"));
     let mut c = utap(script, &["-x", &pid.to_string()]);
-    c.env("UTAP_INPROC", "0").env(marker.split_once('=').unwrap().0, marker.split_once('=').unwrap().1);
+    c.env("UTAP_INPROC", "0").env(
+        marker.split_once('=').unwrap().0,
+        marker.split_once('=').unwrap().1,
+    );
     c.stdout(std::fs::File::create(&out).unwrap());
     c.stderr(std::fs::File::create(&err).unwrap());
     let mut fg = c.spawn().expect("spawn utap");
@@ -253,7 +264,10 @@ fn the_guardian_goes_with_a_clean_end() {
     );
     let mut c = utap(&script, &["-v", "-x", &pid.to_string()]);
     c.env("UTAP_INPROC", "0");
-    c.env(marker.split_once('=').unwrap().0, marker.split_once('=').unwrap().1);
+    c.env(
+        marker.split_once('=').unwrap().0,
+        marker.split_once('=').unwrap().1,
+    );
     // stderr to a file: the guardian inherits it, a pipe would wait for it.
     let dir = tempdir("clean");
     let err_file = dir.join("err");
@@ -323,8 +337,16 @@ fn sigkill_of_the_tracing_process_leaves_the_program_whole() {
     let _ = std::fs::remove_dir_all(&dir);
     let bad = summary("function probes", seed, &trials);
     assert!(bad.is_empty(), "seed {seed}: {bad:#?}");
-    let saved = trials.iter().skip(1).step_by(2).filter(|t| t.death.is_none()).count();
-    assert!(saved > 0, "seed {seed}: no program killed after a hit ran on: {trials:#?}");
+    let saved = trials
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .filter(|t| t.death.is_none())
+        .count();
+    assert!(
+        saved > 0,
+        "seed {seed}: no program killed after a hit ran on: {trials:#?}"
+    );
 }
 
 /// The 16-bit semaphore at `addr` of `pid`.
@@ -347,7 +369,8 @@ fn sigkill_of_the_tracing_process_puts_back_a_usdt_semaphore() {
         eprintln!("skipped: usdt_sem fixture not built (install systemtap-sdt-dev)");
         return;
     }
-    let script = format!("probe process(\"{exe}\").mark(\"beat\") {{ printf(\"beat %d\\n\", $arg1) }}");
+    let script =
+        format!("probe process(\"{exe}\").mark(\"beat\") {{ printf(\"beat %d\\n\", $arg1) }}");
     let dir = tempdir("usdt");
     let mut delays = Delays::new();
     let seed = delays.0;
@@ -362,9 +385,8 @@ fn sigkill_of_the_tracing_process_puts_back_a_usdt_semaphore() {
         let pid = child.id() as i32;
         assert_eq!(semaphore(pid, addr), Some(0), "before tracing");
         let marker = format!("UTAP_GUARDIAN_TRIAL={}-u{trial}", std::process::id());
-        let ready = |out: &std::path::Path| {
-            std::fs::read_to_string(out).is_ok_and(|s| s.contains("beat "))
-        };
+        let ready =
+            |out: &std::path::Path| std::fs::read_to_string(out).is_ok_and(|s| s.contains("beat "));
         let delay = delays.next(200);
         let mut t = kill_tracer_and_watch(&dir, &marker, &script, pid, &mut child, ready, delay);
         let sem = semaphore(pid, addr);

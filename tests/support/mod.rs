@@ -424,7 +424,12 @@ pub fn text_differing_from_disk(pid: i32) -> Option<String> {
         let mut live = vec![0u8; (hi - lo) as usize];
         mem.read_exact_at(&mut live, lo).ok()?;
         let file = std::fs::File::open(f[5]).unwrap();
-        let len = file.metadata().unwrap().len().saturating_sub(off).min(hi - lo) as usize;
+        let len = file
+            .metadata()
+            .unwrap()
+            .len()
+            .saturating_sub(off)
+            .min(hi - lo) as usize;
         let mut disk = vec![0u8; len];
         file.read_exact_at(&mut disk, off).unwrap();
         if let Some(i) = (0..len).find(|&i| live[i] != disk[i]) {

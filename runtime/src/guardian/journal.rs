@@ -98,7 +98,10 @@ impl Journal {
         let mut words = [0u8; 16];
         words[..orig.len()].copy_from_slice(orig);
         for (w, c) in t.orig.iter().zip(words.chunks_exact(4)) {
-            w.store(u32::from_le_bytes(c.try_into().unwrap_or_default()), Ordering::Relaxed);
+            w.store(
+                u32::from_le_bytes(c.try_into().unwrap_or_default()),
+                Ordering::Relaxed,
+            );
         }
         t.pid.store(pid, Ordering::Relaxed);
         t.start.store(start, Ordering::Relaxed);
@@ -108,8 +111,9 @@ impl Journal {
     }
 
     fn text_at(&self, pid: i32, addr: u64) -> Option<&Text> {
-        self.live_texts()
-            .find(|t| t.pid.load(Ordering::Relaxed) == pid && t.addr.load(Ordering::Relaxed) == addr)
+        self.live_texts().find(|t| {
+            t.pid.load(Ordering::Relaxed) == pid && t.addr.load(Ordering::Relaxed) == addr
+        })
     }
 
     /// The original bytes at `addr` are back.
@@ -150,7 +154,15 @@ impl Journal {
 
     /// Thread `tid` is about to be moved to `site..site+len`; `regs` put
     /// it back where it was.
-    pub fn thread_moved(&self, pid: i32, start: u64, tid: i32, site: u64, len: u32, regs: &libc::user_regs_struct) {
+    pub fn thread_moved(
+        &self,
+        pid: i32,
+        start: u64,
+        tid: i32,
+        site: u64,
+        len: u32,
+        regs: &libc::user_regs_struct,
+    ) {
         self.thread_back(tid);
         let Some(t) = claim(&self.threads, |t| &t.state) else {
             self.overflow.fetch_add(1, Ordering::Relaxed);
@@ -178,27 +190,42 @@ impl Journal {
 
     /// Process `pid` exec'd or ended: nothing of ours is left in it.
     pub fn forget(&self, pid: i32) {
-        for t in self.live_texts().filter(|t| t.pid.load(Ordering::Relaxed) == pid) {
+        for t in self
+            .live_texts()
+            .filter(|t| t.pid.load(Ordering::Relaxed) == pid)
+        {
             t.state.store(FREE, Ordering::Release);
         }
-        for s in self.live_semaphores().filter(|s| s.pid.load(Ordering::Relaxed) == pid) {
+        for s in self
+            .live_semaphores()
+            .filter(|s| s.pid.load(Ordering::Relaxed) == pid)
+        {
             s.state.store(FREE, Ordering::Release);
         }
-        for t in self.live_threads().filter(|t| t.pid.load(Ordering::Relaxed) == pid) {
+        for t in self
+            .live_threads()
+            .filter(|t| t.pid.load(Ordering::Relaxed) == pid)
+        {
             t.state.store(FREE, Ordering::Release);
         }
     }
 
     pub fn live_texts(&self) -> impl Iterator<Item = &Text> {
-        self.texts.iter().filter(|t| t.state.load(Ordering::Acquire) == LIVE)
+        self.texts
+            .iter()
+            .filter(|t| t.state.load(Ordering::Acquire) == LIVE)
     }
 
     pub fn live_semaphores(&self) -> impl Iterator<Item = &Semaphore> {
-        self.semaphores.iter().filter(|s| s.state.load(Ordering::Acquire) == LIVE)
+        self.semaphores
+            .iter()
+            .filter(|s| s.state.load(Ordering::Acquire) == LIVE)
     }
 
     pub fn live_threads(&self) -> impl Iterator<Item = &Thread> {
-        self.threads.iter().filter(|t| t.state.load(Ordering::Acquire) == LIVE)
+        self.threads
+            .iter()
+            .filter(|t| t.state.load(Ordering::Acquire) == LIVE)
     }
 
     /// Entries in force.

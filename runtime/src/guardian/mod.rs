@@ -106,8 +106,13 @@ pub fn disarm(verbose: bool) {
     let Some(Some(a)) = ARMED.get() else {
         return;
     };
-    a.journal.clean.store(1, std::sync::atomic::Ordering::Release);
-    let overflow = a.journal.overflow.load(std::sync::atomic::Ordering::Relaxed);
+    a.journal
+        .clean
+        .store(1, std::sync::atomic::Ordering::Release);
+    let overflow = a
+        .journal
+        .overflow
+        .load(std::sync::atomic::Ordering::Relaxed);
     if verbose && overflow > 0 {
         eprintln!("utap: guardian journal was full: {overflow} change(s) not journaled");
     }
@@ -121,7 +126,9 @@ pub fn start_time(pid: i32) -> u64 {
         return 0;
     };
     let mut starts = a.starts.lock().unwrap_or_else(|e| e.into_inner());
-    *starts.entry(pid).or_insert_with(|| stat_start(pid).unwrap_or(0))
+    *starts
+        .entry(pid)
+        .or_insert_with(|| stat_start(pid).unwrap_or(0))
 }
 
 /// Field 22 of /proc/PID/stat (after the command's closing parenthesis).
@@ -171,7 +178,10 @@ pub fn thread_back(tid: i32) {
 pub fn forget(pid: i32) {
     if let Some(Some(a)) = ARMED.get() {
         a.journal.forget(pid);
-        a.starts.lock().unwrap_or_else(|e| e.into_inner()).remove(&pid);
+        a.starts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&pid);
     }
 }
 
@@ -223,8 +233,10 @@ fn map_journal() -> io::Result<(&'static Journal, OwnedFd)> {
     // SAFETY: fresh descriptor we own.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     let j = map(fd.as_raw_fd())?;
-    j.magic.store(journal::MAGIC, std::sync::atomic::Ordering::Relaxed);
-    j.version.store(journal::VERSION, std::sync::atomic::Ordering::Relaxed);
+    j.magic
+        .store(journal::MAGIC, std::sync::atomic::Ordering::Relaxed);
+    j.version
+        .store(journal::VERSION, std::sync::atomic::Ordering::Relaxed);
     Ok((j, fd))
 }
 
@@ -306,7 +318,13 @@ pub fn main(args: &[String]) -> i32 {
     };
     // SAFETY: ignoring signals has no memory effects.
     unsafe {
-        for sig in [libc::SIGINT, libc::SIGHUP, libc::SIGQUIT, libc::SIGPIPE, libc::SIGTERM] {
+        for sig in [
+            libc::SIGINT,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+            libc::SIGPIPE,
+            libc::SIGTERM,
+        ] {
             libc::signal(sig, libc::SIG_IGN);
         }
     }
@@ -319,7 +337,10 @@ pub fn main(args: &[String]) -> i32 {
         return 2;
     }
     // SAFETY: getpid has no memory effects.
-    j.guardian.store(unsafe { libc::getpid() }, std::sync::atomic::Ordering::Release);
+    j.guardian.store(
+        unsafe { libc::getpid() },
+        std::sync::atomic::Ordering::Release,
+    );
     run_first();
     wait_for_end(rx, fd(2).unwrap_or(-1));
     if j.clean.load(std::sync::atomic::Ordering::Acquire) != 0 || j.live() == 0 {

@@ -22,13 +22,22 @@ pub fn all(j: &Journal) {
     let t0 = Instant::now();
     let mut pids: BTreeMap<i32, u64> = BTreeMap::new();
     for t in j.live_texts() {
-        pids.insert(t.pid.load(Ordering::Relaxed), t.start.load(Ordering::Relaxed));
+        pids.insert(
+            t.pid.load(Ordering::Relaxed),
+            t.start.load(Ordering::Relaxed),
+        );
     }
     for s in j.live_semaphores() {
-        pids.insert(s.pid.load(Ordering::Relaxed), s.start.load(Ordering::Relaxed));
+        pids.insert(
+            s.pid.load(Ordering::Relaxed),
+            s.start.load(Ordering::Relaxed),
+        );
     }
     for t in j.live_threads() {
-        pids.insert(t.pid.load(Ordering::Relaxed), t.start.load(Ordering::Relaxed));
+        pids.insert(
+            t.pid.load(Ordering::Relaxed),
+            t.start.load(Ordering::Relaxed),
+        );
     }
     for (pid, start) in pids {
         if super::stat_start(pid) != Some(start) {
@@ -63,16 +72,26 @@ fn process(j: &Journal, pid: i32) -> usize {
     let texts: Vec<&Text> = j.live_texts().filter(|t| mine(&t.pid)).collect();
     let mut n = 0;
     for t in texts.iter().filter(|t| !under_thread(t)) {
-        n += usize::from(mem.write_all_at(&t.bytes(), t.addr.load(Ordering::Relaxed)).is_ok());
+        n += usize::from(
+            mem.write_all_at(&t.bytes(), t.addr.load(Ordering::Relaxed))
+                .is_ok(),
+        );
     }
     for s in j.live_semaphores().filter(|s| mine(&s.pid)) {
-        decrement(&mem, s.addr.load(Ordering::Relaxed), s.count.load(Ordering::Relaxed));
+        decrement(
+            &mem,
+            s.addr.load(Ordering::Relaxed),
+            s.count.load(Ordering::Relaxed),
+        );
     }
     for th in &threads {
         put_back(th);
     }
     for t in texts.iter().filter(|t| under_thread(t)) {
-        n += usize::from(mem.write_all_at(&t.bytes(), t.addr.load(Ordering::Relaxed)).is_ok());
+        n += usize::from(
+            mem.write_all_at(&t.bytes(), t.addr.load(Ordering::Relaxed))
+                .is_ok(),
+        );
     }
     n
 }
