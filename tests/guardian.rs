@@ -248,8 +248,8 @@ fn summary(name: &str, seed: u64, trials: &[Trial]) -> Vec<String> {
 }
 
 /// Under `-x`, an `exit()` from a timer ends the session normally: its
-/// guardian goes within 200 ms of utap's exit, and the program runs on to
-/// its end.
+/// guardian, armed to be woken at the tracing thread's exit, goes within
+/// 200 ms of utap's exit, and the program runs on to its end.
 #[test]
 fn the_guardian_goes_with_a_clean_end() {
     let exe = fixture("ticker");
@@ -283,6 +283,10 @@ fn the_guardian_goes_with_a_clean_end() {
     assert!(status.success(), "{err}");
     assert_eq!(stdout, "1\n", "{err}");
     assert!(err.contains("utap: guardian armed: pid "), "{err}");
+    // Woken by the kernel at the tracing thread's exit (a robust futex),
+    // before the tracees are let go: not by the pipe's EOF, which comes
+    // with the last thread (runtime/src/guardian/death.rs).
+    assert!(err.contains("'s exit\n"), "{err}");
     while !guardians(&marker).is_empty() {
         assert!(
             left.elapsed() < Duration::from_millis(200),

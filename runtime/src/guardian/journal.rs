@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 /// "UTGJ": a journal of this layout.
 pub const MAGIC: u32 = 0x4a47_5455;
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 pub const TEXTS: usize = 4096;
 pub const SEMAPHORES: usize = 256;
 pub const THREADS: usize = 256;
@@ -68,6 +68,10 @@ pub struct Journal {
     pub overflow: AtomicU32,
     /// The guardian's pid, written by the guardian itself.
     pub guardian: AtomicI32,
+    _align: AtomicU32,
+    /// Room for the tracing thread's robust futex word and the list entry
+    /// the kernel finds it by (`super::death`).
+    pub death: [AtomicU64; 16],
     pub texts: [Text; TEXTS],
     pub semaphores: [Semaphore; SEMAPHORES],
     pub threads: [Thread; THREADS],

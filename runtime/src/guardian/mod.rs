@@ -13,11 +13,11 @@
 //!   it is nobody's zombie and no `wait` of the tracer reaps it, and in its
 //!   own session (`setsid`): a Ctrl-C or `kill -9 -PGID` of utap's group
 //!   does not reach it.
-//! * It blocks in `poll` on the pipe and on a pidfd of the tracing thread
-//!   (the one that armed it under `-x`): EOF means the tracing process is
-//!   gone, the pidfd that its tracing thread is, and with it the kernel has
-//!   let the tracees go (often milliseconds before the last thread closes
-//!   the pipe).
+//! * It blocks on a robust futex word of the tracing thread (the one that
+//!   armed it under `-x`, see [`death`]): the kernel marks it and wakes
+//!   the guardian when that thread exits, before it lets the tracees go;
+//!   and on the pipe, whose EOF means the whole tracing process is gone
+//!   (the daemon's sessions, on other threads, have the pipe alone).
 //!   A clean ending ([`disarm`]) sets the journal's `clean` flag first, and
 //!   an empty journal has nothing to undo: it exits silently.
 //! * Otherwise ([`restore`]) it writes back the journaled text bytes at
@@ -32,6 +32,7 @@
 //! utap dies (the kernel delivers the SIGTRAP at the release) or hitting
 //! one before the guardian's writes; see docs/internals/guardian.md.
 
+mod death;
 pub mod journal;
 mod restore;
 
@@ -58,8 +59,8 @@ static ARMED: OnceLock<Option<Armed>> = OnceLock::new();
 /// Starts the guardian (once per process); says so under -v. A guardian
 /// that cannot start leaves the session as it was without one.
 /// `tracer_thread`: the calling thread is the one that traces (a `-x`
-/// session's), and its death alone is the signal (see [`thread_pidfd`]);
-/// the daemon, whose sessions come and go on other threads, passes false.
+/// session's), and its death alone is the signal (see [`death`]); the
+/// daemon, whose sessions come and go on other threads, passes false.
 pub fn arm(verbose: bool, tracer_thread: bool) {
     let armed = ARMED.get_or_init(|| match start(tracer_thread) {
         Ok(a) => Some(a),
@@ -71,10 +72,16 @@ pub fn arm(verbose: bool, tracer_thread: bool) {
         }
     });
     if verbose && let Some(a) = armed {
+        let tid = death::watched(a.journal);
         eprintln!(
-            "utap: guardian armed: pid {}, {} journal entries free",
+            "utap: guardian armed: pid {}, {} journal entries free{}",
             guardian_pid(a.journal),
-            free_entries(a.journal)
+            free_entries(a.journal),
+            if tid != 0 {
+                format!(", woken at thread {tid}'s exit")
+            } else {
+                String::new()
+            }
         );
     }
 }
@@ -109,6 +116,7 @@ pub fn disarm(verbose: bool) {
     a.journal
         .clean
         .store(1, std::sync::atomic::Ordering::Release);
+    death::clear(a.journal);
     let overflow = a
         .journal
         .overflow
@@ -187,7 +195,9 @@ pub fn forget(pid: i32) {
 
 fn start(tracer_thread: bool) -> io::Result<Armed> {
     let journal = map_journal()?;
-    let watched = if tracer_thread { thread_pidfd() } else { None };
+    if tracer_thread {
+        death::watch(journal.0);
+    }
     let mut fds = [0; 2];
     // SAFETY: fds is a valid out array.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -195,32 +205,12 @@ fn start(tracer_thread: bool) -> io::Result<Armed> {
     }
     // SAFETY: both are fresh descriptors we own.
     let (rx, tx) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    let watched_fd = watched.as_ref().map_or(-1, |f| f.as_raw_fd());
-    spawn(journal.1.as_raw_fd(), rx.as_raw_fd(), watched_fd)?;
+    spawn(journal.1.as_raw_fd(), rx.as_raw_fd())?;
     Ok(Armed {
         journal: journal.0,
         tx: Mutex::new(Some(tx)),
         starts: Mutex::new(HashMap::new()),
     })
-}
-
-/// A pidfd of the calling thread (`PIDFD_THREAD`, Linux 6.9), readable
-/// once it has exited. The pipe's EOF comes when the *last* thread of the
-/// tracing process has closed its files, while the kernel lets the tracees
-/// go as soon as the *tracing thread* exits (`exit_notify` ->
-/// `exit_ptrace`): under load the other threads die milliseconds later,
-/// and measured, most deaths were a thread hitting an `int3` untraced in
-/// that gap (the kernel's "traps: ... trap int3" lines). None on older
-/// kernels: the pipe alone then.
-fn thread_pidfd() -> Option<OwnedFd> {
-    const PIDFD_THREAD: libc::c_long = libc::O_EXCL as libc::c_long;
-    // SAFETY: gettid and pidfd_open have no memory effects.
-    let fd = unsafe {
-        let tid = libc::syscall(libc::SYS_gettid);
-        libc::syscall(libc::SYS_pidfd_open, tid, PIDFD_THREAD)
-    };
-    // SAFETY: a fresh descriptor we own (pidfds are close-on-exec).
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
 /// A new journal memfd, mapped shared for the rest of the process's life.
@@ -232,7 +222,7 @@ fn map_journal() -> io::Result<(&'static Journal, OwnedFd)> {
     }
     // SAFETY: fresh descriptor we own.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let j = map(fd.as_raw_fd())?;
+    let j = map(fd.as_raw_fd(), false)?;
     j.magic
         .store(journal::MAGIC, std::sync::atomic::Ordering::Relaxed);
     j.version
@@ -240,8 +230,10 @@ fn map_journal() -> io::Result<(&'static Journal, OwnedFd)> {
     Ok((j, fd))
 }
 
-/// Maps a journal file of `journal::SIZE` bytes (sized here if empty).
-fn map(fd: i32) -> io::Result<&'static Journal> {
+/// Maps a journal file of `journal::SIZE` bytes (sized here if empty);
+/// `populate`: its pages mapped now (the guardian: no page faults between
+/// its wake-up and its first write, measured ~0.1 ms for the ~65 pages).
+fn map(fd: i32, populate: bool) -> io::Result<&'static Journal> {
     // SAFETY: fstat/ftruncate on our descriptor.
     unsafe {
         let mut st: libc::stat = std::mem::zeroed();
@@ -262,7 +254,7 @@ fn map(fd: i32) -> io::Result<&'static Journal> {
             std::ptr::null_mut(),
             journal::SIZE,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
+            libc::MAP_SHARED | if populate { libc::MAP_POPULATE } else { 0 },
             fd,
             0,
         )
@@ -274,21 +266,19 @@ fn map(fd: i32) -> io::Result<&'static Journal> {
     Ok(unsafe { &*(p as *const Journal) })
 }
 
-/// fork+exec of `/proc/self/exe MODE JOURNAL_FD PIPE_FD THREAD_PIDFD`
-/// (-1: none), double-forked (the middle process exits at once and is
-/// reaped here) and `setsid`.
-fn spawn(journal: i32, rx: i32, watched: i32) -> io::Result<()> {
+/// fork+exec of `/proc/self/exe MODE JOURNAL_FD PIPE_FD`, double-forked
+/// (the middle process exits at once and is reaped here) and `setsid`.
+fn spawn(journal: i32, rx: i32) -> io::Result<()> {
     let mut cmd = std::process::Command::new("/proc/self/exe");
     cmd.arg(MODE)
         .arg(journal.to_string())
         .arg(rx.to_string())
-        .arg(watched.to_string())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null());
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
-            for fd in [journal, rx, watched].into_iter().filter(|&fd| fd >= 0) {
+            for fd in [journal, rx] {
                 if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
                     return Err(io::Error::last_os_error());
                 }
@@ -308,8 +298,8 @@ fn spawn(journal: i32, rx: i32, watched: i32) -> io::Result<()> {
     Ok(())
 }
 
-/// The guardian process (`utap MODE JOURNAL_FD PIPE_FD THREAD_PIDFD`):
-/// waits for the tracing process (or its tracing thread) to go, then
+/// The guardian process (`utap MODE JOURNAL_FD PIPE_FD`): waits for the
+/// tracing process (or its tracing thread) to go, then
 /// restores what the journal holds. Returns the exit status.
 pub fn main(args: &[String]) -> i32 {
     let fd = |i: usize| args.get(i).and_then(|a| a.parse::<i32>().ok());
@@ -328,7 +318,7 @@ pub fn main(args: &[String]) -> i32 {
             libc::signal(sig, libc::SIG_IGN);
         }
     }
-    let Ok(j) = map(jfd) else {
+    let Ok(j) = map(jfd, true) else {
         return 2;
     };
     if j.magic.load(std::sync::atomic::Ordering::Relaxed) != journal::MAGIC
@@ -342,7 +332,7 @@ pub fn main(args: &[String]) -> i32 {
         std::sync::atomic::Ordering::Release,
     );
     run_first();
-    wait_for_end(rx, fd(2).unwrap_or(-1));
+    wait_for_end(rx, j);
     if j.clean.load(std::sync::atomic::Ordering::Acquire) != 0 || j.live() == 0 {
         return 0;
     }
@@ -362,40 +352,51 @@ fn run_first() {
     unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
 }
 
-/// Blocks until every writer of the pipe `rx` is gone or the thread of
-/// the pidfd `watched` (if >= 0) has exited.
-fn wait_for_end(rx: i32, watched: i32) {
-    let mut fds = [
-        libc::pollfd {
-            fd: rx,
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: watched,
-            events: libc::POLLIN,
-            revents: 0,
-        },
-    ];
+/// How often a guardian woken by its futex also looks at the pipe (the
+/// futex covers every death of the tracing thread; the pipe is a backstop).
+const PIPE_LOOK: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Blocks until the tracing thread's death word is marked (or cleared) or
+/// every writer of the pipe `rx` is gone.
+fn wait_for_end(rx: i32, j: &Journal) {
+    let tid = death::watched(j);
+    if tid == 0 {
+        wait_for_eof(rx, -1);
+        return;
+    }
+    while !death::ended(j, tid) {
+        death::wait(j, tid, PIPE_LOOK);
+        if wait_for_eof(rx, 0) {
+            return;
+        }
+    }
+}
+
+/// Waits up to `timeout_ms` (-1: for ever) for the pipe's EOF (nobody
+/// writes to it: readable means closed); whether it came.
+fn wait_for_eof(rx: i32, timeout_ms: i32) -> bool {
+    let mut fds = [libc::pollfd {
+        fd: rx,
+        events: libc::POLLIN,
+        revents: 0,
+    }];
     let mut b = [0u8; 64];
     loop {
-        // SAFETY: fds is a valid array; a negative fd is ignored by poll.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+        // SAFETY: fds is a valid array.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 1, timeout_ms) };
         if n < 0 {
             if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
                 continue;
             }
-            return;
+            return true;
         }
-        if fds[1].revents != 0 {
-            return;
+        if n == 0 {
+            return false;
         }
-        if fds[0].revents != 0 {
-            // SAFETY: b is a valid buffer.
-            let n = unsafe { libc::read(rx, b.as_mut_ptr().cast(), b.len()) };
-            if n == 0 || (n < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)) {
-                return;
-            }
+        // SAFETY: b is a valid buffer.
+        let n = unsafe { libc::read(rx, b.as_mut_ptr().cast(), b.len()) };
+        if n == 0 || (n < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)) {
+            return true;
         }
     }
 }
