@@ -28,9 +28,10 @@
 //!   whatever fails is skipped (the program is then no worse off than
 //!   without a guardian).
 //!
-//! What it cannot save: a thread already stopped at one of our `int3`s when
-//! utap dies (the kernel delivers the SIGTRAP at the release) or hitting
-//! one before the guardian's writes; see docs/internals/guardian.md.
+//! What it cannot save: a thread in a stop at one of our `int3`s when the
+//! tracing thread exits, stopped before utap's death or hitting one after
+//! it while still traced (the kernel delivers the SIGTRAP at the release);
+//! see docs/internals/guardian.md.
 
 mod death;
 pub mod journal;
