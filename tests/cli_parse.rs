@@ -517,7 +517,10 @@ fn a_body_past_the_statement_cap_is_refused_with_a_message() {
         ),
         "{stderr}"
     );
-    assert!(stderr.contains(":50003:"), "points at the first statement past the cap: {stderr}");
+    assert!(
+        stderr.contains(":50003:"),
+        "points at the first statement past the cap: {stderr}"
+    );
     assert_eq!(out.status.code(), Some(1));
     // Before: 0.89 GB. Now the parse and elaboration only (~0.33 GB).
     assert!(peak_kb < 500_000, "peak {peak_kb} KB");

@@ -489,7 +489,8 @@ fn pending_returns_are_put_back_when_the_session_ends() {
     let script = format!(
         "global n, w\nprobe process(\"{u}\").function(\"hot\") {{ n++ }}\n\
          probe process(\"{u}\").function(\"worker\").return {{ w++ }}\n\
-         probe timer.ms(1000) {{ exit() }}\nprobe end {{ printf(\"%d %d\\n\", n > 0, w) }}"
+         probe timer.ms(100) {{ if (n > 1000) exit() }}\n\
+         probe end {{ printf(\"%d %d\\n\", n > 0, w) }}"
     );
     let cmd = format!("sh -c 'exec {} > {}'", argv.join(" "), prog.display());
     // The command keeps what utap's stderr was open: a file, not a pipe.
@@ -589,4 +590,115 @@ fn numbers(o: &Outcome) -> Vec<String> {
         .collect();
     l.sort();
     l
+}
+
+/// `printf`, `print` and their `ln`/`d` forms run in the program: their
+/// records come out formatted as the tracer's route prints them, in the
+/// order they were made, before `end`'s output; `-v` counts them.
+#[test]
+fn prints_in_the_program_as_the_tracer_does() {
+    let cmd = format!("{} 3000", fixture("loop"));
+    // getppid is 110 on x86_64; loop writes 1 byte every 64th call.
+    let script = "global n\n\
+        probe syscall.getppid { if (++n % 1000 == 0) printf(\"%s %d|%-5d|%x|%c|%5s|\\n\", \"ppid\", n, $syscall, 255, 65, \"ab\") }\n\
+        probe syscall.write { println(\"w\", $arg3); print(1, \"a\"); printdln(\",\", 1, \"x\", $arg3) }\n\
+        probe syscall.write.return { printf(\"%*d.\\n\", 4, $return) }\n\
+        probe end { println(\"end \", n) }";
+    let inside = utap_c(script, &cmd, true);
+    let tracer = utap_c(script, &cmd, false);
+    assert_eq!(inside.status, 0, "{}", inside.stderr);
+    assert_eq!(inside.stdout, tracer.stdout, "in process (left), tracer");
+    let write = "w1\n1a1,x,1\n   1.\n";
+    let ppid = |k: u64| format!("ppid {k}|110  |ff|A|   ab|\n");
+    let mut want = String::new();
+    for i in 0..3000u64 {
+        if i % 64 == 0 {
+            want += write;
+        }
+        if (i + 1) % 1000 == 0 {
+            want += &ppid(i + 1);
+        }
+    }
+    want += "end 3000\n";
+    assert_eq!(inside.stdout, want);
+    let line = inside
+        .stderr
+        .lines()
+        .find(|l| l.contains("record(s) printed from the program"))
+        .unwrap_or_else(|| panic!("no record line in {}", inside.stderr));
+    assert_eq!(
+        line,
+        "utap: data plane: 191 record(s) printed from the program, 0 dropped (ring full), 0 ring(s) with bad records"
+    );
+}
+
+/// `-v -o FILE -c cmd`, in process or not: the file's text and the run.
+fn utap_o(script: &str, cmd: &str, inproc: bool, tag: &str) -> (String, Outcome) {
+    let path = std::env::temp_dir().join(format!("utap-dp-{tag}-{}-{inproc}", std::process::id()));
+    let mut c = utap(script, &["-v", "-o", path.to_str().unwrap(), "-c", cmd]);
+    if !inproc {
+        c.env("UTAP_INPROC", "0");
+    }
+    let o = run(c);
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let _ = std::fs::remove_file(&path);
+    (text, o)
+}
+
+/// Function entry and return probes that print run in the program and
+/// print what the tracer's route prints, in call order.
+#[test]
+fn function_probes_print_in_the_program() {
+    let ufuncs = fixture("ufuncs");
+    let script = format!(
+        "probe process(\"{ufuncs}\").function(\"add\") {{ printf(\"add(%d, %d)\\n\", $arg1, $arg2) }}\n\
+         probe process(\"{ufuncs}\").function(\"add\").return {{ println(\"= \", $return) }}"
+    );
+    let cmd = format!("{ufuncs} basic 300");
+    let (inside, o) = utap_o(&script, &cmd, true, "fprint");
+    let (tracer, _) = utap_o(&script, &cmd, false, "fprint");
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    let want: String = (0..300)
+        .map(|i| format!("add({i}, {})\n= {}\n", 2 * i, 3 * i))
+        .collect();
+    assert_eq!(inside, want, "{}", o.stderr);
+    assert_eq!(tracer, want);
+    assert!(
+        o.stderr
+            .contains("utap: data plane: 600 record(s) printed from the program, 0 dropped"),
+        "{}",
+        o.stderr
+    );
+    assert!(ptrace_stops(&o.stderr) < 100, "{}", o.stderr);
+}
+
+/// A thread printing faster than the tracer reads drops records when its
+/// ring is full, never waits: every hit is either printed or counted in
+/// the transport's warning at exit.
+#[test]
+fn a_full_output_ring_drops_and_counts() {
+    let cmd = format!("{} 1000000", fixture("loop"));
+    let script = "probe syscall.getppid { printf(\"%d\\n\", $syscall) }";
+    let (text, o) = utap_o(script, &cmd, true, "drops");
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert!(text.lines().all(|l| l == "110"), "not all lines are 110");
+    let dropped: u64 = o
+        .stderr
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("WARNING: There were ")?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0);
+    assert_eq!(
+        text.lines().count() as u64 + dropped,
+        1_000_000,
+        "{}",
+        o.stderr
+    );
+    let line = format!(", {dropped} dropped (ring full)");
+    assert!(o.stderr.contains(&line), "{}", o.stderr);
 }

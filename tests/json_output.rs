@@ -214,7 +214,9 @@ fn machine_output_shared_with_the_command_is_warned_about() {
     assert!(!json("exec /bin/echo hi >/dev/null"));
     let file = std::env::temp_dir().join(format!("utap-shared-{}.json", std::process::id()));
     let f = file.to_str().unwrap();
-    assert!(!warned(&["-f", "json", "-o", f, "-e", script, "-c", "echo hi"]));
+    assert!(!warned(&[
+        "-f", "json", "-o", f, "-e", script, "-c", "echo hi"
+    ]));
     let _ = std::fs::remove_file(&file);
     // Text output is for people: no warning.
     assert!(!warned(&["-e", script, "-c", "echo hi"]));

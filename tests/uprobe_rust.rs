@@ -55,7 +55,12 @@ fn check(mangling: &str, prefix: &str) {
     let o = run(utap(&script, &["-c", &format!("exec {exe} x >/dev/null")]));
     assert_eq!(o.status, 0, "{}", o.stderr);
     let lines: Vec<&str> = o.stdout.lines().collect();
-    assert_eq!(lines[..2], ["rfix::compute", "rfix::compute"], "{}", o.stdout);
+    assert_eq!(
+        lines[..2],
+        ["rfix::compute", "rfix::compute"],
+        "{}",
+        o.stdout
+    );
     assert!(lines[2].starts_with("rfix::compute+0x0"), "{}", o.stdout);
     assert!(lines[3].starts_with("rfix::main+0x"), "{}", o.stdout);
     assert!(o.stdout.contains("\nunqualified\n"), "{}", o.stdout);

@@ -29,6 +29,8 @@ fn main() -> ExitCode {
     // Before anything else: compiling and attaching next to a target's
     // thousand busy threads need the CPU (runtime/src/priority.rs).
     utap_runtime::priority::raise_at_start();
+    // A SIGINT must end utap even before its handlers are in place.
+    utap_runtime::host::unignore_termination_signals();
     utap_runtime::endtrace::start();
     utap_runtime::endtrace::mark("utap started");
     let opts = cli::parse_args();

@@ -16,8 +16,9 @@
 //! * it uses long arithmetic, locals, `if`, `next`, long scalar globals,
 //!   arrays of longs keyed by longs and string literals (a string local
 //!   only ever holds a literal), `$syscall`, `$argN`, `$return`, `pid()`
-//!   and `tid()`: nothing that formats, allocates strings, loops, reads
-//!   program memory or controls a thread;
+//!   and `tid()`, `printf`/`print` of those (records the tracer formats):
+//!   nothing that builds strings, loops, reads program memory or controls
+//!   a thread;
 //! * the globals it touches are touched by no handler that stays in the
 //!   tracer, except `begin` (before the region is filled from the
 //!   script's state), `end` and `error` (after the region is folded back).
@@ -29,8 +30,8 @@ use std::collections::HashSet;
 
 use crate::ast::{AssignOp, BinOp};
 use crate::program::{
-    Block, ContextVar, Expr, ExprKind, GlobalId, LValue, PointKind, ProbeDef, ProcessEvent,
-    ProcessTarget, Program, Stmt, StmtKind, Type,
+    Block, ContextVar, Expr, ExprKind, FormatPiece, GlobalId, LValue, PointKind, ProbeDef,
+    ProcessEvent, ProcessTarget, Program, Stmt, StmtKind, Type,
 };
 use crate::walk;
 
@@ -48,12 +49,13 @@ pub enum Route {
 /// The route of every probe, by index.
 pub fn routes(program: &Program) -> Vec<Route> {
     let off = std::env::var("UTAP_INPROC").is_ok_and(|v| v == "0");
+    let unwinds = unwinds_user_stacks(program);
     let mut routes: Vec<Route> = program
         .probes
         .iter()
         .map(|p| match off {
             true => Route::Tracer("UTAP_INPROC=0".into()),
-            false => first_reason(program, p).map_or(Route::InProcess, Route::Tracer),
+            false => first_reason(program, p, unwinds).map_or(Route::InProcess, Route::Tracer),
         })
         .collect();
     // Globals shared with a handler that stays in the tracer keep their
@@ -79,10 +81,40 @@ pub fn routes(program: &Program) -> Vec<Route> {
     }
 }
 
+/// Whether any handler or function of the script unwinds a user stack
+/// (`ubacktrace()`, `print_ustack()`...): the unwinder sees through the
+/// tracer's hijacked returns, not the data plane's return stub, so return
+/// probes then stay in the tracer.
+fn unwinds_user_stacks(program: &Program) -> bool {
+    let mut found = false;
+    let mut visit = |e: &Expr| {
+        if let ExprKind::Builtin { name, .. } = &e.kind {
+            found |= ["ubacktrace", "ustack", "ucallers"]
+                .iter()
+                .any(|w| name.contains(w));
+        }
+    };
+    for p in &program.probes {
+        walk::block(&p.body, &mut visit);
+    }
+    for f in &program.functions {
+        walk::block(&f.body, &mut visit);
+    }
+    found
+}
+
 /// Why `p` cannot run in process, if it cannot.
-fn first_reason(program: &Program, p: &ProbeDef) -> Option<String> {
+fn first_reason(program: &Program, p: &ProbeDef, unwinds: bool) -> Option<String> {
     if program.guru {
         return Some("guru mode (-g)".into());
+    }
+    let returns = p.points.iter().any(|pt| {
+        matches!(&pt.kind, PointKind::Process { event: ProcessEvent::Function(fp), .. } if fp.returning)
+    });
+    if unwinds && returns {
+        return Some(
+            "the script unwinds user stacks, which see through the tracer's returns only".into(),
+        );
     }
     for pt in &p.points {
         let ok = match &pt.kind {
@@ -260,12 +292,32 @@ fn expr_reason(program: &Program, e: &Expr, why: &mut Option<String>) {
         }
         ExprKind::Call { .. } => *why = Some("calls a script function".into()),
         ExprKind::Wildcard => *why = Some("uses an array slice".into()),
-        ExprKind::Print { .. } => *why = Some("prints".into()),
+        ExprKind::Print { format, args, .. } => print_reason(program, format.as_deref(), args, why),
         ExprKind::StatAdd { .. }
         | ExprKind::StatGet { .. }
         | ExprKind::Hist { .. }
         | ExprKind::HistBucket { .. } => *why = Some("uses statistics".into()),
     }
+}
+
+/// `printf`, `print` and their `ln`/`d` forms become records of the
+/// thread's output ring, formatted by the tracer: longs and literal
+/// strings only, and no `%m` (memory must be read at the hit).
+fn print_reason(
+    program: &Program,
+    format: Option<&[FormatPiece]>,
+    args: &[Expr],
+    why: &mut Option<String>,
+) {
+    if format.is_some_and(|f| !utap_runtime::script::output::can_defer(f)) {
+        *why = Some("prints program memory (%m)".into());
+        return;
+    }
+    if args.len() as u64 > utap_runtime::dataplane::layout::record::MAX_ARGS {
+        *why = Some("prints more values than an output record holds".into());
+        return;
+    }
+    args.iter().for_each(|a| key_reason(program, a, why));
 }
 
 fn lvalue_reason(program: &Program, lv: &LValue, write: bool, why: &mut Option<String>) {

@@ -130,6 +130,28 @@ pub fn split() -> io::Result<Side> {
     }
 }
 
+/// Gives the termination signals their default action where utap was
+/// started with them ignored. A shell starts a background command (`utap
+/// ... &` in a script) with SIGINT and SIGQUIT ignored, and utap's handlers
+/// replace that only once installed (the foreground's at [`split`], the
+/// host's after compiling): a SIGINT before then was dropped by the kernel
+/// and the session, once started, never ended (`tests/bench/crowd.sh`
+/// waited for ever). Whenever it comes, a termination signal ends utap:
+/// before the handlers, by killing it. Call it first thing in `main`.
+pub fn unignore_termination_signals() {
+    for sig in TERMINATION_SIGNALS {
+        // SAFETY: reading and setting a disposition; no handler involved.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction == libc::SIG_IGN
+            {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+        }
+    }
+}
+
 /// The host's pid, for the foreground's signal handler.
 static HOST: AtomicI32 = AtomicI32::new(0);
 /// The last signal the foreground passed on.

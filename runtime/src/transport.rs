@@ -211,6 +211,14 @@ impl Producer {
         true
     }
 
+    /// Counts `n` messages lost before they reached this queue (records
+    /// a full output ring of the data plane dropped), for the warning at
+    /// exit.
+    pub fn add_lost(&mut self, n: u64) {
+        let lost = &self.shared.lost;
+        lost.store(lost.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+    }
+
     /// Messages dropped so far.
     pub fn lost(&self) -> u64 {
         self.shared.lost.load(Ordering::Relaxed)

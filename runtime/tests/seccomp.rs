@@ -207,7 +207,14 @@ fn trace(filter: Option<&Filter>, mode: &str, n: u32, m: u32) -> Run {
 fn seccomp_stop(pid: i32) -> Stop {
     let mut info: libc::ptrace_syscall_info = unsafe { std::mem::zeroed() };
     let size = std::mem::size_of::<libc::ptrace_syscall_info>();
-    let r = unsafe { libc::ptrace(libc::PTRACE_GET_SYSCALL_INFO, pid, size, &mut info as *mut _) };
+    let r = unsafe {
+        libc::ptrace(
+            libc::PTRACE_GET_SYSCALL_INFO,
+            pid,
+            size,
+            &mut info as *mut _,
+        )
+    };
     assert!(r > 0);
     assert_eq!(info.op, libc::PTRACE_SYSCALL_INFO_SECCOMP);
     let seccomp = unsafe { info.u.seccomp };

@@ -10,6 +10,8 @@
 //! * `utap_raise`: the first error of the session goes to the region's
 //!   header and stops every handler;
 //! * `pid()`, `tid()` from the block the common entry passes;
+//! * `printf`, `print` and their `ln`/`d` forms as records in the
+//!   block's output ring (`output`);
 //! * two dispatchers, `fn(ctx) -> i64`, switching on the syscall number
 //!   to the hooks of that number in the script's order (the entry's
 //!   result: 0 served, 2 served with no return probe on that number, 1
@@ -46,6 +48,8 @@ use utap_runtime::script::context::{HandlerContext, ProbeValues};
 use utap_runtime::values::map::MapLimit;
 
 use crate::{CodegenError, Compiler, Options, Sources, layout};
+
+mod output;
 
 const I64: types::Type = types::I64;
 
@@ -202,6 +206,7 @@ pub fn compile(
     rt.define_arrays(&region, &region.data.tables)?;
     rt.define_context("utap_bi_pid", offset_of!(ProbeValues, pid))?;
     rt.define_context("utap_bi_tid", offset_of!(ProbeValues, tid))?;
+    rt.define_output(&region)?;
     let handlers = c.handlers(&sub, &[])?;
     let (entry, exit) = hooks(program, routes, &chosen, &handlers);
     let served: Vec<bool> = (0..SYSCALL_NUMBERS)
@@ -254,6 +259,7 @@ pub fn compile(
             .map(|(k, &v)| (k.clone(), v))
             .collect(),
         locations: c.tables.locations.table.clone(),
+        formats: c.tables.formats.clone(),
         max_action: limits.max_action,
         max_nesting: limits.max_nesting,
         region,

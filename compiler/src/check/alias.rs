@@ -531,4 +531,3 @@ fn canonical_text(family: &Family, args: &[Option<Option<PointArg>>]) -> String 
     }
     parts.join(".")
 }
-

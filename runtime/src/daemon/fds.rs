@@ -7,9 +7,7 @@ use std::io::{self, IoSlice, IoSliceMut};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 
-use nix::sys::socket::{
-    ControlMessage, ControlMessageOwned, MsgFlags, UnixAddr, recvmsg, sendmsg,
-};
+use nix::sys::socket::{ControlMessage, ControlMessageOwned, MsgFlags, UnixAddr, recvmsg, sendmsg};
 
 /// How many descriptors travel: stdin, stdout, stderr.
 pub const COUNT: usize = 3;
@@ -49,7 +47,10 @@ pub fn receive(sock: &UnixStream) -> io::Result<Vec<OwnedFd>> {
     for c in msg.cmsgs().map_err(|_| none())? {
         if let ControlMessageOwned::ScmRights(raw) = c {
             // SAFETY: each descriptor the kernel installed is owned once.
-            fds.extend(raw.into_iter().map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }));
+            fds.extend(
+                raw.into_iter()
+                    .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
+            );
         }
     }
     if received != 1 || fds.len() != COUNT {

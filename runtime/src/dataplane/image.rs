@@ -39,6 +39,9 @@ pub struct InProcImage {
     /// The handle of each literal, by its bytes (to fill in keys).
     pub literal_handles: std::collections::HashMap<Vec<u8>, i64>,
     pub locations: Vec<String>,
+    /// The in-process compile's printf formats (a ring record's `fmt`
+    /// indexes them).
+    pub formats: Vec<Vec<crate::format::FormatPiece>>,
     pub max_action: i64,
     pub max_nesting: i64,
 }

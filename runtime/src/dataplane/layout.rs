@@ -11,6 +11,8 @@
 //!   tables            one open-addressing table per array of longs
 //!   jit data          Cranelift's writable data objects
 //!   blocks            per-thread blocks (ctx, re-entry flag, stack)
+//!   ring heads        one `RingHead` per block: its output ring's state
+//!   rings             one output ring per block (`printf` records)
 //! ```
 //!
 //! Everything in the data part is written by the program's threads: the
@@ -61,6 +63,9 @@ pub struct Header {
     /// Array operations that gave up on a slot another thread held too
     /// long.
     pub contended: u64,
+    /// The next output record's sequence number: the tracer prints the
+    /// records of every ring in this order.
+    pub seq: u64,
 }
 
 /// An array insertion found no room: "Array overflow".
@@ -149,6 +154,58 @@ pub const SHADOW_AREA_LEN: u64 = BLOCKS * SHADOW_LEN;
 /// The top of the block's stack, 16-byte aligned.
 pub const BLOCK_STACK_TOP: u64 = BLOCK_LEN - 64;
 
+/// Output ring of one block: `RING_WORDS` words the block's thread
+/// writes records into (`printf`, `print`: see [`record`]), the tracer
+/// reads and formats. Single producer (the thread owning the block, or
+/// a tracer thread for its own block), single consumer (the tracer). It
+/// outlives the block's threads: a block given to a new thread keeps its
+/// ring and the records not yet read.
+pub const RING_WORDS: u64 = 16384;
+pub const RING_LEN: u64 = RING_WORDS * 8;
+
+/// The state of one output ring, apart from its words (so that the
+/// tracer's scan of every ring touches one small array).
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct RingHead {
+    /// Words written, ever (the producer publishes a record by storing
+    /// it, with release order, after the record's words).
+    pub head: u64,
+    /// Words read, ever (written by the tracer only).
+    pub tail: u64,
+    /// Records the producer found no room for.
+    pub dropped: u64,
+    pub pad: [u64; 5],
+}
+
+pub const RING_HEAD_LEN: u64 = size_of::<RingHead>() as u64;
+pub const RING_HEAD: u64 = offset_of!(RingHead, head) as u64;
+pub const RING_TAIL: u64 = offset_of!(RingHead, tail) as u64;
+pub const RING_DROPPED: u64 = offset_of!(RingHead, dropped) as u64;
+
+/// Output records in a ring: a header word, the sequence number, then
+/// the words of the kind.
+///
+/// ```text
+/// header: kind (bits 0..8) | words in the record (8..24) | fmt (32..64)
+/// PRINTF: header, seq, args...                  (args: longs or literal handles)
+/// PRINT:  header, seq, flags, string mask, delimiter, args...
+/// ```
+pub mod record {
+    pub const PRINTF: u64 = 1;
+    pub const PRINT: u64 = 2;
+    /// Words before a PRINTF's arguments, and a PRINT's.
+    pub const PRINTF_FIXED: u64 = 2;
+    pub const PRINT_FIXED: u64 = 5;
+    /// Arguments a record carries at most (the compiler keeps calls with
+    /// more in the tracer).
+    pub const MAX_ARGS: u64 = 32;
+
+    pub fn header(kind: u64, words: u64, fmt: u64) -> u64 {
+        kind | (words << 8) | (fmt << 32)
+    }
+}
+
 /// Where an array of longs lives in the data part.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TableSpec {
@@ -192,6 +249,8 @@ pub struct DataLayout {
     pub tables: Vec<TableSpec>,
     pub jit_data: u64,
     pub blocks: u64,
+    pub ring_heads: u64,
+    pub rings: u64,
     pub len: u64,
 }
 
@@ -225,14 +284,26 @@ impl DataLayout {
             .collect();
         let jit_data = align(at, 4096);
         let blocks = jit_data + JIT_DATA_LEN;
+        let ring_heads = blocks + (BLOCKS + TRACER_BLOCKS) * BLOCK_LEN;
+        let rings = align(ring_heads + (BLOCKS + TRACER_BLOCKS) * RING_HEAD_LEN, 4096);
         DataLayout {
             longs,
             long_slots,
             tables,
             jit_data,
             blocks,
-            len: blocks + (BLOCKS + TRACER_BLOCKS) * BLOCK_LEN,
+            ring_heads,
+            rings,
+            len: rings + (BLOCKS + TRACER_BLOCKS) * RING_LEN,
         }
+    }
+
+    /// Offsets of block `i`'s ring head and ring words.
+    pub fn ring(&self, i: u64) -> (u64, u64) {
+        (
+            self.ring_heads + i * RING_HEAD_LEN,
+            self.rings + i * RING_LEN,
+        )
     }
 
     /// Offset of block `i` (program threads first, then the tracer's).

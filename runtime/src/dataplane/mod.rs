@@ -73,6 +73,20 @@
 //!   session's threads, and a later session puts the file's bytes back at
 //!   an entry it patches again.
 //!
+//! Output: `printf` and `print` in a handler write a record (format index,
+//! sequence number, long and literal-handle arguments) into the output
+//! ring of the thread's block (`rings`); the session reads every ring in
+//! sequence order every few milliseconds and at the end, before `end`'s
+//! output, and formats the records as the tracer's own `printf` would.
+//! Invariants of output:
+//! * **A printing thread never waits**: a full ring drops the record and
+//!   counts it; the count joins the transport's lost messages (the
+//!   warning at exit).
+//! * **Rings outlive threads**: a block given to a new thread keeps its
+//!   ring, so nothing a dead thread wrote is lost or overwritten.
+//! * **Records are untrusted**: kind, length and format index are checked
+//!   and a ring with a bad record is skipped to its head and counted.
+//!
 //! Syscall sites under `-x` (no seccomp filter to let the gadget through)
 //! are not patched: their in-process handlers run in the tracer at each
 //! stop.
@@ -83,6 +97,7 @@ pub mod function;
 pub mod image;
 pub mod layout;
 pub mod region;
+pub mod rings;
 mod tracer;
 
 use std::collections::{HashMap, HashSet};

@@ -132,7 +132,9 @@ impl SharedGlobals {
 
     /// A handler ended the script: no handler run beside it starts now.
     pub fn mark_ended(&self) {
-        self.0.ended.store(true, std::sync::atomic::Ordering::Release);
+        self.0
+            .ended
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 
     pub fn ended(&self) -> bool {

@@ -264,6 +264,12 @@ impl ScriptRuntime {
         Box::new(move |batch, text| output::render(&image.formats, batch, text))
     }
 
+    /// Whether this runtime's sink takes records (see
+    /// [`ScriptRuntime::defer_formatting`]) rather than text.
+    pub fn output_deferred(&self) -> bool {
+        self.state.out.is_deferred()
+    }
+
     /// Like [`ScriptRuntime::defer_formatting`], for `--format json`: the
     /// renderer writes JSON Lines, and the globals printed at exit are
     /// JSON records.

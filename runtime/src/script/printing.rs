@@ -47,6 +47,20 @@ impl<'a> Typed<'a> {
 /// Types `args` by the conversions of `pieces`.
 fn typed_by_format<'a>(s: &'a ScriptState, pieces: &[FormatPiece], args: &[i64]) -> Typed<'a> {
     let mut typed = Typed::new(args.len());
+    each_by_format(pieces, args, |h| s.strings.get(h), |a| typed.push(a));
+    typed
+}
+
+/// Hands `push` each argument of a `printf` typed by the conversions of
+/// `pieces` (a `*` width or precision takes a long first), strings looked
+/// up by `text`: the tracer's string handles, or the data plane's
+/// literal handles (`session::inproc`).
+pub(crate) fn each_by_format<'a>(
+    pieces: &[FormatPiece],
+    args: &[i64],
+    text: impl Fn(i64) -> &'a [u8],
+    mut push: impl FnMut(Arg<'a>),
+) {
     let mut next = args.iter().copied();
     for piece in pieces {
         let FormatPiece::Conv(c) = piece else {
@@ -54,16 +68,15 @@ fn typed_by_format<'a>(s: &'a ScriptState, pieces: &[FormatPiece], args: &[i64])
         };
         for n in [c.width, c.precision] {
             if n == FormatNum::Star {
-                typed.push(Arg::Long(next.next().unwrap_or(0)));
+                push(Arg::Long(next.next().unwrap_or(0)));
             }
         }
         match c.kind {
             ConvKind::Percent => {}
-            ConvKind::Str => typed.push(Arg::Str(s.strings.get(next.next().unwrap_or(0)))),
-            _ => typed.push(Arg::Long(next.next().unwrap_or(0))),
+            ConvKind::Str => push(Arg::Str(text(next.next().unwrap_or(0)))),
+            _ => push(Arg::Long(next.next().unwrap_or(0))),
         }
     }
-    typed
 }
 
 /// `printf(formats[fmt], args...)` onto the run's output: queued as a
@@ -138,12 +151,23 @@ pub fn print_out(
 
 fn typed_by_mask<'a>(s: &'a ScriptState, args: &[i64], string_mask: u64) -> Typed<'a> {
     let mut typed = Typed::new(args.len());
+    each_by_mask(args, string_mask, |h| s.strings.get(h), |a| typed.push(a));
+    typed
+}
+
+/// Hands `push` each argument of a `print*`: bit `i` of `string_mask`
+/// says argument `i` is a string, looked up by `text`.
+pub(crate) fn each_by_mask<'a>(
+    args: &[i64],
+    string_mask: u64,
+    text: impl Fn(i64) -> &'a [u8],
+    mut push: impl FnMut(Arg<'a>),
+) {
     for (i, &v) in args.iter().enumerate() {
-        typed.push(if i < 64 && string_mask & (1 << i) != 0 {
-            Arg::Str(s.strings.get(v))
+        push(if i < 64 && string_mask & (1 << i) != 0 {
+            Arg::Str(text(v))
         } else {
             Arg::Long(v)
         });
     }
-    typed
 }

@@ -94,6 +94,8 @@ pub(crate) struct Shared {
     pub inproc: Option<std::sync::Arc<crate::dataplane::InProcImage>>,
     /// Its first error was reported.
     pub inproc_error_told: AtomicBool,
+    /// What the data plane's output rings were read up to.
+    pub rings: Mutex<crate::dataplane::rings::RingReader>,
     /// Machine output on utap's stdout: warn when a program writes there
     /// too (`super::stdout_check`).
     pub stdout_check: Option<super::stdout_check::SharedStdout>,
@@ -128,6 +130,7 @@ impl Shared {
             notified: None,
             inproc: None,
             inproc_error_told: AtomicBool::new(false),
+            rings: Default::default(),
             stdout_check: None,
         }
     }

@@ -1,21 +1,31 @@
 //! The session's side of the data plane (`crate::dataplane`): which hooks
 //! run their in-process handler (in the tracer, at a stop the data plane
 //! could not serve), the first in-process error ending the script as a
-//! handler's error would, and the region folded back before `end`.
+//! handler's error would, the records of `printf` and `print` in the
+//! program formatted and written with the rest of the output, and the
+//! region folded back before `end`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::engine::{LockedSink, Shared, SharedRef};
 use crate::dataplane::InProcImage;
-use crate::dataplane::fold::first_error;
+use crate::dataplane::fold::{first_error, literal};
+use crate::dataplane::rings::{Print, Record};
+use crate::format::PRINT_BUFFER_SIZE;
+use crate::script::abi::{PRINT_DELIM, PRINT_NEWLINE};
+use crate::script::output::RunOutput;
+use crate::script::printing::{each_by_format, each_by_mask};
 use crate::script::{ProbeValues, ScriptRuntime};
 use crate::utrace::{Control, EndReason};
 use std::sync::atomic::Ordering;
 
-/// How often the tracer looks for an in-process error while no stop
-/// brings it there.
-const ERROR_POLL: Duration = Duration::from_millis(20);
+/// How often the tracer looks for an in-process error and output while
+/// no stop brings it there; while the program prints, output is read
+/// every `BUSY_POLL` (a ring holds about a millisecond of a tight loop's
+/// `printf`s).
+const ERROR_POLL: Duration = Duration::from_millis(10);
+const BUSY_POLL: Duration = Duration::from_millis(1);
 
 impl Shared {
     /// Runs `probe`'s in-process handler here if it has one (true), on
@@ -52,6 +62,7 @@ impl Shared {
             return;
         };
         ctl.dataplane_quiesce();
+        self.drain_prints();
         let bad = {
             let mut run = self.first();
             self.inproc_failed(&mut run);
@@ -59,6 +70,62 @@ impl Shared {
         };
         if self.verbose {
             say_counts(ctl, bad);
+            let r = self.rings.lock().unwrap_or_else(|e| e.into_inner());
+            if r.printed + r.dropped + r.bad > 0 {
+                eprintln!(
+                    "utap: data plane: {} record(s) printed from the program, {} dropped (ring full), {} ring(s) with bad records",
+                    r.printed, r.dropped, r.bad
+                );
+            }
+        }
+    }
+
+    /// Writes what `printf` and `print` left in the output rings, in
+    /// their order; drops count as the transport's. True when there was
+    /// something.
+    pub(crate) fn drain_prints(&self) -> bool {
+        let Some(img) = &self.inproc else {
+            return false;
+        };
+        let drained = self
+            .rings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(img);
+        if drained.records.is_empty() && drained.dropped == 0 {
+            return false;
+        }
+        let deferred = self.first().output_deferred();
+        let mut sink = self.sink.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = RunOutput::new(deferred);
+        for r in &drained.records {
+            out.clear();
+            render(img, r, &mut out);
+            sink.push(out.as_bytes());
+        }
+        sink.add_lost(drained.dropped);
+        true
+    }
+}
+
+/// One record as text, as the tracer's `printf`/`print` makes it.
+fn render(img: &InProcImage, r: &Record, out: &mut RunOutput) {
+    let text = |h: i64| literal(&img.literals, h).unwrap_or(b"");
+    match r.print {
+        Print::Printf { fmt } => {
+            let pieces = &img.formats[fmt];
+            let mut args = Vec::with_capacity(r.args.len());
+            each_by_format(pieces, &r.args, text, |a| args.push(a));
+            out.text(|b| {
+                let _ = crate::format::format_into_mem(b, pieces, &args, PRINT_BUFFER_SIZE, None);
+            });
+        }
+        Print::Print { flags, mask, delim } => {
+            let mut args = Vec::with_capacity(r.args.len());
+            each_by_mask(&r.args, mask, text, |a| args.push(a));
+            let delim = (flags & PRINT_DELIM != 0).then(|| text(delim));
+            let newline = flags & PRINT_NEWLINE != 0;
+            out.text(|b| crate::format::print_args(b, &args, delim, newline));
         }
     }
 }
@@ -86,14 +153,16 @@ fn say_counts(ctl: &Control, bad: u64) {
 }
 
 /// Looks for an in-process error every few milliseconds: a handler in the
-/// program that fails ends the script as one in the tracer would.
+/// program that fails ends the script as one in the tracer would; writes
+/// what the program's handlers printed meanwhile.
 pub(crate) fn watch_errors(ctl: &mut Control, shared: &SharedRef) {
     let shared = shared.clone();
     ctl.add_timer(Instant::now() + ERROR_POLL, move |ctl| {
-        let failed = {
+        let (failed, busy) = {
             let s = shared.borrow();
+            let busy = s.drain_prints();
             let mut run = s.first();
-            s.finished.is_none() && s.inproc_failed(&mut run)
+            (s.finished.is_none() && s.inproc_failed(&mut run), busy)
         };
         if failed {
             shared.borrow_mut().end(ctl, EndReason::Requested);
@@ -103,7 +172,7 @@ pub(crate) fn watch_errors(ctl: &mut Control, shared: &SharedRef) {
             .borrow()
             .finished
             .is_none()
-            .then(|| Instant::now() + ERROR_POLL)
+            .then(|| Instant::now() + if busy { BUSY_POLL } else { ERROR_POLL })
     });
 }
 
