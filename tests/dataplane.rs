@@ -184,44 +184,6 @@ fn pid_of(argv: &[&str]) -> Option<i32> {
     })
 }
 
-/// Every executable file mapping of `pid` holds the file's bytes, and
-/// nothing of the data plane is mapped.
-fn assert_text_as_on_disk(pid: i32) {
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
-    assert!(!maps.contains("utap-dataplane"), "{maps}");
-    let mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
-    use std::os::unix::fs::FileExt;
-    for line in maps.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() < 6 || !f[1].contains('x') {
-            continue;
-        }
-        assert!(
-            f[5].starts_with('/') || f[5].starts_with('['),
-            "an anonymous executable mapping is left: {line}"
-        );
-        if !f[5].starts_with('/') {
-            continue;
-        }
-        let (lo, hi) = f[0].split_once('-').unwrap();
-        let lo = u64::from_str_radix(lo, 16).unwrap();
-        let hi = u64::from_str_radix(hi, 16).unwrap();
-        let off = u64::from_str_radix(f[2], 16).unwrap();
-        let mut live = vec![0u8; (hi - lo) as usize];
-        mem.read_exact_at(&mut live, lo).unwrap();
-        let file = std::fs::File::open(f[5]).unwrap();
-        let len = file
-            .metadata()
-            .unwrap()
-            .len()
-            .saturating_sub(off)
-            .min(hi - lo) as usize;
-        let mut disk = vec![0u8; len];
-        file.read_exact_at(&mut disk, off).unwrap();
-        assert!(live[..len] == disk[..], "{} differs from its file", f[5]);
-    }
-}
-
 /// When the script ends before the program (exit() from a timer), the
 /// program runs on with its text and maps as on disk: sites restored,
 /// stubs and region unmapped; the count was folded back. The timer waits

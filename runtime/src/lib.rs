@@ -8,6 +8,7 @@ pub mod elf;
 pub mod endtrace;
 pub mod format;
 pub mod glob;
+pub mod guardian;
 pub mod harness;
 pub mod hit;
 pub mod host;

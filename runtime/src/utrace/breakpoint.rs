@@ -569,6 +569,9 @@ impl Tracer {
             return None;
         }
         let slot = self.take_slot_near(tid, owner, func, regs)?;
+        // Undone by a nop over its int3: a return through it then just
+        // jumps on (as `restore_space` does at a detach).
+        crate::guardian::text_written(owner.0, slot, &[0x90]);
         mem::write(owner.0, slot, &xol::return_stub(slot, ret)).ok()?;
         let space = self.core.uprobes.space_mut(owner)?;
         space.stubs.insert(ret, slot);

@@ -61,6 +61,7 @@ impl Tracer {
         #[cfg(target_arch = "x86_64")]
         if let Some(parked) = thread.restore.take() {
             let _ = ptrace::set_regs(tid, &parked.0);
+            crate::guardian::thread_back(tid.0);
             super::shard::note_handover(&self.core.shard, parked.1);
         }
         let first = thread.run == Run::Starting;
