@@ -65,11 +65,17 @@ fn utap() -> BTreeMap<String, Vars> {
 /// The skip entries: (alias, variable or None) -> reason.
 fn skipped() -> BTreeMap<(String, Option<String>), String> {
     let mut out = BTreeMap::new();
-    for line in SKIP.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+    for line in SKIP
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
         let (what, why) = line
             .split_once('\t')
             .unwrap_or_else(|| panic!("skip entry without a reason: {line}"));
-        assert!(!why.trim().is_empty(), "skip entry without a reason: {line}");
+        assert!(
+            !why.trim().is_empty(),
+            "skip entry without a reason: {line}"
+        );
         let mut words = what.split_whitespace();
         let alias = words.next().unwrap().to_string();
         let var = words.next().map(str::to_string);
@@ -96,7 +102,14 @@ fn data_names_the_systemtap_release_it_came_from() {
         .collect();
     assert_eq!(
         names,
-        ["name", "name_user", "flags", "flags_str", "argstr", "name_user_unquoted"]
+        [
+            "name",
+            "name_user",
+            "flags",
+            "flags_str",
+            "argstr",
+            "name_user_unquoted"
+        ]
     );
     assert!(stap.len() > 700, "{} aliases", stap.len());
 }
@@ -133,7 +146,9 @@ fn aliases_give_every_variable_of_systemtaps_tapset() {
             if skip.contains_key(&key) {
                 used.insert(key);
                 if right {
-                    gaps.push(format!("{alias} {var}: listed as skipped, but utap gives it"));
+                    gaps.push(format!(
+                        "{alias} {var}: listed as skipped, but utap gives it"
+                    ));
                 }
             } else if let Some(other) = have.get(var).filter(|_| !right) {
                 gaps.push(format!("{alias} {var}: {other}, SystemTap's is {ty}"));
