@@ -22,26 +22,6 @@ use support::*;
 /// The guardian's hidden mode (runtime/src/guardian/mod.rs `MODE`).
 const GUARDIAN: &str = "--utap-guardian-internal";
 
-/// A small xorshift generator of delays, seeded from the clock.
-struct Delays(u64);
-
-impl Delays {
-    fn new() -> Delays {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos() as u64;
-        Delays(nanos | 1)
-    }
-
-    fn next(&mut self, max_ms: u64) -> Duration {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        Duration::from_millis(self.0 % max_ms)
-    }
-}
-
 /// A temporary directory for one test's files.
 fn tempdir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("utap-guardian-{name}-{}", std::process::id()));
@@ -52,14 +32,7 @@ fn tempdir(name: &str) -> std::path::PathBuf {
 /// The pids of live guardians whose environment holds `marker`.
 fn guardians(marker: &str) -> Vec<i32> {
     let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
+    for pid in pids() {
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         if !cmdline.split(|&b| b == 0).any(|a| a == GUARDIAN.as_bytes()) {
             continue;
@@ -77,14 +50,7 @@ fn guardians(marker: &str) -> Vec<i32> {
 fn child_of(parent: i32, patience: Duration) -> Option<i32> {
     let start = Instant::now();
     loop {
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<i32>().ok())
-            else {
-                continue;
-            };
+        for pid in pids() {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
             let ppid = stat
                 .rfind(')')

@@ -444,3 +444,42 @@ pub fn text_differing_from_disk(pid: i32) -> Option<String> {
     }
     None
 }
+
+/// The ids of every process now in /proc.
+pub fn pids() -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A small xorshift generator of delays, seeded from the clock (the seed
+/// is in every failure message, to replay a trial).
+pub struct Delays(pub u64);
+
+impl Default for Delays {
+    fn default() -> Delays {
+        Delays::new()
+    }
+}
+
+impl Delays {
+    pub fn new() -> Delays {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
+        Delays(nanos | 1)
+    }
+
+    /// The next delay in 0..max_ms.
+    pub fn next(&mut self, max_ms: u64) -> Duration {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        Duration::from_millis(self.0 % max_ms)
+    }
+}
