@@ -26,24 +26,15 @@ Needs a release build (cargo build --release). Say the load with the figures.
 import argparse
 import os
 import statistics
-import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from overhead import UTAP, fixture, script  # noqa: E402
-from function_inproc import bpftrace_usable  # noqa: E402
+from function_inproc import bpftrace_usable, slopes, timed  # noqa: E402
 
 PY = "/usr/bin/python3.11"
 MARK = 'probe process("%s").mark("function__entry") { }\n' % PY
 BEGIN = "probe process.begin { }\n"
-
-
-def timed(argv, env=None):
-    t = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   env=env)
-    return time.perf_counter() - t
 
 
 def per_hit(a):
@@ -62,12 +53,7 @@ def per_hit(a):
         bt = "usdt:%s:hot:tick { @n = count(); @s = sum(arg0); }" % exe
         cases["bpftrace usdt"] = (lambda k: ["bpftrace", "-e", bt, "-c", f"{exe} 1 {k}"],
                                   None, slow)
-    samples = {c: [] for c in cases}
-    for _ in range(a.rounds):
-        for name, (argv, env, k) in cases.items():
-            big, small = timed(argv(k), env), timed(argv(k // 10), env)
-            samples[name].append((big - small) / (k - k // 10) * 1e9)
-    per = {c: statistics.median(v) for c, v in samples.items()}
+    per = slopes(cases, a.rounds)
     base = per["untraced"]
     print(f"load {os.getloadavg()[0]:.2f}, {a.rounds} rounds, {n} hits ({slow} slow)")
     print(f"{'case':20} {'ns/hit':>9} {'added ns':>9}")
