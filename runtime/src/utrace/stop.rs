@@ -302,6 +302,11 @@ impl Tracer {
                 StopKind::Other,
                 Some(&mut |e: &mut dyn Engine, cx, a| e.report_jctl(cx, a, j)),
             );
+        } else if !sig.is_stop_signal() {
+            // Our interrupt, which may have cut a call short (a clone3
+            // sees the pending trap and answers ERESTARTNOINTR): its
+            // entry, made again, is not a second call.
+            self.core.note_restart(tid);
         }
         self.finish_stop(tid, reported);
     }
