@@ -184,44 +184,6 @@ fn pid_of(argv: &[&str]) -> Option<i32> {
     })
 }
 
-/// Every executable file mapping of `pid` holds the file's bytes, and
-/// nothing of the data plane is mapped.
-fn assert_text_as_on_disk(pid: i32) {
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
-    assert!(!maps.contains("utap-dataplane"), "{maps}");
-    let mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
-    use std::os::unix::fs::FileExt;
-    for line in maps.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() < 6 || !f[1].contains('x') {
-            continue;
-        }
-        assert!(
-            f[5].starts_with('/') || f[5].starts_with('['),
-            "an anonymous executable mapping is left: {line}"
-        );
-        if !f[5].starts_with('/') {
-            continue;
-        }
-        let (lo, hi) = f[0].split_once('-').unwrap();
-        let lo = u64::from_str_radix(lo, 16).unwrap();
-        let hi = u64::from_str_radix(hi, 16).unwrap();
-        let off = u64::from_str_radix(f[2], 16).unwrap();
-        let mut live = vec![0u8; (hi - lo) as usize];
-        mem.read_exact_at(&mut live, lo).unwrap();
-        let file = std::fs::File::open(f[5]).unwrap();
-        let len = file
-            .metadata()
-            .unwrap()
-            .len()
-            .saturating_sub(off)
-            .min(hi - lo) as usize;
-        let mut disk = vec![0u8; len];
-        file.read_exact_at(&mut disk, off).unwrap();
-        assert!(live[..len] == disk[..], "{} differs from its file", f[5]);
-    }
-}
-
 /// When the script ends before the program (exit() from a timer), the
 /// program runs on with its text and maps as on disk: sites restored,
 /// stubs and region unmapped; the count was folded back. The timer waits
@@ -864,6 +826,207 @@ fn sigkill_of_utap_with_dispatch_never_harms_an_attached_program() {
         let want = format!("done {}\n", std::process::id());
         if !status.success() || lines.iter().any(|l| *l != want) {
             failed.push(format!("trial {trial}: {status:?} {lines:?}"));
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+}
+
+/// The hot USDT fixture (tests/fixtures/usdt/usdt_hot.c), or `None` with
+/// a message when <sys/sdt.h> was missing at build time.
+fn usdt_hot() -> Option<String> {
+    let path = fixture("usdt_hot");
+    if std::path::Path::new(&path).exists() {
+        return Some(path);
+    }
+    eprintln!("skipped: usdt_hot fixture not built (install systemtap-sdt-dev)");
+    None
+}
+
+/// Counts the `tick` marker's hits and sums its four arguments (a live
+/// register, two the stub saves, a constant), as the fixture prints them.
+fn ticks_script(exe: &str) -> String {
+    format!(
+        "global n, a, b, c, d\n\
+         probe process(\"{exe}\").mark(\"tick\") {{ n++; a += $arg1; b += $arg2; c += $arg3; d += $arg4 }}\n\
+         probe end {{ printf(\"ticks %d sums %d %d %d\\n\", n, a, b, c); printf(\"const %d\\n\", d) }}"
+    )
+}
+
+/// What `usdt_hot THREADS N` prints: the hits and the sums of `i`,
+/// `(int)-i` and `(unsigned char)(i + k)` over its threads `k`.
+fn ticks_line(threads: i64, n: i64) -> String {
+    let s1 = threads * (n * (n - 1) / 2);
+    let s3: i64 = (0..threads)
+        .map(|k| (0..n).map(|i| (i + k) & 0xff).sum::<i64>())
+        .sum();
+    format!("ticks {} sums {s1} {} {s3}", threads * n, -s1)
+}
+
+/// A USDT marker in a loop (its `nop` mid-function, the loop's branch
+/// landing on it) runs its probe in the program: the count and the
+/// argument sums from one and four threads are the fixture's own and the
+/// tracer route's, the marker was patched (`-v`) and the hits took almost
+/// no ptrace stops.
+#[test]
+fn markers_count_exactly_in_process() {
+    let Some(exe) = usdt_hot() else { return };
+    let script = ticks_script(&exe);
+    for (threads, n) in [(1i64, 100_000i64), (4, 50_000)] {
+        let cmd = format!("{exe} {threads} {n}");
+        let inproc = utap_c(&script, &cmd, true);
+        let tracer = utap_c(&script, &cmd, false);
+        assert_eq!(inproc.status, 0, "{cmd}: {}", inproc.stderr);
+        let line = ticks_line(threads, n);
+        let want = format!("{line}\n{line}\nconst {}\n", -7 * threads * n);
+        assert_eq!(inproc.stdout, want, "{cmd}: {}", inproc.stderr);
+        assert_eq!(tracer.stdout, want, "{cmd}: the tracer's route");
+        let ([_, failed, _, entries, ..], [served, skipped, invalid]) =
+            plane_counts(&inproc.stderr);
+        assert_eq!((failed, entries, skipped, invalid), (0, 1, 0, 0), "{cmd}");
+        assert!(served >= (threads * n) as u64, "{cmd}: {}", inproc.stderr);
+        assert!(
+            inproc
+                .stderr
+                .contains("utap: data plane: 1 of the patched function entries are USDT markers"),
+            "{cmd}: {}",
+            inproc.stderr
+        );
+        assert!(
+            inproc
+                .stderr
+                .contains("utap: 1 of 2 probe(s) run in the program"),
+            "{cmd}: {}",
+            inproc.stderr
+        );
+        assert!(
+            ptrace_stops(&inproc.stderr) < 100,
+            "{cmd}: {}",
+            inproc.stderr
+        );
+    }
+}
+
+/// A marker probe that reads an argument the note keeps in memory stays
+/// in the tracer, and `-v` says why; one that reads only the marker's
+/// constant runs in the program; both print the fixture's values.
+#[test]
+fn a_marker_argument_in_memory_keeps_its_probe_in_the_tracer() {
+    let exe = fixture("usdt");
+    if !std::path::Path::new(&exe).exists() {
+        eprintln!("skipped: usdt fixture not built (install systemtap-sdt-dev)");
+        return;
+    }
+    let mem = format!(
+        "global s\nprobe process(\"{exe}\").mark(\"mixed\") {{ s += $arg2 }}\n\
+         probe end {{ println(s) }}"
+    );
+    let o = utap_c(&mem, &exe, true);
+    assert_eq!((o.status, o.stdout.as_str()), (0, "60\n"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains(
+            "reads $arg2, which marker 'mixed' keeps in memory (no safe load in the program)"
+        ),
+        "{}",
+        o.stderr
+    );
+    let constant = mem.replace("$arg2", "$arg3");
+    let o = utap_c(&constant, &exe, true);
+    assert_eq!((o.status, o.stdout.as_str()), (0, "-3\n"), "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("utap: 1 of 2 probe(s) run in the program"),
+        "{}",
+        o.stderr
+    );
+}
+
+/// Starts `usdt_hot 4 N 1000` (about N/1000 ms) and waits until its
+/// threads run.
+fn start_ticks(exe: &str, n: i64) -> (std::process::Child, i32) {
+    let child = command(exe)
+        .args(["4", &n.to_string(), "1000"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start usdt_hot");
+    let pid = child.id() as i32;
+    wait_until("the threads run", || threads(pid).len() >= 5);
+    (child, pid)
+}
+
+/// `-x` with the marker in the program: after SIGINT the program runs on
+/// with its text and maps as on disk (the marker's bytes back, a thread
+/// held in the displaced instructions moved out) and prints its exact
+/// line; the script saw hits.
+#[test]
+fn an_attached_program_with_a_marker_let_go_has_its_text_back() {
+    let Some(exe) = usdt_hot() else { return };
+    let (child, pid) = start_ticks(&exe, 3_000_000);
+    let mut u = utap(&ticks_script(&exe), &["-v", "-x", &pid.to_string()]);
+    u.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let tracer = u.spawn().expect("start utap");
+    wait_until("the marker is patched", || {
+        std::fs::read_to_string(format!("/proc/{pid}/maps"))
+            .is_ok_and(|m| m.contains("utap-dataplane"))
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    signal(tracer.id() as i32, libc::SIGINT);
+    let o = finish(tracer);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    let n: u64 = o
+        .stdout
+        .split_whitespace()
+        .nth(1)
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {}", o.stdout));
+    assert!(n > 0, "{}", o.stderr);
+    let ([processes, failed, _, entries, ..], _) = plane_counts(&o.stderr);
+    assert_eq!((processes, failed, entries), (1, 0, 1), "{}", o.stderr);
+    assert_text_as_on_disk(pid);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let want = format!("{}\n", ticks_line(4, 3_000_000));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), want);
+}
+
+/// SIGKILL of utap at random moments of an `-x` session once the marker
+/// is in the program (the attach's own window, a thread inside an
+/// injected call, is issue 29's guardian's): the program never traps or
+/// hangs and prints its exact line (the patched marker jumps into a
+/// region that needs no tracer).
+#[test]
+fn sigkill_of_utap_never_harms_a_program_with_a_marker_in_process() {
+    let Some(exe) = usdt_hot() else { return };
+    let script = ticks_script(&exe);
+    let want = format!("{}\n", ticks_line(4, 1_500_000));
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.subsec_nanos() as u64 | 1);
+    let mut failed = Vec::new();
+    for trial in 0..10u64 {
+        // 0 to 599 ms of the threads' loops with the marker patched.
+        let r = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(trial.wrapping_mul(1442695040888963407));
+        let ms = (r >> 33) % 600;
+        let (child, pid) = start_ticks(&exe, 1_500_000);
+        let mut u = utap(&script, &["-x", &pid.to_string()]);
+        u.stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let mut tracer = u.spawn().expect("start utap");
+        wait_until("the region is mapped", || {
+            regions_in(pid) > 0 || tracer.try_wait().ok().flatten().is_some()
+        });
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        let _ = tracer.kill();
+        let _ = tracer.wait();
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() || stdout != want {
+            failed.push(format!(
+                "trial {trial} ({ms} ms): {:?} {stdout:?}",
+                out.status
+            ));
         }
     }
     assert!(failed.is_empty(), "{failed:#?}");

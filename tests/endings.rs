@@ -480,41 +480,12 @@ fn program_pid(out: &std::path::Path) -> i32 {
     found.unwrap()
 }
 
-/// A small generator of delays, seeded from the clock (the seed is in
-/// every failure message, to replay a trial).
-struct Delays(u64);
-
-impl Delays {
-    fn new() -> Delays {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos() as u64;
-        Delays(nanos | 1)
-    }
-
-    /// The next delay in 0..max_ms.
-    fn next(&mut self, max_ms: u64) -> Duration {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        Duration::from_millis(self.0 % max_ms)
-    }
-}
-
 /// The processes whose environment holds `marker` (a utap session's, and
 /// what it started): pid, state letter and whether it runs utap's binary.
 fn marked(marker: &str) -> Vec<(i32, char, bool)> {
     let utap = std::fs::canonicalize(utap_bin()).unwrap();
     let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
+    for pid in pids() {
         let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
             continue;
         };

@@ -1,5 +1,6 @@
 //! Golden tests: runs the `utap` binary on every case and compares its
-//! output byte for byte.
+//! output byte for byte, through the harness `utap --test` uses
+//! (`utap_runtime::harness`: one runner, not two).
 //!
 //! A case is `NAME.stp` with optional side files:
 //! - `NAME.args`: script arguments, one line of shell words;
@@ -23,25 +24,12 @@
 //! fail, each with its reason). `UTAP_BLESS=1` rewrites the expectations
 //! of `tests/golden/` cases from the actual results.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
 
 use libtest_mimic::{Arguments, Failed, Trial};
-
-#[path = "../compiler/tests/common/words.rs"]
-mod words;
-// The `.filter` directives, shared with the sample blocks of the docs (tests/docs.rs).
-#[path = "support/filter.rs"]
-mod filter;
-use filter::normalize;
-use words::shell_words;
-
-/// How long a case may run.
-const TIMEOUT: Duration = Duration::from_secs(30);
+use utap_runtime::harness::{self, Case, Harness};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -51,213 +39,26 @@ fn read_opt(path: &Path) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }
 
-struct Case {
-    /// Where the side files are.
-    dir: PathBuf,
-    name: String,
-    /// The script to run, relative to `dir` (error messages name it so).
-    script: PathBuf,
-    conformance: bool,
-    /// Run with `UTAP_INPROC=0`: every probe in the tracer (the syscall
-    /// cases run on both routes, issue 27).
-    tracer_only: bool,
+/// The cases of `scripts` with side files in `dir`; `.cmd` lines may name
+/// the compiled fixtures as `$FIXTURES`.
+fn cases(scripts: &Path, dir: &Path, rel: &Path) -> Vec<Case> {
+    let mut cases = harness::cases_of(scripts, dir, rel);
+    for c in &mut cases {
+        c.env
+            .push(("FIXTURES".into(), env!("UTAP_FIXTURES").into()));
+    }
+    cases
 }
 
-struct Run {
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
-    status: i32,
+fn cases_in(dir: &Path) -> Vec<Case> {
+    cases(dir, dir, Path::new(""))
 }
 
-fn run_case(case: &Case) -> Result<Run, String> {
-    let file = |ext: &str| case.dir.join(format!("{}.{ext}", case.name));
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_utap"));
-    cmd.current_dir(&case.dir);
-    cmd.env("FIXTURES", env!("UTAP_FIXTURES"));
-    if case.tracer_only {
-        cmd.env("UTAP_INPROC", "0");
+fn harness() -> Harness {
+    Harness {
+        utap: env!("CARGO_BIN_EXE_utap").into(),
+        timeout: harness::TIMEOUT,
     }
-    // cargo points LD_LIBRARY_PATH at its build directories; traced
-    // commands would search them all for every library they load.
-    cmd.env_remove("LD_LIBRARY_PATH");
-    if let Some(opts) = read_opt(&file("opts")) {
-        // Conformance cases too run with their options exactly as the
-        // corpus gives them (`--compatible=1.3`, `-DMAXACTION=...`).
-        cmd.args(shell_words(&opts));
-    }
-    if let Some(c) = read_opt(&file("cmd")) {
-        cmd.arg("-c").arg(c.trim());
-    }
-    // Relative to the case directory when the script is there, so that
-    // messages quoting the script's path do not depend on the checkout.
-    let script = match (case.script.parent(), case.script.file_name()) {
-        (Some(parent), Some(name)) if parent == case.dir => PathBuf::from(name),
-        _ => case.script.clone(),
-    };
-    cmd.arg(script);
-    if let Some(args) = read_opt(&file("args")) {
-        cmd.args(shell_words(&args));
-    }
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(|e| format!("cannot run utap: {e}"))?;
-    // Drain both pipes on threads so a chatty case cannot block.
-    let mut out = child.stdout.take().expect("piped");
-    let mut err = child.stderr.take().expect("piped");
-    let t_out = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = out.read_to_end(&mut v);
-        v
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = err.read_to_end(&mut v);
-        v
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
-            break s;
-        }
-        if start.elapsed() > TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!("timed out after {}s", TIMEOUT.as_secs()));
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let stdout = t_out.join().unwrap_or_default();
-    let stdout = match read_opt(&file("filter")) {
-        Some(f) => normalize(&f, &stdout)?,
-        None => stdout,
-    };
-    Ok(Run {
-        stdout,
-        stderr: t_err.join().unwrap_or_default(),
-        status: status.code().unwrap_or(128 + 9),
-    })
-}
-
-/// A readable difference: the common lines, then what was expected and
-/// what came instead, line by line.
-fn diff(what: &str, expected: &[u8], actual: &[u8]) -> String {
-    let e = String::from_utf8_lossy(expected);
-    let a = String::from_utf8_lossy(actual);
-    let el: Vec<&str> = e.split_inclusive('\n').collect();
-    let al: Vec<&str> = a.split_inclusive('\n').collect();
-    let prefix = el.iter().zip(&al).take_while(|(x, y)| x == y).count();
-    let suffix = el[prefix..]
-        .iter()
-        .rev()
-        .zip(al[prefix..].iter().rev())
-        .take_while(|(x, y)| x == y)
-        .count();
-    let mut s = format!(
-        "{what} differs (first difference at line {}):\n",
-        prefix + 1
-    );
-    for l in &el[prefix.saturating_sub(3)..prefix] {
-        s += &format!("  {}", show(l));
-    }
-    for l in &el[prefix..el.len() - suffix] {
-        s += &format!("- {}", show(l));
-    }
-    for l in &al[prefix..al.len() - suffix] {
-        s += &format!("+ {}", show(l));
-    }
-    s
-}
-
-fn show(line: &str) -> String {
-    if line.ends_with('\n') {
-        line.to_string()
-    } else {
-        format!("{line}\\ (no newline at end)\n")
-    }
-}
-
-fn check_case(case: &Case, bless: bool) -> Result<(), String> {
-    let file = |ext: &str| case.dir.join(format!("{}.{ext}", case.name));
-    let run = run_case(case)?;
-    if bless && !case.conformance {
-        let write = |ext: &str, data: &[u8], keep_empty: bool| {
-            let p = file(ext);
-            if data.is_empty() && !keep_empty {
-                let _ = std::fs::remove_file(&p);
-            } else {
-                std::fs::write(&p, data).expect("write expectation");
-            }
-        };
-        write("out", &run.stdout, true);
-        write("err", &run.stderr, false);
-        let exit = if run.status == 0 {
-            Vec::new()
-        } else {
-            format!("{}\n", run.status).into_bytes()
-        };
-        write("exit", &exit, false);
-        return Ok(());
-    }
-    let mut problems = Vec::new();
-    let expected_out = std::fs::read(file("out")).unwrap_or_default();
-    if expected_out != run.stdout {
-        problems.push(diff("stdout", &expected_out, &run.stdout));
-    }
-    if !case.conformance {
-        let expected_err = std::fs::read(file("err")).unwrap_or_default();
-        if expected_err != run.stderr {
-            problems.push(diff("stderr", &expected_err, &run.stderr));
-        }
-        let expected_exit: i32 = read_opt(&file("exit"))
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(0);
-        if expected_exit != run.status {
-            problems.push(format!(
-                "exit status {} instead of {expected_exit}\nstderr:\n{}",
-                run.status,
-                String::from_utf8_lossy(&run.stderr)
-            ));
-        }
-    } else if !problems.is_empty() {
-        problems.push(format!("stderr:\n{}", String::from_utf8_lossy(&run.stderr)));
-    }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(problems.join("\n"))
-    }
-}
-
-/// The cases of `dir`: its `NAME.stp` files.
-fn cases_in(dir: &Path, conformance: bool) -> Vec<Case> {
-    cases_of(dir, dir, Path::new(""), conformance)
-}
-
-/// One case per `NAME.stp` of `scripts` (which is `rel` seen from `dir`),
-/// with its side files in `dir`.
-fn cases_of(scripts: &Path, dir: &Path, rel: &Path, conformance: bool) -> Vec<Case> {
-    let mut names: Vec<String> = std::fs::read_dir(scripts)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .filter_map(|e| {
-                    let n = e.file_name().into_string().ok()?;
-                    n.strip_suffix(".stp").map(str::to_string)
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-        .into_iter()
-        .map(|name| Case {
-            dir: dir.to_path_buf(),
-            script: rel.join(format!("{name}.stp")),
-            name,
-            conformance,
-            tracer_only: false,
-        })
-        .collect()
 }
 
 /// `NAME reason...` lines; `#` starts a comment.
@@ -288,7 +89,7 @@ fn exceptions() -> Vec<(String, String)> {
 
 /// A case that runs a command (`.cmd`) under a script naming syscalls.
 fn probes_syscalls_of_a_command(case: &Case) -> bool {
-    let script = std::fs::read_to_string(case.dir.join(&case.script)).unwrap_or_default();
+    let script = read_opt(&case.dir.join(&case.script)).unwrap_or_default();
     case.dir.join(format!("{}.cmd", case.name)).exists() && script.contains("syscall")
 }
 
@@ -296,36 +97,31 @@ fn main() {
     let args = Arguments::from_args();
     let bless = std::env::var_os("UTAP_BLESS").is_some_and(|v| v == "1");
     let mut trials = Vec::new();
-    for case in cases_in(&root().join("tests/golden"), false) {
+    for case in cases_in(&root().join("tests/golden")) {
         let name = format!("golden::{}", case.name);
         trials.push(Trial::test(name, move || {
-            check_case(&case, bless).map_err(Failed::from)
+            harness().check(&case, bless).map_err(Failed::from)
         }));
     }
     let examples = root().join("examples");
     let rel = Path::new("../../examples");
-    for case in cases_of(&examples, &root().join("tests/examples"), rel, false) {
+    for case in cases(&examples, &root().join("tests/examples"), rel) {
         let name = format!("examples::{}", case.name);
         trials.push(Trial::test(name, move || {
-            check_case(&case, bless).map_err(Failed::from)
+            harness().check(&case, bless).map_err(Failed::from)
         }));
     }
     // The syscall cases of a command again with every probe in the tracer:
     // both routes must print the same.
-    let twice = cases_in(&root().join("tests/golden"), false)
+    let twice = cases_in(&root().join("tests/golden"))
         .into_iter()
-        .chain(cases_of(
-            &examples,
-            &root().join("tests/examples"),
-            rel,
-            false,
-        ))
+        .chain(cases(&examples, &root().join("tests/examples"), rel))
         .filter(probes_syscalls_of_a_command);
     for mut case in twice {
-        case.tracer_only = true;
+        case.env.push(("UTAP_INPROC".into(), "0".into()));
         let name = format!("tracer-route::{}", case.name);
         trials.push(Trial::test(name, move || {
-            check_case(&case, false).map_err(Failed::from)
+            harness().check(&case, false).map_err(Failed::from)
         }));
     }
     let matched = Arc::new(AtomicUsize::new(0));
@@ -333,14 +129,15 @@ fn main() {
     let conf_dir = conformance_run_dir();
     if conf_dir.is_dir() {
         let exceptions = Arc::new(exceptions());
-        for case in cases_in(&conf_dir, true) {
+        for mut case in cases_in(&conf_dir) {
+            case.stdout_only = true;
             let name = format!("conformance::{}", case.name);
             let exceptions = exceptions.clone();
             let matched = matched.clone();
             conf_total += 1;
             trials.push(Trial::test(name, move || {
                 let expected_failure = exceptions.iter().find(|(n, _)| *n == case.name);
-                let result = check_case(&case, false);
+                let result = harness().check(&case, false);
                 if result.is_ok() {
                     matched.fetch_add(1, Ordering::Relaxed);
                 }
@@ -356,7 +153,7 @@ fn main() {
         }
         eprintln!(
             "conformance: {} run cases, {} listed as expected failures",
-            cases_in(&conf_dir, true).len(),
+            cases_in(&conf_dir).len(),
             exceptions.len()
         );
     } else {

@@ -25,7 +25,7 @@ fn scratch(name: &str) -> PathBuf {
 /// the write; the return probes report what the thread got.
 const SKIP: &str = r#"
 global skipped
-probe syscall.unlinkat { if (isinstr(pathname, "victim")) { $return = 0; skipped[tid()] = 1 } }
+probe syscall.unlinkat { if (isinstr(pathname_str, "victim")) { $return = 0; skipped[tid()] = 1 } }
 probe syscall.openat { if (isinstr(filename, "created")) { $return = -errno_num("EROFS"); skipped[tid()] = 1 } }
 probe syscall.write { if ($arg3 == 7) $arg3 = 3 }
 probe syscall.unlinkat.return, syscall.openat.return {

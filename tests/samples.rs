@@ -8,8 +8,8 @@
 //!   only PATH, HOME and `LC_ALL=C` in its environment, in a scratch directory holding `examples/` and copies of
 //!   the fixtures the samples trace (`ustack`, `profile`: tests/fixtures/),
 //!   with the utap under test first in PATH; the
-//!   FILTER lines (golden tests' `.filter` directives, tests/support/
-//!   filter.rs) are applied to both outputs before comparing, for what
+//!   FILTER lines (golden tests' `.filter` directives, runtime/src/
+//!   harness/filter.rs) are applied to both outputs before comparing, for what
 //!   varies from run to run (pids, times, the order of two writers' lines).
 //!   `UTAP_BLESS=1` writes the actual output into the block.
 //! - `<!-- run -->`: the block's lines run with `sh -e` from the project
@@ -20,8 +20,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-#[path = "support/filter.rs"]
-mod filter;
+use utap_runtime::harness as filter;
 
 /// A marked fenced block.
 pub struct Block {

@@ -115,6 +115,25 @@ pub struct Options {
     #[arg(long = "completions", value_name = "SHELL")]
     pub completions: Option<clap_complete::Shell>,
 
+    /// Run the golden tests of each DIR (given as the arguments): every
+    /// NAME.stp with its .opts/.cmd/.args/.filter side files, compared with
+    /// NAME.out/.err/.exit (docs/guide/testing.md). Exit status 1 when one fails.
+    #[arg(long = "test")]
+    pub test: bool,
+
+    /// With --test: write each case's NAME.out/.err/.exit from its run.
+    #[arg(long = "bless", requires = "test")]
+    pub bless: bool,
+
+    /// With --test: how many cases run at once (default: the number of CPUs).
+    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u16).range(1..), requires = "test")]
+    pub jobs: Option<u16>,
+
+    /// With --test: how long one case may run (default 30); a case over it
+    /// is killed and fails with "timed out after SECONDSs".
+    #[arg(long = "test-timeout", value_name = "SECONDS", value_parser = parse_seconds, requires = "test")]
+    pub test_timeout: Option<f64>,
+
     /// Describe the stdlib or builtin function NAME and exit.
     #[arg(long = "help-function", value_name = "NAME")]
     pub help_function: Option<String>,

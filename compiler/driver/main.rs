@@ -4,6 +4,7 @@
 mod cli;
 mod daemon;
 mod docs;
+mod golden;
 mod json_diag;
 mod manpage;
 mod session;
@@ -20,6 +21,11 @@ use utap_runtime::host::Verdict;
 use utap_runtime::utrace::command_line::CommandLine;
 
 fn main() -> ExitCode {
+    // A session's guardian (runtime/src/guardian): nothing else of utap.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(utap_runtime::guardian::MODE) {
+        return ExitCode::from(utap_runtime::guardian::main(&args[1..]) as u8);
+    }
     keep_freed_memory();
     // Before anything else: compiling and attaching next to a target's
     // thousand busy threads need the CPU (runtime/src/priority.rs).
@@ -31,6 +37,9 @@ fn main() -> ExitCode {
     let opts = cli::parse_args();
     if let Some(status) = docs::run(&opts) {
         return ExitCode::from(status);
+    }
+    if opts.test {
+        return ExitCode::from(golden::run(&opts));
     }
     JSON.store(
         opts.format == cli::Format::Json && opts.list.is_none() && opts.list_vars.is_none(),

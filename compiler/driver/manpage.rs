@@ -85,6 +85,17 @@ utap \-g inject.stp \-x PID
 utap \-\-sessions
 .RE
 .fi
+.PP
+Golden tests of one's own tapsets: each NAME.stp of a directory run and
+compared with its NAME.out, NAME.err and NAME.exit; \-\-bless writes them
+(see \fIdocs/guide/testing.md\fR):
+.PP
+.nf
+.RS
+utap \-\-test \-\-bless tests
+utap \-\-test tests
+.RE
+.fi
 "#;
 
 const EXIT_STATUS: &str = r#".SH EXIT STATUS
@@ -97,6 +108,9 @@ The session ran and ended normally: the command exited, \fBexit()\fR,
 A usage, parse, semantic, compile, runtime or output error (an option utap
 does not have, a script that does not compile, a handler error that ends
 the session, an output that cannot be written).
+.TP
+.B 1 \fR(\fB\-\-test\fR)
+A case failed, or a directory holds no case.
 .TP
 .I status of the command
 With \fB\-\-exit\-status\fR and \fB\-c\fR, when the command's exit ends the

@@ -11,8 +11,12 @@
 //!   (`syscall.*`, `process.syscall`, no path or pid filter), or function
 //!   entries and returns (`process("P").function("F")` and its `.return`,
 //!   `.library(..)` too: the data plane patches the entry with a jump to
-//!   a stub, which hijacks the return for return hooks; not markers,
-//!   `.plt`, offsets or absolute addresses);
+//!   a stub, which hijacks the return for return hooks; not `.plt`,
+//!   offsets or absolute addresses), or USDT markers whose file is known
+//!   before the run (the marker's `nop` is patched the same way; the
+//!   stub loads `$arg1`..`$arg6` from registers and constants, so a
+//!   handler that reads an argument the note puts in memory stays in the
+//!   tracer: the data plane has no safe load);
 //! * it uses long arithmetic, locals, `if`, `next`, long scalar globals,
 //!   arrays of longs keyed by longs and string literals (a string local
 //!   only ever holds a literal), `$syscall`, `$argN`, `$return`, `pid()`
@@ -34,6 +38,7 @@ use crate::program::{
     ProcessEvent, ProcessTarget, Program, Stmt, StmtKind, Type,
 };
 use crate::walk;
+use utap_runtime::elf::sdt::Operand;
 
 /// Builtins the in-process runtime implements.
 pub const IN_PROCESS_BUILTINS: &[&str] = &["pid", "tid"];
@@ -62,9 +67,19 @@ pub fn routes(program: &Program) -> Vec<Route> {
     // in-process users in the tracer too, until nothing changes.
     loop {
         let tracer_globals = tracer_touched(program, &routes);
+        let tracer_prints = tracer_prints(program, &routes);
         let mut changed = false;
         for (i, p) in program.probes.iter().enumerate() {
             if routes[i] != Route::InProcess {
+                continue;
+            }
+            if tracer_prints && prints(&p.body) {
+                routes[i] = Route::Tracer(
+                    "prints, as a handler that runs in the tracer does (the program's output \
+                     would come out of order with the tracer's)"
+                        .into(),
+                );
+                changed = true;
                 continue;
             }
             if let Some(g) = touched(p).into_iter().find(|g| tracer_globals.contains(g)) {
@@ -79,6 +94,54 @@ pub fn routes(program: &Program) -> Vec<Route> {
             return routes;
         }
     }
+}
+
+/// Whether `b` prints (`printf`, `print` and their forms).
+fn prints(b: &Block) -> bool {
+    let mut found = false;
+    walk::block(b, &mut |e| {
+        found |= matches!(e.kind, ExprKind::Print { .. })
+    });
+    found
+}
+
+/// Whether a handler that runs in the tracer while the program runs (not
+/// begin, end or error), or a script function one calls, prints: the
+/// data plane's output is read from the program's rings every few
+/// milliseconds, so lines the two routes print while the program runs
+/// would not keep the order of their hits.
+fn tracer_prints(program: &Program, routes: &[Route]) -> bool {
+    let mut calls: Vec<usize> = Vec::new();
+    for (p, route) in program.probes.iter().zip(routes) {
+        if *route != Route::InProcess && !outside_the_run(p) {
+            if prints(&p.body) {
+                return true;
+            }
+            walk::block(&p.body, &mut |e| called(e, &mut calls));
+        }
+    }
+    let mut seen = HashSet::new();
+    while let Some(f) = calls.pop() {
+        let Some(func) = program.functions.get(f).filter(|_| seen.insert(f)) else {
+            continue;
+        };
+        if prints(&func.body) {
+            return true;
+        }
+        walk::block(&func.body, &mut |e| called(e, &mut calls));
+    }
+    false
+}
+
+/// A begin, end or error probe: it runs before the region is filled or
+/// after it is folded back and its output drained.
+fn outside_the_run(p: &ProbeDef) -> bool {
+    p.points.iter().all(|pt| {
+        matches!(
+            pt.kind,
+            PointKind::Begin(_) | PointKind::End(_) | PointKind::Error(_) | PointKind::Never
+        )
+    })
 }
 
 /// Whether any handler or function of the script unwinds a user stack
@@ -125,14 +188,23 @@ fn first_reason(program: &Program, p: &ProbeDef, unwinds: bool) -> Option<String
             PointKind::Process {
                 event: ProcessEvent::Function(fp),
                 ..
-            } => function_entry(fp),
+            } => function_entry(fp) || is_mark(fp),
             _ => false,
         };
         if !ok {
             return Some(format!(
-                "{} is neither a syscall probe of every process nor a function's entry",
+                "{} is neither a syscall probe of every process nor a function's entry or marker",
                 pt.text
             ));
+        }
+        if let PointKind::Process {
+            event: ProcessEvent::Function(fp),
+            ..
+        } = &pt.kind
+            && is_mark(fp)
+            && let Some(why) = mark_reason(p, &pt.kind, &pt.text)
+        {
+            return Some(why);
         }
     }
     let mut why = None;
@@ -149,6 +221,55 @@ fn first_reason(program: &Program, p: &ProbeDef, unwinds: bool) -> Option<String
 fn function_entry(fp: &utap_runtime::session::FunctionPoint) -> bool {
     use utap_runtime::session::FunctionSite;
     matches!(fp.site, FunctionSite::Function { offset: 0, .. })
+}
+
+fn is_mark(fp: &utap_runtime::session::FunctionPoint) -> bool {
+    matches!(fp.site, utap_runtime::session::FunctionSite::Mark { .. })
+}
+
+/// Why a marker point's hits cannot be served in process: its file is
+/// known only at run time (`process.mark`, a library named without its
+/// path), or the handler reads an argument a matching marker keeps in
+/// memory (the data plane has no safe load; registers and constants are
+/// loaded by the marker's stub).
+fn mark_reason(p: &ProbeDef, kind: &PointKind, text: &str) -> Option<String> {
+    let Some(markers) = crate::check::marks::operands(kind) else {
+        return Some(format!(
+            "{text}: the marker's file is known only at run time"
+        ));
+    };
+    let read = args_read(p);
+    for (name, args) in &markers {
+        for &n in &read {
+            let in_memory = args
+                .get(n)
+                .is_some_and(|a| matches!(a.operand, Operand::Mem { .. } | Operand::Symbol { .. }));
+            if in_memory {
+                return Some(format!(
+                    "reads $arg{}, which marker '{name}' keeps in memory (no safe load in the program)",
+                    n + 1
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// The `$argN` (0-based) a probe's handler and conditions read.
+fn args_read(p: &ProbeDef) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut visit = |e: &Expr| {
+        if let ExprKind::Context(ContextVar::Arg(n)) = e.kind
+            && !out.contains(&usize::from(n))
+        {
+            out.push(usize::from(n));
+        }
+    };
+    for c in p.points.iter().filter_map(|pt| pt.condition.as_ref()) {
+        walk::expr(c, &mut visit);
+    }
+    walk::block(&p.body, &mut visit);
+    out
 }
 
 fn block_reason(program: &Program, b: &Block, why: &mut Option<String>) {
@@ -390,13 +511,7 @@ fn tracer_touched(program: &Program, routes: &[Route]) -> HashSet<GlobalId> {
     let mut out = HashSet::new();
     let mut calls: Vec<usize> = Vec::new();
     for (p, route) in program.probes.iter().zip(routes) {
-        let outside = p.points.iter().all(|pt| {
-            matches!(
-                pt.kind,
-                PointKind::Begin(_) | PointKind::End(_) | PointKind::Error(_) | PointKind::Never
-            )
-        });
-        if *route != Route::InProcess && !outside {
+        if *route != Route::InProcess && !outside_the_run(p) {
             out.extend(touched(p));
             walk::block(&p.body, &mut |e| called(e, &mut calls));
         }

@@ -5,8 +5,8 @@
 
 mod common;
 
-use common::words::shell_words;
 use std::path::{Path, PathBuf};
+use utap_runtime::harness::shell_words;
 
 use utap_compiler::check::{CheckOptions, check};
 use utap_compiler::parser::{NodeIds, ParseOptions, parse_file};

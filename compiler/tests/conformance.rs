@@ -7,12 +7,12 @@
 
 mod common;
 
-use common::words::shell_words;
 use common::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use utap_compiler::diag;
 use utap_compiler::print;
+use utap_runtime::harness::shell_words;
 
 fn exceptions() -> BTreeMap<String, String> {
     let text = include_str!("parse-exceptions.txt");

@@ -23,7 +23,7 @@ _utap() {
 
     case "${cmd}" in
         utap)
-            opts="-e -c -x -o -p -v -l -L -I -D -G -T -s -g -f -w -u -t -h -V --exit-status --format --suppress-handler-errors --metrics --generate-man --completions --compatible --skip-badvars --daemon --socket --connect --no-daemon --sessions --detach-session --help-function --help --version"
+            opts="-e -c -x -o -p -v -l -L -I -D -G -T -s -g -f -j -w -u -t -h -V --exit-status --format --suppress-handler-errors --metrics --generate-man --completions --test --bless --jobs --test-timeout --compatible --skip-badvars --daemon --socket --connect --no-daemon --sessions --detach-session --help-function --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -91,6 +91,18 @@ _utap() {
                     ;;
                 --completions)
                     COMPREPLY=($(compgen -W "bash elvish fish powershell zsh" -- "${cur}"))
+                    return 0
+                    ;;
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --test-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --compatible)

@@ -18,6 +18,8 @@ elvish\t''
 fish\t''
 powershell\t''
 zsh\t''"
+complete -c utap -s j -l jobs -d 'With --test: how many cases run at once (default: the number of CPUs)' -r
+complete -c utap -l test-timeout -d 'With --test: how long one case may run (default 30); a case over it is killed and fails with "timed out after SECONDSs"' -r
 complete -c utap -l compatible -d 'Language of SystemTap release VERSION (stap --compatible): accepted; utap\'s language is SystemTap 5\'s, which reads older scripts alike' -r
 complete -c utap -l socket -d 'The daemon\'s socket (default: $XDG_RUNTIME_DIR/utap/utapd.sock, or $TMPDIR/utap-UID/utapd.sock without XDG_RUNTIME_DIR; a directory that is a symbolic link, another user\'s or open to others is refused)' -r
 complete -c utap -l connect -d 'Run this session in the utap daemon at PATH (default: the user\'s). Without it, `-x` uses the user\'s daemon when one runs' -r
@@ -179,6 +181,8 @@ complete -c utap -s v -d 'More verbose (repeatable)'
 complete -c utap -s g -d 'Guru mode: allow control actions (changing signals, stopping threads)'
 complete -c utap -l suppress-handler-errors -d 'Turn handler errors into counts reported at exit'
 complete -c utap -l generate-man -d 'Print the utap(1) man page (roff) and exit'
+complete -c utap -l test -d 'Run the golden tests of each DIR (given as the arguments): every NAME.stp with its .opts/.cmd/.args/.filter side files, compared with NAME.out/.err/.exit (docs/guide/testing.md). Exit status 1 when one fails'
+complete -c utap -l bless -d 'With --test: write each case\'s NAME.out/.err/.exit from its run'
 complete -c utap -s w -d 'Suppress warnings (stap -w)'
 complete -c utap -s u -d 'Unoptimised mode (stap -u): accepted; utap\'s optimisations never change what a script prints'
 complete -c utap -s t -d 'Per-probe timing report at the end of the session (stap -t)'

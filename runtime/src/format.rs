@@ -383,10 +383,9 @@ pub fn format_into_mem(
     Ok(())
 }
 
-/// The front end keeps the non-UTF-8 bytes of a string literal (`"\231"`)
-/// as the characters U+10FF80..=U+10FFFF (`utap_compiler::lexer::
-/// bytes_to_string`); format text goes out as the bytes they stand for.
-pub const RAW_BYTE_BASE: u32 = 0x10FF00;
+/// Where the front end's raw bytes of a literal start (owned by the
+/// string room, below this one).
+pub use crate::values::strings::RAW_BYTE_BASE;
 
 /// The bytes format text stands for (raw-byte characters decoded).
 pub fn text_bytes(t: &str, out: &mut Vec<u8>) {

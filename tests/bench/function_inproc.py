@@ -50,6 +50,18 @@ def timed(argv, env=None):
     return time.perf_counter() - t
 
 
+def slopes(cases, rounds):
+    """ns per hit of each case (name -> (argv(k), env, k)): the slope between
+    a run of k hits and one of k/10, so start-up drops out; the cases
+    alternate, and each figure is the median over the rounds."""
+    samples = {c: [] for c in cases}
+    for _ in range(rounds):
+        for name, (argv, env, k) in cases.items():
+            big, small = timed(argv(k), env), timed(argv(k // 10), env)
+            samples[name].append((big - small) / (k - k // 10) * 1e9)
+    return {c: statistics.median(v) for c, v in samples.items()}
+
+
 def build(dir):
     src, exe, pg = (os.path.join(dir, n) for n in ["hot.c", "hot", "hot_pg"])
     with open(src, "w") as f:
@@ -106,12 +118,7 @@ def main():
                                     None, n // 10)
         cases["bpftrace uprobe+uretprobe"] = (
             lambda k: ["bpftrace", "-e", pair, "-c", f"{exe} {k}"], None, n // 10)
-    samples = {c: [] for c in cases}
-    for _ in range(a.rounds):
-        for name, (argv, env, k) in cases.items():
-            big, small = timed(argv(k), env), timed(argv(k // 10), env)
-            samples[name].append((big - small) / (k - k // 10) * 1e9)
-    per = {c: statistics.median(v) for c, v in samples.items()}
+    per = slopes(cases, a.rounds)
     base = per["untraced"]
     print(f"load {os.getloadavg()[0]:.1f}, {a.rounds} rounds, {n} calls")
     print(f"{'case':28} {'ns/call':>9} {'added ns':>9}")

@@ -10,34 +10,71 @@ Times, medians over alternating rounds:
   -L markers            utap -L 'process("/usr/bin/python3.11").mark("*")'
 The start-up cost of markers = "utap, markers" - "utap, no markers".
 
-Usage: tests/bench/usdt.py [--rounds R]
+With --per-hit (issue 28), instead: the cost per hit of a marker probe
+on tests/fixtures/usdt/usdt_hot.c's hot:tick (a marker in a loop, one
+thread), counted with its first argument summed, in process (the
+marker's nop patched with a jump), on the ptrace route (UTAP_INPROC=0),
+and by bpftrace's `usdt:` probe (a kernel uprobe on the nop), against the
+untraced program, in one alternating run. Per hit is the slope between
+N and N/10 hits (start-up and attach drop out), medians over the rounds;
+the ptrace route and bpftrace run on --slow-hits (their hits cost
+microseconds).
+
+Usage: tests/bench/usdt.py [--rounds R] [--per-hit [--hits N] [--slow-hits M]]
 Needs a release build (cargo build --release). Say the load with the figures.
 """
 import argparse
 import os
 import statistics
-import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from overhead import UTAP, script  # noqa: E402
+from overhead import UTAP, fixture, script  # noqa: E402
+from function_inproc import bpftrace_usable, slopes, timed  # noqa: E402
 
 PY = "/usr/bin/python3.11"
 MARK = 'probe process("%s").mark("function__entry") { }\n' % PY
 BEGIN = "probe process.begin { }\n"
 
 
-def timed(argv):
-    t = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t
+def per_hit(a):
+    exe = fixture("usdt_hot")
+    probe = script('global n, s\nprobe process("%s").mark("tick") { n++; s += $arg1 }\n'
+                   'probe end { println(n, " ", s) }\n' % exe)
+    tracer_env = dict(os.environ, UTAP_INPROC="0")
+    n, slow = a.hits, a.slow_hits
+    # name: (argv for k hits, env, hits)
+    cases = {
+        "untraced": (lambda k: [exe, "1", str(k)], None, n),
+        "utap in process": (lambda k: [UTAP, probe, "-c", f"{exe} 1 {k}"], None, n),
+        "utap ptrace route": (lambda k: [UTAP, probe, "-c", f"{exe} 1 {k}"], tracer_env, slow),
+    }
+    if bpftrace_usable():
+        bt = "usdt:%s:hot:tick { @n = count(); @s = sum(arg0); }" % exe
+        cases["bpftrace usdt"] = (lambda k: ["bpftrace", "-e", bt, "-c", f"{exe} 1 {k}"],
+                                  None, slow)
+    per = slopes(cases, a.rounds)
+    base = per["untraced"]
+    print(f"load {os.getloadavg()[0]:.2f}, {a.rounds} rounds, {n} hits ({slow} slow)")
+    print(f"{'case':20} {'ns/hit':>9} {'added ns':>9}")
+    for c, v in per.items():
+        print(f"{c:20} {v:9.1f} {v - base:9.1f}")
+    ours = per["utap in process"] - base
+    for peer in ["utap ptrace route", "bpftrace usdt"]:
+        if peer in per and per[peer] - base > 0:
+            print(f"added cost, utap in process / {peer}: {ours / (per[peer] - base):.4f}")
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=11)
+    ap.add_argument("--per-hit", action="store_true")
+    ap.add_argument("--hits", type=int, default=20_000_000)
+    ap.add_argument("--slow-hits", type=int, default=100_000)
     a = ap.parse_args()
+    if a.per_hit:
+        per_hit(a)
+        return
     cmd = f"{PY} -c pass"
     cases = {
         "python alone": [PY, "-c", "pass"],

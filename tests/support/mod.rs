@@ -387,3 +387,99 @@ pub fn bpftrace_usable() -> bool {
     }
     ok
 }
+
+/// Every executable file mapping of `pid` holds the file's bytes, and
+/// nothing of the data plane nor any anonymous executable page is mapped.
+pub fn assert_text_as_on_disk(pid: i32) {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    assert!(!maps.contains("utap-dataplane"), "{maps}");
+    for line in maps.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        assert!(
+            f.len() < 6 || !f[1].contains('x') || f[5].starts_with('/') || f[5].starts_with('['),
+            "an anonymous executable mapping is left: {line}"
+        );
+    }
+    if let Some(differs) = text_differing_from_disk(pid) {
+        panic!("{differs}");
+    }
+}
+
+/// The first executable file mapping of `pid` whose bytes differ from its
+/// file (an `int3` left at a probe site), said with the first differing
+/// address and bytes; None when all are as on disk.
+pub fn text_differing_from_disk(pid: i32) -> Option<String> {
+    use std::os::unix::fs::FileExt;
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    let mem = std::fs::File::open(format!("/proc/{pid}/mem")).ok()?;
+    for line in maps.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 6 || !f[1].contains('x') || !f[5].starts_with('/') {
+            continue;
+        }
+        let (lo, hi) = f[0].split_once('-').unwrap();
+        let lo = u64::from_str_radix(lo, 16).unwrap();
+        let hi = u64::from_str_radix(hi, 16).unwrap();
+        let off = u64::from_str_radix(f[2], 16).unwrap();
+        let mut live = vec![0u8; (hi - lo) as usize];
+        mem.read_exact_at(&mut live, lo).ok()?;
+        let file = std::fs::File::open(f[5]).unwrap();
+        let len = file
+            .metadata()
+            .unwrap()
+            .len()
+            .saturating_sub(off)
+            .min(hi - lo) as usize;
+        let mut disk = vec![0u8; len];
+        file.read_exact_at(&mut disk, off).unwrap();
+        if let Some(i) = (0..len).find(|&i| live[i] != disk[i]) {
+            return Some(format!(
+                "{} differs from its file at {:#x}: {:#04x} instead of {:#04x}",
+                f[5],
+                lo + i as u64,
+                live[i],
+                disk[i]
+            ));
+        }
+    }
+    None
+}
+
+/// The ids of every process now in /proc.
+pub fn pids() -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A small xorshift generator of delays, seeded from the clock (the seed
+/// is in every failure message, to replay a trial).
+pub struct Delays(pub u64);
+
+impl Default for Delays {
+    fn default() -> Delays {
+        Delays::new()
+    }
+}
+
+impl Delays {
+    pub fn new() -> Delays {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
+        Delays(nanos | 1)
+    }
+
+    /// The next delay in 0..max_ms.
+    pub fn next(&mut self, max_ms: u64) -> Duration {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        Duration::from_millis(self.0 % max_ms)
+    }
+}

@@ -5,7 +5,16 @@
 //! pattern of dotted components (each with the kind of argument it takes)
 //! plus the context variables its handlers may use. Adding a family means
 //! adding a row here and an engine in the runtime.
+//!
+//! Building a matched family dispatches to the builders (`functions`,
+//! which calls `dwarf` and `marks`); what the builders share with the
+//! catalogue (arguments, errors, built points) is a floor below, in
+//! [`super::point`], re-exported here.
 
+pub use super::point::{
+    BuildError, Built, FunctionFamily, PointArg, SiteKind, find_executable, glob_match,
+    process_target,
+};
 use crate::program::{ContextVar, PointKind, ProcessEvent, ProcessTarget, Type};
 
 /// What a component's `(arg)` may be.
@@ -86,27 +95,6 @@ pub enum ProcessEventKind {
     Function(FunctionFamily),
 }
 
-/// The function-probe families (`process(..).function(..)` and friends).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FunctionFamily {
-    pub site: SiteKind,
-    /// `.library("LIB")` follows `process(..)`.
-    pub library: bool,
-    pub returning: bool,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SiteKind {
-    Function,
-    Plt,
-    /// `.statement("NAME+OFF")` or `.statement(ADDR).absolute`.
-    Statement,
-    /// `.mark("NAME")`, or with `provider`, `.provider("P").mark("NAME")`:
-    /// USDT markers.
-    Mark {
-        provider: bool,
-    },
-}
 #[derive(Clone, Copy, Debug)]
 pub struct Family {
     pub comps: &'static [CompSpec],
@@ -536,46 +524,6 @@ pub static FAMILIES: &[Family] = &[
     ),
 ];
 
-/// An argument as written in a probe point.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PointArg {
-    Num(i64),
-    Str(String),
-}
-
-/// Why a family could not be built from matching components.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BuildError {
-    pub message: String,
-    pub label: String,
-    /// Index of the offending component.
-    pub component: usize,
-}
-
-/// One point a family builds from a written point.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Built {
-    pub kind: PointKind,
-    /// The arguments as resolved, when they differ from the written ones
-    /// (`statement("acc@/src/vw.c:10")` for `statement("acc@vw.c:*")`):
-    /// the point's text, `pp()`, shows them.
-    pub args: Option<Vec<Option<Option<PointArg>>>>,
-    /// `pp()` when it is not the text of `args`: SystemTap's derived probe
-    /// names the module holding the site as its process (a library's
-    /// path, not `.library(..)`), and a PLT entry by its address.
-    pub pp: Option<String>,
-}
-
-impl Built {
-    pub fn new(kind: PointKind) -> Built {
-        Built {
-            kind,
-            args: None,
-            pp: None,
-        }
-    }
-}
-
 impl Family {
     /// The context variable `name` (without `$`) of this family.
     pub fn context_var(&self, name: &str) -> Option<&'static ContextVarDef> {
@@ -729,45 +677,6 @@ impl ProcessEventKind {
         }
     }
 }
-
-/// What the `process` component names: `process("NAME")` a program
-/// (through `$PATH`), `process(PID)` a process (not init), `process` any.
-pub fn process_target(args: &[Option<Option<PointArg>>]) -> Result<ProcessTarget, BuildError> {
-    Ok(match args.first() {
-        Some(Some(Some(PointArg::Str(path)))) => ProcessTarget::Path(find_executable(path)),
-        Some(Some(Some(PointArg::Num(pid)))) => {
-            if *pid < 2 {
-                return Err(BuildError {
-                    message: "process pid must be greater than 1".into(),
-                    label: "pid 1 (init) cannot be traced".into(),
-                    component: 0,
-                });
-            }
-            ProcessTarget::Pid(*pid)
-        }
-        _ => ProcessTarget::Any,
-    })
-}
-
-/// SystemTap resolves a bare program name (`process("cat")`) through
-/// `$PATH`; a name that is not found is kept as written.
-pub fn find_executable(name: &str) -> String {
-    if name.contains('/') || name.is_empty() {
-        return name.to_string();
-    }
-    let path = std::env::var("PATH").unwrap_or_default();
-    for dir in path.split(':').filter(|d| !d.is_empty()) {
-        let candidate = std::path::Path::new(dir).join(name);
-        if candidate.is_file() {
-            return candidate.to_string_lossy().into_owned();
-        }
-    }
-    name.to_string()
-}
-
-/// Wildcards of probe-point components (`*`, `?`): the runtime's matcher,
-/// so names match the same at check time and in each process.
-pub use utap_runtime::glob::glob as glob_match;
 
 #[cfg(test)]
 mod tests {

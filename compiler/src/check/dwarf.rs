@@ -60,10 +60,10 @@ pub(super) fn implicit_program(target: &ProcessTarget) -> Option<String> {
 /// has debug information (without, such points keep their register
 /// forms: `$$parms` as `$arg1=..`).
 fn dwarf_file(kind: &PointKind) -> Option<(&FunctionPoint, String)> {
-    if let Some(found) = super::functions::function_file(kind) {
+    if let Some(found) = super::point::function_file(kind) {
         return Some(found);
     }
-    let (target, fp) = super::functions::function_point(kind)?;
+    let (target, fp) = super::point::function_point(kind)?;
     if fp.library.is_some() {
         return None;
     }
@@ -105,7 +105,7 @@ pub fn sites_of(kinds: &[&PointKind]) -> Option<DwarfSites> {
         };
         for s in image
             .symbols
-            .matching(name, super::catalogue::glob_match)
+            .matching(name, super::point::glob_match)
             .into_iter()
             .filter(|s| s.func)
         {
@@ -281,7 +281,7 @@ pub fn listing_vars(path: &str, function: &str) -> Option<String> {
 /// `-L`: the DWARF variables of the function a listed entry names
 /// (`process("P").function("NAME")`), empty without debug information.
 pub fn listing_extra(kind: &PointKind, listed: &str) -> Vec<String> {
-    let Some((fp, file)) = super::functions::function_file(kind) else {
+    let Some((fp, file)) = super::point::function_file(kind) else {
         return Vec::new();
     };
     if fp.returning {
@@ -371,7 +371,7 @@ pub fn source_site(path: &str, spec: &str, statement: bool) -> Result<Vec<Source
     let place = spec.split_once('@').map_or("", |(_, p)| p);
     let image = ElfImage::open(Path::new(path)).map_err(|e| e.0)?;
     let info = dwarf::debug_info(&image.path)?;
-    let glob = super::catalogue::glob_match;
+    let glob = super::point::glob_match;
     let in_file = |f: &&dwarf::Function| {
         f.decl_file
             .as_deref()

@@ -11,10 +11,11 @@ use utap_runtime::elf::ElfImage;
 use utap_runtime::elf::symbols::demangle;
 use utap_runtime::session::{FunctionPoint, FunctionSite};
 
-use super::catalogue::{
+use super::dwarf::SourceSite;
+use super::point::{
     BuildError, Built, FunctionFamily, PointArg, SiteKind, glob_match, process_target,
 };
-use super::dwarf::SourceSite;
+pub use super::point::{function_file, function_point, is_library};
 use crate::program::{PointKind, ProcessEvent, ProcessTarget};
 
 /// Builds a function point from its components' arguments: one point,
@@ -330,12 +331,6 @@ fn written(site: FunctionSite) -> Vec<SourceSite> {
     }]
 }
 
-/// A shared library rather than a program (by name: `lib*.so*`, `*.so`).
-pub(super) fn is_library(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    name.ends_with(".so") || name.contains(".so.")
-}
-
 /// `"main+4"`, `"main+0x10"`, `"main"`.
 fn split_offset(s: &str) -> Option<(String, u64)> {
     let (name, off) = match s.split_once('+') {
@@ -390,30 +385,6 @@ fn check_symbols(
         },
         component,
     })
-}
-
-/// The process filter and the function point of a function probe.
-pub(super) fn function_point(kind: &PointKind) -> Option<(&ProcessTarget, &FunctionPoint)> {
-    match kind {
-        PointKind::Process {
-            target,
-            event: ProcessEvent::Function(fp),
-        } => Some((target, fp)),
-        _ => None,
-    }
-}
-
-/// A function point and the file known at elaboration that holds its
-/// functions (a library given by path, or the program); `None` for other
-/// points and for `process.function` without a path.
-pub fn function_file(kind: &PointKind) -> Option<(&FunctionPoint, String)> {
-    let (target, fp) = function_point(kind)?;
-    let file = match (&fp.library, target) {
-        (Some(lib), _) if lib.starts_with('/') => lib.clone(),
-        (None, ProcessTarget::Path(p)) => p.clone(),
-        _ => return None,
-    };
-    Some((fp, file))
 }
 
 #[cfg(test)]

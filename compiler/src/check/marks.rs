@@ -8,11 +8,10 @@
 
 use std::sync::Arc;
 
-use utap_runtime::elf::sdt::{SdtNote, notes_of};
+use utap_runtime::elf::sdt::{SdtArg, SdtNote, notes_of};
 use utap_runtime::session::{FunctionPoint, FunctionSite};
 
-use super::catalogue::{BuildError, PointArg, glob_match, process_target};
-use super::functions::is_library;
+use super::point::{BuildError, PointArg, glob_match, is_library, process_target};
 use crate::program::{PointKind, ProcessEvent, ProcessTarget};
 
 /// The notes of `path`, read once per run (shared with the session).
@@ -154,6 +153,20 @@ pub fn arg_count(kind: &PointKind) -> Option<usize> {
         .iter()
         .map(|n| n.parsed_args().map_or(0, |a| a.len()))
         .min()
+}
+
+/// The name and parsed arguments of each marker a point matches, when
+/// its file is known at elaboration (`crate::route` checks which
+/// operands an in-process handler would read).
+pub fn operands(kind: &PointKind) -> Option<Vec<(String, Vec<SdtArg>)>> {
+    let (file, provider, name) = module_of(kind)?;
+    let found = notes(&file);
+    let notes = found.as_ref().as_ref().ok()?;
+    let out = matching(notes, provider, name)
+        .iter()
+        .map(|n| (n.name.clone(), n.parsed_args().unwrap_or_default()))
+        .collect();
+    Some(out)
 }
 
 /// `-l`/`-L`: one line per matching marker, `process("PATH").mark("NAME")`

@@ -26,6 +26,7 @@ pub mod listing;
 pub mod lower;
 pub mod marks;
 pub mod overload;
+pub mod point;
 pub mod reference;
 pub mod retype;
 pub mod rules;

@@ -1,8 +1,6 @@
 //! Helpers shared by the front-end tests.
 #![allow(dead_code)]
 
-pub mod words;
-
 use std::path::PathBuf;
 use utap_compiler::ast::Script;
 use utap_compiler::diag::{self, Diagnostic};

@@ -199,6 +199,10 @@ pub(crate) fn start(
         .into_iter()
         .filter(|t| ctl.process_of(*t) == Some(pid))
         .collect();
+    if spawned.is_none() {
+        // An attached program must outlive the daemon's death unharmed.
+        crate::guardian::arm(false, false);
+    }
     if threads.is_empty() {
         match ctl.attach_process(pid) {
             Ok(t) => threads = t,

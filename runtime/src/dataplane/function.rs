@@ -55,6 +55,7 @@ use super::layout::{
     BLOCK_BUSY, BLOCK_HITS, BLOCK_LEN, BLOCK_MISSED, BLOCK_OWNER_FS, BLOCK_SAVED_RSP, BLOCK_SHADOW,
     BLOCK_SKIPPED, BLOCK_STACK_TOP, SHADOW_FRAMES,
 };
+use crate::elf::sdt::{Operand, SdtArg};
 use crate::script::context::{HandlerContext, ProbeValues, event};
 
 /// Offsets in a function stub (see the module doc).
@@ -405,6 +406,121 @@ pub fn ret_stub(stop: u64, max_action: i64, blocks: Blocks) -> Vec<u8> {
     a.finish()
 }
 
+/// Where the marker entry finds what it saved, from rsp after its six
+/// pushes (rdi first): r9, r8, rcx, rdx, rsi, rdi, then the stub's
+/// return, the list and rax (the stub's), then the red zone.
+const MARK_SAVED: [(&str, u32); 7] = [
+    ("r9", 0),
+    ("r8", 8),
+    ("rcx", 16),
+    ("rdx", 24),
+    ("rsi", 32),
+    ("rdi", 40),
+    ("rax", 64),
+];
+/// The list's offset, and the program's rsp at the marker, from there.
+const MARK_LIST: u32 = 56;
+const MARK_RSP: u32 = 72 + 128;
+
+/// The entry a USDT marker's stub calls instead of the function common
+/// entry (same frame: `[rsp]` the stub, `[rsp+8]` the list, `ret $8`):
+/// it puts the marker's arguments (`args`, the note's operands, at most
+/// six) in the six argument registers, where the function common entry
+/// takes `$arg1`..`$arg6` from, calls it, and puts the registers back.
+/// `site` is the marker's `nop` (a `%rip` operand reads one past it, as
+/// at a trap); `fcommon` the function common entry.
+///
+/// Registers and constants only: a memory operand reads 0 (the data
+/// plane has no safe load; `utap_compiler::route` keeps probes that read
+/// one in the tracer). The flags are dead at a marker as at a call: an
+/// `asm` statement clobbers them on x86.
+pub fn mark_entry(args: &[SdtArg], site: u64, fcommon: u64) -> Vec<u8> {
+    let mut a = Asm::new();
+    // push rdi, rsi, rdx, rcx, r8, r9
+    a.bytes(&[0x57, 0x56, 0x52, 0x51, 0x41, 0x50, 0x41, 0x51]);
+    for i in 0..6u32 {
+        match args.get(i as usize) {
+            Some(arg) => {
+                mark_arg(&mut a, arg, site, 8 * i);
+                a.bytes(&[0x50]); // push rax
+            }
+            None => a.bytes(&[0x6a, 0x00]), // push 0
+        }
+    }
+    // pop r9, r8, rcx, rdx, rsi, rdi: the values, into their registers
+    a.bytes(&[0x41, 0x59, 0x41, 0x58, 0x59, 0x5a, 0x5e, 0x5f]);
+    a.bytes(&[0xff, 0x74, 0x24, MARK_LIST as u8]); // push qword [rsp+LIST]
+    a.bytes(&[0x48, 0xb8]); // movabs rax, fcommon
+    a.bytes(&fcommon.to_le_bytes());
+    a.bytes(&[0xff, 0xd0]); // call rax (fcommon's `ret $8` drops the list)
+    // pop r9, r8, rcx, rdx, rsi, rdi: the program's own
+    a.bytes(&[0x41, 0x59, 0x41, 0x58, 0x59, 0x5a, 0x5e, 0x5f]);
+    a.bytes(&[0xc2, 0x08, 0x00]); // ret 8
+    a.finish()
+}
+
+/// One marker argument's value in rax, truncated and extended as the
+/// tracer's `marks::read_arg` does; `depth`: bytes pushed since the six
+/// saves.
+fn mark_arg(a: &mut Asm, arg: &SdtArg, site: u64, depth: u32) {
+    let reg = match &arg.operand {
+        Operand::Reg(r) => r,
+        Operand::Imm(v) => {
+            a.bytes(&[0x48, 0xb8]); // movabs rax, value
+            a.bytes(&arg.extend(*v as u64).to_le_bytes());
+            return;
+        }
+        Operand::Mem { .. } | Operand::Symbol { .. } => {
+            a.bytes(&[0x31, 0xc0]); // xor eax, eax
+            return;
+        }
+    };
+    let saved = MARK_SAVED.iter().find(|(n, _)| *n == reg.name);
+    match (reg.name, saved) {
+        (_, Some(&(_, off))) => {
+            a.bytes(&[0x48, 0x8b, 0x84, 0x24]); // mov rax, [rsp+off]
+            a.d32(off + depth);
+        }
+        ("rsp", _) => {
+            a.bytes(&[0x48, 0x8d, 0x84, 0x24]); // lea rax, [rsp+RSP]
+            a.d32(MARK_RSP + depth);
+        }
+        ("rip", _) => {
+            a.bytes(&[0x48, 0xb8]); // movabs rax, site + 1
+            a.bytes(&(site + 1).to_le_bytes());
+        }
+        (name, None) => {
+            let n = GPRS.iter().position(|g| *g == name).unwrap_or(0) as u8;
+            // mov rax, reg
+            a.bytes(&[0x48 | (n >> 3), 0x8b, 0xc0 | (n & 7)]);
+        }
+    }
+    if reg.high {
+        a.bytes(&[0x48, 0xc1, 0xe8, 0x08]); // shr rax, 8
+    }
+    match reg.width {
+        1 => a.bytes(&[0x0f, 0xb6, 0xc0]), // movzx eax, al
+        2 => a.bytes(&[0x0f, 0xb7, 0xc0]), // movzx eax, ax
+        4 => a.bytes(&[0x89, 0xc0]),       // mov eax, eax
+        _ => {}
+    }
+    match (arg.size, arg.signed) {
+        (1, true) => a.bytes(&[0x48, 0x0f, 0xbe, 0xc0]), // movsx rax, al
+        (1, false) => a.bytes(&[0x0f, 0xb6, 0xc0]),      // movzx eax, al
+        (2, true) => a.bytes(&[0x48, 0x0f, 0xbf, 0xc0]), // movsx rax, ax
+        (2, false) => a.bytes(&[0x0f, 0xb7, 0xc0]),      // movzx eax, ax
+        (4, true) => a.bytes(&[0x48, 0x63, 0xc0]),       // movsxd rax, eax
+        (4, false) => a.bytes(&[0x89, 0xc0]),            // mov eax, eax
+        _ => {}
+    }
+}
+
+/// The general-purpose registers by encoding number.
+const GPRS: [&str; 16] = [
+    "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12", "r13",
+    "r14", "r15",
+];
+
 /// The instructions a function entry at `site` displaces: decoded from
 /// `code` (the function's bytes from `start`, with the site's original
 /// bytes), at least 5 bytes of plain instructions and direct jumps (no
@@ -616,6 +732,129 @@ mod tests {
             fi.iter()
                 .any(|i| i.code() == Code::Mov_r64_imm64 && i.immediate64() == 0x3f00_0000_0c00)
         );
+    }
+
+    /// Runs `mark_entry` for `specs` from a stub-like caller (red zone,
+    /// rax, the list, `call`) with known registers, the function common
+    /// entry replaced by code that records the six argument registers:
+    /// each must be what the tracer's `marks::read_arg` reads from the
+    /// same registers, and the program's registers must come back.
+    fn run_mark_entry(specs: &[&str]) {
+        use crate::session::marks::{MarkArg, read_arg};
+        let args: Vec<MarkArg> = specs
+            .iter()
+            .map(|t| MarkArg {
+                spec: crate::elf::sdt::parse_arg(t).unwrap(),
+                symbol_addr: None,
+            })
+            .collect();
+        // SAFETY: a fresh private anonymous mapping, ours alone.
+        let page = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                8192,
+                libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(page, libc::MAP_FAILED);
+        let base = page as u64;
+        let (fake, entry, caller, out) = (base, base + 256, base + 2048, base + 4096);
+        let site = 0x55_0000_1319u64;
+        let mut f = vec![0x49, 0xbb]; // movabs r11, out
+        f.extend_from_slice(&out.to_le_bytes());
+        f.extend_from_slice(&[
+            0x49, 0x89, 0x3b, 0x49, 0x89, 0x73, 0x08, 0x49, 0x89, 0x53, 0x10,
+        ]);
+        f.extend_from_slice(&[
+            0x49, 0x89, 0x4b, 0x18, 0x4d, 0x89, 0x43, 0x20, 0x4d, 0x89, 0x4b,
+        ]);
+        f.extend_from_slice(&[0x28, 0x48, 0x8b, 0x44, 0x24, 0x08, 0x49, 0x89, 0x43, 0x30]);
+        f.extend_from_slice(&[0xc2, 0x08, 0x00]); // ret 8
+        let specs: Vec<SdtArg> = args.iter().map(|a| a.spec.clone()).collect();
+        let e = mark_entry(&specs, site, fake);
+        // lea rsp,[rsp-128]; push rax; push 0x1234; call entry; pop rax;
+        // lea rsp,[rsp+128]; ret
+        let mut c = vec![
+            0x48, 0x8d, 0x64, 0x24, 0x80, 0x50, 0x68, 0x34, 0x12, 0, 0, 0xe8,
+        ];
+        let rel = entry.wrapping_sub(caller + c.len() as u64 + 4) as i32;
+        c.extend_from_slice(&rel.to_le_bytes());
+        c.extend_from_slice(&[0x58, 0x48, 0x8d, 0xa4, 0x24, 0x80, 0, 0, 0, 0xc3]);
+        // SAFETY: each piece fits its part of the page.
+        unsafe {
+            std::ptr::copy_nonoverlapping(f.as_ptr(), fake as *mut u8, f.len());
+            std::ptr::copy_nonoverlapping(e.as_ptr(), entry as *mut u8, e.len());
+            std::ptr::copy_nonoverlapping(c.as_ptr(), caller as *mut u8, c.len());
+        }
+        // SAFETY: user_regs_struct is plain integers.
+        let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+        regs.rax = 0x1122_3344_5566_ff88;
+        regs.rbx = -5i64 as u64;
+        regs.rcx = 0x8000_0000_0000_0001;
+        regs.rdx = 0x00ff_ff81;
+        regs.rsi = 0xffff_fffe;
+        regs.rdi = 42;
+        regs.r8 = 0x1ff;
+        regs.r9 = 7;
+        regs.r12 = 0x1234_8001;
+        let (mut rax, mut rcx, mut rdx) = (regs.rax, regs.rcx, regs.rdx);
+        let (mut rsi, mut rdi, mut r8, mut r9) = (regs.rsi, regs.rdi, regs.r8, regs.r9);
+        let sp: u64;
+        // SAFETY: the caller, entry and recorder only touch their stack
+        // frames (below rsp, no red zone in use: the block may push), the
+        // output page, rax and r11 (declared); rbx is pushed and popped.
+        unsafe {
+            std::arch::asm!(
+                "push rbx",
+                "mov rbx, {b}",
+                "mov {sp}, rsp",
+                "call {f}",
+                "pop rbx",
+                b = in(reg) regs.rbx,
+                f = in(reg) caller,
+                sp = out(reg) sp,
+                inout("rax") rax, inout("rcx") rcx, inout("rdx") rdx,
+                inout("rsi") rsi, inout("rdi") rdi, inout("r8") r8, inout("r9") r9,
+                in("r12") regs.r12, out("r11") _,
+            );
+        }
+        // The marker's rsp is the caller's at its first instruction: one
+        // return address below the asm's (and rbx pushed before it).
+        regs.rsp = sp - 8;
+        regs.rip = site + 1;
+        assert_eq!(
+            (rax, rcx, rdx, rsi, rdi, r8, r9),
+            (
+                regs.rax, regs.rcx, regs.rdx, regs.rsi, regs.rdi, regs.r8, regs.r9
+            ),
+            "the program's registers come back"
+        );
+        // SAFETY: the recorder wrote seven words at `out`.
+        let got: Vec<i64> = (0..7)
+            .map(|i| unsafe { *((out + 8 * i) as *const i64) })
+            .collect();
+        struct NoMemory;
+        impl crate::memory::ReadMemory for NoMemory {
+            fn read(&self, addr: u64, _: &mut [u8]) -> Result<usize, crate::memory::Fault> {
+                Err(crate::memory::Fault { addr, errno: 14 })
+            }
+        }
+        let mut want: Vec<i64> = args.iter().map(|a| read_arg(a, &regs, &NoMemory)).collect();
+        want.resize(6, 0);
+        want.push(0x1234);
+        assert_eq!(got, want, "{specs:?}");
+        // SAFETY: unmapping our own page.
+        unsafe { libc::munmap(page, 8192) };
+    }
+
+    #[test]
+    fn a_marker_entry_loads_registers_and_constants_as_the_tracer_reads_them() {
+        run_mark_entry(&["-8@%rbx", "-4@%eax", "1@%dl", "-4@$-7", "-2@%r12w", "1@%ah"]);
+        run_mark_entry(&["8@%rdi", "-4@%esi", "8@%rcx", "-1@%r8b", "8@%r9", "8@%rsp"]);
+        run_mark_entry(&["-1@%dl", "8@%rip", "4@%ecx", "-8@8(%rsp)"]);
     }
 
     #[test]

@@ -49,6 +49,19 @@
 //! If utap dies, patched entries keep working (the region stays mapped,
 //! a thread with no block of this region's runs no hook).
 //!
+//! USDT markers: a marker's `nop` is patched as an entry is (the `nop` and
+//! the instructions after it, at least 5 bytes that can be relocated,
+//! no branch of the module landing inside them; else the `int3` stays),
+//! when every hook there runs in process. Its stub calls a marker entry
+//! written after the hook lists (`function::mark_entry`) instead of the
+//! function common entry: it puts the note's register and constant
+//! operands in the argument registers, calls the common entry and puts
+//! the registers back. Flags are dead at a marker (an `asm` statement
+//! clobbers them on x86) and the stub steps over the red zone, so the
+//! same entry serves a site in a function's middle. The semaphore is the
+//! utrace core's, as on the `int3` route; ending and SIGKILL behave as
+//! for entries.
+//!
 //! Function returns: an entry with return hooks also pushes a frame on
 //! the thread's shadow stack and puts the region's return stub in the
 //! return address's slot; the return stub pops the frame, puts the real
@@ -110,6 +123,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::elf::ImageCache;
+use crate::elf::sdt::SdtArg;
 use crate::utrace::{Tid, TidMap};
 pub use image::InProcImage;
 
@@ -147,6 +161,8 @@ pub struct Counts {
     pub sites: u64,
     pub sites_refused: u64,
     pub function_sites: u64,
+    /// Of those, USDT markers.
+    pub mark_sites: u64,
     pub threads_moved: u64,
     pub taken_out: u64,
     /// Threads armed with Syscall User Dispatch, and refused (`dispatch`).
@@ -178,11 +194,14 @@ struct Space {
 /// in-process index, the point's index.
 pub type Hook = (u64, u32, u32);
 
-/// The hooks of a function site: at its entry and at its returns.
+/// The hooks of a function site: at its entry and at its returns; at a
+/// USDT marker, the marker's arguments (its stub calls a marker entry
+/// that loads them, `function::mark_entry`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SiteHookList {
     pub entry: Vec<Hook>,
     pub ret: Vec<Hook>,
+    pub mark: Option<Vec<SdtArg>>,
 }
 
 /// A patched function entry.
@@ -261,6 +280,9 @@ pub struct Plane {
     /// Hook lists written at the end of the code part, by contents, and
     /// the next free byte there.
     lists: HashMap<(Vec<Hook>, u64), u64>,
+    /// Marker entries written there, by their code (the same marker in
+    /// every process of one executable shares one).
+    mark_entries: HashMap<Vec<u8>, u64>,
     next_list: u64,
     /// Offered function entries are patched before the program runs on
     /// (`-x`: every thread is stopped at attach), so they get no `int3`
@@ -308,6 +330,7 @@ impl Plane {
             patches_at_attach: false,
             pending: Vec::new(),
             lists: HashMap::new(),
+            mark_entries: HashMap::new(),
             next_list: image.region.base() + layout::CODE_LEN - layout::LISTS_LEN,
             gadget_offsets: common.gadgets,
             image,
@@ -383,6 +406,31 @@ impl Plane {
         self.list(&hooks.entry, ret)
     }
 
+    /// What the stub of a site with hooks `hooks` at `site` calls: the
+    /// function common entry, or for a marker its own marker entry,
+    /// written now after the lists.
+    fn site_entry(&mut self, hooks: &SiteHookList, site: u64) -> Option<u64> {
+        let Some(args) = &hooks.mark else {
+            return Some(self.fcommon());
+        };
+        let code = function::mark_entry(args, site, self.fcommon());
+        if let Some(&at) = self.mark_entries.get(&code) {
+            return Some(at);
+        }
+        let end = self.image.region.base() + layout::CODE_LEN;
+        let at = self.next_list;
+        if at + code.len() as u64 > end {
+            return None;
+        }
+        // SAFETY: inside our (writable) mapping of the region's code part,
+        // in the lists area nothing else uses; programs only run it.
+        unsafe { std::ptr::copy_nonoverlapping(code.as_ptr(), at as *mut u8, code.len()) };
+        // Lists that follow stay 8-byte aligned.
+        self.next_list += (code.len() as u64).next_multiple_of(8);
+        self.mark_entries.insert(code, at);
+        Some(at)
+    }
+
     /// The return stub's address.
     pub fn ret_stub(&self) -> u64 {
         self.image.region.base() + layout::RET_AT
@@ -399,10 +447,29 @@ impl Plane {
         let (Some(entry), Some(ret)) = (self.hooks(entry), self.hooks(ret)) else {
             return;
         };
-        let list = SiteHookList { entry, ret };
+        let list = SiteHookList {
+            entry,
+            ret,
+            mark: None,
+        };
         let space = self.spaces.entry(pid).or_default();
         if !space.fsites.contains_key(&site) && space.offers.insert(site, list).is_none() {
             self.pending.push((pid, site));
+        }
+    }
+
+    /// The session offers USDT marker `site` of `pid` (its `nop`), whose
+    /// every hook runs in process and whose arguments are `args`: patched
+    /// as a function entry is, its stub calling a marker entry that loads
+    /// the arguments first.
+    pub fn offer_mark(&mut self, pid: Tid, site: u64, hooks: &[(usize, usize)], args: &[SdtArg]) {
+        self.offer(pid, site, hooks, &[]);
+        if let Some(list) = self
+            .spaces
+            .get_mut(&pid)
+            .and_then(|s| s.offers.get_mut(&site))
+        {
+            list.mark = Some(args.to_vec());
         }
     }
 

@@ -1150,7 +1150,10 @@ impl Tracer {
         let Some(list) = plane.site_list(hooks) else {
             return false;
         };
-        let Some((stub, offsets)) = function::stub(slot, insns, list, plane.fcommon()) else {
+        let Some(entry) = plane.site_entry(hooks, site) else {
+            return false;
+        };
+        let Some((stub, offsets)) = function::stub(slot, insns, list, entry) else {
             return false;
         };
         let Some(jump) = code::site_jump(site, slot, d as usize) else {
@@ -1200,6 +1203,7 @@ impl Tracer {
             },
         );
         plane.counts.function_sites += 1;
+        plane.counts.mark_sites += u64::from(hooks.mark.is_some());
         true
     }
 }

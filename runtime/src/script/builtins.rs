@@ -412,7 +412,7 @@ pub(crate) fn point_string(
 /// marker probe's `exit()` ran (its event is not the breakpoint's).
 fn current_marker(
     ctx: *mut HandlerContext,
-) -> Option<&'static (std::rc::Rc<crate::session::marks::Marker>, Vec<i64>)> {
+) -> Option<&'static (std::rc::Rc<crate::hit::Marker>, Vec<i64>)> {
     // SAFETY: the native code passes its live context.
     let event = unsafe { (*ctx).probe.event };
     if event != super::context::event::FUNCTION {
@@ -436,7 +436,7 @@ extern "C" fn utap_bi_utap_mark(ctx: *mut HandlerContext, what: i64) -> i64 {
     let text = match current_marker(ctx) {
         Some((m, _)) if what == 0 => m.name.clone(),
         Some((m, _)) if what == 1 => m.provider.clone(),
-        Some((_, values)) if what == 2 => crate::session::marks::parms(values),
+        Some((_, values)) if what == 2 => crate::hit::parms(values),
         _ => String::new(),
     };
     string_result(ctx, text.as_bytes())

@@ -17,6 +17,9 @@
 //! ([`ScriptRuntime::run_begin`], [`ScriptRuntime::fire`],
 //! [`ScriptRuntime::timers`], [`ScriptRuntime::run_end`],
 //! [`ScriptRuntime::finish`]) from its own event loop.
+//!
+//! This room is a floor below the session: what a hit carries into a
+//! handler (the user function, the marker) comes from [`crate::hit`].
 
 pub mod abi;
 pub mod builtins;
@@ -332,16 +335,13 @@ impl ScriptRuntime {
     /// `target()` (set once the -c command is started).
     /// The function-probe context of the next firings (`probefunc()`,
     /// `uaddr()`, `usymname()`...), or `None` outside function probes.
-    pub fn set_user_function(&mut self, f: Option<crate::session::UserFunction>) {
+    pub fn set_user_function(&mut self, f: Option<crate::hit::UserFunction>) {
         self.state.ufunc = f;
     }
 
     /// The USDT marker of the next firings and its argument values, or
     /// `None` outside marker probes.
-    pub fn set_marker(
-        &mut self,
-        m: Option<(std::rc::Rc<crate::session::marks::Marker>, Vec<i64>)>,
-    ) {
+    pub fn set_marker(&mut self, m: Option<(std::rc::Rc<crate::hit::Marker>, Vec<i64>)>) {
         self.state.usdt = m;
     }
 

@@ -75,10 +75,10 @@ pub struct ScriptState {
     /// `target()`: the -c/-x process, 0 without one.
     pub target: i64,
     /// At a function probe: the function, `uaddr()`, the process's modules.
-    pub ufunc: Option<crate::session::UserFunction>,
+    pub ufunc: Option<crate::hit::UserFunction>,
     /// At a USDT marker probe: the marker (`$$name`, `pp()`...) and its
     /// decoded arguments.
-    pub usdt: Option<(std::rc::Rc<crate::session::marks::Marker>, Vec<i64>)>,
+    pub usdt: Option<(std::rc::Rc<crate::hit::Marker>, Vec<i64>)>,
     /// State of `randint`'s generator.
     pub rng: u64,
     /// What `execname()`, `ppid()`, `uid()`... report, per thread.

@@ -12,24 +12,12 @@ use std::rc::Rc;
 
 use crate::elf::{AddressSpaceMap, ImageCache, LoadedModule, read_maps};
 use crate::glob::glob;
+pub use crate::hit::UserFunction;
 use crate::utrace::{Control, Tid};
 
 use super::marks::{Marker, NoteCache};
 use super::points::{FunctionPoint, FunctionSite, Hook};
 use super::unwinder::{self, UnwindStep};
-
-/// The context of a function-probe firing, for `probefunc()`, `uaddr()`,
-/// `usymname()` and friends.
-#[derive(Clone, Debug)]
-pub struct UserFunction {
-    pub name: Rc<str>,
-    pub uaddr: u64,
-    pub modules: Rc<AddressSpaceMap>,
-    /// The registers as the probe sees them: the thread's own rip is still
-    /// one past the `int3` until the step-over writes them back, so
-    /// `register()` and the unwinder must read these, not the thread.
-    pub regs: Option<libc::user_regs_struct>,
-}
 
 /// Maps by pid or address looked up at every hit: the tracer core's cheap
 /// hash (`TidHasher`: kernel-chosen ids and addresses, no adversary), not
@@ -150,6 +138,7 @@ impl FunctionProbes {
             .unwrap_or_default();
         let mut wanted: Vec<(u64, Hook, Rc<str>, bool, Option<Rc<Marker>>)> = Vec::new();
         // Addresses some point reaches other than as a function's entry.
+        // (A marker's `nop` is patched as an entry is: not one of them.)
         let mut not_entry: std::collections::HashSet<u64> = Default::default();
         // Each library path resolved once (a pattern over a big library
         // is thousands of points naming it).
@@ -187,7 +176,6 @@ impl FunctionProbes {
                     for (addr, mark) in
                         super::marks::resolve(&mut self.notes, m, provider.as_deref(), name)
                     {
-                        not_entry.insert(addr);
                         let func: Rc<str> = mark.function.as_str().into();
                         wanted.push((addr, hook.clone(), func, false, Some(mark)));
                     }
@@ -211,8 +199,16 @@ impl FunctionProbes {
         // thread trapped on one would need utap alive to go on.
         let mut all_in_process: HashMap<u64, bool> = HashMap::new();
         if ctl.dataplane().is_some_and(|p| p.patches_at_attach) {
-            for (addr, hook, ..) in &wanted {
-                let ok = !not_entry.contains(addr) && in_process(hook);
+            let marks: std::collections::HashSet<u64> = wanted
+                .iter()
+                .filter_map(|w| w.4.as_ref().map(|_| w.0))
+                .collect();
+            for (addr, hook, _, returning, _) in &wanted {
+                // A marker that is also a probed function's entry with a
+                // return probe is not offered (`offer_entries`).
+                let ok = !not_entry.contains(addr)
+                    && in_process(hook)
+                    && !(*returning && marks.contains(addr));
                 *all_in_process.entry(*addr).or_insert(ok) &= ok;
             }
         }
@@ -314,10 +310,11 @@ impl FunctionProbes {
     }
 }
 
-/// Offers the data plane every function entry of `pid` whose entry and
-/// return hooks all run in process (no marker or other point there): its
-/// first hit patches it with a jump instead of the `int3`, and its
-/// returns are hijacked in the program (`dataplane::function`).
+/// Offers the data plane every function entry and USDT marker of `pid`
+/// whose entry and return hooks all run in process (no other point
+/// there): its first hit patches it with a jump instead of the `int3`,
+/// and its returns are hijacked in the program (`dataplane::function`);
+/// a marker's stub loads the marker's arguments first.
 fn offer_entries(
     ctl: &mut Control,
     pid: i32,
@@ -340,10 +337,18 @@ fn offer_entries(
                     .as_deref()
                     .or(site.entry_name.as_deref())
                     .is_some_and(returns_twice_or_unwinds);
-        let plain = site.mark.is_none() && !not_entry.contains(&addr) && hijackable;
+        let plain = !not_entry.contains(&addr) && hijackable;
         let hooked = !site.entry.is_empty() || !site.ret.is_empty();
-        if plain && hooked && site.entry.iter().chain(&site.ret).all(&in_process) {
-            ctl.offer_function_site(Tid(pid), addr, &pairs(&site.entry), &pairs(&site.ret));
+        if !plain || !hooked || !site.entry.iter().chain(&site.ret).all(&in_process) {
+            continue;
+        }
+        match &site.mark {
+            Some(mark) if site.ret.is_empty() => {
+                let args: Vec<_> = mark.args.iter().map(|a| a.spec.clone()).collect();
+                ctl.offer_mark_site(Tid(pid), addr, &pairs(&site.entry), &args);
+            }
+            Some(_) => {}
+            None => ctl.offer_function_site(Tid(pid), addr, &pairs(&site.entry), &pairs(&site.ret)),
         }
     }
 }

@@ -150,6 +150,12 @@ fn say_counts(ctl: &Control, bad: u64) {
             c.sud_threads, c.sud_refused, c.sud_let_through
         );
     }
+    if c.mark_sites > 0 {
+        eprintln!(
+            "utap: data plane: {} of the patched function entries are USDT markers",
+            c.mark_sites
+        );
+    }
     if missed > 0 {
         eprintln!(
             "utap: data plane: {missed} return(s) not probed (calls nested deeper than the shadow stack's {} frames)",

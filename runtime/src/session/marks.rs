@@ -14,33 +14,11 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::elf::LoadedModule;
-use crate::elf::sdt::{Operand, Reg, SdtArg, SdtNote, notes_of};
+use crate::elf::sdt::{Operand, Reg, SdtNote, notes_of};
+pub use crate::hit::{MarkArg, Marker, parms};
 use crate::memory::ReadMemory;
 
 use crate::glob::glob;
-
-/// One marker in one process, at run-time addresses.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Marker {
-    pub provider: String,
-    pub name: String,
-    /// `pp()`: `process("MODULE")[.provider("P")].mark("NAME")`.
-    pub pp: String,
-    /// The function the marker is in (`probefunc()`), "" when unknown.
-    pub function: String,
-    pub args: Vec<MarkArg>,
-    /// Run-time address of the semaphore, 0 without one.
-    pub semaphore: u64,
-}
-
-/// One argument, ready to read at a hit.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MarkArg {
-    pub spec: SdtArg,
-    /// A `sym(%rip)` operand resolved to its run-time address; `None`
-    /// otherwise (or when the symbol is unknown: the argument reads 0).
-    pub symbol_addr: Option<u64>,
-}
 
 /// The notes of each file, read on first use.
 #[derive(Default)]
@@ -184,19 +162,6 @@ fn register(regs: &libc::user_regs_struct, r: &Reg) -> u64 {
         8 => v,
         w => v & ((1u64 << (u32::from(w) * 8)) - 1),
     }
-}
-
-/// SystemTap's `$$parms` of a marker: `$arg1=0x.. $arg2=0x..` (`%#x`).
-pub fn parms(values: &[i64]) -> String {
-    values
-        .iter()
-        .enumerate()
-        .map(|(i, v)| match v {
-            0 => format!("$arg{}=0x0", i + 1),
-            v => format!("$arg{}={:#x}", i + 1, v),
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 #[cfg(test)]

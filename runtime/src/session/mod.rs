@@ -177,7 +177,11 @@ pub fn run(
             inproc.as_ref().map(|i| i.region.code()),
             opts.verbose,
         )?),
-        Target::Attach(pid) => Err(Tid(*pid)),
+        Target::Attach(pid) => {
+            // Before anything is written into a program we did not start.
+            crate::guardian::arm(opts.verbose, true);
+            Err(Tid(*pid))
+        }
     };
     script.set_target(match &spawned {
         Ok(s) => s.pid.0 as i64,
@@ -313,6 +317,8 @@ pub fn run(
         );
     }
     tracer.run().map_err(|e| SessionError(e.to_string()))?;
+    // Every change undone, every thread detached: the guardian may go.
+    crate::guardian::disarm(opts.verbose);
     let status = shared.borrow().finished.unwrap_or(1);
     // Every thread is detached: dropping the tracer (reaping its doorbell
     // child) and the script state takes about a millisecond, which the

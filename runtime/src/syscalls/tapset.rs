@@ -108,6 +108,100 @@ function _mountflags_str:string(f:long) {
 	return __sc_flags_rest(s, f & ~0x1fffcff)
 }
 
+// SystemTap's _mknod_mode_str: the file type's name and the permission
+// bits in octal ("S_IFREG|0644"); an unknown type as one octal number.
+function _mknod_mode_str:string(mode:long) {
+	type = mode & 0170000
+	perm = mode & ~0170000
+	if (type == 0100000) return sprintf("S_IFREG|%#o", perm)
+	if (type == 0020000) return sprintf("S_IFCHR|%#o", perm)
+	if (type == 0060000) return sprintf("S_IFBLK|%#o", perm)
+	if (type == 0010000) return sprintf("S_IFIFO|%#o", perm)
+	if (type == 0140000) return sprintf("S_IFSOCK|%#o", perm)
+	return sprintf("%#o", mode)
+}
+
+// SystemTap's decoders of structures in user memory (its
+// aux_syscalls.stp), in its formats: "NULL" for address 0, the address
+// in hex when the memory cannot be read. Straight-line code, no loops.
+function __sc_unreadable:long(addr:long, len:long) {
+	return substr(user_buffer_quoted(addr, len, 8), 0, 1) != "\""
+}
+function __sc_timespec1:string(a:long) {
+	nsec = user_long(a + 8)
+	if (nsec == 0x3fffffff) return "[UTIME_NOW]"
+	if (nsec == 0x3ffffffe) return "[UTIME_OMIT]"
+	return sprintf("[%d.%09d]", user_long(a), nsec)
+}
+function _struct_timespec_u:string(uaddr:long, n:long) {
+	if (uaddr == 0 || n < 1 || n > 2) return "NULL"
+	if (__sc_unreadable(uaddr, 16 * n)) return sprintf("0x%x", uaddr)
+	return n == 1 ? __sc_timespec1(uaddr) : __sc_timespec1(uaddr) . __sc_timespec1(uaddr + 16)
+}
+function __sc_timeval1:string(a:long) { return sprintf("[%d.%06d]", user_long(a), user_long(a + 8)) }
+function _struct_timeval_u:string(uaddr:long, n:long) {
+	if (uaddr == 0 || n < 1 || n > 2) return "NULL"
+	if (__sc_unreadable(uaddr, 16 * n)) return sprintf("0x%x", uaddr)
+	return n == 1 ? __sc_timeval1(uaddr) : __sc_timeval1(uaddr) . __sc_timeval1(uaddr + 16)
+}
+// itimerspec and itimerval: interval then value, each field as a C int.
+function __sc_itimer:string(uaddr:long) {
+	if (uaddr == 0) return "NULL"
+	if (__sc_unreadable(uaddr, 32)) return sprintf("0x%x", uaddr)
+	return sprintf("[%d.%06d,%d.%06d]", __sc_int32(user_long(uaddr)), __sc_int32(user_long(uaddr + 8)),
+	               __sc_int32(user_long(uaddr + 16)), __sc_int32(user_long(uaddr + 24)))
+}
+function _struct_itimerspec_u:string(uaddr:long) { return __sc_itimer(uaddr) }
+function _struct_itimerval_u:string(uaddr:long) { return __sc_itimer(uaddr) }
+function _struct_rlimit_u:string(uaddr:long) {
+	if (uaddr == 0) return "NULL"
+	if (__sc_unreadable(uaddr, 16)) return sprintf("0x%x", uaddr)
+	return sprintf("[%d,%d]", user_long(uaddr), user_long(uaddr + 8))
+}
+function _struct_timezone_u:string(uaddr:long) {
+	if (uaddr == 0) return "NULL"
+	if (__sc_unreadable(uaddr, 8)) return sprintf("0x%x", uaddr)
+	return sprintf("[%d, %d]", user_int(uaddr), user_int(uaddr + 4))
+}
+// A sigset: the names of signals 1-31 in it, in SystemTap's list order.
+function _stp_sigset_u:string(uaddr:long) {
+	if (uaddr == 0) return "NULL"
+	if (__sc_unreadable(uaddr, 8)) return sprintf("0x%x", uaddr)
+	m = user_long(uaddr)
+	s = ""
+	if (m & 0x1) s = __sc_or(s, "SIGHUP")
+	if (m & 0x2) s = __sc_or(s, "SIGINT")
+	if (m & 0x4) s = __sc_or(s, "SIGQUIT")
+	if (m & 0x8) s = __sc_or(s, "SIGILL")
+	if (m & 0x10) s = __sc_or(s, "SIGTRAP")
+	if (m & 0x20) s = __sc_or(s, "SIGABRT")
+	if (m & 0x40) s = __sc_or(s, "SIGBUS")
+	if (m & 0x80) s = __sc_or(s, "SIGFPE")
+	if (m & 0x100) s = __sc_or(s, "SIGKILL")
+	if (m & 0x200) s = __sc_or(s, "SIGUSR1")
+	if (m & 0x400) s = __sc_or(s, "SIGSEGV")
+	if (m & 0x1000) s = __sc_or(s, "SIGPIPE")
+	if (m & 0x800) s = __sc_or(s, "SIGUSR2")
+	if (m & 0x2000) s = __sc_or(s, "SIGALRM")
+	if (m & 0x4000) s = __sc_or(s, "SIGTERM")
+	if (m & 0x10000) s = __sc_or(s, "SIGCHLD")
+	if (m & 0x20000) s = __sc_or(s, "SIGCONT")
+	if (m & 0x40000) s = __sc_or(s, "SIGSTOP")
+	if (m & 0x80000) s = __sc_or(s, "SIGTSTP")
+	if (m & 0x100000) s = __sc_or(s, "SIGTTIN")
+	if (m & 0x200000) s = __sc_or(s, "SIGTTOU")
+	if (m & 0x400000) s = __sc_or(s, "SIGURG")
+	if (m & 0x800000) s = __sc_or(s, "SIGXCPU")
+	if (m & 0x1000000) s = __sc_or(s, "SIGXFSZ")
+	if (m & 0x2000000) s = __sc_or(s, "SIGVTALRM")
+	if (m & 0x4000000) s = __sc_or(s, "SIGPROF")
+	if (m & 0x8000000) s = __sc_or(s, "SIGWINCH")
+	if (m & 0x10000000) s = __sc_or(s, "SIGIO/SIGPOLL")
+	if (m & 0x20000000) s = __sc_or(s, "SIGPWR")
+	if (m & 0x40000000) s = __sc_or(s, "SIGSYS")
+	return s == "" ? "[EMPTY]" : "[" . s . "]"
+}
+
 // Every system call, as SystemTap's syscall_any: `syscall_nr` and `name`
 // (plus utap's `argstr` and, on return, `retval` and `retstr`). Cheaper
 // than `syscall.*`, which is one alias per call.
@@ -125,9 +219,102 @@ probe syscall_any.return = process.syscall.return {
 }
 "#;
 
+/// SystemTap's flag decoders (tapset/linux/aux_syscalls.stp) that this
+/// tapset writes in the script language: each list of (bits, name) in
+/// SystemTap's order, decoded as its `_stp_lookup_or_str`: every entry
+/// sharing a bit with the value is named and its bits cleared, the rest
+/// shows as a hex remainder, and no bits as "0x0".
+const FLAG_DECODERS: &[(&str, &[(u32, &str)])] = &[
+    (
+        "_dup3_flag_str",
+        &[
+            (0o100, "O_CREAT"),
+            (0o200, "O_EXCL"),
+            (0o400, "O_NOCTTY"),
+            (0o1000, "O_TRUNC"),
+            (0o2000, "O_APPEND"),
+            (0o4000, "O_NONBLOCK"),
+            (0o4010000, "O_SYNC"),
+            (0o10000, "O_DSYNC"),
+            (0o20000, "O_ASYNC"),
+            (0o40000, "O_DIRECT"),
+            (0o100000, "O_LARGEFILE"),
+            (0o200000, "O_DIRECTORY"),
+            (0o400000, "O_NOFOLLOW"),
+            (0o1000000, "O_NOATIME"),
+            (0o2000000, "O_CLOEXEC"),
+        ],
+    ),
+    (
+        "_mfd_flags_str",
+        &[
+            (1, "MFD_CLOEXEC"),
+            (2, "MFD_ALLOW_SEALING"),
+            (0o2000000, "O_CLOEXEC"),
+        ],
+    ),
+    ("_stp_mlock2_str", &[(1, "MLOCK_ONFAULT")]),
+    ("_stp_clock_nanosleep_flags_str", &[(1, "TIMER_ABSTIME")]),
+    ("_preadv2_flags_str", &[(1, "RWF_HIPRI")]),
+    (
+        "_sync_file_range_flags_str",
+        &[
+            (1, "SYNC_FILE_RANGE_WAIT_BEFORE"),
+            (2, "SYNC_FILE_RANGE_WRITE"),
+            (4, "SYNC_FILE_RANGE_WAIT_AFTER"),
+        ],
+    ),
+    (
+        "_msync_flag_str",
+        &[(1, "MS_ASYNC"), (2, "MS_INVALIDATE"), (4, "MS_SYNC")],
+    ),
+    (
+        "_stp_splice_flags_str",
+        &[
+            (1, "SPLICE_F_MOVE"),
+            (2, "SPLICE_F_NONBLOCK"),
+            (4, "SPLICE_F_MORE"),
+            (8, "SPLICE_F_GIFT"),
+        ],
+    ),
+    (
+        "_stp_timerfd_flags_str",
+        &[
+            (1, "TFD_TIMER_ABSTIME"),
+            (2, "TFD_TIMER_CANCEL_ON_SET"),
+            (0o2000000, "TFD_CLOEXEC"),
+            (0o4000, "TFD_NONBLOCK"),
+        ],
+    ),
+    (
+        "_eventfd2_flag_str",
+        &[
+            (0o4000, "EFD_NONBLOCK"),
+            (0o2000000, "EFD_CLOEXEC"),
+            (1, "EFD_SEMAPHORE"),
+        ],
+    ),
+];
+
+/// The script function of one of [`FLAG_DECODERS`].
+fn flag_decoder(out: &mut String, name: &str, list: &[(u32, &str)]) {
+    let _ = writeln!(out, "function {name}:string(f:long) {{\n\ts = \"\"");
+    for (bits, flag) in list {
+        let _ = writeln!(
+            out,
+            "\tif (f & {bits:#x}) {{ s = __sc_or(s, \"{flag}\"); f = f & ~{bits:#x} }}"
+        );
+    }
+    out.push_str("\treturn __sc_flags_rest(s, f)\n}\n");
+}
+
 /// The tapset text.
 pub fn syscalls_tapset() -> String {
     let mut out = String::from(HEADER);
+    out.push_str("\n// SystemTap's flag decoders of other calls, as its _stp_lookup_or_str.\n");
+    for (name, list) in FLAG_DECODERS {
+        flag_decoder(&mut out, name, list);
+    }
     for e in SYSCALLS {
         let (nr, name) = (e.nr, e.name);
         let _ = write!(
@@ -265,12 +452,37 @@ fn named_arg(out: &mut String, n: usize, arg: &Arg) {
     }
 }
 
+/// `VAR = EXPR` lines of an alias.
+type VarLines = &'static [(&'static str, &'static str)];
+
+/// file_getattr's and file_setattr's (the same arguments); SystemTap's
+/// `dfd_str_unquoted` reads the descriptor number as a string address, as
+/// here.
+const FILE_ATTR: VarLines = &[
+    ("dfd", "__sc_int32($arg1)"),
+    ("dfd_str", "_dfd_str(dfd)"),
+    ("dfd_str_unquoted", "user_string2($arg1, \"\")"),
+    ("filename", "$arg2"),
+    ("filename_str", "user_string_quoted($arg2)"),
+    ("filename_str_unquoted", "user_string2($arg2, \"\")"),
+    ("ufattr", "$arg3"),
+    ("usize", "__sc_uint32($arg4)"),
+    ("at_flags", "__sc_uint32($arg5)"),
+];
+
+/// The xattr calls' `name2` (the attribute name, second argument).
+const NAME2: VarLines = &[
+    ("name2", "user_string_quoted($arg2)"),
+    ("name2_unquoted", "user_string2($arg2, \"\")"),
+];
+
 /// The variables SystemTap's tapset gives the aliases beyond the named
 /// arguments of `spec.rs` (which also drive `argstr`): the calls utap does
 /// not decode, and the extra forms (raw `*_uaddr` addresses) of some it
 /// does. Each entry is the call, whether it is for the return alias, and
-/// `VAR = EXPR` lines; a variable already set by the alias is skipped.
-const EXTRA_VARS: &[(&str, bool, &[(&str, &str)])] = &[
+/// `VAR = EXPR` lines; a variable already set by the alias is skipped, unless written
+/// `=VAR` (SystemTap's variable of that name differs: its line is replaced).
+const EXTRA_VARS: &[(&str, bool, VarLines)] = &[
     // --- modules
     (
         "delete_module",
@@ -1386,6 +1598,304 @@ const EXTRA_VARS: &[(&str, bool, &[(&str, &str)])] = &[
             ("flags_str", "_open_flags_str(flags)"),
         ],
     ),
+    // --- gaps found by tests/syscall_alias_vars.rs against SystemTap 5.5
+    ("dup2", false, &[("flags", "0"), ("flags_str", "\"0x0\"")]),
+    ("dup3", false, &[("flags_str", "_dup3_flag_str(flags)")]),
+    ("accept", false, &[("flags", "0"), ("flags_str", "\"0x0\"")]),
+    (
+        "eventfd",
+        false,
+        &[("flags", "0"), ("flags_str", "\"0x0\"")],
+    ),
+    (
+        "memfd_create",
+        false,
+        &[("flags_str", "_mfd_flags_str(flags)")],
+    ),
+    ("mlock2", false, &[("flags_str", "_stp_mlock2_str(flags)")]),
+    (
+        "memfd_secret",
+        false,
+        &[("flags_str", "_mfd_flags_str(__sc_uint32($arg1))")],
+    ),
+    (
+        "preadv2",
+        false,
+        &[("flags_str", "_preadv2_flags_str(flags)")],
+    ),
+    (
+        "pwritev2",
+        false,
+        &[("flags_str", "_preadv2_flags_str(flags)")],
+    ),
+    (
+        "sync_file_range",
+        false,
+        &[(
+            "flags_str",
+            "_sync_file_range_flags_str(__sc_uint32($arg4))",
+        )],
+    ),
+    // The data written, cut as SystemTap's syscall_string_trunc (50).
+    (
+        "write",
+        false,
+        &[("buf_str", "user_buffer_quoted($arg2, $arg3, 50)")],
+    ),
+    (
+        "pwrite64",
+        false,
+        &[("buf_str", "user_buffer_quoted($arg2, $arg3, 50)")],
+    ),
+    (
+        "sendto",
+        false,
+        &[("buf", "user_buffer_quoted($arg2, $arg3, 50)")],
+    ),
+    ("file_getattr", false, FILE_ATTR),
+    ("file_setattr", false, FILE_ATTR),
+    (
+        "clock_nanosleep",
+        false,
+        &[
+            ("flag_str", "_stp_clock_nanosleep_flags_str(flags)"),
+            ("flags_str", "_stp_clock_nanosleep_flags_str(flags)"),
+            ("req_str", "_struct_timespec_u($arg3, 1)"),
+        ],
+    ),
+    (
+        "nanosleep",
+        false,
+        &[("req_str", "_struct_timespec_u($arg1, 1)")],
+    ),
+    (
+        "clock_settime",
+        false,
+        &[("tp_uaddr_str", "_struct_timespec_u($arg2, 1)")],
+    ),
+    (
+        "ppoll",
+        false,
+        &[("tsp_str", "_struct_timespec_u($arg3, 1)")],
+    ),
+    (
+        "pselect6",
+        false,
+        &[("timeout_str", "_struct_timespec_u($arg5, 1)")],
+    ),
+    (
+        "select",
+        false,
+        &[("timeout_str", "_struct_timeval_u($arg5, 1)")],
+    ),
+    (
+        "semtimedop",
+        false,
+        &[("timeout_str", "_struct_timespec_u($arg4, 1)")],
+    ),
+    (
+        "recvmmsg",
+        false,
+        &[("timeout_str", "_struct_timespec_u($arg5, 1)")],
+    ),
+    (
+        "io_getevents",
+        false,
+        &[("timestr", "_struct_timespec_u($arg5, 1)")],
+    ),
+    (
+        "utimensat",
+        false,
+        &[("tsp_str", "_struct_timespec_u($arg3, 2)")],
+    ),
+    (
+        "futimesat",
+        false,
+        &[("tvp_str", "_struct_timeval_u($arg3, 2)")],
+    ),
+    (
+        "utimes",
+        false,
+        &[("tvp_uaddr_str", "_struct_timeval_u($arg2, 2)")],
+    ),
+    (
+        "setitimer",
+        false,
+        &[("value_str", "_struct_itimerval_u($arg2)")],
+    ),
+    (
+        "timer_settime",
+        false,
+        &[("value_str", "_struct_itimerspec_u($arg3)")],
+    ),
+    (
+        "timerfd_settime",
+        false,
+        &[("value_str", "_struct_itimerspec_u($arg3)")],
+    ),
+    (
+        "settimeofday",
+        false,
+        &[
+            ("tv_str", "_struct_timeval_u($arg1, 1)"),
+            ("tz_str", "_struct_timezone_u($arg2)"),
+        ],
+    ),
+    (
+        "setrlimit",
+        false,
+        &[("rlim_str", "_struct_rlimit_u($arg2)")],
+    ),
+    (
+        "prlimit64",
+        false,
+        &[("new_rlim_str", "_struct_rlimit_u($arg3)")],
+    ),
+    (
+        "rt_sigprocmask",
+        false,
+        &[("set_str", "_stp_sigset_u($arg2)")],
+    ),
+    (
+        "rt_sigsuspend",
+        false,
+        &[("set_str", "_stp_sigset_u($arg1)")],
+    ),
+    (
+        "rt_sigtimedwait",
+        false,
+        &[
+            ("uthese_str", "_stp_sigset_u($arg1)"),
+            ("uts_str", "_struct_timespec_u($arg3, 1)"),
+        ],
+    ),
+    ("msync", false, &[("flags_str", "_msync_flag_str(flags)")]),
+    (
+        "splice",
+        false,
+        &[("flags_str", "_stp_splice_flags_str(flags)")],
+    ),
+    (
+        "vmsplice",
+        false,
+        &[("flags_str", "_stp_splice_flags_str(flags)")],
+    ),
+    (
+        "timerfd_create",
+        false,
+        &[("flags_str", "_stp_timerfd_flags_str(flags)")],
+    ),
+    (
+        "timerfd_settime",
+        false,
+        &[("flags_str", "_stp_timerfd_flags_str(flags)")],
+    ),
+    ("statx", false, &[("flags_str", "_at_flag_str(flags)")]),
+    ("mknod", false, &[("mode_str", "_mknod_mode_str(mode)")]),
+    ("mknodat", false, &[("mode_str", "_mknod_mode_str(mode)")]),
+    ("mmap", false, &[("offset", "$arg6")]),
+    (
+        "pipe",
+        false,
+        &[
+            ("flag_str", "\"\""),
+            ("pipe0", "$arg1 ? user_int($arg1) : 0"),
+            ("pipe1", "$arg1 ? user_int($arg1 + 4) : 0"),
+        ],
+    ),
+    (
+        "getrandom",
+        false,
+        &[
+            ("=buf", "user_string_quoted($arg1)"),
+            ("buf_unquoted", "user_string2($arg1, \"\")"),
+        ],
+    ),
+    // SystemTap's NAME of these is the address, NAME_str the text.
+    (
+        "renameat",
+        false,
+        &[("=oldname", "$arg2"), ("=newname", "$arg4")],
+    ),
+    (
+        "renameat2",
+        false,
+        &[("=oldname", "$arg2"), ("=newname", "$arg4")],
+    ),
+    (
+        "symlinkat",
+        false,
+        &[("=oldname", "$arg1"), ("=newname", "$arg3")],
+    ),
+    ("unlinkat", false, &[("=pathname", "$arg2")]),
+    // name2: SystemTap's older name of name_str, kept by its tapset.
+    ("getxattr", false, NAME2),
+    ("lgetxattr", false, NAME2),
+    ("fgetxattr", false, NAME2),
+    ("lremovexattr", false, NAME2),
+    ("fsetxattr", false, NAME2),
+    (
+        "execveat",
+        false,
+        &[
+            ("dirfd", "__sc_int32($arg1)"),
+            ("dirfd_str", "_dfd_str(dirfd)"),
+            ("fd", "dirfd"),
+            ("fd_str", "dirfd_str"),
+            ("filename", "user_string_quoted($arg2)"),
+            ("args", "__get_argv($arg3, 0)"),
+            ("env_str", "__get_argv($arg4, 0)"),
+            ("flags", "__sc_int32($arg5)"),
+            ("flags_str", "_at_flag_str(flags)"),
+        ],
+    ),
+    (
+        "clock_settime",
+        false,
+        &[
+            ("clk_id", "__sc_int32($arg1)"),
+            ("clk_id_str", "_get_wc_str(clk_id)"),
+            ("tp_uaddr", "$arg2"),
+        ],
+    ),
+    (
+        "clock_adjtime",
+        false,
+        &[
+            ("clk_id", "__sc_int32($arg1)"),
+            ("clk_id_str", "_get_wc_str(clk_id)"),
+            ("tx_uaddr", "$arg2"),
+        ],
+    ),
+    (
+        "lsm_get_self_attr",
+        false,
+        &[
+            ("attr", "__sc_uint32($arg1)"),
+            ("ctx", "$arg2"),
+            ("size", "$arg3"),
+            ("flags", "__sc_uint32($arg4)"),
+        ],
+    ),
+    (
+        "lsm_set_self_attr",
+        false,
+        &[
+            ("attr", "__sc_uint32($arg1)"),
+            ("ctx", "$arg2"),
+            ("size", "__sc_uint32($arg3)"),
+            ("flags", "__sc_uint32($arg4)"),
+        ],
+    ),
+    (
+        "nfsservctl",
+        false,
+        &[
+            ("cmd", "__sc_int32($arg1)"),
+            ("argp_uaddr", "$arg2"),
+            ("resp_uaddr", "$arg3"),
+        ],
+    ),
 ];
 
 /// The `EXTRA_VARS` lines of one alias, after the lines it has from
@@ -1396,12 +1906,20 @@ fn extra_vars(out: &mut String, start: usize, name: &str, at_return: bool) {
             continue;
         }
         for (var, expr) in *vars {
+            // `=var`: SystemTap's variable of this name has another type
+            // or meaning than the named argument's; its line is replaced.
+            let (var, replace) = var.strip_prefix('=').map_or((*var, false), |v| (v, true));
             let set = format!("\t{var} = ");
-            if !out[start..]
-                .lines()
-                .any(|l| format!("{l}\n").starts_with(&set))
-            {
-                let _ = writeln!(out, "\t{var} = {expr}");
+            let found = out[start..].find(&set).map(|at| start + at);
+            match found {
+                Some(at) if replace => {
+                    let end = out[at..].find('\n').map_or(out.len(), |n| at + n + 1);
+                    out.replace_range(at..end, &format!("\t{var} = {expr}\n"));
+                }
+                Some(_) => {}
+                None => {
+                    let _ = writeln!(out, "\t{var} = {expr}");
+                }
             }
         }
     }

@@ -277,8 +277,10 @@ impl Breakpoints {
             },
         );
         space.removed.remove(&addr);
+        crate::guardian::text_written(owner.0, addr, &bytes[..1]);
         if let Err(e) = mem::write(owner.0, addr, &[0xcc]) {
             space.sites.remove(&addr);
+            crate::guardian::text_restored(owner.0, addr);
             return Err(e);
         }
         Ok(())
@@ -300,15 +302,20 @@ impl Breakpoints {
         let orig = site.orig;
         space.sites.remove(&addr);
         space.removed.insert(addr);
-        mem::write(owner.0, addr, &[orig])
+        mem::write(owner.0, addr, &[orig])?;
+        crate::guardian::text_restored(owner.0, addr);
+        Ok(())
     }
 
     /// Hands the site at `addr` over to the data plane, which wrote its
     /// own bytes there (`dataplane::function`): forgotten without writing,
     /// and a trap already taken there is rewound to run them.
     pub fn take_over(&mut self, pid: Tid, addr: u64) {
+        let owner = self.owner(pid);
         if let Some(space) = self.space_mut(pid) {
             space.sites.remove(&addr);
+            // Its bytes are the data plane's now, valid without utap.
+            crate::guardian::text_restored(owner.0, addr);
             space.removed.insert(addr);
         }
     }
@@ -316,8 +323,10 @@ impl Breakpoints {
     /// Forgets the site at `addr` without writing anything: its module
     /// was unmapped (dlclose), the byte went with it.
     pub fn unmapped(&mut self, pid: Tid, addr: u64) {
+        let owner = self.owner(pid);
         if let Some(space) = self.space_mut(pid) {
             space.sites.remove(&addr);
+            crate::guardian::text_restored(owner.0, addr);
         }
     }
 
@@ -327,7 +336,11 @@ impl Breakpoints {
     pub fn enable_semaphore(&mut self, pid: Tid, addr: u64) -> std::io::Result<()> {
         let owner = self.owner(pid);
         let space = self.spaces.entry(owner).or_default();
-        add_to_counter(owner, addr, 1)?;
+        crate::guardian::semaphore(owner.0, addr, 1);
+        if let Err(e) = add_to_counter(owner, addr, 1) {
+            crate::guardian::semaphore(owner.0, addr, -1);
+            return Err(e);
+        }
         *space.semaphores.entry(addr).or_default() += 1;
         Ok(())
     }
@@ -358,6 +371,7 @@ impl Breakpoints {
         self.vforkers.remove(&pid);
         if self.alias.remove(&pid).is_none() {
             self.spaces.remove(&pid);
+            crate::guardian::forget(pid.0);
         }
     }
 
@@ -377,12 +391,27 @@ impl Breakpoints {
             return;
         };
         let mut copy = space.clone();
+        journal_copy(child, &copy);
         let frames = copy.shadow.remove(&parent_tid).unwrap_or_default();
         copy.shadow.clear();
         if !frames.is_empty() {
             copy.shadow.insert(child, frames);
         }
         self.spaces.insert(child, copy);
+    }
+}
+
+/// A fork child's copy of our bytes and semaphore counts, journaled as
+/// its own (the guardian restores each process it finds).
+fn journal_copy(child: Tid, space: &Space) {
+    for (&addr, site) in &space.sites {
+        crate::guardian::text_written(child.0, addr, &[site.orig]);
+    }
+    for &stub in space.stub_ret.keys() {
+        crate::guardian::text_written(child.0, stub, &[0x90]);
+    }
+    for (&addr, &n) in &space.semaphores {
+        crate::guardian::semaphore(child.0, addr, i32::from(n));
     }
 }
 
@@ -399,18 +428,24 @@ fn restore_space(owner: Tid, space: &mut Space) {
     // after this (when its page cannot be unmapped): the stub must then
     // just jump.
     for &stub in space.stub_ret.keys() {
-        let _ = file.write(owner.0, stub, &[0x90]);
+        if file.write(owner.0, stub, &[0x90]).is_ok() {
+            crate::guardian::text_restored(owner.0, stub);
+        }
     }
     for (&addr, site) in space.sites.iter() {
         if let Some(slot) = site.slot {
             space.slot_sites.push((slot, addr));
         }
-        let _ = mem::write(owner.0, addr, &[site.orig]);
+        if mem::write(owner.0, addr, &[site.orig]).is_ok() {
+            crate::guardian::text_restored(owner.0, addr);
+        }
         space.removed.insert(addr);
     }
     space.sites.clear();
     for (addr, n) in space.semaphores.drain() {
-        let _ = add_to_counter(owner, addr, -i32::from(n));
+        if add_to_counter(owner, addr, -i32::from(n)).is_ok() {
+            crate::guardian::semaphore(owner.0, addr, -i32::from(n));
+        }
     }
 }
 

@@ -569,6 +569,9 @@ impl Tracer {
             return None;
         }
         let slot = self.take_slot_near(tid, owner, func, regs)?;
+        // Undone by a nop over its int3: a return through it then just
+        // jumps on (as `restore_space` does at a detach).
+        crate::guardian::text_written(owner.0, slot, &[0x90]);
         mem::write(owner.0, slot, &xol::return_stub(slot, ret)).ok()?;
         let space = self.core.uprobes.space_mut(owner)?;
         space.stubs.insert(ret, slot);
@@ -764,6 +767,21 @@ impl Control<'_> {
     ) {
         if let Some(p) = self.core.dataplane.as_mut() {
             p.offer(pid, addr, entry, ret);
+        }
+    }
+
+    /// Offers USDT marker `addr` of `pid` (its `nop`), whose hooks all
+    /// run in process, to the data plane with the marker's arguments:
+    /// patched as a function entry is (`Plane::offer_mark`).
+    pub fn offer_mark_site(
+        &mut self,
+        pid: Tid,
+        addr: u64,
+        hooks: &[(usize, usize)],
+        args: &[crate::elf::sdt::SdtArg],
+    ) {
+        if let Some(p) = self.core.dataplane.as_mut() {
+            p.offer_mark(pid, addr, hooks, args);
         }
     }
 

@@ -118,9 +118,11 @@ const RESTARTS: [i64; 3] = [-512, -513, -514];
 impl Core {
     /// A thread our interrupt stopped inside a syscall will enter it again
     /// from the same place: remembered, so that entry is not reported as a
-    /// second call. Not a call made from the data plane's gadget: the
+    /// second call. Called at the hold's own wait and at every interrupt
+    /// stop the loop sees (an interrupt sent to a thread already in a
+    /// stop stays pending and cuts its next call short). Not a call made from the data plane's gadget: the
     /// filter lets its second entry through unreported anyway.
-    fn note_restart(&mut self, tid: Tid) {
+    pub(super) fn note_restart(&mut self, tid: Tid) {
         #[cfg(target_arch = "x86_64")]
         if let Ok(r) = ptrace::get_regs(tid)
             && (r.orig_rax as i64) >= 0

@@ -35,7 +35,13 @@ impl Tracer {
         if mem::read(owner.0, at, &mut orig).ok()? != orig.len() {
             return None;
         }
-        mem::write(owner.0, at, &STUB).ok()?;
+        crate::guardian::text_written(owner.0, at, &orig);
+        crate::guardian::thread_moved(owner.0, tid.0, at, STUB.len() as u32, saved);
+        if mem::write(owner.0, at, &STUB).is_err() {
+            crate::guardian::thread_back(tid.0);
+            crate::guardian::text_restored(owner.0, at);
+            return None;
+        }
         let mut r = *saved;
         r.rip = at;
         r.rax = nr;
@@ -56,9 +62,11 @@ impl Tracer {
         if let (Some(p), Some(block)) = (self.core.dataplane.as_ref(), paused) {
             p.resume_dispatch(block);
         }
-        let _ = mem::write(owner.0, at, &orig);
-        if result.is_some() {
-            let _ = ptrace::set_regs(tid, saved);
+        if mem::write(owner.0, at, &orig).is_ok() {
+            crate::guardian::text_restored(owner.0, at);
+        }
+        if result.is_some() && ptrace::set_regs(tid, saved).is_ok() {
+            crate::guardian::thread_back(tid.0);
         }
         result
     }

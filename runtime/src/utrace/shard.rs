@@ -240,13 +240,17 @@ impl Group {
     /// A process exec'd (its old entry code is gone with its old image) or
     /// ended (its pid may be reused): nothing to put back there.
     pub fn forget_park(&self, tgid: Tid) {
-        lock(&self.parks).remove(&tgid.0);
+        if let Some((addr, _)) = lock(&self.parks).remove(&tgid.0) {
+            crate::guardian::text_restored(tgid.0, addr);
+        }
     }
 
     /// Puts every entry code back (no thread is parked any more).
     fn restore_parks(&self) {
         for (tgid, (addr, old)) in lock(&self.parks).drain() {
-            let _ = write_code(Tid(tgid), addr, &old);
+            if write_code(Tid(tgid), addr, &old).is_some() {
+                crate::guardian::text_restored(tgid, addr);
+            }
         }
     }
 }
@@ -422,12 +426,17 @@ impl Tracer {
         let Some((regs, parked, restore, retrap)) = park_regs(thread, park) else {
             return false;
         };
+        // Its own registers exist only here until it is adopted: the
+        // guardian puts them back should utap die meanwhile.
+        crate::guardian::thread_moved(thread.tgid.0, tid.0, park, 2, &restore);
         if ptrace::set_regs(tid, &parked).is_err() {
+            crate::guardian::thread_back(tid.0);
             return false;
         }
         if ptrace::detach(tid, None).is_err() {
             // Still ours and stopped where it was: it goes on from here.
             let _ = ptrace::set_regs(tid, &regs);
+            crate::guardian::thread_back(tid.0);
             return false;
         }
         let Some(mut thread) = self.core.threads.remove(&tid) else {
@@ -605,6 +614,7 @@ fn adopt(core: &mut Core, mut thread: Thread) {
         };
     // Gone meanwhile (its process was killed): nothing left to serve.
     if ptrace::seize(thread.tid, options).is_err() {
+        crate::guardian::thread_back(thread.tid.0);
         if let Some(s) = &core.shard {
             s.group.landed();
         }
@@ -697,6 +707,7 @@ fn write_code(tgid: Tid, addr: u64, code: &[u8; 2]) -> Option<[u8; 2]> {
         .ok()?;
     let mut old = [0u8; 2];
     mem.read_exact_at(&mut old, addr).ok()?;
+    crate::guardian::text_written(tgid.0, addr, &old);
     mem.write_all_at(code, addr).ok()?;
     Some(old)
 }

@@ -61,6 +61,7 @@ impl Tracer {
         #[cfg(target_arch = "x86_64")]
         if let Some(parked) = thread.restore.take() {
             let _ = ptrace::set_regs(tid, &parked.0);
+            crate::guardian::thread_back(tid.0);
             super::shard::note_handover(&self.core.shard, parked.1);
         }
         let first = thread.run == Run::Starting;
@@ -314,6 +315,11 @@ impl Tracer {
                 StopKind::Other,
                 Some(&mut |e: &mut dyn Engine, cx, a| e.report_jctl(cx, a, j)),
             );
+        } else if !sig.is_stop_signal() {
+            // Our interrupt, which may have cut a call short (a clone3
+            // sees the pending trap and answers ERESTARTNOINTR): its
+            // entry, made again, is not a second call.
+            self.core.note_restart(tid);
         }
         self.finish_stop(tid, reported);
     }

@@ -11,6 +11,11 @@
 use std::cmp::Ordering;
 use std::fmt;
 
+/// The front end keeps the non-UTF-8 bytes of a string literal (`"\231"`)
+/// as the characters U+10FF80..=U+10FFFF (`utap_compiler::lexer::
+/// bytes_to_string`); format text goes out as the bytes they stand for.
+pub const RAW_BYTE_BASE: u32 = 0x10FF00;
+
 /// SystemTap's default MAXSTRINGLEN (buffer size, terminator included).
 pub const DEFAULT_MAXSTRINGLEN: usize = 512;
 
@@ -333,12 +338,12 @@ pub struct Regex(regex::bytes::Regex);
 
 impl Regex {
     pub fn new(pattern: &str) -> Result<Regex, StringError> {
-        // Raw bytes of the literal (see `format::RAW_BYTE_BASE`) become
+        // Raw bytes of the literal (see [`RAW_BYTE_BASE`]) become
         // `\xNN` escapes, which match that byte.
         let mut escaped = String::with_capacity(pattern.len());
         for c in pattern.chars() {
             let v = c as u32;
-            let base = crate::format::RAW_BYTE_BASE;
+            let base = RAW_BYTE_BASE;
             if (base + 0x80..=base + 0xFF).contains(&v) {
                 escaped.push_str(&format!("\\x{:02x}", v - base));
             } else {

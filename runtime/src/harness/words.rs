@@ -1,6 +1,6 @@
-//! Splitting the `.args`/`.opts` lines of test cases into words. Its own
-//! file, without dependencies, so that the root package's golden tests
-//! include it too (`#[path]`) instead of keeping a copy.
+//! Splitting the `.args`/`.opts` lines of test cases into words (POSIX
+//! shell quoting), for the golden-test harness and the front end's
+//! conformance tests.
 
 /// Splits one line of POSIX-shell words (quotes and backslashes).
 pub fn shell_words(line: &str) -> Vec<String> {

@@ -1,0 +1,1 @@
+$FIXTURES/aliasvars
