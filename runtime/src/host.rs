@@ -102,7 +102,7 @@ pub fn split(attach: bool) -> io::Result<Side> {
 }
 
 /// How many forks [`split`] tries for a host whose id fits.
-const FIT_TRIES: usize = 8;
+const FIT_TRIES: usize = 16;
 
 /// Whether process id `pid` fits the data plane's SUD selectors.
 fn fits(pid: libc::pid_t) -> bool {
@@ -169,13 +169,15 @@ fn fork_host(need_fit: bool) -> io::Result<Option<Side>> {
 /// this takes at most 256 threads (about 3 ms); a host whose id does not
 /// fit traces as before, without SUD.
 fn steer_next_pid() {
-    use crate::dataplane::dispatch::Keeper;
     // As root: say which id the kernel hands out next (CRIU's way).
     const LAST: &str = "/proc/sys/kernel/ns_last_pid";
-    if let Some(last) = std::fs::read_to_string(LAST)
-        .ok()
-        .and_then(|t| t.trim().parse::<u32>().ok())
-        && let Some(next) = (last + 1..last + 1 + 65536).find(|&p| Keeper::of(p).is_some())
+    let read = |path: &str| {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+    };
+    if let (Some(last), Some(max)) = (read(LAST), read("/proc/sys/kernel/pid_max"))
+        && let Some(next) = next_fit(last, max)
         && std::fs::write(LAST, (next - 1).to_string()).is_ok()
     {
         return;
@@ -188,10 +190,26 @@ fn steer_next_pid() {
         let Ok(Ok(last)) = spawned.map(|t| t.join()) else {
             return;
         };
-        if Keeper::of(last as u32 + 1).is_some() {
+        let next = last as u32 + 1;
+        if fits(next as libc::pid_t) && free(next) {
             return;
         }
     }
+}
+
+/// The first id after `last` that fits and is free, in the order the
+/// kernel hands ids out (up to `pid_max`, then from 300 again).
+fn next_fit(last: u32, pid_max: u32) -> Option<u32> {
+    /// The kernel's `RESERVED_PIDS`: where ids start again after a wrap.
+    const RESERVED: u32 = 300;
+    (last + 1..pid_max)
+        .chain(RESERVED..=last)
+        .find(|&p| fits(p as libc::pid_t) && free(p))
+}
+
+/// Whether no process or thread has id `p` now.
+fn free(p: u32) -> bool {
+    !std::path::Path::new(&format!("/proc/{p}")).exists()
 }
 
 /// Gives the termination signals their default action where utap was

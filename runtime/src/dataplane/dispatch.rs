@@ -5,33 +5,40 @@
 //! Each thread is armed by the tracer (`PTRACE_SET_SYSCALL_USER_DISPATCH_
 //! CONFIG`, Linux 6.4): a syscall made outside the region's code part,
 //! while the thread's selector byte says BLOCK, is not made; the kernel
-//! raises SIGSYS instead, which the tracer sees as a signal stop and
-//! treats as a seccomp stop: the site is patched (the stub's gadget, in
-//! the allowed range, makes the call from then on) or, if it cannot be,
-//! the call is made once more with the thread's selector at ALLOW under
-//! `PTRACE_SYSCALL` (the tracer route's entry and exit stops).
+//! raises SIGSYS instead, which the tracer sees as a signal stop. The
+//! call is let through at once (selector ALLOW, made again under
+//! `PTRACE_SYSCALL`, whose entry and exit stops the tracer route serves),
+//! and at its exit stop the site is patched if it can be (the stub's
+//! gadget, in the allowed range, makes the call from then on).
 //!
 //! Invariants:
 //! * **utap's death turns every selector to ALLOW before the kernel lets
 //!   the threads go.** Each selector is a byte of a futex word on the
-//!   tracing thread's robust list, holding that thread's id; the kernel
+//!   tracing thread's robust list (the list glibc registered, where the
+//!   guardian's death word is too), holding that thread's id; the kernel
 //!   marks such words (owner died, id cleared) in the thread's exit,
 //!   before it releases the thread's tracees (`exit_mm` precedes
 //!   `exit_notify`). The byte read is the one of the id that equals 1
 //!   (BLOCK), so it reads 0 (ALLOW) after. A tracing thread whose id has
 //!   no such byte never arms SUD (the host makes its id fit, `host::
-//!   split`). Left: a thread held in a SIGSYS stop at that moment is
-//!   given its SIGSYS (the kernel delivers a stop's signal at release).
+//!   split`).
+//! * **No thread waits in a SIGSYS stop.** The kernel delivers a signal
+//!   stop's signal when the tracer dies, and SIGSYS kills: the stop is
+//!   left at once (a few register reads and writes), and the slow work
+//!   (holding the threads, writing text) is done at the exit stop, where
+//!   utap's death harms nothing. What is left is those few microseconds.
 //! * **Every ending disarms every thread** (the quiesce, threads held).
-//! * **A program that handles or ignores SIGSYS is never armed** (the
-//!   kernel forces its SIGSYS through, resetting such dispositions).
-//! * Not inherited by new threads, fork children or exec'd images: new
-//!   threads are armed at their first stop; vfork children and exec'd
-//!   programs stay on `PTRACE_SYSCALL`.
+//! * **A program that handles or ignores SIGSYS is never armed** (a
+//!   handler would see our SIGSYS if utap died in the stop; an ignored
+//!   one is forced through by the kernel).
+//! * Not inherited by new threads, fork children or exec'd images
+//!   (checked: a SUD-armed thread's clone or fork child does not trap):
+//!   new threads are armed at their first stop; vfork children and
+//!   exec'd programs stay on `PTRACE_SYSCALL`.
 
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
-use super::layout::{self, BLOCK_ROBUST_NEXT, BLOCK_SELECTOR};
+use super::layout::{self, BLOCK_ROBUST_LINKS, BLOCK_SELECTOR};
 use crate::utrace::Tid;
 use crate::utrace::ptrace;
 
@@ -81,37 +88,110 @@ impl Keeper {
     }
 }
 
-/// The calling thread's robust list, once per process: every block's
-/// selector word of the region whose blocks start at `blocks` (our
-/// mapping). Returns the keeper, or None if this thread cannot be one or
-/// the list could not be set (SUD is then never armed).
+/// The blocks linked into the tracing thread's robust list.
+struct Linked {
+    tid: u32,
+    keeper: Keeper,
+    head: u64,
+    /// The first block's entry and the last one's (whose next is what
+    /// followed the head before).
+    first: u64,
+    last: u64,
+}
+
+static LINKED: Mutex<Option<Linked>> = Mutex::new(None);
+
+/// Links every block's selector word of the region whose blocks start at
+/// `blocks` (our mapping) into the calling thread's robust list, after
+/// its head. The list is the one glibc registered (one per thread; the
+/// guardian's death word is on it too), so its `futex_offset` says where
+/// each entry goes. Returns the keeper, or None if this thread cannot be
+/// one (its id, a list that does not fit the blocks' room, another
+/// thread linked first): SUD is then never armed.
 pub fn register(blocks: u64) -> Option<Keeper> {
-    static DONE: OnceLock<Option<(u32, Keeper)>> = OnceLock::new();
     // SAFETY: gettid has no memory effects.
     let me = unsafe { libc::gettid() } as u32;
-    let got = DONE.get_or_init(|| {
-        let keeper = Keeper::of(me)?;
-        let head = Box::leak(Box::new(RobustHead {
-            next: 0,
-            futex_offset: BLOCK_SELECTOR as i64 - BLOCK_ROBUST_NEXT as i64,
-            pending: 0,
-        }));
-        let head_at = head as *mut RobustHead as u64;
-        let mut next = head_at;
-        for i in (0..layout::BLOCKS).rev() {
-            let link = blocks + i * layout::BLOCK_LEN + BLOCK_ROBUST_NEXT;
-            // SAFETY: inside our mapping of the region's blocks.
-            unsafe { std::ptr::write_volatile(link as *mut u64, next) };
-            next = link;
-        }
-        head.next = next;
-        let len = std::mem::size_of::<RobustHead>();
-        // SAFETY: the head is leaked (lives as long as the process).
-        let r = unsafe { libc::syscall(libc::SYS_set_robust_list, head_at, len) };
-        (r == 0).then_some((me, keeper))
+    let mut linked = LINKED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(l) = linked.as_ref() {
+        return (l.tid == me).then_some(l.keeper);
+    }
+    let keeper = Keeper::of(me)?;
+    let head = own_head()?;
+    // SAFETY: the head is this thread's, registered with the kernel.
+    let offset = unsafe { (*(head as *const RobustHead)).futex_offset };
+    let at = entry_offset(offset)?;
+    let entry = |i: u64| blocks + i * layout::BLOCK_LEN + at;
+    let next_at = head as *mut u64; // the head's first field
+    // SAFETY: as above; only this thread edits its list (utap takes no
+    // robust mutex), the kernel reads it at the thread's exit.
+    let mut next = unsafe { next_at.read_volatile() };
+    for i in (0..layout::BLOCKS).rev() {
+        // SAFETY: inside our mapping of the region's blocks.
+        unsafe { std::ptr::write_volatile(entry(i) as *mut u64, next) };
+        next = entry(i);
+    }
+    std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+    // SAFETY: as above.
+    unsafe { next_at.write_volatile(next) };
+    *linked = Some(Linked {
+        tid: me,
+        keeper,
+        head,
+        first: entry(0),
+        last: entry(layout::BLOCKS - 1),
     });
-    // Only the thread that registered is the keeper.
-    got.filter(|(tid, _)| *tid == me).map(|(_, k)| k)
+    Some(keeper)
+}
+
+/// Takes the blocks out of the robust list again (before the region is
+/// unmapped: the kernel would stop its walk at an unreadable entry, and
+/// miss the guardian's word behind them).
+pub fn unregister() {
+    let mut linked = LINKED.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(l) = linked.take() else {
+        return;
+    };
+    // Find the pointer to our first entry (the head's, unless an entry
+    // was put before ours since) and make it skip our chain.
+    let mut at = l.head; // `next` is the head's first field
+    for _ in 0..ROBUST_LIMIT {
+        // SAFETY: `at` is the head or an entry of the thread's list, all
+        // in live memory (ours until this returns).
+        let next = unsafe { std::ptr::read_volatile(at as *const u64) };
+        if next == l.first {
+            // SAFETY: as above.
+            unsafe {
+                let after = std::ptr::read_volatile(l.last as *const u64);
+                std::ptr::write_volatile(at as *mut u64, after);
+            }
+            return;
+        }
+        if next == l.head || next == 0 {
+            return;
+        }
+        at = next;
+    }
+}
+
+/// The kernel's bound on a robust list walk (`ROBUST_LIST_LIMIT`).
+const ROBUST_LIMIT: usize = 2048;
+
+/// The calling thread's registered robust list head, if any.
+fn own_head() -> Option<u64> {
+    let mut head = 0u64;
+    let mut len = 0usize;
+    // SAFETY: both are valid out pointers; pid 0 is the calling thread.
+    let got = unsafe { libc::syscall(libc::SYS_get_robust_list, 0, &mut head, &mut len) };
+    (got == 0 && head != 0 && len == std::mem::size_of::<RobustHead>()).then_some(head)
+}
+
+/// Where in a block the entry of a list with `futex_offset` goes (the
+/// entry plus the offset is the selector word): inside the block's room
+/// for it, 8-aligned.
+fn entry_offset(futex_offset: i64) -> Option<u64> {
+    let at = (BLOCK_SELECTOR as i64).checked_sub(futex_offset)?;
+    let room = BLOCK_ROBUST_LINKS as i64..BLOCK_ROBUST_LINKS as i64 + 32;
+    (room.contains(&at) && at % 8 == 0).then_some(at as u64)
 }
 
 /// Sets block `block`'s selector (our mapping) to BLOCK or ALLOW.
@@ -184,6 +264,15 @@ mod tests {
         assert_eq!(Keeper::of(0x0105).map(|k| k.byte), Some(1));
         assert_eq!(Keeper::of(0x01_0203).map(|k| k.byte), Some(2));
         assert_eq!(Keeper::of(0x0203), None);
+    }
+
+    #[test]
+    fn glibc_lists_put_the_entry_in_the_blocks_room() {
+        // glibc: the mutex's lock word minus its list's `next` field.
+        assert_eq!(entry_offset(-32), Some(BLOCK_SELECTOR + 32));
+        assert_eq!(entry_offset(0), None);
+        assert_eq!(entry_offset(-33), None);
+        assert_eq!(entry_offset(-48), None);
     }
 }
 
@@ -264,15 +353,18 @@ impl Tracer {
                 false => SyscallSource::Ptrace,
             };
             t.dispatching = false;
+            t.patch_at_exit = false;
         }
         armed
     }
 
-    /// A SIGSYS stop of `tid`: if it is SUD's, the call is served like a
-    /// seccomp stop's (its site patched, the thread sent back to it), or
-    /// made once more, let through (selector ALLOW) under
-    /// `PTRACE_SYSCALL`, whose entry and exit stops the engines see. The
-    /// signal is never delivered. False if it is not ours.
+    /// A SIGSYS stop of `tid`: if it is SUD's, the call is made once
+    /// more at once, let through (selector ALLOW) under `PTRACE_SYSCALL`,
+    /// whose entry and exit stops the engines see; a site to patch is
+    /// patched at that exit stop (`dispatch_done`). The thread never stays
+    /// in this stop: were utap to die while it did, the kernel would
+    /// deliver the SIGSYS at the release and kill the program. The signal
+    /// is never delivered. False if it is not ours.
     pub(crate) fn on_dispatch_trap(&mut self, tid: Tid) -> bool {
         let ours = self
             .core
@@ -287,9 +379,6 @@ impl Tracer {
         };
         // The kernel put the number back in rax.
         let nr = regs.rax;
-        if self.serve_trapped(tid, regs, nr) {
-            return true;
-        }
         if let Some(plane) = self.core.dataplane.as_ref()
             && let (Some(keeper), Some(block)) = (plane.keeper, plane.block_addr(tid))
         {
@@ -302,8 +391,10 @@ impl Tracer {
         if ptrace::set_regs(tid, &r).is_err() {
             return false;
         }
+        let patch = self.patchable(tid, &regs, nr);
         if let Some(t) = self.core.threads.get_mut(&tid) {
             t.dispatching = true;
+            t.patch_at_exit = patch;
             t.in_syscall = false;
             t.pending_signal = None;
         }
@@ -314,17 +405,46 @@ impl Tracer {
         true
     }
 
-    /// The exit stop of a call let through: the selector says BLOCK again.
+    /// The exit stop of a call let through: the selector says BLOCK again,
+    /// and the call's site is patched if it is to be. The thread is left
+    /// with the registers of its exit stop.
     pub(crate) fn dispatch_done(&mut self, tid: Tid) {
-        if let Some(t) = self.core.threads.get_mut(&tid) {
-            t.dispatching = false;
-        }
+        let Some(t) = self.core.threads.get_mut(&tid) else {
+            return;
+        };
+        t.dispatching = false;
+        let patch = std::mem::take(&mut t.patch_at_exit);
         if let Some(plane) = self.core.dataplane.as_ref()
             && !plane.quiesced
             && let (Some(keeper), Some(block)) = (plane.keeper, plane.block_addr(tid))
         {
             set_selector(block, keeper, true);
         }
+        if patch {
+            self.patch_after_call(tid);
+        }
+    }
+
+    /// Patches the site of the call `tid` just made (at its exit stop).
+    /// The call is over, so the injected calls the patch may need can run
+    /// from here: the registers say "no syscall" meanwhile and are put
+    /// back as they were. A call to be restarted is left alone (it traps
+    /// again).
+    fn patch_after_call(&mut self, tid: Tid) {
+        let Ok(exit) = ptrace::get_regs(tid) else {
+            return;
+        };
+        if matches!(exit.rax as i64, -512 | -513 | -514 | -516) {
+            return;
+        }
+        let mut r = exit;
+        r.orig_rax = u64::MAX;
+        if self.patch_trapped(tid, &r, exit.orig_rax).is_some()
+            && let Some(p) = self.core.dataplane.as_mut()
+        {
+            p.counts.sud_patched += 1;
+        }
+        let _ = ptrace::set_regs(tid, &exit);
     }
 
     /// Whether `tid`'s syscall stop is a call a stub made from the
@@ -365,6 +485,7 @@ impl Core {
             if let Some(t) = self.threads.get_mut(&tid) {
                 t.source = SyscallSource::Ptrace;
                 t.dispatching = false;
+                t.patch_at_exit = false;
             }
         }
     }

@@ -168,8 +168,10 @@ pub struct Counts {
     /// Threads armed with Syscall User Dispatch, and refused (`dispatch`).
     pub sud_threads: u64,
     pub sud_refused: u64,
-    /// SIGSYS stops whose call was let through to the tracer route.
+    /// SIGSYS stops whose call was let through to the tracer route, and
+    /// sites patched at the exit stop of such a call.
     pub sud_let_through: u64,
+    pub sud_patched: u64,
 }
 
 /// One address space's part in the data plane.
@@ -293,6 +295,16 @@ pub struct Plane {
     pub counts: Counts,
     /// The tracing thread's selector value, once SUD is armed anywhere.
     keeper: Option<dispatch::Keeper>,
+}
+
+impl Drop for Plane {
+    /// The blocks leave the tracing thread's robust list before the
+    /// region is unmapped (`dispatch::unregister`).
+    fn drop(&mut self) {
+        if self.keeper.is_some() {
+            dispatch::unregister();
+        }
+    }
 }
 
 impl Plane {
@@ -522,9 +534,9 @@ impl Plane {
             self.retired.add(&*b);
             // The robust list's link stays (`dispatch`): the kernel walks
             // it when the tracing thread dies.
-            let link = (*b).robust_next;
+            let links = (*b).robust_links;
             std::ptr::write_bytes(b as *mut u8, 0, std::mem::size_of::<layout::Block>());
-            (*b).robust_next = link;
+            (*b).robust_links = links;
             (*b).self_ptr = addr;
             (*b).ctx.long_globals = (r.data_base() + r.data.longs) as *mut i64;
             (*b).ctx.max_nesting = self.image.max_nesting;

@@ -32,53 +32,11 @@ impl Tracer {
     }
 
     /// As `dataplane_seccomp`, for a syscall `nr` trapped (not made yet)
-    /// with `regs`, rip just past its `syscall` (a seccomp or SUD stop).
+    /// with `regs`, rip just past its `syscall` (a seccomp stop).
     pub(crate) fn serve_trapped(&mut self, tid: Tid, regs: Regs, nr: u64) -> bool {
-        let Some(plane) = self.core.dataplane.as_ref() else {
+        let Some(site) = self.patch_trapped(tid, &regs, nr) else {
             return false;
         };
-        if plane.quiesced {
-            return false;
-        }
-        if !plane.image.serves(nr as i64) {
-            return false;
-        }
-        let pid = self.pid_of(tid);
-        let ready = match plane.spaces.get(&pid).and_then(|s| s.mapped) {
-            Some(true) => plane.blocks.contains_key(&tid),
-            Some(false) => false,
-            None => true,
-        };
-        if !ready || plane.vforked.contains(&pid) {
-            return false;
-        }
-        let call = regs.rip.wrapping_sub(2);
-        if let Some(s) = plane.spaces.get(&pid)
-            && (s.refused.contains(&call) || s.stub_at(regs.rip).is_some())
-        {
-            return false;
-        }
-        let Some((site, bytes)) = self.displaceable(pid, call) else {
-            self.refuse(pid, call);
-            return false;
-        };
-        if self
-            .core
-            .dataplane
-            .as_ref()
-            .and_then(|p| p.spaces.get(&pid))
-            .is_some_and(|s| s.sites.contains_key(&site))
-        {
-            // Patched, and still trapped here: a branch or a restart to
-            // the syscall itself. Served at the stop.
-            return false;
-        }
-        self.core.hold_for_text(pid);
-        let done = self.map_into(tid, pid, &regs) && self.patch(tid, pid, site, bytes, &regs);
-        self.release_text_hold();
-        if !done {
-            return false;
-        }
         // The injected calls put `regs` back, %gs included: the block's
         // address goes in again with the rest.
         let Some(block) = self.core.dataplane.as_ref().and_then(|p| p.block_addr(tid)) else {
@@ -99,6 +57,65 @@ impl Tracer {
         }
         self.finish_stop_pub(tid);
         true
+    }
+
+    /// Whether the site of syscall `nr`, made by `tid` with `regs` (rip
+    /// just past its `syscall`), is one to patch: a call the data plane
+    /// serves, in a process ready for it, not refused or patched before.
+    /// Reads only the tracer's own state.
+    pub(crate) fn patchable(&self, tid: Tid, regs: &Regs, nr: u64) -> bool {
+        let Some(plane) = self.core.dataplane.as_ref() else {
+            return false;
+        };
+        if plane.quiesced || !plane.image.serves(nr as i64) {
+            return false;
+        }
+        let pid = self.pid_of(tid);
+        let ready = match plane.spaces.get(&pid).and_then(|s| s.mapped) {
+            Some(true) => plane.blocks.contains_key(&tid),
+            Some(false) => false,
+            None => true,
+        };
+        if !ready || plane.vforked.contains(&pid) {
+            return false;
+        }
+        let call = regs.rip.wrapping_sub(2);
+        !plane
+            .spaces
+            .get(&pid)
+            .is_some_and(|s| s.refused.contains(&call) || s.stub_at(regs.rip).is_some())
+    }
+
+    /// Patches the site of syscall `nr` that `tid` (stopped, `regs`
+    /// injectable) made, mapping the region first if needed; every thread
+    /// of the process is held meanwhile. Returns the site (where the
+    /// jump to the stub starts). The thread's registers are `regs` again
+    /// after, save on failure of an injected call.
+    pub(crate) fn patch_trapped(&mut self, tid: Tid, regs: &Regs, nr: u64) -> Option<u64> {
+        if !self.patchable(tid, regs, nr) {
+            return None;
+        }
+        let pid = self.pid_of(tid);
+        let call = regs.rip.wrapping_sub(2);
+        let Some((site, bytes)) = self.displaceable(pid, call) else {
+            self.refuse(pid, call);
+            return None;
+        };
+        if self
+            .core
+            .dataplane
+            .as_ref()
+            .and_then(|p| p.spaces.get(&pid))
+            .is_some_and(|s| s.sites.contains_key(&site))
+        {
+            // Patched, and still trapped here: a branch or a restart to
+            // the syscall itself. Served at the stop.
+            return None;
+        }
+        self.core.hold_for_text(pid);
+        let done = self.map_into(tid, pid, regs) && self.patch(tid, pid, site, bytes, regs);
+        self.release_text_hold();
+        done.then_some(site)
     }
 
     pub(crate) fn pid_of(&self, tid: Tid) -> Tid {
@@ -477,6 +494,7 @@ impl Tracer {
             // exec) and without the region: PTRACE_SYSCALL from now on.
             t.source = crate::utrace::SyscallSource::Ptrace;
             t.dispatching = false;
+            t.patch_at_exit = false;
         }
         if exec
             && let Ok(mut r) = ptrace::get_regs(tid)

@@ -131,6 +131,8 @@ pub(crate) struct Thread {
     /// Under `SyscallSource::Dispatch`: between a SIGSYS stop the tracer
     /// let through and that call's exit stop (the selector reads ALLOW).
     pub dispatching: bool,
+    /// The call let through is to have its site patched at its exit stop.
+    pub patch_at_exit: bool,
     /// Seized with PTRACE_O_EXITKILL (a spawned command and what it
     /// creates): a handed-over thread is seized again the same way.
     pub exitkill: bool,
@@ -170,6 +172,7 @@ impl Thread {
             parkable: Parkable::No,
             retrap: false,
             dispatching: false,
+            patch_at_exit: false,
             exitkill: false,
             listening: Default::default(),
             seccomp_stops: 0,
