@@ -954,8 +954,11 @@ impl Tracer {
         let mut pids: Vec<Tid> = plane.pending.iter().map(|&(p, _)| p).collect();
         pids.dedup();
         for pid in pids {
-            // Registers can be read only from a thread in a ptrace-stop;
-            // one outside a syscall is the plainest to borrow.
+            // Registers can be read only from a thread in a ptrace-stop,
+            // and a thread just seized may not be in its first one yet
+            // (under load): the hold waits for every thread's stop. One
+            // outside a syscall is the plainest to borrow.
+            self.core.hold_for_text(pid);
             let threads = self.core.threads_of(pid);
             let plain = threads
                 .iter()
@@ -970,6 +973,7 @@ impl Tracer {
             if let Some(tid) = stopped {
                 self.patch_offered_from(tid, true);
             }
+            self.release_text_hold();
         }
     }
 
