@@ -703,10 +703,11 @@ fn a_full_output_ring_drops_and_counts() {
     assert!(o.stderr.contains(&line), "{}", o.stderr);
 }
 
-/// The `gate` fixture (a round of `n` getppid calls per line it reads),
-/// started and ready: the child, its pid, its stdin and its stdout.
+/// The `gate` fixture (a round of getppid calls per line it reads; `args`:
+/// the calls, and the threads making them), started and ready: the child,
+/// its pid, its stdin and its stdout.
 fn start_gate(
-    n: &str,
+    args: &[&str],
 ) -> (
     std::process::Child,
     i32,
@@ -715,7 +716,7 @@ fn start_gate(
 ) {
     use std::io::BufRead;
     let mut child = command(&fixture("gate"))
-        .arg(n)
+        .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -741,6 +742,55 @@ fn gate_round(
     line
 }
 
+/// What every gate round prints (the tests are its parent).
+fn gate_done() -> String {
+    format!("done {}\n", std::process::id())
+}
+
+/// Counts getppid and write by name.
+const GATE_COUNT: &str = "global c\nprobe syscall.getppid, syscall.write { c[name]++ }\n\
+                          probe end { foreach (n+ in c) printf(\"%s %d\\n\", n, c[n]) }";
+
+/// One `-v -x` session of `GATE_COUNT` on a gate started with `args`:
+/// waits for the region (the arming maps it), runs `rounds` rounds, ends
+/// utap with SIGINT, checks the text is as on disk and that one more
+/// round runs after (no SUD left: a call would trap with nobody to serve
+/// it, or fault on the unmapped selector), and returns utap's outcome.
+fn gate_session(args: &[&str], rounds: usize) -> Outcome {
+    let (mut child, pid, mut stdin, mut out) = start_gate(args);
+    let mut u = utap(GATE_COUNT, &["-v", "-x", &pid.to_string()]);
+    u.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let tracer = u.spawn().expect("start utap");
+    let start = std::time::Instant::now();
+    while regions_in(pid) == 0 && start.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    if regions_in(pid) == 0 {
+        signal(tracer.id() as i32, libc::SIGINT);
+        panic!("no region mapped: {}", finish(tracer).stderr);
+    }
+    for _ in 0..rounds {
+        assert_eq!(gate_round(&mut stdin, &mut out), gate_done());
+    }
+    signal(tracer.id() as i32, libc::SIGINT);
+    let o = finish(tracer);
+    assert_text_as_on_disk(pid);
+    assert_eq!(gate_round(&mut stdin, &mut out), gate_done());
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    o
+}
+
+/// The `-v` figures of SUD: threads armed, left on PTRACE_SYSCALL.
+fn armed(stderr: &str) -> (u64, u64) {
+    let [armed, left, _] = verbose_counts::<3>(
+        stderr,
+        "utap: data plane: syscall user dispatch armed in ",
+    );
+    (armed, left)
+}
+
 /// `-x` with syscall probes in the program: the attached threads are
 /// armed with Syscall User Dispatch (no seccomp filter can be taken out
 /// of a running program), the sites its SIGSYS shows are patched, and
@@ -748,87 +798,92 @@ fn gate_round(
 /// program runs on with its text as on disk.
 #[test]
 fn attached_syscalls_are_served_through_dispatch() {
-    let (mut child, pid, mut stdin, mut out) = start_gate("100000");
-    let script = "global c\nprobe syscall.getppid, syscall.write { c[name]++ }\n\
-                  probe end { foreach (n+ in c) printf(\"%s %d\\n\", n, c[n]) }";
-    let mut u = utap(script, &["-v", "-x", &pid.to_string()]);
-    u.stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let tracer = u.spawn().expect("start utap");
-    // Mapped when the threads are armed, at attach (its stderr if not).
-    let start = std::time::Instant::now();
-    while regions_in(pid) == 0 && start.elapsed().as_secs() < 20 {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    if regions_in(pid) == 0 {
-        signal(tracer.id() as i32, libc::SIGINT);
-        panic!("no region mapped: {}", finish(tracer).stderr);
-    }
-    for _ in 0..2 {
-        assert_eq!(
-            gate_round(&mut stdin, &mut out),
-            format!("done {}\n", std::process::id())
-        );
-    }
-    signal(tracer.id() as i32, libc::SIGINT);
-    let o = finish(tracer);
+    let o = gate_session(&["100000"], 2);
     assert_eq!(o.status, 0, "{}", o.stderr);
     assert_eq!(o.stdout, "getppid 200000\nwrite 2\n", "{}", o.stderr);
-    let [armed, left, _] = verbose_counts::<3>(
-        &o.stderr,
-        "utap: data plane: syscall user dispatch armed in ",
-    );
-    assert_eq!((armed, left), (1, 0), "{}", o.stderr);
+    assert_eq!(armed(&o.stderr), (1, 0), "{}", o.stderr);
     assert!(ptrace_stops(&o.stderr) < 200, "{}", o.stderr);
-    assert_text_as_on_disk(pid);
-    // Let go: no SUD left (a call would trap with nobody to serve it).
-    assert_eq!(
-        gate_round(&mut stdin, &mut out),
-        format!("done {}\n", std::process::id())
-    );
-    drop(stdin);
-    assert!(child.wait().unwrap().success());
+}
+
+/// Threads born while armed are armed at their first stop: 4 new threads
+/// a round, each with its own calls, counted exactly.
+#[test]
+fn new_threads_of_an_attached_program_are_dispatched_exactly() {
+    let o = gate_session(&["50000", "4"], 3);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, "getppid 600000\nwrite 3\n", "{}", o.stderr);
+    assert_eq!(armed(&o.stderr), (13, 0), "{}", o.stderr);
+    assert!(ptrace_stops(&o.stderr) < 1000, "{}", o.stderr);
+}
+
+/// The arming happens every time, with both cores busy: a thread just
+/// seized may not have reached its first stop when the session arms
+/// (once the cause of "0 process(es) with the region" under parallel
+/// tests).
+#[test]
+fn dispatch_is_armed_every_time_under_load() {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spinners: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
+    let mut failed = Vec::new();
+    for trial in 0..20 {
+        let o = gate_session(&["10000"], 2);
+        if o.status != 0 || o.stdout != "getppid 20000\nwrite 2\n" || armed(&o.stderr) != (1, 0) {
+            failed.push(format!("trial {trial}: {} {}", o.stdout, o.stderr));
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    spinners.into_iter().for_each(|t| t.join().unwrap());
+    assert!(failed.is_empty(), "{failed:#?}");
 }
 
 /// SIGKILL of utap at random moments of an `-x` session whose syscall
-/// probes run in the program through SUD: the selectors turn to ALLOW at
-/// the tracing thread's death (its robust futex list), so the program's
-/// next calls go through, and it runs on to its exact output.
+/// probes run in the program through SUD, while the program makes calls
+/// (attach, arming, SIGSYS stops, patching at the exit stops, new threads
+/// armed): the selectors turn to ALLOW at the tracing thread's death (its
+/// robust futex list), no thread waits in a SIGSYS stop the kernel would
+/// deliver, and the program runs on to its exact output.
 #[test]
 fn sigkill_of_utap_with_dispatch_never_harms_an_attached_program() {
+    let mut delays = Delays::new();
+    let seed = delays.0;
     let mut failed = Vec::new();
-    for trial in 0..10u64 {
-        let (mut child, pid, mut stdin, mut out) = start_gate("200000");
+    for trial in 0..50u64 {
+        let threads = if trial % 2 == 0 { "1" } else { "3" };
+        let (mut child, pid, mut stdin, mut out) = start_gate(&["20000", threads]);
         let mut u = utap(COUNT, &["-x", &pid.to_string()]);
         u.stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
         let mut tracer = u.spawn().expect("start utap");
-        // Rounds run while utap attaches, arms and serves; the kill lands
-        // 0 to 270 ms in.
-        let kill_at = std::time::Duration::from_millis(trial * 30);
+        let delay = delays.next(300);
+        let killer = std::thread::spawn(move || {
+            std::thread::sleep(delay);
+            let _ = tracer.kill();
+            let _ = tracer.wait();
+        });
+        // Rounds run from before the attach until after the kill.
         let start = std::time::Instant::now();
-        let mut killed = false;
         let mut lines = Vec::new();
-        for _ in 0..6 {
-            if !killed && start.elapsed() >= kill_at {
-                let _ = tracer.kill();
-                killed = true;
-            }
+        while lines.len() < 4 || start.elapsed() < delay + std::time::Duration::from_millis(50) {
             lines.push(gate_round(&mut stdin, &mut out));
         }
-        if !killed {
-            let _ = tracer.kill();
-        }
-        let _ = tracer.wait();
+        killer.join().unwrap();
         lines.push(gate_round(&mut stdin, &mut out));
         drop(stdin);
         let status = child.wait().unwrap();
-        let want = format!("done {}\n", std::process::id());
-        if !status.success() || lines.iter().any(|l| *l != want) {
-            failed.push(format!("trial {trial}: {status:?} {lines:?}"));
+        if !status.success() || lines.iter().any(|l| *l != gate_done()) {
+            failed.push(format!("trial {trial} ({delay:?}): {status:?} {lines:?}"));
         }
     }
-    assert!(failed.is_empty(), "{failed:#?}");
+    assert!(failed.is_empty(), "seed {seed}: {failed:#?}");
 }
 
 /// The hot USDT fixture (tests/fixtures/usdt/usdt_hot.c), or `None` with

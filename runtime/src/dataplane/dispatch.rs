@@ -305,19 +305,19 @@ impl Tracer {
             if handles_sigsys(pid) {
                 continue;
             }
-            // The hold waits for every thread's attach stop (a thread
+            // Every thread is at its attach stop once it came (a thread
             // just seized may not be in it yet, under load: its registers
             // unreadable). There, a call it was in has returned or will
             // restart, so any can run the injected calls; one outside a
             // syscall is the plainest.
-            self.core.hold_for_text(pid);
+            self.core.await_attach_stops(pid);
             let threads = self.core.threads_of(pid);
             let regs = |t: &Tid| ptrace::get_regs(*t).ok().map(|r| (*t, r));
             let plain = threads.iter().filter_map(regs).find(|(_, r)| injectable(r));
             let Some((tid, regs)) = plain.or_else(|| threads.iter().find_map(regs)) else {
-                self.release_text_hold();
                 continue;
             };
+            self.core.hold_for_text(pid);
             let mapped = self.map_into(tid, pid, &regs);
             self.release_text_hold();
             if mapped {

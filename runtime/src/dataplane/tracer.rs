@@ -956,9 +956,8 @@ impl Tracer {
         for pid in pids {
             // Registers can be read only from a thread in a ptrace-stop,
             // and a thread just seized may not be in its first one yet
-            // (under load): the hold waits for every thread's stop. One
-            // outside a syscall is the plainest to borrow.
-            self.core.hold_for_text(pid);
+            // (under load). One outside a syscall is the plainest to borrow.
+            self.core.await_attach_stops(pid);
             let threads = self.core.threads_of(pid);
             let plain = threads
                 .iter()
@@ -973,7 +972,6 @@ impl Tracer {
             if let Some(tid) = stopped {
                 self.patch_offered_from(tid, true);
             }
-            self.release_text_hold();
         }
     }
 
