@@ -90,7 +90,7 @@ pub enum Side {
 /// an attached program, and its id had better fit the data plane's SUD
 /// selectors ([`steer_next_pid`]).
 pub fn split(attach: bool) -> io::Result<Side> {
-    if attach {
+    if attach && crate::dataplane::dispatch::enabled() {
         for _ in 1..FIT_TRIES {
             steer_next_pid();
             if let Some(side) = fork_host(true)? {

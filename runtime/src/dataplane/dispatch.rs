@@ -42,6 +42,14 @@ use super::layout::{self, BLOCK_ROBUST_LINKS, BLOCK_SELECTOR};
 use crate::utrace::Tid;
 use crate::utrace::ptrace;
 
+/// Whether SUD is wanted: opt-in (`UTAP_SUD=1`) until its open faults
+/// are fixed (a killed session can still take the program with it, and a
+/// session's region is sometimes left mapped at the end); without it,
+/// `-x` syscall probes stay on `PTRACE_SYSCALL`, as before.
+pub fn enabled() -> bool {
+    std::env::var("UTAP_SUD").is_ok_and(|v| v == "1")
+}
+
 /// `PTRACE_SET_SYSCALL_USER_DISPATCH_CONFIG` (linux/ptrace.h).
 const PTRACE_SET_SUD: u32 = 0x4210;
 /// `PR_SYS_DISPATCH_ON` (exclusive: the range is allowed) and `_OFF`.
@@ -291,7 +299,7 @@ impl Tracer {
         let Some(plane) = self.core.dataplane.as_mut() else {
             return;
         };
-        if !plane.image.syscall_hooks || plane.quiesced {
+        if !plane.image.syscall_hooks || plane.quiesced || !enabled() {
             return;
         }
         let Some(keeper) = register(plane.blocks_start()) else {

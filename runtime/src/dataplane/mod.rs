@@ -101,7 +101,8 @@
 //!   and a ring with a bad record is skipped to its head and counted.
 //!
 //! Syscall sites under `-x` (no seccomp filter: one could never be taken
-//! out at detach) are found through Syscall User Dispatch (`dispatch`):
+//! out at detach) are, with `UTAP_SUD=1` (opt-in: `dispatch::enabled`
+//! says why), found through Syscall User Dispatch (`dispatch`):
 //! each attached thread is armed with the region's code as its allowed
 //! range, so a call from anywhere else stops at a SIGSYS the tracer
 //! treats as a seccomp stop. Its selectors need no tracer alive: they
