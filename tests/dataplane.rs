@@ -800,10 +800,8 @@ fn traced(pid: i32) -> bool {
 
 /// The `-v` figures of SUD: threads armed, left on PTRACE_SYSCALL.
 fn armed(stderr: &str) -> (u64, u64) {
-    let [armed, left, _] = verbose_counts::<3>(
-        stderr,
-        "utap: data plane: syscall user dispatch armed in ",
-    );
+    let [armed, left, _] =
+        verbose_counts::<3>(stderr, "utap: data plane: syscall user dispatch armed in ");
     (armed, left)
 }
 

@@ -262,28 +262,6 @@ pub fn handles_sigsys(pid: Tid) -> bool {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_keeper_reads_the_byte_that_is_one() {
-        assert_eq!(Keeper::of(0x0301).map(|k| k.byte), Some(0));
-        assert_eq!(Keeper::of(0x0105).map(|k| k.byte), Some(1));
-        assert_eq!(Keeper::of(0x01_0203).map(|k| k.byte), Some(2));
-        assert_eq!(Keeper::of(0x0203), None);
-    }
-
-    #[test]
-    fn glibc_lists_put_the_entry_in_the_blocks_room() {
-        // glibc: the mutex's lock word minus its list's `next` field.
-        assert_eq!(entry_offset(-32), Some(BLOCK_SELECTOR + 32));
-        assert_eq!(entry_offset(0), None);
-        assert_eq!(entry_offset(-33), None);
-        assert_eq!(entry_offset(-48), None);
-    }
-}
-
 use super::tracer::injectable;
 use crate::utrace::control::Core;
 use crate::utrace::{SyscallSource, Tracer};
@@ -499,5 +477,27 @@ impl Core {
                 t.patch_at_exit = false;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_keeper_reads_the_byte_that_is_one() {
+        assert_eq!(Keeper::of(0x0301).map(|k| k.byte), Some(0));
+        assert_eq!(Keeper::of(0x0105).map(|k| k.byte), Some(1));
+        assert_eq!(Keeper::of(0x01_0203).map(|k| k.byte), Some(2));
+        assert_eq!(Keeper::of(0x0203), None);
+    }
+
+    #[test]
+    fn glibc_lists_put_the_entry_in_the_blocks_room() {
+        // glibc: the mutex's lock word minus its list's `next` field.
+        assert_eq!(entry_offset(-32), Some(BLOCK_SELECTOR + 32));
+        assert_eq!(entry_offset(0), None);
+        assert_eq!(entry_offset(-33), None);
+        assert_eq!(entry_offset(-48), None);
     }
 }
