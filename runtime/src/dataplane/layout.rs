@@ -66,6 +66,8 @@ pub struct Header {
     /// The next output record's sequence number: the tracer prints the
     /// records of every ring in this order.
     pub seq: u64,
+    /// The handlers' clock (`super::clock`).
+    pub clock: super::clock::Clock,
 }
 
 /// An array insertion found no room: "Array overflow".
