@@ -990,3 +990,24 @@ fn two_numbers(s: &str) -> (i64, i64) {
     let mut it = s.split_whitespace().map(|w| w.parse::<i64>().unwrap());
     (it.next().unwrap(), it.next().unwrap())
 }
+
+/// `foreach` over an array the program filled breaks ties in the order
+/// the keys were first inserted, as on the tracer route (the fold keeps
+/// each slot's insertion number).
+#[test]
+fn ties_sort_in_insertion_order_on_both_routes() {
+    let script = "global c\nprobe syscall.* { c[name]++ }\n\
+                  probe end { foreach (n in c- limit 12) printf(\"%s %d\\n\", n, c[n]) }";
+    let cmd = format!("{} 5", fixture("loop"));
+    let inside = utap_c(script, &cmd, true);
+    let tracer = utap_c(script, &cmd, false);
+    assert!(
+        inside
+            .stderr
+            .contains("utap: 384 of 385 probe(s) run in the program"),
+        "{}",
+        inside.stderr
+    );
+    assert_eq!(inside.stdout.lines().count(), 12, "{}", inside.stdout);
+    assert_eq!(inside.stdout, tracer.stdout);
+}

@@ -686,7 +686,7 @@ fn find(b: &mut FunctionBuilder, header: i64, base: i64, t: &TableSpec, ctx: Val
         let k = key(b, i);
         b.ins().store(mem(), k, e, (8 + 8 * i) as i32);
     }
-    publish(b, e, t);
+    publish(b, e, t, base, idx);
     b.ins().jump(ret, &[e.into()]);
 
     // Held by a writer: spin on the same slot, then give up.
@@ -753,7 +753,7 @@ fn find(b: &mut FunctionBuilder, header: i64, base: i64, t: &TableSpec, ctx: Val
     b.switch_to_block(mine);
     let room = count_up(b, base, t, e, tag::DELETED, ret);
     b.switch_to_block(room);
-    publish(b, e, t);
+    publish(b, e, t, base, idx);
     b.ins().jump(ret, &[e.into()]);
 
     b.switch_to_block(ret);
@@ -791,10 +791,18 @@ fn count_up(
     room
 }
 
-/// Zeroes a slot's value and makes it live.
-fn publish(b: &mut FunctionBuilder, e: Value, t: &TableSpec) {
+/// Zeroes a slot's value, numbers the insertion and makes it live.
+fn publish(b: &mut FunctionBuilder, e: Value, t: &TableSpec, base: i64, idx: Value) {
     let zero = b.ins().iconst(I64, 0);
     b.ins().store(mem(), zero, e, (8 + 8 * t.arity) as i32);
+    let counter = b.ins().iconst(I64, base + t.order_counter() as i64);
+    let one = b.ins().iconst(I64, 1);
+    let n = b
+        .ins()
+        .atomic_rmw(I64, mem(), AtomicRmwOp::Add, counter, one);
+    let at = b.ins().imul_imm_s(idx, 8);
+    let at = b.ins().iadd_imm_s(at, base + t.order_offset as i64);
+    b.ins().store(mem(), n, at, 0);
     let live = b.ins().iconst(I64, tag::LIVE as i64);
     b.ins().atomic_store(mem(), live, e);
 }
