@@ -19,10 +19,12 @@
 //!   tracer: the data plane has no safe load);
 //! * it uses long arithmetic, locals, `if`, `next`, long scalar globals,
 //!   arrays of longs keyed by longs and string literals (a string local
-//!   only ever holds a literal), `$syscall`, `$argN`, `$return`, `pid()`
-//!   and `tid()`, `printf`/`print` of those (records the tracer formats):
-//!   nothing that builds strings, loops, reads program memory or controls
-//!   a thread;
+//!   only ever holds a literal), `$syscall`, `$argN`, `$return`, `pid()`,
+//!   `tid()`, `cpu()`, `get_cycles()` and the clocks (through the time
+//!   stamp counter, where the kernel's clocksource is it), calls of
+//!   script functions that follow these rules, `printf`/`print` of those
+//!   (records the tracer formats): nothing that builds strings, loops,
+//!   reads program memory or controls a thread;
 //! * the globals it touches are touched by no handler that stays in the
 //!   tracer, except `begin` (before the region is filled from the
 //!   script's state), `end` and `error` (after the region is folded back).
@@ -30,6 +32,7 @@
 //! A probe that fails a rule stays in the tracer, with the reason, which
 //! `-v` prints. `UTAP_INPROC=0` keeps every probe in the tracer.
 
+use std::cell::RefCell;
 use std::collections::HashSet;
 
 use crate::ast::{AssignOp, BinOp};
@@ -40,8 +43,40 @@ use crate::program::{
 use crate::walk;
 use utap_runtime::elf::sdt::Operand;
 
-/// Builtins the in-process runtime implements.
-pub const IN_PROCESS_BUILTINS: &[&str] = &["pid", "tid"];
+/// Builtins the in-process runtime implements (the clock's and `cpu()`
+/// under the conditions [`builtin_reason`] checks).
+pub const IN_PROCESS_BUILTINS: &[&str] = &["pid", "tid", "get_cycles"];
+
+/// Builtins that read the kernel's clocks: in process through the time
+/// stamp counter (`utap_runtime::dataplane::clock`).
+pub const CLOCK_BUILTINS: &[&str] = &[
+    "gettimeofday_s",
+    "gettimeofday_ms",
+    "gettimeofday_us",
+    "gettimeofday_ns",
+    "local_clock_ns",
+    "cpu_clock_ns",
+];
+
+/// Why builtin `name` cannot run in process, if it cannot.
+fn builtin_reason(name: &str) -> Option<String> {
+    use utap_runtime::dataplane::clock;
+    if IN_PROCESS_BUILTINS.contains(&name) {
+        return None;
+    }
+    if CLOCK_BUILTINS.contains(&name) {
+        return clock::usable().err().map(|why| {
+            format!(
+                "calls {name}(), and {why} (the program could not read the clock without a syscall)"
+            )
+        });
+    }
+    if name == "cpu" {
+        return (!clock::has_rdtscp())
+            .then(|| "calls cpu(), and the processor has no rdtscp".into());
+    }
+    Some(format!("calls {name}()"))
+}
 
 /// Where one probe's handler runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,7 +108,7 @@ pub fn routes(program: &Program) -> Vec<Route> {
             if routes[i] != Route::InProcess {
                 continue;
             }
-            if tracer_prints && prints(&p.body) {
+            if tracer_prints && probe_prints(program, p) {
                 routes[i] = Route::Tracer(
                     "prints, as a handler that runs in the tracer does (the program's output \
                      would come out of order with the tracer's)"
@@ -82,7 +117,10 @@ pub fn routes(program: &Program) -> Vec<Route> {
                 changed = true;
                 continue;
             }
-            if let Some(g) = touched(p).into_iter().find(|g| tracer_globals.contains(g)) {
+            if let Some(g) = touched(program, p)
+                .into_iter()
+                .find(|g| tracer_globals.contains(g))
+            {
                 let name = &program.globals[g.0 as usize].name;
                 routes[i] = Route::Tracer(format!(
                     "global '{name}' is also used by a handler that runs in the tracer"
@@ -111,26 +149,37 @@ fn prints(b: &Block) -> bool {
 /// milliseconds, so lines the two routes print while the program runs
 /// would not keep the order of their hits.
 fn tracer_prints(program: &Program, routes: &[Route]) -> bool {
+    program.probes.iter().zip(routes).any(|(p, route)| {
+        *route != Route::InProcess && !outside_the_run(p) && probe_prints(program, p)
+    })
+}
+
+/// Whether `p`'s handler or a script function it calls prints.
+fn probe_prints(program: &Program, p: &ProbeDef) -> bool {
+    prints(&p.body)
+        || called_functions(program, p)
+            .into_iter()
+            .any(|f| prints(&program.functions[f].body))
+}
+
+/// The script functions `p`'s handler and conditions call, directly or
+/// through other functions.
+pub fn called_functions(program: &Program, p: &ProbeDef) -> Vec<usize> {
     let mut calls: Vec<usize> = Vec::new();
-    for (p, route) in program.probes.iter().zip(routes) {
-        if *route != Route::InProcess && !outside_the_run(p) {
-            if prints(&p.body) {
-                return true;
-            }
-            walk::block(&p.body, &mut |e| called(e, &mut calls));
-        }
+    let mut visit = |e: &Expr| called(e, &mut calls);
+    for c in p.points.iter().filter_map(|pt| pt.condition.as_ref()) {
+        walk::expr(c, &mut visit);
     }
-    let mut seen = HashSet::new();
+    walk::block(&p.body, &mut visit);
+    let mut seen = Vec::new();
     while let Some(f) = calls.pop() {
-        let Some(func) = program.functions.get(f).filter(|_| seen.insert(f)) else {
+        if seen.contains(&f) || f >= program.functions.len() {
             continue;
-        };
-        if prints(&func.body) {
-            return true;
         }
-        walk::block(&func.body, &mut |e| called(e, &mut calls));
+        seen.push(f);
+        walk::block(&program.functions[f].body, &mut |e| called(e, &mut calls));
     }
-    false
+    seen
 }
 
 /// A begin, end or error probe: it runs before the region is filled or
@@ -208,11 +257,49 @@ fn first_reason(program: &Program, p: &ProbeDef, unwinds: bool) -> Option<String
         }
     }
     let mut why = None;
+    let rules = Rules {
+        program,
+        visiting: RefCell::new(Vec::new()),
+    };
     for c in p.points.iter().filter_map(|pt| pt.condition.as_ref()) {
-        expr_reason(program, c, &mut why);
+        expr_reason(&rules, c, &mut why);
     }
-    block_reason(program, &p.body, &mut why);
+    block_reason(&rules, &p.body, &mut why);
     why
+}
+
+/// The program, and the script functions whose bodies are being checked
+/// (a recursive call is as good as the function: MAXNESTING bounds it in
+/// process as in the tracer).
+struct Rules<'a> {
+    program: &'a Program,
+    visiting: RefCell<Vec<usize>>,
+}
+
+impl std::ops::Deref for Rules<'_> {
+    type Target = Program;
+    fn deref(&self) -> &Program {
+        self.program
+    }
+}
+
+/// Why script function `f` cannot run in process, if it cannot: its body
+/// follows a handler's rules (a `return` of a long, or of a string that
+/// can only be a literal).
+fn function_reason(rules: &Rules, f: usize, why: &mut Option<String>) {
+    if rules.visiting.borrow().contains(&f) {
+        return;
+    }
+    let Some(func) = rules.program.functions.get(f) else {
+        *why = Some("calls a script function it cannot find".into());
+        return;
+    };
+    rules.visiting.borrow_mut().push(f);
+    block_reason(rules, &func.body, why);
+    rules.visiting.borrow_mut().pop();
+    if let Some(w) = why.take() {
+        *why = Some(format!("calls {}(), which {w}", func.name));
+    }
 }
 
 /// A function's entry or return (`.function("F")`, `.return`, also
@@ -272,13 +359,13 @@ fn args_read(p: &ProbeDef) -> Vec<usize> {
     out
 }
 
-fn block_reason(program: &Program, b: &Block, why: &mut Option<String>) {
+fn block_reason(program: &Rules, b: &Block, why: &mut Option<String>) {
     for s in &b.stmts {
         stmt_reason(program, s, why);
     }
 }
 
-fn stmt_reason(program: &Program, s: &Stmt, why: &mut Option<String>) {
+fn stmt_reason(program: &Rules, s: &Stmt, why: &mut Option<String>) {
     if why.is_some() {
         return;
     }
@@ -303,9 +390,13 @@ fn stmt_reason(program: &Program, s: &Stmt, why: &mut Option<String>) {
             *why = Some("has a loop".into())
         }
         StmtKind::Try { .. } => *why = Some("has try/catch".into()),
-        StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => {
-            *why = Some("has break, continue or return".into())
+        // Only in functions (the parser refuses it in a probe).
+        StmtKind::Return(value) => {
+            if let Some(v) = value {
+                key_reason(program, v, why);
+            }
         }
+        StmtKind::Break | StmtKind::Continue => *why = Some("has break or continue".into()),
     }
 }
 
@@ -320,7 +411,7 @@ fn long_array(program: &Program, g: GlobalId) -> bool {
 }
 
 /// A key: a long, or a string that can only be a literal.
-fn key_reason(program: &Program, k: &Expr, why: &mut Option<String>) {
+fn key_reason(program: &Rules, k: &Expr, why: &mut Option<String>) {
     match k.ty {
         Type::String => literal_reason(k, why),
         _ => expr_reason(program, k, why),
@@ -336,7 +427,7 @@ fn literal_reason(e: &Expr, why: &mut Option<String>) {
     }
 }
 
-fn expr_reason(program: &Program, e: &Expr, why: &mut Option<String>) {
+fn expr_reason(program: &Rules, e: &Expr, why: &mut Option<String>) {
     if why.is_some() {
         return;
     }
@@ -405,13 +496,16 @@ fn expr_reason(program: &Program, e: &Expr, why: &mut Option<String>) {
             keys.iter().for_each(|k| key_reason(program, k, why));
         }
         ExprKind::Builtin { name, args } => {
-            if !IN_PROCESS_BUILTINS.contains(name) {
-                *why = Some(format!("calls {name}()"));
+            if let Some(r) = builtin_reason(name) {
+                *why = Some(r);
                 return;
             }
             args.iter().for_each(|a| expr_reason(program, a, why));
         }
-        ExprKind::Call { .. } => *why = Some("calls a script function".into()),
+        ExprKind::Call { func, args } => {
+            args.iter().for_each(|a| key_reason(program, a, why));
+            function_reason(program, func.0 as usize, why);
+        }
         ExprKind::Wildcard => *why = Some("uses an array slice".into()),
         ExprKind::Print { format, args, .. } => print_reason(program, format.as_deref(), args, why),
         ExprKind::StatAdd { .. }
@@ -425,7 +519,7 @@ fn expr_reason(program: &Program, e: &Expr, why: &mut Option<String>) {
 /// thread's output ring, formatted by the tracer: longs and literal
 /// strings only, and no `%m` (memory must be read at the hit).
 fn print_reason(
-    program: &Program,
+    program: &Rules,
     format: Option<&[FormatPiece]>,
     args: &[Expr],
     why: &mut Option<String>,
@@ -441,7 +535,7 @@ fn print_reason(
     args.iter().for_each(|a| key_reason(program, a, why));
 }
 
-fn lvalue_reason(program: &Program, lv: &LValue, write: bool, why: &mut Option<String>) {
+fn lvalue_reason(program: &Rules, lv: &LValue, write: bool, why: &mut Option<String>) {
     match lv {
         LValue::Local(_) => {}
         LValue::Global(g) if is_long_scalar(program, *g) => {}
@@ -454,8 +548,9 @@ fn lvalue_reason(program: &Program, lv: &LValue, write: bool, why: &mut Option<S
     }
 }
 
-/// The globals a probe's handler (conditions and body) names.
-pub fn touched(p: &ProbeDef) -> HashSet<GlobalId> {
+/// The globals a probe's handler (conditions and body) and the script
+/// functions it calls name.
+pub fn touched(program: &Program, p: &ProbeDef) -> HashSet<GlobalId> {
     let mut out = HashSet::new();
     let mut visit = |e: &Expr| globals_of(e, &mut out);
     for c in p.points.iter().filter_map(|pt| pt.condition.as_ref()) {
@@ -463,6 +558,11 @@ pub fn touched(p: &ProbeDef) -> HashSet<GlobalId> {
     }
     walk::block(&p.body, &mut visit);
     deleted(&p.body, &mut out);
+    for f in called_functions(program, p) {
+        let body = &program.functions[f].body;
+        walk::block(body, &mut |e| globals_of(e, &mut out));
+        deleted(body, &mut out);
+    }
     out
 }
 
@@ -509,26 +609,10 @@ fn globals_of(e: &Expr, out: &mut HashSet<GlobalId>) {
 /// it is folded back, so they do not count.
 fn tracer_touched(program: &Program, routes: &[Route]) -> HashSet<GlobalId> {
     let mut out = HashSet::new();
-    let mut calls: Vec<usize> = Vec::new();
     for (p, route) in program.probes.iter().zip(routes) {
         if *route != Route::InProcess && !outside_the_run(p) {
-            out.extend(touched(p));
-            walk::block(&p.body, &mut |e| called(e, &mut calls));
+            out.extend(touched(program, p));
         }
-    }
-    let mut seen = HashSet::new();
-    while let Some(f) = calls.pop() {
-        if !seen.insert(f) {
-            continue;
-        }
-        let Some(func) = program.functions.get(f) else {
-            continue;
-        };
-        walk::block(&func.body, &mut |e| {
-            globals_of(e, &mut out);
-            called(e, &mut calls)
-        });
-        deleted(&func.body, &mut out);
     }
     out
 }

@@ -36,8 +36,9 @@ use cranelift_jit::{BranchProtection, JITBuilder, JITMemoryKind, JITMemoryProvid
 use cranelift_module::{FuncId, Linkage, Module, ModuleResult};
 
 use utap_compiler::ast::Span;
-use utap_compiler::program::{PointKind, ProcessEvent, Program};
+use utap_compiler::program::{FunctionDef, PointKind, ProcessEvent, Program};
 use utap_compiler::route::{self, Route};
+use utap_runtime::dataplane::clock::Keeper;
 use utap_runtime::dataplane::image::{InProcImage, NEVER_SERVED, SYSCALL_NUMBERS};
 use utap_runtime::dataplane::layout::{
     BLOCK_HITS, CODE_LEN, COMMON_LEN, DataLayout, Header, JIT_DATA_LEN, LISTS_LEN,
@@ -49,6 +50,7 @@ use utap_runtime::values::map::MapLimit;
 
 use crate::{CodegenError, Compiler, Options, Sources, layout};
 
+mod clock;
 mod output;
 
 const I64: types::Type = types::I64;
@@ -151,7 +153,7 @@ pub fn compile(
     }
     let sub = Program {
         globals: program.globals.clone(),
-        functions: Vec::new(),
+        functions: called_functions(program, &chosen),
         probes: chosen.iter().map(|&i| program.probes[i].clone()).collect(),
         guru: false,
     };
@@ -160,7 +162,7 @@ pub fn compile(
     let touched: HashSet<u32> = sub
         .probes
         .iter()
-        .flat_map(route::touched)
+        .flat_map(|p| route::touched(&sub, p))
         .map(|g| g.0)
         .collect();
     let arrays: Vec<(u32, u64, u64)> = globals
@@ -182,11 +184,15 @@ pub fn compile(
     let Ok(region) = Region::create(DataLayout::new(long_slots as u64, &arrays)) else {
         return Ok(None);
     };
+    let code_start = region.base() + COMMON_LEN;
+    // SAFETY: the first bytes of the code part, ours, placed before the
+    // JIT's.
+    let helpers = unsafe { clock::write_helpers(code_start) };
     let unresolved = Arc::new(Mutex::new(Vec::new()));
     let placement = Placement {
         memory: RegionMemory {
-            code: region.base() + COMMON_LEN..region.base() + CODE_LEN - LISTS_LEN,
-            next_code: region.base() + COMMON_LEN,
+            code: code_start..region.base() + CODE_LEN - LISTS_LEN,
+            next_code: code_start + clock::HELPERS_LEN,
             data: region.data_base() + region.data.jit_data
                 ..region.data_base() + region.data.jit_data + JIT_DATA_LEN,
             next_data: region.data_base() + region.data.jit_data,
@@ -207,7 +213,9 @@ pub fn compile(
     rt.define_context("utap_bi_pid", offset_of!(ProbeValues, pid))?;
     rt.define_context("utap_bi_tid", offset_of!(ProbeValues, tid))?;
     rt.define_output(&region)?;
-    let handlers = c.handlers(&sub, &[])?;
+    rt.define_clock(helpers)?;
+    let funcs = c.functions(&sub)?;
+    let handlers = c.handlers(&sub, &funcs)?;
     let (entry, exit) = hooks(program, routes, &chosen, &handlers);
     let served: Vec<bool> = (0..SYSCALL_NUMBERS)
         .map(|nr| entry.served(nr) && exit.served(nr))
@@ -262,12 +270,56 @@ pub fn compile(
         formats: c.tables.formats.clone(),
         max_action: limits.max_action,
         max_nesting: limits.max_nesting,
+        clock: reads_clock(&sub).then(|| start_clock(&region)),
         region,
     };
     Ok(Some(InProc {
         image: Arc::new(image),
         _module: c.module,
     }))
+}
+
+/// The script's functions as the in-process probes see them: those they
+/// call, and the others with an empty body (the route pass checked only
+/// the called ones; the indexes stay the script's).
+fn called_functions(program: &Program, chosen: &[usize]) -> Vec<FunctionDef> {
+    let mut called = HashSet::new();
+    for &i in chosen {
+        called.extend(route::called_functions(program, &program.probes[i]));
+    }
+    let mut functions = program.functions.clone();
+    for (i, f) in functions.iter_mut().enumerate() {
+        if !called.contains(&i) {
+            f.body.stmts.clear();
+        }
+    }
+    functions
+}
+
+/// Whether an in-process handler reads the clock: its parameters are then
+/// calibrated now and kept by the tracer while the session runs.
+fn reads_clock(sub: &Program) -> bool {
+    let mut found = false;
+    let mut visit = |e: &utap_compiler::program::Expr| {
+        if let utap_compiler::program::ExprKind::Builtin { name, .. } = &e.kind {
+            found |= route::CLOCK_BUILTINS.contains(name);
+        }
+    };
+    for p in &sub.probes {
+        utap_compiler::walk::block(&p.body, &mut visit);
+    }
+    for f in &sub.functions {
+        utap_compiler::walk::block(&f.body, &mut visit);
+    }
+    found
+}
+
+fn start_clock(region: &Region) -> Mutex<Keeper> {
+    let header = region.header();
+    // SAFETY: the header of our live mapping of the region.
+    let clock = unsafe { std::ptr::addr_of_mut!((*header).clock) };
+    // SAFETY: as above; the keeper lives in the image with the region.
+    Mutex::new(unsafe { Keeper::start(clock, std::time::Duration::from_millis(1)) })
 }
 
 /// The hooks of each syscall number, on one side (entry or return).
@@ -634,7 +686,7 @@ fn find(b: &mut FunctionBuilder, header: i64, base: i64, t: &TableSpec, ctx: Val
         let k = key(b, i);
         b.ins().store(mem(), k, e, (8 + 8 * i) as i32);
     }
-    publish(b, e, t);
+    publish(b, e, t, base, idx);
     b.ins().jump(ret, &[e.into()]);
 
     // Held by a writer: spin on the same slot, then give up.
@@ -701,7 +753,7 @@ fn find(b: &mut FunctionBuilder, header: i64, base: i64, t: &TableSpec, ctx: Val
     b.switch_to_block(mine);
     let room = count_up(b, base, t, e, tag::DELETED, ret);
     b.switch_to_block(room);
-    publish(b, e, t);
+    publish(b, e, t, base, idx);
     b.ins().jump(ret, &[e.into()]);
 
     b.switch_to_block(ret);
@@ -739,10 +791,18 @@ fn count_up(
     room
 }
 
-/// Zeroes a slot's value and makes it live.
-fn publish(b: &mut FunctionBuilder, e: Value, t: &TableSpec) {
+/// Zeroes a slot's value, numbers the insertion and makes it live.
+fn publish(b: &mut FunctionBuilder, e: Value, t: &TableSpec, base: i64, idx: Value) {
     let zero = b.ins().iconst(I64, 0);
     b.ins().store(mem(), zero, e, (8 + 8 * t.arity) as i32);
+    let counter = b.ins().iconst(I64, base + t.order_counter() as i64);
+    let one = b.ins().iconst(I64, 1);
+    let n = b
+        .ins()
+        .atomic_rmw(I64, mem(), AtomicRmwOp::Add, counter, one);
+    let at = b.ins().imul_imm_s(idx, 8);
+    let at = b.ins().iadd_imm_s(at, base + t.order_offset as i64);
+    b.ins().store(mem(), n, at, 0);
     let live = b.ins().iconst(I64, tag::LIVE as i64);
     b.ins().atomic_store(mem(), live, e);
 }

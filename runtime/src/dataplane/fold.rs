@@ -34,6 +34,13 @@ pub(crate) fn literal(literals: &[u8], h: i64) -> Option<&[u8]> {
     literals.get(start..start.checked_add(len)?)
 }
 
+/// The insertion number of slot `i` (see `TableSpec::order_offset`).
+pub(crate) fn slot_order(image: &InProcImage, t: &TableSpec, i: u64) -> u64 {
+    let at = (image.region.data_base() + t.order_offset + 8 * i) as *const u64;
+    // SAFETY: inside our mapping (layout); any value is a valid u64.
+    unsafe { std::ptr::read_volatile(at) }
+}
+
 /// A table slot's address in our mapping.
 pub(crate) fn slot_ptr(image: &InProcImage, t: &TableSpec, i: u64) -> *mut u64 {
     (image.region.data_base() + t.offset + i * t.slot_len()) as *mut u64
@@ -59,8 +66,11 @@ pub(crate) fn insert(
                 }
                 *s.add(1 + keys.len()) = value as u64;
                 *s = tag::LIVE;
-                let count = (image.region.data_base() + t.count_offset) as *mut u64;
-                *count += 1;
+                let data = image.region.data_base();
+                *((data + t.count_offset) as *mut u64) += 1;
+                let order = (data + t.order_counter()) as *mut u64;
+                *((data + t.order_offset + 8 * i) as *mut u64) = *order;
+                *order += 1;
                 return Ok(());
             }
         }

@@ -44,6 +44,9 @@ pub struct InProcImage {
     pub formats: Vec<Vec<crate::format::FormatPiece>>,
     pub max_action: i64,
     pub max_nesting: i64,
+    /// The handlers' clock, when one reads it (`super::clock`): the
+    /// tracer refreshes it while the session runs.
+    pub clock: Option<std::sync::Mutex<super::clock::Keeper>>,
 }
 
 impl std::fmt::Debug for InProcImage {
@@ -61,6 +64,14 @@ impl InProcImage {
         let d = &self.region.data;
         let i = super::layout::BLOCKS + (shard as u64 % TRACER_BLOCKS);
         (self.region.data_base() + d.block(i)) as *mut Block
+    }
+
+    /// Refreshes the handlers' clock if it is time (the tracer's
+    /// periodic look at the region).
+    pub fn tick_clock(&self) {
+        if let Some(k) = &self.clock {
+            k.lock().unwrap_or_else(|e| e.into_inner()).tick();
+        }
     }
 
     /// Whether syscall `nr` is served in process at a patched site.

@@ -66,6 +66,8 @@ pub struct Header {
     /// The next output record's sequence number: the tracer prints the
     /// records of every ring in this order.
     pub seq: u64,
+    /// The handlers' clock (`super::clock`).
+    pub clock: super::clock::Clock,
 }
 
 /// An array insertion found no room: "Array overflow".
@@ -218,11 +220,21 @@ pub struct TableSpec {
     pub arity: u64,
     /// The map's limit (declared size or MAXMAPENTRIES).
     pub max_entries: u64,
-    /// Offset of the live-entry counter.
+    /// Offset of the live-entry counter; the next insertion's number
+    /// follows it.
     pub count_offset: u64,
+    /// Offset of one word per slot: the number of the insertion that made
+    /// it live, so the fold keeps the order the tracer's maps keep (and
+    /// `foreach` breaks ties in it on both routes).
+    pub order_offset: u64,
 }
 
 impl TableSpec {
+    /// Offset of the insertion counter.
+    pub fn order_counter(&self) -> u64 {
+        self.count_offset + 8
+    }
+
     /// Bytes of one slot: tag, keys, value.
     pub fn slot_len(&self) -> u64 {
         8 * (2 + self.arity)
@@ -270,15 +282,17 @@ impl DataLayout {
                 let capacity = (2 * max_entries.max(1)).next_power_of_two();
                 let count_offset = at;
                 let offset = at + 64;
-                let t = TableSpec {
+                let mut t = TableSpec {
                     global,
                     offset,
                     capacity,
                     arity,
                     max_entries,
                     count_offset,
+                    order_offset: 0,
                 };
-                at = align(offset + capacity * t.slot_len(), 64);
+                t.order_offset = offset + capacity * t.slot_len();
+                at = align(t.order_offset + 8 * capacity, 64);
                 t
             })
             .collect();

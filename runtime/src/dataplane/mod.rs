@@ -104,6 +104,7 @@
 //! are not patched: their in-process handlers run in the tracer at each
 //! stop.
 
+pub mod clock;
 pub mod code;
 pub mod fold;
 pub mod function;

@@ -7,7 +7,7 @@ use super::ScriptRuntime;
 use super::globals::Global;
 use super::image::KeyType;
 use crate::dataplane::InProcImage;
-use crate::dataplane::fold::{insert, literal, slot_ptr};
+use crate::dataplane::fold::{insert, literal, slot_order, slot_ptr};
 use crate::dataplane::layout::tag;
 use crate::script::OutputSink;
 use crate::values::map::{Key, KeyPart};
@@ -71,7 +71,11 @@ impl ScriptRuntime {
                 continue;
             };
             map.clear();
-            for i in 0..t.capacity {
+            // In the order of their insertions, as the tracer's map
+            // would hold them.
+            let mut slots: Vec<u64> = (0..t.capacity).collect();
+            slots.sort_by_key(|&i| slot_order(image, t, i));
+            for i in slots {
                 let s = slot_ptr(image, t, i);
                 // SAFETY: the slot lies inside our mapping (layout); its
                 // words may hold anything.
