@@ -216,6 +216,33 @@ impl Stat {
         }
     }
 
+    /// A statistic of `count` values with these totals and bucket counts
+    /// (the data plane's atomics keep no running variance: the compiler
+    /// keeps statistics `@variance` reads off it). `None` if the parts do
+    /// not fit `spec` (another number of buckets, a negative count).
+    pub fn from_totals(
+        spec: StatSpec,
+        count: i64,
+        sum: i64,
+        min: i64,
+        max: i64,
+        buckets: &[i64],
+    ) -> Option<Stat> {
+        if count < 0 || buckets.len() != spec.hist.buckets() {
+            return None;
+        }
+        let mut s = Stat::new(spec);
+        if count > 0 {
+            s.count = count;
+            s.sum = sum;
+            s.min = min;
+            s.max = max;
+            s.avg_s = sum.wrapping_shl(s.shift) / count;
+            s.buckets.copy_from_slice(buckets);
+        }
+        Some(s)
+    }
+
     /// Marks this statistic as an element of a statistics array (the map
     /// does so when it inserts one).
     pub fn mark_element(&mut self) {
