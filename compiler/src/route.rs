@@ -20,9 +20,11 @@
 //! * it uses long arithmetic, locals, `if`, `next`, long scalar globals,
 //!   arrays of longs keyed by longs and string literals (a string local
 //!   only ever holds a literal), `$syscall`, `$argN`, `$return`, `pid()`
-//!   and `tid()`, `printf`/`print` of those (records the tracer formats):
-//!   nothing that builds strings, loops, reads program memory or controls
-//!   a thread;
+//!   and `tid()`, `printf`/`print` of those (records the tracer formats),
+//!   `<<<` into statistics keyed as those arrays (read only by begin, end
+//!   and error; one `@variance` reads stays in the tracer, its estimate
+//!   depending on the order of values): nothing that builds strings,
+//!   loops, reads program memory or controls a thread;
 //! * the globals it touches are touched by no handler that stays in the
 //!   tracer, except `begin` (before the region is filled from the
 //!   script's state), `end` and `error` (after the region is folded back).

@@ -7,6 +7,8 @@
 //!   tables in the region (claim a slot by compare-and-swap, publish it
 //!   live; deletes leave the keys, a later insertion of them revives the
 //!   slot), bounded probing, "Array overflow" past the map's limit;
+//! * `utap_stat_add`: `<<<` on a statistic's slot in the same tables,
+//!   with atomics (`stats`);
 //! * `utap_raise`: the first error of the session goes to the region's
 //!   header and stops every handler;
 //! * `pid()`, `tid()` from the block the common entry passes;
