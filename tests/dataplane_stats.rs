@@ -173,3 +173,32 @@ fn statistic_array_overflow_fails_as_systemtap() {
         );
     }
 }
+
+/// Edge values (0, ±1, the i64 limits, offsets a linear histogram wraps)
+/// land in the same buckets in the program as in the tracer.
+#[test]
+fn edge_values_fall_in_the_tracer_buckets() {
+    let script = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/golden/dataplane_stats_edges.stp"
+    ))
+    .expect("edges script");
+    let cmd = format!("{} 16", fixture("loop"));
+    let fast = traced(&script, &cmd, true);
+    let slow = traced(&script, &cmd, false);
+    assert_eq!(fast.status, 0, "{}", fast.stderr);
+    assert_eq!(
+        fast.stdout, slow.stdout,
+        "in process (left), tracer (right)"
+    );
+    assert!(
+        fast.stdout
+            .starts_with("16 -4 -9223372036854775808 9223372036854775807\n")
+    );
+    assert!(
+        fast.stderr
+            .contains("utap: 1 of 2 probe(s) run in the program"),
+        "{}",
+        fast.stderr
+    );
+}
