@@ -790,4 +790,48 @@ mod tests {
             "histogram index out of range"
         );
     }
+
+    /// A statistic rebuilt from its totals (the data plane's fold) reads
+    /// as the one that saw the values: every extractor but @variance,
+    /// which the route never lets the data plane keep; parts that do not
+    /// fit the spec are refused.
+    #[test]
+    fn totals_rebuild_the_statistic() {
+        let spec = StatSpec {
+            hist: HistSpec::linear(-50, 50, 10).unwrap(),
+            variance_shift: 0,
+        };
+        let mut seen = Stat::new(spec);
+        for v in (0..500).map(|i| (i * 7919) % 173 - 80) {
+            seen.add(v);
+        }
+        let (min, max) = (seen.min().unwrap(), seen.max().unwrap());
+        let s =
+            Stat::from_totals(spec, seen.count(), seen.sum(), min, max, seen.buckets()).unwrap();
+        for op in [
+            StatOp::Count,
+            StatOp::Sum,
+            StatOp::Min,
+            StatOp::Max,
+            StatOp::Avg,
+        ] {
+            assert_eq!(s.get(op), seen.get(op), "{op:?}");
+        }
+        assert_eq!(s.buckets(), seen.buckets());
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        s.print_histogram(&mut a, DEFAULT_HIST_ELISION).unwrap();
+        seen.print_histogram(&mut b, DEFAULT_HIST_ELISION).unwrap();
+        assert_eq!(a, b);
+        let empty = Stat::from_totals(
+            spec,
+            0,
+            0,
+            i64::MAX,
+            i64::MIN,
+            &vec![0; spec.hist.buckets()],
+        );
+        assert!(empty.unwrap().is_empty());
+        assert!(Stat::from_totals(spec, 1, 1, 1, 1, &[0; 3]).is_none());
+        assert!(Stat::from_totals(spec, -1, 0, 0, 0, seen.buckets()).is_none());
+    }
 }
