@@ -961,7 +961,9 @@ fn the_clock_reads_in_the_program() {
     let (calls, total) = two_numbers(&o.stdout);
     assert_eq!(calls, 1, "{}", o.stdout);
     assert!(
-        (300_000..400_000).contains(&total),
+        // Not less than the sleep; more when a loaded machine wakes the
+        // program late.
+        (300_000..1_000_000).contains(&total),
         "slept {total} µs: {}",
         o.stdout
     );

@@ -23,8 +23,11 @@
 //!   `tid()`, `cpu()`, `get_cycles()` and the clocks (through the time
 //!   stamp counter, where the kernel's clocksource is it), calls of
 //!   script functions that follow these rules, `printf`/`print` of those
-//!   (records the tracer formats): nothing that builds strings, loops,
-//!   reads program memory or controls a thread;
+//!   (records the tracer formats), `<<<` into statistics keyed as those
+//!   arrays (read only by begin, end and error; one `@variance` reads
+//!   stays in the tracer, its estimate depending on the order of values):
+//!   nothing that builds strings, loops, reads program memory or controls
+//!   a thread;
 //! * the globals it touches are touched by no handler that stays in the
 //!   tracer, except `begin` (before the region is filled from the
 //!   script's state), `end` and `error` (after the region is folded back).
@@ -35,10 +38,10 @@
 use std::cell::RefCell;
 use std::collections::HashSet;
 
-use crate::ast::{AssignOp, BinOp};
+use crate::ast::{AssignOp, BinOp, StatOp};
 use crate::program::{
-    Block, ContextVar, Expr, ExprKind, FormatPiece, GlobalId, LValue, PointKind, ProbeDef,
-    ProcessEvent, ProcessTarget, Program, Stmt, StmtKind, Type,
+    Block, ContextVar, Expr, ExprKind, ForeachSource, FormatPiece, GlobalId, LValue, PointKind,
+    ProbeDef, ProcessEvent, ProcessTarget, Program, Stmt, StmtKind, Type,
 };
 use crate::walk;
 use utap_runtime::elf::sdt::Operand;
@@ -90,12 +93,15 @@ pub enum Route {
 pub fn routes(program: &Program) -> Vec<Route> {
     let off = std::env::var("UTAP_INPROC").is_ok_and(|v| v == "0");
     let unwinds = unwinds_user_stacks(program);
+    let variance = variance_read(program);
     let mut routes: Vec<Route> = program
         .probes
         .iter()
         .map(|p| match off {
             true => Route::Tracer("UTAP_INPROC=0".into()),
-            false => first_reason(program, p, unwinds).map_or(Route::InProcess, Route::Tracer),
+            false => first_reason(program, p, unwinds)
+                .or_else(|| variance_reason(program, p, &variance))
+                .map_or(Route::InProcess, Route::Tracer),
         })
         .collect();
     // Globals shared with a handler that stays in the tracer keep their
@@ -508,11 +514,70 @@ fn expr_reason(program: &Rules, e: &Expr, why: &mut Option<String>) {
         }
         ExprKind::Wildcard => *why = Some("uses an array slice".into()),
         ExprKind::Print { format, args, .. } => print_reason(program, format.as_deref(), args, why),
-        ExprKind::StatAdd { .. }
-        | ExprKind::StatGet { .. }
-        | ExprKind::Hist { .. }
-        | ExprKind::HistBucket { .. } => *why = Some("uses statistics".into()),
+        ExprKind::StatAdd { target, value } => {
+            stat_target_reason(program, target, why);
+            expr_reason(program, value, why);
+        }
+        ExprKind::StatGet { .. } | ExprKind::Hist { .. } | ExprKind::HistBucket { .. } => {
+            *why = Some("reads statistics while the program runs".into())
+        }
     }
+}
+
+/// `s <<< v` and `a[k] <<< v`: a statistic global, keyed as arrays of
+/// longs are.
+fn stat_target_reason(program: &Rules, lv: &LValue, why: &mut Option<String>) {
+    match lv {
+        LValue::Global(g) if program.globals[g.0 as usize].ty == Type::Stats => {}
+        LValue::Elem { array, keys } if program.globals[array.0 as usize].ty == Type::Stats => {
+            keys.iter().for_each(|k| key_reason(program, k, why))
+        }
+        _ => *why = Some("adds to something other than a statistic global".into()),
+    }
+}
+
+/// Statistics some handler or function reads with `@variance`: SystemTap's
+/// running estimate depends on the order the values came in, which
+/// threads adding in the program at once do not have, so their adders
+/// stay in the tracer (count, sum, min, max and histograms do not depend
+/// on the order).
+fn variance_read(program: &Program) -> HashSet<GlobalId> {
+    let mut out = HashSet::new();
+    walk::program(program, &mut |e| {
+        if let ExprKind::StatGet {
+            op: StatOp::Variance,
+            target: LValue::Global(g) | LValue::Elem { array: g, .. },
+        } = &e.kind
+        {
+            out.insert(*g);
+        }
+    });
+    out
+}
+
+/// Why `p` cannot add in process to the statistics in `variance`.
+fn variance_reason(
+    program: &Program,
+    p: &ProbeDef,
+    variance: &HashSet<GlobalId>,
+) -> Option<String> {
+    let mut found = None;
+    walk::block(&p.body, &mut |e| {
+        if let ExprKind::StatAdd {
+            target: LValue::Global(g) | LValue::Elem { array: g, .. },
+            ..
+        } = &e.kind
+            && variance.contains(g)
+            && found.is_none()
+        {
+            found = Some(format!(
+                "adds to statistic '{}', which @variance reads (its estimate depends on the \
+                 order of the values)",
+                program.globals[g.0 as usize].name
+            ));
+        }
+    });
+    found
 }
 
 /// `printf`, `print` and their `ln`/`d` forms become records of the
@@ -557,25 +622,32 @@ pub fn touched(program: &Program, p: &ProbeDef) -> HashSet<GlobalId> {
         walk::expr(c, &mut visit);
     }
     walk::block(&p.body, &mut visit);
-    deleted(&p.body, &mut out);
+    statement_globals(&p.body, &mut out);
     for f in called_functions(program, p) {
         let body = &program.functions[f].body;
         walk::block(body, &mut |e| globals_of(e, &mut out));
-        deleted(body, &mut out);
+        statement_globals(body, &mut out);
     }
     out
 }
 
-/// The globals `delete` statements of `b` name (outside any expression).
-fn deleted(b: &Block, out: &mut HashSet<GlobalId>) {
-    walk::nodes(b, &mut |n| {
-        if let walk::Node::Stmt(Stmt {
+/// The globals statements of `b` name outside any expression: `delete`
+/// and `foreach` (a tracer handler iterating an array reads it).
+fn statement_globals(b: &Block, out: &mut HashSet<GlobalId>) {
+    walk::nodes(b, &mut |n| match n {
+        walk::Node::Stmt(Stmt {
             kind: StmtKind::Delete(lv),
             ..
-        }) = n
-        {
-            lvalue_global(lv, out);
+        }) => lvalue_global(lv, out),
+        walk::Node::Stmt(Stmt {
+            kind: StmtKind::Foreach(fe),
+            ..
+        }) => {
+            if let ForeachSource::Array(g) = fe.source {
+                out.insert(g);
+            }
         }
+        _ => {}
     });
 }
 

@@ -7,6 +7,8 @@
 //!   tables in the region (claim a slot by compare-and-swap, publish it
 //!   live; deletes leave the keys, a later insertion of them revives the
 //!   slot), bounded probing, "Array overflow" past the map's limit;
+//! * `utap_stat_add`: `<<<` on a statistic's slot in the same tables,
+//!   with atomics (`stats`);
 //! * `utap_raise`: the first error of the session goes to the region's
 //!   header and stops every handler;
 //! * `pid()`, `tid()` from the block the common entry passes;
@@ -42,16 +44,19 @@ use utap_runtime::dataplane::clock::Keeper;
 use utap_runtime::dataplane::image::{InProcImage, NEVER_SERVED, SYSCALL_NUMBERS};
 use utap_runtime::dataplane::layout::{
     BLOCK_HITS, CODE_LEN, COMMON_LEN, DataLayout, Header, JIT_DATA_LEN, LISTS_LEN,
-    RAISE_ARRAY_FULL, TableSpec, tag,
+    RAISE_ARRAY_FULL, TableShape, TableSpec, stat, tag,
 };
 use utap_runtime::dataplane::region::Region;
 use utap_runtime::script::context::{HandlerContext, ProbeValues};
+use utap_runtime::script::image::{GlobalSpec, ValueType};
 use utap_runtime::values::map::MapLimit;
+use utap_runtime::values::stats::HistSpec;
 
 use crate::{CodegenError, Compiler, Options, Sources, layout};
 
 mod clock;
 mod output;
+mod stats;
 
 const I64: types::Type = types::I64;
 
@@ -158,22 +163,20 @@ pub fn compile(
         guru: false,
     };
     let maxstringlen = options.limits.max_string_len;
-    let (globals, long_slots) = layout::globals(&sub, maxstringlen)?;
+    // The whole program's globals: the histograms a statistic keeps are
+    // the ones its readers (end probes, not compiled here) use.
+    let (globals, long_slots) = layout::globals(program, maxstringlen)?;
     let touched: HashSet<u32> = sub
         .probes
         .iter()
         .flat_map(|p| route::touched(&sub, p))
         .map(|g| g.0)
         .collect();
-    let arrays: Vec<(u32, u64, u64)> = globals
+    let arrays: Vec<TableShape> = globals
         .iter()
         .enumerate()
-        .filter(|(i, g)| touched.contains(&(*i as u32)) && g.keys.is_some())
-        .map(|(i, g)| {
-            let limit = MapLimit::new(g.size, g.wrap, options.limits.max_map_entries);
-            let arity = g.keys.as_ref().map_or(0, |k| k.len()) as u64;
-            (i as u32, arity, limit.max_entries as u64)
-        })
+        .filter(|(i, _)| touched.contains(&(*i as u32)))
+        .filter_map(|(i, g)| table_shape(i as u32, g, options.limits.max_map_entries))
         .collect();
     let long_globals: Vec<(u32, u32)> = globals
         .iter()
@@ -209,7 +212,7 @@ pub fn compile(
         header,
     };
     rt.define_raise()?;
-    rt.define_arrays(&region, &region.data.tables)?;
+    rt.define_arrays(&region, &region.data.tables, &c.tables.globals)?;
     rt.define_context("utap_bi_pid", offset_of!(ProbeValues, pid))?;
     rt.define_context("utap_bi_tid", offset_of!(ProbeValues, tid))?;
     rt.define_output(&region)?;
@@ -320,6 +323,26 @@ fn start_clock(region: &Region) -> Mutex<Keeper> {
     let clock = unsafe { std::ptr::addr_of_mut!((*header).clock) };
     // SAFETY: as above; the keeper lives in the image with the region.
     Mutex::new(unsafe { Keeper::start(clock, std::time::Duration::from_millis(1)) })
+}
+
+/// The region table of global `g`, if it has one: an array of longs, or
+/// a statistic (scalar: one slot, no key) with its histogram's buckets.
+fn table_shape(i: u32, g: &GlobalSpec, max_map_entries: usize) -> Option<TableShape> {
+    let arity = g.keys.as_ref().map_or(0, |k| k.len()) as u64;
+    let limit = || MapLimit::new(g.size, g.wrap, max_map_entries).max_entries as u64;
+    match (g.value, &g.keys) {
+        (ValueType::Stat(spec), None) => {
+            Some(TableShape::stat(i, 0, 1, spec.hist.buckets() as u64))
+        }
+        (ValueType::Stat(spec), Some(_)) => Some(TableShape::stat(
+            i,
+            arity,
+            limit(),
+            spec.hist.buckets() as u64,
+        )),
+        (_, Some(_)) => Some(TableShape::longs(i, arity, limit())),
+        (_, None) => None,
+    }
 }
 
 /// The hooks of each syscall number, on one side (entry or return).
@@ -466,8 +489,14 @@ impl Runtime<'_> {
         Ok(())
     }
 
-    /// The five array operations over every table.
-    fn define_arrays(&mut self, region: &Region, tables: &[TableSpec]) -> Result<(), CodegenError> {
+    /// Every table's slot finder, then the five array operations over the
+    /// arrays of longs and `<<<` over the statistics (`stats`).
+    fn define_arrays(
+        &mut self,
+        region: &Region,
+        tables: &[TableSpec],
+        globals: &[GlobalSpec],
+    ) -> Result<(), CodegenError> {
         let base = region.data_base() as i64;
         let mut finds = Vec::new();
         for t in tables {
@@ -478,6 +507,22 @@ impl Runtime<'_> {
             })?;
             finds.push((t.global, id));
         }
+        let (stats, longs): (Vec<_>, Vec<_>) = tables
+            .iter()
+            .zip(finds)
+            .map(|(t, f)| (*t, f))
+            .partition(|(t, _)| t.stat);
+        let hists: Vec<HistSpec> = stats
+            .iter()
+            .map(
+                |(t, _)| match globals.get(t.global as usize).map(|g| g.value) {
+                    Some(ValueType::Stat(spec)) => spec.hist,
+                    _ => HistSpec::None,
+                },
+            )
+            .collect();
+        self.define_stat_add(&stats, &hists)?;
+        let (tables, finds): (Vec<TableSpec>, Vec<(u32, FuncId)>) = longs.into_iter().unzip();
         let header = self.header;
         let ops: [(&str, usize, bool); 5] = [
             ("utap_arr_get", 2, true),
@@ -488,7 +533,7 @@ impl Runtime<'_> {
         ];
         for (name, params, ret) in ops {
             let finds = finds.clone();
-            let tables = tables.to_vec();
+            let tables = tables.clone();
             self.define(name, params, ret, |b, a, fref| {
                 array_op(b, header, base, name, a, &finds, &tables, fref);
             })?;
@@ -791,10 +836,25 @@ fn count_up(
     room
 }
 
-/// Zeroes a slot's value, numbers the insertion and makes it live.
+/// Starts a slot's value (a long: 0; a statistic: empty, see
+/// `layout::stat`), numbers the insertion and makes it live.
 fn publish(b: &mut FunctionBuilder, e: Value, t: &TableSpec, base: i64, idx: Value) {
     let zero = b.ins().iconst(I64, 0);
-    b.ins().store(mem(), zero, e, (8 + 8 * t.arity) as i32);
+    let at = |w: u64| (t.value_at() + 8 * w) as i32;
+    if t.stat {
+        let lo = b.ins().iconst(I64, i64::MAX);
+        let hi = b.ins().iconst(I64, i64::MIN);
+        for w in 0..t.values {
+            let v = match w {
+                stat::MIN => lo,
+                stat::MAX => hi,
+                _ => zero,
+            };
+            b.ins().store(mem(), v, e, at(w));
+        }
+    } else {
+        b.ins().store(mem(), zero, e, at(0));
+    }
     let counter = b.ins().iconst(I64, base + t.order_counter() as i64);
     let one = b.ins().iconst(I64, 1);
     let n = b

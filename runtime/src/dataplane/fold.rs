@@ -9,9 +9,10 @@
 //! fails is skipped and counted, never trusted.
 
 use super::image::InProcImage;
-use super::layout::{Header, RAISE_ARRAY_FULL, TableSpec, tag};
+use super::layout::{Header, RAISE_ARRAY_FULL, TableSpec, stat, tag};
 use crate::script::abi::{RAISE_DIVISION_BY_ZERO, RAISE_MAXACTION, RAISE_MAXNESTING};
 use crate::values::map::{MapLimit, MapOverflow};
+use crate::values::stats::{Stat, StatSpec};
 
 /// The hash the in-process tables use (`utap_codegen::inproc::find`):
 /// both sides must agree on it.
@@ -46,13 +47,13 @@ pub(crate) fn slot_ptr(image: &InProcImage, t: &TableSpec, i: u64) -> *mut u64 {
     (image.region.data_base() + t.offset + i * t.slot_len()) as *mut u64
 }
 
-/// Inserts (or sets) one entry of table `t` from the tracer, as the
-/// in-process code would.
+/// Inserts one entry of table `t` from the tracer with its value words,
+/// as the in-process code would.
 pub(crate) fn insert(
     image: &InProcImage,
     t: &TableSpec,
     keys: &[i64],
-    value: i64,
+    values: &[i64],
 ) -> Result<(), String> {
     let mask = t.capacity - 1;
     let mut i = slot_of(keys, mask);
@@ -64,7 +65,9 @@ pub(crate) fn insert(
                 for (w, &k) in keys.iter().enumerate() {
                     *s.add(1 + w) = k as u64;
                 }
-                *s.add(1 + keys.len()) = value as u64;
+                for (w, &v) in values.iter().enumerate().take(t.values as usize) {
+                    *s.add(1 + keys.len() + w) = v as u64;
+                }
                 *s = tag::LIVE;
                 let data = image.region.data_base();
                 *((data + t.count_offset) as *mut u64) += 1;
@@ -77,6 +80,33 @@ pub(crate) fn insert(
         i = (i + 1) & mask;
     }
     Err("an in-process array is full".into())
+}
+
+/// The value words of a statistic's slot (`layout::stat`).
+pub(crate) fn stat_words(s: &Stat) -> Vec<i64> {
+    let mut w = vec![
+        s.count(),
+        s.sum(),
+        s.min().unwrap_or(i64::MAX),
+        s.max().unwrap_or(i64::MIN),
+    ];
+    w.extend_from_slice(s.buckets());
+    w
+}
+
+/// The statistic a slot's value words hold; `None` if they are not one
+/// of `spec` (the program wrote them).
+pub(crate) fn stat_of(spec: StatSpec, words: &[i64]) -> Option<Stat> {
+    let fixed = stat::FIXED as usize;
+    if words.len() < fixed {
+        return None;
+    }
+    let (count, sum) = (words[stat::COUNT as usize], words[stat::SUM as usize]);
+    let (min, max) = (words[stat::MIN as usize], words[stat::MAX as usize]);
+    if count > 0 && min > max {
+        return None;
+    }
+    Stat::from_totals(spec, count, sum, min, max, &words[fixed..])
 }
 
 /// The first error of an in-process handler, as SystemTap words it
