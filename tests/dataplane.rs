@@ -1013,3 +1013,29 @@ fn ties_sort_in_insertion_order_on_both_routes() {
     assert_eq!(inside.stdout.lines().count(), 12, "{}", inside.stdout);
     assert_eq!(inside.stdout, tracer.stdout);
 }
+
+/// `syscall_name()` and `errno_str()` answer in the program from their
+/// tables (a literal per name), as the tracer's decoders answer.
+#[test]
+fn syscall_and_errno_names_are_looked_up_in_the_program() {
+    let script = "global c, e\n\
+                  probe process.syscall.return { c[syscall_name($syscall)]++; if ($return < 0) e[errno_str($return)]++ }\n\
+                  probe end { foreach (n in c- limit 5) printf(\"%s %d\\n\", n, c[n]); foreach (n in e-) printf(\"%s %d\\n\", n, e[n]) }";
+    let cmd = "ls /nonexistent-utap-test";
+    let inside = utap_c(script, cmd, true);
+    let tracer = utap_c(script, cmd, false);
+    assert!(
+        inside
+            .stderr
+            .contains("utap: 1 of 2 probe(s) run in the program"),
+        "{}",
+        inside.stderr
+    );
+    assert!(inside.stdout.contains("\nENOENT "), "{}", inside.stdout);
+    assert!(
+        inside.stdout.starts_with("openat ") || inside.stdout.starts_with("mmap "),
+        "{}",
+        inside.stdout
+    );
+    assert_eq!(inside.stdout, tracer.stdout);
+}

@@ -19,7 +19,8 @@
 //!   tracer: the data plane has no safe load);
 //! * it uses long arithmetic, locals, `if`, `next`, long scalar globals,
 //!   arrays of longs keyed by longs and string literals (a string local
-//!   only ever holds a literal), `$syscall`, `$argN`, `$return`, `pid()`,
+//!   only ever holds a literal, or a name `syscall_name()` or
+//!   `errno_str()` looks up), `$syscall`, `$argN`, `$return`, `pid()`,
 //!   `tid()`, `cpu()`, `get_cycles()` and the clocks (through the time
 //!   stamp counter, where the kernel's clocksource is it), calls of
 //!   script functions that follow these rules, `printf`/`print` of those
@@ -49,6 +50,10 @@ use utap_runtime::elf::sdt::Operand;
 /// Builtins the in-process runtime implements (the clock's and `cpu()`
 /// under the conditions [`builtin_reason`] checks).
 pub const IN_PROCESS_BUILTINS: &[&str] = &["pid", "tid", "get_cycles"];
+
+/// `(long) -> string` builtins that are lookups in a table of names: in
+/// process, their answer is a literal.
+pub const LOOKUP_BUILTINS: &[&str] = &["syscall_name", "errno_str"];
 
 /// Builtins that read the kernel's clocks: in process through the time
 /// stamp counter (`utap_runtime::dataplane::clock`).
@@ -419,16 +424,20 @@ fn long_array(program: &Program, g: GlobalId) -> bool {
 /// A key: a long, or a string that can only be a literal.
 fn key_reason(program: &Rules, k: &Expr, why: &mut Option<String>) {
     match k.ty {
-        Type::String => literal_reason(k, why),
+        Type::String => literal_reason(program, k, why),
         _ => expr_reason(program, k, why),
     }
 }
 
 /// String values in process are literals only (their handles are the
 /// literal table's, which the tracer reads back).
-fn literal_reason(e: &Expr, why: &mut Option<String>) {
+/// A lookup's answer is one of its names, each a literal of the compile.
+fn literal_reason(program: &Rules, e: &Expr, why: &mut Option<String>) {
     match &e.kind {
         ExprKind::Str(_) | ExprKind::Load(LValue::Local(_)) => {}
+        ExprKind::Builtin { name, args } if LOOKUP_BUILTINS.contains(name) => {
+            args.iter().for_each(|a| expr_reason(program, a, why))
+        }
         _ => *why = Some("makes a string that is not a literal".into()),
     }
 }
@@ -443,8 +452,8 @@ fn expr_reason(program: &Rules, e: &Expr, why: &mut Option<String>) {
                 op: AssignOp::Assign,
                 target: LValue::Local(_),
                 value,
-            } => literal_reason(value, why),
-            _ => literal_reason(e, why),
+            } => literal_reason(program, value, why),
+            _ => literal_reason(program, e, why),
         }
         return;
     }

@@ -55,6 +55,7 @@ use utap_runtime::values::stats::HistSpec;
 use crate::{CodegenError, Compiler, Options, Sources, layout};
 
 mod clock;
+mod lookup;
 mod output;
 mod stats;
 
@@ -204,6 +205,7 @@ pub fn compile(
     };
     let module = crate::new_module(Some(placement))?;
     let mut c = Compiler::new(module, sources, globals, options, true);
+    let lookups = lookup::Lookups::new(&mut c.tables);
     let header = region.header() as i64;
     let mut rt = Runtime {
         module: &mut c.module,
@@ -217,6 +219,7 @@ pub fn compile(
     rt.define_context("utap_bi_tid", offset_of!(ProbeValues, tid))?;
     rt.define_output(&region)?;
     rt.define_clock(helpers)?;
+    rt.define_lookups(&lookups)?;
     let funcs = c.functions(&sub)?;
     let handlers = c.handlers(&sub, &funcs)?;
     let (entry, exit) = hooks(program, routes, &chosen, &handlers);
