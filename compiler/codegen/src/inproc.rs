@@ -624,6 +624,16 @@ impl Runtime<'_> {
     }
 }
 
+/// An operation that gave up on a slot another thread held too long:
+/// counted in the header (`-v`), the operation dropped.
+fn count_contended(b: &mut FunctionBuilder, header: i64) {
+    let c = b
+        .ins()
+        .iconst(I64, header + offset_of!(Header, contended) as i64);
+    let one = b.ins().iconst(I64, 1);
+    b.ins().atomic_rmw(I64, mem(), AtomicRmwOp::Add, c, one);
+}
+
 /// Records the first error (kind, the context's location and probe, and
 /// for an overflow its global) and stops every handler; sets `ctx.error`.
 fn raise(b: &mut FunctionBuilder, header: i64, ctx: Value, kind: Value, global: Option<i64>) {
@@ -925,11 +935,7 @@ fn array_op(
         b.ins().jump(done, &[zero.into()]);
         // Contended: counted, the operation is dropped.
         b.switch_to_block(contended);
-        let c = b
-            .ins()
-            .iconst(I64, header + offset_of!(Header, contended) as i64);
-        let one = b.ins().iconst(I64, 1);
-        b.ins().atomic_rmw(I64, mem(), AtomicRmwOp::Add, c, one);
+        count_contended(b, header);
         b.ins().jump(done, &[zero.into()]);
         b.switch_to_block(have);
         let value_off = (8 + 8 * t.arity) as i32;

@@ -11,17 +11,15 @@
 //! the compiler keeps the adders of a statistic it is read from in the
 //! tracer (`utap_compiler::route`).
 
-use std::mem::offset_of;
-
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{AtomicRmwOp, FuncRef, InstBuilder, Value, types};
 use cranelift_frontend::{FunctionBuilder, Switch};
 use cranelift_module::FuncId;
 
-use utap_runtime::dataplane::layout::{Header, RAISE_ARRAY_FULL, TableSpec, stat};
+use utap_runtime::dataplane::layout::{RAISE_ARRAY_FULL, TableSpec, stat};
 use utap_runtime::values::stats::{HIST_LOG_BUCKET0, HIST_LOG_BUCKETS, HistSpec};
 
-use super::{Runtime, mem, raise};
+use super::{Runtime, count_contended, mem, raise};
 use crate::CodegenError;
 
 const I64: types::Type = types::I64;
@@ -90,11 +88,7 @@ fn add_to_slot(
     let is_one = b.ins().icmp_imm_s(IntCC::Equal, e, 1);
     b.ins().brif(is_one, contended, &[], have, &[]);
     b.switch_to_block(contended);
-    let c = b
-        .ins()
-        .iconst(I64, header + offset_of!(Header, contended) as i64);
-    let one = b.ins().iconst(I64, 1);
-    b.ins().atomic_rmw(I64, mem(), AtomicRmwOp::Add, c, one);
+    count_contended(b, header);
     b.ins().jump(done, &[]);
     b.switch_to_block(have);
     let word =
