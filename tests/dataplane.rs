@@ -158,6 +158,11 @@ fn errors_in_the_program_are_systemtap_errors() {
              probe syscall.getppid { x = deep(n++) }",
             "MAXNESTING exceeded near identifier 'deep'",
         ),
+        (
+            "global x\nfunction w(k) { if (k == 0) return 1; return w(k - 1) + w(k - 1) }\n\
+             probe syscall.getppid { x = w(9) }",
+            "MAXACTION exceeded near keyword 'return'",
+        ),
     ];
     for (script, want) in cases {
         let inside = utap_c(script, &cmd, true);
