@@ -611,6 +611,21 @@ pub fn write_histogram(out: &mut Vec<u8>, hist: HistSpec, counts: &[i64], elisio
 mod tests {
     use super::*;
 
+    /// Count, sum, min, max, average and buckets of `a` are `b`'s (the
+    /// order-free parts of a statistic).
+    fn assert_same_totals(a: &Stat, b: &Stat) {
+        for op in [
+            StatOp::Count,
+            StatOp::Sum,
+            StatOp::Min,
+            StatOp::Max,
+            StatOp::Avg,
+        ] {
+            assert_eq!(a.get(op), b.get(op), "{op:?}");
+        }
+        assert_eq!(a.buckets(), b.buckets());
+    }
+
     #[test]
     fn log_buckets_match_systemtap() {
         assert_eq!(log_bucket(0), 64);
@@ -648,16 +663,7 @@ mod tests {
         empty.merge(&b);
         assert_eq!(empty, b);
         a.merge(&b);
-        for op in [
-            StatOp::Count,
-            StatOp::Sum,
-            StatOp::Min,
-            StatOp::Max,
-            StatOp::Avg,
-        ] {
-            assert_eq!(a.get(op), one.get(op), "{op:?}");
-        }
-        assert_eq!(a.buckets(), one.buckets());
+        assert_same_totals(&a, &one);
         // The combined variance is SystemTap's cross-CPU estimate: close
         // to the one-copy Welford figure, not bit-equal.
         let (va, v1) = (a.variance().unwrap(), one.variance().unwrap());
@@ -808,16 +814,7 @@ mod tests {
         let (min, max) = (seen.min().unwrap(), seen.max().unwrap());
         let s =
             Stat::from_totals(spec, seen.count(), seen.sum(), min, max, seen.buckets()).unwrap();
-        for op in [
-            StatOp::Count,
-            StatOp::Sum,
-            StatOp::Min,
-            StatOp::Max,
-            StatOp::Avg,
-        ] {
-            assert_eq!(s.get(op), seen.get(op), "{op:?}");
-        }
-        assert_eq!(s.buckets(), seen.buckets());
+        assert_same_totals(&s, &seen);
         let (mut a, mut b) = (Vec::new(), Vec::new());
         s.print_histogram(&mut a, DEFAULT_HIST_ELISION).unwrap();
         seen.print_histogram(&mut b, DEFAULT_HIST_ELISION).unwrap();
