@@ -153,6 +153,16 @@ fn errors_in_the_program_are_systemtap_errors() {
             "global a[3], k\nprobe syscall.getppid { a[k++] = 1 }",
             "Array overflow, check size limit (3)",
         ),
+        (
+            "global n, x\nfunction deep(k) { return k > 0 ? deep(k - 1) + 1 : 0 }\n\
+             probe syscall.getppid { x = deep(n++) }",
+            "MAXNESTING exceeded near identifier 'deep'",
+        ),
+        (
+            "global x\nfunction w(k) { if (k == 0) return 1; return w(k - 1) + w(k - 1) }\n\
+             probe syscall.getppid { x = w(9) }",
+            "MAXACTION exceeded near keyword 'return'",
+        ),
     ];
     for (script, want) in cases {
         let inside = utap_c(script, &cmd, true);
@@ -1029,4 +1039,135 @@ fn sigkill_of_utap_never_harms_a_program_with_a_marker_in_process() {
         }
     }
     assert!(failed.is_empty(), "{failed:#?}");
+}
+
+/// Script functions (the script's and the tapsets') run in the program
+/// when their bodies could: recursion, several calls, the same numbers
+/// as on the tracer route.
+#[test]
+fn script_functions_run_in_the_program() {
+    let cmd = format!("{} 3000", fixture("loop"));
+    let script = "global n, r, by\n\
+                  function fib(k) { if (k < 2) return k; return fib(k - 1) + fib(k - 2) }\n\
+                  function deep(k) { return k > 0 ? deep(k - 1) + 1 : 0 }\n\
+                  function note(k) { by[k % 3] += k }\n\
+                  probe syscall.getppid { n++; r += fib(7) + deep(n % 8); note(n) }\n\
+                  probe end { printf(\"%d %d %d %d %d\\n\", n, r, by[0], by[1], by[2]) }";
+    let inside = utap_c(script, &cmd, true);
+    let tracer = utap_c(script, &cmd, false);
+    assert_eq!(inside.status, 0, "{}", inside.stderr);
+    // fib(7) = 13; deep(k) = k, summing 0..7 over 375 rounds.
+    assert_eq!(inside.stdout, "3000 49500 1501500 1499500 1500500\n");
+    assert_eq!(inside.stdout, tracer.stdout);
+    assert!(
+        inside
+            .stderr
+            .contains("utap: 1 of 2 probe(s) run in the program"),
+        "{}",
+        inside.stderr
+    );
+}
+
+/// The clock in the program (the time stamp counter, scaled by what the
+/// tracer samples): an interval measured there with the tapset's
+/// `local_clock_us()` is the program's sleep, the time of day is the
+/// tracer's (`dataplane::clock`'s unit test bounds the difference
+/// closely), and four threads never see their clock go back.
+#[test]
+fn the_clock_reads_in_the_program() {
+    if let Err(why) = utap_runtime::dataplane::clock::usable() {
+        eprintln!("skipped: {why}: clock reads stay in the tracer");
+        return;
+    }
+    let slept = "global start, total, calls\n\
+                 probe syscall.clock_nanosleep { start[tid()] = local_clock_us() }\n\
+                 probe syscall.clock_nanosleep.return { total += local_clock_us() - start[tid()]; calls++ }\n\
+                 probe end { printf(\"%d %d\\n\", calls, total) }";
+    let o = utap_c(slept, "sleep 0.3", true);
+    assert!(
+        o.stderr
+            .contains("utap: 2 of 3 probe(s) run in the program"),
+        "{}",
+        o.stderr
+    );
+    let (calls, total) = two_numbers(&o.stdout);
+    assert_eq!(calls, 1, "{}", o.stdout);
+    assert!(
+        // Not less than the sleep; more when a loaded machine wakes the
+        // program late.
+        (300_000..1_000_000).contains(&total),
+        "slept {total} µs: {}",
+        o.stdout
+    );
+
+    // The last hit's time of day, read in the program, against the
+    // tracer's in the end probe just after the program's exit.
+    let day = "global t\nprobe syscall.getppid { t = gettimeofday_us() }\n\
+               probe end { d = gettimeofday_us() - t; printf(\"%d\\n\", d >= 0 && d < 1000000) }";
+    let o = utap_c(day, &format!("{} 200000", fixture("loop")), true);
+    assert!(
+        o.stderr
+            .contains("utap: 1 of 2 probe(s) run in the program"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(o.stdout, "1\n", "{}", o.stderr);
+
+    let monotonic = "global n, back, last\n\
+                     probe syscall.getppid { t = local_clock_ns(); if (t < last[tid()]) back++; last[tid()] = t; n++ }\n\
+                     probe end { printf(\"%d %d\\n\", n, back) }";
+    let o = utap_c(monotonic, &format!("{} 4 50000", fixture("mtsys")), true);
+    assert_eq!(o.stdout, "200000 0\n", "{}", o.stderr);
+}
+
+fn two_numbers(s: &str) -> (i64, i64) {
+    let mut it = s.split_whitespace().map(|w| w.parse::<i64>().unwrap());
+    (it.next().unwrap(), it.next().unwrap())
+}
+
+/// `foreach` over an array the program filled breaks ties in the order
+/// the keys were first inserted, as on the tracer route (the fold keeps
+/// each slot's insertion number).
+#[test]
+fn ties_sort_in_insertion_order_on_both_routes() {
+    let script = "global c\nprobe syscall.* { c[name]++ }\n\
+                  probe end { foreach (n in c- limit 12) printf(\"%s %d\\n\", n, c[n]) }";
+    let cmd = format!("{} 5", fixture("loop"));
+    let inside = utap_c(script, &cmd, true);
+    let tracer = utap_c(script, &cmd, false);
+    assert!(
+        inside
+            .stderr
+            .contains("utap: 384 of 385 probe(s) run in the program"),
+        "{}",
+        inside.stderr
+    );
+    assert_eq!(inside.stdout.lines().count(), 12, "{}", inside.stdout);
+    assert_eq!(inside.stdout, tracer.stdout);
+}
+
+/// `syscall_name()` and `errno_str()` answer in the program from their
+/// tables (a literal per name), as the tracer's decoders answer.
+#[test]
+fn syscall_and_errno_names_are_looked_up_in_the_program() {
+    let script = "global c, e\n\
+                  probe process.syscall.return { c[syscall_name($syscall)]++; if ($return < 0) e[errno_str($return)]++ }\n\
+                  probe end { foreach (n in c- limit 5) printf(\"%s %d\\n\", n, c[n]); foreach (n in e-) printf(\"%s %d\\n\", n, e[n]) }";
+    let cmd = "ls /nonexistent-utap-test";
+    let inside = utap_c(script, cmd, true);
+    let tracer = utap_c(script, cmd, false);
+    assert!(
+        inside
+            .stderr
+            .contains("utap: 1 of 2 probe(s) run in the program"),
+        "{}",
+        inside.stderr
+    );
+    assert!(inside.stdout.contains("\nENOENT "), "{}", inside.stdout);
+    assert!(
+        inside.stdout.starts_with("openat ") || inside.stdout.starts_with("mmap "),
+        "{}",
+        inside.stdout
+    );
+    assert_eq!(inside.stdout, tracer.stdout);
 }

@@ -57,6 +57,9 @@ fn utap_counts_with(
     env: &[(&str, &str)],
 ) -> (BTreeMap<String, u64>, String) {
     let mut c = utap(script, &["-v", "-c", cmd]);
+    // The notification route is what these tests check: the data plane
+    // would take these handlers into the program.
+    c.env("UTAP_INPROC", "0");
     c.envs(env.iter().copied());
     let out = finish(c.spawn().unwrap());
     assert_eq!(out.status, 0, "utap failed: {}", out.stderr);
@@ -203,7 +206,7 @@ fn a_handler_reading_registers_keeps_ptrace_stops_and_counts_exactly() {
 fn utap_notify_0_keeps_the_ptrace_route() {
     let cmd = format!("{} 1 500", fixture("mtsys"));
     let mut c = utap(COUNT, &["-v", "-c", &cmd]);
-    c.env("UTAP_NOTIFY", "0");
+    c.env("UTAP_NOTIFY", "0").env("UTAP_INPROC", "0");
     let out = finish(c.spawn().unwrap());
     assert_eq!(out.status, 0, "{}", out.stderr);
     assert!(notified(&out.stderr).is_none(), "{}", out.stderr);

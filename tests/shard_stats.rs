@@ -84,8 +84,11 @@ fn stats_added_on_two_tracer_threads_read_exactly() {
     let cmd = format!("{} {THREADS} {CALLS}", fixture("mtsys"));
     let mut c = utap(SCRIPT, &["-v", "-c", &cmd]);
     // Through ptrace stops on two tracer threads: the seccomp notification
-    // route would serve these entries on its one server thread.
-    c.env("UTAP_SHARDS", "2").env("UTAP_NOTIFY", "0");
+    // route would serve these entries on its one server thread, and the
+    // data plane in the program (`<<<` runs there; tests/dataplane_stats.rs).
+    c.env("UTAP_SHARDS", "2")
+        .env("UTAP_NOTIFY", "0")
+        .env("UTAP_INPROC", "0");
     let out = run(c);
     assert_eq!(out.status, 0, "{out:?}");
     assert!(!out.stderr.contains("ERROR"), "{out:?}");

@@ -307,6 +307,13 @@ pub static BUILTINS: &[Builtin] = &[
         "Asks the script to end: the running handler completes, then end probes run and utap exits. Probes already firing may still run before the end.",
     ),
     ctx(
+        "get_cycles",
+        &[],
+        &[],
+        L,
+        "The processor's cycle counter (the time stamp counter on x86-64): a cheap, fine-grained count for comparing intervals on one machine, not a time.",
+    ),
+    ctx(
         "gettimeofday_ms",
         &[],
         &[],

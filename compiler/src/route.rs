@@ -19,8 +19,14 @@
 //!   tracer: the data plane has no safe load);
 //! * it uses long arithmetic, locals, `if`, `next`, long scalar globals,
 //!   arrays of longs keyed by longs and string literals (a string local
-//!   only ever holds a literal), `$syscall`, `$argN`, `$return`, `pid()`
-//!   and `tid()`, `printf`/`print` of those (records the tracer formats):
+//!   only ever holds a literal, or a name `syscall_name()` or
+//!   `errno_str()` looks up), `$syscall`, `$argN`, `$return`, `pid()`,
+//!   `tid()`, `cpu()`, `get_cycles()` and the clocks (through the time
+//!   stamp counter, where the kernel's clocksource is it), calls of
+//!   script functions that follow these rules, `printf`/`print` of those
+//!   (records the tracer formats), `<<<` into statistics keyed as those
+//!   arrays (read only by begin, end and error; one `@variance` reads
+//!   stays in the tracer, its estimate depending on the order of values):
 //!   nothing that builds strings, loops, reads program memory or controls
 //!   a thread;
 //! * the globals it touches are touched by no handler that stays in the
@@ -30,18 +36,55 @@
 //! A probe that fails a rule stays in the tracer, with the reason, which
 //! `-v` prints. `UTAP_INPROC=0` keeps every probe in the tracer.
 
+use std::cell::RefCell;
 use std::collections::HashSet;
 
-use crate::ast::{AssignOp, BinOp};
+use crate::ast::{AssignOp, BinOp, StatOp};
 use crate::program::{
-    Block, ContextVar, Expr, ExprKind, FormatPiece, GlobalId, LValue, PointKind, ProbeDef,
-    ProcessEvent, ProcessTarget, Program, Stmt, StmtKind, Type,
+    Block, ContextVar, Expr, ExprKind, ForeachSource, FormatPiece, GlobalId, LValue, PointKind,
+    ProbeDef, ProcessEvent, ProcessTarget, Program, Stmt, StmtKind, Type,
 };
 use crate::walk;
 use utap_runtime::elf::sdt::Operand;
 
-/// Builtins the in-process runtime implements.
-pub const IN_PROCESS_BUILTINS: &[&str] = &["pid", "tid"];
+/// Builtins the in-process runtime implements (the clock's and `cpu()`
+/// under the conditions [`builtin_reason`] checks).
+pub const IN_PROCESS_BUILTINS: &[&str] = &["pid", "tid", "get_cycles"];
+
+/// `(long) -> string` builtins that are lookups in a table of names: in
+/// process, their answer is a literal.
+pub const LOOKUP_BUILTINS: &[&str] = &["syscall_name", "errno_str"];
+
+/// Builtins that read the kernel's clocks: in process through the time
+/// stamp counter (`utap_runtime::dataplane::clock`).
+pub const CLOCK_BUILTINS: &[&str] = &[
+    "gettimeofday_s",
+    "gettimeofday_ms",
+    "gettimeofday_us",
+    "gettimeofday_ns",
+    "local_clock_ns",
+    "cpu_clock_ns",
+];
+
+/// Why builtin `name` cannot run in process, if it cannot.
+fn builtin_reason(name: &str) -> Option<String> {
+    use utap_runtime::dataplane::clock;
+    if IN_PROCESS_BUILTINS.contains(&name) {
+        return None;
+    }
+    if CLOCK_BUILTINS.contains(&name) {
+        return clock::usable().err().map(|why| {
+            format!(
+                "calls {name}(), and {why} (the program could not read the clock without a syscall)"
+            )
+        });
+    }
+    if name == "cpu" {
+        return (!clock::has_rdtscp())
+            .then(|| "calls cpu(), and the processor has no rdtscp".into());
+    }
+    Some(format!("calls {name}()"))
+}
 
 /// Where one probe's handler runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,12 +98,15 @@ pub enum Route {
 pub fn routes(program: &Program) -> Vec<Route> {
     let off = std::env::var("UTAP_INPROC").is_ok_and(|v| v == "0");
     let unwinds = unwinds_user_stacks(program);
+    let variance = variance_read(program);
     let mut routes: Vec<Route> = program
         .probes
         .iter()
         .map(|p| match off {
             true => Route::Tracer("UTAP_INPROC=0".into()),
-            false => first_reason(program, p, unwinds).map_or(Route::InProcess, Route::Tracer),
+            false => first_reason(program, p, unwinds)
+                .or_else(|| variance_reason(program, p, &variance))
+                .map_or(Route::InProcess, Route::Tracer),
         })
         .collect();
     // Globals shared with a handler that stays in the tracer keep their
@@ -73,7 +119,7 @@ pub fn routes(program: &Program) -> Vec<Route> {
             if routes[i] != Route::InProcess {
                 continue;
             }
-            if tracer_prints && prints(&p.body) {
+            if tracer_prints && probe_prints(program, p) {
                 routes[i] = Route::Tracer(
                     "prints, as a handler that runs in the tracer does (the program's output \
                      would come out of order with the tracer's)"
@@ -82,7 +128,10 @@ pub fn routes(program: &Program) -> Vec<Route> {
                 changed = true;
                 continue;
             }
-            if let Some(g) = touched(p).into_iter().find(|g| tracer_globals.contains(g)) {
+            if let Some(g) = touched(program, p)
+                .into_iter()
+                .find(|g| tracer_globals.contains(g))
+            {
                 let name = &program.globals[g.0 as usize].name;
                 routes[i] = Route::Tracer(format!(
                     "global '{name}' is also used by a handler that runs in the tracer"
@@ -111,26 +160,37 @@ fn prints(b: &Block) -> bool {
 /// milliseconds, so lines the two routes print while the program runs
 /// would not keep the order of their hits.
 fn tracer_prints(program: &Program, routes: &[Route]) -> bool {
+    program.probes.iter().zip(routes).any(|(p, route)| {
+        *route != Route::InProcess && !outside_the_run(p) && probe_prints(program, p)
+    })
+}
+
+/// Whether `p`'s handler or a script function it calls prints.
+fn probe_prints(program: &Program, p: &ProbeDef) -> bool {
+    prints(&p.body)
+        || called_functions(program, p)
+            .into_iter()
+            .any(|f| prints(&program.functions[f].body))
+}
+
+/// The script functions `p`'s handler and conditions call, directly or
+/// through other functions.
+pub fn called_functions(program: &Program, p: &ProbeDef) -> Vec<usize> {
     let mut calls: Vec<usize> = Vec::new();
-    for (p, route) in program.probes.iter().zip(routes) {
-        if *route != Route::InProcess && !outside_the_run(p) {
-            if prints(&p.body) {
-                return true;
-            }
-            walk::block(&p.body, &mut |e| called(e, &mut calls));
-        }
+    let mut visit = |e: &Expr| called(e, &mut calls);
+    for c in p.points.iter().filter_map(|pt| pt.condition.as_ref()) {
+        walk::expr(c, &mut visit);
     }
-    let mut seen = HashSet::new();
+    walk::block(&p.body, &mut visit);
+    let mut seen = Vec::new();
     while let Some(f) = calls.pop() {
-        let Some(func) = program.functions.get(f).filter(|_| seen.insert(f)) else {
+        if seen.contains(&f) || f >= program.functions.len() {
             continue;
-        };
-        if prints(&func.body) {
-            return true;
         }
-        walk::block(&func.body, &mut |e| called(e, &mut calls));
+        seen.push(f);
+        walk::block(&program.functions[f].body, &mut |e| called(e, &mut calls));
     }
-    false
+    seen
 }
 
 /// A begin, end or error probe: it runs before the region is filled or
@@ -208,11 +268,49 @@ fn first_reason(program: &Program, p: &ProbeDef, unwinds: bool) -> Option<String
         }
     }
     let mut why = None;
+    let rules = Rules {
+        program,
+        visiting: RefCell::new(Vec::new()),
+    };
     for c in p.points.iter().filter_map(|pt| pt.condition.as_ref()) {
-        expr_reason(program, c, &mut why);
+        expr_reason(&rules, c, &mut why);
     }
-    block_reason(program, &p.body, &mut why);
+    block_reason(&rules, &p.body, &mut why);
     why
+}
+
+/// The program, and the script functions whose bodies are being checked
+/// (a recursive call is as good as the function: MAXNESTING bounds it in
+/// process as in the tracer).
+struct Rules<'a> {
+    program: &'a Program,
+    visiting: RefCell<Vec<usize>>,
+}
+
+impl std::ops::Deref for Rules<'_> {
+    type Target = Program;
+    fn deref(&self) -> &Program {
+        self.program
+    }
+}
+
+/// Why script function `f` cannot run in process, if it cannot: its body
+/// follows a handler's rules (a `return` of a long, or of a string that
+/// can only be a literal).
+fn function_reason(rules: &Rules, f: usize, why: &mut Option<String>) {
+    if rules.visiting.borrow().contains(&f) {
+        return;
+    }
+    let Some(func) = rules.program.functions.get(f) else {
+        *why = Some("calls a script function it cannot find".into());
+        return;
+    };
+    rules.visiting.borrow_mut().push(f);
+    block_reason(rules, &func.body, why);
+    rules.visiting.borrow_mut().pop();
+    if let Some(w) = why.take() {
+        *why = Some(format!("calls {}(), which {w}", func.name));
+    }
 }
 
 /// A function's entry or return (`.function("F")`, `.return`, also
@@ -272,13 +370,13 @@ fn args_read(p: &ProbeDef) -> Vec<usize> {
     out
 }
 
-fn block_reason(program: &Program, b: &Block, why: &mut Option<String>) {
+fn block_reason(program: &Rules, b: &Block, why: &mut Option<String>) {
     for s in &b.stmts {
         stmt_reason(program, s, why);
     }
 }
 
-fn stmt_reason(program: &Program, s: &Stmt, why: &mut Option<String>) {
+fn stmt_reason(program: &Rules, s: &Stmt, why: &mut Option<String>) {
     if why.is_some() {
         return;
     }
@@ -303,9 +401,13 @@ fn stmt_reason(program: &Program, s: &Stmt, why: &mut Option<String>) {
             *why = Some("has a loop".into())
         }
         StmtKind::Try { .. } => *why = Some("has try/catch".into()),
-        StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => {
-            *why = Some("has break, continue or return".into())
+        // Only in functions (the parser refuses it in a probe).
+        StmtKind::Return(value) => {
+            if let Some(v) = value {
+                key_reason(program, v, why);
+            }
         }
+        StmtKind::Break | StmtKind::Continue => *why = Some("has break or continue".into()),
     }
 }
 
@@ -320,23 +422,27 @@ fn long_array(program: &Program, g: GlobalId) -> bool {
 }
 
 /// A key: a long, or a string that can only be a literal.
-fn key_reason(program: &Program, k: &Expr, why: &mut Option<String>) {
+fn key_reason(program: &Rules, k: &Expr, why: &mut Option<String>) {
     match k.ty {
-        Type::String => literal_reason(k, why),
+        Type::String => literal_reason(program, k, why),
         _ => expr_reason(program, k, why),
     }
 }
 
 /// String values in process are literals only (their handles are the
 /// literal table's, which the tracer reads back).
-fn literal_reason(e: &Expr, why: &mut Option<String>) {
+/// A lookup's answer is one of its names, each a literal of the compile.
+fn literal_reason(program: &Rules, e: &Expr, why: &mut Option<String>) {
     match &e.kind {
         ExprKind::Str(_) | ExprKind::Load(LValue::Local(_)) => {}
+        ExprKind::Builtin { name, args } if LOOKUP_BUILTINS.contains(name) => {
+            args.iter().for_each(|a| expr_reason(program, a, why))
+        }
         _ => *why = Some("makes a string that is not a literal".into()),
     }
 }
 
-fn expr_reason(program: &Program, e: &Expr, why: &mut Option<String>) {
+fn expr_reason(program: &Rules, e: &Expr, why: &mut Option<String>) {
     if why.is_some() {
         return;
     }
@@ -346,8 +452,8 @@ fn expr_reason(program: &Program, e: &Expr, why: &mut Option<String>) {
                 op: AssignOp::Assign,
                 target: LValue::Local(_),
                 value,
-            } => literal_reason(value, why),
-            _ => literal_reason(e, why),
+            } => literal_reason(program, value, why),
+            _ => literal_reason(program, e, why),
         }
         return;
     }
@@ -405,27 +511,89 @@ fn expr_reason(program: &Program, e: &Expr, why: &mut Option<String>) {
             keys.iter().for_each(|k| key_reason(program, k, why));
         }
         ExprKind::Builtin { name, args } => {
-            if !IN_PROCESS_BUILTINS.contains(name) {
-                *why = Some(format!("calls {name}()"));
+            if let Some(r) = builtin_reason(name) {
+                *why = Some(r);
                 return;
             }
             args.iter().for_each(|a| expr_reason(program, a, why));
         }
-        ExprKind::Call { .. } => *why = Some("calls a script function".into()),
+        ExprKind::Call { func, args } => {
+            args.iter().for_each(|a| key_reason(program, a, why));
+            function_reason(program, func.0 as usize, why);
+        }
         ExprKind::Wildcard => *why = Some("uses an array slice".into()),
         ExprKind::Print { format, args, .. } => print_reason(program, format.as_deref(), args, why),
-        ExprKind::StatAdd { .. }
-        | ExprKind::StatGet { .. }
-        | ExprKind::Hist { .. }
-        | ExprKind::HistBucket { .. } => *why = Some("uses statistics".into()),
+        ExprKind::StatAdd { target, value } => {
+            stat_target_reason(program, target, why);
+            expr_reason(program, value, why);
+        }
+        ExprKind::StatGet { .. } | ExprKind::Hist { .. } | ExprKind::HistBucket { .. } => {
+            *why = Some("reads statistics while the program runs".into())
+        }
     }
+}
+
+/// `s <<< v` and `a[k] <<< v`: a statistic global, keyed as arrays of
+/// longs are.
+fn stat_target_reason(program: &Rules, lv: &LValue, why: &mut Option<String>) {
+    match lv {
+        LValue::Global(g) if program.globals[g.0 as usize].ty == Type::Stats => {}
+        LValue::Elem { array, keys } if program.globals[array.0 as usize].ty == Type::Stats => {
+            keys.iter().for_each(|k| key_reason(program, k, why))
+        }
+        _ => *why = Some("adds to something other than a statistic global".into()),
+    }
+}
+
+/// Statistics some handler or function reads with `@variance`: SystemTap's
+/// running estimate depends on the order the values came in, which
+/// threads adding in the program at once do not have, so their adders
+/// stay in the tracer (count, sum, min, max and histograms do not depend
+/// on the order).
+fn variance_read(program: &Program) -> HashSet<GlobalId> {
+    let mut out = HashSet::new();
+    walk::program(program, &mut |e| {
+        if let ExprKind::StatGet {
+            op: StatOp::Variance,
+            target: LValue::Global(g) | LValue::Elem { array: g, .. },
+        } = &e.kind
+        {
+            out.insert(*g);
+        }
+    });
+    out
+}
+
+/// Why `p` cannot add in process to the statistics in `variance`.
+fn variance_reason(
+    program: &Program,
+    p: &ProbeDef,
+    variance: &HashSet<GlobalId>,
+) -> Option<String> {
+    let mut found = None;
+    walk::block(&p.body, &mut |e| {
+        if let ExprKind::StatAdd {
+            target: LValue::Global(g) | LValue::Elem { array: g, .. },
+            ..
+        } = &e.kind
+            && variance.contains(g)
+            && found.is_none()
+        {
+            found = Some(format!(
+                "adds to statistic '{}', which @variance reads (its estimate depends on the \
+                 order of the values)",
+                program.globals[g.0 as usize].name
+            ));
+        }
+    });
+    found
 }
 
 /// `printf`, `print` and their `ln`/`d` forms become records of the
 /// thread's output ring, formatted by the tracer: longs and literal
 /// strings only, and no `%m` (memory must be read at the hit).
 fn print_reason(
-    program: &Program,
+    program: &Rules,
     format: Option<&[FormatPiece]>,
     args: &[Expr],
     why: &mut Option<String>,
@@ -441,7 +609,7 @@ fn print_reason(
     args.iter().for_each(|a| key_reason(program, a, why));
 }
 
-fn lvalue_reason(program: &Program, lv: &LValue, write: bool, why: &mut Option<String>) {
+fn lvalue_reason(program: &Rules, lv: &LValue, write: bool, why: &mut Option<String>) {
     match lv {
         LValue::Local(_) => {}
         LValue::Global(g) if is_long_scalar(program, *g) => {}
@@ -454,28 +622,41 @@ fn lvalue_reason(program: &Program, lv: &LValue, write: bool, why: &mut Option<S
     }
 }
 
-/// The globals a probe's handler (conditions and body) names.
-pub fn touched(p: &ProbeDef) -> HashSet<GlobalId> {
+/// The globals a probe's handler (conditions and body) and the script
+/// functions it calls name.
+pub fn touched(program: &Program, p: &ProbeDef) -> HashSet<GlobalId> {
     let mut out = HashSet::new();
     let mut visit = |e: &Expr| globals_of(e, &mut out);
     for c in p.points.iter().filter_map(|pt| pt.condition.as_ref()) {
         walk::expr(c, &mut visit);
     }
     walk::block(&p.body, &mut visit);
-    deleted(&p.body, &mut out);
+    statement_globals(&p.body, &mut out);
+    for f in called_functions(program, p) {
+        let body = &program.functions[f].body;
+        walk::block(body, &mut |e| globals_of(e, &mut out));
+        statement_globals(body, &mut out);
+    }
     out
 }
 
-/// The globals `delete` statements of `b` name (outside any expression).
-fn deleted(b: &Block, out: &mut HashSet<GlobalId>) {
-    walk::nodes(b, &mut |n| {
-        if let walk::Node::Stmt(Stmt {
+/// The globals statements of `b` name outside any expression: `delete`
+/// and `foreach` (a tracer handler iterating an array reads it).
+fn statement_globals(b: &Block, out: &mut HashSet<GlobalId>) {
+    walk::nodes(b, &mut |n| match n {
+        walk::Node::Stmt(Stmt {
             kind: StmtKind::Delete(lv),
             ..
-        }) = n
-        {
-            lvalue_global(lv, out);
+        }) => lvalue_global(lv, out),
+        walk::Node::Stmt(Stmt {
+            kind: StmtKind::Foreach(fe),
+            ..
+        }) => {
+            if let ForeachSource::Array(g) = fe.source {
+                out.insert(g);
+            }
         }
+        _ => {}
     });
 }
 
@@ -509,26 +690,10 @@ fn globals_of(e: &Expr, out: &mut HashSet<GlobalId>) {
 /// it is folded back, so they do not count.
 fn tracer_touched(program: &Program, routes: &[Route]) -> HashSet<GlobalId> {
     let mut out = HashSet::new();
-    let mut calls: Vec<usize> = Vec::new();
     for (p, route) in program.probes.iter().zip(routes) {
         if *route != Route::InProcess && !outside_the_run(p) {
-            out.extend(touched(p));
-            walk::block(&p.body, &mut |e| called(e, &mut calls));
+            out.extend(touched(program, p));
         }
-    }
-    let mut seen = HashSet::new();
-    while let Some(f) = calls.pop() {
-        if !seen.insert(f) {
-            continue;
-        }
-        let Some(func) = program.functions.get(f) else {
-            continue;
-        };
-        walk::block(&func.body, &mut |e| {
-            globals_of(e, &mut out);
-            called(e, &mut calls)
-        });
-        deleted(&func.body, &mut out);
     }
     out
 }

@@ -7,6 +7,8 @@
 //!   tables in the region (claim a slot by compare-and-swap, publish it
 //!   live; deletes leave the keys, a later insertion of them revives the
 //!   slot), bounded probing, "Array overflow" past the map's limit;
+//! * `utap_stat_add`: `<<<` on a statistic's slot in the same tables,
+//!   with atomics (`stats`);
 //! * `utap_raise`: the first error of the session goes to the region's
 //!   header and stops every handler;
 //! * `pid()`, `tid()` from the block the common entry passes;
@@ -36,20 +38,26 @@ use cranelift_jit::{BranchProtection, JITBuilder, JITMemoryKind, JITMemoryProvid
 use cranelift_module::{FuncId, Linkage, Module, ModuleResult};
 
 use utap_compiler::ast::Span;
-use utap_compiler::program::{PointKind, ProcessEvent, Program};
+use utap_compiler::program::{FunctionDef, PointKind, ProcessEvent, Program};
 use utap_compiler::route::{self, Route};
+use utap_runtime::dataplane::clock::Keeper;
 use utap_runtime::dataplane::image::{InProcImage, NEVER_SERVED, SYSCALL_NUMBERS};
 use utap_runtime::dataplane::layout::{
     BLOCK_HITS, CODE_LEN, COMMON_LEN, DataLayout, Header, JIT_DATA_LEN, LISTS_LEN,
-    RAISE_ARRAY_FULL, TableSpec, tag,
+    RAISE_ARRAY_FULL, TableShape, TableSpec, stat, tag,
 };
 use utap_runtime::dataplane::region::Region;
 use utap_runtime::script::context::{HandlerContext, ProbeValues};
+use utap_runtime::script::image::{GlobalSpec, ValueType};
 use utap_runtime::values::map::MapLimit;
+use utap_runtime::values::stats::HistSpec;
 
 use crate::{CodegenError, Compiler, Options, Sources, layout};
 
+mod clock;
+mod lookup;
 mod output;
+mod stats;
 
 const I64: types::Type = types::I64;
 
@@ -151,27 +159,25 @@ pub fn compile(
     }
     let sub = Program {
         globals: program.globals.clone(),
-        functions: Vec::new(),
+        functions: called_functions(program, &chosen),
         probes: chosen.iter().map(|&i| program.probes[i].clone()).collect(),
         guru: false,
     };
     let maxstringlen = options.limits.max_string_len;
-    let (globals, long_slots) = layout::globals(&sub, maxstringlen)?;
+    // The whole program's globals: the histograms a statistic keeps are
+    // the ones its readers (end probes, not compiled here) use.
+    let (globals, long_slots) = layout::globals(program, maxstringlen)?;
     let touched: HashSet<u32> = sub
         .probes
         .iter()
-        .flat_map(route::touched)
+        .flat_map(|p| route::touched(&sub, p))
         .map(|g| g.0)
         .collect();
-    let arrays: Vec<(u32, u64, u64)> = globals
+    let arrays: Vec<TableShape> = globals
         .iter()
         .enumerate()
-        .filter(|(i, g)| touched.contains(&(*i as u32)) && g.keys.is_some())
-        .map(|(i, g)| {
-            let limit = MapLimit::new(g.size, g.wrap, options.limits.max_map_entries);
-            let arity = g.keys.as_ref().map_or(0, |k| k.len()) as u64;
-            (i as u32, arity, limit.max_entries as u64)
-        })
+        .filter(|(i, _)| touched.contains(&(*i as u32)))
+        .filter_map(|(i, g)| table_shape(i as u32, g, options.limits.max_map_entries))
         .collect();
     let long_globals: Vec<(u32, u32)> = globals
         .iter()
@@ -182,11 +188,15 @@ pub fn compile(
     let Ok(region) = Region::create(DataLayout::new(long_slots as u64, &arrays)) else {
         return Ok(None);
     };
+    let code_start = region.base() + COMMON_LEN;
+    // SAFETY: the first bytes of the code part, ours, placed before the
+    // JIT's.
+    let helpers = unsafe { clock::write_helpers(code_start) };
     let unresolved = Arc::new(Mutex::new(Vec::new()));
     let placement = Placement {
         memory: RegionMemory {
-            code: region.base() + COMMON_LEN..region.base() + CODE_LEN - LISTS_LEN,
-            next_code: region.base() + COMMON_LEN,
+            code: code_start..region.base() + CODE_LEN - LISTS_LEN,
+            next_code: code_start + clock::HELPERS_LEN,
             data: region.data_base() + region.data.jit_data
                 ..region.data_base() + region.data.jit_data + JIT_DATA_LEN,
             next_data: region.data_base() + region.data.jit_data,
@@ -195,6 +205,7 @@ pub fn compile(
     };
     let module = crate::new_module(Some(placement))?;
     let mut c = Compiler::new(module, sources, globals, options, true);
+    let lookups = lookup::Lookups::new(&mut c.tables);
     let header = region.header() as i64;
     let mut rt = Runtime {
         module: &mut c.module,
@@ -203,11 +214,14 @@ pub fn compile(
         header,
     };
     rt.define_raise()?;
-    rt.define_arrays(&region, &region.data.tables)?;
+    rt.define_arrays(&region, &region.data.tables, &c.tables.globals)?;
     rt.define_context("utap_bi_pid", offset_of!(ProbeValues, pid))?;
     rt.define_context("utap_bi_tid", offset_of!(ProbeValues, tid))?;
     rt.define_output(&region)?;
-    let handlers = c.handlers(&sub, &[])?;
+    rt.define_clock(helpers)?;
+    rt.define_lookups(&lookups)?;
+    let funcs = c.functions(&sub)?;
+    let handlers = c.handlers(&sub, &funcs)?;
     let (entry, exit) = hooks(program, routes, &chosen, &handlers);
     let served: Vec<bool> = (0..SYSCALL_NUMBERS)
         .map(|nr| entry.served(nr) && exit.served(nr))
@@ -264,12 +278,76 @@ pub fn compile(
         max_action: limits.max_action,
         max_nesting: limits.max_nesting,
         syscall_hooks,
+        clock: reads_clock(&sub).then(|| start_clock(&region)),
         region,
     };
     Ok(Some(InProc {
         image: Arc::new(image),
         _module: c.module,
     }))
+}
+
+/// The script's functions as the in-process probes see them: those they
+/// call, and the others with an empty body (the route pass checked only
+/// the called ones; the indexes stay the script's).
+fn called_functions(program: &Program, chosen: &[usize]) -> Vec<FunctionDef> {
+    let mut called = HashSet::new();
+    for &i in chosen {
+        called.extend(route::called_functions(program, &program.probes[i]));
+    }
+    let mut functions = program.functions.clone();
+    for (i, f) in functions.iter_mut().enumerate() {
+        if !called.contains(&i) {
+            f.body.stmts.clear();
+        }
+    }
+    functions
+}
+
+/// Whether an in-process handler reads the clock: its parameters are then
+/// calibrated now and kept by the tracer while the session runs.
+fn reads_clock(sub: &Program) -> bool {
+    let mut found = false;
+    let mut visit = |e: &utap_compiler::program::Expr| {
+        if let utap_compiler::program::ExprKind::Builtin { name, .. } = &e.kind {
+            found |= route::CLOCK_BUILTINS.contains(name);
+        }
+    };
+    for p in &sub.probes {
+        utap_compiler::walk::block(&p.body, &mut visit);
+    }
+    for f in &sub.functions {
+        utap_compiler::walk::block(&f.body, &mut visit);
+    }
+    found
+}
+
+fn start_clock(region: &Region) -> Mutex<Keeper> {
+    let header = region.header();
+    // SAFETY: the header of our live mapping of the region.
+    let clock = unsafe { std::ptr::addr_of_mut!((*header).clock) };
+    // SAFETY: as above; the keeper lives in the image with the region.
+    Mutex::new(unsafe { Keeper::start(clock, std::time::Duration::from_millis(1)) })
+}
+
+/// The region table of global `g`, if it has one: an array of longs, or
+/// a statistic (scalar: one slot, no key) with its histogram's buckets.
+fn table_shape(i: u32, g: &GlobalSpec, max_map_entries: usize) -> Option<TableShape> {
+    let arity = g.keys.as_ref().map_or(0, |k| k.len()) as u64;
+    let limit = || MapLimit::new(g.size, g.wrap, max_map_entries).max_entries as u64;
+    match (g.value, &g.keys) {
+        (ValueType::Stat(spec), None) => {
+            Some(TableShape::stat(i, 0, 1, spec.hist.buckets() as u64))
+        }
+        (ValueType::Stat(spec), Some(_)) => Some(TableShape::stat(
+            i,
+            arity,
+            limit(),
+            spec.hist.buckets() as u64,
+        )),
+        (_, Some(_)) => Some(TableShape::longs(i, arity, limit())),
+        (_, None) => None,
+    }
 }
 
 /// The hooks of each syscall number, on one side (entry or return).
@@ -416,8 +494,14 @@ impl Runtime<'_> {
         Ok(())
     }
 
-    /// The five array operations over every table.
-    fn define_arrays(&mut self, region: &Region, tables: &[TableSpec]) -> Result<(), CodegenError> {
+    /// Every table's slot finder, then the five array operations over the
+    /// arrays of longs and `<<<` over the statistics (`stats`).
+    fn define_arrays(
+        &mut self,
+        region: &Region,
+        tables: &[TableSpec],
+        globals: &[GlobalSpec],
+    ) -> Result<(), CodegenError> {
         let base = region.data_base() as i64;
         let mut finds = Vec::new();
         for t in tables {
@@ -428,6 +512,22 @@ impl Runtime<'_> {
             })?;
             finds.push((t.global, id));
         }
+        let (stats, longs): (Vec<_>, Vec<_>) = tables
+            .iter()
+            .zip(finds)
+            .map(|(t, f)| (*t, f))
+            .partition(|(t, _)| t.stat);
+        let hists: Vec<HistSpec> = stats
+            .iter()
+            .map(
+                |(t, _)| match globals.get(t.global as usize).map(|g| g.value) {
+                    Some(ValueType::Stat(spec)) => spec.hist,
+                    _ => HistSpec::None,
+                },
+            )
+            .collect();
+        self.define_stat_add(&stats, &hists)?;
+        let (tables, finds): (Vec<TableSpec>, Vec<(u32, FuncId)>) = longs.into_iter().unzip();
         let header = self.header;
         let ops: [(&str, usize, bool); 5] = [
             ("utap_arr_get", 2, true),
@@ -438,7 +538,7 @@ impl Runtime<'_> {
         ];
         for (name, params, ret) in ops {
             let finds = finds.clone();
-            let tables = tables.to_vec();
+            let tables = tables.clone();
             self.define(name, params, ret, |b, a, fref| {
                 array_op(b, header, base, name, a, &finds, &tables, fref);
             })?;
@@ -524,6 +624,16 @@ impl Runtime<'_> {
             b.ins().return_(&[r]);
         })
     }
+}
+
+/// An operation that gave up on a slot another thread held too long:
+/// counted in the header (`-v`), the operation dropped.
+fn count_contended(b: &mut FunctionBuilder, header: i64) {
+    let c = b
+        .ins()
+        .iconst(I64, header + offset_of!(Header, contended) as i64);
+    let one = b.ins().iconst(I64, 1);
+    b.ins().atomic_rmw(I64, mem(), AtomicRmwOp::Add, c, one);
 }
 
 /// Records the first error (kind, the context's location and probe, and
@@ -636,7 +746,7 @@ fn find(b: &mut FunctionBuilder, header: i64, base: i64, t: &TableSpec, ctx: Val
         let k = key(b, i);
         b.ins().store(mem(), k, e, (8 + 8 * i) as i32);
     }
-    publish(b, e, t);
+    publish(b, e, t, base, idx);
     b.ins().jump(ret, &[e.into()]);
 
     // Held by a writer: spin on the same slot, then give up.
@@ -703,7 +813,7 @@ fn find(b: &mut FunctionBuilder, header: i64, base: i64, t: &TableSpec, ctx: Val
     b.switch_to_block(mine);
     let room = count_up(b, base, t, e, tag::DELETED, ret);
     b.switch_to_block(room);
-    publish(b, e, t);
+    publish(b, e, t, base, idx);
     b.ins().jump(ret, &[e.into()]);
 
     b.switch_to_block(ret);
@@ -741,10 +851,33 @@ fn count_up(
     room
 }
 
-/// Zeroes a slot's value and makes it live.
-fn publish(b: &mut FunctionBuilder, e: Value, t: &TableSpec) {
+/// Starts a slot's value (a long: 0; a statistic: empty, see
+/// `layout::stat`), numbers the insertion and makes it live.
+fn publish(b: &mut FunctionBuilder, e: Value, t: &TableSpec, base: i64, idx: Value) {
     let zero = b.ins().iconst(I64, 0);
-    b.ins().store(mem(), zero, e, (8 + 8 * t.arity) as i32);
+    let at = |w: u64| (t.value_at() + 8 * w) as i32;
+    if t.stat {
+        let lo = b.ins().iconst(I64, i64::MAX);
+        let hi = b.ins().iconst(I64, i64::MIN);
+        for w in 0..t.values {
+            let v = match w {
+                stat::MIN => lo,
+                stat::MAX => hi,
+                _ => zero,
+            };
+            b.ins().store(mem(), v, e, at(w));
+        }
+    } else {
+        b.ins().store(mem(), zero, e, at(0));
+    }
+    let counter = b.ins().iconst(I64, base + t.order_counter() as i64);
+    let one = b.ins().iconst(I64, 1);
+    let n = b
+        .ins()
+        .atomic_rmw(I64, mem(), AtomicRmwOp::Add, counter, one);
+    let at = b.ins().imul_imm_s(idx, 8);
+    let at = b.ins().iadd_imm_s(at, base + t.order_offset as i64);
+    b.ins().store(mem(), n, at, 0);
     let live = b.ins().iconst(I64, tag::LIVE as i64);
     b.ins().atomic_store(mem(), live, e);
 }
@@ -804,11 +937,7 @@ fn array_op(
         b.ins().jump(done, &[zero.into()]);
         // Contended: counted, the operation is dropped.
         b.switch_to_block(contended);
-        let c = b
-            .ins()
-            .iconst(I64, header + offset_of!(Header, contended) as i64);
-        let one = b.ins().iconst(I64, 1);
-        b.ins().atomic_rmw(I64, mem(), AtomicRmwOp::Add, c, one);
+        count_contended(b, header);
         b.ins().jump(done, &[zero.into()]);
         b.switch_to_block(have);
         let value_off = (8 + 8 * t.arity) as i32;

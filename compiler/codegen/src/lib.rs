@@ -15,7 +15,7 @@ mod presets;
 mod runtime_fns;
 mod sharing;
 mod size;
-mod tables;
+pub(crate) mod tables;
 mod translate;
 
 use std::sync::Arc;

@@ -9,9 +9,10 @@
 //! fails is skipped and counted, never trusted.
 
 use super::image::InProcImage;
-use super::layout::{Header, RAISE_ARRAY_FULL, TableSpec, tag};
+use super::layout::{Header, RAISE_ARRAY_FULL, TableSpec, stat, tag};
 use crate::script::abi::{RAISE_DIVISION_BY_ZERO, RAISE_MAXACTION, RAISE_MAXNESTING};
 use crate::values::map::{MapLimit, MapOverflow};
+use crate::values::stats::{Stat, StatSpec};
 
 /// The hash the in-process tables use (`utap_codegen::inproc::find`):
 /// both sides must agree on it.
@@ -34,18 +35,25 @@ pub(crate) fn literal(literals: &[u8], h: i64) -> Option<&[u8]> {
     literals.get(start..start.checked_add(len)?)
 }
 
+/// The insertion number of slot `i` (see `TableSpec::order_offset`).
+pub(crate) fn slot_order(image: &InProcImage, t: &TableSpec, i: u64) -> u64 {
+    let at = (image.region.data_base() + t.order_offset + 8 * i) as *const u64;
+    // SAFETY: inside our mapping (layout); any value is a valid u64.
+    unsafe { std::ptr::read_volatile(at) }
+}
+
 /// A table slot's address in our mapping.
 pub(crate) fn slot_ptr(image: &InProcImage, t: &TableSpec, i: u64) -> *mut u64 {
     (image.region.data_base() + t.offset + i * t.slot_len()) as *mut u64
 }
 
-/// Inserts (or sets) one entry of table `t` from the tracer, as the
-/// in-process code would.
+/// Inserts one entry of table `t` from the tracer with its value words,
+/// as the in-process code would.
 pub(crate) fn insert(
     image: &InProcImage,
     t: &TableSpec,
     keys: &[i64],
-    value: i64,
+    values: &[i64],
 ) -> Result<(), String> {
     let mask = t.capacity - 1;
     let mut i = slot_of(keys, mask);
@@ -57,16 +65,48 @@ pub(crate) fn insert(
                 for (w, &k) in keys.iter().enumerate() {
                     *s.add(1 + w) = k as u64;
                 }
-                *s.add(1 + keys.len()) = value as u64;
+                for (w, &v) in values.iter().enumerate().take(t.values as usize) {
+                    *s.add(1 + keys.len() + w) = v as u64;
+                }
                 *s = tag::LIVE;
-                let count = (image.region.data_base() + t.count_offset) as *mut u64;
-                *count += 1;
+                let data = image.region.data_base();
+                *((data + t.count_offset) as *mut u64) += 1;
+                let order = (data + t.order_counter()) as *mut u64;
+                *((data + t.order_offset + 8 * i) as *mut u64) = *order;
+                *order += 1;
                 return Ok(());
             }
         }
         i = (i + 1) & mask;
     }
     Err("an in-process array is full".into())
+}
+
+/// The value words of a statistic's slot (`layout::stat`).
+pub(crate) fn stat_words(s: &Stat) -> Vec<i64> {
+    let mut w = vec![
+        s.count(),
+        s.sum(),
+        s.min().unwrap_or(i64::MAX),
+        s.max().unwrap_or(i64::MIN),
+    ];
+    w.extend_from_slice(s.buckets());
+    w
+}
+
+/// The statistic a slot's value words hold; `None` if they are not one
+/// of `spec` (the program wrote them).
+pub(crate) fn stat_of(spec: StatSpec, words: &[i64]) -> Option<Stat> {
+    let fixed = stat::FIXED as usize;
+    if words.len() < fixed {
+        return None;
+    }
+    let (count, sum) = (words[stat::COUNT as usize], words[stat::SUM as usize]);
+    let (min, max) = (words[stat::MIN as usize], words[stat::MAX as usize]);
+    if count > 0 && min > max {
+        return None;
+    }
+    Stat::from_totals(spec, count, sum, min, max, &words[fixed..])
 }
 
 /// The first error of an in-process handler, as SystemTap words it

@@ -47,6 +47,9 @@ pub struct InProcImage {
     /// Some syscall entry or return probe runs in process (an attached
     /// program's threads are then armed with SUD, `dispatch`).
     pub syscall_hooks: bool,
+    /// The handlers' clock, when one reads it (`super::clock`): the
+    /// tracer refreshes it while the session runs.
+    pub clock: Option<std::sync::Mutex<super::clock::Keeper>>,
 }
 
 impl std::fmt::Debug for InProcImage {
@@ -64,6 +67,14 @@ impl InProcImage {
         let d = &self.region.data;
         let i = super::layout::BLOCKS + (shard as u64 % TRACER_BLOCKS);
         (self.region.data_base() + d.block(i)) as *mut Block
+    }
+
+    /// Refreshes the handlers' clock if it is time (the tracer's
+    /// periodic look at the region).
+    pub fn tick_clock(&self) {
+        if let Some(k) = &self.clock {
+            k.lock().unwrap_or_else(|e| e.into_inner()).tick();
+        }
     }
 
     /// Whether syscall `nr` is served in process at a patched site.

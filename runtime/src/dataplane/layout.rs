@@ -8,7 +8,9 @@
 //! base + code_len ─ data (rw- in both)
 //!   Header            flags and first error
 //!   long slots        the script's long scalar globals
-//!   tables            one open-addressing table per array of longs
+//!   tables            one open-addressing table per array of longs or
+//!                     statistic (a scalar statistic is a table of one
+//!                     slot with no key)
 //!   jit data          Cranelift's writable data objects
 //!   blocks            per-thread blocks (ctx, re-entry flag, stack)
 //!   ring heads        one `RingHead` per block: its output ring's state
@@ -66,6 +68,8 @@ pub struct Header {
     /// The next output record's sequence number: the tracer prints the
     /// records of every ring in this order.
     pub seq: u64,
+    /// The handlers' clock (`super::clock`).
+    pub clock: super::clock::Clock,
 }
 
 /// An array insertion found no room: "Array overflow".
@@ -220,10 +224,15 @@ pub mod record {
     }
 }
 
-/// Where an array of longs lives in the data part.
+/// Where an array of longs or a statistic lives in the data part.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TableSpec {
     pub global: u32,
+    /// Value words of a slot: 1 for a long, [`stat::FIXED`] plus the
+    /// histogram's buckets for a statistic.
+    pub values: u64,
+    /// A statistic (its value words are laid out as [`stat`] says).
+    pub stat: bool,
     /// Offset from the data part's start.
     pub offset: u64,
     /// Slots (a power of two, at least twice `max_entries`).
@@ -232,14 +241,81 @@ pub struct TableSpec {
     pub arity: u64,
     /// The map's limit (declared size or MAXMAPENTRIES).
     pub max_entries: u64,
-    /// Offset of the live-entry counter.
+    /// Offset of the live-entry counter; the next insertion's number
+    /// follows it.
     pub count_offset: u64,
+    /// Offset of one word per slot: the number of the insertion that made
+    /// it live, so the fold keeps the order the tracer's maps keep (and
+    /// `foreach` breaks ties in it on both routes).
+    pub order_offset: u64,
 }
 
 impl TableSpec {
-    /// Bytes of one slot: tag, keys, value.
+    /// Offset of the insertion counter.
+    pub fn order_counter(&self) -> u64 {
+        self.count_offset + 8
+    }
+
+    /// Bytes of one slot: tag, keys, value words.
     pub fn slot_len(&self) -> u64 {
-        8 * (2 + self.arity)
+        8 * (1 + self.arity + self.values)
+    }
+
+    /// Byte offset of the slot's first value word.
+    pub fn value_at(&self) -> u64 {
+        8 * (1 + self.arity)
+    }
+}
+
+/// The value words of a statistic's slot, added to by every thread with
+/// atomics (SystemTap keeps a copy per CPU; one shared copy costs an
+/// atomic add per word here, see docs/internals): the tracer turns them
+/// into the script's statistic when it folds the region back.
+pub mod stat {
+    pub const COUNT: u64 = 0;
+    pub const SUM: u64 = 1;
+    /// Kept with compare-and-swap loops; a new slot starts them at
+    /// `i64::MAX` and `i64::MIN` (they mean nothing while COUNT is 0).
+    pub const MIN: u64 = 2;
+    pub const MAX: u64 = 3;
+    /// The histogram's bucket counts follow.
+    pub const FIXED: u64 = 4;
+}
+
+/// What the data part holds for one table: its global, key columns,
+/// limit (declared size or MAXMAPENTRIES; 1 for a scalar statistic),
+/// value words and whether it is a statistic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableShape {
+    pub global: u32,
+    pub arity: u64,
+    pub max_entries: u64,
+    pub values: u64,
+    pub stat: bool,
+}
+
+impl TableShape {
+    /// An array of longs.
+    pub fn longs(global: u32, arity: u64, max_entries: u64) -> TableShape {
+        TableShape {
+            global,
+            arity,
+            max_entries,
+            values: 1,
+            stat: false,
+        }
+    }
+
+    /// A statistic keeping `buckets` histogram buckets (`arity` 0: a
+    /// scalar statistic, one slot).
+    pub fn stat(global: u32, arity: u64, max_entries: u64, buckets: u64) -> TableShape {
+        TableShape {
+            global,
+            arity,
+            max_entries,
+            values: stat::FIXED + buckets,
+            stat: true,
+        }
     }
 }
 
@@ -273,26 +349,29 @@ fn align(v: u64, a: u64) -> u64 {
 }
 
 impl DataLayout {
-    /// Lays out `long_slots` long globals and the arrays of longs
-    /// `(global, arity, max_entries)`.
-    pub fn new(long_slots: u64, arrays: &[(u32, u64, u64)]) -> DataLayout {
+    /// Lays out `long_slots` long globals and the tables of `arrays`.
+    pub fn new(long_slots: u64, arrays: &[TableShape]) -> DataLayout {
         let longs = align(size_of::<Header>() as u64, 64);
         let mut at = align(longs + 8 * long_slots.max(1), 64);
         let tables = arrays
             .iter()
-            .map(|&(global, arity, max_entries)| {
-                let capacity = (2 * max_entries.max(1)).next_power_of_two();
+            .map(|shape| {
+                let capacity = (2 * shape.max_entries.max(1)).next_power_of_two();
                 let count_offset = at;
                 let offset = at + 64;
-                let t = TableSpec {
-                    global,
+                let mut t = TableSpec {
+                    global: shape.global,
+                    values: shape.values,
+                    stat: shape.stat,
                     offset,
                     capacity,
-                    arity,
-                    max_entries,
+                    arity: shape.arity,
+                    max_entries: shape.max_entries,
                     count_offset,
+                    order_offset: 0,
                 };
-                at = align(offset + capacity * t.slot_len(), 64);
+                t.order_offset = offset + capacity * t.slot_len();
+                at = align(t.order_offset + 8 * capacity, 64);
                 t
             })
             .collect();

@@ -110,6 +110,7 @@
 //! process or thread that cannot be armed stays on `PTRACE_SYSCALL`, its
 //! in-process handlers run by the tracer at each stop.
 
+pub mod clock;
 pub mod code;
 pub mod dispatch;
 pub mod fold;

@@ -7,7 +7,7 @@ use super::ScriptRuntime;
 use super::globals::Global;
 use super::image::KeyType;
 use crate::dataplane::InProcImage;
-use crate::dataplane::fold::{insert, literal, slot_ptr};
+use crate::dataplane::fold::{insert, literal, slot_order, slot_ptr, stat_of, stat_words};
 use crate::dataplane::layout::tag;
 use crate::script::OutputSink;
 use crate::values::map::{Key, KeyPart};
@@ -17,8 +17,8 @@ impl ScriptRuntime {
     /// begin probes). An error if a key cannot be written there (a string
     /// that is none of the script's literals): the data plane is then not
     /// used.
-    pub fn dataplane_fill(&self, image: &InProcImage) -> Result<(), String> {
-        let g = &self.state.globals;
+    pub fn dataplane_fill(&mut self, image: &InProcImage) -> Result<(), String> {
+        let g = &mut self.state.globals;
         let longs = (image.region.data_base() + image.region.data.longs) as *mut i64;
         for &(_, slot) in &image.long_globals {
             let v = g.longs.get(slot as usize).copied().unwrap_or(0);
@@ -26,23 +26,22 @@ impl ScriptRuntime {
             unsafe { *longs.add(slot as usize) = v };
         }
         for t in &image.region.data.tables {
-            let Some(Global::LongArray(map)) = g.vars.get(t.global as usize) else {
-                continue;
-            };
-            for (keys, &value) in map.iter() {
-                let mut raw = Vec::with_capacity(keys.len());
-                for k in keys {
-                    raw.push(match k {
-                        KeyPart::Long(v) => *v,
-                        KeyPart::Str(s) => *image.literal_handles.get(&s[..]).ok_or_else(|| {
-                            format!(
-                                "array '{}' has a string key the handlers cannot name",
-                                self.state.image.globals[t.global as usize].name
-                            )
-                        })?,
-                    });
+            // Values other tracer threads added in begin count too.
+            g.settle(t.global as usize).map_err(|e| e.to_string())?;
+            let name = &self.state.image.globals[t.global as usize].name;
+            match g.vars.get(t.global as usize) {
+                Some(Global::LongArray(map)) => {
+                    for (keys, &value) in map.iter() {
+                        insert(image, t, &raw_keys(image, name, keys)?, &[value])?;
+                    }
                 }
-                insert(image, t, &raw, value)?;
+                Some(Global::Stat(s)) if !s.is_empty() => insert(image, t, &[], &stat_words(s))?,
+                Some(Global::StatArray(map, _)) => {
+                    for (keys, s) in map.iter() {
+                        insert(image, t, &raw_keys(image, name, keys)?, &stat_words(s))?;
+                    }
+                }
+                _ => {}
             }
         }
         Ok(())
@@ -67,30 +66,31 @@ impl ScriptRuntime {
                 .get(t.global as usize)
                 .cloned()
                 .unwrap_or_default();
-            let Some(Global::LongArray(map)) = g.vars.get_mut(t.global as usize) else {
+            let Some(var) = g.vars.get_mut(t.global as usize) else {
                 continue;
             };
-            map.clear();
-            for i in 0..t.capacity {
+            match var {
+                Global::LongArray(map) => map.clear(),
+                Global::Stat(s) => s.clear(),
+                Global::StatArray(map, _) => map.clear(),
+                _ => continue,
+            }
+            // In the order of their insertions, as the tracer's map
+            // would hold them.
+            let mut slots: Vec<u64> = (0..t.capacity).collect();
+            slots.sort_by_key(|&i| slot_order(image, t, i));
+            for i in slots {
                 let s = slot_ptr(image, t, i);
                 // SAFETY: the slot lies inside our mapping (layout); its
                 // words may hold anything.
-                let words: Vec<i64> = (0..t.arity + 2)
+                let words: Vec<i64> = (0..t.slot_len() / 8)
                     .map(|w| unsafe { std::ptr::read_volatile(s.add(w as usize)) } as i64)
                     .collect();
                 if words[0] as u64 != tag::LIVE {
                     continue;
                 }
-                let mut keys: Vec<Key<'_>> = Vec::with_capacity(t.arity as usize);
-                let ok = types.len() == t.arity as usize
-                    && types.iter().zip(&words[1..]).all(|(ty, &w)| {
-                        let k = match ty {
-                            KeyType::Long => Some(Key::Long(w)),
-                            KeyType::Str => literal(&image.literals, w).map(Key::Str),
-                        };
-                        k.map(|k| keys.push(k)).is_some()
-                    });
-                if !ok || map.set(&keys, words[t.arity as usize + 1]).is_err() {
+                let (keys, values) = words[1..].split_at(t.arity as usize);
+                if !fold_slot(image, var, &types, keys, values) {
                     bad += 1;
                 }
             }
@@ -113,5 +113,58 @@ impl ScriptRuntime {
             self.tally.set(super::Phase::Error);
         }
         true
+    }
+}
+
+/// A key's words in the region: longs as they are, strings as the
+/// handle of the literal they equal.
+fn raw_keys(image: &InProcImage, name: &str, keys: &[KeyPart]) -> Result<Vec<i64>, String> {
+    keys.iter()
+        .map(|k| match k {
+            KeyPart::Long(v) => Ok(*v),
+            KeyPart::Str(s) => {
+                image.literal_handles.get(&s[..]).copied().ok_or_else(|| {
+                    format!("array '{name}' has a string key the handlers cannot name")
+                })
+            }
+        })
+        .collect()
+}
+
+/// Puts one live slot (its key and value words) back into `var`; false if
+/// the words are not valid (a key no literal has, a statistic that is
+/// none, an array past its limit).
+fn fold_slot(
+    image: &InProcImage,
+    var: &mut Global,
+    types: &[KeyType],
+    raw: &[i64],
+    values: &[i64],
+) -> bool {
+    let mut keys: Vec<Key<'_>> = Vec::with_capacity(raw.len());
+    let ok = types.len() == raw.len()
+        && types.iter().zip(raw).all(|(ty, &w)| {
+            let k = match ty {
+                KeyType::Long => Some(Key::Long(w)),
+                KeyType::Str => literal(&image.literals, w).map(Key::Str),
+            };
+            k.map(|k| keys.push(k)).is_some()
+        });
+    if !ok {
+        return false;
+    }
+    match var {
+        Global::LongArray(map) => values.first().is_some_and(|&v| map.set(&keys, v).is_ok()),
+        Global::Stat(s) => match stat_of(s.spec(), values) {
+            Some(v) => {
+                *s = v;
+                true
+            }
+            None => false,
+        },
+        Global::StatArray(map, spec) => {
+            stat_of(*spec, values).is_some_and(|v| v.is_empty() || map.set(&keys, v).is_ok())
+        }
+        _ => false,
     }
 }

@@ -357,6 +357,11 @@ extern "C" fn utap_bi_cpu_clock_ns(_: *mut HandlerContext, _cpu: i64) -> i64 {
     monotonic_ns()
 }
 
+/// `get_cycles()`: the time stamp counter, as SystemTap's reads it.
+extern "C" fn utap_bi_get_cycles(_: *mut HandlerContext) -> i64 {
+    crate::dataplane::clock::tsc() as i64
+}
+
 /// The local time zone when the session started: (seconds west of UTC,
 /// abbreviation), as staprun passes them to a SystemTap module.
 pub fn time_zone() -> &'static (i64, String) {
@@ -440,6 +445,7 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
         ("cmdline_args", utap_bi_cmdline_args as *const u8),
         ("cpu_clock_ns", utap_bi_cpu_clock_ns as *const u8),
         ("env_var", utap_bi_env_var as *const u8),
+        ("get_cycles", utap_bi_get_cycles as *const u8),
         ("is_return", utap_bi_is_return as *const u8),
         ("local_clock_ns", utap_bi_local_clock_ns as *const u8),
         ("pexecname", utap_bi_pexecname as *const u8),

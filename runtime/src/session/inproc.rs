@@ -172,6 +172,9 @@ pub(crate) fn watch_errors(ctl: &mut Control, shared: &SharedRef) {
     ctl.add_timer(Instant::now() + ERROR_POLL, move |ctl| {
         let (failed, busy) = {
             let s = shared.borrow();
+            if let Some(img) = &s.inproc {
+                img.tick_clock();
+            }
             let busy = s.drain_prints();
             let mut run = s.first();
             (s.finished.is_none() && s.inproc_failed(&mut run), busy)

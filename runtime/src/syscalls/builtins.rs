@@ -208,10 +208,42 @@ pub fn long_to_string(name: &str) -> Option<LongDecoder> {
         .map(|&(_, f)| f)
 }
 
+/// Every input `(long) -> string` builtin `name` has a name for, when it
+/// is a plain lookup that gives "" for any other input (`syscall_name`,
+/// `errno_str`): the data plane then answers it from a table of literals.
+pub fn lookup_table(name: &str) -> Option<Vec<(i64, &'static str)>> {
+    match name {
+        "syscall_name" => Some(
+            super::table::SYSCALLS
+                .iter()
+                .map(|e| (i64::from(e.nr), e.name))
+                .collect(),
+        ),
+        "errno_str" => Some(
+            super::errno::named()
+                .flat_map(|(e, n)| [(e, n), (-e, n)])
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::syscalls::testmem::Mem;
+
+    #[test]
+    fn lookup_tables_are_the_decoders() {
+        for name in ["syscall_name", "errno_str"] {
+            let f = long_to_string(name).unwrap();
+            let table: std::collections::HashMap<i64, &str> =
+                lookup_table(name).unwrap().into_iter().collect();
+            for v in (-5000..5000).chain([i64::MIN, i64::MAX, 1 << 40]) {
+                assert_eq!(f(v), table.get(&v).copied().unwrap_or(""), "{name}({v})");
+            }
+        }
+    }
 
     #[test]
     fn names() {

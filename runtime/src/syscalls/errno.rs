@@ -150,6 +150,14 @@ pub fn errno_name(err: i64) -> Option<&'static str> {
     NAMES.get(e).copied().flatten()
 }
 
+/// Every errno with a name, positive (`builtins::lookup_table`).
+pub fn named() -> impl Iterator<Item = (i64, &'static str)> {
+    NAMES
+        .iter()
+        .enumerate()
+        .filter_map(|(e, n)| n.map(|n| (e as i64, n)))
+}
+
 /// SystemTap's `errno_str(err)`: the symbolic name, or "" when unknown.
 pub fn errno_str(err: i64) -> &'static str {
     errno_name(err).unwrap_or("")

@@ -216,6 +216,33 @@ impl Stat {
         }
     }
 
+    /// A statistic of `count` values with these totals and bucket counts
+    /// (the data plane's atomics keep no running variance: the compiler
+    /// keeps statistics `@variance` reads off it). `None` if the parts do
+    /// not fit `spec` (another number of buckets, a negative count).
+    pub fn from_totals(
+        spec: StatSpec,
+        count: i64,
+        sum: i64,
+        min: i64,
+        max: i64,
+        buckets: &[i64],
+    ) -> Option<Stat> {
+        if count < 0 || buckets.len() != spec.hist.buckets() {
+            return None;
+        }
+        let mut s = Stat::new(spec);
+        if count > 0 {
+            s.count = count;
+            s.sum = sum;
+            s.min = min;
+            s.max = max;
+            s.avg_s = sum.wrapping_shl(s.shift) / count;
+            s.buckets.copy_from_slice(buckets);
+        }
+        Some(s)
+    }
+
     /// Marks this statistic as an element of a statistics array (the map
     /// does so when it inserts one).
     pub fn mark_element(&mut self) {
@@ -584,6 +611,21 @@ pub fn write_histogram(out: &mut Vec<u8>, hist: HistSpec, counts: &[i64], elisio
 mod tests {
     use super::*;
 
+    /// Count, sum, min, max, average and buckets of `a` are `b`'s (the
+    /// order-free parts of a statistic).
+    fn assert_same_totals(a: &Stat, b: &Stat) {
+        for op in [
+            StatOp::Count,
+            StatOp::Sum,
+            StatOp::Min,
+            StatOp::Max,
+            StatOp::Avg,
+        ] {
+            assert_eq!(a.get(op), b.get(op), "{op:?}");
+        }
+        assert_eq!(a.buckets(), b.buckets());
+    }
+
     #[test]
     fn log_buckets_match_systemtap() {
         assert_eq!(log_bucket(0), 64);
@@ -621,16 +663,7 @@ mod tests {
         empty.merge(&b);
         assert_eq!(empty, b);
         a.merge(&b);
-        for op in [
-            StatOp::Count,
-            StatOp::Sum,
-            StatOp::Min,
-            StatOp::Max,
-            StatOp::Avg,
-        ] {
-            assert_eq!(a.get(op), one.get(op), "{op:?}");
-        }
-        assert_eq!(a.buckets(), one.buckets());
+        assert_same_totals(&a, &one);
         // The combined variance is SystemTap's cross-CPU estimate: close
         // to the one-copy Welford figure, not bit-equal.
         let (va, v1) = (a.variance().unwrap(), one.variance().unwrap());
@@ -762,5 +795,40 @@ mod tests {
             s.bucket(-1).unwrap_err().to_string(),
             "histogram index out of range"
         );
+    }
+
+    /// A statistic rebuilt from its totals (the data plane's fold) reads
+    /// as the one that saw the values: every extractor but @variance,
+    /// which the route never lets the data plane keep; parts that do not
+    /// fit the spec are refused.
+    #[test]
+    fn totals_rebuild_the_statistic() {
+        let spec = StatSpec {
+            hist: HistSpec::linear(-50, 50, 10).unwrap(),
+            variance_shift: 0,
+        };
+        let mut seen = Stat::new(spec);
+        for v in (0..500).map(|i| (i * 7919) % 173 - 80) {
+            seen.add(v);
+        }
+        let (min, max) = (seen.min().unwrap(), seen.max().unwrap());
+        let s =
+            Stat::from_totals(spec, seen.count(), seen.sum(), min, max, seen.buckets()).unwrap();
+        assert_same_totals(&s, &seen);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        s.print_histogram(&mut a, DEFAULT_HIST_ELISION).unwrap();
+        seen.print_histogram(&mut b, DEFAULT_HIST_ELISION).unwrap();
+        assert_eq!(a, b);
+        let empty = Stat::from_totals(
+            spec,
+            0,
+            0,
+            i64::MAX,
+            i64::MIN,
+            &vec![0; spec.hist.buckets()],
+        );
+        assert!(empty.unwrap().is_empty());
+        assert!(Stat::from_totals(spec, 1, 1, 1, 1, &[0; 3]).is_none());
+        assert!(Stat::from_totals(spec, -1, 0, 0, 0, seen.buckets()).is_none());
     }
 }

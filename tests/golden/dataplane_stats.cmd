@@ -1,0 +1,1 @@
+$FIXTURES/loop 20000
