@@ -713,6 +713,133 @@ fn a_full_output_ring_drops_and_counts() {
     assert!(o.stderr.contains(&line), "{}", o.stderr);
 }
 
+/// The `gate` fixture (a round of getppid calls per line it reads; `args`:
+/// the calls, and the threads making them), started and ready: the child,
+/// its pid, its stdin and its stdout.
+fn start_gate(
+    args: &[&str],
+) -> (
+    std::process::Child,
+    i32,
+    std::process::ChildStdin,
+    std::io::BufReader<std::process::ChildStdout>,
+) {
+    use std::io::BufRead;
+    let mut child = command(&fixture("gate"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start gate");
+    let stdin = child.stdin.take().unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n");
+    let pid = child.id() as i32;
+    (child, pid, stdin, out)
+}
+
+/// One round of the gate: its "done" line.
+fn gate_round(
+    stdin: &mut std::process::ChildStdin,
+    out: &mut std::io::BufReader<std::process::ChildStdout>,
+) -> String {
+    use std::io::{BufRead, Write};
+    stdin.write_all(b"\n").unwrap();
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    line
+}
+
+/// What every gate round prints (the tests are its parent).
+fn gate_done() -> String {
+    format!("done {}\n", std::process::id())
+}
+
+/// Counts getppid and write by name.
+const GATE_COUNT: &str = "global c\nprobe syscall.getppid, syscall.write { c[name]++ }\n\
+                          probe end { foreach (n+ in c) printf(\"%s %d\\n\", n, c[n]) }";
+
+/// One `-v -x` session of `GATE_COUNT` on a gate started with `args`:
+/// waits for the region (the arming maps it), runs `rounds` rounds, ends
+/// utap with SIGINT, checks the text is as on disk and that one more
+/// round runs after (no SUD left: a call would trap with nobody to serve
+/// it, or fault on the unmapped selector), and returns utap's outcome.
+fn gate_session(args: &[&str], rounds: usize, sud: bool) -> Outcome {
+    let (mut child, pid, mut stdin, mut out) = start_gate(args);
+    let mut u = utap(GATE_COUNT, &["-v", "-x", &pid.to_string()]);
+    if sud {
+        u.env("UTAP_SUD", "1");
+    }
+    u.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let tracer = u.spawn().expect("start utap");
+    // Armed: the region is mapped; else: traced, with no region.
+    let ready = || match sud {
+        true => regions_in(pid) > 0,
+        false => traced(pid) && regions_in(pid) == 0,
+    };
+    let start = std::time::Instant::now();
+    while !ready() && start.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    if !ready() {
+        signal(tracer.id() as i32, libc::SIGINT);
+        panic!("not ready (sud {sud}): {}", finish(tracer).stderr);
+    }
+    for _ in 0..rounds {
+        assert_eq!(gate_round(&mut stdin, &mut out), gate_done());
+    }
+    signal(tracer.id() as i32, libc::SIGINT);
+    let o = finish(tracer);
+    assert_text_as_on_disk(pid);
+    assert_eq!(gate_round(&mut stdin, &mut out), gate_done());
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    o
+}
+
+/// Whether `pid` has a tracer.
+fn traced(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.starts_with("TracerPid:") && l.split_whitespace().nth(1) != Some("0"))
+    })
+}
+
+/// The `-v` figures of SUD: threads armed, left on PTRACE_SYSCALL.
+fn armed(stderr: &str) -> (u64, u64) {
+    let [armed, left, _] =
+        verbose_counts::<3>(stderr, "utap: data plane: syscall user dispatch armed in ");
+    (armed, left)
+}
+
+/// `-x` with syscall probes in the program and `UTAP_SUD=1`: the attached
+/// threads are armed with Syscall User Dispatch (no seccomp filter can be taken out
+/// of a running program), the sites its SIGSYS shows are patched, and
+/// the counts are exact with a handful of ptrace stops; at the end the
+/// program runs on with its text as on disk.
+#[test]
+fn attached_syscalls_are_served_through_dispatch() {
+    let o = gate_session(&["100000"], 2, true);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, "getppid 200000\nwrite 2\n", "{}", o.stderr);
+    assert_eq!(armed(&o.stderr), (1, 0), "{}", o.stderr);
+    assert!(ptrace_stops(&o.stderr) < 200, "{}", o.stderr);
+}
+
+/// Without `UTAP_SUD=1` nothing is armed: `-x` syscall probes stay on
+/// `PTRACE_SYSCALL` (a stop per call), exact as before.
+#[test]
+fn attached_syscalls_stay_on_ptrace_without_the_knob() {
+    let o = gate_session(&["20000"], 2, false);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, "getppid 40000\nwrite 2\n", "{}", o.stderr);
+    assert!(!o.stderr.contains("syscall user dispatch"), "{}", o.stderr);
+    assert!(ptrace_stops(&o.stderr) >= 80000, "{}", o.stderr);
+}
+
 /// The hot USDT fixture (tests/fixtures/usdt/usdt_hot.c), or `None` with
 /// a message when <sys/sdt.h> was missing at build time.
 fn usdt_hot() -> Option<String> {

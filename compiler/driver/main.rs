@@ -188,7 +188,7 @@ fn run(opts: &cli::Options) -> Result<u8, Failure> {
     if !session::on_a_process(opts) {
         return passes(opts, None);
     }
-    match session::split().map_err(|e| pass_error(e, &SourceMap::new()))? {
+    match session::split(opts.pid.is_some()).map_err(|e| pass_error(e, &SourceMap::new()))? {
         session::Split::Foreground(fg) => match fg.wait() {
             Verdict::Exit(code) => Ok(code),
             verdict => verdict.exit(),

@@ -163,6 +163,13 @@ data plane).
 When set, handlers that run inside the program are compiled with
 Cranelift's optimizer (slower start-up, no measured gain per call).
 .TP
+.B UTAP_SUD=1
+Under
+.BR \-x ,
+syscall probes whose handlers run in the program are served there through
+Syscall User Dispatch, armed per thread (opt-in; otherwise an attached
+program's syscalls stop in the tracer as before).
+.TP
 .B UTAP_RETURN_STUBS=0
 Return probes go through the shared trampoline instead of per-caller stubs.
 .TP

@@ -171,8 +171,8 @@ pub enum Split {
 /// process (see utap_runtime::host). Call it while utap has one thread,
 /// before compiling: the compiler's pages are then the tracing process's
 /// own, and it does not copy them as it writes them.
-pub fn split() -> Result<Split, PassError> {
-    match host::split() {
+pub fn split(attach: bool) -> Result<Split, PassError> {
+    match host::split(attach) {
         Ok(Side::Foreground(fg)) => Ok(Split::Foreground(fg)),
         Ok(Side::Host(link)) => Ok(Split::Host(Arc::new(Mutex::new(Handover {
             link,

@@ -86,8 +86,32 @@ pub enum Side {
 }
 
 /// Splits utap into foreground and host. Call it while the process has one
-/// thread (a fork copies only the caller).
-pub fn split() -> io::Result<Side> {
+/// thread (a fork copies only the caller). `attach`: the host will trace
+/// an attached program, and its id had better fit the data plane's SUD
+/// selectors ([`steer_next_pid`]).
+pub fn split(attach: bool) -> io::Result<Side> {
+    if attach && crate::dataplane::dispatch::enabled() {
+        for _ in 1..FIT_TRIES {
+            steer_next_pid();
+            if let Some(side) = fork_host(true)? {
+                return Ok(side);
+            }
+        }
+    }
+    fork_host(false).map(|side| side.expect("an unconditional fork"))
+}
+
+/// How many forks [`split`] tries for a host whose id fits.
+const FIT_TRIES: usize = 16;
+
+/// Whether process id `pid` fits the data plane's SUD selectors.
+fn fits(pid: libc::pid_t) -> bool {
+    crate::dataplane::dispatch::Keeper::of(pid as u32).is_some()
+}
+
+/// Forks the host. `need_fit`: a child whose id does not fit exits at
+/// once (reaped here), and None is returned.
+fn fork_host(need_fit: bool) -> io::Result<Option<Side>> {
     // Output buffered now would be written by both sides.
     io::Write::flush(&mut io::stdout())?;
     let mut fds = [0; 2];
@@ -102,6 +126,14 @@ pub fn split() -> io::Result<Side> {
     let pid = unsafe { libc::fork() };
     match pid {
         -1 => Err(io::Error::last_os_error()),
+        // SAFETY: _exit/getpid have no memory effects.
+        0 if need_fit && !fits(unsafe { libc::getpid() }) => unsafe { libc::_exit(0) },
+        unfit if unfit > 0 && need_fit && !fits(unfit) => {
+            let mut status = 0;
+            // SAFETY: reaping our own child, which exits at once.
+            unsafe { libc::waitpid(unfit, &mut status, 0) };
+            Ok(None)
+        }
         0 => {
             drop(rx);
             // SAFETY: prctl/getppid have no memory effects.
@@ -112,11 +144,11 @@ pub fn split() -> io::Result<Side> {
                     libc::_exit(1);
                 }
             }
-            Ok(Side::Host(HostLink {
+            Ok(Some(Side::Host(HostLink {
                 tx: Some(tx),
                 // SAFETY: gettid has no memory effects.
                 armed: unsafe { libc::gettid() },
-            }))
+            })))
         }
         host => {
             crate::endtrace::mark("split");
@@ -125,9 +157,59 @@ pub fn split() -> io::Result<Side> {
             // behind a thousand busy threads of the target.
             crate::utrace::hurry::now();
             pass_signals_on(host);
-            Ok(Side::Foreground(Foreground { host, rx }))
+            Ok(Some(Side::Foreground(Foreground { host, rx })))
         }
     }
+}
+
+/// Uses up process ids with short-lived threads until the next one
+/// (likely the host's, if nothing else forks meanwhile) can keep the data
+/// plane's Syscall User Dispatch selectors (`dataplane::dispatch`: a byte
+/// of the tracing thread's id must be 1). Ids are handed out in order, so
+/// this takes at most 256 threads (about 3 ms); a host whose id does not
+/// fit traces as before, without SUD.
+fn steer_next_pid() {
+    // As root: say which id the kernel hands out next (CRIU's way).
+    const LAST: &str = "/proc/sys/kernel/ns_last_pid";
+    let read = |path: &str| {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+    };
+    if let (Some(last), Some(max)) = (read(LAST), read("/proc/sys/kernel/pid_max"))
+        && let Some(next) = next_fit(last, max)
+        && std::fs::write(LAST, (next - 1).to_string()).is_ok()
+    {
+        return;
+    }
+    for _ in 0..300 {
+        // SAFETY: gettid has no memory effects.
+        let spawned = std::thread::Builder::new()
+            .stack_size(64 << 10)
+            .spawn(|| unsafe { libc::gettid() });
+        let Ok(Ok(last)) = spawned.map(|t| t.join()) else {
+            return;
+        };
+        let next = last as u32 + 1;
+        if fits(next as libc::pid_t) && free(next) {
+            return;
+        }
+    }
+}
+
+/// The first id after `last` that fits and is free, in the order the
+/// kernel hands ids out (up to `pid_max`, then from 300 again).
+fn next_fit(last: u32, pid_max: u32) -> Option<u32> {
+    /// The kernel's `RESERVED_PIDS`: where ids start again after a wrap.
+    const RESERVED: u32 = 300;
+    (last + 1..pid_max)
+        .chain(RESERVED..=last)
+        .find(|&p| fits(p as libc::pid_t) && free(p))
+}
+
+/// Whether no process or thread has id `p` now.
+fn free(p: u32) -> bool {
+    !std::path::Path::new(&format!("/proc/{p}")).exists()
 }
 
 /// Gives the termination signals their default action where utap was

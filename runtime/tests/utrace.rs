@@ -1503,7 +1503,7 @@ fn exit_stops_chosen_per_syscall() {
             let mut hook = install_getppid_filter;
             let hook: Option<&mut dyn FnMut() -> bool> = match source {
                 SyscallSource::Seccomp => Some(&mut hook),
-                SyscallSource::Ptrace => None,
+                SyscallSource::Ptrace | SyscallSource::Dispatch => None,
             };
             let child = tracer
                 .spawn(&fixture_cmd("syscalls", &["50", "4"]), hook)

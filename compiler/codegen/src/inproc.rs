@@ -234,6 +234,7 @@ pub fn compile(
     };
     let limits = &options.limits;
     let returns: Vec<bool> = exit.hooks.iter().map(|h| !h.is_empty()).collect();
+    let syscall_hooks = entry.hooks.iter().chain(&exit.hooks).any(|h| !h.is_empty());
     let dispatch_entry = rt.define_dispatcher(
         "utap_dispatch_entry",
         &entry.hooks,
@@ -276,6 +277,7 @@ pub fn compile(
         formats: c.tables.formats.clone(),
         max_action: limits.max_action,
         max_nesting: limits.max_nesting,
+        syscall_hooks,
         clock: reads_clock(&sub).then(|| start_clock(&region)),
         region,
     };

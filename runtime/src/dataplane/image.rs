@@ -44,6 +44,9 @@ pub struct InProcImage {
     pub formats: Vec<Vec<crate::format::FormatPiece>>,
     pub max_action: i64,
     pub max_nesting: i64,
+    /// Some syscall entry or return probe runs in process (an attached
+    /// program's threads are then armed with SUD, `dispatch`).
+    pub syscall_hooks: bool,
     /// The handlers' clock, when one reads it (`super::clock`): the
     /// tracer refreshes it while the session runs.
     pub clock: Option<std::sync::Mutex<super::clock::Keeper>>,

@@ -102,6 +102,18 @@ pub struct Block {
     pub shadow: u64,
     /// Returns not probed because the shadow stack was full.
     pub missed: u64,
+    /// The thread's Syscall User Dispatch selector (`dispatch`): one of
+    /// its bytes is what the kernel reads; the word is a robust futex
+    /// word of the tracing thread, so that its death turns the byte to
+    /// ALLOW (0) before the kernel lets the threads go.
+    pub selector: u32,
+    pub selector_pad: u32,
+    /// Room for this block's entry in the tracing thread's robust futex
+    /// list: the entry sits where the list glibc registered puts it
+    /// (`selector` minus the list's `futex_offset`, 32 bytes past the word
+    /// with glibc); a pointer into the tracer's own mapping, never
+    /// followed by us.
+    pub robust_links: [u64; 4],
 }
 
 pub const BLOCK_SELF: u64 = offset_of!(Block, self_ptr) as u64;
@@ -112,6 +124,8 @@ pub const BLOCK_SKIPPED: u64 = offset_of!(Block, skipped) as u64;
 pub const BLOCK_OWNER_FS: u64 = offset_of!(Block, owner_fs) as u64;
 pub const BLOCK_SHADOW: u64 = offset_of!(Block, shadow) as u64;
 pub const BLOCK_MISSED: u64 = offset_of!(Block, missed) as u64;
+pub const BLOCK_SELECTOR: u64 = offset_of!(Block, selector) as u64;
+pub const BLOCK_ROBUST_LINKS: u64 = offset_of!(Block, robust_links) as u64;
 
 /// A thread's shadow stack of hijacked returns (function return probes
 /// in process): `depth`, then `depth` frames, innermost last. It lives in

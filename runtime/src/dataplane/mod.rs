@@ -100,12 +100,19 @@
 //! * **Records are untrusted**: kind, length and format index are checked
 //!   and a ring with a bad record is skipped to its head and counted.
 //!
-//! Syscall sites under `-x` (no seccomp filter to let the gadget through)
-//! are not patched: their in-process handlers run in the tracer at each
-//! stop.
+//! Syscall sites under `-x` (no seccomp filter: one could never be taken
+//! out at detach) are, with `UTAP_SUD=1` (opt-in: `dispatch::enabled`
+//! says why), found through Syscall User Dispatch (`dispatch`):
+//! each attached thread is armed with the region's code as its allowed
+//! range, so a call from anywhere else stops at a SIGSYS the tracer
+//! treats as a seccomp stop. Its selectors need no tracer alive: they
+//! turn to ALLOW when the tracing thread dies (see `dispatch`). A
+//! process or thread that cannot be armed stays on `PTRACE_SYSCALL`, its
+//! in-process handlers run by the tracer at each stop.
 
 pub mod clock;
 pub mod code;
+pub mod dispatch;
 pub mod fold;
 pub mod function;
 pub mod image;
@@ -160,6 +167,13 @@ pub struct Counts {
     pub mark_sites: u64,
     pub threads_moved: u64,
     pub taken_out: u64,
+    /// Threads armed with Syscall User Dispatch, and refused (`dispatch`).
+    pub sud_threads: u64,
+    pub sud_refused: u64,
+    /// SIGSYS stops whose call was let through to the tracer route, and
+    /// sites patched at the exit stop of such a call.
+    pub sud_let_through: u64,
+    pub sud_patched: u64,
 }
 
 /// One address space's part in the data plane.
@@ -281,6 +295,18 @@ pub struct Plane {
     /// The handlers are stopped and the program let go of the region.
     pub quiesced: bool,
     pub counts: Counts,
+    /// The tracing thread's selector value, once SUD is armed anywhere.
+    keeper: Option<dispatch::Keeper>,
+}
+
+impl Drop for Plane {
+    /// The blocks leave the tracing thread's robust list before the
+    /// region is unmapped (`dispatch::unregister`).
+    fn drop(&mut self) {
+        if self.keeper.is_some() {
+            dispatch::unregister();
+        }
+    }
 }
 
 impl Plane {
@@ -332,6 +358,7 @@ impl Plane {
             retired: BlockTotals::default(),
             quiesced: false,
             counts: Counts::default(),
+            keeper: None,
         }
     }
 
@@ -507,7 +534,11 @@ impl Plane {
         unsafe {
             let b = addr as *mut layout::Block;
             self.retired.add(&*b);
+            // The robust list's link stays (`dispatch`): the kernel walks
+            // it when the tracing thread dies.
+            let links = (*b).robust_links;
             std::ptr::write_bytes(b as *mut u8, 0, std::mem::size_of::<layout::Block>());
+            (*b).robust_links = links;
             (*b).self_ptr = addr;
             (*b).ctx.long_globals = (r.data_base() + r.data.longs) as *mut i64;
             (*b).ctx.max_nesting = self.image.max_nesting;
@@ -540,6 +571,32 @@ impl Plane {
         self.blocks
             .get(&tid)
             .map(|&i| r.data_base() + r.data.block(i))
+    }
+
+    /// The first block's address (our mapping and the programs').
+    fn blocks_start(&self) -> u64 {
+        self.image.region.data_base() + self.image.region.data.blocks
+    }
+
+    /// If `tid`'s selector reads BLOCK, sets it to ALLOW (for a call the
+    /// tracer injects) and returns its block.
+    pub(crate) fn pause_dispatch(&self, tid: Tid) -> Option<u64> {
+        let keeper = self.keeper?;
+        let block = self.block_addr(tid)?;
+        // SAFETY: a block of our mapping.
+        let now =
+            unsafe { std::ptr::read_volatile((block + layout::BLOCK_SELECTOR) as *const u32) };
+        (now == keeper.value).then(|| {
+            dispatch::set_selector(block, keeper, false);
+            block
+        })
+    }
+
+    /// Undoes `pause_dispatch`.
+    pub(crate) fn resume_dispatch(&self, block: u64) {
+        if let Some(k) = self.keeper {
+            dispatch::set_selector(block, k, true);
+        }
     }
 
     /// `tid` is gone or runs a new program: its block is free again.

@@ -15,9 +15,17 @@ const HINT: u64 = 0x3f00_0000_0000;
 /// This process's hint: one of 256 slots 4 GiB apart, by pid, so that a
 /// session attaching to a program a dead session left its region in
 /// (which stays mapped there: see `dataplane`) most likely finds its own
-/// address free.
+/// address free. The pid is hashed: `-x` hosts steer their pids to ones
+/// with a byte equal to 1 (`host::split`), so its low byte alone would
+/// give every such session the same slot.
 fn hint() -> u64 {
-    HINT + ((std::process::id() as u64 % 256) << 32)
+    HINT + (slot(std::process::id()) << 32)
+}
+
+/// One of 256 slots for process id `pid` (Fibonacci hashing: all its
+/// bytes count).
+fn slot(pid: u32) -> u64 {
+    u64::from(pid.wrapping_mul(0x9e37_79b1) >> 24)
 }
 
 pub struct Region {

@@ -25,54 +25,18 @@ impl Tracer {
     /// site with the call skipped, so the stub serves it, and resumes it.
     /// False if the stop is to be reported as usual.
     pub(crate) fn dataplane_seccomp(&mut self, tid: Tid) -> bool {
-        let Some(plane) = self.core.dataplane.as_ref() else {
+        match ptrace::get_regs(tid) {
+            Ok(regs) => self.serve_trapped(tid, regs, regs.orig_rax),
+            Err(_) => false,
+        }
+    }
+
+    /// As `dataplane_seccomp`, for a syscall `nr` trapped (not made yet)
+    /// with `regs`, rip just past its `syscall` (a seccomp stop).
+    pub(crate) fn serve_trapped(&mut self, tid: Tid, regs: Regs, nr: u64) -> bool {
+        let Some(site) = self.patch_trapped(tid, &regs, nr) else {
             return false;
         };
-        if plane.quiesced {
-            return false;
-        }
-        let Ok(regs) = ptrace::get_regs(tid) else {
-            return false;
-        };
-        if !plane.image.serves(regs.orig_rax as i64) {
-            return false;
-        }
-        let pid = self.pid_of(tid);
-        let ready = match plane.spaces.get(&pid).and_then(|s| s.mapped) {
-            Some(true) => plane.blocks.contains_key(&tid),
-            Some(false) => false,
-            None => true,
-        };
-        if !ready || plane.vforked.contains(&pid) {
-            return false;
-        }
-        let call = regs.rip.wrapping_sub(2);
-        if let Some(s) = plane.spaces.get(&pid)
-            && (s.refused.contains(&call) || s.stub_at(regs.rip).is_some())
-        {
-            return false;
-        }
-        let Some((site, bytes)) = self.displaceable(pid, call) else {
-            self.refuse(pid, call);
-            return false;
-        };
-        if self
-            .core
-            .dataplane
-            .as_ref()
-            .and_then(|p| p.spaces.get(&pid))
-            .is_some_and(|s| s.sites.contains_key(&site))
-        {
-            // Patched, and still trapped here: a branch or a restart to
-            // the syscall itself. Served at the stop.
-            return false;
-        }
-        self.core.hold_for_text(pid);
-        let done = self.map_into(tid, pid, &regs) && self.patch(tid, pid, site, bytes, &regs);
-        self.release_text_hold();
-        if !done {
-            return false;
-        }
         // The injected calls put `regs` back, %gs included: the block's
         // address goes in again with the rest.
         let Some(block) = self.core.dataplane.as_ref().and_then(|p| p.block_addr(tid)) else {
@@ -82,7 +46,7 @@ impl Tracer {
         // The call is skipped; back at the site, the jump to the stub
         // makes it again (the displaced instruction runs there first).
         r.rip = site;
-        r.rax = regs.orig_rax;
+        r.rax = nr;
         r.orig_rax = u64::MAX;
         r.gs_base = block;
         if ptrace::set_regs(tid, &r).is_err() {
@@ -95,7 +59,66 @@ impl Tracer {
         true
     }
 
-    fn pid_of(&self, tid: Tid) -> Tid {
+    /// Whether the site of syscall `nr`, made by `tid` with `regs` (rip
+    /// just past its `syscall`), is one to patch: a call the data plane
+    /// serves, in a process ready for it, not refused or patched before.
+    /// Reads only the tracer's own state.
+    pub(crate) fn patchable(&self, tid: Tid, regs: &Regs, nr: u64) -> bool {
+        let Some(plane) = self.core.dataplane.as_ref() else {
+            return false;
+        };
+        if plane.quiesced || !plane.image.serves(nr as i64) {
+            return false;
+        }
+        let pid = self.pid_of(tid);
+        let ready = match plane.spaces.get(&pid).and_then(|s| s.mapped) {
+            Some(true) => plane.blocks.contains_key(&tid),
+            Some(false) => false,
+            None => true,
+        };
+        if !ready || plane.vforked.contains(&pid) {
+            return false;
+        }
+        let call = regs.rip.wrapping_sub(2);
+        !plane
+            .spaces
+            .get(&pid)
+            .is_some_and(|s| s.refused.contains(&call) || s.stub_at(regs.rip).is_some())
+    }
+
+    /// Patches the site of syscall `nr` that `tid` (stopped, `regs`
+    /// injectable) made, mapping the region first if needed; every thread
+    /// of the process is held meanwhile. Returns the site (where the
+    /// jump to the stub starts). The thread's registers are `regs` again
+    /// after, save on failure of an injected call.
+    pub(crate) fn patch_trapped(&mut self, tid: Tid, regs: &Regs, nr: u64) -> Option<u64> {
+        if !self.patchable(tid, regs, nr) {
+            return None;
+        }
+        let pid = self.pid_of(tid);
+        let call = regs.rip.wrapping_sub(2);
+        let Some((site, bytes)) = self.displaceable(pid, call) else {
+            self.refuse(pid, call);
+            return None;
+        };
+        if self
+            .core
+            .dataplane
+            .as_ref()
+            .and_then(|p| p.spaces.get(&pid))
+            .is_some_and(|s| s.sites.contains_key(&site))
+        {
+            // Patched, and still trapped here: a branch or a restart to
+            // the syscall itself. Served at the stop.
+            return None;
+        }
+        self.core.hold_for_text(pid);
+        let done = self.map_into(tid, pid, regs) && self.patch(tid, pid, site, bytes, regs);
+        self.release_text_hold();
+        done.then_some(site)
+    }
+
+    pub(crate) fn pid_of(&self, tid: Tid) -> Tid {
         self.core.threads.get(&tid).map_or(tid, |t| t.tgid)
     }
 
@@ -235,7 +258,7 @@ impl Tracer {
     /// Maps the region into `pid` (run by `tid`, stopped with `regs`) and
     /// gives every thread of the process a block, once. All its threads
     /// are held.
-    fn map_into(&mut self, tid: Tid, pid: Tid, regs: &Regs) -> bool {
+    pub(crate) fn map_into(&mut self, tid: Tid, pid: Tid, regs: &Regs) -> bool {
         let Some(plane) = self.core.dataplane.as_ref() else {
             return false;
         };
@@ -423,9 +446,18 @@ impl Tracer {
         let Ok(r) = ptrace::get_regs(tid) else {
             return;
         };
+        let pid = self.pid_of(tid);
         if plane.is_block(r.gs_base) {
-            let pid = self.pid_of(tid);
             self.give_block(tid, pid);
+        }
+        let dispatched = self
+            .core
+            .threads
+            .get(&tid)
+            .is_some_and(|t| t.source == crate::utrace::SyscallSource::Dispatch);
+        if dispatched {
+            // SUD is not inherited: armed here, or PTRACE_SYSCALL.
+            self.arm_thread(tid, pid);
         }
     }
 
@@ -455,6 +487,15 @@ impl Tracer {
         plane.spaces.remove(&tid);
         plane.vforked.remove(&tid);
         plane.targets.retain(|k, _| k.0 != tid);
+        if let Some(t) = self.core.threads.get_mut(&tid)
+            && t.source == crate::utrace::SyscallSource::Dispatch
+        {
+            // The new program runs undispatched (the kernel clears SUD at
+            // exec) and without the region: PTRACE_SYSCALL from now on.
+            t.source = crate::utrace::SyscallSource::Ptrace;
+            t.dispatching = false;
+            t.patch_at_exit = false;
+        }
         if exec
             && let Ok(mut r) = ptrace::get_regs(tid)
             && r.gs_base != 0
@@ -583,6 +624,7 @@ impl Core {
         for pid in pids {
             self.hold_space(None, pid);
             self.text_hold = true;
+            self.dataplane_disarm(pid);
             let tids = self.threads_of(pid);
             for tid in tids {
                 self.move_out(pid, tid);
@@ -760,7 +802,7 @@ impl Core {
 /// -1), or interrupted in one the kernel restarts (ERESTART*: the
 /// restart is decided from the registers put back). Not at a syscall
 /// entry or exit stop, whose call the injection would lose.
-fn injectable(r: &Regs) -> bool {
+pub(crate) fn injectable(r: &Regs) -> bool {
     r.orig_rax == u64::MAX || matches!(r.rax as i64, -512 | -513 | -514 | -516)
 }
 
@@ -912,8 +954,10 @@ impl Tracer {
         let mut pids: Vec<Tid> = plane.pending.iter().map(|&(p, _)| p).collect();
         pids.dedup();
         for pid in pids {
-            // Registers can be read only from a thread in a ptrace-stop;
-            // one outside a syscall is the plainest to borrow.
+            // Registers can be read only from a thread in a ptrace-stop,
+            // and a thread just seized may not be in its first one yet
+            // (under load). One outside a syscall is the plainest to borrow.
+            self.core.await_attach_stops(pid);
             let threads = self.core.threads_of(pid);
             let plain = threads
                 .iter()

@@ -144,6 +144,12 @@ fn say_counts(ctl: &Control, bad: u64) {
     eprintln!(
         "utap: data plane: {hits} hit(s) served by in-process code (tracer stops included), {skipped} skipped (re-entry), {bad} invalid slot(s)"
     );
+    if c.sud_threads + c.sud_refused > 0 {
+        eprintln!(
+            "utap: data plane: syscall user dispatch armed in {} thread(s) ({} left on PTRACE_SYSCALL), {} trapped call(s) let through to the tracer",
+            c.sud_threads, c.sud_refused, c.sud_let_through
+        );
+    }
     if c.mark_sites > 0 {
         eprintln!(
             "utap: data plane: {} of the patched function entries are USDT markers",

@@ -274,6 +274,11 @@ pub fn run(
     // Under -x no thread traps on an int3 the data plane could replace:
     // one that did would need utap alive to go on.
     tracer.dataplane_patch_attached();
+    // Under -x, syscall sites are found through Syscall User Dispatch
+    // (a seccomp filter could never be taken out at detach).
+    if matches!(opts.target, Target::Attach(_)) {
+        tracer.dataplane_arm_attached();
+    }
     // Sharding (counted above) gives every tracer thread the same
     // engines at the same ids: the session's is this tracer's first.
     debug_assert_eq!(id.0, 0);
@@ -449,7 +454,7 @@ fn attach_target(
         .map_err(|e| attach_error(pid, e))?;
     if verbose {
         eprintln!(
-            "utap: attached to {} thread(s) of {pid}; stopping on every syscall (no seccomp filter can be added to a running process)",
+            "utap: attached to {} thread(s) of {pid}; syscalls stop the thread unless the data plane's dispatch serves them (no seccomp filter can be added to a running process)",
             threads.len()
         );
     }

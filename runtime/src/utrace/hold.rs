@@ -145,3 +145,36 @@ fn is_zombie(tid: Tid) -> bool {
         .and_then(|s| s.rsplit_once(") ").map(|(_, r)| r.starts_with('Z')))
         .unwrap_or(false)
 }
+
+impl Core {
+    /// Waits for the attach stops of `pid`'s threads that have not come
+    /// yet (a thread just seized, its interrupt pending, may still be
+    /// running under load: its registers unreadable). The stops go to the
+    /// loop's replay, as the hold's do; no new interrupt is sent (one left
+    /// pending would cut the next injected call short). Bounded: a thread
+    /// that does not stop within 2 s is left out.
+    pub(crate) fn await_attach_stops(&mut self, pid: Tid) {
+        let waiting: Vec<Tid> = self
+            .threads_of(pid)
+            .into_iter()
+            .filter(|&t| {
+                self.threads
+                    .get(&t)
+                    .is_some_and(|th| th.run == Run::Running)
+                    && ptrace::get_regs(t).is_err()
+            })
+            .collect();
+        for t in waiting {
+            for _ in 0..2000 {
+                match ptrace::wait_for(t.0, libc::WNOHANG) {
+                    Ok(Some(status)) => {
+                        self.replay.push(status);
+                        break;
+                    }
+                    Ok(None) => std::thread::sleep(std::time::Duration::from_millis(1)),
+                    Err(_) => break,
+                }
+            }
+        }
+    }
+}

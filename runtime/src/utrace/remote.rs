@@ -48,10 +48,20 @@ impl Tracer {
         r.orig_rax = u64::MAX; // not in a syscall: no restart fix-ups
         (r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9) =
             (args[0], args[1], args[2], args[3], args[4], args[5]);
+        // An armed thread (SUD) makes this call outside the allowed range:
+        // its selector says ALLOW meanwhile.
+        let paused = self
+            .core
+            .dataplane
+            .as_ref()
+            .and_then(|p| p.pause_dispatch(tid));
         let result = match ptrace::set_regs(tid, &r) {
             Ok(()) => self.run_to_stub_trap(tid, at + STUB.len() as u64),
             Err(_) => None,
         };
+        if let (Some(p), Some(block)) = (self.core.dataplane.as_ref(), paused) {
+            p.resume_dispatch(block);
+        }
         if mem::write(owner.0, at, &orig).is_ok() {
             crate::guardian::text_restored(owner.0, at);
         }

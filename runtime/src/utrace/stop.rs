@@ -152,7 +152,17 @@ impl Tracer {
         thread.in_syscall = entry;
         if entry {
             thread.parkable = Parkable::Entry;
+        } else if thread.dispatching {
+            self.dispatch_done(tid);
         }
+        if self.dataplane_gadget_call(tid) {
+            // The stub served it: a thread on PTRACE_SYSCALL that runs a
+            // patched site (not armed, or a vfork child).
+            return self.finish_stop(tid, false);
+        }
+        let Some(thread) = self.core.threads.get_mut(&tid) else {
+            return;
+        };
         let untraced = std::mem::take(&mut thread.entered_untraced);
         if entry {
             thread.reset_exit_choices();
@@ -238,6 +248,9 @@ impl Tracer {
             return self.finish_stop(tid, false);
         }
         if sig == Signal::TRAP && !self.core.uprobes.is_empty() && self.on_breakpoint_trap(tid) {
+            return;
+        }
+        if sig == Signal(libc::SIGSYS) && self.on_dispatch_trap(tid) {
             return;
         }
         let Some(thread) = self.core.threads.get_mut(&tid) else {
@@ -581,6 +594,7 @@ impl Tracer {
             mode = match thread.source {
                 SyscallSource::Seccomp => Mode::Cont,
                 SyscallSource::Ptrace => Mode::Syscall,
+                SyscallSource::Dispatch => thread.syscall_mode(),
             };
         }
         let sig = thread.pending_signal.take();

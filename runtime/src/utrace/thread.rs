@@ -50,6 +50,11 @@ pub enum SyscallSource {
     /// pre-exec hook): one stop per selected syscall, `PTRACE_CONT` between
     /// them, `PTRACE_SYSCALL` only when an engine wants the exit.
     Seccomp,
+    /// Syscall User Dispatch (`dataplane::dispatch`): `PTRACE_CONT`, a
+    /// SIGSYS stop at a syscall made outside the data plane's region; a
+    /// call the tracer lets through runs under `PTRACE_SYSCALL` (entry
+    /// and exit stops) while `dispatching`.
+    Dispatch,
 }
 
 /// How a thread is resumed.
@@ -123,6 +128,11 @@ pub(crate) struct Thread {
     /// Parked at a syscall entry already reported: the call is made again
     /// after the handover, and that entry stop is not reported.
     pub retrap: bool,
+    /// Under `SyscallSource::Dispatch`: between a SIGSYS stop the tracer
+    /// let through and that call's exit stop (the selector reads ALLOW).
+    pub dispatching: bool,
+    /// The call let through is to have its site patched at its exit stop.
+    pub patch_at_exit: bool,
     /// Seized with PTRACE_O_EXITKILL (a spawned command and what it
     /// creates): a handed-over thread is seized again the same way.
     pub exitkill: bool,
@@ -161,6 +171,8 @@ impl Thread {
             settled: false,
             parkable: Parkable::No,
             retrap: false,
+            dispatching: false,
+            patch_at_exit: false,
             exitkill: false,
             listening: Default::default(),
             seccomp_stops: 0,
@@ -269,6 +281,7 @@ impl Thread {
             SyscallSource::Ptrace => self
                 .events()
                 .intersects(Events::SYSCALL_ENTRY | Events::SYSCALL_EXIT),
+            SyscallSource::Dispatch => self.dispatching,
         };
         if syscall { Mode::Syscall } else { Mode::Cont }
     }
