@@ -1171,3 +1171,50 @@ fn syscall_and_errno_names_are_looked_up_in_the_program() {
     );
     assert_eq!(inside.stdout, tracer.stdout);
 }
+
+/// `execname()` answers in the program from the name the tracer put in
+/// each thread's block: as a key, compared with `==`/`!=`, printed (also
+/// from a probe the tracer runs at a stop), across a shell that forks and
+/// execs, the same on both routes.
+#[test]
+fn execname_answers_in_the_program() {
+    let lp = fixture("loop");
+    let script = "global c, mine, others\n\
+                  probe syscall.getppid, syscall.read, syscall.write { c[execname(), name]++; if (execname() == \"loop\") mine++; if (execname() != \"loop\") others++ }\n\
+                  probe syscall.exit_group { printf(\"bye %s\\n\", execname()) }\n\
+                  probe end { foreach ([e, n] in c) printf(\"%s %s %d\\n\", e, n, c[e, n]); printf(\"loop %d others %d\\n\", mine, others) }";
+    let cmd = format!("sh -c '{lp} 3000; {lp} 2000 | cat >/dev/null; echo done >/dev/null'");
+    let inside = utap_c(script, &cmd, true);
+    let tracer = utap_c(script, &cmd, false);
+    assert_eq!(inside.status, 0, "{}", inside.stderr);
+    assert!(
+        inside
+            .stderr
+            .contains("utap: 4 of 5 probe(s) run in the program"),
+        "{}",
+        inside.stderr
+    );
+    let sorted = |s: &str| {
+        let mut l: Vec<&str> = s.lines().collect();
+        l.sort();
+        l.join("\n")
+    };
+    let got = sorted(&inside.stdout);
+    assert!(got.contains("loop getppid 5000\n"), "{got}");
+    let loops: u64 = got
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("loop ")?
+                .split_once(' ')?
+                .1
+                .parse::<u64>()
+                .ok()
+        })
+        .sum();
+    assert!(got.contains(&format!("loop {loops} others ")), "{got}");
+    assert!(
+        got.contains("bye cat\n") && got.contains("bye sh\n"),
+        "{got}"
+    );
+    assert_eq!(got, sorted(&tracer.stdout));
+}

@@ -19,8 +19,9 @@
 //!   tracer: the data plane has no safe load);
 //! * it uses long arithmetic, locals, `if`, `next`, long scalar globals,
 //!   arrays of longs keyed by longs and string literals (a string local
-//!   only ever holds a literal, or a name `syscall_name()` or
-//!   `errno_str()` looks up), `$syscall`, `$argN`, `$return`, `pid()`,
+//!   only ever holds a literal, a name `syscall_name()` or
+//!   `errno_str()` looks up, or `execname()`; such strings compare with
+//!   `==` and `!=`), `$syscall`, `$argN`, `$return`, `pid()`,
 //!   `tid()`, `cpu()`, `get_cycles()` and the clocks (through the time
 //!   stamp counter, where the kernel's clocksource is it), calls of
 //!   script functions that follow these rules, `printf`/`print` of those
@@ -54,6 +55,10 @@ pub const IN_PROCESS_BUILTINS: &[&str] = &["pid", "tid", "get_cycles"];
 /// `(long) -> string` builtins that are lookups in a table of names: in
 /// process, their answer is a literal.
 pub const LOOKUP_BUILTINS: &[&str] = &["syscall_name", "errno_str"];
+
+/// String builtins whose answer the tracer keeps in the thread's block:
+/// in process, a canonical handle (`utap_runtime::dataplane::names`).
+pub const NAME_BUILTINS: &[&str] = &["execname"];
 
 /// Builtins that read the kernel's clocks: in process through the time
 /// stamp counter (`utap_runtime::dataplane::clock`).
@@ -438,6 +443,7 @@ fn literal_reason(program: &Rules, e: &Expr, why: &mut Option<String>) {
         ExprKind::Builtin { name, args } if LOOKUP_BUILTINS.contains(name) => {
             args.iter().for_each(|a| expr_reason(program, a, why))
         }
+        ExprKind::Builtin { name, .. } if NAME_BUILTINS.contains(name) => {}
         _ => *why = Some("makes a string that is not a literal".into()),
     }
 }
@@ -475,8 +481,14 @@ fn expr_reason(program: &Rules, e: &Expr, why: &mut Option<String>) {
         ExprKind::Load(lv) => lvalue_reason(program, lv, false, why),
         ExprKind::Unary { expr, .. } => expr_reason(program, expr, why),
         ExprKind::Binary { op, lhs, rhs } => {
+            if lhs.ty == Type::String && matches!(op, BinOp::Eq | BinOp::Ne) {
+                // Handles are canonical: equal strings, equal words.
+                literal_reason(program, lhs, why);
+                literal_reason(program, rhs, why);
+                return;
+            }
             if lhs.ty == Type::String || rhs.ty == Type::String || *op == BinOp::Concat {
-                *why = Some("compares or joins strings".into());
+                *why = Some("orders or joins strings".into());
                 return;
             }
             expr_reason(program, lhs, why);

@@ -11,7 +11,8 @@
 //!   with atomics (`stats`);
 //! * `utap_raise`: the first error of the session goes to the region's
 //!   header and stops every handler;
-//! * `pid()`, `tid()` from the block the common entry passes;
+//! * `pid()`, `tid()` from the block the common entry passes, and
+//!   `execname()`, the handle the tracer put there (`names`);
 //! * `printf`, `print` and their `ln`/`d` forms as records in the
 //!   block's output ring (`output`);
 //! * two dispatchers, `fn(ctx) -> i64`, switching on the syscall number
@@ -46,6 +47,7 @@ use utap_runtime::dataplane::layout::{
     BLOCK_HITS, CODE_LEN, COMMON_LEN, DataLayout, Header, JIT_DATA_LEN, LISTS_LEN,
     RAISE_ARRAY_FULL, TableShape, TableSpec, stat, tag,
 };
+use utap_runtime::dataplane::names::Names;
 use utap_runtime::dataplane::region::Region;
 use utap_runtime::script::context::{HandlerContext, ProbeValues};
 use utap_runtime::script::image::{GlobalSpec, ValueType};
@@ -56,6 +58,7 @@ use crate::{CodegenError, Compiler, Options, Sources, layout};
 
 mod clock;
 mod lookup;
+mod names;
 mod output;
 mod stats;
 
@@ -220,6 +223,7 @@ pub fn compile(
     rt.define_output(&region)?;
     rt.define_clock(helpers)?;
     rt.define_lookups(&lookups)?;
+    rt.define_names()?;
     let funcs = c.functions(&sub)?;
     let handlers = c.handlers(&sub, &funcs)?;
     let (entry, exit) = hooks(program, routes, &chosen, &handlers);
@@ -278,7 +282,8 @@ pub fn compile(
         max_action: limits.max_action,
         max_nesting: limits.max_nesting,
         syscall_hooks,
-        clock: reads_clock(&sub).then(|| start_clock(&region)),
+        clock: calls_any(&sub, route::CLOCK_BUILTINS).then(|| start_clock(&region)),
+        names: calls_any(&sub, route::NAME_BUILTINS).then(Names::default),
         region,
     };
     Ok(Some(InProc {
@@ -306,11 +311,12 @@ fn called_functions(program: &Program, chosen: &[usize]) -> Vec<FunctionDef> {
 
 /// Whether an in-process handler reads the clock: its parameters are then
 /// calibrated now and kept by the tracer while the session runs.
-fn reads_clock(sub: &Program) -> bool {
+/// Whether a probe or function of `sub` calls one of `builtins`.
+fn calls_any(sub: &Program, builtins: &[&str]) -> bool {
     let mut found = false;
     let mut visit = |e: &utap_compiler::program::Expr| {
         if let utap_compiler::program::ExprKind::Builtin { name, .. } = &e.kind {
-            found |= route::CLOCK_BUILTINS.contains(name);
+            found |= builtins.contains(name);
         }
     };
     for p in &sub.probes {

@@ -50,6 +50,9 @@ pub struct InProcImage {
     /// The handlers' clock, when one reads it (`super::clock`): the
     /// tracer refreshes it while the session runs.
     pub clock: Option<std::sync::Mutex<super::clock::Keeper>>,
+    /// The command names handed to blocks, when a handler reads
+    /// `execname()` (`super::names`).
+    pub names: Option<super::names::Names>,
 }
 
 impl std::fmt::Debug for InProcImage {
@@ -77,6 +80,20 @@ impl InProcImage {
         }
     }
 
+    /// The handle `execname()` gives for command name `comm`, or the
+    /// empty string's when no handler reads it.
+    pub fn name_handle(&self, comm: &[u8]) -> i64 {
+        match &self.names {
+            Some(n) => n.handle(comm, &self.literal_handles),
+            None => crate::script::strings::EMPTY,
+        }
+    }
+
+    /// What resolves the in-process code's string handles.
+    pub fn texts(&self) -> super::names::Texts<'_> {
+        super::names::Texts::new(&self.literals, self.names.as_ref())
+    }
+
     /// Whether syscall `nr` is served in process at a patched site.
     pub fn serves(&self, nr: i64) -> bool {
         usize::try_from(nr).is_ok_and(|n| self.served.get(n).copied().unwrap_or(false))
@@ -86,7 +103,15 @@ impl InProcImage {
     /// hit at a stop (a site the data plane cannot serve), on tracer block
     /// `shard`: the same code and the same state as in the program.
     /// Returns false if the probe has no in-process handler.
-    pub fn run_here(&self, shard: usize, probe: usize, point: usize, values: &ProbeValues) -> bool {
+    /// `comm` is the thread's command name, for `execname()`.
+    pub fn run_here(
+        &self,
+        shard: usize,
+        probe: usize,
+        point: usize,
+        values: &ProbeValues,
+        comm: &[u8],
+    ) -> bool {
         let Some(Some((addr, index))) = self.handlers.get(probe).copied() else {
             return false;
         };
@@ -109,6 +134,7 @@ impl InProcImage {
             ctx.probe_index = index as i64;
             ctx.point_index = point as i64;
             ctx.state = std::ptr::null_mut();
+            (*block).comm = self.name_handle(comm);
             let f: InProcHandler = std::mem::transmute::<u64, InProcHandler>(addr);
             f(ctx);
             let hits = (block as *mut u8).add(BLOCK_HITS as usize) as *mut u64;

@@ -114,6 +114,10 @@ pub struct Block {
     /// with glibc); a pointer into the tracer's own mapping, never
     /// followed by us.
     pub robust_links: [u64; 4],
+    /// The thread's `execname()`: a string handle the tracer sets when it
+    /// gives the block (and the thread's first stop after an exec gives a
+    /// new one), interned by [`super::image::Names`].
+    pub comm: i64,
 }
 
 pub const BLOCK_SELF: u64 = offset_of!(Block, self_ptr) as u64;
@@ -126,6 +130,7 @@ pub const BLOCK_SHADOW: u64 = offset_of!(Block, shadow) as u64;
 pub const BLOCK_MISSED: u64 = offset_of!(Block, missed) as u64;
 pub const BLOCK_SELECTOR: u64 = offset_of!(Block, selector) as u64;
 pub const BLOCK_ROBUST_LINKS: u64 = offset_of!(Block, robust_links) as u64;
+pub const BLOCK_COMM: u64 = offset_of!(Block, comm) as u64;
 
 /// A thread's shadow stack of hijacked returns (function return probes
 /// in process): `depth`, then `depth` frames, innermost last. It lives in

@@ -117,6 +117,7 @@ pub mod fold;
 pub mod function;
 pub mod image;
 pub mod layout;
+pub mod names;
 pub mod region;
 pub mod rings;
 mod tracer;
@@ -545,6 +546,9 @@ impl Plane {
             (*b).ctx.probe.pid = pid.0 as i64;
             (*b).ctx.probe.tid = tid.0 as i64;
             (*b).shadow = self.shadow_of(i);
+            if self.image.names.is_some() {
+                (*b).comm = self.image.name_handle(&names::comm_of(tid.0));
+            }
         }
         self.blocks.insert(tid, i);
         Some(addr)

@@ -7,8 +7,9 @@ use super::ScriptRuntime;
 use super::globals::Global;
 use super::image::KeyType;
 use crate::dataplane::InProcImage;
-use crate::dataplane::fold::{insert, literal, slot_order, slot_ptr, stat_of, stat_words};
+use crate::dataplane::fold::{insert, slot_order, slot_ptr, stat_of, stat_words};
 use crate::dataplane::layout::tag;
+use crate::dataplane::names::Texts;
 use crate::script::OutputSink;
 use crate::values::map::{Key, KeyPart};
 
@@ -60,6 +61,7 @@ impl ScriptRuntime {
             }
         }
         let mut bad = 0;
+        let texts = image.texts();
         for t in &image.region.data.tables {
             let types = g
                 .key_types
@@ -90,7 +92,7 @@ impl ScriptRuntime {
                     continue;
                 }
                 let (keys, values) = words[1..].split_at(t.arity as usize);
-                if !fold_slot(image, var, &types, keys, values) {
+                if !fold_slot(&texts, var, &types, keys, values) {
                     bad += 1;
                 }
             }
@@ -122,6 +124,7 @@ fn raw_keys(image: &InProcImage, name: &str, keys: &[KeyPart]) -> Result<Vec<i64
     keys.iter()
         .map(|k| match k {
             KeyPart::Long(v) => Ok(*v),
+            KeyPart::Str(s) if image.names.is_some() => Ok(image.name_handle(s)),
             KeyPart::Str(s) => {
                 image.literal_handles.get(&s[..]).copied().ok_or_else(|| {
                     format!("array '{name}' has a string key the handlers cannot name")
@@ -135,7 +138,7 @@ fn raw_keys(image: &InProcImage, name: &str, keys: &[KeyPart]) -> Result<Vec<i64
 /// the words are not valid (a key no literal has, a statistic that is
 /// none, an array past its limit).
 fn fold_slot(
-    image: &InProcImage,
+    texts: &Texts<'_>,
     var: &mut Global,
     types: &[KeyType],
     raw: &[i64],
@@ -146,7 +149,7 @@ fn fold_slot(
         && types.iter().zip(raw).all(|(ty, &w)| {
             let k = match ty {
                 KeyType::Long => Some(Key::Long(w)),
-                KeyType::Str => literal(&image.literals, w).map(Key::Str),
+                KeyType::Str => texts.get(w).map(Key::Str),
             };
             k.map(|k| keys.push(k)).is_some()
         });

@@ -251,6 +251,19 @@ impl ScriptRuntime {
         self.tally.phase()
     }
 
+    /// `execname()` of thread `tid`, from the process facts (read from
+    /// `/proc` if not cached yet).
+    pub fn execname_of(&mut self, tid: i32) -> String {
+        let procs = &mut self.state.procs;
+        if procs.get(tid).is_none() {
+            procs.refresh(tid);
+        }
+        procs
+            .get(tid)
+            .map(|i| i.execname.clone())
+            .unwrap_or_default()
+    }
+
     /// The per-thread process facts the context builtins read; a process
     /// session forgets a thread here when it execs or exits.
     pub fn procs_mut(&mut self) -> &mut crate::procinfo::ProcCache {

@@ -326,7 +326,7 @@ impl Shared {
             if !self.matches(&hook.filter, fired.values.pid as i32) {
                 continue;
             }
-            if self.fire_in_process(hook.probe, hook.point, &fired.values) {
+            if self.fire_in_process(run, hook.probe, hook.point, &fired.values) {
                 if self.inproc_failed(run) {
                     fired.end = true;
                     break;

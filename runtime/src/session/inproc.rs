@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::engine::{LockedSink, Shared, SharedRef};
 use crate::dataplane::InProcImage;
-use crate::dataplane::fold::{first_error, literal};
+use crate::dataplane::fold::first_error;
 use crate::dataplane::rings::{Print, Record};
 use crate::format::PRINT_BUFFER_SIZE;
 use crate::script::abi::{PRINT_DELIM, PRINT_NEWLINE};
@@ -30,11 +30,22 @@ const BUSY_POLL: Duration = Duration::from_millis(1);
 impl Shared {
     /// Runs `probe`'s in-process handler here if it has one (true), on
     /// the same state the program's threads update.
-    pub(crate) fn fire_in_process(&self, probe: usize, point: usize, values: &ProbeValues) -> bool {
-        match &self.inproc {
-            Some(img) => img.run_here(0, probe, point, values),
-            None => false,
-        }
+    /// `execname()` there is the thread's name from `run`'s process facts.
+    pub(crate) fn fire_in_process(
+        &self,
+        run: &mut ScriptRuntime,
+        probe: usize,
+        point: usize,
+        values: &ProbeValues,
+    ) -> bool {
+        let Some(img) = &self.inproc else {
+            return false;
+        };
+        let comm = match img.names {
+            Some(_) => run.execname_of(values.tid as i32),
+            None => String::new(),
+        };
+        img.run_here(0, probe, point, values, comm.as_bytes())
     }
 
     /// The first in-process error, if one happened and is not reported
@@ -110,7 +121,8 @@ impl Shared {
 
 /// One record as text, as the tracer's `printf`/`print` makes it.
 fn render(img: &InProcImage, r: &Record, out: &mut RunOutput) {
-    let text = |h: i64| literal(&img.literals, h).unwrap_or(b"");
+    let texts = img.texts();
+    let text = |h: i64| texts.get(h).unwrap_or(b"");
     match r.print {
         Print::Printf { fmt } => {
             let pieces = &img.formats[fmt];
