@@ -18,6 +18,13 @@ probe process.thread.end { ended++ }
 probe end { printf("begun>0=%d ended>0=%d live=%d\n", begun > 0, ended > 0, begun - ended) }
 "#;
 
+/// `COUNT` ending at the second thread's end (a fixed `-T 0.2` once saw
+/// none end on a loaded machine); `-T` only bounds a session that sees
+/// none.
+fn count_two_ends() -> String {
+    COUNT.replace("{ ended++ }", "{ ended++; if (ended == 2) exit() }")
+}
+
 /// The fixture runs 4 threads at a time.
 const AT_ONCE: u32 = 4;
 
@@ -42,7 +49,8 @@ fn twenty_attaches_to_a_thread_churning_program_all_succeed() {
     let churn = Running::ready("churn", &[&AT_ONCE.to_string()]);
     let pid = churn.pid().to_string();
     for _ in 0..20 {
-        let out = finish(utap(COUNT, &["-T", "0.2", "-x", &pid]).spawn().unwrap());
+        let script = count_two_ends();
+        let out = finish(utap(&script, &["-T", "10", "-x", &pid]).spawn().unwrap());
         check(&out);
         assert_settled_untraced(churn.pid(), "");
     }
