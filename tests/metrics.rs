@@ -520,3 +520,43 @@ probe timer.s(30) { exit() }
     );
     promtool(&text, "counters_are_globals_only_ever_incremented");
 }
+
+/// Probes that run inside the program (the data plane) under `--metrics`:
+/// a scrape folds what the program's handlers keep in the shared region,
+/// so it shows `loop`'s 5,000 getppid calls while the shell sleeps after
+/// it, with no stop of the program per call.
+#[test]
+fn scrapes_read_what_handlers_in_the_program_count() {
+    let script = "global calls\nprobe syscall.getppid { calls[execname()]++ }";
+    let cmd = format!(
+        "/bin/sh -c '{} 5000; exec sleep 20'",
+        support::fixture("loop")
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_utap"))
+        .args(["-v", "--metrics", "127.0.0.1:0", "-e", script, "-c", &cmd])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("utap runs");
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    let addr = loop {
+        let mut line = String::new();
+        assert!(err.read_line(&mut line).unwrap() > 0, "{said}");
+        if let Some(a) = line.trim().strip_prefix("utap: serving metrics at http://") {
+            break a.strip_suffix("/metrics").unwrap().to_string();
+        }
+        said.push_str(&line);
+    };
+    assert!(
+        said.contains("utap: 1 of 1 probe(s) run in the program"),
+        "{said}"
+    );
+    let want = "calls_total{execname=\"loop\"} 5000\n";
+    let text = scrape_until(&addr, |t| t.contains(want));
+    // Ends the traced shell's sleep with the session.
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    stop(child);
+    assert!(text.contains(want), "{text}");
+    promtool(&text, "scrapes_read_what_handlers_in_the_program_count");
+}

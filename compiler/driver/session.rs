@@ -300,11 +300,10 @@ fn machine_stdout(opts: &cli::Options, program: &Program) -> Option<String> {
 }
 
 /// The handlers that run inside the program (`utap_compiler::route`),
-/// compiled for it: for a `-c` command only (an attached process has no
-/// seccomp filter to let the data plane's syscalls through yet), not with
-/// MAXERRORS above 0 (the first error in the program stops every handler
-/// there) nor with `--metrics`. `-v` says which probes stay in the tracer
-/// and why.
+/// compiled for it: for a `-c` command or an `-x` process (whose syscall
+/// sites need `UTAP_SUD=1`), not with MAXERRORS above 0 (the first error
+/// in the program stops every handler there). `-v` says which probes stay
+/// in the tracer and why.
 fn in_process(
     opts: &cli::Options,
     map: &SourceMap,
@@ -312,12 +311,9 @@ fn in_process(
     target: &Target,
 ) -> Result<Option<utap_codegen::inproc::InProc>, PassError> {
     let limits = limits(opts)?;
-    // `--metrics` reads the globals at every scrape, from the tracer's
-    // state, which the program's handlers update only at the end.
-    if !matches!(target, Target::Command(_) | Target::Attach(_))
-        || limits.max_errors != 0
-        || opts.metrics.is_some()
-    {
+    // A `--metrics` scrape folds the region into the tracer's state
+    // first (`ScriptRuntime::serve_metrics`).
+    if !matches!(target, Target::Command(_) | Target::Attach(_)) || limits.max_errors != 0 {
         return Ok(None);
     }
     let routes = utap_compiler::route::routes(program);

@@ -310,9 +310,15 @@ impl ScriptRuntime {
     /// scrapes. The reply is a copy of the exported globals (formatted on
     /// the HTTP side), or the text the `probe prometheus` handlers leave
     /// in `$value` when the script has some (they run here, once per
-    /// scrape). True when a handler ended the session (`exit()`, too many
-    /// errors).
-    pub fn serve_metrics(&mut self, sink: &mut dyn OutputSink) -> bool {
+    /// scrape). Globals the program's handlers keep in `image` are folded
+    /// back first, as they stand (the handlers run on; a statistic caught
+    /// mid-update is left out of this scrape). True when a handler ended
+    /// the session (`exit()`, too many errors).
+    pub fn serve_metrics(
+        &mut self,
+        sink: &mut dyn OutputSink,
+        image: Option<&crate::dataplane::InProcImage>,
+    ) -> bool {
         let Some(requests) = self.metrics.take() else {
             return false;
         };
@@ -320,6 +326,9 @@ impl ScriptRuntime {
             let handlers = self.ordered(|t| matches!(t, Trigger::Prometheus).then_some(0));
             if handlers.is_empty() {
                 self.settle_globals(sink);
+                if let Some(image) = image {
+                    self.dataplane_fold(image);
+                }
                 let values = sink::snapshot(&self.state, requests.globals());
                 requests.serve(|| crate::metrics::Reply::Globals(values));
             } else {

@@ -682,8 +682,9 @@ pub(crate) fn schedule_timers(ctl: &mut Control, shared: &SharedRef, deadline: O
                 return None;
             }
             // `probe prometheus` handlers run here; exit() in one ends it.
+            let image = s.inproc.clone();
             let (run, sink) = s.script_and_sink();
-            if run.serve_metrics(sink) {
+            if run.serve_metrics(sink, image.as_deref()) {
                 s.end(ctl, EndReason::Requested);
                 return None;
             }
