@@ -1218,3 +1218,38 @@ fn execname_answers_in_the_program() {
     );
     assert_eq!(got, sorted(&tracer.stdout));
 }
+
+/// `pp()` and `pn()` answer in the program (a literal per probe and
+/// point): syscall probes through aliases and function probes by name and
+/// by wildcard give the same keys and counts on both routes.
+#[test]
+fn probe_points_are_named_in_the_program() {
+    let ufuncs = fixture("ufuncs");
+    let lp = fixture("loop");
+    let script = format!(
+        "global c\n\
+         probe syscall.getppid, syscall.write {{ c[pp(), pn()]++ }}\n\
+         probe process(\"{ufuncs}\").function(\"add\"), process(\"{ufuncs}\").function(\"f*\") {{ c[pp(), pn()]++; if (pp() == pn()) c[\"same\", \"\"]++ }}\n\
+         probe end {{ foreach ([a, b] in c) printf(\"%s | %s %d\\n\", a, b, c[a, b]) }}"
+    );
+    let cmd = format!("sh -c '{lp} 300; {ufuncs} basic 300'");
+    let inside = utap_c(&script, &cmd, true);
+    let tracer = utap_c(&script, &cmd, false);
+    assert_eq!(inside.status, 0, "{}", inside.stderr);
+    assert!(
+        inside
+            .stderr
+            .contains("utap: 3 of 4 probe(s) run in the program"),
+        "{}",
+        inside.stderr
+    );
+    let sorted = |s: &str| {
+        let mut l: Vec<&str> = s.lines().collect();
+        l.sort();
+        l.join("\n")
+    };
+    let got = sorted(&inside.stdout);
+    assert!(got.contains(" | syscall.getppid 3"), "{got}");
+    assert!(got.contains(".function(\"add\") 300\n"), "{got}");
+    assert_eq!(got, sorted(&tracer.stdout));
+}

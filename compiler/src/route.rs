@@ -20,8 +20,8 @@
 //! * it uses long arithmetic, locals, `if`, `next`, long scalar globals,
 //!   arrays of longs keyed by longs and string literals (a string local
 //!   only ever holds a literal, a name `syscall_name()` or
-//!   `errno_str()` looks up, or `execname()`; such strings compare with
-//!   `==` and `!=`), `$syscall`, `$argN`, `$return`, `pid()`,
+//!   `errno_str()` looks up, `execname()`, or `pp()`/`pn()` outside
+//!   marker probes; such strings compare with `==` and `!=`), `$syscall`, `$argN`, `$return`, `pid()`,
 //!   `tid()`, `cpu()`, `get_cycles()` and the clocks (through the time
 //!   stamp counter, where the kernel's clocksource is it), calls of
 //!   script functions that follow these rules, `printf`/`print` of those
@@ -59,6 +59,11 @@ pub const LOOKUP_BUILTINS: &[&str] = &["syscall_name", "errno_str"];
 /// String builtins whose answer the tracer keeps in the thread's block:
 /// in process, a canonical handle (`utap_runtime::dataplane::names`).
 pub const NAME_BUILTINS: &[&str] = &["execname"];
+
+/// String builtins fixed by the point that fired (`pp()`, `pn()`): in
+/// process, a literal chosen by the probe and point indexes; not in a
+/// marker's probe, whose `pp()` names the marker that fired.
+pub const POINT_BUILTINS: &[&str] = &["pp", "pn"];
 
 /// Builtins that read the kernel's clocks: in process through the time
 /// stamp counter (`utap_runtime::dataplane::clock`).
@@ -276,6 +281,9 @@ fn first_reason(program: &Program, p: &ProbeDef, unwinds: bool) -> Option<String
     let rules = Rules {
         program,
         visiting: RefCell::new(Vec::new()),
+        marks: p.points.iter().any(|pt| {
+            matches!(&pt.kind, PointKind::Process { event: ProcessEvent::Function(fp), .. } if is_mark(fp))
+        }),
     };
     for c in p.points.iter().filter_map(|pt| pt.condition.as_ref()) {
         expr_reason(&rules, c, &mut why);
@@ -290,6 +298,8 @@ fn first_reason(program: &Program, p: &ProbeDef, unwinds: bool) -> Option<String
 struct Rules<'a> {
     program: &'a Program,
     visiting: RefCell<Vec<usize>>,
+    /// The probe has marker points (see [`POINT_BUILTINS`]).
+    marks: bool,
 }
 
 impl std::ops::Deref for Rules<'_> {
@@ -444,6 +454,7 @@ fn literal_reason(program: &Rules, e: &Expr, why: &mut Option<String>) {
             args.iter().for_each(|a| expr_reason(program, a, why))
         }
         ExprKind::Builtin { name, .. } if NAME_BUILTINS.contains(name) => {}
+        ExprKind::Builtin { name, .. } if POINT_BUILTINS.contains(name) && !program.marks => {}
         _ => *why = Some("makes a string that is not a literal".into()),
     }
 }

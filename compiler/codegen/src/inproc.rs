@@ -209,6 +209,7 @@ pub fn compile(
     let module = crate::new_module(Some(placement))?;
     let mut c = Compiler::new(module, sources, globals, options, true);
     let lookups = lookup::Lookups::new(&mut c.tables);
+    let points = names::PointTexts::new(&sub, &mut c.tables);
     let header = region.header() as i64;
     let mut rt = Runtime {
         module: &mut c.module,
@@ -224,6 +225,7 @@ pub fn compile(
     rt.define_clock(helpers)?;
     rt.define_lookups(&lookups)?;
     rt.define_names()?;
+    rt.define_points(&points)?;
     let funcs = c.functions(&sub)?;
     let handlers = c.handlers(&sub, &funcs)?;
     let (entry, exit) = hooks(program, routes, &chosen, &handlers);

@@ -1,6 +1,7 @@
 //! String values beyond literals in in-process handlers: `execname()`,
 //! the handle the tracer put in the thread's block
-//! (`utap_runtime::dataplane::names`), and `==`/`!=` between strings,
+//! (`utap_runtime::dataplane::names`), `pp()` and `pn()`, a literal per
+//! probe and point, and `==`/`!=` between strings,
 //! which compare handles: every in-process string handle is canonical
 //! (one per distinct string, the empty string's always empty), so the
 //! route pass lets in no other comparison.
@@ -9,10 +10,36 @@ use std::mem::offset_of;
 
 use cranelift_codegen::ir::InstBuilder;
 use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_frontend::Switch;
+use utap_compiler::program::Program;
 use utap_runtime::dataplane::layout::Block;
+use utap_runtime::script::context::HandlerContext;
+use utap_runtime::script::strings::EMPTY;
 
 use super::{I64, Runtime, mem};
 use crate::CodegenError;
+use crate::tables::Tables;
+
+/// By in-process probe and point: the literal handles of `pp()` (the
+/// resolved point) and `pn()` (the script's point), as the tracer's
+/// image has them.
+pub(super) struct PointTexts(Vec<Vec<(i64, i64)>>);
+
+impl PointTexts {
+    pub(super) fn new(sub: &Program, tables: &mut Tables<'_>) -> PointTexts {
+        PointTexts(
+            sub.probes
+                .iter()
+                .map(|p| {
+                    p.points
+                        .iter()
+                        .map(|pt| (tables.literal(&pt.text), tables.literal(&pt.head)))
+                        .collect()
+                })
+                .collect(),
+        )
+    }
+}
 
 impl Runtime<'_> {
     /// `utap_bi_execname(ctx)` and `utap_str_cmp(ctx, a, b)` (0 when
@@ -36,6 +63,64 @@ impl Runtime<'_> {
             let ne = b.ins().bxor_imm_u(eq, 1);
             b.ins().return_(&[ne]);
         })?;
+        Ok(())
+    }
+
+    /// `utap_bi_pp(ctx)` and `utap_bi_pn(ctx)`: a switch on the context's
+    /// probe and point indexes (those the dispatcher or the function
+    /// common entry stored).
+    pub(super) fn define_points(&mut self, texts: &PointTexts) -> Result<(), CodegenError> {
+        for (name, pick) in [
+            (
+                "utap_bi_pp",
+                (|t: &(i64, i64)| t.0) as fn(&(i64, i64)) -> i64,
+            ),
+            ("utap_bi_pn", |t: &(i64, i64)| t.1),
+        ] {
+            self.define(name, 1, true, |b, a, _| {
+                let ctx = a[0];
+                let probe = b.ins().load(
+                    I64,
+                    mem(),
+                    ctx,
+                    offset_of!(HandlerContext, probe_index) as i32,
+                );
+                let point = b.ins().load(
+                    I64,
+                    mem(),
+                    ctx,
+                    offset_of!(HandlerContext, point_index) as i32,
+                );
+                let unknown = b.create_block();
+                let mut by_probe = Switch::new();
+                let mut inner = Vec::new();
+                for (k, points) in texts.0.iter().enumerate() {
+                    let blk = b.create_block();
+                    by_probe.set_entry(k as u128, blk);
+                    inner.push((blk, points));
+                }
+                by_probe.emit(b, probe, unknown);
+                for (blk, points) in inner {
+                    b.switch_to_block(blk);
+                    let mut by_point = Switch::new();
+                    let mut answers = Vec::new();
+                    for (i, t) in points.iter().enumerate() {
+                        let ans = b.create_block();
+                        by_point.set_entry(i as u128, ans);
+                        answers.push((ans, pick(t)));
+                    }
+                    by_point.emit(b, point, unknown);
+                    for (ans, h) in answers {
+                        b.switch_to_block(ans);
+                        let h = b.ins().iconst(I64, h);
+                        b.ins().return_(&[h]);
+                    }
+                }
+                b.switch_to_block(unknown);
+                let empty = b.ins().iconst(I64, EMPTY);
+                b.ins().return_(&[empty]);
+            })?;
+        }
         Ok(())
     }
 }
