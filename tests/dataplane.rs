@@ -163,6 +163,10 @@ fn errors_in_the_program_are_systemtap_errors() {
              probe syscall.getppid { x = w(9) }",
             "MAXACTION exceeded near keyword 'return'",
         ),
+        (
+            "global n\nprobe syscall.getppid { while (1) n++ }",
+            "MAXACTION exceeded near keyword 'while'",
+        ),
     ];
     for (script, want) in cases {
         let inside = utap_c(script, &cmd, true);
@@ -1252,4 +1256,28 @@ fn probe_points_are_named_in_the_program() {
     assert!(got.contains(" | syscall.getppid 3"), "{got}");
     assert!(got.contains(".function(\"add\") 300\n"), "{got}");
     assert_eq!(got, sorted(&tracer.stdout));
+}
+
+/// `while` and `for` loops with `break` and `continue` run in the program
+/// (MAXACTION bounds them as in the tracer: see the errors test), with the
+/// tracer's results.
+#[test]
+fn loops_run_in_the_program() {
+    let script = "global s, n\n\
+                  probe syscall.getppid { i = 0; t = 0; while (i < 10) { i++; if (i == 3) continue; t += i; if (i == 8) break }\n\
+                  for (j = 0; j < 3; j++) t += j; s += t; n++ }\n\
+                  probe end { printf(\"%d %d\\n\", n, s) }";
+    let cmd = format!("{} 1000", fixture("loop"));
+    let inside = utap_c(script, &cmd, true);
+    let tracer = utap_c(script, &cmd, false);
+    assert!(
+        inside
+            .stderr
+            .contains("utap: 1 of 2 probe(s) run in the program"),
+        "{}",
+        inside.stderr
+    );
+    // 1+2+4+5+6+7+8 in the while, 0+1+2 in the for, each call.
+    assert_eq!(inside.stdout, "1000 36000\n", "{}", inside.stderr);
+    assert_eq!(inside.stdout, tracer.stdout);
 }

@@ -28,8 +28,9 @@
 //!   (records the tracer formats), `<<<` into statistics keyed as those
 //!   arrays (read only by begin, end and error; one `@variance` reads
 //!   stays in the tracer, its estimate depending on the order of values):
-//!   nothing that builds strings, loops, reads program memory or controls
-//!   a thread;
+//!   `while` and `for` loops (MAXACTION bounds them, as in the tracer):
+//!   nothing that builds strings, iterates arrays, reads program memory
+//!   or controls a thread;
 //! * the globals it touches are touched by no handler that stays in the
 //!   tracer, except `begin` (before the region is filled from the
 //!   script's state), `end` and `error` (after the region is folded back).
@@ -412,9 +413,23 @@ fn stmt_reason(program: &Rules, s: &Stmt, why: &mut Option<String>) {
             }
             _ => *why = Some("deletes something other than an element of an array of longs".into()),
         },
-        StmtKind::While { .. } | StmtKind::For { .. } | StmtKind::Foreach(_) => {
-            *why = Some("has a loop".into())
+        // Bounded by MAXACTION, counted at each back-edge as in the tracer.
+        StmtKind::While { cond, body } => {
+            expr_reason(program, cond, why);
+            stmt_reason(program, body, why);
         }
+        StmtKind::For {
+            init,
+            cond,
+            step,
+            body,
+        } => {
+            for e in [init, cond, step].into_iter().flatten() {
+                expr_reason(program, e, why);
+            }
+            stmt_reason(program, body, why);
+        }
+        StmtKind::Foreach(_) => *why = Some("has a foreach loop".into()),
         StmtKind::Try { .. } => *why = Some("has try/catch".into()),
         // Only in functions (the parser refuses it in a probe).
         StmtKind::Return(value) => {
@@ -422,7 +437,7 @@ fn stmt_reason(program: &Rules, s: &Stmt, why: &mut Option<String>) {
                 key_reason(program, v, why);
             }
         }
-        StmtKind::Break | StmtKind::Continue => *why = Some("has break or continue".into()),
+        StmtKind::Break | StmtKind::Continue => {}
     }
 }
 

@@ -23,7 +23,7 @@
 //! Nothing here calls outside the region, takes a lock or makes a
 //! syscall, and the same code runs in the tracer for hits it takes at a
 //! stop. Long scalar globals are updated with atomic adds (see
-//! `Translator::atomic_longs`).
+//! `Translator::in_process`).
 
 use std::collections::HashSet;
 use std::mem::offset_of;

@@ -373,7 +373,7 @@ impl<'a> Compiler<'a> {
                 f.params,
             );
             let mut t = t;
-            t.atomic_longs = self.in_process;
+            t.in_process = self.in_process;
             t.finish_body(&f.body, &[])?;
             self.define(funcs[i], &format!("function {}", f.name), 1)?;
         }
@@ -484,7 +484,7 @@ impl<'a> Compiler<'a> {
             0,
         );
         let mut t = t;
-        t.atomic_longs = self.in_process;
+        t.in_process = self.in_process;
         let conds: Vec<Option<&utap_compiler::program::Expr>> =
             p.points.iter().map(|pt| pt.condition.as_ref()).collect();
         t.finish_body(&p.body, &conds)

@@ -110,8 +110,10 @@ pub struct Translator<'a, 'b, 's> {
     presets: Vec<(Inst, Inst)>,
     /// In-process code (`crate::inproc`): threads of the program run a
     /// handler at once, so `+=`, `-=`, `++` and `--` on a long scalar
-    /// global are one atomic add.
-    pub atomic_longs: bool,
+    /// global are one atomic add; and loops do not look at the tracer's
+    /// interrupt flag, which is not in the program's memory (MAXACTION
+    /// bounds them there).
+    pub in_process: bool,
 }
 
 impl<'a, 'b, 's> Translator<'a, 'b, 's> {
@@ -176,7 +178,7 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
             raise_blocks: Vec::new(),
             top_level: false,
             presets: Vec::new(),
-            atomic_longs: false,
+            in_process: false,
         }
     }
 
@@ -392,6 +394,9 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
     /// flag, so that a signal or `-T` stops a long loop
     /// (`utap_runtime::script::interrupt`).
     fn check_interrupt(&mut self, span: Span) {
+        if self.in_process {
+            return;
+        }
         let addr = self.iconst(interrupt::flag_address() as i64);
         let flag = self.b.ins().uload8(I64, flags(), addr, 0);
         let loc = self.loc(span);
@@ -716,7 +721,7 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
     /// code only).
     fn atomic_slot(&self, lv: &LValue) -> Option<u32> {
         match lv {
-            LValue::Global(g) if self.atomic_longs => self.long_slot(g.0),
+            LValue::Global(g) if self.in_process => self.long_slot(g.0),
             _ => None,
         }
     }

@@ -445,7 +445,12 @@ impl Tracer {
         if plane.spaces.is_empty() {
             return false;
         }
-        ptrace::get_regs(tid).is_ok_and(|r| plane.at_gadget(r.rip).is_some())
+        // An rt_sigreturn's exit stop has the signal frame's registers,
+        // whose rip may well be past the gadget's syscall (the signal came
+        // as a call made there returned), and orig_rax -1: it is the
+        // tracer's to report.
+        ptrace::get_regs(tid)
+            .is_ok_and(|r| r.orig_rax != u64::MAX && plane.at_gadget(r.rip).is_some())
     }
 }
 
