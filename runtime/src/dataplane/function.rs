@@ -315,7 +315,7 @@ const HIJACK_SLOT: u64 = 64 + 8 + 8 + 8 + 128;
 /// one past the slot, return values in rax/rdx/xmm0/xmm1): it finds the
 /// slot's frame on the thread's shadow stack (dropping frames a longjmp
 /// left), puts the real return address back in the slot, runs the return
-/// hooks with the entry's arguments and `$return`, and returns there with
+/// hooks with the entry's arguments and `$return`, and jumps there with
 /// every register as the function left it. A slot with no frame cannot
 /// go anywhere right: `ud2` (only a program that wrote our memory).
 pub fn ret_stub(stop: u64, max_action: i64, blocks: Blocks) -> Vec<u8> {
@@ -392,10 +392,16 @@ pub fn ret_stub(stop: u64, max_action: i64, blocks: Blocks) -> Vec<u8> {
     run_hooks(&mut a, stop, max_action);
     a.store_imm(BLOCK_BUSY as u32, 0);
     a.bind(out);
-    // pop r11, r10, r9, r8, rdi, rsi, rdx, rcx, rax; ret
+    // pop r11, r10, r9, r8, rdi, rsi, rdx, rcx, rax
     a.bytes(&[
-        0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58, 0x5f, 0x5e, 0x5a, 0x59, 0x58, 0xc3,
+        0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58, 0x5f, 0x5e, 0x5a, 0x59, 0x58,
     ]);
+    // lea rsp, [rsp+8]; jmp qword [rsp-8]: a `ret` here would pop the
+    // return predictor's entry of the caller's caller (the function's own
+    // `ret` took the caller's), so every return out of the caller's frames
+    // would be mispredicted after it; an indirect jump leaves that stack
+    // alone. The slot below rsp is safe: a signal frame skips the red zone.
+    a.bytes(&[0x48, 0x8d, 0x64, 0x24, 0x08, 0xff, 0x64, 0x24, 0xf8]);
     a.bind(skip);
     a.bytes(&[0x49, 0xff, 0x83]); // inc qword [r11+SKIPPED]
     a.d32(BLOCK_SKIPPED as u32);
@@ -719,8 +725,14 @@ mod tests {
         // Nine registers, and rbx/r12/r13 around the hooks.
         assert_eq!(count(&[Code::Push_r64, Code::Pushfq]), 12);
         assert_eq!(count(&[Code::Pop_r64, Code::Popfq]), 12);
-        // One plain `ret` to the real address, `ud2` for a lost frame.
-        assert_eq!(count(&[Code::Retnq]), 1);
+        // No `ret`: one jump through the slot to the real address (the
+        // return predictor keeps the caller's callers), `ud2` for a lost
+        // frame.
+        assert_eq!(count(&[Code::Retnq]), 0);
+        let jumps: Vec<_> = ins.iter().filter(|i| i.code() == Code::Jmp_rm64).collect();
+        assert_eq!(jumps.len(), 1);
+        assert_eq!(jumps[0].memory_base(), Register::RSP);
+        assert_eq!(jumps[0].memory_displacement64() as i64, -8);
         assert_eq!(count(&[Code::Ud2]), 1);
         assert_eq!(count(&[Code::Rdfsbase_r64]), 2);
         // The return values in xmm0/xmm1 are kept around the hooks.
