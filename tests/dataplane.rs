@@ -318,6 +318,46 @@ fn function_entries_count_exactly_in_process() {
     assert_eq!(o.stdout, "hot 200000\n200000\n");
 }
 
+/// The globals a handler only adds to (`n++`, `s += $arg1`, `m -= 2`)
+/// are counted in each thread's copy and folded before `end`: exact with
+/// four threads hammering the entry, with what `begin` and the
+/// declaration set, beside a global the handler also reads (kept on the
+/// shared slot), and across fork and vfork (the vfork child's hits are
+/// served at stops, in the tracer's block); the tracer's route prints the
+/// same. `-v` says how many are counted per thread.
+#[test]
+fn globals_only_added_to_are_counted_per_thread_exactly() {
+    let ufuncs = fixture("ufuncs");
+    let counting = |func: &str| {
+        format!(
+            "global n = 5, m, s, r\nprobe begin {{ m = 100 }}\n\
+             probe process(\"{ufuncs}\").function(\"{func}\") {{\n\
+               n++; m -= 2; s += $arg1; r++; if (r < 0) println(r)\n}}\n\
+             probe end {{ printf(\"%d %d %d %d\\n\", n, m, s, r) }}"
+        )
+    };
+    // 4 threads x hot(0..49999); fork/vfork: add(0..1999) three times.
+    let cases = [
+        (counting("hot"), format!("{ufuncs} threads 50000"), 200_000, 4 * 1_249_975_000i64),
+        (counting("add"), format!("{ufuncs} fork 2000"), 6000, 3 * 1_999_000),
+        (counting("add"), format!("{ufuncs} vfork 2000"), 6000, 3 * 1_999_000),
+    ];
+    for (script, cmd, hits, sum) in cases {
+        let want = format!("{} {} {sum} {hits}", 5 + hits, 100 - 2 * hits);
+        let (a, b) = (utap_c(&script, &cmd, true), utap_c(&script, &cmd, false));
+        assert_eq!(a.status, 0, "{cmd}: {}", a.stderr);
+        // The script's line comes after the programs' own.
+        let (ours, theirs) = (a.stdout.lines().last(), b.stdout.lines().last());
+        assert_eq!(ours, Some(want.as_str()), "{cmd}: {}", a.stdout);
+        assert_eq!(ours, theirs, "{cmd}: in process (left), tracer");
+        assert!(
+            a.stderr.contains("utap: data plane: 3 global(s) counted per thread"),
+            "{cmd}: {}",
+            a.stderr
+        );
+    }
+}
+
 /// fork (the child shares the patched entry), vfork (a child in the
 /// parent's memory is served at stops) and exec (patched again): the
 /// counts per process are the tracer route's.

@@ -507,7 +507,8 @@ impl Plane {
         unsafe {
             let b = addr as *mut layout::Block;
             self.retired.add(&*b);
-            std::ptr::write_bytes(b as *mut u8, 0, std::mem::size_of::<layout::Block>());
+            // Not the counters: what an earlier thread counted stays.
+            std::ptr::write_bytes(b as *mut u8, 0, layout::BLOCK_COUNTERS as usize);
             (*b).self_ptr = addr;
             (*b).ctx.long_globals = (r.data_base() + r.data.longs) as *mut i64;
             (*b).ctx.max_nesting = self.image.max_nesting;
@@ -515,6 +516,9 @@ impl Plane {
             (*b).ctx.probe.tid = tid.0 as i64;
             (*b).shadow = self.shadow_of(i);
         }
+        self.image
+            .blocks_used
+            .fetch_max(i + 1, std::sync::atomic::Ordering::AcqRel);
         self.blocks.insert(tid, i);
         Some(addr)
     }
