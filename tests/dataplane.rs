@@ -358,6 +358,53 @@ fn globals_only_added_to_are_counted_per_thread_exactly() {
     }
 }
 
+/// A `-pg` build: `hot()`'s first bytes end with its mcount call, which
+/// the stub emulates (the program's own return address pushed), so the
+/// entry is patched, entry and return probes count exactly in the
+/// program, and uftrace recording the same run (its mcount called from
+/// our stub) counts every call too.
+#[test]
+fn an_mcount_call_at_the_entry_is_emulated() {
+    let exe = fixture("hot_pg");
+    let script = format!(
+        "global n, s\nprobe process(\"{exe}\").function(\"hot\") {{ n++ }}\n\
+         probe process(\"{exe}\").function(\"hot\").return {{ s += $return }}\n\
+         probe end {{ printf(\"%d %d\\n\", n, s) }}"
+    );
+    // gmon.out goes to the working directory.
+    let dir = std::env::temp_dir().join(format!("utap-pg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut c = utap(&script, &["-v", "-c", &format!("{exe} 30000")]);
+    c.current_dir(&dir);
+    let o = run(c);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, "450015000\n30000 450015000\n");
+    let ([_, failed, _, entries, refused, _], [served, skipped, _]) = plane_counts(&o.stderr);
+    assert_eq!((failed, entries, refused, skipped), (0, 1, 0, 0), "{}", o.stderr);
+    assert_eq!(served, 60_000, "{}", o.stderr);
+    if have("uftrace") {
+        let data = dir.join("uftrace.data");
+        let rec = format!("uftrace record -d {} {exe} 3000", data.display());
+        let mut c = utap(&script, &["-v", "-c", &rec]);
+        c.current_dir(&dir);
+        let o = run(c);
+        assert_eq!(o.status, 0, "{}", o.stderr);
+        assert!(o.stdout.ends_with("3000 4501500\n"), "{}", o.stdout);
+        let report = command("uftrace")
+            .args(["report", "-d"])
+            .arg(&data)
+            .output()
+            .unwrap();
+        let report = String::from_utf8_lossy(&report.stdout);
+        let calls = report
+            .lines()
+            .find(|l| l.split_whitespace().last() == Some("hot"))
+            .and_then(|l| l.split_whitespace().rev().nth(1)?.parse::<u64>().ok());
+        assert_eq!(calls, Some(3000), "{report}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// fork (the child shares the patched entry), vfork (a child in the
 /// parent's memory is served at stops) and exec (patched again): the
 /// counts per process are the tracer route's.
