@@ -507,7 +507,8 @@ impl Plane {
         unsafe {
             let b = addr as *mut layout::Block;
             self.retired.add(&*b);
-            // Not the counters: what an earlier thread counted stays.
+            // Not the per-thread copies (counters, statistics): what an
+            // earlier thread of the block added stays.
             std::ptr::write_bytes(b as *mut u8, 0, layout::BLOCK_COUNTERS as usize);
             (*b).self_ptr = addr;
             (*b).ctx.long_globals = (r.data_base() + r.data.longs) as *mut i64;
