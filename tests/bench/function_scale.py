@@ -28,9 +28,10 @@ Say the load with the figures.
 
 Measured 2026-11-29 (docs/internals/dataplane.md): 10:50 UTC, load 7.1,
 5 rounds: 4T/1T untraced 1.97, n++ 1.75, a[tid()]++ 1.83, s <<< 1 1.87
-(main: n++ and s <<< 1 below 1.0); python3 1.40x untraced. 10:59, load
-9.2, 9 rounds: 1.82, 1.69, 1.81, 1.66; python3 1.20x. At that load a
-figure moves by +-0.2 between runs.
+(main: n++ and s <<< 1 below 1.0); python3 1.40x untraced. 10:56-10:58,
+load 9, three runs of 9 rounds: untraced 1.90/1.49/1.82, n++
+1.73/1.51/1.69, a[tid()]++ 1.76/1.78/1.81, s <<< 1 1.81/1.97/1.66;
+python3 1.40x/1.46x/1.20x. At that load a figure moves by +-0.2 or more.
 """
 import argparse
 import os
