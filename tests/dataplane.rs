@@ -322,6 +322,93 @@ fn function_entries_count_exactly_in_process() {
     assert_eq!(o.stdout, "hot 200000\n200000\n");
 }
 
+/// The globals a handler only adds to (`n++`, `s += $arg1`, `m -= 2`)
+/// are counted in each thread's copy and folded before `end`: exact with
+/// four threads hammering the entry, with what `begin` and the
+/// declaration set, beside a global the handler also reads (kept on the
+/// shared slot), and across fork and vfork (the vfork child's hits are
+/// served at stops, in the tracer's block); the tracer's route prints the
+/// same. `-v` says how many are counted per thread.
+#[test]
+fn globals_only_added_to_are_counted_per_thread_exactly() {
+    let ufuncs = fixture("ufuncs");
+    let counting = |func: &str| {
+        format!(
+            "global n = 5, m, s, r\nprobe begin {{ m = 100 }}\n\
+             probe process(\"{ufuncs}\").function(\"{func}\") {{\n\
+               n++; m -= 2; s += $arg1; r++; if (r < 0) println(r)\n}}\n\
+             probe end {{ printf(\"%d %d %d %d\\n\", n, m, s, r) }}"
+        )
+    };
+    // 4 threads x hot(0..49999); fork/vfork: add(0..1999) three times.
+    let cases = [
+        (counting("hot"), format!("{ufuncs} threads 50000"), 200_000, 4 * 1_249_975_000i64),
+        (counting("add"), format!("{ufuncs} fork 2000"), 6000, 3 * 1_999_000),
+        (counting("add"), format!("{ufuncs} vfork 2000"), 6000, 3 * 1_999_000),
+    ];
+    for (script, cmd, hits, sum) in cases {
+        let want = format!("{} {} {sum} {hits}", 5 + hits, 100 - 2 * hits);
+        let (a, b) = (utap_c(&script, &cmd, true), utap_c(&script, &cmd, false));
+        assert_eq!(a.status, 0, "{cmd}: {}", a.stderr);
+        // The script's line comes after the programs' own.
+        let (ours, theirs) = (a.stdout.lines().last(), b.stdout.lines().last());
+        assert_eq!(ours, Some(want.as_str()), "{cmd}: {}", a.stdout);
+        assert_eq!(ours, theirs, "{cmd}: in process (left), tracer");
+        assert!(
+            a.stderr.contains("utap: data plane: 3 global(s) counted per thread"),
+            "{cmd}: {}",
+            a.stderr
+        );
+    }
+}
+
+/// A `-pg` build: `hot()`'s first bytes end with its mcount call, which
+/// the stub emulates (the program's own return address pushed), so the
+/// entry is patched, entry and return probes count exactly in the
+/// program, and uftrace recording the same run (its mcount called from
+/// our stub) counts every call too.
+#[test]
+fn an_mcount_call_at_the_entry_is_emulated() {
+    let exe = fixture("hot_pg");
+    let script = format!(
+        "global n, s\nprobe process(\"{exe}\").function(\"hot\") {{ n++ }}\n\
+         probe process(\"{exe}\").function(\"hot\").return {{ s += $return }}\n\
+         probe end {{ printf(\"%d %d\\n\", n, s) }}"
+    );
+    // gmon.out goes to the working directory.
+    let dir = std::env::temp_dir().join(format!("utap-pg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut c = utap(&script, &["-v", "-c", &format!("{exe} 30000")]);
+    c.current_dir(&dir);
+    let o = run(c);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, "450015000\n30000 450015000\n");
+    let ([_, failed, _, entries, refused, _], [served, skipped, _]) = plane_counts(&o.stderr);
+    assert_eq!((failed, entries, refused, skipped), (0, 1, 0, 0), "{}", o.stderr);
+    assert_eq!(served, 60_000, "{}", o.stderr);
+    if have("uftrace") {
+        let data = dir.join("uftrace.data");
+        let rec = format!("uftrace record -d {} {exe} 3000", data.display());
+        let mut c = utap(&script, &["-v", "-c", &rec]);
+        c.current_dir(&dir);
+        let o = run(c);
+        assert_eq!(o.status, 0, "{}", o.stderr);
+        assert!(o.stdout.ends_with("3000 4501500\n"), "{}", o.stdout);
+        let report = command("uftrace")
+            .args(["report", "-d"])
+            .arg(&data)
+            .output()
+            .unwrap();
+        let report = String::from_utf8_lossy(&report.stdout);
+        let calls = report
+            .lines()
+            .find(|l| l.split_whitespace().last() == Some("hot"))
+            .and_then(|l| l.split_whitespace().rev().nth(1)?.parse::<u64>().ok());
+        assert_eq!(calls, Some(3000), "{report}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// fork (the child shares the patched entry), vfork (a child in the
 /// parent's memory is served at stops) and exec (patched again): the
 /// counts per process are the tracer route's.

@@ -23,7 +23,8 @@
 //! Nothing here calls outside the region, takes a lock or makes a
 //! syscall, and the same code runs in the tracer for hits it takes at a
 //! stop. Long scalar globals are updated with atomic adds (see
-//! `Translator::in_process`).
+//! `Translator::in_process`), or in the thread's own copy when the
+//! handlers only add to them (`counters`).
 
 use std::collections::HashSet;
 use std::mem::offset_of;
@@ -57,6 +58,7 @@ use utap_runtime::values::stats::HistSpec;
 use crate::{CodegenError, Compiler, Options, Sources, layout};
 
 mod clock;
+mod counters;
 mod lookup;
 mod names;
 mod output;
@@ -207,7 +209,9 @@ pub fn compile(
         unresolved: unresolved.clone(),
     };
     let module = crate::new_module(Some(placement))?;
+    let counted = counters::counted(&sub, &globals);
     let mut c = Compiler::new(module, sources, globals, options, true);
+    c.tables.counters = counted.iter().copied().collect();
     let lookups = lookup::Lookups::new(&mut c.tables);
     let points = names::PointTexts::new(&sub, &mut c.tables);
     let header = region.header() as i64;
@@ -272,6 +276,8 @@ pub fn compile(
         handlers: by_probe,
         served,
         long_globals,
+        counted,
+        blocks_used: Default::default(),
         literals: c.tables.literals.clone(),
         literal_handles: c
             .tables

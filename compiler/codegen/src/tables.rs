@@ -18,6 +18,9 @@ pub struct Tables<'a> {
     pub regexes: Vec<String>,
     pub globals: Vec<GlobalSpec>,
     pub maxstringlen: usize,
+    /// In-process code: the long slots counted per thread, with their
+    /// counter (`inproc::counters`).
+    pub counters: HashMap<u32, u32>,
 }
 
 impl<'a> Tables<'a> {
@@ -31,6 +34,7 @@ impl<'a> Tables<'a> {
             regexes: Vec::new(),
             globals,
             maxstringlen,
+            counters: HashMap::default(),
         }
     }
 

@@ -26,6 +26,7 @@ use utap_compiler::program::{
     self as p, ContextVar, Expr, ExprKind, ForeachSource, GlobalId, LValue, LocalVar, PrintKind,
     Stmt, StmtKind, Type,
 };
+use utap_runtime::dataplane::layout::BLOCK_COUNTERS;
 use utap_runtime::script::abi::{
     PRINT_DELIM, PRINT_NEWLINE, PRINT_TO_STRING, RAISE_DIVISION_BY_ZERO, RAISE_INTERRUPTED,
     RAISE_MAXACTION, RAISE_MAXNESTING, SORT_NONE, SORT_VALUE,
@@ -726,8 +727,19 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
         }
     }
 
-    /// Adds `delta` to long slot `slot` atomically; the new value.
+    /// Adds `delta` to long slot `slot` atomically; the new value. A
+    /// slot counted per thread (only added to, by statements:
+    /// `inproc::counters`) takes it in the thread's own copy instead, with
+    /// no atomic and no line another thread writes; nothing reads the
+    /// value then.
     fn atomic_add(&mut self, slot: u32, delta: Value) -> Value {
+        if let Some(&k) = self.t.counters.get(&slot) {
+            let off = (BLOCK_COUNTERS + 8 * k as u64) as i32;
+            let old = self.b.ins().load(I64, flags(), self.ctx, off);
+            let new = self.b.ins().iadd(old, delta);
+            self.b.ins().store(flags(), new, self.ctx, off);
+            return new;
+        }
         let addr = self.b.ins().iadd_imm_s(self.longs, 8 * slot as i64);
         let old = self
             .b

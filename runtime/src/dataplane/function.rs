@@ -5,7 +5,9 @@
 //! program's own instruction.
 //!
 //! A patched function entry is its first instructions (5 to 21 bytes, no
-//! branch but conditional jumps, a final `ret` or `jmp`, proven by the
+//! branch but conditional jumps, a final `ret` or `jmp`, or a final direct
+//! or `%rip`-relative `call`, which the stub emulates: a `-pg` build's
+//! mcount call; proven by the
 //! module's disassembly to hold no branch target), overwritten with a `jmp`
 //! to its stub (`int3` over the rest, never reached). The stub runs the hooks before those instructions, as
 //! an `int3` probe sees them, then the instructions relocated, then jumps
@@ -47,7 +49,7 @@ use std::mem::offset_of;
 
 use iced_x86::{
     BlockEncoder, BlockEncoderOptions, Code, Decoder, DecoderOptions, FlowControl, Instruction,
-    InstructionBlock,
+    InstructionBlock, MemoryOperand, Register,
 };
 
 use super::code::{Asm, R8, R9, RDI, RDX, RSI, probe_field};
@@ -63,9 +65,11 @@ pub const HEAD_LEN: u64 = 38;
 const RETURNED: u64 = 29;
 /// The most bytes displaced from a site (a 64-byte slot holds the stub).
 pub const MAX_DISPLACED: u64 = 21;
-/// A stub's length for `d` relocated bytes.
+/// The most bytes a stub for `d` displaced bytes takes (a final call's
+/// emulation takes 13 more than the call, a jump back 5; never past its
+/// slot).
 pub fn stub_len(d: u64) -> u64 {
-    HEAD_LEN + d + 5
+    (HEAD_LEN + d + 13).min(64)
 }
 const _: () = assert!(HEAD_LEN + MAX_DISPLACED + 5 <= 64);
 
@@ -315,7 +319,7 @@ const HIJACK_SLOT: u64 = 64 + 8 + 8 + 8 + 128;
 /// one past the slot, return values in rax/rdx/xmm0/xmm1): it finds the
 /// slot's frame on the thread's shadow stack (dropping frames a longjmp
 /// left), puts the real return address back in the slot, runs the return
-/// hooks with the entry's arguments and `$return`, and returns there with
+/// hooks with the entry's arguments and `$return`, and jumps there with
 /// every register as the function left it. A slot with no frame cannot
 /// go anywhere right: `ud2` (only a program that wrote our memory).
 pub fn ret_stub(stop: u64, max_action: i64, blocks: Blocks) -> Vec<u8> {
@@ -392,10 +396,16 @@ pub fn ret_stub(stop: u64, max_action: i64, blocks: Blocks) -> Vec<u8> {
     run_hooks(&mut a, stop, max_action);
     a.store_imm(BLOCK_BUSY as u32, 0);
     a.bind(out);
-    // pop r11, r10, r9, r8, rdi, rsi, rdx, rcx, rax; ret
+    // pop r11, r10, r9, r8, rdi, rsi, rdx, rcx, rax
     a.bytes(&[
-        0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58, 0x5f, 0x5e, 0x5a, 0x59, 0x58, 0xc3,
+        0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58, 0x5f, 0x5e, 0x5a, 0x59, 0x58,
     ]);
+    // lea rsp, [rsp+8]; jmp qword [rsp-8]: a `ret` here would pop the
+    // return predictor's entry of the caller's caller (the function's own
+    // `ret` took the caller's), so every return out of the caller's frames
+    // would be mispredicted after it; an indirect jump leaves that stack
+    // alone. The slot below rsp is safe: a signal frame skips the red zone.
+    a.bytes(&[0x48, 0x8d, 0x64, 0x24, 0x08, 0xff, 0x64, 0x24, 0xf8]);
     a.bind(skip);
     a.bytes(&[0x49, 0xff, 0x83]); // inc qword [r11+SKIPPED]
     a.d32(BLOCK_SKIPPED as u32);
@@ -543,7 +553,8 @@ pub fn displaced(code: &[u8], start: u64, site: u64) -> Option<Vec<Instruction>>
         // on by itself.
         let jcc = i.flow_control() == FlowControl::ConditionalBranch && i.is_jcc_short_or_near();
         let end = i.code() == Code::Retnq
-            || (i.flow_control() == FlowControl::UnconditionalBranch && i.is_jmp_short_or_near());
+            || (i.flow_control() == FlowControl::UnconditionalBranch && i.is_jmp_short_or_near())
+            || emulated_call(i);
         if !plain && !jcc && !end {
             return None;
         }
@@ -561,7 +572,44 @@ pub fn displaced(code: &[u8], start: u64, site: u64) -> Option<Vec<Instruction>>
 
 /// Whether the stub goes on by itself after `last` (no jump back).
 fn ends_flow(last: &Instruction) -> bool {
-    last.code() == Code::Retnq || last.flow_control() == FlowControl::UnconditionalBranch
+    last.code() == Code::Retnq
+        || last.flow_control() == FlowControl::UnconditionalBranch
+        || emulated_call(last)
+}
+
+/// A call the stub makes as the program would (a `-pg` build's `call
+/// mcount` or `call *mcount@GOTPCREL(%rip)`, `-mfentry`'s `call
+/// __fentry__`): direct, or through a `%rip`-relative pointer. Displaced
+/// last, it is emulated: the stub pushes the original return address (the
+/// instruction after the displaced ones, in the program's own text) and
+/// jumps to the target, so the callee sees the call the program made
+/// (uftrace's mcount finds its function by that address) and returns
+/// into the program.
+fn emulated_call(i: &Instruction) -> bool {
+    match i.code() {
+        Code::Call_rel32_64 => true,
+        Code::Call_rm64 => i.memory_base() == Register::RIP && i.memory_index() == Register::None,
+        _ => false,
+    }
+}
+
+/// The instructions an emulated `call` becomes: push its return address
+/// (`push imm32` sign-extends the low half; the high half is written
+/// over it: no register, no flag changes), then jump where it went.
+fn call_emulation(call: &Instruction) -> Option<[Instruction; 3]> {
+    let ret = call.next_ip();
+    let push = Instruction::with1(Code::Pushq_imm32, ret as u32 as i32).ok()?;
+    let high = MemoryOperand::with_base_displ(Register::RSP, 4);
+    let high = Instruction::with2(Code::Mov_rm32_imm32, high, (ret >> 32) as u32).ok()?;
+    let jump = match call.code() {
+        Code::Call_rel32_64 => Instruction::with_branch(Code::Jmp_rel32_64, call.near_branch64()),
+        _ => Instruction::with1(
+            Code::Jmp_rm64,
+            MemoryOperand::with_base_displ(Register::RIP, call.memory_displacement64() as i64),
+        ),
+    }
+    .ok()?;
+    Some([push, high, jump])
 }
 
 /// A function's instructions, decoded from its bytes `code` at `start`
@@ -596,7 +644,10 @@ pub fn stub(
 ) -> Option<(Vec<u8>, Vec<u64>)> {
     let last = displaced.last()?;
     let mut insns = displaced.to_vec();
-    if !ends_flow(last) {
+    if emulated_call(last) {
+        insns.pop();
+        insns.extend(call_emulation(last)?);
+    } else if !ends_flow(last) {
         insns.push(Instruction::with_branch(Code::Jmp_rel32_64, last.next_ip()).ok()?);
     }
     let block = InstructionBlock::new(&insns, stub + HEAD_LEN);
@@ -651,6 +702,13 @@ pub fn stub_exit(off: u64, offsets: &[u64], lens: &[u64]) -> Option<Exit> {
         17 | 27 => e(Some(8), 144, 0),
         _ => {
             let k = offsets.iter().position(|&o| o == off)?;
+            let n = lens.len();
+            // An emulated call (`call_emulation`: three instructions for
+            // the last displaced one, no jump back): past its push, the
+            // push is undone and the thread makes the call itself.
+            if offsets.len() == n + 2 && k >= n {
+                return e(None, 8, lens[..n - 1].iter().sum());
+            }
             e(None, 0, lens[..k].iter().sum())
         }
     }
@@ -668,7 +726,6 @@ pub fn rdgsbase_works() -> bool {
 mod tests {
     use super::*;
     use crate::dataplane::code::tests::decode_all;
-    use iced_x86::Register;
 
     #[test]
     fn the_common_entry_decodes_and_balances_its_stack() {
@@ -719,8 +776,14 @@ mod tests {
         // Nine registers, and rbx/r12/r13 around the hooks.
         assert_eq!(count(&[Code::Push_r64, Code::Pushfq]), 12);
         assert_eq!(count(&[Code::Pop_r64, Code::Popfq]), 12);
-        // One plain `ret` to the real address, `ud2` for a lost frame.
-        assert_eq!(count(&[Code::Retnq]), 1);
+        // No `ret`: one jump through the slot to the real address (the
+        // return predictor keeps the caller's callers), `ud2` for a lost
+        // frame.
+        assert_eq!(count(&[Code::Retnq]), 0);
+        let jumps: Vec<_> = ins.iter().filter(|i| i.code() == Code::Jmp_rm64).collect();
+        assert_eq!(jumps.len(), 1);
+        assert_eq!(jumps[0].memory_base(), Register::RSP);
+        assert_eq!(jumps[0].memory_displacement64() as i64, -8);
         assert_eq!(count(&[Code::Ud2]), 1);
         assert_eq!(count(&[Code::Rdfsbase_r64]), 2);
         // The return values in xmm0/xmm1 are kept around the hooks.
@@ -873,7 +936,8 @@ mod tests {
         assert_eq!(mov.memory_displacement64(), start + 11 + 0x100);
         let back = ins.last().unwrap();
         assert_eq!(back.near_branch64(), start + 11);
-        assert_eq!(bytes.len() as u64, stub_len(11));
+        assert_eq!(bytes.len() as u64, HEAD_LEN + 11 + 5);
+        assert!(stub_len(11) >= HEAD_LEN + 11 + 5);
         let lens: Vec<u64> = d.iter().map(|i| i.len() as u64).collect();
         assert_eq!(stub_exit(offsets[1], &offsets, &lens).unwrap().site_off, 1);
         assert_eq!(stub_exit(offsets[3], &offsets, &lens).unwrap().site_off, 11);
@@ -884,6 +948,60 @@ mod tests {
                 i.code()
             );
         }
+    }
+
+    /// A `-pg` entry (`push %rbp; mov %rsp,%rbp; call *mcount@GOTPCREL`)
+    /// and an `-mfentry` one (`call __fentry__`): the call is displaced
+    /// last and emulated, pushing the program's own return address and
+    /// jumping where the call went; a thread held inside the emulation
+    /// goes back to the call with the push undone.
+    #[test]
+    fn an_mcount_call_is_displaced_and_emulated() {
+        let start = 0x55_5555_1250u64;
+        let pg = [
+            0x55, 0x48, 0x89, 0xe5, 0xff, 0x15, 0x76, 0x2d, 0, 0, 0x5d, 0x48, 0x8d, 0x47, 0x01, 0xc3,
+        ];
+        let d = displaced(&pg, start, start).unwrap();
+        assert_eq!(d.len(), 3);
+        let at = start - 0x3000;
+        let (bytes, offsets) = stub(at, &d, 0x3f00_0000_8000, 0x3f00_0000_0800).unwrap();
+        assert!(bytes.len() as u64 <= stub_len(10));
+        let ins = decode_all(&bytes[HEAD_LEN as usize..], at + HEAD_LEN);
+        let codes: Vec<Code> = ins.iter().map(|i| i.code()).collect();
+        assert_eq!(
+            codes,
+            [
+                Code::Push_r64,
+                Code::Mov_rm64_r64,
+                Code::Pushq_imm32,
+                Code::Mov_rm32_imm32,
+                Code::Jmp_rm64
+            ]
+        );
+        // The pushed word is the program's return address, start + 10.
+        let ret = start + 10;
+        assert_eq!(ins[2].immediate32() as u64, ret & 0xffff_ffff);
+        assert_eq!(ins[3].memory_displacement64(), 4);
+        assert_eq!(ins[3].immediate32() as u64, ret >> 32);
+        // Through the same GOT slot.
+        assert_eq!(ins[4].memory_displacement64(), start + 10 + 0x2d76);
+        let lens: Vec<u64> = d.iter().map(|i| i.len() as u64).collect();
+        assert_eq!(offsets.len(), 5);
+        let exit = |k: usize| stub_exit(offsets[k], &offsets, &lens).unwrap();
+        assert_eq!((exit(1).rsp_add, exit(1).site_off), (0, 1));
+        assert_eq!((exit(2).rsp_add, exit(2).site_off), (0, 4));
+        assert_eq!((exit(3).rsp_add, exit(3).site_off), (8, 4));
+        assert_eq!((exit(4).rsp_add, exit(4).site_off), (8, 4));
+        // -mfentry: the call alone, to a target within reach.
+        let fentry = [0xe8, 0x0b, 0, 0, 0, 0x48, 0x8d, 0x47, 0x01, 0xc3];
+        let d = displaced(&fentry, start, start).unwrap();
+        assert_eq!(d.len(), 1);
+        let (bytes, _) = stub(at, &d, 0x3f00_0000_8000, 0x3f00_0000_0800).unwrap();
+        let ins = decode_all(&bytes[HEAD_LEN as usize..], at + HEAD_LEN);
+        assert_eq!(ins.last().unwrap().code(), Code::Jmp_rel32_64);
+        assert_eq!(ins.last().unwrap().near_branch64(), start + 5 + 0x0b);
+        // A call through a register is not emulated: call *%rax; ret.
+        assert!(displaced(&[0xff, 0xd0, 0x90, 0x90, 0x90, 0xc3], start, start).is_none());
     }
 
     #[test]

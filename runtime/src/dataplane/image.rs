@@ -2,7 +2,11 @@
 //! in-process code in it, and the tables the tracer needs to run that code
 //! itself, fill the region from the script's state and fold it back.
 
-use super::layout::{BLOCK_HITS, Block, TRACER_BLOCKS};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::layout::{
+    BLOCK_COUNTERS, BLOCK_HITS, BLOCK_STATS, BLOCKS, Block, STAT_COPY_WORDS, TRACER_BLOCKS,
+};
 use super::region::Region;
 use crate::script::context::{HandlerContext, ProbeValues};
 
@@ -33,6 +37,12 @@ pub struct InProcImage {
     pub served: Vec<bool>,
     /// Long scalar globals the in-process code touches: (global, slot).
     pub long_globals: Vec<(u32, u32)>,
+    /// Those counted per thread (handlers only add to them): (slot, its
+    /// index in every block's `counters`).
+    pub counted: Vec<(u32, u32)>,
+    /// Program blocks handed out so far (`Block::counters` are summed
+    /// over them and the tracer's blocks).
+    pub blocks_used: AtomicU64,
     /// The in-process compile's literal bytes (string key handles point
     /// into them) and error locations.
     pub literals: Vec<u8>,
@@ -70,6 +80,48 @@ impl InProcImage {
         let d = &self.region.data;
         let i = super::layout::BLOCKS + (shard as u64 % TRACER_BLOCKS);
         (self.region.data_base() + d.block(i)) as *mut Block
+    }
+
+    /// The blocks whose per-thread copies the fold reads: the program
+    /// blocks handed out and the tracer's.
+    fn used_blocks(&self) -> impl Iterator<Item = u64> + '_ {
+        let used = self.blocks_used.load(Ordering::Acquire).min(BLOCKS);
+        (0..used)
+            .chain(BLOCKS..BLOCKS + TRACER_BLOCKS)
+            .map(|i| self.region.data_base() + self.region.data.block(i))
+    }
+
+    /// What every thread added to counter `k` (`Block::counters`), summed
+    /// as the program left them (untrusted, only added, wrapping as the
+    /// adds do).
+    pub fn counted_total(&self, k: u32) -> i64 {
+        self.used_blocks()
+            .map(|b| {
+                let at = b + BLOCK_COUNTERS + 8 * k as u64;
+                // SAFETY: inside our mapping (k < COUNTERS); any value is
+                // a valid long.
+                unsafe { std::ptr::read_volatile(at as *const i64) }
+            })
+            .fold(0i64, i64::wrapping_add)
+    }
+
+    /// The threads' copies of a scalar statistic at `word` of
+    /// `Block::stats` (`layout::stat_copies`), `words` each, but the empty
+    /// ones (count 0): untrusted, checked by the fold.
+    pub fn stat_copies(&self, word: u64, words: u64) -> Vec<Vec<i64>> {
+        let (word, words) = (word.min(STAT_COPY_WORDS as u64), words as usize);
+        let words = words.min(STAT_COPY_WORDS - word as usize);
+        self.used_blocks()
+            .map(|b| {
+                let at = (b + BLOCK_STATS + 8 * word) as *const i64;
+                // SAFETY: inside the block's `stats` (clamped above); any
+                // value is a valid long.
+                (0..words)
+                    .map(|w| unsafe { std::ptr::read_volatile(at.add(w)) })
+                    .collect::<Vec<i64>>()
+            })
+            .filter(|c| c.first().is_some_and(|&n| n != 0))
+            .collect()
     }
 
     /// Refreshes the handlers' clock if it is time (the tracer's

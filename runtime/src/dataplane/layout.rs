@@ -118,6 +118,40 @@ pub struct Block {
     /// gives the block (and the thread's first stop after an exec gives a
     /// new one), interned by [`super::image::Names`].
     pub comm: i64,
+    /// The thread's own copies of the long globals handlers only add to
+    /// (`n++` on a hot path): no cache line every thread writes; the fold
+    /// adds them to the shared slot. Last, so a block given to a new
+    /// thread keeps what the old one counted.
+    pub counters: [i64; COUNTERS],
+    /// The thread's own copies of the scalar statistics (see
+    /// [`stat_copies`]), kept as their slots are ([`stat`]; a copy with
+    /// count 0 is empty, whatever its other words hold).
+    pub stats: [i64; STAT_COPY_WORDS],
+}
+
+/// Long globals counted per thread at most (the rest: atomic adds on the
+/// shared slot).
+pub const COUNTERS: usize = 32;
+/// Words of a block for per-thread copies of scalar statistics (a
+/// statistic with a log histogram takes 132).
+pub const STAT_COPY_WORDS: usize = 512;
+
+/// The scalar statistics of `tables` each thread keeps a copy of in its
+/// block, as `<<<` in the program and the fold agree on them: (global,
+/// first word in `Block::stats`, words), in table order while they fit.
+/// Threads adding to one statistic at once then write no common cache
+/// line (its slot's atomics cost four threads more than one thread's
+/// throughput); the rest keep the shared slot.
+pub fn stat_copies(tables: &[TableSpec]) -> Vec<(u32, u64, u64)> {
+    let mut next = 0;
+    let mut out = Vec::new();
+    for t in tables.iter().filter(|t| t.stat && t.arity == 0) {
+        if next + t.values <= STAT_COPY_WORDS as u64 {
+            out.push((t.global, next, t.values));
+            next += t.values;
+        }
+    }
+    out
 }
 
 pub const BLOCK_SELF: u64 = offset_of!(Block, self_ptr) as u64;
@@ -131,6 +165,10 @@ pub const BLOCK_MISSED: u64 = offset_of!(Block, missed) as u64;
 pub const BLOCK_SELECTOR: u64 = offset_of!(Block, selector) as u64;
 pub const BLOCK_ROBUST_LINKS: u64 = offset_of!(Block, robust_links) as u64;
 pub const BLOCK_COMM: u64 = offset_of!(Block, comm) as u64;
+pub const BLOCK_COUNTERS: u64 = offset_of!(Block, counters) as u64;
+pub const BLOCK_STATS: u64 = offset_of!(Block, stats) as u64;
+// The handlers' stack (the rest of the block) keeps at least 32 KiB.
+const _: () = assert!(size_of::<Block>() as u64 + (32 << 10) <= BLOCK_STACK_TOP);
 
 /// A thread's shadow stack of hijacked returns (function return probes
 /// in process): `depth`, then `depth` frames, innermost last. It lives in

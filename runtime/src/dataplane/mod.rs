@@ -536,9 +536,11 @@ impl Plane {
             let b = addr as *mut layout::Block;
             self.retired.add(&*b);
             // The robust list's link stays (`dispatch`): the kernel walks
-            // it when the tracing thread dies.
+            // it when the tracing thread dies. So do the per-thread copies
+            // (counters, statistics): what an earlier thread of the block
+            // added stays.
             let links = (*b).robust_links;
-            std::ptr::write_bytes(b as *mut u8, 0, std::mem::size_of::<layout::Block>());
+            std::ptr::write_bytes(b as *mut u8, 0, layout::BLOCK_COUNTERS as usize);
             (*b).robust_links = links;
             (*b).self_ptr = addr;
             (*b).ctx.long_globals = (r.data_base() + r.data.longs) as *mut i64;
@@ -550,6 +552,9 @@ impl Plane {
                 (*b).comm = self.image.name_handle(&names::comm_of(tid.0));
             }
         }
+        self.image
+            .blocks_used
+            .fetch_max(i + 1, std::sync::atomic::Ordering::AcqRel);
         self.blocks.insert(tid, i);
         Some(addr)
     }

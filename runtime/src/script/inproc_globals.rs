@@ -8,7 +8,7 @@ use super::globals::Global;
 use super::image::KeyType;
 use crate::dataplane::InProcImage;
 use crate::dataplane::fold::{insert, slot_order, slot_ptr, stat_of, stat_words};
-use crate::dataplane::layout::tag;
+use crate::dataplane::layout::{stat_copies, tag};
 use crate::dataplane::names::Texts;
 use crate::script::OutputSink;
 use crate::values::map::{Key, KeyPart};
@@ -60,6 +60,12 @@ impl ScriptRuntime {
                 *l = v;
             }
         }
+        // The per-thread copies of the globals handlers only add to.
+        for &(slot, k) in &image.counted {
+            if let Some(l) = g.longs.get_mut(slot as usize) {
+                *l = l.wrapping_add(image.counted_total(k));
+            }
+        }
         let mut bad = 0;
         let texts = image.texts();
         for t in &image.region.data.tables {
@@ -94,6 +100,18 @@ impl ScriptRuntime {
                 let (keys, values) = words[1..].split_at(t.arity as usize);
                 if !fold_slot(&texts, var, &types, keys, values) {
                     bad += 1;
+                }
+            }
+        }
+        // The per-thread copies of the scalar statistics.
+        for (global, word, words) in stat_copies(&image.region.data.tables) {
+            let Some(Global::Stat(s)) = g.vars.get_mut(global as usize) else {
+                continue;
+            };
+            for copy in image.stat_copies(word, words) {
+                match stat_of(s.spec(), &copy) {
+                    Some(c) => s.merge(&c),
+                    None => bad += 1,
                 }
             }
         }

@@ -81,6 +81,10 @@ impl Shared {
         };
         if self.verbose {
             say_counts(ctl, bad);
+            eprintln!(
+                "utap: data plane: {} global(s) counted per thread",
+                img.counted.len()
+            );
             let r = self.rings.lock().unwrap_or_else(|e| e.into_inner());
             if r.printed + r.dropped + r.bad > 0 {
                 eprintln!(

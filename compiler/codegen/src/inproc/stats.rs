@@ -4,7 +4,10 @@
 //! an array element is). Every thread adds to that one slot with atomics:
 //! count, sum and the bucket with atomic adds, min and max with
 //! compare-and-swap loops (see `layout::stat`). The tracer folds the slot
-//! into the script's statistic before `end` reads it.
+//! into the script's statistic before `end` reads it. A scalar statistic
+//! is added to in each thread's own copy instead, in its block
+//! (`layout::stat_copies`), which the fold merges: no line every thread
+//! writes.
 //!
 //! `@variance` is not kept here: SystemTap's running estimate depends on
 //! the order of the values, which threads adding at once have none of;
@@ -16,7 +19,7 @@ use cranelift_codegen::ir::{AtomicRmwOp, FuncRef, InstBuilder, Value, types};
 use cranelift_frontend::{FunctionBuilder, Switch};
 use cranelift_module::FuncId;
 
-use utap_runtime::dataplane::layout::{RAISE_ARRAY_FULL, TableSpec, stat};
+use utap_runtime::dataplane::layout::{BLOCK_STATS, RAISE_ARRAY_FULL, TableSpec, stat, stat_copies};
 use utap_runtime::values::stats::{HIST_LOG_BUCKET0, HIST_LOG_BUCKETS, HistSpec};
 
 use super::{Runtime, count_contended, mem, raise};
@@ -38,15 +41,21 @@ impl Runtime<'_> {
             let done = b.create_block();
             let mut switch = Switch::new();
             let mut cases = Vec::new();
+            let tables: Vec<TableSpec> = stats.iter().map(|(t, _)| *t).collect();
+            let copies = stat_copies(&tables);
             for ((t, (g, find)), hist) in stats.iter().zip(hists) {
                 let blk = b.create_block();
                 switch.set_entry(u128::from(*g), blk);
-                cases.push((blk, t, *find, *hist));
+                let copy = copies.iter().find(|c| c.0 == *g).map(|c| c.1);
+                cases.push((blk, t, *find, *hist, copy));
             }
             switch.emit(b, gid, done);
-            for (blk, t, find, hist) in cases {
+            for (blk, t, find, hist, copy) in cases {
                 b.switch_to_block(blk);
-                add_to_slot(b, header, ctx, v, t, hist, find, fref, done);
+                match copy {
+                    Some(word) => add_to_copy(b, ctx, v, word, hist, done),
+                    None => add_to_slot(b, header, ctx, v, t, hist, find, fref, done),
+                }
             }
             b.switch_to_block(done);
             b.ins().return_(&[]);
@@ -109,6 +118,47 @@ fn add_to_slot(
             .ins()
             .iadd_imm_s(at, (t.value_at() + 8 * stat::FIXED) as i64);
         b.ins().atomic_rmw(I64, mem(), AtomicRmwOp::Add, at, one);
+    }
+    b.ins().jump(done, &[]);
+}
+
+/// Adds `v` to the thread's own copy of a scalar statistic, at `word`
+/// of its block's `stats` (`layout::stat_copies`): plain loads and
+/// stores, as no other thread writes it (a signal handler's hit on the
+/// same thread is skipped before it gets here). A copy with count 0 takes
+/// `v` as its min and max. Jumps to `done`.
+fn add_to_copy(
+    b: &mut FunctionBuilder,
+    ctx: Value,
+    v: Value,
+    word: u64,
+    hist: HistSpec,
+    done: cranelift_codegen::ir::Block,
+) {
+    let at = |w: u64| (BLOCK_STATS + 8 * (word + w)) as i32;
+    let count = b.ins().load(I64, mem(), ctx, at(stat::COUNT));
+    let first = b.ins().icmp_imm_s(IntCC::Equal, count, 0);
+    let next = b.ins().iadd_imm_s(count, 1);
+    b.ins().store(mem(), next, ctx, at(stat::COUNT));
+    let sum = b.ins().load(I64, mem(), ctx, at(stat::SUM));
+    let sum = b.ins().iadd(sum, v);
+    b.ins().store(mem(), sum, ctx, at(stat::SUM));
+    for (w, beyond) in [
+        (stat::MIN, IntCC::SignedLessThan),
+        (stat::MAX, IntCC::SignedGreaterThan),
+    ] {
+        let old = b.ins().load(I64, mem(), ctx, at(w));
+        let better = b.ins().icmp(beyond, v, old);
+        let take = b.ins().bor(better, first);
+        let new = b.ins().select(take, v, old);
+        b.ins().store(mem(), new, ctx, at(w));
+    }
+    if let Some(i) = bucket(b, hist, v) {
+        let off = b.ins().ishl_imm_s(i, 3);
+        let slot = b.ins().iadd(ctx, off);
+        let n = b.ins().load(I64, mem(), slot, at(stat::FIXED));
+        let n = b.ins().iadd_imm_s(n, 1);
+        b.ins().store(mem(), n, slot, at(stat::FIXED));
     }
     b.ins().jump(done, &[]);
 }
