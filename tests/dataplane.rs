@@ -342,9 +342,24 @@ fn globals_only_added_to_are_counted_per_thread_exactly() {
     };
     // 4 threads x hot(0..49999); fork/vfork: add(0..1999) three times.
     let cases = [
-        (counting("hot"), format!("{ufuncs} threads 50000"), 200_000, 4 * 1_249_975_000i64),
-        (counting("add"), format!("{ufuncs} fork 2000"), 6000, 3 * 1_999_000),
-        (counting("add"), format!("{ufuncs} vfork 2000"), 6000, 3 * 1_999_000),
+        (
+            counting("hot"),
+            format!("{ufuncs} threads 50000"),
+            200_000,
+            4 * 1_249_975_000i64,
+        ),
+        (
+            counting("add"),
+            format!("{ufuncs} fork 2000"),
+            6000,
+            3 * 1_999_000,
+        ),
+        (
+            counting("add"),
+            format!("{ufuncs} vfork 2000"),
+            6000,
+            3 * 1_999_000,
+        ),
     ];
     for (script, cmd, hits, sum) in cases {
         let want = format!("{} {} {sum} {hits}", 5 + hits, 100 - 2 * hits);
@@ -355,7 +370,8 @@ fn globals_only_added_to_are_counted_per_thread_exactly() {
         assert_eq!(ours, Some(want.as_str()), "{cmd}: {}", a.stdout);
         assert_eq!(ours, theirs, "{cmd}: in process (left), tracer");
         assert!(
-            a.stderr.contains("utap: data plane: 3 global(s) counted per thread"),
+            a.stderr
+                .contains("utap: data plane: 3 global(s) counted per thread"),
             "{cmd}: {}",
             a.stderr
         );
@@ -384,7 +400,12 @@ fn an_mcount_call_at_the_entry_is_emulated() {
     assert_eq!(o.status, 0, "{}", o.stderr);
     assert_eq!(o.stdout, "450015000\n30000 450015000\n");
     let ([_, failed, _, entries, refused, _], [served, skipped, _]) = plane_counts(&o.stderr);
-    assert_eq!((failed, entries, refused, skipped), (0, 1, 0, 0), "{}", o.stderr);
+    assert_eq!(
+        (failed, entries, refused, skipped),
+        (0, 1, 0, 0),
+        "{}",
+        o.stderr
+    );
     assert_eq!(served, 60_000, "{}", o.stderr);
     if have("uftrace") {
         let data = dir.join("uftrace.data");

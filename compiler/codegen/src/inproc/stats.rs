@@ -19,7 +19,9 @@ use cranelift_codegen::ir::{AtomicRmwOp, FuncRef, InstBuilder, Value, types};
 use cranelift_frontend::{FunctionBuilder, Switch};
 use cranelift_module::FuncId;
 
-use utap_runtime::dataplane::layout::{BLOCK_STATS, RAISE_ARRAY_FULL, TableSpec, stat, stat_copies};
+use utap_runtime::dataplane::layout::{
+    BLOCK_STATS, RAISE_ARRAY_FULL, TableSpec, stat, stat_copies,
+};
 use utap_runtime::values::stats::{HIST_LOG_BUCKET0, HIST_LOG_BUCKETS, HistSpec};
 
 use super::{Runtime, count_contended, mem, raise};
