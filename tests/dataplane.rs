@@ -905,6 +905,9 @@ fn gate_session(args: &[&str], rounds: usize, sud: bool) -> Outcome {
     }
     signal(tracer.id() as i32, libc::SIGINT);
     let o = finish(tracer);
+    // utap returns to the shell after UTAP_DETACH_BUDGET_MS; the data plane
+    // is taken out before the last thread is let go.
+    assert_settled_untraced(pid, " after the session");
     assert_text_as_on_disk(pid);
     assert_eq!(gate_round(&mut stdin, &mut out), gate_done());
     drop(stdin);

@@ -58,6 +58,10 @@ const DISPATCH_OFF: u64 = 0;
 /// `SYS_USER_DISPATCH`, the `si_code` of its SIGSYS.
 const SYS_USER_DISPATCH: i32 = 2;
 
+/// The wait status of a `PTRACE_INTERRUPT` stop (`PTRACE_EVENT_STOP`
+/// with SIGTRAP).
+const INTERRUPT_STOP: i32 = 0x7f | (libc::SIGTRAP << 8) | (ptrace::EVENT_STOP << 16);
+
 /// `struct ptrace_sud_config`.
 #[repr(C)]
 struct SudConfig {
@@ -355,17 +359,24 @@ impl Tracer {
     /// deliver the SIGSYS at the release and kill the program. The signal
     /// is never delivered. False if it is not ours.
     pub(crate) fn on_dispatch_trap(&mut self, tid: Tid) -> bool {
-        let ours = self
-            .core
-            .threads
-            .get(&tid)
-            .is_some_and(|t| t.source == SyscallSource::Dispatch);
-        if !ours || !is_dispatch_trap(tid) {
+        if !is_dispatch_trap(tid) {
             return false;
         }
         let Ok(regs) = ptrace::get_regs(tid) else {
             return false;
         };
+        let armed = self
+            .core
+            .threads
+            .get(&tid)
+            .is_some_and(|t| t.source == SyscallSource::Dispatch);
+        if !armed {
+            // Trapped just before the quiesce disarmed the thread: never
+            // the program's to see (resumed from another stop later, the
+            // tracer's SIGSYS would kill it), so the call is made again,
+            // undispatched now.
+            return self.remake_call(tid, regs);
+        }
         // The kernel put the number back in rax.
         let nr = regs.rax;
         if let Some(plane) = self.core.dataplane.as_ref()
@@ -389,6 +400,23 @@ impl Tracer {
         }
         if let Some(p) = self.core.dataplane.as_mut() {
             p.counts.sud_let_through += 1;
+        }
+        self.finish_stop_pub(tid);
+        true
+    }
+
+    /// Sends `tid`, at a SUD SIGSYS stop with `regs`, back to its
+    /// `syscall` with the number in rax, the signal dropped.
+    fn remake_call(&mut self, tid: Tid, regs: crate::utrace::Regs) -> bool {
+        let mut r = regs;
+        r.rip = regs.rip.wrapping_sub(2);
+        r.orig_rax = u64::MAX;
+        if ptrace::set_regs(tid, &r).is_err() {
+            return false;
+        }
+        if let Some(t) = self.core.threads.get_mut(&tid) {
+            t.in_syscall = false;
+            t.pending_signal = None;
         }
         self.finish_stop_pub(tid);
         true
@@ -455,6 +483,29 @@ impl Tracer {
 }
 
 impl Core {
+    /// A thread held at its SUD SIGSYS stop (the trap came as the quiesce
+    /// held it) makes its call again instead, undispatched, and is
+    /// recorded as held at an interrupt: its stop may serve an injected
+    /// call, after which a detach passing on the stop's signal would send
+    /// the tracer's SIGSYS and kill the program.
+    fn drop_held_trap(&mut self, tid: Tid) {
+        let sigsys = ptrace::Status::SignalStop(crate::utrace::Signal(libc::SIGSYS));
+        let Some(held) = self.uprobes_held.iter_mut().find(|h| h.0 == tid) else {
+            return;
+        };
+        if ptrace::decode(held.1) != sigsys || !is_dispatch_trap(tid) {
+            return;
+        }
+        let Ok(mut r) = ptrace::get_regs(tid) else {
+            return;
+        };
+        r.rip = r.rip.wrapping_sub(2);
+        r.orig_rax = u64::MAX;
+        if ptrace::set_regs(tid, &r).is_ok() {
+            held.1 = INTERRUPT_STOP;
+        }
+    }
+
     /// At the quiesce (every thread of `pid` held): SUD off in each, its
     /// selector ALLOW.
     pub(crate) fn dataplane_disarm(&mut self, pid: Tid) {
@@ -464,7 +515,13 @@ impl Core {
         let Some(keeper) = plane.keeper else {
             return;
         };
-        for tid in self.threads_of(pid) {
+        let blocks: Vec<(Tid, Option<u64>)> = self
+            .threads_of(pid)
+            .into_iter()
+            .map(|t| (t, plane.block_addr(t)))
+            .collect();
+        for (tid, block) in blocks {
+            self.drop_held_trap(tid);
             let armed = self
                 .threads
                 .get(&tid)
@@ -472,7 +529,7 @@ impl Core {
             if !armed {
                 continue;
             }
-            if let Some(block) = plane.block_addr(tid) {
+            if let Some(block) = block {
                 set_selector(block, keeper, false);
             }
             disarm(tid);
