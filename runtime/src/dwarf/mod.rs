@@ -13,11 +13,14 @@
 //!   Plans are registered here and found by number by the runtime builtins
 //!   (`__dwarf_long`, `__dwarf_string`): no DWARF is parsed on the hit path.
 //!
+//! * [`tls`]: a shared library's thread-local block, through the DTV.
+//!
 //! Debug files are read once per utap run and kept for its lifetime
 //! ([`debug_info`] caches them by path).
 
 pub mod plan;
 pub mod read;
+pub mod tls;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
