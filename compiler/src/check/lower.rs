@@ -999,7 +999,13 @@ impl<'l> Lowerer<'l> {
                         ast::IncDecOp::Dec => Update::Sub,
                     };
                     let one = mk(ExprKind::Long(1), Type::Long, span);
-                    return self.dwarf_write(DwarfWrite::Update(update, !*prefix), t, one, span, body);
+                    return self.dwarf_write(
+                        DwarfWrite::Update(update, !*prefix),
+                        t,
+                        one,
+                        span,
+                        body,
+                    );
                 }
                 let Some((lv, t)) = self.lower_lvalue(target, body) else {
                     return bad(span);

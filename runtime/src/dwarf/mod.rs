@@ -33,8 +33,8 @@ pub use read::{DebugInfo, Function, Variable};
 /// The debug information of `path` (an executable or library), read on
 /// first use; `Err` says which debug files were looked for.
 pub fn debug_info(path: &str) -> Result<Arc<DebugInfo>, String> {
-    static CACHE: OnceLock<Mutex<HashMap<String, Result<Arc<DebugInfo>, String>>>> =
-        OnceLock::new();
+    type Loaded = Result<Arc<DebugInfo>, String>;
+    static CACHE: OnceLock<Mutex<HashMap<String, Loaded>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     if let Some(found) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(path) {
         return found.clone();

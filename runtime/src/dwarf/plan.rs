@@ -363,8 +363,7 @@ impl<'a> Scope<'a> {
         let v = self.var(name).ok_or_else(|| self.not_found(name))?;
         let (chain, _) = self.walk(&v, comps)?;
         let shown = self.shown(name, comps);
-        let in_memory =
-            matches!(chain.loc, Loc::Memory(_)) || chain.steps.iter().any(|s| *s == Step::Deref);
+        let in_memory = matches!(chain.loc, Loc::Memory(_)) || chain.steps.contains(&Step::Deref);
         if !in_memory {
             return Err(plan_err(format!(
                 "'{shown}' is in a register here: it has no address"
@@ -697,10 +696,12 @@ impl<'a> Scope<'a> {
     fn needs_entry_value(&self, v: &Variable) -> bool {
         let expr = match &v.location {
             VarLocation::Expr(e) => e.as_slice(),
-            VarLocation::List(l) => match l.iter().find(|(lo, hi, _)| *lo <= self.pc && self.pc < *hi) {
-                Some((_, _, e)) => e.as_slice(),
-                None => return false,
-            },
+            VarLocation::List(l) => {
+                match l.iter().find(|(lo, hi, _)| *lo <= self.pc && self.pc < *hi) {
+                    Some((_, _, e)) => e.as_slice(),
+                    None => return false,
+                }
+            }
             VarLocation::None => return false,
         };
         let enc = self.info.encoding(self.function);

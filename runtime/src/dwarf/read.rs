@@ -705,7 +705,10 @@ impl DebugInfo {
         if let Some(r) = t
             && r.ptr > 0
         {
-            return TypeKind::Pointer(Some(TypeRef { ptr: r.ptr - 1, ..r }));
+            return TypeKind::Pointer(Some(TypeRef {
+                ptr: r.ptr - 1,
+                ..r
+            }));
         }
         let Some(t) = self.strip(t) else {
             return TypeKind::Void;
@@ -897,7 +900,10 @@ impl DebugInfo {
             return "?".into();
         }
         if r.ptr > 0 {
-            let to = TypeRef { ptr: r.ptr - 1, ..r };
+            let to = TypeRef {
+                ptr: r.ptr - 1,
+                ..r
+            };
             return format!("{}*", self.type_name_depth(Some(to), depth + 1));
         }
         let Ok(e) = self.units[r.unit].entry(UnitOffset(r.offset)) else {

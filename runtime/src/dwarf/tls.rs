@@ -106,9 +106,9 @@ impl std::fmt::Display for TlsError {
                 "cannot find the library's thread-local block: no {what} in the process"
             ),
             TlsError::Fault(a) => write!(f, "read fault [man error::fault] at {a:#x}"),
-            TlsError::Unallocated => f.write_str(
-                "the library's thread-local block is not allocated in this thread yet",
-            ),
+            TlsError::Unallocated => {
+                f.write_str("the library's thread-local block is not allocated in this thread yet")
+            }
         }
     }
 }
