@@ -234,3 +234,27 @@ probe process("EXE").function("scale").return { println("return ", $x, " ", $ret
         "{err}"
     );
 }
+
+#[test]
+fn pretty_suffixes_after_an_index_or_an_operator() {
+    // SystemTap's parser takes a separate `$`/`$$` token after `]` and
+    // `)` (parse_target_symbol_components: "$foo[i]$ and @cast(...)$").
+    let script = r#"
+probe process("EXE").function("pick") {
+    println($b->m[1]$, " ", @var("table")[2]$, " ", @var("names")$, " ", @var("cube")[1][2] $$)
+}
+probe process("EXE").function("chase") {
+    println(@cast($pp, "struct cell *")$, " ", @cast($name, "char *")$)
+}
+"#;
+    let (out, own) = trace("dwarf_corners", script, &[]);
+    assert_eq!(own, OWN);
+    assert_eq!(out.len(), 2, "{out:?}");
+    assert_eq!(out[0], r#"[8, ...] [20, ...] "ant" [120, ...]"#);
+    // The head cell: its `next` is a pointer (an address) one level down.
+    assert!(
+        out[1].starts_with(r#"{.v=1, .label="head", .next=0x"#) && out[1].ends_with(r#"} "xyz""#),
+        "{}",
+        out[1]
+    );
+}
