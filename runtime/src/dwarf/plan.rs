@@ -350,6 +350,14 @@ impl<'a> Scope<'a> {
         self.vars.iter().rev().find(|v| v.name == name).cloned()
     }
 
+    /// Whether `$name` is here an entry value that cannot be read at this
+    /// pc (`DW_OP_entry_value` away from the function's entry): SystemTap
+    /// records such a value with an extra probe at the entry.
+    pub fn entry_valued(&self, name: &str) -> bool {
+        self.var(name)
+            .is_some_and(|v| self.location(&v) == Loc::Unavailable && self.needs_entry_value(&v))
+    }
+
     /// `$name` with components: a number.
     pub fn long(&self, name: &str, comps: &[Comp]) -> Result<Chain, PlanError> {
         let v = self.var(name).ok_or_else(|| self.not_found(name))?;
