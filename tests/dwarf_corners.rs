@@ -4,7 +4,9 @@
 //! (`$b->m[1][2]`, `@var("cube")[1][2][3]`, computed indexes, SystemTap's
 //! `[first, ...]` pretty form), `@cast` to pointer types, compound writes
 //! under `-g` (`+=`, `++`...), a shared library's `__thread` variable
-//! (through the DTV) in two threads, and `DW_OP_entry_value` parameters.
+//! (through the DTV) in two threads, `DW_OP_entry_value` parameters (read
+//! at entry, and recorded there for a statement deeper in), and `$`
+//! suffixes after an index or on `@var`/`@cast`.
 //! The expected values are the ones the fixtures compute and print
 //! themselves (their own lines are checked too).
 
@@ -25,9 +27,20 @@ const OWN: [&str; 6] = [
 /// Runs `script` (EXE and LIB replaced by the fixture's paths) over
 /// `exe` with `args`; (the script's lines, the program's lines).
 fn trace(exe: &str, script: &str, args: &[&str]) -> (Vec<String>, Vec<String>) {
+    trace_with(exe, script, args, "")
+}
+
+/// [`trace`] with the program's arguments.
+fn trace_with(
+    exe: &str,
+    script: &str,
+    args: &[&str],
+    prog_args: &str,
+) -> (Vec<String>, Vec<String>) {
     let path = fixture(exe);
+    let command = format!("{path} {prog_args}");
     let mut all = args.to_vec();
-    all.extend(["-c", &path]);
+    all.extend(["-c", command.trim_end()]);
     let script = script
         .replace("EXE", &path)
         .replace("LIB", &fixture("libcorners.so"));
@@ -205,27 +218,31 @@ probe process("LIB").function("lib_touch") { if (tid() != pid()) @var("lib_tls")
 }
 
 #[test]
-fn entry_values_are_read_at_entry_and_refused_deeper_in() {
+fn entry_values_are_read_at_entry_and_recorded_there_for_statements() {
     let script = r#"
 probe process("EXE").function("scale") { println("entry ", $x, " ", $unused, " ", $$parms) }
-probe process("EXE").statement("scale@entry.c:17") { println("line17 ", $$parms, " ", @defined($x)) }
+probe process("EXE").statement("scale@entry.c:17") {
+    println("line17 ", $x, " ", $x * 2, " ", $unused, " ", @defined($x), " ", $$parms)
+}
 probe process("EXE").function("scale").return { println("return ", $x, " ", $return) }
 "#;
-    let (out, own) = trace("dwarf_entry", script, &[]);
-    assert_eq!(own, ["scale 7 96"]);
+    let (out, own) = trace_with("dwarf_entry", script, &[], "12");
+    assert_eq!(own, ["scale 12 156"]);
     assert_eq!(
         out,
         [
-            "entry 7 14 x=0x7 unused=0xe",
+            "entry 12 24 x=0xc unused=0x18",
             // After the first call x is DW_OP_entry_value(DW_OP_reg5):
-            // not known here, `?` as for any value utap cannot read.
-            "line17 x=? unused=0xe 0",
-            "return 7 96",
+            // `$x` is the value recorded at scale's entry (SystemTap's
+            // extra entry probe); `$$parms` still cannot read it.
+            "line17 12 24 24 1 x=? unused=0x18",
+            "return 12 156",
         ]
     );
+    // Pretty-printed, it is SystemTap's error.
     let err = refused(
         "dwarf_entry",
-        r#"probe process("EXE").statement("scale@entry.c:17") { println($x) }"#,
+        r#"probe process("EXE").statement("scale@entry.c:17") { println($x$) }"#,
         &[],
     );
     assert!(
