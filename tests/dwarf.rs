@@ -92,8 +92,9 @@ probe process("EXE").function("greet") { println($who$, " ", $times, " ", user_s
         [
             r#""square" 3 -4 20 3 113 100 2"#,
             "1;2;3;4;",
-            r#"{.name="square", .origin={.x=3, .y=-4}, .corner={.x=10, .y=20}, .sides=[1, 2, 3, 4], .kind='q', .area=100}"#,
-            "{.x=10, .y=20} [1, 2, 3, 4]",
+            r#"{.name="square", .origin={.x=3, .y=-4}, .corner={.x=10, .y=20}, .sides=[1, ...], .kind='q', .area=100}"#,
+            // SystemTap prints an array's first element (recurse_array).
+            "{.x=10, .y=20} [1, ...]",
             "x-",
             r#""world" 3 world"#,
         ]

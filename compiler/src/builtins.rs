@@ -124,6 +124,9 @@ pub static BUILTINS: &[Builtin] = &[
     // `$var = v` under -g: plan number, value, the plan's two values.
     f("__dwarf_set", &[L, L, L, L], &[], L, false, true, ""),
     ctx("__dwarf_string", &[L, L, L], &[], S, ""),
+    // `$var += v`, `$var++` under -g: plan number, operator, value, the
+    // plan's two values.
+    f("__dwarf_update", &[L, L, L, L, L], &[], L, false, true, ""),
     pure("__fork_flags", &[L], &[], S, ""),
     ctx("__get_argv", &[L, L], &[], S, ""),
     // `$value .= s` and `$value = s` in `probe prometheus` (check::lower).

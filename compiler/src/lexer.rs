@@ -110,6 +110,10 @@ pub enum Tok {
     #[regex(r"\$[A-Za-z_$][A-Za-z0-9_$]*", |lex| lex.slice()[1..].to_string())]
     #[token("$", |_| String::new())]
     Target(String),
+    /// A `$` or `$$` right after `]` or `)`: the pretty-printing suffix
+    /// of `$a[1]$` and `@cast(p, "T")$` (SystemTap's separate `$`
+    /// token; made by the layout pass from a `Target` of dollars only).
+    Pretty(u8),
     /// `@count`, `@cast`, ... (without the `@`).
     #[regex(r"@[A-Za-z_][A-Za-z0-9_$]*", |lex| lex.slice()[1..].to_string())]
     AtWord(String),
@@ -606,6 +610,7 @@ impl fmt::Display for Tok {
             Tok::Ident(s) => write!(f, "identifier '{s}'"),
             Tok::Component(s) => write!(f, "probe point component '{s}'"),
             Tok::Target(s) => write!(f, "target variable '${s}'"),
+            Tok::Pretty(n) => write!(f, "'{}'", "$".repeat(*n as usize)),
             Tok::AtWord(s) => write!(f, "'@{s}'"),
             Tok::Num(n) => write!(f, "number '{n}'"),
             Tok::Str(s) => write!(f, "string \"{}\"", s.escape_default()),

@@ -428,6 +428,8 @@ pub struct Ctx {
 pub enum Suffix {
     Field(String, usize, usize),
     Index(Box<Expr>),
+    /// A `$`/`$$` after `]` or `)` (`$a[1]$`, `@cast(p, "T")$`).
+    Pretty(u8, usize, usize),
 }
 
 /// An operand of a binary-operator chain: a unary expression, or the
@@ -1069,6 +1071,16 @@ impl Ctx {
                     comps.push(TargetComp::Field(f));
                 }
                 Suffix::Index(e) => comps.push(TargetComp::Index(e)),
+                Suffix::Pretty(n, pl, pr) => {
+                    if i != last {
+                        return Err(user(
+                            "-> and [ are not accepted for a pretty-printing variable",
+                            pl,
+                            pr,
+                        ));
+                    }
+                    *pretty = n;
+                }
             }
         }
         Ok(comps)

@@ -110,7 +110,7 @@ pub fn sites_of(kinds: &[&PointKind]) -> Option<DwarfSites> {
             .filter(|s| s.func)
         {
             let pc = match (*offset, fp.returning) {
-                (0, false) => dwarf::entry_pc(&image, s.addr),
+                (0, false) => dwarf::entry_pc(image, s.addr),
                 _ => s.addr.wrapping_add(*offset),
             };
             if out
@@ -178,10 +178,7 @@ pub fn plan(sites: &DwarfSites, want: &Want) -> Result<i64, PlanError> {
 fn stored_chain(c: utap_runtime::dwarf::Chain, name: &str) -> Result<dwarf::Chain, PlanError> {
     use utap_runtime::dwarf::plan::{Final, Loc};
     let in_register = matches!(c.loc, Loc::Register(_) | Loc::Value(_) | Loc::Pieces(_))
-        && !c
-            .steps
-            .iter()
-            .any(|s| *s == utap_runtime::dwarf::Step::Deref);
+        && !c.steps.contains(&utap_runtime::dwarf::Step::Deref);
     if in_register {
         return Err(PlanError {
             message: format!(

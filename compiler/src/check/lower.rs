@@ -17,6 +17,16 @@ use crate::ast::{self, FileId, Span};
 use crate::ast::{AssignOp, BinOp, UnOp};
 use crate::builtins;
 use crate::program::*;
+use utap_runtime::dwarf::plan::{UPDATE_POSTFIX, Update};
+
+/// What a write to a DWARF target variable does.
+#[derive(Clone, Copy)]
+enum DwarfWrite {
+    /// `$var = v`.
+    Set,
+    /// `$var OP= v`, `++`, `--` (postfix: the value is the old one).
+    Update(Update, bool),
+}
 
 /// Where a function or global declaration came from.
 pub struct FuncDecl {
@@ -981,6 +991,22 @@ impl<'l> Lowerer<'l> {
                 )
             }
             ast::ExprKind::IncDec { op, prefix, target } => {
+                if let ast::ExprKind::Target(t) = &target.kind
+                    && self.wants_dwarf(t, body)
+                {
+                    let update = match op {
+                        ast::IncDecOp::Inc => Update::Add,
+                        ast::IncDecOp::Dec => Update::Sub,
+                    };
+                    let one = mk(ExprKind::Long(1), Type::Long, span);
+                    return self.dwarf_write(
+                        DwarfWrite::Update(update, !*prefix),
+                        t,
+                        one,
+                        span,
+                        body,
+                    );
+                }
                 let Some((lv, t)) = self.lower_lvalue(target, body) else {
                     return bad(span);
                 };
@@ -1775,7 +1801,8 @@ impl<'l> Lowerer<'l> {
         }
     }
 
-    /// `$var = value` under -g: stored where the variable lives.
+    /// `$var = value` and `$var OP= value` under -g: stored where the
+    /// variable lives.
     fn lower_dwarf_store(
         &mut self,
         op: AssignOp,
@@ -1784,9 +1811,50 @@ impl<'l> Lowerer<'l> {
         span: Span,
         body: &mut Body,
     ) -> Lowered {
-        use utap_runtime::dwarf::Comp;
         let (v, tv) = self.lower_expr(value, body);
         self.unify(tv, LONG, value.span);
+        let write = match op {
+            AssignOp::Assign => Some(DwarfWrite::Set),
+            AssignOp::Add => Some(DwarfWrite::Update(Update::Add, false)),
+            AssignOp::Sub => Some(DwarfWrite::Update(Update::Sub, false)),
+            AssignOp::Mul => Some(DwarfWrite::Update(Update::Mul, false)),
+            AssignOp::Div => Some(DwarfWrite::Update(Update::Div, false)),
+            AssignOp::Mod => Some(DwarfWrite::Update(Update::Mod, false)),
+            AssignOp::Shl => Some(DwarfWrite::Update(Update::Shl, false)),
+            AssignOp::Shr => Some(DwarfWrite::Update(Update::Shr, false)),
+            AssignOp::BitAnd => Some(DwarfWrite::Update(Update::And, false)),
+            AssignOp::BitOr => Some(DwarfWrite::Update(Update::Or, false)),
+            AssignOp::BitXor => Some(DwarfWrite::Update(Update::Xor, false)),
+            AssignOp::Concat | AssignOp::Stat => None,
+        };
+        let text = if op == AssignOp::Concat { ".=" } else { "<<<" };
+        match write {
+            Some(w) => self.dwarf_write(w, t, v, span, body),
+            None => {
+                let dollar = match t.name.starts_with('@') {
+                    true => t.name.clone(),
+                    false => format!("${}", t.name),
+                };
+                self.err(
+                    SemError::new(span, format!("'{dollar}' is a number: it cannot take {text}"))
+                        .label("target variables take =, +=, -=, *=, /=, %=, <<=, >>=, &=, |=, ^=, ++ and --"),
+                );
+                bad(span)
+            }
+        }
+    }
+
+    /// A write to a target variable (`-g` only): `__dwarf_set` for `=`,
+    /// `__dwarf_update` (read, compute, write back) for the others.
+    fn dwarf_write(
+        &mut self,
+        write: DwarfWrite,
+        t: &ast::TargetVar,
+        v: Expr,
+        span: Span,
+        body: &mut Body,
+    ) -> Lowered {
+        use utap_runtime::dwarf::Comp;
         let sites = body.dwarf.clone().expect("checked by wants_dwarf");
         let dollar = match t.name.starts_with('@') {
             true => t.name.clone(),
@@ -1800,9 +1868,9 @@ impl<'l> Lowerer<'l> {
             );
             return bad(span);
         }
-        if op != AssignOp::Assign || t.pretty > 0 || t.name.starts_with('$') {
+        if t.pretty > 0 || t.name.starts_with('$') {
             self.err(
-                SemError::new(span, format!("'{dollar}' can only be assigned with ="))
+                SemError::new(span, format!("'{dollar}' cannot be written"))
                     .label("utap stores a number into a target variable"),
             );
             return bad(span);
@@ -1834,13 +1902,17 @@ impl<'l> Lowerer<'l> {
         while idx.len() < 2 {
             idx.push(mk(ExprKind::Long(0), Type::Long, span));
         }
-        let mut args = vec![mk(ExprKind::Long(id), Type::Long, span), v];
-        args.extend(idx);
-        let e = ExprKind::Builtin {
-            name: "__dwarf_set",
-            args,
+        let plan = mk(ExprKind::Long(id), Type::Long, span);
+        let (name, mut args) = match write {
+            DwarfWrite::Set => ("__dwarf_set", vec![plan, v]),
+            DwarfWrite::Update(u, postfix) => {
+                let code = u.code() | if postfix { UPDATE_POSTFIX } else { 0 };
+                let op = mk(ExprKind::Long(code), Type::Long, span);
+                ("__dwarf_update", vec![plan, op, v])
+            }
         };
-        (mk(e, Type::Long, span), LONG)
+        args.extend(idx);
+        (mk(ExprKind::Builtin { name, args }, Type::Long, span), LONG)
     }
 
     fn lower_target(

@@ -18,6 +18,7 @@ pub mod alias;
 pub mod catalogue;
 pub mod dump;
 pub mod dwarf;
+pub mod dwarf_entry;
 pub mod elide;
 pub mod entry;
 pub mod error;
@@ -110,6 +111,7 @@ pub fn check_with_library(
     dwarf::set_target_exe(opts.target_exe.clone());
     let mut entry_notes = Vec::new();
     let mut entry_errors = entry::split(&mut script, map, ids, &mut entry_notes);
+    entry_errors.extend(dwarf_entry::record(&mut script, map, ids));
     entry_errors.extend(overload::resolve(&mut script, map, ids));
     let mut loader = Loader {
         parse: ParseOptions {

@@ -48,6 +48,7 @@ pub fn laid_out<I: IntoIterator<Item = Token>>(tokens: I) -> LaidOut<I::IntoIter
         },
         input: tokens.into_iter().peekable(),
         after_arrow: false,
+        after_close: false,
         done: false,
     }
 }
@@ -57,6 +58,8 @@ pub struct LaidOut<I: Iterator<Item = Token>> {
     pass: Layout,
     input: Peekable<I>,
     after_arrow: bool,
+    /// The last token was `]` or `)`: a `$`/`$$` now is a pretty suffix.
+    after_close: bool,
     /// A limit was exceeded: nothing follows the error token.
     done: bool,
 }
@@ -99,6 +102,14 @@ impl<I: Iterator<Item = Token>> LaidOut<I> {
             t.tok = Tok::Ident(k.to_string());
         }
         self.after_arrow = matches!(t.tok, Tok::Arrow);
+        if let Tok::Target(s) = &t.tok
+            && self.after_close
+            && (1..=2).contains(&(s.len() + 1))
+            && s.bytes().all(|b| b == b'$')
+        {
+            t.tok = Tok::Pretty(s.len() as u8 + 1);
+        }
+        self.after_close = matches!(t.tok, Tok::RBracket | Tok::RParen);
         if let Some(limit) = pass.over_limit(&t) {
             pass.out.push_back(Token {
                 tok: Tok::Error(Box::new(LexError {
@@ -387,6 +398,7 @@ impl Layout {
                     Tok::PlusPlus | Tok::MinusMinus => crement,
                     Tok::LParen => call.is_some(),
                     Tok::LBracket => index,
+                    Tok::Pretty(_) => true,
                     Tok::Semi => {
                         self.prev = Prev::StmtStart;
                         self.out.push_back(t);
@@ -412,6 +424,14 @@ impl Layout {
                     }
                     Tok::LBracket => self.frames.push(Frame::Bracket(prefixed)),
                     Tok::Arrow => self.prev = Prev::Member { prefixed },
+                    Tok::Pretty(_) => {
+                        self.prev = Prev::OperandEnd {
+                            crement: false,
+                            call: None,
+                            index: false,
+                            prefixed,
+                        }
+                    }
                     _ => self.prev = Prev::Operand { prefixed: false },
                 }
                 self.out.push_back(t);
@@ -632,6 +652,7 @@ mod tests {
                 Tok::Num(n) => n.to_string(),
                 Tok::Str(s) => format!("{s:?}"),
                 Tok::Target(s) => format!("${s}"),
+                Tok::Pretty(n) => format!("<{}>", "$".repeat(*n as usize)),
                 other => other
                     .keyword()
                     .or(other.operator())
@@ -663,6 +684,24 @@ mod tests {
         assert_eq!(
             shown("probe p { try { } catch (e) { } x }"),
             "probe <p> { | try { } catch ( e ) { } | x }"
+        );
+    }
+
+    #[test]
+    fn a_dollar_after_a_bracket_or_paren_is_a_pretty_suffix() {
+        assert_eq!(
+            shown("probe p { x = $a[1]$ $b $c[0] $$ }"),
+            "probe <p> { | x = $a [ 1 ] <$> | $b | $c [ 0 ] <$$> }"
+        );
+        assert_eq!(
+            shown("probe p { print(@cast(q, \"T\")$) }"),
+            // (`shown` writes `@cast` as `?`.)
+            "probe <p> { | print ( ? ( q , \"T\" ) <$> ) }"
+        );
+        // Not after anything else, and `$$vars` stays a variable.
+        assert_eq!(
+            shown("probe p { f() $$vars $ }"),
+            "probe <p> { | f ( ) | $$vars | $ }"
         );
     }
 

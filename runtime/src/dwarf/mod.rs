@@ -13,11 +13,14 @@
 //!   Plans are registered here and found by number by the runtime builtins
 //!   (`__dwarf_long`, `__dwarf_string`): no DWARF is parsed on the hit path.
 //!
+//! * [`tls`]: a shared library's thread-local block, through the DTV.
+//!
 //! Debug files are read once per utap run and kept for its lifetime
 //! ([`debug_info`] caches them by path).
 
 pub mod plan;
 pub mod read;
+pub mod tls;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -30,8 +33,8 @@ pub use read::{DebugInfo, Function, Variable};
 /// The debug information of `path` (an executable or library), read on
 /// first use; `Err` says which debug files were looked for.
 pub fn debug_info(path: &str) -> Result<Arc<DebugInfo>, String> {
-    static CACHE: OnceLock<Mutex<HashMap<String, Result<Arc<DebugInfo>, String>>>> =
-        OnceLock::new();
+    type Loaded = Result<Arc<DebugInfo>, String>;
+    static CACHE: OnceLock<Mutex<HashMap<String, Loaded>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     if let Some(found) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(path) {
         return found.clone();

@@ -37,6 +37,9 @@ pub enum Op {
     /// The top is an offset in the program's TLS block, which ends at the
     /// thread pointer (`fs_base`) and is this many bytes long.
     Tls(u64),
+    /// The top is an offset in the probed library's TLS block (found
+    /// through the thread's DTV, see [`super::tls`]).
+    ModuleTls,
 }
 
 /// Where a variable is at one pc.
@@ -130,11 +133,10 @@ pub enum Shape {
     /// shows `$ptr$` as the structure it points to).
     Deref(Box<Shape>),
     Struct(Vec<(String, i64, Shape)>),
-    Array {
-        elem: Box<Shape>,
-        count: u64,
-        stride: i64,
-    },
+    /// An array as SystemTap prints it: its first element, `[1, ...]`.
+    Array(Box<Shape>),
+    /// A `char` array: the string at its start, quoted.
+    Chars,
     /// A nested struct (`{...}`) or array (`[...]`) left out by `$`.
     Elided(&'static str),
     /// Floating point and other values shown as `?`.
@@ -194,6 +196,69 @@ impl Access {
             .find(|(p, at, _)| p == path && *at == pc)
             .map(|(_, _, s)| s)
             .or(self.any.as_ref())
+    }
+}
+
+/// The operator of a compound write to a target variable (`$var += v`,
+/// `$var++`), numbered for `__dwarf_update`'s argument. SystemTap refuses
+/// these ("Only the following assign operator is implemented on target
+/// variables:  ="); utap reads, computes and writes back under `-g`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Update {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Shl,
+    Shr,
+    And,
+    Or,
+    Xor,
+}
+
+/// Added to an [`Update`]'s code when the expression's value is the old
+/// one (`$var++`, `$var--`).
+pub const UPDATE_POSTFIX: i64 = 0x100;
+
+impl Update {
+    const ALL: [Update; 10] = [
+        Update::Add,
+        Update::Sub,
+        Update::Mul,
+        Update::Div,
+        Update::Mod,
+        Update::Shl,
+        Update::Shr,
+        Update::And,
+        Update::Or,
+        Update::Xor,
+    ];
+
+    pub fn code(self) -> i64 {
+        Update::ALL.iter().position(|u| *u == self).unwrap_or(0) as i64
+    }
+
+    pub fn from_code(code: i64) -> Option<Update> {
+        Update::ALL.get(usize::try_from(code).ok()?).copied()
+    }
+
+    /// `old OP v` with the script's integer semantics (wrapping, `/` and
+    /// `%` by zero an error, clamped shifts).
+    pub fn apply(self, old: i64, v: i64) -> Result<i64, crate::values::arith::DivisionByZero> {
+        use crate::values::arith;
+        Ok(match self {
+            Update::Add => old.wrapping_add(v),
+            Update::Sub => old.wrapping_sub(v),
+            Update::Mul => old.wrapping_mul(v),
+            Update::Div => arith::div(old, v)?,
+            Update::Mod => arith::rem(old, v)?,
+            Update::Shl => arith::shl(old, v),
+            Update::Shr => arith::shr(old, v),
+            Update::And => old & v,
+            Update::Or => old | v,
+            Update::Xor => old ^ v,
+        })
     }
 }
 
@@ -285,6 +350,14 @@ impl<'a> Scope<'a> {
         self.vars.iter().rev().find(|v| v.name == name).cloned()
     }
 
+    /// Whether `$name` is here an entry value that cannot be read at this
+    /// pc (`DW_OP_entry_value` away from the function's entry): SystemTap
+    /// records such a value with an extra probe at the entry.
+    pub fn entry_valued(&self, name: &str) -> bool {
+        self.var(name)
+            .is_some_and(|v| self.location(&v) == Loc::Unavailable && self.needs_entry_value(&v))
+    }
+
     /// `$name` with components: a number.
     pub fn long(&self, name: &str, comps: &[Comp]) -> Result<Chain, PlanError> {
         let v = self.var(name).ok_or_else(|| self.not_found(name))?;
@@ -298,8 +371,7 @@ impl<'a> Scope<'a> {
         let v = self.var(name).ok_or_else(|| self.not_found(name))?;
         let (chain, _) = self.walk(&v, comps)?;
         let shown = self.shown(name, comps);
-        let in_memory =
-            matches!(chain.loc, Loc::Memory(_)) || chain.steps.iter().any(|s| *s == Step::Deref);
+        let in_memory = matches!(chain.loc, Loc::Memory(_)) || chain.steps.contains(&Step::Deref);
         if !in_memory {
             return Err(plan_err(format!(
                 "'{shown}' is in a register here: it has no address"
@@ -337,20 +409,20 @@ impl<'a> Scope<'a> {
     }
 
     /// The type `@cast` names, as the place's type (the address points to
-    /// it); `"T *"` names a pointer, read at the address.
+    /// it). `"T *"` names a pointer (SystemTap's `@cast(pp, "struct s
+    /// *")->f` reads the pointer at `pp` and follows it once), made here
+    /// when the DWARF has no such pointer type.
     fn cast_start(&self, type_name: &str) -> Result<(Option<TypeRef>, String), PlanError> {
         let bare = type_name.trim_end_matches(['*', ' ']);
-        let ty = self.info.type_named(bare).ok_or_else(|| PlanError {
+        let mut ty = self.info.type_named(bare).ok_or_else(|| PlanError {
             message: format!(
                 "type definition '{type_name}' not found in {}",
                 self.info.path
             ),
             help: Some("name a struct, union or typedef of the module (\"struct point\")".into()),
         })?;
-        if bare.len() != type_name.trim_end().len() {
-            return Err(plan_err(format!(
-                "@cast to a pointer type '{type_name}' is not supported by utap"
-            )));
+        for _ in type_name[bare.len()..].matches('*') {
+            ty = ty.pointer();
         }
         Ok((Some(ty), format!("@cast(.., \"{type_name}\")")))
     }
@@ -497,6 +569,20 @@ impl<'a> Scope<'a> {
     /// The variable's location then the components' steps.
     fn walk(&self, v: &Variable, comps: &[Comp]) -> Result<(Chain, Option<TypeRef>), PlanError> {
         let loc = self.location(v);
+        if loc == Loc::Unavailable && self.needs_entry_value(v) {
+            // SystemTap's loc2stap text for an entry value it cannot find.
+            return Err(PlanError {
+                message: format!(
+                    "'{}' at pc {:#x}: DW_OP entry_value unable to resolve value",
+                    self.shown(&v.name, &[]),
+                    self.pc
+                ),
+                help: Some(format!(
+                    "here its value is the one it had on entry to '{}', which utap knows only at the function's entry: read it in a .function probe (or @entry in .return)",
+                    self.function.name
+                )),
+            });
+        }
         if loc == Loc::Unavailable {
             return Err(PlanError {
                 message: format!(
@@ -560,15 +646,14 @@ impl<'a> Scope<'a> {
                             (to, self.info.size_of(to) as i64)
                         }
                         TypeKind::Array { elem, dims } => {
-                            // Inner dimensions make the stride.
+                            // Inner dimensions make the stride; indexing
+                            // `int[3][4]` gives a row, `int[4]`.
                             let inner: u64 = dims.iter().skip(1).map(|d| d.unwrap_or(0)).product();
                             let stride = (self.info.size_of(elem) * inner.max(1)) as i64;
-                            if dims.len() > 1 {
-                                return Err(plan_err(format!(
-                                    "'{shown}': multi-dimensional arrays are not supported"
-                                )));
+                            match dims.len() {
+                                0 | 1 => (elem, stride),
+                                _ => (self.info.row(ty), stride),
                             }
-                            (elem, stride)
                         }
                         _ => {
                             return Err(plan_err(format!(
@@ -612,6 +697,31 @@ impl<'a> Scope<'a> {
             VarLocation::None => return Loc::Unavailable,
         };
         self.translate(expr, true).unwrap_or(Loc::Unavailable)
+    }
+
+    /// Whether the variable's expression at this pc uses
+    /// `DW_OP_entry_value` (or GNU's 0xf3).
+    fn needs_entry_value(&self, v: &Variable) -> bool {
+        let expr = match &v.location {
+            VarLocation::Expr(e) => e.as_slice(),
+            VarLocation::List(l) => {
+                match l.iter().find(|(lo, hi, _)| *lo <= self.pc && self.pc < *hi) {
+                    Some((_, _, e)) => e.as_slice(),
+                    None => return false,
+                }
+            }
+            VarLocation::None => return false,
+        };
+        let enc = self.info.encoding(self.function);
+        let mut input = EndianSlice::new(expr, LittleEndian);
+        while !input.is_empty() {
+            match Operation::parse(&mut input, enc) {
+                Ok(Operation::EntryValue { .. }) => return true,
+                Ok(_) => {}
+                Err(_) => return false,
+            }
+        }
+        false
     }
 
     /// A DWARF expression as a program; `None` for what is not handled
@@ -665,7 +775,10 @@ impl<'a> Scope<'a> {
                     ops.extend([Op::Reg(r), Op::PlusConst(off)]);
                 }
                 Operation::Address { address } => ops.push(Op::Addr(address)),
-                Operation::TLS => ops.push(Op::Tls(self.info.tls_block?)),
+                Operation::TLS => ops.push(match self.info.tls_block {
+                    Some(block) => Op::Tls(block),
+                    None => Op::ModuleTls,
+                }),
                 Operation::UnsignedConstant { value } => ops.push(Op::Const(value as i64)),
                 Operation::SignedConstant { value } => ops.push(Op::Const(value)),
                 Operation::PlusConstant { value } => ops.push(Op::PlusConst(value as i64)),
@@ -676,6 +789,19 @@ impl<'a> Scope<'a> {
                 Operation::Deref {
                     size, space: false, ..
                 } => ops.push(Op::Deref(size)),
+                Operation::EntryValue { expression } => {
+                    // The value the expression (a register, usually) had
+                    // on entry: known only when the probe is at the
+                    // function's first instruction.
+                    if self.pc != self.function.low_pc {
+                        return None;
+                    }
+                    match self.translate(expression.slice(), false)? {
+                        Loc::Register(r) => ops.push(Op::Reg(r)),
+                        Loc::Memory(p) => ops.extend(p),
+                        _ => return None,
+                    }
+                }
                 Operation::StackValue => value = true,
                 Operation::Nop => {}
                 _ => return None,
@@ -745,38 +871,26 @@ impl<'a> Scope<'a> {
                         .collect(),
                 )
             }
-            TypeKind::Array { elem, dims } => {
-                let chars = matches!(self.info.kind(elem), TypeKind::Base { char: true, .. });
-                if let ([Some(count)], true) = (dims.as_slice(), chars) {
-                    // char[N]: the string, quoted, at any depth.
-                    return Shape::Array {
-                        elem: Box::new(Shape::Str),
-                        count: *count,
-                        stride: 1,
-                    };
+            TypeKind::Array { elem, .. } => {
+                // SystemTap's recurse_array: a char array (of any rank) is
+                // the string at its start, at any depth; else `[...]` when
+                // nested under `$`, and otherwise the first element of the
+                // element type (a multi-dimensional array's too: `[g00,
+                // ...]`) followed by ", ..." (it does not read the size).
+                if matches!(
+                    self.info.kind(elem),
+                    TypeKind::Base {
+                        char: true,
+                        size: 1,
+                        ..
+                    }
+                ) {
+                    return Shape::Chars;
                 }
                 if depth == 0 && !top {
                     return Shape::Elided("[...]");
                 }
-                match (dims.first().copied().flatten(), dims.len()) {
-                    (Some(count), 1) => {
-                        let elem_shape = self.shape(elem, depth.saturating_sub(1), false);
-                        if let Shape::Char { .. } = elem_shape {
-                            // char[N]: the string, quoted.
-                            return Shape::Array {
-                                elem: Box::new(Shape::Str),
-                                count,
-                                stride: 1,
-                            };
-                        }
-                        Shape::Array {
-                            elem: Box::new(elem_shape),
-                            count,
-                            stride: self.info.size_of(elem) as i64,
-                        }
-                    }
-                    _ => Shape::Unknown,
-                }
+                Shape::Array(Box::new(self.shape(elem, depth.saturating_sub(1), false)))
             }
             _ => Shape::Unknown,
         }
@@ -831,12 +945,33 @@ pub struct Machine<'a> {
     /// The low 64 bits of xmm0..xmm15 (DWARF 17..32: `double` and `float`
     /// values at `-O2`), read only for plans that use them.
     pub xmm: Option<[u64; 16]>,
+    /// The probed library's TLS block in this thread, looked up only for
+    /// plans that use it ([`Site::uses_module_tls`]).
+    pub module_tls: Result<u64, super::tls::TlsError>,
 }
 
 /// DWARF's number of xmm0 on x86_64.
 const XMM0: usize = 17;
 
 impl Site {
+    /// Whether the plan reads a library's thread-local variable.
+    pub fn uses_module_tls(&self) -> bool {
+        fn loc(l: &Loc) -> bool {
+            match l {
+                Loc::Memory(ops) | Loc::Value(ops) => ops.contains(&Op::ModuleTls),
+                Loc::Pieces(p) => p.iter().any(|(l, _)| loc(l)),
+                Loc::Register(_) | Loc::Unavailable => false,
+            }
+        }
+        match self {
+            Site::Long(c) => loc(&c.loc),
+            Site::Text(pieces) => pieces.iter().any(|p| match p {
+                Piece::Hex(c) | Piece::Pretty(c, _) => loc(&c.loc),
+                Piece::Text(_) => false,
+            }),
+        }
+    }
+
     /// Whether the plan reads an xmm register (the caller then fetches
     /// the floating point registers).
     pub fn uses_xmm(&self) -> bool {
@@ -900,6 +1035,8 @@ fn low_bytes(b: &[u8; 32], len: u8, n: usize) -> u64 {
 pub enum EvalError {
     Unavailable,
     Fault(u64),
+    /// A library's thread-local block was not found.
+    Tls(super::tls::TlsError),
 }
 
 impl Machine<'_> {
@@ -936,6 +1073,11 @@ impl Machine<'_> {
                 Op::Tls(block) => {
                     let off = st.pop().ok_or(EvalError::Unavailable)?;
                     st.push(self.tp.wrapping_sub(*block).wrapping_add(off));
+                }
+                Op::ModuleTls => {
+                    let off = st.pop().ok_or(EvalError::Unavailable)?;
+                    let block = self.module_tls.map_err(EvalError::Tls)?;
+                    st.push(block.wrapping_add(off));
                 }
                 Op::PlusConst(c) => {
                     let t = st.pop().ok_or(EvalError::Unavailable)?;
@@ -1154,29 +1296,18 @@ impl Machine<'_> {
                 }
                 out.push('}');
             }
-            Shape::Array {
-                elem,
-                count,
-                stride,
-            } => {
+            Shape::Chars => match place {
+                Place::Memory(base) => self.quoted(out, base),
+                _ => out.push('?'),
+            },
+            Shape::Array(elem) => {
                 let Place::Memory(base) = place else {
                     out.push('?');
                     return;
                 };
-                if **elem == Shape::Str && *stride == 1 {
-                    // char[N]: the characters up to the first NUL.
-                    self.quoted(out, base);
-                    return;
-                }
                 out.push('[');
-                for i in 0..(*count).min(64) {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    let at = base.wrapping_add((i as i64 * stride) as u64);
-                    self.pretty(out, Place::Memory(at), elem);
-                }
-                out.push(']');
+                self.pretty(out, Place::Memory(base), elem);
+                out.push_str(", ...]");
             }
             Shape::Deref(inner) => match self.scalar(place, 8) {
                 Some(0) => out.push_str("0x0"),
@@ -1261,5 +1392,17 @@ mod tests {
         assert_eq!(quote_char(b'a'), "'a'");
         assert_eq!(quote_char(0), "'\\000'");
         assert_eq!(quote_char(b'\n'), "'\\n'");
+    }
+
+    #[test]
+    fn update_codes_round_trip_and_compute() {
+        for u in Update::ALL {
+            assert_eq!(Update::from_code(u.code()), Some(u));
+        }
+        assert_eq!(Update::from_code(10), None);
+        assert_eq!(Update::Sub.apply(5, 7), Ok(-2));
+        assert_eq!(Update::Shr.apply(-8, 1), Ok(-4));
+        assert!(Update::Div.apply(1, 0).is_err());
+        assert_eq!(Update::Mod.apply(-7, 3), Ok(-1));
     }
 }

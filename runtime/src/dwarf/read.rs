@@ -12,11 +12,35 @@ use object::{Object, ObjectSection};
 
 type R = EndianSlice<'static, LittleEndian>;
 
-/// A type in the debug information: a DIE of one unit (`None` is `void`).
+/// A type in the debug information: a DIE of one unit (`None` is `void`),
+/// possibly with pointer levels on top (`@cast(p, "struct s *")` names a
+/// pointer type the DWARF may not have) or, for a multi-dimensional
+/// array, its leading dimensions already indexed (`$grid[1]` is a row).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TypeRef {
     unit: usize,
     offset: usize,
+    ptr: u8,
+    skip: u8,
+}
+
+impl TypeRef {
+    fn die(unit: usize, offset: usize) -> TypeRef {
+        TypeRef {
+            unit,
+            offset,
+            ptr: 0,
+            skip: 0,
+        }
+    }
+
+    /// A pointer to this type.
+    pub fn pointer(self) -> TypeRef {
+        TypeRef {
+            ptr: self.ptr + 1,
+            ..self
+        }
+    }
 }
 
 /// What a type is, after typedefs and qualifiers.
@@ -299,10 +323,7 @@ impl DebugInfo {
         }
         let name = self.name_of(ui, e)?;
         let ty = match self.attr_of(ui, e, gimli::DW_AT_type) {
-            Some(AttributeValue::UnitRef(o)) => Some(TypeRef {
-                unit: ui,
-                offset: o.0,
-            }),
+            Some(AttributeValue::UnitRef(o)) => Some(TypeRef::die(ui, o.0)),
             _ => None,
         };
         let (decl_file, _) = self.decl_of(ui, e);
@@ -367,10 +388,7 @@ impl DebugInfo {
                     continue;
                 }
                 if self.name_of(ui, e).as_deref() == Some(bare) {
-                    return Some(TypeRef {
-                        unit: ui,
-                        offset: e.offset().0,
-                    });
+                    return Some(TypeRef::die(ui, e.offset().0));
                 }
             }
         }
@@ -508,10 +526,7 @@ impl DebugInfo {
                         continue;
                     };
                     let ty = match self.attr_of(f.unit, e, gimli::DW_AT_type) {
-                        Some(AttributeValue::UnitRef(o)) => Some(TypeRef {
-                            unit: f.unit,
-                            offset: o.0,
-                        }),
+                        Some(AttributeValue::UnitRef(o)) => Some(TypeRef::die(f.unit, o.0)),
                         _ => None,
                     };
                     let location = self.location_of(f.unit, e);
@@ -687,6 +702,14 @@ impl DebugInfo {
 
     /// The type behind typedefs and qualifiers, and its size.
     pub fn kind(&self, t: Option<TypeRef>) -> TypeKind {
+        if let Some(r) = t
+            && r.ptr > 0
+        {
+            return TypeKind::Pointer(Some(TypeRef {
+                ptr: r.ptr - 1,
+                ..r
+            }));
+        }
         let Some(t) = self.strip(t) else {
             return TypeKind::Void;
         };
@@ -696,10 +719,7 @@ impl DebugInfo {
         };
         let size = byte_size(&e);
         let sub = |e: &gimli::DebuggingInformationEntry<R>| match e.attr_value(gimli::DW_AT_type) {
-            Some(AttributeValue::UnitRef(o)) => Some(TypeRef {
-                unit: t.unit,
-                offset: o.0,
-            }),
+            Some(AttributeValue::UnitRef(o)) => Some(TypeRef::die(t.unit, o.0)),
             _ => None,
         };
         match e.tag() {
@@ -726,7 +746,12 @@ impl DebugInfo {
             }
             gimli::DW_TAG_array_type => TypeKind::Array {
                 elem: sub(&e),
-                dims: self.dims(t).unwrap_or_default(),
+                dims: self
+                    .dims(t)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .skip(t.skip as usize)
+                    .collect(),
             },
             gimli::DW_TAG_enumeration_type => TypeKind::Enum {
                 size: size.unwrap_or(4) as u8,
@@ -736,10 +761,23 @@ impl DebugInfo {
         }
     }
 
-    /// Follows typedefs and qualifiers.
+    /// A row of a multi-dimensional array type: the array with its first
+    /// dimension indexed (`int[3][4]` gives `int[4]`).
+    pub fn row(&self, t: Option<TypeRef>) -> Option<TypeRef> {
+        let r = self.strip(t)?;
+        Some(TypeRef {
+            skip: r.skip + 1,
+            ..r
+        })
+    }
+
+    /// Follows typedefs and qualifiers (not under added pointer levels).
     fn strip(&self, mut t: Option<TypeRef>) -> Option<TypeRef> {
         for _ in 0..32 {
             let r = t?;
+            if r.ptr > 0 || r.skip > 0 {
+                return Some(r);
+            }
             let e = self.units[r.unit].entry(UnitOffset(r.offset)).ok()?;
             match e.tag() {
                 gimli::DW_TAG_typedef
@@ -748,10 +786,7 @@ impl DebugInfo {
                 | gimli::DW_TAG_restrict_type
                 | gimli::DW_TAG_atomic_type => {
                     t = match e.attr_value(gimli::DW_AT_type) {
-                        Some(AttributeValue::UnitRef(o)) => Some(TypeRef {
-                            unit: r.unit,
-                            offset: o.0,
-                        }),
+                        Some(AttributeValue::UnitRef(o)) => Some(TypeRef::die(r.unit, o.0)),
                         _ => None,
                     }
                 }
@@ -815,10 +850,7 @@ impl DebugInfo {
             };
             let name = self.name_of(t.unit, e).unwrap_or_default();
             let ty = match e.attr_value(gimli::DW_AT_type) {
-                Some(AttributeValue::UnitRef(o)) => Some(TypeRef {
-                    unit: t.unit,
-                    offset: o.0,
-                }),
+                Some(AttributeValue::UnitRef(o)) => Some(TypeRef::die(t.unit, o.0)),
                 _ => None,
             };
             let (offset, bits) = bitfield(e, offset);
@@ -867,14 +899,18 @@ impl DebugInfo {
         if depth > 16 {
             return "?".into();
         }
+        if r.ptr > 0 {
+            let to = TypeRef {
+                ptr: r.ptr - 1,
+                ..r
+            };
+            return format!("{}*", self.type_name_depth(Some(to), depth + 1));
+        }
         let Ok(e) = self.units[r.unit].entry(UnitOffset(r.offset)) else {
             return "?".into();
         };
         let sub = match e.attr_value(gimli::DW_AT_type) {
-            Some(AttributeValue::UnitRef(o)) => Some(TypeRef {
-                unit: r.unit,
-                offset: o.0,
-            }),
+            Some(AttributeValue::UnitRef(o)) => Some(TypeRef::die(r.unit, o.0)),
             _ => None,
         };
         let name = || self.name_of(r.unit, &e);

@@ -1,13 +1,14 @@
 //! The builtins DWARF target variables compile to: `__dwarf_long(plan,
 //! a, b)` (`$var`, `$p->a[i]`, `@var(..)`, `@cast(addr, ..)->f`),
 //! `__dwarf_string(plan, a, b)` (`$var$`, `$$parms`...) and, under `-g`,
-//! `__dwarf_set(plan, value, a, b)` (`$var = value`). `a` and `b` are the
+//! `__dwarf_set(plan, value, a, b)` (`$var = value`) and
+//! `__dwarf_update(plan, op, value, a, b)` (`$var += value`, `$var++`). `a` and `b` are the
 //! script's values the plan reads (computed indexes, `@cast`'s address).
 //! The plan (see `crate::dwarf::plan`) was built by the checker for each
 //! probe site; here it is picked by the firing site (module and link-time
 //! pc) and run on the thread's registers and memory.
 
-use crate::dwarf::plan::{EvalError, Final, Machine, Place, Site, plan_of};
+use crate::dwarf::plan::{EvalError, Final, Machine, Place, Site, UPDATE_POSTFIX, Update, plan_of};
 
 use super::builtins::st;
 use super::context::HandlerContext;
@@ -100,7 +101,15 @@ fn with_site<T>(
     let (regs, tp) = dwarf_regs(ctx).unwrap_or(([0; 17], 0));
     let xmm = if site.uses_xmm() { xmm_regs(tid) } else { None };
     let maxstringlen = s.limits.max_string_len;
+    let modules = match (&s.ufunc, site.uses_module_tls()) {
+        (Some(uf), true) => Some(uf.modules.clone()),
+        _ => None,
+    };
     let result = super::builtins::with_event_memory(ctx, tid, |mem| {
+        let module_tls = match &modules {
+            Some(m) => crate::dwarf::tls::module_block(mem, m, bias, tp),
+            None => Err(crate::dwarf::tls::TlsError::Missing("thread-local lookup")),
+        };
         let machine = Machine {
             regs,
             bias,
@@ -109,6 +118,7 @@ fn with_site<T>(
             tp,
             input,
             xmm,
+            module_tls,
         };
         f(&machine, &site)
     });
@@ -120,6 +130,10 @@ fn with_site<T>(
         }
         Err(EvalError::Unavailable) => {
             s.raise(ctx, "target variable not accessible at this address");
+            None
+        }
+        Err(EvalError::Tls(e)) => {
+            s.raise(ctx, e.to_string());
             None
         }
     }
@@ -197,10 +211,58 @@ extern "C" fn utap_bi_dwarf_set(
     value
 }
 
+/// `$var OP= value`, `$var++`, `$var--` under `-g`: the variable's value
+/// is read, `OP value` applied with the script's integer semantics, and
+/// the result stored where it lives in memory; the expression's value is
+/// the new one, or the old one for a postfix `++`/`--` (`op` carries
+/// `UPDATE_POSTFIX`).
+extern "C" fn utap_bi_dwarf_update(
+    ctx: *mut HandlerContext,
+    plan: i64,
+    op: i64,
+    value: i64,
+    a: i64,
+    b: i64,
+) -> i64 {
+    // SAFETY: as for `st`.
+    let tid = unsafe { (*ctx).probe.tid } as i32;
+    let Some(update) = Update::from_code(op & !UPDATE_POSTFIX) else {
+        st(ctx).raise(ctx, format!("no target variable update operator {op}"));
+        return 0;
+    };
+    let target = with_site(ctx, plan, [a, b, 0], |m, site| {
+        let Site::Long(c) = site else {
+            return Err(EvalError::Unavailable);
+        };
+        let Place::Memory(addr) = m.place(c)? else {
+            return Err(EvalError::Unavailable);
+        };
+        let old = m.long(c)?;
+        Ok(match update.apply(old, value) {
+            Ok(new) => Ok((addr, old, new, stored(m, c.fin, addr, new)?)),
+            Err(e) => Err(e),
+        })
+    });
+    let (addr, old, new, bytes) = match target {
+        Some(Ok(t)) => t,
+        Some(Err(e)) => {
+            st(ctx).raise(ctx, e.to_string());
+            return 0;
+        }
+        None => return 0,
+    };
+    if crate::uprobe::mem::write_data(tid, addr, &bytes).is_err() {
+        let s = st(ctx);
+        s.raise(ctx, format!("write fault [man error::fault] at {addr:#x}"));
+    }
+    if op & UPDATE_POSTFIX != 0 { old } else { new }
+}
+
 pub(crate) fn symbols() -> Vec<(&'static str, *const u8)> {
     vec![
         ("__dwarf_long", utap_bi_dwarf_long as *const u8),
         ("__dwarf_string", utap_bi_dwarf_string as *const u8),
         ("__dwarf_set", utap_bi_dwarf_set as *const u8),
+        ("__dwarf_update", utap_bi_dwarf_update as *const u8),
     ]
 }
