@@ -7,8 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use cranelift_codegen::ir::InstBuilder;
-use cranelift_frontend::Switch;
+use cranelift_codegen::ir::{InstBuilder, Value};
+use cranelift_frontend::{FunctionBuilder, Switch};
 use utap_runtime::script::builtins::long_to_string_index;
 use utap_runtime::script::strings::EMPTY;
 use utap_runtime::syscalls::builtins::lookup_table;
@@ -43,37 +43,55 @@ impl Lookups {
 impl Runtime<'_> {
     /// `utap_bi_long_to_string(ctx, decoder, value)`.
     pub(super) fn define_lookups(&mut self, lookups: &Lookups) -> Result<(), CodegenError> {
+        let table: Vec<(u128, Vec<(u128, i64)>)> = lookups
+            .0
+            .iter()
+            .map(|(index, handles)| {
+                let by_value = handles.iter().map(|(&v, &h)| (v as u64 as u128, h));
+                (*index as u128, by_value.collect())
+            })
+            .collect();
         self.define("utap_bi_long_to_string", 3, true, |b, a, _| {
-            let (decoder, value) = (a[1], a[2]);
-            let unknown = b.create_block();
-            let mut by_decoder = Switch::new();
-            let mut inner = Vec::new();
-            for (index, handles) in &lookups.0 {
-                let blk = b.create_block();
-                by_decoder.set_entry(*index as u128, blk);
-                inner.push((blk, handles));
-            }
-            by_decoder.emit(b, decoder, unknown);
-            for (blk, handles) in inner {
-                b.switch_to_block(blk);
-                let mut by_value = Switch::new();
-                let mut answers = Vec::new();
-                for (&v, &h) in handles {
-                    let ans = b.create_block();
-                    by_value.set_entry(v as u64 as u128, ans);
-                    answers.push((ans, h));
-                }
-                by_value.emit(b, value, unknown);
-                for (ans, h) in answers {
-                    b.switch_to_block(ans);
-                    let h = b.ins().iconst(I64, h);
-                    b.ins().return_(&[h]);
-                }
-            }
-            b.switch_to_block(unknown);
-            let empty = b.ins().iconst(I64, EMPTY);
-            b.ins().return_(&[empty]);
+            return_from_table(b, a[1], a[2], &table)
         })?;
         Ok(())
     }
+}
+
+/// Returns the handle `table[outer][inner]` (a switch on `outer`, then on
+/// `inner`), or the empty string's for a pair the table lacks.
+pub(super) fn return_from_table(
+    b: &mut FunctionBuilder,
+    outer: Value,
+    inner: Value,
+    table: &[(u128, Vec<(u128, i64)>)],
+) {
+    let unknown = b.create_block();
+    let mut by_outer = Switch::new();
+    let mut rows = Vec::new();
+    for (key, row) in table {
+        let blk = b.create_block();
+        by_outer.set_entry(*key, blk);
+        rows.push((blk, row));
+    }
+    by_outer.emit(b, outer, unknown);
+    for (blk, row) in rows {
+        b.switch_to_block(blk);
+        let mut by_inner = Switch::new();
+        let mut answers = Vec::new();
+        for &(key, h) in row {
+            let ans = b.create_block();
+            by_inner.set_entry(key, ans);
+            answers.push((ans, h));
+        }
+        by_inner.emit(b, inner, unknown);
+        for (ans, h) in answers {
+            b.switch_to_block(ans);
+            let h = b.ins().iconst(I64, h);
+            b.ins().return_(&[h]);
+        }
+    }
+    b.switch_to_block(unknown);
+    let empty = b.ins().iconst(I64, EMPTY);
+    b.ins().return_(&[empty]);
 }

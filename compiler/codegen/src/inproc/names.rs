@@ -10,12 +10,11 @@ use std::mem::offset_of;
 
 use cranelift_codegen::ir::InstBuilder;
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_frontend::Switch;
 use utap_compiler::program::Program;
 use utap_runtime::dataplane::layout::Block;
 use utap_runtime::script::context::HandlerContext;
-use utap_runtime::script::strings::EMPTY;
 
+use super::lookup::return_from_table;
 use super::{I64, Runtime, mem};
 use crate::CodegenError;
 use crate::tables::Tables;
@@ -77,48 +76,30 @@ impl Runtime<'_> {
             ),
             ("utap_bi_pn", |t: &(i64, i64)| t.1),
         ] {
+            let table: Vec<(u128, Vec<(u128, i64)>)> = texts
+                .0
+                .iter()
+                .enumerate()
+                .map(|(k, points)| {
+                    let row = points.iter().enumerate().map(|(i, t)| (i as u128, pick(t)));
+                    (k as u128, row.collect())
+                })
+                .collect();
             self.define(name, 1, true, |b, a, _| {
-                let ctx = a[0];
+                let field = |f: usize| f as i32;
                 let probe = b.ins().load(
                     I64,
                     mem(),
-                    ctx,
-                    offset_of!(HandlerContext, probe_index) as i32,
+                    a[0],
+                    field(offset_of!(HandlerContext, probe_index)),
                 );
                 let point = b.ins().load(
                     I64,
                     mem(),
-                    ctx,
-                    offset_of!(HandlerContext, point_index) as i32,
+                    a[0],
+                    field(offset_of!(HandlerContext, point_index)),
                 );
-                let unknown = b.create_block();
-                let mut by_probe = Switch::new();
-                let mut inner = Vec::new();
-                for (k, points) in texts.0.iter().enumerate() {
-                    let blk = b.create_block();
-                    by_probe.set_entry(k as u128, blk);
-                    inner.push((blk, points));
-                }
-                by_probe.emit(b, probe, unknown);
-                for (blk, points) in inner {
-                    b.switch_to_block(blk);
-                    let mut by_point = Switch::new();
-                    let mut answers = Vec::new();
-                    for (i, t) in points.iter().enumerate() {
-                        let ans = b.create_block();
-                        by_point.set_entry(i as u128, ans);
-                        answers.push((ans, pick(t)));
-                    }
-                    by_point.emit(b, point, unknown);
-                    for (ans, h) in answers {
-                        b.switch_to_block(ans);
-                        let h = b.ins().iconst(I64, h);
-                        b.ins().return_(&[h]);
-                    }
-                }
-                b.switch_to_block(unknown);
-                let empty = b.ins().iconst(I64, EMPTY);
-                b.ins().return_(&[empty]);
+                return_from_table(b, probe, point, &table)
             })?;
         }
         Ok(())
