@@ -552,6 +552,7 @@ impl Tracer {
             let Some(tid) = self
                 .held_thread_of(pid)
                 .or_else(|| self.interrupt_at_event(owner))
+                .or_else(|| self.interrupt_at_syscall(owner))
             else {
                 continue;
             };

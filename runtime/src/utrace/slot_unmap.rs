@@ -199,10 +199,27 @@ impl Tracer {
     /// program whose only thread was starting a second one kept its slot
     /// page after SIGINT (4 of 25 trials).
     pub(crate) fn interrupt_at_event(&mut self, owner: Tid) -> Option<Tid> {
+        self.interrupt_held(owner, |st| {
+            matches!(st, Status::Event { event, .. }
+                if event == ptrace::EVENT_CLONE || event == ptrace::EVENT_FORK)
+        })
+    }
+
+    /// At the ending only (no engine waits for the call's exit any more):
+    /// a thread of `owner` held at a syscall stop (under `PTRACE_SYSCALL`,
+    /// as a thread a SUD trap let through is) is moved on to an interrupt
+    /// stop as [`Self::interrupt_at_event`] moves a creating one; a call
+    /// it blocks in is cut short and made again once it is let go.
+    pub(crate) fn interrupt_at_syscall(&mut self, owner: Tid) -> Option<Tid> {
+        self.interrupt_held(owner, |st| matches!(st, Status::SyscallStop))
+    }
+
+    /// Moves the first thread of `owner` held at a stop `movable` accepts
+    /// on to an interrupt stop; the thread if that stop can run an
+    /// injected call.
+    fn interrupt_held(&mut self, owner: Tid, movable: impl Fn(Status) -> bool) -> Option<Tid> {
         let i = self.core.uprobes_held.iter().position(|&(tid, status)| {
-            let creating = matches!(ptrace::decode(status), Status::Event { event, .. }
-                if event == ptrace::EVENT_CLONE || event == ptrace::EVENT_FORK);
-            creating
+            movable(ptrace::decode(status))
                 && self
                     .core
                     .threads
