@@ -549,10 +549,18 @@ impl Tracer {
             // A thread held at a clone or fork event is moved on to an
             // interrupt stop first (as for the slot pages).
             let owner = self.core.uprobes.owner(pid);
+            // Threads at syscall stops are moved on only where SUD lets
+            // calls through under PTRACE_SYSCALL (elsewhere such a stop is
+            // an engine's, whose event must not be consumed here).
+            let sud = self
+                .core
+                .dataplane
+                .as_ref()
+                .is_some_and(|p| p.keeper.is_some());
             let Some(tid) = self
                 .held_thread_of(pid)
                 .or_else(|| self.interrupt_at_event(owner))
-                .or_else(|| self.interrupt_at_syscall(owner))
+                .or_else(|| sud.then(|| self.interrupt_at_syscall(owner)).flatten())
             else {
                 continue;
             };
