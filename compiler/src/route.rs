@@ -31,6 +31,9 @@
 //!   `while` and `for` loops (MAXACTION bounds them, as in the tracer):
 //!   nothing that builds strings, iterates arrays, reads program memory
 //!   or controls a thread;
+//! * it never reads a global it also writes with `=` or `delete` (no lock
+//!   makes the two one step in process; `++`, `+=`, `-=` are atomic, and
+//!   elements keyed by `tid()` are the thread's own);
 //! * the globals it touches are touched by no handler that stays in the
 //!   tracer, except `begin` (before the region is filled from the
 //!   script's state), `end` and `error` (after the region is folded back).
@@ -117,6 +120,7 @@ pub fn routes(program: &Program) -> Vec<Route> {
             true => Route::Tracer("UTAP_INPROC=0".into()),
             false => first_reason(program, p, unwinds)
                 .or_else(|| variance_reason(program, p, &variance))
+                .or_else(|| split_update_reason(program, p))
                 .map_or(Route::InProcess, Route::Tracer),
         })
         .collect();
@@ -625,6 +629,69 @@ fn variance_reason(
         }
     });
     found
+}
+
+/// Why `p` cannot update a global in process, if it reads one it also
+/// writes by a plain `=` or `delete`. The tracer runs such a handler
+/// under the global's lock, as SystemTap does; in process there is no
+/// lock (a thread preempted holding one would stall the others), so
+/// another thread could update the global between the read and the
+/// write, and an update would be lost. `++`, `+=` and `-=` are one atomic
+/// step in process and do not count; nor do elements keyed by `tid()`,
+/// which only the thread itself touches.
+fn split_update_reason(program: &Program, p: &ProbeDef) -> Option<String> {
+    let (mut reads, mut writes) = (HashSet::new(), HashSet::new());
+    let mut visit = |n: walk::Node| access(n, &mut reads, &mut writes);
+    for c in p.points.iter().filter_map(|pt| pt.condition.as_ref()) {
+        walk::expr(c, &mut |e| visit(walk::Node::Expr(e)));
+    }
+    walk::nodes(&p.body, &mut visit);
+    for f in called_functions(program, p) {
+        walk::nodes(&program.functions[f].body, &mut visit);
+    }
+    let mut both: Vec<GlobalId> = reads.intersection(&writes).copied().collect();
+    both.sort_by_key(|g| g.0);
+    both.first().map(|g| {
+        format!(
+            "reads global '{}' and writes it with = or delete, which the data plane cannot do \
+             as one step (another thread could update it in between)",
+            program.globals[g.0 as usize].name
+        )
+    })
+}
+
+/// Notes the globals node `n` reads and those it writes in a step of its
+/// own (see [`split_update_reason`]).
+fn access(n: walk::Node, reads: &mut HashSet<GlobalId>, writes: &mut HashSet<GlobalId>) {
+    let shared = |lv: &LValue| match lv {
+        LValue::Global(g) => Some(*g),
+        LValue::Elem { array, keys } if !keys.iter().any(is_tid) => Some(*array),
+        _ => None,
+    };
+    match n {
+        walk::Node::Stmt(Stmt {
+            kind: StmtKind::Delete(lv),
+            ..
+        }) => writes.extend(shared(lv)),
+        walk::Node::Expr(e) => match &e.kind {
+            ExprKind::Load(lv) => reads.extend(shared(lv)),
+            ExprKind::In { array, keys } if !keys.iter().any(is_tid) => {
+                reads.insert(*array);
+            }
+            ExprKind::Assign {
+                op: AssignOp::Assign,
+                target,
+                ..
+            } => writes.extend(shared(target)),
+            _ => {}
+        },
+        _ => {}
+    }
+}
+
+/// `tid()`: a key only the calling thread uses.
+fn is_tid(e: &Expr) -> bool {
+    matches!(&e.kind, ExprKind::Builtin { name, args } if *name == "tid" && args.is_empty())
 }
 
 /// `printf`, `print` and their `ln`/`d` forms become records of the
