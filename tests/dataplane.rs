@@ -153,7 +153,7 @@ fn errors_in_the_program_are_systemtap_errors() {
     let cmd = format!("{} 3000", fixture("loop"));
     let cases = [
         (
-            "global z\nprobe syscall.getppid { z = 10 / z }",
+            "global z, q\nprobe syscall.getppid { q = 10 / z }",
             "division by 0 near operator '/'",
         ),
         (

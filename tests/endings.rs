@@ -703,3 +703,35 @@ fn early_sigint_is_not_lost_when_started_with_sigint_ignored() {
         lost.len()
     );
 }
+
+/// A command keeps the signals utap was started with ignored, as it would
+/// untraced (and under strace): a shell's background job has SIGINT and
+/// SIGQUIT ignored, and utap's own handlers, which exec resets to the
+/// default, made them deadly to the command before.
+#[test]
+fn the_command_keeps_the_signals_utap_was_started_with_ignored() {
+    use std::os::unix::process::CommandExt;
+    let ignored = |c: &mut std::process::Command| {
+        // SAFETY: signal(2) is async-signal-safe, as pre_exec requires.
+        unsafe {
+            c.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_IGN);
+                libc::signal(libc::SIGQUIT, libc::SIG_IGN);
+                Ok(())
+            });
+        }
+    };
+    let show = "grep SigIgn /proc/self/status";
+    let mut c = utap("probe syscall.openat { }", &["-c", show]);
+    ignored(&mut c);
+    let traced = run(c);
+    assert_eq!(traced.status, 0, "{}", traced.stderr);
+    let mut c = command("grep");
+    c.args(["SigIgn", "/proc/self/status"]);
+    ignored(&mut c);
+    let untraced = run(c);
+    // SIGINT (bit 1) and SIGQUIT (bit 2) among them.
+    let set = u64::from_str_radix(untraced.stdout.trim_start_matches("SigIgn:").trim(), 16);
+    assert_eq!(set.map(|s| s & 6), Ok(6), "{}", untraced.stdout);
+    assert_eq!(traced.stdout, untraced.stdout);
+}

@@ -219,7 +219,9 @@ fn free(p: u32) -> bool {
 /// host's after compiling): a SIGINT before then was dropped by the kernel
 /// and the session, once started, never ended (`tests/bench/crowd.sh`
 /// waited for ever). Whenever it comes, a termination signal ends utap:
-/// before the handlers, by killing it. Call it first thing in `main`.
+/// before the handlers, by killing it. A `-c` command still starts with
+/// them ignored, as it would untraced (`utrace::spawn`). Call it first
+/// thing in `main`.
 pub fn unignore_termination_signals() {
     for sig in TERMINATION_SIGNALS {
         // SAFETY: reading and setting a disposition; no handler involved.
@@ -228,6 +230,7 @@ pub fn unignore_termination_signals() {
             if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
                 && old.sa_sigaction == libc::SIG_IGN
             {
+                crate::utrace::inherited_ignored(sig);
                 libc::signal(sig, libc::SIG_DFL);
             }
         }

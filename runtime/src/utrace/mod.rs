@@ -299,7 +299,7 @@ pub use safety::{
 };
 pub use shard::{EngineFactory, ShardStats};
 pub use signal::{Disposition, Signal};
-pub use spawn::{SpawnCommand, Spawned};
+pub use spawn::{SpawnCommand, Spawned, inherited_ignored};
 pub use thread::SyscallSource;
 pub use tracer::{Tracer, TracerHandle};
 

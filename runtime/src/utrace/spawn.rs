@@ -23,6 +23,7 @@
 //! get the call's entry, its exec and its exit as for any later execve.
 
 use std::ffi::CString;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::command_line::CommandLine;
 use super::error::{Error, Result};
@@ -331,6 +332,29 @@ fn wait_serving(pid: Tid, listener: &crate::listener::Listener) -> Result<(Statu
     }
 }
 
+/// Signals utap itself was started with ignored (bit `n` for signal
+/// `n`), which the command keeps ignored as it would untraced: a shell
+/// starts a background job with SIGINT and SIGQUIT ignored, and utap's own
+/// handlers (which exec resets to the default) must not undo that for it.
+static INHERITED_IGNORED: AtomicU64 = AtomicU64::new(0);
+
+/// Records that utap was started with `sig` ignored (see
+/// [`INHERITED_IGNORED`]); called before utap changes the disposition.
+pub fn inherited_ignored(sig: libc::c_int) {
+    if (1..64).contains(&sig) {
+        INHERITED_IGNORED.fetch_or(1 << sig, Ordering::Relaxed);
+    }
+}
+
+/// In the child: ignores again what utap was started with ignored.
+unsafe fn ignore_as_inherited() {
+    let mask = INHERITED_IGNORED.load(Ordering::Relaxed);
+    for sig in (1..64).filter(|s| mask & (1 << s) != 0) {
+        // SAFETY: signal(2) is async-signal-safe.
+        unsafe { libc::signal(sig, libc::SIG_IGN) };
+    }
+}
+
 /// Until it is seized the child is nobody's tracee: were the tracer to die
 /// (the foreground's `kill -9` takes the tracing process with it) while the
 /// child is stopped before its exec, it would stay in `T` for ever, holding
@@ -362,6 +386,7 @@ unsafe fn child(
         // Rust ignores SIGPIPE, and an ignored signal stays ignored across
         // exec: the command must die of it as it would untraced.
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        ignore_as_inherited();
         // Not at utap's nice -20: the user's own priority.
         crate::priority::restore_in_child();
         libc::raise(libc::SIGSTOP);
