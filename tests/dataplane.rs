@@ -1365,6 +1365,27 @@ fn updates_in_several_steps_stay_in_the_tracer() {
     }
 }
 
+/// `@entry` in a syscall's return probe runs in the program: its entry
+/// probe keeps the values per thread in arrays keyed by `tid()`, and a
+/// return that finds none counts in a global. Four threads: every return
+/// finds its own entry's time.
+#[test]
+fn entry_values_are_kept_in_the_program() {
+    let mtsys = fixture("mtsys");
+    let script = "global calls, bad\n\
+                  probe syscall.getppid.return { if (execname() == \"mtsys\") { t = @entry(gettimeofday_ns()); if (!t || gettimeofday_ns() < t) bad++; calls++ } }\n\
+                  probe end { printf(\"%d %d\\n\", calls, bad) }";
+    let o = utap_c(script, &format!("{mtsys} 4 5000"), true);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, "20000 0\n", "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("utap: 2 of 3 probe(s) run in the program"),
+        "{}",
+        o.stderr
+    );
+}
+
 /// `pp()` and `pn()` answer in the program (a literal per probe and
 /// point): syscall probes through aliases and function probes by name and
 /// by wildcard give the same keys and counts on both routes.

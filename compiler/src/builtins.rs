@@ -140,7 +140,6 @@ pub static BUILTINS: &[Builtin] = &[
     // The event's Nth argument register (int_arg & co. in stdlib/context.stp).
     ctx("__utap_arg", &[L], &[], L, ""),
     // A return found no `@entry` values (see check::entry); counted for -v.
-    f("__utap_entry_missing", &[S], &[], V, false, false, ""),
     // `$$name`, `$$provider`, `$$parms` of a USDT marker (0, 1, 2).
     ctx("__utap_mark", &[L], &[], S, ""),
     pure("_access_mode_str", &[L], &[], S, ""),

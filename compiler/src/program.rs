@@ -44,6 +44,9 @@ pub struct Program {
     pub probes: Vec<ProbeDef>,
     /// Limits and settings from `-D` and `-g`, as the checker saw them.
     pub guru: bool,
+    /// `@entry`'s counters of returns that found no entry (a long scalar
+    /// global each), with the return probe's points, for `-v`.
+    pub entry_missing: Vec<(GlobalId, String)>,
 }
 
 #[derive(Clone, Debug)]
@@ -370,6 +373,12 @@ pub enum SyscallNeed {
 }
 
 impl Program {
+    /// The global named `name`.
+    pub fn global_id(&self, name: &str) -> Option<GlobalId> {
+        let i = self.globals.iter().position(|g| g.name == name)?;
+        Some(GlobalId(i as u32))
+    }
+
     /// The union of the syscall sets of every `process.syscall`
     /// (`returns == false`) or `process.syscall.return` probe point.
     pub fn syscall_need(&self, returns: bool) -> SyscallNeed {

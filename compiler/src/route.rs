@@ -46,8 +46,8 @@ use std::collections::HashSet;
 
 use crate::ast::{AssignOp, BinOp, StatOp};
 use crate::program::{
-    Block, ContextVar, Expr, ExprKind, ForeachSource, FormatPiece, GlobalId, LValue, PointKind,
-    ProbeDef, ProcessEvent, ProcessTarget, Program, Stmt, StmtKind, Type,
+    Block, ContextVar, Expr, ExprKind, ForeachSource, FormatPiece, GlobalId, LValue, LocalId,
+    PointKind, ProbeDef, ProcessEvent, ProcessTarget, Program, Stmt, StmtKind, Type,
 };
 use crate::walk;
 use utap_runtime::elf::sdt::Operand;
@@ -637,17 +637,20 @@ fn variance_reason(
 /// lock (a thread preempted holding one would stall the others), so
 /// another thread could update the global between the read and the
 /// write, and an update would be lost. `++`, `+=` and `-=` are one atomic
-/// step in process and do not count; nor do elements keyed by `tid()`,
-/// which only the thread itself touches.
+/// step in process and do not count; nor do elements keyed by `tid()`
+/// (or a local holding only it), which only the thread itself touches.
 fn split_update_reason(program: &Program, p: &ProbeDef) -> Option<String> {
     let (mut reads, mut writes) = (HashSet::new(), HashSet::new());
-    let mut visit = |n: walk::Node| access(n, &mut reads, &mut writes);
+    let mine = tid_locals(&p.body);
+    let mut visit = |n: walk::Node| access(n, &mine, &mut reads, &mut writes);
     for c in p.points.iter().filter_map(|pt| pt.condition.as_ref()) {
         walk::expr(c, &mut |e| visit(walk::Node::Expr(e)));
     }
     walk::nodes(&p.body, &mut visit);
     for f in called_functions(program, p) {
-        walk::nodes(&program.functions[f].body, &mut visit);
+        let body = &program.functions[f].body;
+        let mine = tid_locals(body);
+        walk::nodes(body, &mut |n| access(n, &mine, &mut reads, &mut writes));
     }
     let mut both: Vec<GlobalId> = reads.intersection(&writes).copied().collect();
     both.sort_by_key(|g| g.0);
@@ -662,7 +665,15 @@ fn split_update_reason(program: &Program, p: &ProbeDef) -> Option<String> {
 
 /// Notes the globals node `n` reads and those it writes in a step of its
 /// own (see [`split_update_reason`]).
-fn access(n: walk::Node, reads: &mut HashSet<GlobalId>, writes: &mut HashSet<GlobalId>) {
+fn access(
+    n: walk::Node,
+    mine: &HashSet<LocalId>,
+    reads: &mut HashSet<GlobalId>,
+    writes: &mut HashSet<GlobalId>,
+) {
+    let is_tid = |k: &Expr| {
+        is_tid(k) || matches!(&k.kind, ExprKind::Load(LValue::Local(l)) if mine.contains(l))
+    };
     let shared = |lv: &LValue| match lv {
         LValue::Global(g) => Some(*g),
         LValue::Elem { array, keys } if !keys.iter().any(is_tid) => Some(*array),
@@ -687,6 +698,37 @@ fn access(n: walk::Node, reads: &mut HashSet<GlobalId>, writes: &mut HashSet<Glo
         },
         _ => {}
     }
+}
+
+/// The locals of body `b` that only ever hold `tid()` (`t = tid()`, as
+/// scripts and the `@entry` pass write it).
+fn tid_locals(b: &Block) -> HashSet<LocalId> {
+    let (mut tids, mut others) = (HashSet::new(), HashSet::new());
+    walk::nodes(b, &mut |n| {
+        let walk::Node::Expr(e) = n else { return };
+        match &e.kind {
+            ExprKind::Assign {
+                op: AssignOp::Assign,
+                target: LValue::Local(l),
+                value,
+            } if is_tid(value) => {
+                tids.insert(*l);
+            }
+            ExprKind::Assign {
+                target: LValue::Local(l),
+                ..
+            }
+            | ExprKind::IncDec {
+                target: LValue::Local(l),
+                ..
+            } => {
+                others.insert(*l);
+            }
+            _ => {}
+        }
+    });
+    tids.retain(|l| !others.contains(l));
+    tids
 }
 
 /// `tid()`: a key only the calling thread uses.

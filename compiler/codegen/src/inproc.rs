@@ -167,6 +167,7 @@ pub fn compile(
         functions: called_functions(program, &chosen),
         probes: chosen.iter().map(|&i| program.probes[i].clone()).collect(),
         guru: false,
+        entry_missing: Vec::new(),
     };
     let maxstringlen = options.limits.max_string_len;
     // The whole program's globals: the histograms a statistic keeps are

@@ -292,6 +292,11 @@ pub fn compile(
         locations: c.tables.locations.table,
         long_slots,
         autoprint_order: layout::autoprint_order(program),
+        entry_missing: program
+            .entry_missing
+            .iter()
+            .map(|(g, what)| (g.0 as usize, what.clone()))
+            .collect(),
     };
     Ok(CompiledScript {
         image: Arc::new(image),

@@ -57,6 +57,7 @@ pub fn split(
     map: &mut SourceMap,
     ids: &mut NodeIds,
     notes: &mut Vec<SemError>,
+    missing: &mut Vec<(String, String)>,
 ) -> Vec<SemError> {
     let mut errors = Vec::new();
     let mut added = Vec::new();
@@ -88,7 +89,10 @@ pub fn split(
             continue;
         };
         match build(n, exprs, entries, p, map, ids) {
-            Ok(items) => added.extend(items),
+            Ok((items, counter)) => {
+                added.extend(items);
+                missing.push(counter);
+            }
             Err(e) => errors.push(e),
         }
         notes.push(
@@ -167,7 +171,10 @@ fn take_entries(b: &mut ast::Block, out: &mut Vec<Expr>, first: &mut Option<ast:
     });
 }
 
-/// The globals, the entry probe, and the return probe's new prologue.
+/// The globals, the entry probe, and the return probe's new prologue;
+/// with the global counting the returns that found no entry and the
+/// return probe's points, for `-v` to name. (A counter, not a call into
+/// the tracer: the two probes can then run in the program.)
 fn build(
     n: usize,
     exprs: Vec<Expr>,
@@ -175,7 +182,7 @@ fn build(
     ret: &mut Probe,
     map: &mut SourceMap,
     ids: &mut NodeIds,
-) -> Result<Vec<Item>, SemError> {
+) -> Result<(Vec<Item>, (String, String)), SemError> {
     let g = format!("__entry{n}");
     let what: String = ret
         .points
@@ -186,7 +193,7 @@ fn build(
     let k = exprs.len();
     let values: Vec<String> = (0..k).map(|i| format!("{g}_v{i}")).collect();
     let key = "(@defined($syscall) ? $syscall : 0)";
-    let mut text = format!("global {g}_depth, {g}_key");
+    let mut text = format!("global {g}_depth, {g}_key, {g}_missing");
     for v in &values {
         text.push_str(&format!(", {v}"));
     }
@@ -216,7 +223,7 @@ fn build(
     text.push_str(&format!(
         "    if (__entry_d > 1) {g}_depth[__entry_tid] = __entry_d - 1\n    \
          else delete {g}_depth[__entry_tid]\n  }}\n  \
-         if (!__entry_found) __utap_entry_missing({what:?})\n}}\n"
+         if (!__entry_found) {g}_missing++\n}}\n"
     ));
     let file = map.add(format!("<@entry of {}>", map.location(ret.span)), text);
     let script = parse_file(map, file, &ParseOptions::default(), ids)
@@ -252,5 +259,5 @@ fn build(
     // Globals first, as written scripts have them.
     let mut out: Vec<Item> = items;
     out.push(Item::Probe(entry));
-    Ok(out)
+    Ok((out, (format!("{g}_missing"), what)))
 }

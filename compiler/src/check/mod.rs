@@ -110,7 +110,9 @@ pub fn check_with_library(
     let mut script = script;
     dwarf::set_target_exe(opts.target_exe.clone());
     let mut entry_notes = Vec::new();
-    let mut entry_errors = entry::split(&mut script, map, ids, &mut entry_notes);
+    let mut entry_missing = Vec::new();
+    let mut entry_errors =
+        entry::split(&mut script, map, ids, &mut entry_notes, &mut entry_missing);
     entry_errors.extend(dwarf_entry::record(&mut script, map, ids));
     entry_errors.extend(overload::resolve(&mut script, map, ids));
     let mut loader = Loader {
@@ -180,7 +182,17 @@ pub fn check_with_library(
         session.aliases.extend(new_aliases);
         queue.extend(new_probes);
     }
-    finish(low, session)
+    let (mut out, names) = finish(low, session)?;
+    let program = &mut out.program;
+    program.entry_missing = entry_missing
+        .into_iter()
+        .filter_map(|(name, what)| Some((program.global_id(&name)?, what)))
+        .collect();
+    // Only written by the script (not printed at exit): read by `-v`.
+    for (g, _) in &program.entry_missing {
+        program.globals[g.0 as usize].autoprint = false;
+    }
+    Ok((out, names))
 }
 
 fn finish(
@@ -204,6 +216,7 @@ fn finish(
         functions: low.functions.drain(..).flatten().collect(),
         probes: std::mem::take(&mut session.probes_out),
         guru: low.guru,
+        entry_missing: Vec::new(),
     };
     let mut errors = std::mem::take(&mut low.errors);
     errors.extend(rules::apply(&mut program));

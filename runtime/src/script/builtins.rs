@@ -55,15 +55,6 @@ extern "C" fn utap_bi_warn(ctx: *mut HandlerContext, msg: i64) -> i64 {
     0
 }
 
-/// `@entry` found no entry for this return (it predates the attach):
-/// counted per probe, reported at the end under `-v`.
-extern "C" fn utap_bi_entry_missing(ctx: *mut HandlerContext, probe: i64) -> i64 {
-    let s = st(ctx);
-    let p = String::from_utf8_lossy(s.strings.get(probe)).into_owned();
-    *s.entry_missing.entry(p).or_insert(0) += 1;
-    0
-}
-
 extern "C" fn utap_bi_exit(ctx: *mut HandlerContext) -> i64 {
     st(ctx).exit_requested = true;
     0
@@ -656,7 +647,6 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
             utap_bi_user_string_quoted as *const u8,
         ),
         ("warn", utap_bi_warn as *const u8),
-        ("__utap_entry_missing", utap_bi_entry_missing as *const u8),
     ]);
     v
 }

@@ -109,4 +109,7 @@ pub struct ScriptImage {
     pub long_slots: usize,
     /// The globals printed at exit, in declaration order.
     pub autoprint_order: Vec<usize>,
+    /// `@entry`'s long globals counting returns that found no entry,
+    /// with the return probe's points (reported under `-v`).
+    pub entry_missing: Vec<(usize, String)>,
 }

@@ -398,6 +398,22 @@ impl ScriptRuntime {
         }
     }
 
+    /// `@entry`'s returns that found no entry, per return probe (the
+    /// counters' values, wherever the handlers ran).
+    fn entry_missing(&mut self) -> Vec<(String, i64)> {
+        let image = self.state.image.clone();
+        let mut out = Vec::new();
+        for (g, what) in &image.entry_missing {
+            let _ = self.state.globals.settle(*g);
+            let slot = image.globals[*g].long_slot;
+            let n = slot.map_or(0, |s| self.state.globals.longs[s as usize]);
+            if n > 0 {
+                out.push((what.clone(), n));
+            }
+        }
+        out
+    }
+
     pub fn set_target(&mut self, pid: i64) {
         self.state.target = pid;
     }
@@ -726,7 +742,7 @@ impl ScriptRuntime {
         out.clear();
         self.state.out = out;
         if self.verbose {
-            for (probe, n) in &self.state.entry_missing {
+            for (probe, n) in self.entry_missing() {
                 sink.warn(&format!(
                     "utap: {n} return(s) of {probe} had no @entry values (the entry \
                      predates the attach): 0 or \"\" used"

@@ -68,8 +68,6 @@ pub struct ScriptState {
     pub print_scratch: Vec<u8>,
     /// Warnings (`warn()`) of the current run, for the sink's stderr side.
     pub diagnostics: Vec<String>,
-    /// Returns per probe whose `@entry` values were missing (`-v`).
-    pub entry_missing: std::collections::BTreeMap<String, u64>,
     /// Guru-mode thread control requested by the current run.
     pub control: Vec<ControlRequest>,
     /// `target()`: the -c/-x process, 0 without one.
@@ -148,7 +146,6 @@ impl ScriptState {
             print_scratch: Vec::new(),
             diagnostics: Vec::new(),
             prometheus: Vec::new(),
-            entry_missing: Default::default(),
             control: Vec::new(),
             target: 0,
             ufunc: None,
