@@ -41,7 +41,21 @@
 //!   threads make the tracer a normal unpinned thread.
 //!
 //! So `Idle` is the default.
+//!
+//! # Starvation
+//!
+//! The guard above runs in the tracer thread, so it cannot run while the
+//! tracer is starved: on a CPU busy with other work from the moment it
+//! went idle, the tracer got almost no time, and every tracee thread sat
+//! in its stop for as long as the other work ran (200 attached threads
+//! made no traced syscall in a half-second session under CI's load). A
+//! [`Rescue`] thread, started with the first idle tracer, looks every
+//! [`RESCUE_EVERY`]: an idle tracer that is runnable and has handled no
+//! stop since the last look is put back in its own policy from outside,
+//! and backs off as if its guard had seen the competition.
 
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use super::{Tid, ptrace};
@@ -99,6 +113,9 @@ pub const BACKOFF: Duration = Duration::from_millis(200);
 /// 5 rounds). Real competition is still seen within a few milliseconds.
 pub const STRIKES: u8 = 3;
 
+/// How often the [`Rescue`] thread looks at the idle tracers.
+pub const RESCUE_EVERY: Duration = Duration::from_millis(10);
+
 /// The tracer thread's placement state.
 pub(crate) struct Colocator {
     mode: Colocation,
@@ -111,6 +128,8 @@ pub(crate) struct Colocator {
     /// The tracer thread's affinity and policy before it moved, restored
     /// when `run` ends.
     saved: Option<(libc::cpu_set_t, i32)>,
+    /// What the [`Rescue`] thread sees of this tracer, once it went idle.
+    watch: Option<Arc<Watch>>,
 }
 
 impl Colocator {
@@ -122,6 +141,7 @@ impl Colocator {
             backoff: None,
             strikes: 0,
             saved: None,
+            watch: None,
         }
     }
 
@@ -163,6 +183,15 @@ impl Colocator {
             return;
         }
         self.checked = Some(now);
+        if let Some(w) = &self.watch {
+            w.progress.fetch_add(1, Ordering::Relaxed);
+            if w.rescued.swap(false, Ordering::Relaxed) {
+                // Put back in its policy from outside: back off.
+                self.restore();
+                self.backoff = Some(now + BACKOFF);
+                return;
+            }
+        }
         if self.mode == Colocation::Idle && self.starved(now) {
             return;
         }
@@ -171,9 +200,13 @@ impl Colocator {
             return;
         }
         if self.saved.is_none() {
-            self.saved = Some(save());
+            let saved = save();
+            self.saved = Some(saved);
             if self.mode == Colocation::Idle {
+                let watch = self.watch.get_or_insert_with(Rescue::watch);
+                watch.policy.store(saved.1, Ordering::Relaxed);
                 set_policy(libc::SCHED_IDLE);
+                watch.idle.store(true, Ordering::Release);
             }
         }
         // SAFETY: a zeroed cpu_set_t is a valid empty set.
@@ -214,6 +247,9 @@ impl Colocator {
 
     /// Puts the tracer thread back as it was (end of `run`).
     pub fn restore(&mut self) {
+        if let Some(w) = &self.watch {
+            w.idle.store(false, Ordering::Release);
+        }
         if let Some((set, policy)) = self.saved.take() {
             set_policy(policy);
             // SAFETY: restoring the affinity read by `save`.
@@ -222,6 +258,92 @@ impl Colocator {
         self.cpu = None;
         self.checked = None;
     }
+}
+
+/// One idle tracer as the [`Rescue`] thread sees it.
+pub(crate) struct Watch {
+    tid: i32,
+    /// Stops handled (bumped at each `at_stop`).
+    progress: AtomicU64,
+    /// In `SCHED_IDLE` now.
+    idle: AtomicBool,
+    /// Put back in `policy` by the rescue; the tracer backs off.
+    rescued: AtomicBool,
+    policy: AtomicI32,
+}
+
+/// The thread that takes a starved idle tracer out of `SCHED_IDLE` (see
+/// "Starvation" above): one per utap process while it has tracers,
+/// started with the first idle one, in the normal policy.
+struct Rescue;
+
+static WATCHED: Mutex<Vec<Weak<Watch>>> = Mutex::new(Vec::new());
+
+impl Rescue {
+    /// A watch of the calling tracer thread; starts the rescue thread
+    /// with the first.
+    fn watch() -> Arc<Watch> {
+        let w = Arc::new(Watch {
+            // SAFETY: plain query.
+            tid: unsafe { libc::gettid() },
+            progress: AtomicU64::new(0),
+            idle: AtomicBool::new(false),
+            rescued: AtomicBool::new(false),
+            policy: AtomicI32::new(libc::SCHED_OTHER),
+        });
+        let mut watched = WATCHED.lock().unwrap_or_else(|e| e.into_inner());
+        if watched.is_empty() {
+            let _ = std::thread::Builder::new()
+                .name("utap-rescue".into())
+                .spawn(Rescue::run);
+        }
+        watched.push(Arc::downgrade(&w));
+        w
+    }
+
+    fn run() {
+        // The progress each watch had at the last look.
+        let mut seen: Vec<(Weak<Watch>, u64)> = Vec::new();
+        loop {
+            std::thread::sleep(RESCUE_EVERY);
+            let mut watched = WATCHED.lock().unwrap_or_else(|e| e.into_inner());
+            watched.retain(|w| w.strong_count() > 0);
+            if watched.is_empty() {
+                // No tracer left: the next to go idle starts a new one.
+                return;
+            }
+            let now: Vec<Weak<Watch>> = watched.clone();
+            drop(watched);
+            let mut next = Vec::with_capacity(now.len());
+            for weak in now {
+                let Some(w) = weak.upgrade() else { continue };
+                let progress = w.progress.load(Ordering::Relaxed);
+                let before = seen.iter().find(|(s, _)| s.ptr_eq(&weak)).map(|&(_, p)| p);
+                if before == Some(progress) && w.idle.load(Ordering::Acquire) && runnable(w.tid) {
+                    let param = libc::sched_param { sched_priority: 0 };
+                    let policy = w.policy.load(Ordering::Relaxed);
+                    // SAFETY: another thread of this process, by its id.
+                    unsafe { libc::sched_setscheduler(w.tid, policy, &param) };
+                    w.idle.store(false, Ordering::Release);
+                    w.rescued.store(true, Ordering::Relaxed);
+                }
+                next.push((weak, progress));
+            }
+            seen = next;
+        }
+    }
+}
+
+/// Whether thread `tid` of this process is runnable (state `R` in its
+/// `/proc/self/task/TID/stat`): waiting for a CPU, not for a tracee.
+fn runnable(tid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let after = &s[s.rfind(')')? + 1..];
+            after.split_whitespace().next().map(|st| st == "R")
+        })
+        .unwrap_or(false)
 }
 
 fn save() -> (libc::cpu_set_t, i32) {
