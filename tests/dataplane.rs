@@ -1365,6 +1365,29 @@ fn updates_in_several_steps_stay_in_the_tracer() {
     }
 }
 
+/// A running maximum (`if (x > m) m = x`, of a scalar or an element)
+/// runs in the program as one atomic step: four threads racing, each
+/// hit's number from one atomic counter, leave the largest number, the
+/// count of calls, on both routes.
+#[test]
+fn running_maxima_run_in_the_program() {
+    let mtsys = fixture("mtsys");
+    let script = "global seq, top, most\n\
+                  probe syscall.getppid { if (execname() == \"mtsys\") { k = ++seq; if (k > top) top = k; if (most[1] < k) most[1] = k } }\n\
+                  probe end { printf(\"%d %d %d\\n\", seq, top, most[1]) }";
+    for inproc in [true, false] {
+        let o = utap_c(script, &format!("{mtsys} 4 20000"), inproc);
+        assert_eq!(o.status, 0, "{}", o.stderr);
+        assert_eq!(o.stdout, "80000 80000 80000\n", "{}", o.stderr);
+        let want = if inproc {
+            "utap: 1 of 2 probe(s) run in the program"
+        } else {
+            "utap: 0 of 2"
+        };
+        assert!(o.stderr.contains(want), "{}", o.stderr);
+    }
+}
+
 /// `@entry` in a syscall's return probe runs in the program: its entry
 /// probe keeps the values per thread in arrays keyed by `tid()`, and a
 /// return that finds none counts in a global. Four threads: every return

@@ -32,8 +32,9 @@
 //!   nothing that builds strings, iterates arrays, reads program memory
 //!   or controls a thread;
 //! * it never reads a global it also writes with `=` or `delete` (no lock
-//!   makes the two one step in process; `++`, `+=`, `-=` are atomic, and
-//!   elements keyed by `tid()` are the thread's own);
+//!   makes the two one step in process; `++`, `+=`, `-=` and a running
+//!   maximum `if (x > m[k]) m[k] = x` are atomic, and elements keyed by
+//!   `tid()` are the thread's own);
 //! * the globals it touches are touched by no handler that stays in the
 //!   tracer, except `begin` (before the region is filled from the
 //!   script's state), `end` and `error` (after the region is folded back).
@@ -642,7 +643,20 @@ fn variance_reason(
 fn split_update_reason(program: &Program, p: &ProbeDef) -> Option<String> {
     let (mut reads, mut writes) = (HashSet::new(), HashSet::new());
     let mine = tid_locals(&p.body);
-    let mut visit = |n: walk::Node| access(n, &mine, &mut reads, &mut writes);
+    let mut maxes: HashSet<*const Expr> = HashSet::new();
+    let mut visit = |n: walk::Node| {
+        if let walk::Node::Stmt(st) = n
+            && let Some(assign) = max_update(st).map(|m| m.assign)
+        {
+            maxes.insert(assign as *const Expr);
+        }
+        if let walk::Node::Expr(e) = n
+            && maxes.contains(&(e as *const Expr))
+        {
+            return;
+        }
+        access(n, &mine, &mut reads, &mut writes)
+    };
     for c in p.points.iter().filter_map(|pt| pt.condition.as_ref()) {
         walk::expr(c, &mut |e| visit(walk::Node::Expr(e)));
     }
@@ -650,7 +664,20 @@ fn split_update_reason(program: &Program, p: &ProbeDef) -> Option<String> {
     for f in called_functions(program, p) {
         let body = &program.functions[f].body;
         let mine = tid_locals(body);
-        walk::nodes(body, &mut |n| access(n, &mine, &mut reads, &mut writes));
+        let mut maxes: HashSet<*const Expr> = HashSet::new();
+        walk::nodes(body, &mut |n| {
+            if let walk::Node::Stmt(st) = n
+                && let Some(m) = max_update(st)
+            {
+                maxes.insert(m.assign as *const Expr);
+            }
+            if let walk::Node::Expr(e) = n
+                && maxes.contains(&(e as *const Expr))
+            {
+                return;
+            }
+            access(n, &mine, &mut reads, &mut writes)
+        });
     }
     let mut both: Vec<GlobalId> = reads.intersection(&writes).copied().collect();
     both.sort_by_key(|g| g.0);
@@ -697,6 +724,82 @@ fn access(
             _ => {}
         },
         _ => {}
+    }
+}
+
+/// `if (X > G) G = X` (or `G < X`): a running maximum, which the data
+/// plane makes one atomic step (the write only raises `G`, so two
+/// threads racing leave the larger). `X` and `G`'s keys are locals or
+/// literals, so both mentions are the same values.
+pub struct MaxUpdate<'a> {
+    pub target: &'a LValue,
+    pub value: &'a Expr,
+    /// The `G = X` inside.
+    pub assign: &'a Expr,
+}
+
+/// The running maximum statement `s` is, if it is one.
+pub fn max_update(s: &Stmt) -> Option<MaxUpdate<'_>> {
+    let StmtKind::If {
+        cond,
+        then,
+        else_: None,
+    } = &s.kind
+    else {
+        return None;
+    };
+    let (x, g) = match &cond.kind {
+        ExprKind::Binary {
+            op: BinOp::Gt,
+            lhs,
+            rhs,
+        } => (&**lhs, &**rhs),
+        ExprKind::Binary {
+            op: BinOp::Lt,
+            lhs,
+            rhs,
+        } => (&**rhs, &**lhs),
+        _ => return None,
+    };
+    let ExprKind::Load(target) = &g.kind else {
+        return None;
+    };
+    let then = match &then.kind {
+        StmtKind::Block(b) if b.stmts.len() == 1 => &b.stmts[0],
+        _ => &**then,
+    };
+    let StmtKind::Expr(assign) = &then.kind else {
+        return None;
+    };
+    let ExprKind::Assign {
+        op: AssignOp::Assign,
+        target: written,
+        value,
+    } = &assign.kind
+    else {
+        return None;
+    };
+    let keys_same = match (target, written) {
+        (LValue::Global(a), LValue::Global(b)) => a == b,
+        (LValue::Elem { array: a, keys: ka }, LValue::Elem { array: b, keys: kb }) => {
+            a == b && ka.len() == kb.len() && ka.iter().zip(kb).all(|(x, y)| same_plain(x, y))
+        }
+        _ => false,
+    };
+    (x.ty == Type::Long && keys_same && same_plain(x, value)).then_some(MaxUpdate {
+        target: written,
+        value,
+        assign,
+    })
+}
+
+/// Whether `a` and `b` are the same local or the same literal.
+fn same_plain(a: &Expr, b: &Expr) -> bool {
+    match (&a.kind, &b.kind) {
+        (ExprKind::Load(LValue::Local(x)), ExprKind::Load(LValue::Local(y))) => x == y,
+        (ExprKind::Long(x), ExprKind::Long(y)) => x == y,
+        (ExprKind::Str(x), ExprKind::Str(y)) => x == y,
+        _ => false,
     }
 }
 

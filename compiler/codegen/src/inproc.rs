@@ -544,10 +544,11 @@ impl Runtime<'_> {
         self.define_stat_add(&stats, &hists)?;
         let (tables, finds): (Vec<TableSpec>, Vec<(u32, FuncId)>) = longs.into_iter().unzip();
         let header = self.header;
-        let ops: [(&str, usize, bool); 5] = [
+        let ops: [(&str, usize, bool); 6] = [
             ("utap_arr_get", 2, true),
             ("utap_arr_set", 3, false),
             ("utap_arr_add", 3, true),
+            ("utap_arr_max", 3, false),
             ("utap_arr_exists", 2, true),
             ("utap_arr_delete", 2, false),
         ];
@@ -928,7 +929,7 @@ fn array_op(
     let _ = base;
     for (blk, t, find_id) in cases {
         b.switch_to_block(blk);
-        let insert = matches!(name, "utap_arr_set" | "utap_arr_add") as i64;
+        let insert = insert_op(name) as i64;
         let insert = b.ins().iconst(I64, insert);
         let f = fref(b, find_id);
         let call = b.ins().call(f, &[ctx, insert]);
@@ -969,6 +970,11 @@ fn array_op(
                     .atomic_rmw(I64, mem(), AtomicRmwOp::Add, value, a[2]);
                 b.ins().iadd(old, a[2])
             }
+            "utap_arr_max" => {
+                b.ins()
+                    .atomic_rmw(I64, mem(), AtomicRmwOp::Smax, value, a[2]);
+                zero
+            }
             "utap_arr_exists" => b.ins().iconst(I64, 1),
             _ => {
                 // delete: live → deleted, one fewer entry.
@@ -998,5 +1004,5 @@ fn array_op(
 }
 
 fn insert_op(name: &str) -> bool {
-    matches!(name, "utap_arr_set" | "utap_arr_add")
+    matches!(name, "utap_arr_set" | "utap_arr_add" | "utap_arr_max")
 }

@@ -431,6 +431,12 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
                 }
             }
             StmtKind::Block(b) => self.block(b)?,
+            StmtKind::If { .. }
+                if self.in_process
+                    && let Some(m) = utap_compiler::route::max_update(s) =>
+            {
+                self.running_max(s, m)?;
+            }
             StmtKind::If { cond, then, else_ } => {
                 let c = self.expr(cond)?;
                 let then_b = self.b.create_block();
@@ -849,6 +855,47 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
             }
             _ => None,
         }
+    }
+
+    /// `if (x > g) g = x` in process: the test as written, then an atomic
+    /// maximum instead of the store (see `route::max_update`), so a
+    /// thread that raised `g` in between is never lowered again.
+    fn running_max(
+        &mut self,
+        s: &Stmt,
+        m: utap_compiler::route::MaxUpdate,
+    ) -> Result<(), CodegenError> {
+        let StmtKind::If { cond, .. } = &s.kind else {
+            return Ok(());
+        };
+        let c = self.expr(cond)?;
+        let (then_b, join) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(c, then_b, &[], join, &[]);
+        self.b.switch_to_block(then_b);
+        let ks = self.lvalue_keys(m.target)?;
+        let v = self.expr(m.value)?;
+        match m.target {
+            LValue::Global(g) => {
+                let slot = self.long_slot(g.0).expect("a long scalar");
+                let addr = self.b.ins().iadd_imm_s(self.longs, 8 * slot as i64);
+                self.b
+                    .ins()
+                    .atomic_rmw(I64, flags(), AtomicRmwOp::Smax, addr, v);
+            }
+            LValue::Elem { array, .. } => {
+                let loc = self.loc(m.assign.span);
+                self.set_location(loc);
+                self.store_keys(&ks);
+                let gid = self.iconst(array.0 as i64);
+                let id = self.rt.declare(self.module, "utap_arr_max", 2, false);
+                self.call_id(id, &[gid, v]);
+                self.check_error();
+            }
+            _ => {}
+        }
+        self.b.ins().jump(join, &[]);
+        self.b.switch_to_block(join);
+        Ok(())
     }
 
     /// `array[ks] += delta` in one runtime call instead of a load and a
