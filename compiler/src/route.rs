@@ -642,42 +642,10 @@ fn variance_reason(
 /// (or a local holding only it), which only the thread itself touches.
 fn split_update_reason(program: &Program, p: &ProbeDef) -> Option<String> {
     let (mut reads, mut writes) = (HashSet::new(), HashSet::new());
-    let mine = tid_locals(&p.body);
-    let mut maxes: HashSet<*const Expr> = HashSet::new();
-    let mut visit = |n: walk::Node| {
-        if let walk::Node::Stmt(st) = n
-            && let Some(assign) = max_update(st).map(|m| m.assign)
-        {
-            maxes.insert(assign as *const Expr);
-        }
-        if let walk::Node::Expr(e) = n
-            && maxes.contains(&(e as *const Expr))
-        {
-            return;
-        }
-        access(n, &mine, &mut reads, &mut writes)
-    };
-    for c in p.points.iter().filter_map(|pt| pt.condition.as_ref()) {
-        walk::expr(c, &mut |e| visit(walk::Node::Expr(e)));
-    }
-    walk::nodes(&p.body, &mut visit);
+    let conditions = p.points.iter().filter_map(|pt| pt.condition.as_ref());
+    note_accesses(&p.body, conditions, &mut reads, &mut writes);
     for f in called_functions(program, p) {
-        let body = &program.functions[f].body;
-        let mine = tid_locals(body);
-        let mut maxes: HashSet<*const Expr> = HashSet::new();
-        walk::nodes(body, &mut |n| {
-            if let walk::Node::Stmt(st) = n
-                && let Some(m) = max_update(st)
-            {
-                maxes.insert(m.assign as *const Expr);
-            }
-            if let walk::Node::Expr(e) = n
-                && maxes.contains(&(e as *const Expr))
-            {
-                return;
-            }
-            access(n, &mine, &mut reads, &mut writes)
-        });
+        note_accesses(&program.functions[f].body, None, &mut reads, &mut writes);
     }
     let mut both: Vec<GlobalId> = reads.intersection(&writes).copied().collect();
     both.sort_by_key(|g| g.0);
@@ -688,6 +656,35 @@ fn split_update_reason(program: &Program, p: &ProbeDef) -> Option<String> {
             program.globals[g.0 as usize].name
         )
     })
+}
+
+/// Notes the globals body `b` (and the conditions of its probe's points)
+/// reads and those it writes in a step of its own, leaving out the writes
+/// of running maxima ([`max_update`]).
+fn note_accesses<'a>(
+    b: &'a Block,
+    conditions: impl IntoIterator<Item = &'a Expr>,
+    reads: &mut HashSet<GlobalId>,
+    writes: &mut HashSet<GlobalId>,
+) {
+    let mine = tid_locals(b);
+    let mut maxes: HashSet<*const Expr> = HashSet::new();
+    let mut visit = |n: walk::Node| {
+        match n {
+            walk::Node::Stmt(st) => {
+                if let Some(m) = max_update(st) {
+                    maxes.insert(m.assign);
+                }
+            }
+            walk::Node::Expr(e) if maxes.contains(&(e as *const Expr)) => return,
+            walk::Node::Expr(_) => {}
+        }
+        access(n, &mine, reads, writes)
+    };
+    for c in conditions {
+        walk::expr(c, &mut |e| visit(walk::Node::Expr(e)));
+    }
+    walk::nodes(b, &mut visit);
 }
 
 /// Notes the globals node `n` reads and those it writes in a step of its
@@ -732,6 +729,8 @@ fn access(
 /// threads racing leave the larger). `X` and `G`'s keys are locals or
 /// literals, so both mentions are the same values.
 pub struct MaxUpdate<'a> {
+    /// The test, `X > G` or `G < X`.
+    pub cond: &'a Expr,
     pub target: &'a LValue,
     pub value: &'a Expr,
     /// The `G = X` inside.
@@ -787,6 +786,7 @@ pub fn max_update(s: &Stmt) -> Option<MaxUpdate<'_>> {
         _ => false,
     };
     (x.ty == Type::Long && keys_same && same_plain(x, value)).then_some(MaxUpdate {
+        cond,
         target: written,
         value,
         assign,

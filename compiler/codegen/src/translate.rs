@@ -435,7 +435,7 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
                 if self.in_process
                     && let Some(m) = utap_compiler::route::max_update(s) =>
             {
-                self.running_max(s, m)?;
+                self.running_max(m)?;
             }
             StmtKind::If { cond, then, else_ } => {
                 let c = self.expr(cond)?;
@@ -860,15 +860,8 @@ impl<'a, 'b, 's> Translator<'a, 'b, 's> {
     /// `if (x > g) g = x` in process: the test as written, then an atomic
     /// maximum instead of the store (see `route::max_update`), so a
     /// thread that raised `g` in between is never lowered again.
-    fn running_max(
-        &mut self,
-        s: &Stmt,
-        m: utap_compiler::route::MaxUpdate,
-    ) -> Result<(), CodegenError> {
-        let StmtKind::If { cond, .. } = &s.kind else {
-            return Ok(());
-        };
-        let c = self.expr(cond)?;
+    fn running_max(&mut self, m: utap_compiler::route::MaxUpdate) -> Result<(), CodegenError> {
+        let c = self.expr(m.cond)?;
         let (then_b, join) = (self.b.create_block(), self.b.create_block());
         self.b.ins().brif(c, then_b, &[], join, &[]);
         self.b.switch_to_block(then_b);

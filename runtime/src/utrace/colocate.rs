@@ -263,8 +263,11 @@ impl Colocator {
 /// One idle tracer as the [`Rescue`] thread sees it.
 pub(crate) struct Watch {
     tid: i32,
-    /// Stops handled (bumped at each `at_stop`).
+    /// Stops handled (bumped at each `at_stop` that looks again, at
+    /// most once per [`RECHECK`]).
     progress: AtomicU64,
+    /// `progress` at the rescue thread's last look.
+    last_look: AtomicU64,
     /// In `SCHED_IDLE` now.
     idle: AtomicBool,
     /// Put back in `policy` by the rescue; the tracer backs off.
@@ -287,6 +290,7 @@ impl Rescue {
             // SAFETY: plain query.
             tid: unsafe { libc::gettid() },
             progress: AtomicU64::new(0),
+            last_look: AtomicU64::new(u64::MAX),
             idle: AtomicBool::new(false),
             rescued: AtomicBool::new(false),
             policy: AtomicI32::new(libc::SCHED_OTHER),
@@ -302,8 +306,6 @@ impl Rescue {
     }
 
     fn run() {
-        // The progress each watch had at the last look.
-        let mut seen: Vec<(Weak<Watch>, u64)> = Vec::new();
         loop {
             std::thread::sleep(RESCUE_EVERY);
             let mut watched = WATCHED.lock().unwrap_or_else(|e| e.into_inner());
@@ -312,38 +314,36 @@ impl Rescue {
                 // No tracer left: the next to go idle starts a new one.
                 return;
             }
-            let now: Vec<Weak<Watch>> = watched.clone();
-            drop(watched);
-            let mut next = Vec::with_capacity(now.len());
-            for weak in now {
-                let Some(w) = weak.upgrade() else { continue };
-                let progress = w.progress.load(Ordering::Relaxed);
-                let before = seen.iter().find(|(s, _)| s.ptr_eq(&weak)).map(|&(_, p)| p);
-                if before == Some(progress) && w.idle.load(Ordering::Acquire) && runnable(w.tid) {
-                    let param = libc::sched_param { sched_priority: 0 };
-                    let policy = w.policy.load(Ordering::Relaxed);
-                    // SAFETY: another thread of this process, by its id.
-                    unsafe { libc::sched_setscheduler(w.tid, policy, &param) };
-                    w.idle.store(false, Ordering::Release);
-                    w.rescued.store(true, Ordering::Relaxed);
-                }
-                next.push((weak, progress));
+            for w in watched.iter().filter_map(Weak::upgrade) {
+                w.rescue_if_starved();
             }
-            seen = next;
         }
     }
 }
 
-/// Whether thread `tid` of this process is runnable (state `R` in its
-/// `/proc/self/task/TID/stat`): waiting for a CPU, not for a tracee.
-fn runnable(tid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/self/task/{tid}/stat"))
-        .ok()
-        .and_then(|s| {
-            let after = &s[s.rfind(')')? + 1..];
-            after.split_whitespace().next().map(|st| st == "R")
-        })
-        .unwrap_or(false)
+impl Watch {
+    /// Puts the tracer back in its own policy if it is idle, runnable and
+    /// has handled no stop since the last look.
+    fn rescue_if_starved(&self) {
+        let progress = self.progress.load(Ordering::Relaxed);
+        let before = self.last_look.swap(progress, Ordering::Relaxed);
+        if before != progress || !self.idle.load(Ordering::Acquire) || !runnable(Tid(self.tid)) {
+            return;
+        }
+        let param = libc::sched_param { sched_priority: 0 };
+        let policy = self.policy.load(Ordering::Relaxed);
+        // SAFETY: another thread of this process, by its id.
+        unsafe { libc::sched_setscheduler(self.tid, policy, &param) };
+        self.idle.store(false, Ordering::Release);
+        self.rescued.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Whether thread `tid` is runnable (state `R`, field 3 of its stat):
+/// waiting for a CPU, not for a tracee.
+fn runnable(tid: Tid) -> bool {
+    let mut buf = [0u8; 1024];
+    stat_field(tid, 3, &mut buf) == Some(b"R")
 }
 
 fn save() -> (libc::cpu_set_t, i32) {
@@ -391,24 +391,29 @@ fn read_small<'b>(path: &[u8], buf: &'b mut [u8]) -> Option<&'b [u8]> {
 /// The CPU `tid` last ran on (field 39 of `/proc/TID/stat`), read without
 /// allocating.
 fn last_cpu(tid: Tid) -> Option<usize> {
+    let mut buf = [0u8; 1024];
+    let field = stat_field(tid, 39, &mut buf)?;
+    std::str::from_utf8(field).ok()?.parse().ok()
+}
+
+/// Field `n` (1-based, as proc(5) counts, from 3 on) of `/proc/TID/stat`,
+/// read into `buf` without allocating.
+fn stat_field(tid: Tid, n: usize, buf: &mut [u8]) -> Option<&[u8]> {
     let mut path = [0u8; 32];
     let prefix = b"/proc/";
     path[..prefix.len()].copy_from_slice(prefix);
-    let mut n = prefix.len();
-    let digits = tid.0.to_string_stackless(&mut path[n..])?;
-    n += digits;
-    path[n..n + 5].copy_from_slice(b"/stat");
-    // path[n + 5] is the terminating NUL.
-    let mut buf = [0u8; 1024];
-    let text = read_small(&path[..n + 6], &mut buf)?;
+    let mut len = prefix.len();
+    len += tid.0.to_string_stackless(&mut path[len..])?;
+    path[len..len + 5].copy_from_slice(b"/stat");
+    // path[len + 5] is the terminating NUL.
+    let text = read_small(&path[..len + 6], buf)?;
     // Fields after the command (which may contain spaces) start with the
-    // state, field 3; the CPU is field 39.
+    // state, field 3.
     let after = &text[text.iter().rposition(|&b| b == b')')? + 1..];
-    let field = after
+    after
         .split(|&b| b == b' ')
         .filter(|f| !f.is_empty())
-        .nth(39 - 3)?;
-    std::str::from_utf8(field).ok()?.parse().ok()
+        .nth(n.checked_sub(3)?)
 }
 
 /// Decimal digits of a thread id into a stack buffer.
@@ -448,6 +453,7 @@ mod tests {
         let ncpu = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) } as usize;
         assert!(cpu < ncpu, "cpu {cpu} of {ncpu}");
         assert_eq!(last_cpu(Tid(-5)), None);
+        assert!(runnable(Tid(me)), "a running thread is in state R");
         assert!(others_running().is_some());
     }
 }
