@@ -872,16 +872,17 @@ mod tests {
         unsafe {
             std::arch::asm!(
                 "push rbx",
-                "mov rbx, {b}",
-                "mov {sp}, rsp",
-                "call {f}",
+                "mov rbx, r10",
+                "mov r13, rsp",
+                "call r11",
                 "pop rbx",
-                b = in(reg) regs.rbx,
-                f = in(reg) caller,
-                sp = out(reg) sp,
+                out("r13") sp,
                 inout("rax") rax, inout("rcx") rcx, inout("rdx") rdx,
                 inout("rsi") rsi, inout("rdi") rdi, inout("r8") r8, inout("r9") r9,
-                in("r12") regs.r12, out("r11") _,
+                // rbx's value and the callee's address in registers of
+                // our choosing, and rsp kept in one: the compiler could
+                // pick rbx for any of them.
+                in("r12") regs.r12, inout("r10") regs.rbx => _, inout("r11") caller => _,
             );
         }
         // The marker's rsp is the caller's at its first instruction: one
