@@ -285,6 +285,20 @@ fn usage_errors_exit_1_and_help_exits_0() {
 /// really traced for its time (before, attaching under load could eat the
 /// whole limit and the syscall probe never fired); the end probe ran; and
 /// afterwards every thread runs untraced, none stopped.
+/// A process that dies of SIGSEGV while it is still making threads ends
+/// the session: a new thread the tracer has not heard of yet (its
+/// creator's clone report never comes) stops at its exit event, and is
+/// let go there instead of being kept for the leader's death, which the
+/// kernel reports only after that thread is gone. (5 of 20 runs hung.)
+#[test]
+fn a_process_that_crashes_while_making_threads_ends_the_session() {
+    let crash = fixture("threadcrash");
+    for _ in 0..20 {
+        let o = run(utap("probe syscall.getppid { next }", &["-c", &crash]));
+        assert_eq!(o.status, 0, "{}", o.stderr);
+    }
+}
+
 #[test]
 fn time_limit_behind_busy_threads_traces_then_lets_every_thread_go() {
     let target = Running::ready("busy", &["200", "1000"]);

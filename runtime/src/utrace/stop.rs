@@ -126,11 +126,22 @@ impl Tracer {
     }
 
     /// A stop from a thread we do not know yet: the first stop of a child
-    /// whose creator has not reported the clone. Kept until it does.
+    /// whose creator has not reported the clone. Kept until it does, or
+    /// until the creator's leader dies (`adopt_orphans_of`); but one
+    /// already at its exit event (its process is dying: the creator will
+    /// never report) is let go to die now, since the leader's death is
+    /// reported only once every other thread is reaped.
     fn on_stranger(&mut self, tid: Tid, st: Status, status: i32) {
         match st {
             Status::Exited(_) | Status::Signaled { .. } => {
                 self.core.orphans.remove(&tid);
+            }
+            Status::Event {
+                event: ptrace::EVENT_EXIT,
+                ..
+            } => {
+                self.core.orphans.remove(&tid);
+                let _ = ptrace::restart(ptrace::PTRACE_CONT, tid, None);
             }
             Status::Continued => {}
             _ => {
