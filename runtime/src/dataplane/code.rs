@@ -3,17 +3,18 @@
 //! and the per-site stubs. Hand-assembled, because every byte's position
 //! matters to the detach (`stub_exit`) and the filter (`gadget`).
 //!
-//! A patched site is the one instruction (5 to 15 bytes, no branch, no
-//! rip-relative operand: `mov $NR,%eax` of a libc wrapper, `mov
-//! 8(%rsp),%r9` of `syscall()`) right before a `syscall`, overwritten with
-//! a `jmp` to its stub (and `int3` over the rest of it, never reached);
-//! the `syscall` after it stays, so a call restarted by the kernel
-//! (rip - 2) and a branch to the `syscall` still run the original
-//! instruction. With D the displaced instruction's length:
+//! A patched site is the run of instructions right before a `syscall`
+//! (`site`: `mov $NR,%eax` of a libc wrapper, `mov 8(%rsp),%r9` of
+//! `syscall()`, `cmpb $0,x(%rip); je; xor %eax,%eax` of glibc's `read`),
+//! at least 5 bytes, overwritten with a `jmp` to its stub (and `int3`
+//! over the rest, never reached); the `syscall` after it stays, so a
+//! call restarted by the kernel (rip - 2) and a branch to the `syscall`
+//! still run the original instruction. With D the length of the run as
+//! relocated into the stub:
 //!
 //! ```text
-//! stub:  0 the displaced instruction (its operands mean the same here:
-//!          it runs before rsp moves)
+//! stub:  0 the displaced run, relocated (its operands mean the same
+//!          here: it runs before rsp moves; a `je` goes to its target)
 //!   D +  0 lea -128(%rsp),%rsp   (the red zone stays the program's)
 //!   D +  5 pushfq
 //!   D +  6 movabs $common,%rcx
@@ -34,14 +35,18 @@
 //! land there, below the red zone), runs the return dispatcher, and
 //! returns with every register as the syscall would leave it.
 
+use iced_x86::{BlockEncoder, BlockEncoderOptions, Instruction, InstructionBlock};
+
 use super::layout::{BLOCK_BUSY, BLOCK_SAVED_RSP, BLOCK_SELF, BLOCK_SKIPPED, BLOCK_STACK_TOP};
 use crate::script::context::{HandlerContext, ProbeValues};
 use std::mem::offset_of;
 
-/// A stub's length after its displaced instruction.
+/// A stub's length after its displaced run.
 pub const TAIL_LEN: u64 = 48;
-/// The longest stub (a 15-byte displaced instruction).
-pub const STUB_MAX: u64 = 15 + TAIL_LEN;
+/// The longest displaced run, relocated.
+pub const DISPLACED_MAX: u64 = 16;
+/// The longest stub.
+pub const STUB_MAX: u64 = DISPLACED_MAX + TAIL_LEN;
 /// Offsets in a stub's tail (see the module doc).
 pub const STUB_SERVED: u64 = 18;
 pub const STUB_RAW: u64 = 32;
@@ -241,18 +246,41 @@ pub fn common(entry: u64, ret: u64) -> Common {
     }
 }
 
-/// The stub of site `site`, whose instruction before the `syscall` is
-/// `displaced`, placed at `stub`, entering `common`.
-pub fn stub(stub: u64, site: u64, displaced: &[u8], common: u64) -> Option<Vec<u8>> {
-    let d = displaced.len() as u64;
-    let back = site + d + 2;
+/// A syscall site's stub: its bytes, and where each displaced
+/// instruction starts in it.
+pub struct Stub {
+    pub bytes: Vec<u8>,
+    pub offsets: Vec<u64>,
+}
+
+impl Stub {
+    /// The displaced run's length in the stub (where the tail starts).
+    pub fn displaced_len(&self) -> u64 {
+        self.bytes.len() as u64 - TAIL_LEN
+    }
+}
+
+/// The stub placed at `stub` of a site whose run before the `syscall`
+/// is `displaced` (`site::displaced_before`), entering `common`. `None`
+/// if the run cannot be relocated there or is too long relocated.
+pub fn stub(stub: u64, displaced: &[Instruction], common: u64) -> Option<Stub> {
+    let back = displaced.last()?.next_ip() + 2;
+    let out = BlockEncoder::encode(
+        64,
+        InstructionBlock::new(displaced, stub),
+        BlockEncoderOptions::RETURN_NEW_INSTRUCTION_OFFSETS,
+    )
+    .ok()?;
+    let d = out.code_buffer.len() as u64;
+    if d > DISPLACED_MAX {
+        return None;
+    }
     let rel = |from_end: u64| -> Option<[u8; 4]> {
         let dist = back as i64 - from_end as i64;
         i32::try_from(dist).ok().map(i32::to_le_bytes)
     };
     let tail = stub + d;
-    let mut b = Vec::with_capacity((d + TAIL_LEN) as usize);
-    b.extend_from_slice(displaced);
+    let mut b = out.code_buffer;
     b.extend_from_slice(&[0x48, 0x8d, 0x64, 0x24, 0x80]);
     b.push(0x9c);
     b.extend_from_slice(&[0x48, 0xb9]);
@@ -268,7 +296,12 @@ pub fn stub(stub: u64, site: u64, displaced: &[u8], common: u64) -> Option<Vec<u
     b.push(0xe9);
     b.extend_from_slice(&rel(tail + TAIL_LEN)?);
     debug_assert_eq!(b.len() as u64, d + TAIL_LEN);
-    Some(b)
+    let offsets = out
+        .new_instruction_offsets
+        .iter()
+        .map(|&o| o as u64)
+        .collect();
+    Some(Stub { bytes: b, offsets })
 }
 
 /// The `jmp stub` written over a site's `len` bytes (`int3` after it).
@@ -292,26 +325,28 @@ pub struct Exit {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Resume {
-    /// The site's start: nothing of it ran.
-    Site,
+    /// This far into the site: the displaced instructions before it ran.
+    Displaced(u64),
     /// The site's `syscall` (rax holds the number).
     Syscall,
     /// Past the `syscall` (its result in rax, or a restart pending).
     After,
 }
 
-/// How a thread at offset `off` of a stub whose displaced instruction is
-/// `d` bytes long is moved out (see [`Exit`]); `None` for an offset no
-/// instruction starts at.
-pub fn stub_exit(off: u64, d: u64) -> Option<Exit> {
-    if off == 0 {
+/// How a thread at offset `off` of a stub is moved out (see [`Exit`]);
+/// `offsets`: where the displaced instructions start in the stub, `lens`:
+/// their lengths at the site, `d`: the run's length in the stub. `None`
+/// for an offset no instruction starts at.
+pub fn stub_exit(off: u64, offsets: &[u64], lens: &[u64], d: u64) -> Option<Exit> {
+    if off < d {
+        let k = offsets.iter().position(|&o| o == off)?;
         return Some(Exit {
             rsp_add: 0,
             pop_flags: false,
-            to: Resume::Site,
+            to: Resume::Displaced(lens[..k].iter().sum()),
         });
     }
-    tail_exit(off.checked_sub(d)?)
+    tail_exit(off - d)
 }
 
 fn tail_exit(off: u64) -> Option<Exit> {
@@ -365,24 +400,51 @@ pub(super) mod tests {
     #[test]
     fn a_stub_decodes_to_its_documented_offsets() {
         let (stub_at, site, common_at) = (0x7f00_0000_1000, 0x7f00_0010_2000, 0x3f00_0000_0000);
-        // mov $0x6e,%eax (5 bytes); mov 0x8(%rsp),%r9 would be 5 too;
-        // mov $0x6e,%r10d is 6.
-        for displaced in [&[0xb8, 0x6e, 0, 0, 0][..], &[0x41, 0xba, 0x6e, 0, 0, 0]] {
-            let d = displaced.len() as u64;
-            let code = stub(stub_at, site, displaced, common_at).unwrap();
-            let ins = decode_all(&code, stub_at);
+        // mov $0x6e,%eax (5 bytes); mov $0x6e,%r10d (6); glibc read's
+        // cmpb $0,x(%rip); je; xor %eax,%eax (11 at the site, 15 relocated:
+        // the je becomes a near one).
+        let runs: [&[u8]; 3] = [
+            &[0xb8, 0x6e, 0, 0, 0],
+            &[0x41, 0xba, 0x6e, 0, 0, 0],
+            &[
+                0x80, 0x3d, 0x31, 0x33, 0x0e, 0x00, 0x00, 0x74, 0x17, 0x31, 0xc0,
+            ],
+        ];
+        for run in runs {
+            let displaced = decode_all(run, site);
+            let lens: Vec<u64> = displaced.iter().map(|i| i.len() as u64).collect();
+            let len: u64 = lens.iter().sum();
+            let s = stub(stub_at, &displaced, common_at).unwrap();
+            let d = s.displaced_len();
+            let ins = decode_all(&s.bytes, stub_at);
             let at: Vec<u64> = ins.iter().map(|i| i.ip() - stub_at).collect();
-            let tail: Vec<u64> = at[1..].iter().map(|o| o - d).collect();
+            let n = displaced.len();
+            assert_eq!(at[..n], s.offsets[..]);
+            let tail: Vec<u64> = at[n..].iter().map(|o| o - d).collect();
             assert_eq!(tail, [0, 5, 6, 16, 18, 19, 27, 32, 33, 41, 43]);
-            assert_eq!(code.len() as u64, d + TAIL_LEN);
-            assert_eq!(ins[3].immediate64(), common_at);
-            assert_eq!(ins[7].near_branch64(), site + d + 2);
-            assert_eq!(ins[10].code(), Code::Syscall);
-            assert_eq!(ins[11].near_branch64(), site + d + 2);
-            for off in at {
-                assert!(stub_exit(off, d).is_some(), "offset {off}");
+            assert_eq!(ins[n + 2].immediate64(), common_at);
+            assert_eq!(ins[n + 6].near_branch64(), site + len + 2);
+            assert_eq!(ins[n + 9].code(), Code::Syscall);
+            assert_eq!(ins[n + 10].near_branch64(), site + len + 2);
+            for (k, i) in displaced.iter().enumerate() {
+                let moved = &ins[k];
+                assert_eq!(moved.mnemonic(), i.mnemonic());
+                if i.is_ip_rel_memory_operand() {
+                    assert_eq!(moved.ip_rel_memory_address(), i.ip_rel_memory_address());
+                }
+                if i.is_jcc_short_or_near() {
+                    assert_eq!(moved.near_branch64(), i.near_branch64());
+                }
+                let e = stub_exit(s.offsets[k], &s.offsets, &lens, d).unwrap();
+                assert_eq!(e.to, Resume::Displaced(i.ip() - site));
             }
-            assert_eq!(stub_exit(1, d), None);
+            for off in at {
+                assert!(
+                    stub_exit(off, &s.offsets, &lens, d).is_some(),
+                    "offset {off}"
+                );
+            }
+            assert_eq!(stub_exit(1, &s.offsets, &lens, d), None);
         }
     }
 

@@ -8,16 +8,17 @@
 //! `utap_codegen::inproc` into the shared region (`region`, `layout`).
 //! The tracer maps the region into a process at its first trapped
 //! syscall that the data plane serves, gives every thread a block
-//! (`%gs`), and patches each site a trap proves to be a syscall wrapper's
-//! `mov $NR,%eax; syscall` (`tracer`). Hits at sites it cannot patch are
-//! served at the stop by the same in-process code, run by the tracer in
-//! its own mapping of the region, so every probe keeps one state whatever
-//! the route of each hit.
+//! (`%gs`), and patches each site a trap proves to be a syscall
+//! wrapper's run of instructions before its `syscall` (`site`,
+//! `tracer`). Hits at sites it cannot patch are served at the stop by the
+//! same in-process code, run by the tracer in its own mapping of the
+//! region, so every probe keeps one state whatever the route of each hit.
 //!
 //! Invariants:
 //! * **Text is patched only while every thread of the address space is
 //!   held**, and only where the function's disassembly (from its symbol)
-//!   puts an instruction boundary at the `mov` and at the `syscall`. The
+//!   puts instruction boundaries at the run's start and at the `syscall`,
+//!   no branch lands inside the run and no held thread is in it. The
 //!   `syscall` itself is never overwritten: a restarted call and a branch
 //!   to it still run the original instruction.
 //! * **A hit is served once**: at a patched site by the stub (the gadget's
@@ -120,6 +121,7 @@ pub mod layout;
 pub mod names;
 pub mod region;
 pub mod rings;
+pub mod site;
 mod tracer;
 
 use std::collections::{HashMap, HashSet};
@@ -182,8 +184,8 @@ pub struct Counts {
 struct Space {
     /// The region is mapped (`Some(true)`), could not be (`Some(false)`).
     mapped: Option<bool>,
-    /// Patched sites: site → (stub, the displaced instruction's bytes).
-    sites: HashMap<u64, (u64, Vec<u8>)>,
+    /// Patched syscall sites.
+    sites: HashMap<u64, SyscallSite>,
     /// Sites that cannot be patched.
     refused: HashSet<u64>,
     /// Stub pages: (base, slots used).
@@ -207,6 +209,27 @@ pub struct SiteHookList {
     pub entry: Vec<Hook>,
     pub ret: Vec<Hook>,
     pub mark: Option<Vec<SdtArg>>,
+}
+
+/// A patched syscall site (see `code`).
+#[derive(Clone, Debug)]
+struct SyscallSite {
+    stub: u64,
+    /// The bytes the jump replaced: the displaced run, up to the `syscall`.
+    orig: Vec<u8>,
+    /// Stub offsets of the relocated instructions, and the run's length
+    /// there.
+    offsets: Vec<u64>,
+    moved_len: u64,
+    /// The displaced instructions' lengths at the site.
+    lens: Vec<u64>,
+}
+
+impl SyscallSite {
+    /// The site's `syscall`, as an offset from the site.
+    fn call_off(&self) -> u64 {
+        self.orig.len() as u64
+    }
 }
 
 /// A patched function entry.
@@ -245,14 +268,12 @@ impl Space {
         })
     }
 
-    /// The site of the stub holding `addr`, the offset in it and the
-    /// displaced instruction's length.
-    fn stub_at(&self, addr: u64) -> Option<(u64, u64, u64)> {
-        self.sites.iter().find_map(|(&site, (stub, d))| {
-            let len = d.len() as u64;
-            (*stub..*stub + len + code::TAIL_LEN)
+    /// The syscall site whose stub holds `addr`, and the offset in it.
+    fn stub_at(&self, addr: u64) -> Option<(u64, u64, &SyscallSite)> {
+        self.sites.iter().find_map(|(&site, s)| {
+            (s.stub..s.stub + s.moved_len + code::TAIL_LEN)
                 .contains(&addr)
-                .then(|| (site, addr - stub, len))
+                .then(|| (site, addr - s.stub, s))
         })
     }
 }

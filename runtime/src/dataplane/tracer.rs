@@ -7,9 +7,11 @@ use std::sync::Arc;
 
 use iced_x86::{Code, FlowControl, Instruction};
 
+use super::SyscallSite;
 use super::code::{self, Resume};
 use super::function;
 use super::layout::{self, CODE_LEN};
+use super::site;
 use crate::uprobe::{mem, xol};
 use crate::utrace::control::Core;
 use crate::utrace::ptrace::{self, Status};
@@ -34,7 +36,7 @@ impl Tracer {
     /// As `dataplane_seccomp`, for a syscall `nr` trapped (not made yet)
     /// with `regs`, rip just past its `syscall` (a seccomp stop).
     pub(crate) fn serve_trapped(&mut self, tid: Tid, regs: Regs, nr: u64) -> bool {
-        let Some(site) = self.patch_trapped(tid, &regs, nr) else {
+        let Some((site, rerun)) = self.patch_trapped(tid, &regs, nr) else {
             return false;
         };
         // The injected calls put `regs` back, %gs included: the block's
@@ -43,9 +45,13 @@ impl Tracer {
             return false;
         };
         let mut r = regs;
-        // The call is skipped; back at the site, the jump to the stub
-        // makes it again (the displaced instruction runs there first).
-        r.rip = site;
+        // The call is skipped (an injected call may have taken its place
+        // already); back at the site, the jump to the stub makes it
+        // again, the displaced run going first. A run that would compute
+        // something else a second time is not run again: the thread makes
+        // the call at the site's own `syscall`, which traps and is served
+        // at that stop.
+        r.rip = if rerun { site } else { regs.rip - 2 };
         r.rax = nr;
         r.orig_rax = u64::MAX;
         r.gs_base = block;
@@ -89,18 +95,20 @@ impl Tracer {
     /// Patches the site of syscall `nr` that `tid` (stopped, `regs`
     /// injectable) made, mapping the region first if needed; every thread
     /// of the process is held meanwhile. Returns the site (where the
-    /// jump to the stub starts). The thread's registers are `regs` again
+    /// jump to the stub starts) and whether its run can be run again
+    /// (`site::reruns_alike`). The thread's registers are `regs` again
     /// after, save on failure of an injected call.
-    pub(crate) fn patch_trapped(&mut self, tid: Tid, regs: &Regs, nr: u64) -> Option<u64> {
+    pub(crate) fn patch_trapped(&mut self, tid: Tid, regs: &Regs, nr: u64) -> Option<(u64, bool)> {
         if !self.patchable(tid, regs, nr) {
             return None;
         }
         let pid = self.pid_of(tid);
         let call = regs.rip.wrapping_sub(2);
-        let Some((site, bytes)) = self.displaceable(pid, call) else {
+        let Some(run) = self.displaceable(pid, call) else {
             self.refuse(pid, call);
             return None;
         };
+        let site = run.first()?.ip();
         if self
             .core
             .dataplane
@@ -113,9 +121,21 @@ impl Tracer {
             return None;
         }
         self.core.hold_for_text(pid);
-        let done = self.map_into(tid, pid, regs) && self.patch(tid, pid, site, bytes, regs);
+        // A thread held inside the run would come back into the jump:
+        // not now (a later trap tries again).
+        let done = !self.thread_inside(pid, site + 1..call)
+            && self.map_into(tid, pid, regs)
+            && self.patch(tid, pid, site, &run, regs);
         self.release_text_hold();
-        done.then_some(site)
+        done.then(|| (site, site::reruns_alike(&run)))
+    }
+
+    /// Whether a thread of `pid` (held) is stopped with its rip in `range`.
+    fn thread_inside(&self, pid: Tid, range: std::ops::Range<u64>) -> bool {
+        self.core
+            .threads_of(pid)
+            .into_iter()
+            .any(|t| ptrace::get_regs(t).is_ok_and(|r| range.contains(&r.rip)))
     }
 
     pub(crate) fn pid_of(&self, tid: Tid) -> Tid {
@@ -129,28 +149,49 @@ impl Tracer {
         }
     }
 
-    /// The instruction right before the `syscall` at `call`, if it can be
-    /// displaced into a stub: the function holding it (by its symbol)
-    /// decodes with it ending exactly at `call`, it is 5 bytes or more,
-    /// neither a branch nor rip-relative, and no branch of the function
-    /// lands inside it. Returns its address and bytes.
-    fn displaceable(&mut self, pid: Tid, call: u64) -> Option<(u64, Vec<u8>)> {
+    /// The run of instructions right before the `syscall` at `call` that
+    /// a stub can take over (`site::displaced_before`): the function
+    /// holding it (by its symbol) decodes with it ending exactly at
+    /// `call`; no branch of the module, and no return of the function's
+    /// calls, lands inside it; no breakpoint or function patch lies in it.
+    fn displaceable(&mut self, pid: Tid, call: u64) -> Option<Vec<Instruction>> {
         let (start, code) = self.function_code(pid, call)?;
         if call + 2 > start + code.len() as u64 {
             return None;
         }
         let insns = function::decode_function(&code, start);
         let at = insns.iter().position(|i| i.next_ip() == call)?;
-        let (i, next) = (&insns[at], insns.get(at + 1)?);
-        let site = i.ip();
-        let ok = next.code() == Code::Syscall
-            && i.len() >= 5
-            && !i.is_ip_rel_memory_operand()
-            && i.flow_control() == FlowControl::Next
-            && !function::branch_lands_in(&insns, site + 1..call)
-            && !self.lands_in_module(pid, site + 1..call);
-        let from = (site - start) as usize;
-        ok.then(|| (site, code[from..from + i.len()].to_vec()))
+        if insns.get(at + 1)?.code() != Code::Syscall {
+            return None;
+        }
+        let run = site::displaced_before(&insns, at)?;
+        let site = run.first()?.ip();
+        let ok = !function::branch_lands_in(&insns, site + 1..call)
+            && !site::returns_land_in(&insns, site + 1..call)
+            && !self.lands_in_module(pid, site + 1..call)
+            && !self.patched_in(pid, site..call);
+        ok.then_some(run)
+    }
+
+    /// Whether a breakpoint or a patched function entry of `pid` lies in
+    /// `range`.
+    fn patched_in(&self, pid: Tid, range: std::ops::Range<u64>) -> bool {
+        let bps = self
+            .core
+            .uprobes
+            .space(pid)
+            .is_some_and(|s| s.sites.keys().any(|a| range.contains(a)));
+        let entries = self
+            .core
+            .dataplane
+            .as_ref()
+            .and_then(|p| p.spaces.get(&pid))
+            .is_some_and(|s| {
+                s.fsites
+                    .iter()
+                    .any(|(&a, f)| a < range.end && range.start < a + f.orig.len() as u64)
+            });
+        bps || entries
     }
 
     /// Whether a direct branch or call anywhere in the module mapped at
@@ -193,10 +234,11 @@ impl Tracer {
         }
         let plane = self.core.dataplane.as_mut()?;
         if let Some(space) = plane.spaces.get(&pid) {
-            for (&a, f) in &space.fsites {
+            let origs = space.fsites.iter().map(|(&a, f)| (a, &f.orig));
+            for (a, orig) in origs.chain(space.sites.iter().map(|(&a, s)| (a, &s.orig))) {
                 if let Some(i) = inside(a) {
-                    let n = f.orig.len().min(bytes.len() - i);
-                    bytes[i..i + n].copy_from_slice(&f.orig[..n]);
+                    let n = orig.len().min(bytes.len() - i);
+                    bytes[i..i + n].copy_from_slice(&orig[..n]);
                 }
             }
         }
@@ -390,29 +432,39 @@ impl Tracer {
         }
     }
 
-    /// Writes `site`'s stub and the jump to it; the space is held.
-    fn patch(&mut self, tid: Tid, pid: Tid, site: u64, displaced: Vec<u8>, regs: &Regs) -> bool {
+    /// Writes `site`'s stub and the jump to it over `run`; the space is
+    /// held.
+    fn patch(&mut self, tid: Tid, pid: Tid, site: u64, run: &[Instruction], regs: &Regs) -> bool {
         let Some(slot) = self.stub_slot(tid, pid, site, regs) else {
             return false;
         };
         let Some(plane) = self.core.dataplane.as_mut() else {
             return false;
         };
-        let (Some(stub), Some(jump)) = (
-            code::stub(slot, site, &displaced, plane.common()),
-            code::site_jump(site, slot, displaced.len()),
+        let lens: Vec<u64> = run.iter().map(|i| i.len() as u64).collect();
+        let len = lens.iter().sum::<u64>() as usize;
+        let (Some(stub), Some(jump), Some(orig)) = (
+            code::stub(slot, run, plane.common()),
+            code::site_jump(site, slot, len),
+            memory_bytes(pid, site, len),
         ) else {
             return false;
         };
-        if mem::write(pid.0, slot, &stub).is_err() || mem::write(pid.0, site, &jump).is_err() {
+        if mem::write(pid.0, slot, &stub.bytes).is_err() || mem::write(pid.0, site, &jump).is_err()
+        {
             return false;
         }
-        plane
-            .spaces
-            .entry(pid)
-            .or_default()
-            .sites
-            .insert(site, (slot, displaced));
+        let moved_len = stub.displaced_len();
+        plane.spaces.entry(pid).or_default().sites.insert(
+            site,
+            SyscallSite {
+                stub: slot,
+                orig,
+                offsets: stub.offsets,
+                moved_len,
+                lens,
+            },
+        );
         plane.counts.sites += 1;
         true
     }
@@ -437,8 +489,8 @@ impl Tracer {
         space.take_slot(site)
     }
 
-    /// A new thread's first stop: a thread that inherited a block (a
-    /// thread or a fork child of a process with the region) gets its own.
+    /// A new thread's first stop: a thread of a process with the region,
+    /// or one that inherited a block (a fork child), gets its own.
     pub(crate) fn dataplane_new_thread(&mut self, tid: Tid) {
         let Some(plane) = self.core.dataplane.as_ref() else {
             return;
@@ -447,7 +499,11 @@ impl Tracer {
             return;
         };
         let pid = self.pid_of(tid);
-        if plane.is_block(r.gs_base) {
+        // A thread cloned while the region was being mapped inherited no
+        // block (its creator got one after the clone copied its
+        // registers), yet runs the stubs from its first instruction.
+        let mapped = plane.spaces.get(&pid).and_then(|s| s.mapped) == Some(true);
+        if plane.is_block(r.gs_base) || (mapped && !plane.blocks.contains_key(&tid)) {
             self.give_block(tid, pid);
         }
         let dispatched = self
@@ -643,8 +699,8 @@ impl Core {
                 return;
             };
             if let Some(space) = plane.spaces.get(&pid) {
-                for (&site, (_, displaced)) in &space.sites {
-                    let _ = mem::write(pid.0, site, displaced);
+                for (&site, s) in &space.sites {
+                    let _ = mem::write(pid.0, site, &s.orig);
                 }
                 for (&site, f) in &space.fsites {
                     let _ = mem::write(pid.0, site, &f.orig);
@@ -738,16 +794,13 @@ impl Core {
             let flags = mem::read_u64(pid.0, r.rsp + 8).ok();
             let site = ret.and_then(|ret| plane.spaces.get(&pid)?.stub_at(ret));
             match (site, flags) {
-                (Some((site, _, d)), Some(flags)) => {
+                (Some((site, _, s)), Some(flags)) => {
                     r.eflags = flags;
                     r.rsp += code::FRAME;
                     // Not made yet: the site's syscall makes it; made (or
                     // blocked, a restart due): just past it.
-                    r.rip = if r.rip == gadget {
-                        site + d
-                    } else {
-                        site + d + 2
-                    };
+                    let call = site + s.call_off();
+                    r.rip = if r.rip == gadget { call } else { call + 2 };
                     true
                 }
                 _ => false,
@@ -768,8 +821,9 @@ impl Core {
                 }
                 None => false,
             }
-        } else if let Some((site, off, d)) = plane.spaces.get(&pid).and_then(|s| s.stub_at(r.rip)) {
-            match code::stub_exit(off, d) {
+        } else if let Some((site, off, s)) = plane.spaces.get(&pid).and_then(|s| s.stub_at(r.rip)) {
+            let call = site + s.call_off();
+            match code::stub_exit(off, &s.offsets, &s.lens, s.moved_len) {
                 Some(e) => {
                     if e.pop_flags {
                         match mem::read_u64(pid.0, r.rsp) {
@@ -779,9 +833,9 @@ impl Core {
                     }
                     r.rsp += e.rsp_add;
                     r.rip = match e.to {
-                        Resume::Site => site,
-                        Resume::Syscall => site + d,
-                        Resume::After => site + d + 2,
+                        Resume::Displaced(n) => site + n,
+                        Resume::Syscall => call,
+                        Resume::After => call + 2,
                     };
                     true
                 }
@@ -813,6 +867,12 @@ impl Core {
 /// entry or exit stop, whose call the injection would lose.
 pub(crate) fn injectable(r: &Regs) -> bool {
     r.orig_rax == u64::MAX || matches!(r.rax as i64, -512 | -513 | -514 | -516)
+}
+
+/// `len` bytes at `addr` in `pid`.
+fn memory_bytes(pid: Tid, addr: u64, len: usize) -> Option<Vec<u8>> {
+    let mut b = vec![0u8; len];
+    (mem::read(pid.0, addr, &mut b).ok()? == len).then_some(b)
 }
 
 /// `len` bytes at `addr` in `pid` as the file mapped there has them.
