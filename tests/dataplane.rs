@@ -1488,6 +1488,31 @@ fn probe_points_are_named_in_the_program() {
     assert_eq!(got, sorted(&tracer.stdout));
 }
 
+/// `probefunc()` runs in the program where the point fixes it: a function
+/// named without wildcards (entry or return; a pattern is expanded into
+/// such points) and a syscall probe's kernel function, by number; the
+/// output is the tracer's.
+#[test]
+fn probefunc_answers_in_the_program() {
+    let ufuncs = fixture("ufuncs");
+    let script = format!(
+        "global c, s\n\
+         probe process(\"{ufuncs}\").function(\"f*\"), process(\"{ufuncs}\").function(\"add\").return {{ c[probefunc()]++ }}\n\
+         probe syscall.getppid, syscall.write.return {{ s[probefunc()]++ }}\n\
+         probe end {{ foreach (k in c) printf(\"%s %d\\n\", k, c[k]); foreach (k in s) printf(\"%s %d\\n\", k, s[k]) }}"
+    );
+    let cmd = format!("{ufuncs} basic 30");
+    let inside = utap_c(&script, &cmd, true);
+    let tracer = utap_c(&script, &cmd, false);
+    assert_eq!(inside.status, 0, "{}", inside.stderr);
+    let ran = "utap: 4 of 5 probe(s) run in the program";
+    assert!(inside.stderr.contains(ran), "all but end: {}", inside.stderr);
+    for want in ["add 30\n", "fib ", "__x64_sys_write "] {
+        assert!(inside.stdout.contains(want), "{want}: {}", inside.stdout);
+    }
+    assert_eq!(inside.stdout, tracer.stdout);
+}
+
 /// `while` and `for` loops with `break` and `continue` run in the program
 /// (MAXACTION bounds them as in the tracer: see the errors test), with the
 /// tracer's results.

@@ -70,6 +70,39 @@ pub const NAME_BUILTINS: &[&str] = &["execname"];
 /// marker's probe, whose `pp()` names the marker that fired.
 pub const POINT_BUILTINS: &[&str] = &["pp", "pn"];
 
+/// What `probefunc()` answers at a point, where the point alone fixes
+/// it: in process, a literal (a function's) or a literal by syscall
+/// number (the kernel function of a syscall probe, as the tracer names
+/// it); `None` where the tracer must look (wildcard names resolved at
+/// run time, PLT stubs, addresses, markers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PointFunc<'a> {
+    Syscall,
+    Named(&'a str),
+}
+
+pub fn point_func(kind: &PointKind) -> Option<PointFunc<'_>> {
+    use utap_runtime::session::FunctionSite;
+    let PointKind::Process { event, .. } = kind else {
+        return None;
+    };
+    match event {
+        ProcessEvent::Syscall { .. } | ProcessEvent::SyscallReturn { .. } => {
+            Some(PointFunc::Syscall)
+        }
+        ProcessEvent::Function(fp) => match &fp.site {
+            FunctionSite::Function { name, offset: 0 }
+                if !name.is_empty()
+                    && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') =>
+            {
+                Some(PointFunc::Named(name))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// Builtins that read the kernel's clocks: in process through the time
 /// stamp counter (`utap_runtime::dataplane::clock`).
 pub const CLOCK_BUILTINS: &[&str] = &[
@@ -290,6 +323,7 @@ fn first_reason(program: &Program, p: &ProbeDef, unwinds: bool) -> Option<String
         marks: p.points.iter().any(|pt| {
             matches!(&pt.kind, PointKind::Process { event: ProcessEvent::Function(fp), .. } if is_mark(fp))
         }),
+        funcs: p.points.iter().all(|pt| point_func(&pt.kind).is_some()),
     };
     for c in p.points.iter().filter_map(|pt| pt.condition.as_ref()) {
         expr_reason(&rules, c, &mut why);
@@ -306,6 +340,8 @@ struct Rules<'a> {
     visiting: RefCell<Vec<usize>>,
     /// The probe has marker points (see [`POINT_BUILTINS`]).
     marks: bool,
+    /// Every point of the probe fixes `probefunc()` ([`point_func`]).
+    funcs: bool,
 }
 
 impl std::ops::Deref for Rules<'_> {
@@ -475,6 +511,7 @@ fn literal_reason(program: &Rules, e: &Expr, why: &mut Option<String>) {
         }
         ExprKind::Builtin { name, .. } if NAME_BUILTINS.contains(name) => {}
         ExprKind::Builtin { name, .. } if POINT_BUILTINS.contains(name) && !program.marks => {}
+        ExprKind::Builtin { name, .. } if *name == "probefunc" && program.funcs => {}
         _ => *why = Some("makes a string that is not a literal".into()),
     }
 }

@@ -4,15 +4,20 @@
 //! probe and point, and `==`/`!=` between strings,
 //! which compare handles: every in-process string handle is canonical
 //! (one per distinct string, the empty string's always empty), so the
-//! route pass lets in no other comparison.
+//! route pass lets in no other comparison. `probefunc()` is a literal per
+//! point where the point fixes it (`utap_compiler::route::point_func`):
+//! a function's name, or a syscall probe's kernel function by number.
 
 use std::mem::offset_of;
 
-use cranelift_codegen::ir::InstBuilder;
 use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{InstBuilder, Value};
+use cranelift_frontend::{FunctionBuilder, Switch};
 use utap_compiler::program::Program;
+use utap_compiler::route::{PointFunc, point_func};
 use utap_runtime::dataplane::layout::Block;
-use utap_runtime::script::context::HandlerContext;
+use utap_runtime::script::context::{HandlerContext, ProbeValues};
+use utap_runtime::syscalls::table::SYSCALLS;
 
 use super::lookup::return_from_table;
 use super::{I64, Runtime, mem};
@@ -21,22 +26,48 @@ use crate::tables::Tables;
 
 /// By in-process probe and point: the literal handles of `pp()` (the
 /// resolved point) and `pn()` (the script's point), as the tracer's
-/// image has them.
-pub(super) struct PointTexts(Vec<Vec<(i64, i64)>>);
+/// image has them, and what `probefunc()` answers there; with the
+/// kernel function's name by syscall number, if a point needs them.
+pub(super) struct PointTexts {
+    points: Vec<Vec<(i64, i64, Option<Func>)>>,
+    syscalls: Vec<(u128, i64)>,
+}
+
+/// `probefunc()` at a point: a literal, or the syscall's by number.
+#[derive(Clone, Copy)]
+enum Func {
+    Fixed(i64),
+    BySyscall,
+}
 
 impl PointTexts {
     pub(super) fn new(sub: &Program, tables: &mut Tables<'_>) -> PointTexts {
-        PointTexts(
-            sub.probes
+        let points: Vec<Vec<(i64, i64, Option<Func>)>> = sub
+            .probes
+            .iter()
+            .map(|p| {
+                p.points
+                    .iter()
+                    .map(|pt| {
+                        let func = match point_func(&pt.kind) {
+                            Some(PointFunc::Named(n)) => Some(Func::Fixed(tables.literal(n))),
+                            Some(PointFunc::Syscall) => Some(Func::BySyscall),
+                            None => None,
+                        };
+                        (tables.literal(&pt.text), tables.literal(&pt.head), func)
+                    })
+                    .collect()
+            })
+            .collect();
+        let by_syscall = points.iter().flatten().any(|p| matches!(p.2, Some(Func::BySyscall)));
+        let syscalls = match by_syscall {
+            true => SYSCALLS
                 .iter()
-                .map(|p| {
-                    p.points
-                        .iter()
-                        .map(|pt| (tables.literal(&pt.text), tables.literal(&pt.head)))
-                        .collect()
-                })
+                .map(|e| (e.nr as u128, tables.literal(&format!("__x64_sys_{}", e.name))))
                 .collect(),
-        )
+            false => Vec::new(),
+        };
+        PointTexts { points, syscalls }
     }
 }
 
@@ -65,43 +96,106 @@ impl Runtime<'_> {
         Ok(())
     }
 
-    /// `utap_bi_pp(ctx)` and `utap_bi_pn(ctx)`: a switch on the context's
-    /// probe and point indexes (those the dispatcher or the function
-    /// common entry stored).
+    /// `utap_bi_pp(ctx)`, `utap_bi_pn(ctx)` and `utap_bi_probefunc(ctx)`:
+    /// a switch on the context's probe and point indexes (those the
+    /// dispatcher or the function common entry stored); for a syscall
+    /// point's `probefunc()`, then on the syscall number.
     pub(super) fn define_points(&mut self, texts: &PointTexts) -> Result<(), CodegenError> {
         for (name, pick) in [
             (
                 "utap_bi_pp",
-                (|t: &(i64, i64)| t.0) as fn(&(i64, i64)) -> i64,
+                (|t: &(i64, i64, Option<Func>)| Some(t.0)) as fn(&_) -> Option<i64>,
             ),
-            ("utap_bi_pn", |t: &(i64, i64)| t.1),
+            ("utap_bi_pn", |t| Some(t.1)),
         ] {
-            let table: Vec<(u128, Vec<(u128, i64)>)> = texts
-                .0
-                .iter()
-                .enumerate()
-                .map(|(k, points)| {
-                    let row = points.iter().enumerate().map(|(i, t)| (i as u128, pick(t)));
-                    (k as u128, row.collect())
-                })
-                .collect();
+            let table = point_table(texts, pick);
             self.define(name, 1, true, |b, a, _| {
-                let field = |f: usize| f as i32;
-                let probe = b.ins().load(
-                    I64,
-                    mem(),
-                    a[0],
-                    field(offset_of!(HandlerContext, probe_index)),
-                );
-                let point = b.ins().load(
-                    I64,
-                    mem(),
-                    a[0],
-                    field(offset_of!(HandlerContext, point_index)),
-                );
+                let (probe, point) = probe_and_point(b, a[0]);
                 return_from_table(b, probe, point, &table)
             })?;
         }
+        let fixed = point_table(texts, |t| match t.2 {
+            Some(Func::Fixed(h)) => Some(h),
+            _ => None,
+        });
+        // A point with no fixed answer is a syscall's (the route pass lets
+        // in no other): the second level switches on the number.
+        let syscall_row = vec![(0u128, texts.syscalls.clone())];
+        self.define("utap_bi_probefunc", 1, true, |b, a, _| {
+            let (probe, point) = probe_and_point(b, a[0]);
+            let by_syscall = b.create_block();
+            let mut by_probe = Switch::new();
+            let mut rows = Vec::new();
+            for (key, row) in &fixed {
+                let blk = b.create_block();
+                by_probe.set_entry(*key, blk);
+                rows.push((blk, row));
+            }
+            by_probe.emit(b, probe, by_syscall);
+            for (blk, row) in rows {
+                b.switch_to_block(blk);
+                let mut by_point = Switch::new();
+                let mut answers = Vec::new();
+                for &(key, h) in row {
+                    let ans = b.create_block();
+                    by_point.set_entry(key, ans);
+                    answers.push((ans, h));
+                }
+                by_point.emit(b, point, by_syscall);
+                for (ans, h) in answers {
+                    b.switch_to_block(ans);
+                    let h = b.ins().iconst(I64, h);
+                    b.ins().return_(&[h]);
+                }
+            }
+            b.switch_to_block(by_syscall);
+            let nr = b.ins().load(
+                I64,
+                mem(),
+                a[0],
+                (offset_of!(HandlerContext, probe) + offset_of!(ProbeValues, syscall)) as i32,
+            );
+            let zero = b.ins().iconst(I64, 0);
+            return_from_table(b, zero, nr, &syscall_row)
+        })?;
         Ok(())
     }
+}
+
+/// The context's probe and point indexes.
+fn probe_and_point(b: &mut FunctionBuilder, ctx: Value) -> (Value, Value) {
+    let field = |f: usize| f as i32;
+    let probe = b.ins().load(
+        I64,
+        mem(),
+        ctx,
+        field(offset_of!(HandlerContext, probe_index)),
+    );
+    let point = b.ins().load(
+        I64,
+        mem(),
+        ctx,
+        field(offset_of!(HandlerContext, point_index)),
+    );
+    (probe, point)
+}
+
+/// By probe, then point: the handles `pick` gives (none where it gives
+/// `None`).
+fn point_table(
+    texts: &PointTexts,
+    pick: impl Fn(&(i64, i64, Option<Func>)) -> Option<i64>,
+) -> Vec<(u128, Vec<(u128, i64)>)> {
+    texts
+        .points
+        .iter()
+        .enumerate()
+        .map(|(k, points)| {
+            let row = points
+                .iter()
+                .enumerate()
+                .filter_map(|(i, t)| Some((i as u128, pick(t)?)));
+            (k as u128, row.collect())
+        })
+        .collect()
 }
