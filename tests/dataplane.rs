@@ -1506,7 +1506,11 @@ fn probefunc_answers_in_the_program() {
     let tracer = utap_c(&script, &cmd, false);
     assert_eq!(inside.status, 0, "{}", inside.stderr);
     let ran = "utap: 4 of 5 probe(s) run in the program";
-    assert!(inside.stderr.contains(ran), "all but end: {}", inside.stderr);
+    assert!(
+        inside.stderr.contains(ran),
+        "all but end: {}",
+        inside.stderr
+    );
     for want in ["add 30\n", "fib ", "__x64_sys_write "] {
         assert!(inside.stdout.contains(want), "{want}: {}", inside.stdout);
     }

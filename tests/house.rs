@@ -18,6 +18,8 @@ const BUILDINGS: &[Building] = &[
     Building {
         src: "runtime/src",
         floors: &[
+            // Thread ids, which every room that names a thread uses.
+            &["tid"],
             // Strings below the memory reader that returns them, below
             // printf formats that read and print them.
             &["values::strings"],
@@ -26,7 +28,15 @@ const BUILDINGS: &[Building] = &[
             // What a probe hit carries (UserFunction, Marker) below the
             // script runtime that reads it, below the session that makes it.
             &["hit"],
+            // Breakpoint records and the unwinder over them, below the
+            // script runtime whose builtins use them.
+            &["uprobe"],
+            &["unwind"],
             &["script"],
+            // The data plane runs the script's handlers in the program
+            // (their ABI is the script runtime's) and fills and folds the
+            // script's globals; the session drives it.
+            &["dataplane"],
             &["session"],
         ],
     },

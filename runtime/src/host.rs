@@ -155,7 +155,7 @@ fn fork_host(need_fit: bool) -> io::Result<Option<Side>> {
             drop(tx);
             // It only waits, and must be quick to exit when told to, even
             // behind a thousand busy threads of the target.
-            crate::utrace::hurry::now();
+            crate::hurry::now();
             pass_signals_on(host);
             Ok(Some(Side::Foreground(Foreground { host, rx })))
         }

@@ -11,7 +11,7 @@
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-use crate::utrace::Tid;
+use crate::tid::Tid;
 
 /// `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP` (Linux 6.6): the notifying thread
 /// and the listener wake each other as a synchronous pair (the woken side

@@ -39,7 +39,7 @@
 use std::sync::Mutex;
 
 use super::layout::{self, BLOCK_ROBUST_LINKS, BLOCK_SELECTOR};
-use crate::utrace::Tid;
+use crate::tid::Tid;
 use crate::utrace::ptrace;
 
 /// Whether SUD is wanted: opt-in (`UTAP_SUD=1`) until its open faults

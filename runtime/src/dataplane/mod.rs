@@ -116,6 +116,7 @@ pub mod code;
 pub mod dispatch;
 pub mod fold;
 pub mod function;
+pub mod globals;
 pub mod image;
 pub mod layout;
 pub mod names;
@@ -129,7 +130,7 @@ use std::sync::Arc;
 
 use crate::elf::ImageCache;
 use crate::elf::sdt::SdtArg;
-use crate::utrace::{Tid, TidMap};
+use crate::tid::{Tid, TidMap};
 pub use image::InProcImage;
 
 /// Stub slots: 64 bytes each, 64 to a page.

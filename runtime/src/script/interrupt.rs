@@ -51,8 +51,8 @@ pub fn at(deadline: Instant) {
             std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
             crate::endtrace::mark("deadline: watchdog woke");
             // The end is decided: our threads must not wait behind the
-            // tracees (a thousand busy ones took 10 s, see utrace::hurry).
-            crate::utrace::hurry::now();
+            // tracees (a thousand busy ones took 10 s, see crate::hurry).
+            crate::hurry::now();
             let _ = STATE.compare_exchange(0, PENDING, Ordering::Relaxed, Ordering::Relaxed);
         });
 }

@@ -28,7 +28,7 @@ pub mod dwarf_fns;
 pub mod global_locks;
 pub mod globals;
 pub mod image;
-mod inproc_globals;
+mod inproc_error;
 pub mod interrupt;
 pub mod limits;
 pub mod output;
@@ -247,6 +247,14 @@ impl ScriptRuntime {
         &self.state.image
     }
 
+    /// The globals' values, with the image that names them: what the
+    /// data plane fills into its region and folds back
+    /// (`crate::dataplane::globals`).
+    pub fn globals_and_image(&mut self) -> (&mut globals::Globals, &ScriptImage) {
+        let s = &mut *self.state;
+        (&mut s.globals, &s.image)
+    }
+
     pub fn phase(&self) -> Phase {
         self.tally.phase()
     }
@@ -310,14 +318,14 @@ impl ScriptRuntime {
     /// scrapes. The reply is a copy of the exported globals (formatted on
     /// the HTTP side), or the text the `probe prometheus` handlers leave
     /// in `$value` when the script has some (they run here, once per
-    /// scrape). Globals the program's handlers keep in `image` are folded
-    /// back first, as they stand (the handlers run on; a statistic caught
+    /// scrape). Globals the program's handlers keep are folded back first
+    /// by `fold`, as they stand (the handlers run on; a statistic caught
     /// mid-update is left out of this scrape). True when a handler ended
     /// the session (`exit()`, too many errors).
     pub fn serve_metrics(
         &mut self,
         sink: &mut dyn OutputSink,
-        image: Option<&crate::dataplane::InProcImage>,
+        fold: &dyn Fn(&mut ScriptRuntime),
     ) -> bool {
         let Some(requests) = self.metrics.take() else {
             return false;
@@ -326,9 +334,7 @@ impl ScriptRuntime {
             let handlers = self.ordered(|t| matches!(t, Trigger::Prometheus).then_some(0));
             if handlers.is_empty() {
                 self.settle_globals(sink);
-                if let Some(image) = image {
-                    self.dataplane_fold(image);
-                }
+                fold(self);
                 let values = sink::snapshot(&self.state, requests.globals());
                 requests.serve(|| crate::metrics::Reply::Globals(values));
             } else {
@@ -369,7 +375,7 @@ impl ScriptRuntime {
 
     /// The shadow stack of hijacked returns of the thread the next
     /// firings run for (see `crate::unwind::returns`); empty for none.
-    pub fn set_hijacked_returns(&mut self, frames: &[crate::utrace::Frame]) {
+    pub fn set_hijacked_returns(&mut self, frames: &[crate::uprobe::Frame]) {
         self.state.unwind.returns.set(frames);
     }
 

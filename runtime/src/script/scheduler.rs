@@ -135,7 +135,7 @@ fn run_timers(rt: &mut ScriptRuntime, sink: &mut dyn OutputSink, deadline: Optio
         if interrupted() {
             return;
         }
-        if rt.serve_metrics(sink, None) {
+        if rt.serve_metrics(sink, &|_| {}) {
             return;
         }
         let now = Instant::now();

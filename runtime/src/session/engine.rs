@@ -380,10 +380,10 @@ impl Shared {
             return;
         }
         if self.finished.is_none() {
-            // exit(), an error, the target's exit: as for -T (utrace::hurry).
+            // exit(), an error, the target's exit: as for -T (crate::hurry).
             // Not in a daemon, which serves other sessions afterwards.
             if self.end_with.is_none() {
-                crate::utrace::hurry::now();
+                crate::hurry::now();
             }
             if self.verbose {
                 eprintln!("utap: session ended: {why}");

@@ -13,7 +13,8 @@ use std::rc::Rc;
 use crate::elf::{AddressSpaceMap, ImageCache, LoadedModule, read_maps};
 use crate::glob::glob;
 pub use crate::hit::UserFunction;
-use crate::utrace::{Control, Tid};
+use crate::tid::Tid;
+use crate::utrace::Control;
 
 use super::marks::{Marker, NoteCache};
 use super::points::{FunctionPoint, FunctionSite, Hook};
@@ -22,7 +23,7 @@ use super::unwinder::{self, UnwindStep};
 /// Maps by pid or address looked up at every hit: the tracer core's cheap
 /// hash (`TidHasher`: kernel-chosen ids and addresses, no adversary), not
 /// SipHash.
-pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<crate::utrace::TidHasher>>;
+pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<crate::tid::TidHasher>>;
 
 /// What fires at one breakpoint address of one process. Shared (`Rc`)
 /// between the table and a hit being handled, so a hit allocates nothing.

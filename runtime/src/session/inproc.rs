@@ -77,7 +77,7 @@ impl Shared {
         let bad = {
             let mut run = self.first();
             self.inproc_failed(&mut run);
-            run.dataplane_fold(&img)
+            crate::dataplane::globals::fold(&mut run, &img)
         };
         if self.verbose {
             say_counts(ctl, bad);

@@ -208,7 +208,7 @@ pub fn run(
     };
     let inproc = inproc::usable(inproc.as_ref()).filter(|img| {
         // What begin set is what the handlers in the program start from.
-        match script.dataplane_fill(img) {
+        match crate::dataplane::globals::fill(&mut script, img) {
             Ok(()) => true,
             Err(e) => {
                 if opts.verbose {
@@ -684,7 +684,12 @@ pub(crate) fn schedule_timers(ctl: &mut Control, shared: &SharedRef, deadline: O
             // `probe prometheus` handlers run here; exit() in one ends it.
             let image = s.inproc.clone();
             let (run, sink) = s.script_and_sink();
-            if run.serve_metrics(sink, image.as_deref()) {
+            let fold = |run: &mut ScriptRuntime| {
+                if let Some(img) = &image {
+                    crate::dataplane::globals::fold(run, img);
+                }
+            };
+            if run.serve_metrics(sink, &fold) {
                 s.end(ctl, EndReason::Requested);
                 return None;
             }

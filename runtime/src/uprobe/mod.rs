@@ -34,8 +34,7 @@ pub mod xol;
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
 
-use crate::utrace::Tid;
-use crate::utrace::{TidHasher, TidMap};
+use crate::tid::{Tid, TidHasher, TidMap};
 use emulate::StepOver;
 
 /// Maps by address, looked up at every hit: the core's cheap hash for

@@ -3,14 +3,12 @@
 //! [`Cx`](super::Cx)), timer ticks and commands from other threads work
 //! with; all of it runs on the tracer thread, so none of it takes a lock.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::time::Instant;
 
 use super::error::{Error, Result};
 use super::ptrace;
 use super::thread::{Attachment, Run, SyscallSource, Thread};
-use super::{EngineId, Events, ExitStatus, ResumeAction, Signal, Tid};
+use super::{EngineId, Events, ExitStatus, ResumeAction, Signal, Tid, TidMap};
 
 /// How `attach` treats an engine that is already attached (utrace's
 /// `UTRACE_ATTACH_CREATE`, `_EXCLUSIVE` and match-only lookups).
@@ -87,36 +85,6 @@ pub(crate) struct Timer {
     /// Taken out while it runs.
     pub tick: Option<Tick>,
 }
-
-/// Thread ids are small distinct integers chosen by the kernel, not by an
-/// adversary: a multiplicative hash is enough and keeps the several map
-/// lookups of every stop cheap (SipHash would cost more than the rest of
-/// the core's work on a stop).
-#[derive(Default)]
-pub(crate) struct TidHasher(u64);
-
-impl Hasher for TidHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    fn write_i32(&mut self, n: i32) {
-        self.0 = (n as u32 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-    /// Addresses (breakpoint sites, `crate::uprobe::AddrMap`): the high
-    /// half of the product folded in, as sites 16 bytes apart would
-    /// otherwise share their low bits, the table's index.
-    fn write_u64(&mut self, n: u64) {
-        let h = n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        self.0 = h ^ (h >> 32);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-pub(crate) type TidMap<V> = HashMap<Tid, V, BuildHasherDefault<TidHasher>>;
 
 /// State shared by the tracer loop and everything that controls it.
 #[derive(Default)]

@@ -266,7 +266,6 @@ mod error;
 mod events;
 mod foreign;
 mod hold;
-pub mod hurry;
 pub mod listen;
 pub(crate) mod ptrace;
 mod remote;
@@ -280,13 +279,13 @@ mod thread;
 mod tracer;
 mod unwinding;
 
+pub(crate) use crate::tid::TidMap;
 pub use crate::uprobe::{BreakpointHit, Frame, StepCounts};
 pub use action::ResumeAction;
 pub use colocate::Colocation;
 pub use control::{
     AttachMode, Attached, Control, ControlStatus, EndHook, EndReason, Tick, TimerId,
 };
-pub(crate) use control::{TidHasher, TidMap};
 #[cfg(target_arch = "x86_64")]
 pub use cx::Regs;
 pub use cx::{Cx, ProcessMemory, SyscallInfo};
@@ -303,19 +302,4 @@ pub use spawn::{SpawnCommand, Spawned, inherited_ignored};
 pub use thread::SyscallSource;
 pub use tracer::{Tracer, TracerHandle};
 
-/// A thread id (for a process's main thread, also its process id).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Tid(pub i32);
-
-impl std::fmt::Display for Tid {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl std::str::FromStr for Tid {
-    type Err = std::num::ParseIntError;
-    fn from_str(s: &str) -> std::result::Result<Tid, Self::Err> {
-        s.parse().map(Tid)
-    }
-}
+pub use crate::tid::Tid;

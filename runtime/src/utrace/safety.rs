@@ -79,7 +79,7 @@ pub fn end_sessions(sig: Signal) -> bool {
 
 extern "C" fn on_termination(sig: libc::c_int) {
     // The end is decided: our threads must not wait behind the tracees.
-    super::hurry::now();
+    crate::hurry::now();
     let also = ALSO.load(Ordering::SeqCst);
     if also != 0 {
         // SAFETY: stored from a `fn()` by also_on_termination.

@@ -59,11 +59,19 @@ impl PointTexts {
                     .collect()
             })
             .collect();
-        let by_syscall = points.iter().flatten().any(|p| matches!(p.2, Some(Func::BySyscall)));
+        let by_syscall = points
+            .iter()
+            .flatten()
+            .any(|p| matches!(p.2, Some(Func::BySyscall)));
         let syscalls = match by_syscall {
             true => SYSCALLS
                 .iter()
-                .map(|e| (e.nr as u128, tables.literal(&format!("__x64_sys_{}", e.name))))
+                .map(|e| {
+                    (
+                        e.nr as u128,
+                        tables.literal(&format!("__x64_sys_{}", e.name)),
+                    )
+                })
                 .collect(),
             false => Vec::new(),
         };
