@@ -284,6 +284,79 @@ fn a_program_let_go_has_its_text_back() {
     signal(pid, libc::SIGKILL);
 }
 
+/// A `read` blocked in the stub's call when the session ends (glibc's
+/// `read` site: a run of three instructions) is moved back to the site's
+/// own `syscall` and restarted there once the text is restored: `cat` on
+/// a FIFO, let go by the time limit while it waits in the region, reads
+/// the line written after utap returned, its text and maps as on disk.
+#[test]
+fn a_read_blocked_in_a_stub_goes_on_after_the_end() {
+    let dir = std::env::temp_dir().join(format!("utap-dp-fifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (fifo, out, err) = (dir.join("fifo"), dir.join("out"), dir.join("err"));
+    let c_fifo = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a path we own, as a C string.
+    assert_eq!(unsafe { libc::mkfifo(c_fifo.as_ptr(), 0o600) }, 0);
+    let fifo = fifo.to_str().unwrap().to_string();
+    let out = out.to_str().unwrap().to_string();
+    let script = "global n\nprobe syscall.read { n++ }";
+    let cmd = format!("sh -c 'exec cat {fifo} > {out}'");
+    let mut c = utap(script, &["-v", "-T", "3", "-c", &cmd]);
+    c.stdout(std::process::Stdio::null());
+    c.stderr(std::fs::File::create(&err).unwrap());
+    let mut child = c.spawn().expect("run utap");
+    // Opening the writing end waits for cat to open the reading end.
+    let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    use std::io::Write;
+    w.write_all(b"one\n").unwrap();
+    let pid = pid_of(&["cat", &fifo]).expect("cat runs");
+    wait_until("cat waits in a read made by the region", || {
+        blocked_in_region(pid)
+    });
+    let status = wait_within_limit(&mut child);
+    let stderr = std::fs::read_to_string(&err).unwrap();
+    assert!(status.success(), "{stderr}");
+    let ([.., moved], _) = plane_counts(&stderr);
+    assert_eq!(moved, 1, "cat was moved out of the region: {stderr}");
+    wait_until("the data plane is taken out", || {
+        std::fs::read_to_string(format!("/proc/{pid}/maps"))
+            .is_ok_and(|m| !m.contains("utap-dataplane"))
+    });
+    assert_text_as_on_disk(pid);
+    w.write_all(b"two\n").unwrap();
+    drop(w);
+    wait_until("cat ends", || pid_of(&["cat", &fifo]).is_none());
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "one\ntwo\n");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Whether `pid` is in a `read` whose `syscall` lies in the data plane's
+/// region (`/proc/PID/syscall`: the number, then the pc last).
+fn blocked_in_region(pid: i32) -> bool {
+    let Ok(call) = std::fs::read_to_string(format!("/proc/{pid}/syscall")) else {
+        return false;
+    };
+    let fields: Vec<&str> = call.split_whitespace().collect();
+    let pc = fields
+        .last()
+        .and_then(|p| u64::from_str_radix(p.trim_start_matches("0x"), 16).ok());
+    let (Some(&"0"), Some(pc)) = (fields.first(), pc) else {
+        return false;
+    };
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    maps.lines()
+        .filter(|l| l.contains("utap-dataplane"))
+        .any(|l| {
+            let range = l.split_whitespace().next().unwrap_or("");
+            let (a, b) = range.split_once('-').unwrap_or(("", ""));
+            let (a, b) = (
+                u64::from_str_radix(a, 16).unwrap_or(0),
+                u64::from_str_radix(b, 16).unwrap_or(0),
+            );
+            (a..b).contains(&pc)
+        })
+}
+
 /// A thousand threads (a hundred at a time) each get a block of their own
 /// before their first instruction and lose nothing; two hundred processes
 /// a shell forks and execs each get the region again.
