@@ -35,8 +35,10 @@ const BUILDINGS: &[Building] = &[
             &["script"],
             // The data plane runs the script's handlers in the program
             // (their ABI is the script runtime's) and fills and folds the
-            // script's globals; the session drives it.
+            // script's globals; the utrace core keeps it and drives it at
+            // stops (its control side is the core's), below the session.
             &["dataplane"],
+            &["utrace"],
             &["session"],
         ],
     },

@@ -614,7 +614,7 @@ fn call_emulation(call: &Instruction) -> Option<[Instruction; 3]> {
 
 /// A function's instructions, decoded from its bytes `code` at `start`
 /// up to the first that does not decode.
-pub(super) fn decode_function(code: &[u8], start: u64) -> Vec<Instruction> {
+pub(crate) fn decode_function(code: &[u8], start: u64) -> Vec<Instruction> {
     Decoder::with_ip(64, code, start, DecoderOptions::NONE)
         .into_iter()
         .take_while(|i| i.code() != Code::INVALID)
@@ -623,7 +623,7 @@ pub(super) fn decode_function(code: &[u8], start: u64) -> Vec<Instruction> {
 
 /// Whether a direct branch or call of `insns` lands inside `range` (the
 /// bytes a patch would replace, but for their first).
-pub(super) fn branch_lands_in(insns: &[Instruction], range: std::ops::Range<u64>) -> bool {
+pub(crate) fn branch_lands_in(insns: &[Instruction], range: std::ops::Range<u64>) -> bool {
     insns.iter().any(|b| {
         matches!(
             b.flow_control(),

@@ -9,8 +9,11 @@
 //! The tracer maps the region into a process at its first trapped
 //! syscall that the data plane serves, gives every thread a block
 //! (`%gs`), and patches each site a trap proves to be a syscall
-//! wrapper's run of instructions before its `syscall` (`site`,
-//! `tracer`). Hits at sites it cannot patch are served at the stop by the
+//! wrapper's run of instructions before its `syscall` (`site`). That
+//! control side (mapping, patching, SUD, taking out) is the utrace core's
+//! `utrace/dataplane.rs` and `utrace/dispatch.rs`, as the breakpoints' is
+//! `utrace/breakpoint.rs`: this room sits below the core and never names
+//! it. Hits at sites it cannot patch are served at the stop by the
 //! same in-process code, run by the tracer in its own mapping of the
 //! region, so every probe keeps one state whatever the route of each hit.
 //!
@@ -123,7 +126,6 @@ pub mod names;
 pub mod region;
 pub mod rings;
 pub mod site;
-mod tracer;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -182,20 +184,20 @@ pub struct Counts {
 
 /// One address space's part in the data plane.
 #[derive(Clone, Default)]
-struct Space {
+pub(crate) struct Space {
     /// The region is mapped (`Some(true)`), could not be (`Some(false)`).
-    mapped: Option<bool>,
+    pub(crate) mapped: Option<bool>,
     /// Patched syscall sites.
-    sites: HashMap<u64, SyscallSite>,
+    pub(crate) sites: HashMap<u64, SyscallSite>,
     /// Sites that cannot be patched.
-    refused: HashSet<u64>,
+    pub(crate) refused: HashSet<u64>,
     /// Stub pages: (base, slots used).
-    pages: Vec<(u64, u64)>,
+    pub(crate) pages: Vec<(u64, u64)>,
     /// Function entries whose every hook runs in process, offered by the
     /// session, patched at their first hit: site → hook lists.
-    offers: HashMap<u64, SiteHookList>,
+    pub(crate) offers: HashMap<u64, SiteHookList>,
     /// Patched function entries.
-    fsites: HashMap<u64, FunctionSite>,
+    pub(crate) fsites: HashMap<u64, FunctionSite>,
 }
 
 /// One hook of a function site: the in-process handler, the probe's
@@ -214,40 +216,40 @@ pub struct SiteHookList {
 
 /// A patched syscall site (see `code`).
 #[derive(Clone, Debug)]
-struct SyscallSite {
-    stub: u64,
+pub(crate) struct SyscallSite {
+    pub(crate) stub: u64,
     /// The bytes the jump replaced: the displaced run, up to the `syscall`.
-    orig: Vec<u8>,
+    pub(crate) orig: Vec<u8>,
     /// Stub offsets of the relocated instructions, and the run's length
     /// there.
-    offsets: Vec<u64>,
-    moved_len: u64,
+    pub(crate) offsets: Vec<u64>,
+    pub(crate) moved_len: u64,
     /// The displaced instructions' lengths at the site.
-    lens: Vec<u64>,
+    pub(crate) lens: Vec<u64>,
 }
 
 impl SyscallSite {
     /// The site's `syscall`, as an offset from the site.
-    fn call_off(&self) -> u64 {
+    pub(crate) fn call_off(&self) -> u64 {
         self.orig.len() as u64
     }
 }
 
 /// A patched function entry.
 #[derive(Clone, Debug)]
-struct FunctionSite {
-    stub: u64,
+pub(crate) struct FunctionSite {
+    pub(crate) stub: u64,
     /// The bytes the jump replaced.
-    orig: Vec<u8>,
+    pub(crate) orig: Vec<u8>,
     /// Stub offsets of the relocated instructions and of the jump back.
-    offsets: Vec<u64>,
+    pub(crate) offsets: Vec<u64>,
     /// The displaced instructions' lengths.
-    lens: Vec<u64>,
+    pub(crate) lens: Vec<u64>,
 }
 
 impl Space {
     /// A free stub slot within a rel32 jump of `site`.
-    fn take_slot(&mut self, site: u64) -> Option<u64> {
+    pub(crate) fn take_slot(&mut self, site: u64) -> Option<u64> {
         let reach = crate::uprobe::xol::REACH;
         let page = crate::uprobe::xol::PAGE_SIZE;
         let p = self
@@ -260,7 +262,7 @@ impl Space {
     }
 
     /// The function site whose stub holds `addr`, and the offset in it.
-    fn fstub_at(&self, addr: u64) -> Option<(u64, u64, &FunctionSite)> {
+    pub(crate) fn fstub_at(&self, addr: u64) -> Option<(u64, u64, &FunctionSite)> {
         self.fsites.iter().find_map(|(&site, f)| {
             let len = function::stub_len(f.lens.iter().sum());
             (f.stub..f.stub + len)
@@ -270,7 +272,7 @@ impl Space {
     }
 
     /// The syscall site whose stub holds `addr`, and the offset in it.
-    fn stub_at(&self, addr: u64) -> Option<(u64, u64, &SyscallSite)> {
+    pub(crate) fn stub_at(&self, addr: u64) -> Option<(u64, u64, &SyscallSite)> {
         self.sites.iter().find_map(|(&site, s)| {
             (s.stub..s.stub + s.moved_len + code::TAIL_LEN)
                 .contains(&addr)
@@ -282,35 +284,35 @@ impl Space {
 /// The data plane of one tracer.
 pub struct Plane {
     pub image: Arc<InProcImage>,
-    spaces: HashMap<Tid, Space>,
+    pub(crate) spaces: HashMap<Tid, Space>,
     /// Blocks by thread, and the free ones.
-    blocks: TidMap<u64>,
-    free: Vec<u64>,
-    next_block: u64,
+    pub(crate) blocks: TidMap<u64>,
+    pub(crate) free: Vec<u64>,
+    pub(crate) next_block: u64,
     /// vfork children (they share their parent's memory: never patched
     /// from them).
-    vforked: HashSet<Tid>,
-    cache: ImageCache,
+    pub(crate) vforked: HashSet<Tid>,
+    pub(crate) cache: ImageCache,
     /// Per process and executable mapping (start, inode): every address a
     /// direct branch or call of the module's functions lands on, and every
     /// function symbol's start, sorted (`Tracer::module_targets`).
-    targets: HashMap<(Tid, u64, u64), Arc<Vec<u64>>>,
+    pub(crate) targets: HashMap<(Tid, u64, u64), Arc<Vec<u64>>>,
     /// The gadgets' offsets in the common entry.
-    gadget_offsets: [u64; 2],
+    pub(crate) gadget_offsets: [u64; 2],
     /// Hits and skips of blocks reused since (a thread's counts outlive
     /// it).
-    retired: BlockTotals,
+    pub(crate) retired: BlockTotals,
     /// Offered sites not patched yet: patched at the next stop of a thread
     /// of their process that can run injected calls (`Tracer::
     /// dataplane_patch_offered`), or else at their first hit.
-    pending: Vec<(Tid, u64)>,
+    pub(crate) pending: Vec<(Tid, u64)>,
     /// Hook lists written at the end of the code part, by contents, and
     /// the next free byte there.
-    lists: HashMap<(Vec<Hook>, u64), u64>,
+    pub(crate) lists: HashMap<(Vec<Hook>, u64), u64>,
     /// Marker entries written there, by their code (the same marker in
     /// every process of one executable shares one).
-    mark_entries: HashMap<Vec<u8>, u64>,
-    next_list: u64,
+    pub(crate) mark_entries: HashMap<Vec<u8>, u64>,
+    pub(crate) next_list: u64,
     /// Offered function entries are patched before the program runs on
     /// (`-x`: every thread is stopped at attach), so they get no `int3`
     /// unless patching fails.
@@ -319,7 +321,7 @@ pub struct Plane {
     pub quiesced: bool,
     pub counts: Counts,
     /// The tracing thread's selector value, once SUD is armed anywhere.
-    keeper: Option<dispatch::Keeper>,
+    pub(crate) keeper: Option<dispatch::Keeper>,
 }
 
 impl Drop for Plane {
@@ -386,14 +388,14 @@ impl Plane {
     }
 
     /// Whether `addr` is a block's address (a `%gs` base we set).
-    fn is_block(&self, addr: u64) -> bool {
+    pub(crate) fn is_block(&self, addr: u64) -> bool {
         let d = &self.image.region.data;
         let start = self.image.region.data_base() + d.blocks;
         (start..start + layout::BLOCKS * layout::BLOCK_LEN).contains(&addr)
     }
 
     /// Whether `addr` is in the region's code (common entry, handlers).
-    fn in_code(&self, addr: u64) -> bool {
+    pub(crate) fn in_code(&self, addr: u64) -> bool {
         self.image.region.code().contains(&addr)
     }
 
@@ -410,7 +412,7 @@ impl Plane {
     /// The address of hook list `hooks` in the region, written now if it
     /// is new: the count, the return hook list's address (0: none), then
     /// each hook's three words.
-    fn list(&mut self, hooks: &[Hook], ret: u64) -> Option<u64> {
+    pub(crate) fn list(&mut self, hooks: &[Hook], ret: u64) -> Option<u64> {
         let key = (hooks.to_vec(), ret);
         if let Some(&at) = self.lists.get(&key) {
             return Some(at);
@@ -435,7 +437,7 @@ impl Plane {
 
     /// The entry list of a site with hooks `hooks`: its return hooks' list
     /// first, if it has any.
-    fn site_list(&mut self, hooks: &SiteHookList) -> Option<u64> {
+    pub(crate) fn site_list(&mut self, hooks: &SiteHookList) -> Option<u64> {
         let ret = match hooks.ret.is_empty() {
             true => 0,
             false => self.list(&hooks.ret, 0)?,
@@ -446,7 +448,7 @@ impl Plane {
     /// What the stub of a site with hooks `hooks` at `site` calls: the
     /// function common entry, or for a marker its own marker entry,
     /// written now after the lists.
-    fn site_entry(&mut self, hooks: &SiteHookList, site: u64) -> Option<u64> {
+    pub(crate) fn site_entry(&mut self, hooks: &SiteHookList, site: u64) -> Option<u64> {
         let Some(args) = &hooks.mark else {
             return Some(self.fcommon());
         };
@@ -512,7 +514,7 @@ impl Plane {
 
     /// The in-process hooks of `(probe, point)`s, if every probe has a
     /// handler here.
-    fn hooks(&self, hooks: &[(usize, usize)]) -> Option<Vec<Hook>> {
+    pub(crate) fn hooks(&self, hooks: &[(usize, usize)]) -> Option<Vec<Hook>> {
         hooks
             .iter()
             .map(|&(probe, point)| {
@@ -541,7 +543,7 @@ impl Plane {
     }
 
     /// A new block for `tid` of process `pid`, initialised; its address.
-    fn new_block(&mut self, tid: Tid, pid: Tid) -> Option<u64> {
+    pub(crate) fn new_block(&mut self, tid: Tid, pid: Tid) -> Option<u64> {
         let i = match self.free.pop() {
             Some(i) => i,
             None if self.next_block < layout::BLOCKS => {
@@ -583,13 +585,13 @@ impl Plane {
 
     /// The shadow stack of block `i` in every program (see
     /// `layout::Shadow`).
-    fn shadow_of(&self, i: u64) -> u64 {
+    pub(crate) fn shadow_of(&self, i: u64) -> u64 {
         let r = &self.image.region;
         layout::shadow_base(r.base(), r.len()) + i * layout::SHADOW_LEN
     }
 
     /// The block index of block address `addr`.
-    fn block_index(&self, addr: u64) -> Option<u64> {
+    pub(crate) fn block_index(&self, addr: u64) -> Option<u64> {
         let r = &self.image.region;
         let start = r.data_base() + r.data.blocks;
         self.is_block(addr)
@@ -597,7 +599,7 @@ impl Plane {
     }
 
     /// The address of `tid`'s block, if it has one.
-    fn block_addr(&self, tid: Tid) -> Option<u64> {
+    pub(crate) fn block_addr(&self, tid: Tid) -> Option<u64> {
         let r = &self.image.region;
         self.blocks
             .get(&tid)
@@ -605,7 +607,7 @@ impl Plane {
     }
 
     /// The first block's address (our mapping and the programs').
-    fn blocks_start(&self) -> u64 {
+    pub(crate) fn blocks_start(&self) -> u64 {
         self.image.region.data_base() + self.image.region.data.blocks
     }
 
@@ -631,7 +633,7 @@ impl Plane {
     }
 
     /// `tid` is gone or runs a new program: its block is free again.
-    fn free_block(&mut self, tid: Tid) {
+    pub(crate) fn free_block(&mut self, tid: Tid) {
         if let Some(i) = self.blocks.remove(&tid) {
             self.free.push(i);
         }

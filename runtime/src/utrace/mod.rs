@@ -260,6 +260,8 @@ pub mod colocate;
 pub mod command_line;
 pub(crate) mod control;
 mod cx;
+mod dataplane;
+mod dispatch;
 mod doorbell;
 mod engine;
 mod error;

@@ -1,21 +1,22 @@
-//! The control plane's side of the data plane: mapping the region into a
-//! process, giving threads their blocks, patching a trapped site, and
-//! taking everything out again (see the module doc of `dataplane` for the
-//! invariants each step keeps).
+//! The control plane's side of the data plane (`crate::dataplane`, whose
+//! module doc states the invariants each step keeps): mapping the region
+//! into a process, giving threads their blocks, patching a trapped site,
+//! and taking everything out again. It sits here, in the utrace core, as
+//! the breakpoints' control side does (`breakpoint`): the data plane is a
+//! room below the core, which holds its `Plane` and drives it at stops.
 
 use std::sync::Arc;
 
 use iced_x86::{Code, FlowControl, Instruction};
 
-use super::SyscallSite;
-use super::code::{self, Resume};
-use super::function;
-use super::layout::{self, CODE_LEN};
-use super::site;
+use super::control::Core;
+use super::ptrace::{self, Status};
+use super::{Regs, Tid, Tracer};
+use crate::dataplane::SyscallSite;
+use crate::dataplane::code::{self, Resume};
+use crate::dataplane::layout::{self, CODE_LEN};
+use crate::dataplane::{function, site};
 use crate::uprobe::{mem, xol};
-use crate::utrace::control::Core;
-use crate::utrace::ptrace::{self, Status};
-use crate::utrace::{Regs, Tid, Tracer};
 
 /// The most code decoded for the boundary check of one function.
 const MAX_FUNCTION: u64 = 64 << 10;
@@ -1225,7 +1226,7 @@ impl Tracer {
         pid: Tid,
         site: u64,
         insns: &[Instruction],
-        hooks: &super::SiteHookList,
+        hooks: &crate::dataplane::SiteHookList,
         (first, had_int3): (u8, bool),
         regs: &Regs,
     ) -> bool {
@@ -1284,7 +1285,7 @@ impl Tracer {
         let lens = insns.iter().map(|i| i.len() as u64).collect();
         plane.spaces.entry(pid).or_default().fsites.insert(
             site,
-            super::FunctionSite {
+            crate::dataplane::FunctionSite {
                 stub: slot,
                 orig,
                 offsets,
