@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use cranelift_codegen::ir::{InstBuilder, Value};
+use cranelift_codegen::ir::{Block, InstBuilder, Value};
 use cranelift_frontend::{FunctionBuilder, Switch};
 use utap_runtime::script::builtins::long_to_string_index;
 use utap_runtime::script::strings::EMPTY;
@@ -67,6 +67,21 @@ pub(super) fn return_from_table(
     table: &[(u128, Vec<(u128, i64)>)],
 ) {
     let unknown = b.create_block();
+    return_from_table_or(b, outer, inner, table, unknown);
+    b.switch_to_block(unknown);
+    let empty = b.ins().iconst(I64, EMPTY);
+    b.ins().return_(&[empty]);
+}
+
+/// Returns the handle `table[outer][inner]`, or goes on at `missing` (an
+/// empty block the caller fills) for a pair the table lacks.
+pub(super) fn return_from_table_or(
+    b: &mut FunctionBuilder,
+    outer: Value,
+    inner: Value,
+    table: &[(u128, Vec<(u128, i64)>)],
+    missing: Block,
+) {
     let mut by_outer = Switch::new();
     let mut rows = Vec::new();
     for (key, row) in table {
@@ -74,7 +89,7 @@ pub(super) fn return_from_table(
         by_outer.set_entry(*key, blk);
         rows.push((blk, row));
     }
-    by_outer.emit(b, outer, unknown);
+    by_outer.emit(b, outer, missing);
     for (blk, row) in rows {
         b.switch_to_block(blk);
         let mut by_inner = Switch::new();
@@ -84,14 +99,11 @@ pub(super) fn return_from_table(
             by_inner.set_entry(key, ans);
             answers.push((ans, h));
         }
-        by_inner.emit(b, inner, unknown);
+        by_inner.emit(b, inner, missing);
         for (ans, h) in answers {
             b.switch_to_block(ans);
             let h = b.ins().iconst(I64, h);
             b.ins().return_(&[h]);
         }
     }
-    b.switch_to_block(unknown);
-    let empty = b.ins().iconst(I64, EMPTY);
-    b.ins().return_(&[empty]);
 }

@@ -12,14 +12,14 @@ use std::mem::offset_of;
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
-use cranelift_frontend::{FunctionBuilder, Switch};
+use cranelift_frontend::FunctionBuilder;
 use utap_compiler::program::Program;
 use utap_compiler::route::{PointFunc, point_func};
 use utap_runtime::dataplane::layout::Block;
 use utap_runtime::script::context::{HandlerContext, ProbeValues};
 use utap_runtime::syscalls::table::SYSCALLS;
 
-use super::lookup::return_from_table;
+use super::lookup::{return_from_table, return_from_table_or};
 use super::{I64, Runtime, mem};
 use crate::CodegenError;
 use crate::tables::Tables;
@@ -132,30 +132,7 @@ impl Runtime<'_> {
         self.define("utap_bi_probefunc", 1, true, |b, a, _| {
             let (probe, point) = probe_and_point(b, a[0]);
             let by_syscall = b.create_block();
-            let mut by_probe = Switch::new();
-            let mut rows = Vec::new();
-            for (key, row) in &fixed {
-                let blk = b.create_block();
-                by_probe.set_entry(*key, blk);
-                rows.push((blk, row));
-            }
-            by_probe.emit(b, probe, by_syscall);
-            for (blk, row) in rows {
-                b.switch_to_block(blk);
-                let mut by_point = Switch::new();
-                let mut answers = Vec::new();
-                for &(key, h) in row {
-                    let ans = b.create_block();
-                    by_point.set_entry(key, ans);
-                    answers.push((ans, h));
-                }
-                by_point.emit(b, point, by_syscall);
-                for (ans, h) in answers {
-                    b.switch_to_block(ans);
-                    let h = b.ins().iconst(I64, h);
-                    b.ins().return_(&[h]);
-                }
-            }
+            return_from_table_or(b, probe, point, &fixed, by_syscall);
             b.switch_to_block(by_syscall);
             let nr = b.ins().load(
                 I64,
