@@ -74,9 +74,13 @@ pub fn arm(verbose: bool, tracer_thread: bool) {
     });
     if verbose && let Some(a) = armed {
         let tid = death::watched(a.journal);
+        // Under load the guardian may not have written its pid yet.
+        let pid = match guardian_pid(a.journal) {
+            0 => "not written yet".to_string(),
+            pid => pid.to_string(),
+        };
         eprintln!(
-            "utap: guardian armed: pid {}, {} journal entries free{}",
-            guardian_pid(a.journal),
+            "utap: guardian armed: pid {pid}, {} journal entries free{}",
             free_entries(a.journal),
             if tid != 0 {
                 format!(", woken at thread {tid}'s exit")
