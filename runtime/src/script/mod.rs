@@ -261,15 +261,12 @@ impl ScriptRuntime {
 
     /// `execname()` of thread `tid`, from the process facts (read from
     /// `/proc` if not cached yet).
-    pub fn execname_of(&mut self, tid: i32) -> String {
+    pub fn execname_of(&mut self, tid: i32) -> &str {
         let procs = &mut self.state.procs;
         if procs.get(tid).is_none() {
             procs.refresh(tid);
         }
-        procs
-            .get(tid)
-            .map(|i| i.execname.clone())
-            .unwrap_or_default()
+        procs.get(tid).map_or("", |i| i.execname.as_str())
     }
 
     /// The per-thread process facts the context builtins read; a process

@@ -43,7 +43,7 @@ impl Shared {
         };
         let comm = match img.names {
             Some(_) => run.execname_of(values.tid as i32),
-            None => String::new(),
+            None => "",
         };
         img.run_here(0, probe, point, values, comm.as_bytes())
     }
