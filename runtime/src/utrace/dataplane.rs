@@ -503,7 +503,7 @@ impl Tracer {
         // A thread cloned while the region was being mapped inherited no
         // block (its creator got one after the clone copied its
         // registers), yet runs the stubs from its first instruction.
-        let mapped = plane.spaces.get(&pid).and_then(|s| s.mapped) == Some(true);
+        let mapped = !plane.quiesced && plane.spaces.get(&pid).and_then(|s| s.mapped) == Some(true);
         if plane.is_block(r.gs_base) || (mapped && !plane.blocks.contains_key(&tid)) {
             self.give_block(tid, pid);
         }
