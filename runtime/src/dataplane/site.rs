@@ -88,19 +88,16 @@ pub fn reruns_alike(run: &[Instruction]) -> bool {
         if info.used_memory().iter().any(|m| writes(m.access())) {
             return false;
         }
-        let reads: Vec<Register> = info
-            .used_registers()
-            .iter()
-            .filter(|u| reads(u.access()))
-            .map(|u| u.register().full_register())
-            .collect();
-        let writes: Vec<Register> = info
-            .used_registers()
-            .iter()
-            .filter(|u| writes(u.access()))
-            .map(|u| u.register().full_register())
-            .collect();
-        infos.push((reads, writes, i.rflags_read(), i.rflags_modified()));
+        let used = |how: fn(OpAccess) -> bool| -> Vec<Register> {
+            let regs = info.used_registers().iter().filter(|u| how(u.access()));
+            regs.map(|u| u.register().full_register()).collect()
+        };
+        infos.push((
+            used(reads),
+            used(writes),
+            i.rflags_read(),
+            i.rflags_modified(),
+        ));
     }
     let all_regs: Vec<Register> = infos.iter().flat_map(|x| x.1.clone()).collect();
     let all_flags = infos.iter().fold(RflagsBits::NONE, |f, x| f | x.3);

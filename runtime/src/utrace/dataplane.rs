@@ -105,7 +105,7 @@ impl Tracer {
         }
         let pid = self.pid_of(tid);
         let call = regs.rip.wrapping_sub(2);
-        let Some(run) = self.displaceable(pid, call) else {
+        let Some((run, orig)) = self.displaceable(pid, call) else {
             self.refuse(pid, call);
             return None;
         };
@@ -126,7 +126,7 @@ impl Tracer {
         // not now (a later trap tries again).
         let done = !self.thread_inside(pid, site + 1..call)
             && self.map_into(tid, pid, regs)
-            && self.patch(tid, pid, site, &run, regs);
+            && self.patch(tid, pid, &run, orig, regs);
         self.release_text_hold();
         done.then(|| (site, site::reruns_alike(&run)))
     }
@@ -155,7 +155,8 @@ impl Tracer {
     /// holding it (by its symbol) decodes with it ending exactly at
     /// `call`; no branch of the module, and no return of the function's
     /// calls, lands inside it; no breakpoint or function patch lies in it.
-    fn displaceable(&mut self, pid: Tid, call: u64) -> Option<Vec<Instruction>> {
+    /// Returns the run and its bytes.
+    fn displaceable(&mut self, pid: Tid, call: u64) -> Option<(Vec<Instruction>, Vec<u8>)> {
         let (start, code) = self.function_code(pid, call)?;
         if call + 2 > start + code.len() as u64 {
             return None;
@@ -171,7 +172,8 @@ impl Tracer {
             && !site::returns_land_in(&insns, site + 1..call)
             && !self.lands_in_module(pid, site + 1..call)
             && !self.patched_in(pid, site..call);
-        ok.then_some(run)
+        let bytes = code[(site - start) as usize..(call - start) as usize].to_vec();
+        ok.then_some((run, bytes))
     }
 
     /// Whether a breakpoint or a patched function entry of `pid` lies in
@@ -433,9 +435,19 @@ impl Tracer {
         }
     }
 
-    /// Writes `site`'s stub and the jump to it over `run`; the space is
-    /// held.
-    fn patch(&mut self, tid: Tid, pid: Tid, site: u64, run: &[Instruction], regs: &Regs) -> bool {
+    /// Writes the stub of the site `run` starts, and the jump to it over
+    /// `orig`, the run's bytes; the space is held.
+    fn patch(
+        &mut self,
+        tid: Tid,
+        pid: Tid,
+        run: &[Instruction],
+        orig: Vec<u8>,
+        regs: &Regs,
+    ) -> bool {
+        let Some(site) = run.first().map(|i| i.ip()) else {
+            return false;
+        };
         let Some(slot) = self.stub_slot(tid, pid, site, regs) else {
             return false;
         };
@@ -443,11 +455,9 @@ impl Tracer {
             return false;
         };
         let lens: Vec<u64> = run.iter().map(|i| i.len() as u64).collect();
-        let len = lens.iter().sum::<u64>() as usize;
-        let (Some(stub), Some(jump), Some(orig)) = (
+        let (Some(stub), Some(jump)) = (
             code::stub(slot, run, plane.common()),
-            code::site_jump(site, slot, len),
-            memory_bytes(pid, site, len),
+            code::site_jump(site, slot, orig.len()),
         ) else {
             return false;
         };
@@ -868,12 +878,6 @@ impl Core {
 /// entry or exit stop, whose call the injection would lose.
 pub(crate) fn injectable(r: &Regs) -> bool {
     r.orig_rax == u64::MAX || matches!(r.rax as i64, -512 | -513 | -514 | -516)
-}
-
-/// `len` bytes at `addr` in `pid`.
-fn memory_bytes(pid: Tid, addr: u64, len: usize) -> Option<Vec<u8>> {
-    let mut b = vec![0u8; len];
-    (mem::read(pid.0, addr, &mut b).ok()? == len).then_some(b)
 }
 
 /// `len` bytes at `addr` in `pid` as the file mapped there has them.
