@@ -37,7 +37,10 @@
 //!   `tid()` are the thread's own);
 //! * the globals it touches are touched by no handler that stays in the
 //!   tracer, except `begin` (before the region is filled from the
-//!   script's state), `end` and `error` (after the region is folded back).
+//!   script's state), `end` and `error` (after the region is folded back)
+//!   and timers ([`runs_held`]: each hit holds the program's threads
+//!   with no handler half done, folds the region back, runs, and fills
+//!   the region again before the threads go on).
 //!
 //! A probe that fails a rule stays in the tracer, with the reason, which
 //! `-v` prints. `UTAP_INPROC=0` keeps every probe in the tracer.
@@ -204,7 +207,7 @@ fn prints(b: &Block) -> bool {
 }
 
 /// Whether a handler that runs in the tracer while the program runs (not
-/// begin, end or error), or a script function one calls, prints: the
+/// begin, end, error or a timer), or a script function one calls, prints: the
 /// data plane's output is read from the program's rings every few
 /// milliseconds, so lines the two routes print while the program runs
 /// would not keep the order of their hits.
@@ -242,9 +245,52 @@ pub fn called_functions(program: &Program, p: &ProbeDef) -> Vec<usize> {
     seen
 }
 
+/// A timer probe (`timer.s(N)`, `timer.ms(N)`, `timer.hz(N)`...): it
+/// runs in the tracer, between the program's steps. Where it touches a
+/// global the in-process handlers touch, or prints, each hit holds every
+/// thread of the program out of any handler, prints what the program
+/// printed so far, folds the region into the script's state, runs, and
+/// fills the region from that state again (`utap_runtime::dataplane`'s
+/// held runs): the handlers on both sides then see one state, and the
+/// output keeps the order of the hits. Its writes need no rule: what the
+/// fill cannot key by a literal gets a name handle.
+pub fn runs_held(p: &ProbeDef) -> bool {
+    !p.points.is_empty()
+        && p.points
+            .iter()
+            .all(|pt| matches!(pt.kind, PointKind::Timer { .. }))
+}
+
+/// By probe: whether its hits must run held ([`runs_held`]) because it
+/// touches a global an in-process handler touches, or prints while
+/// in-process handlers print.
+pub fn held_probes(program: &Program, routes: &[Route]) -> Vec<bool> {
+    let mut shared = HashSet::new();
+    let mut inside_prints = false;
+    for (p, route) in program.probes.iter().zip(routes) {
+        if *route == Route::InProcess {
+            shared.extend(touched(program, p));
+            inside_prints |= probe_prints(program, p);
+        }
+    }
+    program
+        .probes
+        .iter()
+        .map(|p| {
+            runs_held(p)
+                && (touched(program, p).iter().any(|g| shared.contains(g))
+                    || (inside_prints && probe_prints(program, p)))
+        })
+        .collect()
+}
+
 /// A begin, end or error probe: it runs before the region is filled or
-/// after it is folded back and its output drained.
+/// after it is folded back and its output drained; or a timer, which
+/// runs held (see [`runs_held`]).
 fn outside_the_run(p: &ProbeDef) -> bool {
+    if runs_held(p) {
+        return true;
+    }
     p.points.iter().all(|pt| {
         matches!(
             pt.kind,
@@ -974,7 +1020,7 @@ fn globals_of(e: &Expr, out: &mut HashSet<GlobalId>) {
 /// Globals named by a handler that runs in the tracer while the program
 /// runs, or by a script function it calls (in-process handlers call none):
 /// begin, end and error probes run before the region is filled or after
-/// it is folded back, so they do not count.
+/// it is folded back, and timers run held, so they do not count.
 fn tracer_touched(program: &Program, routes: &[Route]) -> HashSet<GlobalId> {
     let mut out = HashSet::new();
     for (p, route) in program.probes.iter().zip(routes) {

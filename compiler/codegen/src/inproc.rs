@@ -266,6 +266,7 @@ pub fn compile(
     if let Some(name) = unresolved.lock().unwrap_or_else(|e| e.into_inner()).first() {
         return Err(err(format!("no in-process implementation of {name}")));
     }
+    let held = route::held_probes(program, routes);
     let addr = |id: FuncId| c.module.get_finalized_function(id) as u64;
     let mut by_probe = vec![None; program.probes.len()];
     for (k, &i) in chosen.iter().enumerate() {
@@ -292,7 +293,10 @@ pub fn compile(
         max_nesting: limits.max_nesting,
         syscall_hooks,
         clock: calls_any(&sub, route::CLOCK_BUILTINS).then(|| start_clock(&region)),
-        names: calls_any(&sub, route::NAME_BUILTINS).then(Names::default),
+        names: (calls_any(&sub, route::NAME_BUILTINS)
+            || held_keys_strings(program, &held, &touched))
+        .then(Names::default),
+        held,
         region,
     };
     Ok(Some(InProc {
@@ -321,6 +325,19 @@ fn called_functions(program: &Program, chosen: &[usize]) -> Vec<FunctionDef> {
 /// Whether an in-process handler reads the clock: its parameters are then
 /// calibrated now and kept by the tracer while the session runs.
 /// Whether a probe or function of `sub` calls one of `builtins`.
+/// Whether a probe that runs held may put a string key into an array the
+/// region holds: a key that is none of the compile's literals then needs
+/// a name handle (`utap_runtime::dataplane::names`) to be filled in.
+fn held_keys_strings(program: &Program, held: &[bool], touched: &HashSet<u32>) -> bool {
+    held.iter().any(|&h| h)
+        && program.globals.iter().enumerate().any(|(i, g)| {
+            touched.contains(&(i as u32))
+                && g.keys
+                    .as_ref()
+                    .is_some_and(|k| k.contains(&utap_compiler::program::Type::String))
+        })
+}
+
 fn calls_any(sub: &Program, builtins: &[&str]) -> bool {
     let mut found = false;
     let mut visit = |e: &utap_compiler::program::Expr| {

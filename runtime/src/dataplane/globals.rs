@@ -1,7 +1,9 @@
 //! The script's globals and the region: the values `begin` left filled
 //! into the region before the program runs, and the region folded back
 //! into the script's globals once the handlers are stopped for good (or,
-//! for a `--metrics` scrape, as they stand).
+//! for a `--metrics` scrape, as they stand). A probe that runs held (a
+//! timer: the program's threads stopped out of any handler) gets the
+//! region folded before it and filled again after it.
 
 use super::InProcImage;
 use super::fold::{insert, slot_order, slot_ptr, stat_of, stat_words};
@@ -44,6 +46,26 @@ pub fn fill(run: &mut ScriptRuntime, image: &InProcImage) -> Result<(), String> 
         }
     }
     Ok(())
+}
+
+/// Fills the region again from the script's state, after a probe that
+/// runs held changed it: every table emptied and every thread's copies
+/// cleared first (the fold before the probe took their totals). The
+/// threads must be held out of any handler.
+pub fn refill(run: &mut ScriptRuntime, image: &InProcImage) -> Result<(), String> {
+    let data = image.region.data_base();
+    for t in &image.region.data.tables {
+        // SAFETY: the table's counters, slots and insertion numbers lie
+        // inside our mapping (layout); no thread runs a handler.
+        unsafe {
+            std::ptr::write_bytes((data + t.count_offset) as *mut u64, 0, 2);
+            let words = t.capacity * t.slot_len() / 8;
+            std::ptr::write_bytes((data + t.offset) as *mut u64, 0, words as usize);
+            std::ptr::write_bytes((data + t.order_offset) as *mut u64, 0, t.capacity as usize);
+        }
+    }
+    image.clear_copies();
+    fill(run, image)
 }
 
 /// Copies the in-process globals back from the region (the handlers

@@ -63,6 +63,9 @@ pub struct InProcImage {
     /// The command names handed to blocks, when a handler reads
     /// `execname()` (`super::names`).
     pub names: Option<super::names::Names>,
+    /// By probe of the script: its hits run held (a timer sharing state
+    /// or output with the in-process handlers: `super::globals::refill`).
+    pub held: Vec<bool>,
 }
 
 impl std::fmt::Debug for InProcImage {
@@ -124,6 +127,18 @@ impl InProcImage {
             .collect()
     }
 
+    /// Empties every thread's copies of the counted globals and scalar
+    /// statistics (their totals were folded; the threads are held).
+    pub fn clear_copies(&self) {
+        for b in self.used_blocks() {
+            // SAFETY: both arrays lie inside the block, in our mapping.
+            unsafe {
+                std::ptr::write_bytes((b + BLOCK_COUNTERS) as *mut i64, 0, super::layout::COUNTERS);
+                std::ptr::write_bytes((b + BLOCK_STATS) as *mut i64, 0, STAT_COPY_WORDS);
+            }
+        }
+    }
+
     /// Refreshes the handlers' clock if it is time (the tracer's
     /// periodic look at the region).
     pub fn tick_clock(&self) {
@@ -144,6 +159,12 @@ impl InProcImage {
     /// What resolves the in-process code's string handles.
     pub fn texts(&self) -> super::names::Texts<'_> {
         super::names::Texts::new(&self.literals, self.names.as_ref())
+    }
+
+    /// Whether probe `probe`'s hits run held: every thread of the program
+    /// out of any handler, the region folded back before and filled after.
+    pub fn runs_held(&self, probe: usize) -> bool {
+        self.held.get(probe).copied().unwrap_or(false)
     }
 
     /// Whether syscall `nr` is served in process at a patched site.

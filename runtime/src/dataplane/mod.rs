@@ -104,6 +104,15 @@
 //! * **Records are untrusted**: kind, length and format index are checked
 //!   and a ring with a bad record is skipped to its head and counted.
 //!
+//! Timers that share globals or output with the in-process handlers
+//! run held (`globals::refill`): every thread of each space held out of
+//! any handler (let run on until it leaves, never single-stepped: a
+//! thread stepped at utap's death keeps the trap flag and dies of
+//! SIGTRAP), the rings drained, the region folded into
+//! the script's state, the timer run in the tracer, the tables and the
+//! threads' copies emptied and the region filled again, the threads let
+//! go. A hit is still served once, and both sides see one state.
+//!
 //! Syscall sites under `-x` (no seccomp filter: one could never be taken
 //! out at detach) are, with `UTAP_SUD=1` (opt-in: `dispatch::enabled`
 //! says why), found through Syscall User Dispatch (`dispatch`):
@@ -180,6 +189,10 @@ pub struct Counts {
     /// sites patched at the exit stop of such a call.
     pub sud_let_through: u64,
     pub sud_patched: u64,
+    /// Hits of probes that ran held (`globals::refill`), and threads a
+    /// hold found still inside a handler after letting them run on.
+    pub held_runs: u64,
+    pub held_inside: u64,
 }
 
 /// One address space's part in the data plane.

@@ -94,6 +94,8 @@ pub(crate) struct Shared {
     pub inproc: Option<std::sync::Arc<crate::dataplane::InProcImage>>,
     /// Its first error was reported.
     pub inproc_error_told: AtomicBool,
+    /// Region slots the folds before held runs found not valid.
+    pub held_bad: u64,
     /// What the data plane's output rings were read up to.
     pub rings: Mutex<crate::dataplane::rings::RingReader>,
     /// Machine output on utap's stdout: warn when a program writes there
@@ -130,6 +132,7 @@ impl Shared {
             notified: None,
             inproc: None,
             inproc_error_told: AtomicBool::new(false),
+            held_bad: 0,
             rings: Default::default(),
             stdout_check: None,
         }
@@ -386,7 +389,11 @@ impl Shared {
                 crate::hurry::now();
             }
             if self.verbose {
-                eprintln!("utap: session ended: {why}");
+                // One write: the transport writes errors to the same
+                // stderr from its own thread, between the pieces of a
+                // formatted line.
+                let line = format!("utap: session ended: {why}\n");
+                eprint!("{line}");
                 eprintln!("utap: {} ptrace stops", ctl.stop_count());
                 if let Some(n) = &self.notified {
                     let get = |c: &std::sync::atomic::AtomicU64| {

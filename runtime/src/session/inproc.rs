@@ -66,6 +66,38 @@ impl Shared {
         run.dataplane_error(&msg, &mut LockedSink(&self.sink))
     }
 
+    /// Before a hit of a probe that runs held (a timer sharing state or
+    /// output with the program's handlers): the program's threads held
+    /// out of any handler, what they printed written, the region folded
+    /// into the script's state. False when there is nothing to hold (no
+    /// region, or it is taken out already): the hit runs as any other.
+    pub(crate) fn hold_region(&mut self, ctl: &mut Control) -> bool {
+        let Some(img) = self.inproc.clone() else {
+            return false;
+        };
+        if !ctl.dataplane_hold_still() {
+            return false;
+        }
+        self.drain_prints();
+        let (run, _) = self.script_and_sink();
+        self.held_bad += crate::dataplane::globals::fold(run, &img);
+        true
+    }
+
+    /// After that hit: the region filled again from the script's state;
+    /// the threads go on after the current report. True when the script
+    /// must end (the region could not hold the state: an error).
+    pub(crate) fn release_region(&mut self) -> bool {
+        let Some(img) = self.inproc.clone() else {
+            return false;
+        };
+        let (run, sink) = self.script_and_sink();
+        match crate::dataplane::globals::refill(run, &img) {
+            Ok(()) => false,
+            Err(e) => run.dataplane_error(&e, sink),
+        }
+    }
+
     /// Before `end`: stops the in-process handlers for good, takes the
     /// data plane out of the programs and folds the region back.
     pub(crate) fn settle_dataplane(&mut self, ctl: &mut Control) {
@@ -77,7 +109,7 @@ impl Shared {
         let bad = {
             let mut run = self.first();
             self.inproc_failed(&mut run);
-            crate::dataplane::globals::fold(&mut run, &img)
+            crate::dataplane::globals::fold(&mut run, &img) + self.held_bad
         };
         if self.verbose {
             say_counts(ctl, bad);
@@ -164,6 +196,12 @@ fn say_counts(ctl: &Control, bad: u64) {
         eprintln!(
             "utap: data plane: syscall user dispatch armed in {} thread(s) ({} left on PTRACE_SYSCALL), {} trapped call(s) let through to the tracer",
             c.sud_threads, c.sud_refused, c.sud_let_through
+        );
+    }
+    if c.held_runs > 0 {
+        eprintln!(
+            "utap: data plane: {} timer hit(s) ran with the program held (the region folded before, filled after), {} thread(s) found in a handler that did not leave it",
+            c.held_runs, c.held_inside
         );
     }
     if c.mark_sites > 0 {

@@ -661,11 +661,14 @@ pub(crate) fn schedule_timers(ctl: &mut Control, shared: &SharedRef, deadline: O
             if s.finished.is_some() {
                 return None;
             }
+            let held =
+                s.inproc.as_ref().is_some_and(|i| i.runs_held(t.probe)) && s.hold_region(ctl);
             let (run, sink) = s.script_and_sink();
             let outcome = run.fire_timer(t.probe, sink);
+            let failed = held && s.release_region();
             // resume()/quiesce()/stop(tid) from a timer: no current thread.
             s.apply(ctl, &outcome, -1, &mut 0);
-            if outcome.stop {
+            if outcome.stop || failed {
                 s.end(ctl, EndReason::Requested);
                 return None;
             }

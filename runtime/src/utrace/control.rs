@@ -523,6 +523,11 @@ impl Control<'_> {
         self.core.dataplane = Some(Box::new(plane));
     }
 
+    /// See `Core::dataplane_hold_still`.
+    pub fn dataplane_hold_still(&mut self) -> bool {
+        self.core.dataplane_hold_still()
+    }
+
     /// Stops every in-process handler and takes the data plane out of
     /// the programs (threads held until detached or the current report
     /// ends): the region then holds the final values to fold.

@@ -777,27 +777,142 @@ impl Core {
         }
     }
 
+    /// Holds every thread of each process with the region, each out of
+    /// any handler (`leave_handlers`), so that the region's tables are
+    /// whole and nothing changes them: for a probe that runs held
+    /// (`crate::dataplane::globals::refill`). The threads go on after the
+    /// current report, as after a text change. False when the plane is
+    /// off or taken out already (nothing to hold).
+    pub(crate) fn dataplane_hold_still(&mut self) -> bool {
+        let Some(plane) = self.dataplane.as_ref() else {
+            return false;
+        };
+        if plane.quiesced {
+            return false;
+        }
+        let pids: Vec<Tid> = plane.spaces.keys().copied().collect();
+        let mut tids = Vec::new();
+        for pid in pids {
+            self.hold_space(None, pid);
+            self.text_hold = true;
+            tids.extend(self.threads_of(pid));
+        }
+        let inside = self.leave_handlers(&tids);
+        if let Some(plane) = self.dataplane.as_mut() {
+            plane.counts.held_runs += 1;
+            plane.counts.held_inside += inside as u64;
+        }
+        true
+    }
+
+    /// Lets those of the held threads `tids` that are inside a handler
+    /// (their block claimed, not at a gadget) run on a moment and holds
+    /// them again, until none is, at most [`LEAVE_ROUNDS`] times; returns
+    /// how many are still inside (a handler that is most of a hot loop,
+    /// or one a signal handler interrupted). Such a thread's update in
+    /// flight may land in a slot the fill gave another key: the script's
+    /// numbers, never the program. Never a single-step: a thread stepped
+    /// when utap dies keeps the trap flag (the kernel's release of
+    /// tracees does not clear it) and dies of SIGTRAP at its next
+    /// instruction (1 of 30 trials with stepping as a last resort).
+    fn leave_handlers(&mut self, tids: &[Tid]) -> usize {
+        let mut inside: Vec<Tid> = tids
+            .iter()
+            .copied()
+            .filter(|&t| self.in_handler(t))
+            .collect();
+        for _ in 0..LEAVE_ROUNDS {
+            let mut let_go = Vec::new();
+            for &t in &inside {
+                let Some(at) = self.uprobes_held.iter().position(|&(h, _)| h == t) else {
+                    continue;
+                };
+                // Only an interrupt's stop: any other must reach the loop.
+                let st = self.uprobes_held[at].1;
+                let ours = matches!(ptrace::decode(st), Status::Event { event: ptrace::EVENT_STOP, sig } if !sig.is_stop_signal());
+                let Some(th) = self.threads.get(&t) else {
+                    continue;
+                };
+                if ours && ptrace::restart(th.mode.request(), t, None).is_ok() {
+                    self.uprobes_held.remove(at);
+                    let_go.push(t);
+                }
+            }
+            if let_go.is_empty() {
+                break;
+            }
+            std::thread::sleep(LEAVE_RUN);
+            let_go.retain(|&t| ptrace::interrupt(t).is_ok());
+            for &t in &let_go {
+                if let Ok(Some(status)) = ptrace::wait_for(t.0, 0) {
+                    self.uprobes_held.push(status);
+                    if let Some(th) = self.threads.get_mut(&t) {
+                        th.interrupted = true;
+                    }
+                    self.note_restart(t);
+                }
+            }
+            inside.retain(|&t| self.in_handler(t));
+            if inside.is_empty() {
+                break;
+            }
+        }
+        inside.len()
+    }
+
+    /// Whether held thread `tid` is inside a handler: its block claimed
+    /// (`Block::busy`, read from our mapping) and not at a gadget (whose
+    /// entry hooks are done).
+    fn in_handler(&self, tid: Tid) -> bool {
+        let Some(plane) = self.dataplane.as_ref() else {
+            return false;
+        };
+        let Some(block) = plane.block_addr(tid) else {
+            return false;
+        };
+        // SAFETY: the block lies in our mapping of the region; any value
+        // is a valid word.
+        let busy = unsafe { std::ptr::read_volatile((block + layout::BLOCK_BUSY) as *const u64) };
+        busy != 0 && ptrace::get_regs(tid).is_ok_and(|r| plane.at_gadget(r.rip).is_none())
+    }
+
+    /// Steps held thread `tid` out of handler and entry code, to a gadget
+    /// or back to a stub: its registers then, and the steps taken. None if
+    /// it could not be stepped. A `pushfq` stepped over saved the trap
+    /// flag, and its `popfq` set it for good (the program would trap at
+    /// its next instruction): cleared in the registers returned, which
+    /// the caller must set.
+    fn finish_hooks(&mut self, tid: Tid) -> Option<(Regs, u32)> {
+        let plane = self.dataplane.as_ref()?;
+        let tgid = self.threads.get(&tid).map_or(tid, |t| t.tgid);
+        let mut r = ptrace::get_regs(tid).ok()?;
+        let mut steps = 0u32;
+        let mut kept = Vec::new();
+        let mut stepped = true;
+        while plane.in_code(r.rip) && plane.at_gadget(r.rip).is_none() && steps < 1_000_000 {
+            stepped =
+                single_step(tid, &mut kept) && ptrace::get_regs(tid).map(|now| r = now).is_ok();
+            if !stepped {
+                break;
+            }
+            steps += 1;
+        }
+        requeue(tgid, tid, &kept);
+        if steps > 0 {
+            r.eflags &= !TRAP_FLAG;
+        }
+        stepped.then_some((r, steps))
+    }
+
     /// Moves a held thread out of stubs and region code, and clears its
     /// `%gs` if it is one of ours.
     fn move_out(&mut self, pid: Tid, tid: Tid) {
+        let Some((mut r, _)) = self.finish_hooks(tid) else {
+            return;
+        };
         let Some(plane) = self.dataplane.as_mut() else {
             return;
         };
-        let Ok(mut r) = ptrace::get_regs(tid) else {
-            return;
-        };
-        // In handler or entry code: step to a gadget or back to a stub.
-        let mut steps = 0u32;
-        while plane.in_code(r.rip) && plane.at_gadget(r.rip).is_none() && steps < 1_000_000 {
-            if !single_step(tid) {
-                return;
-            }
-            steps += 1;
-            match ptrace::get_regs(tid) {
-                Ok(now) => r = now,
-                Err(_) => return,
-            }
-        }
         let moved = if let Some(gadget) = plane.at_gadget(r.rip) {
             // At (or blocked in) the gadget's call: the program's registers
             // but for rsp; flags and the stub's return above it.
@@ -855,12 +970,6 @@ impl Core {
         } else {
             false
         };
-        if steps > 0 {
-            // A `pushfq` stepped over saved the trap flag, and its `popfq`
-            // set it for good: the program would trap at its next
-            // instruction.
-            r.eflags &= !TRAP_FLAG;
-        }
         if moved {
             plane.counts.threads_moved += 1;
         }
@@ -958,12 +1067,55 @@ fn copy_shadow(pid: Tid, from: Option<u64>, to: u64) -> bool {
 /// EFLAGS.TF.
 const TRAP_FLAG: u64 = 0x100;
 
-/// One single-step of a held thread, waited for.
-fn single_step(tid: Tid) -> bool {
-    if ptrace::restart(libc::PTRACE_SINGLESTEP, tid, None).is_err() {
-        return false;
+/// How many times a hold lets threads inside a handler run on, and for
+/// how long each time.
+const LEAVE_ROUNDS: usize = 40;
+const LEAVE_RUN: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// One single-step of a held thread, waited for. A signal that stops it
+/// first (its delivery stop: the step has not run yet) is kept in `kept`
+/// and the step made again: resuming with no signal discards it, so the
+/// caller queues it again once the thread is out ([`requeue`]).
+fn single_step(tid: Tid, kept: &mut Vec<libc::siginfo_t>) -> bool {
+    for _ in 0..64 {
+        if ptrace::restart(libc::PTRACE_SINGLESTEP, tid, None).is_err() {
+            return false;
+        }
+        match ptrace::wait_for(tid.0, libc::__WALL) {
+            Ok(Some((_, st))) if libc::WIFSTOPPED(st) => {
+                if libc::WSTOPSIG(st) == libc::SIGTRAP || st >> 16 != 0 {
+                    return true;
+                }
+                if let Ok(info) = ptrace::siginfo(tid) {
+                    kept.push(info);
+                }
+            }
+            _ => return false,
+        }
     }
-    matches!(ptrace::wait_for(tid.0, libc::__WALL), Ok(Some((_, st))) if libc::WIFSTOPPED(st))
+    false
+}
+
+/// Queues again for thread `tid` of `pid` the signals its steps took:
+/// with their own siginfo where the kernel allows it (a signal a process
+/// sent), else as a signal from us.
+fn requeue(pid: Tid, tid: Tid, kept: &[libc::siginfo_t]) {
+    for info in kept {
+        // SAFETY: the siginfo is a copy the kernel filled; both calls only
+        // queue a signal.
+        unsafe {
+            let sent = libc::syscall(
+                libc::SYS_rt_tgsigqueueinfo,
+                pid.0,
+                tid.0,
+                info.si_signo,
+                info as *const libc::siginfo_t,
+            );
+            if sent != 0 {
+                libc::syscall(libc::SYS_tgkill, pid.0, tid.0, info.si_signo);
+            }
+        }
+    }
 }
 
 impl Tracer {

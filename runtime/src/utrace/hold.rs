@@ -44,6 +44,9 @@ impl Core {
             .map(|t| t.tid)
             .collect();
         let mut stopped = 0;
+        // Every interrupt first, then the waits: the threads stop in
+        // parallel (a thread waiting for a CPU takes a time slice to stop).
+        let mut waits = Vec::new();
         for t in others {
             let Some(th) = self.threads.get_mut(&t) else {
                 continue;
@@ -68,6 +71,9 @@ impl Core {
                 // child held here). Its stop comes through the loop.
                 continue;
             }
+            waits.push(t);
+        }
+        for t in waits {
             if let Ok(Some(status)) = ptrace::wait_for(t.0, 0) {
                 self.uprobes_held.push(status);
                 stopped += 1;
