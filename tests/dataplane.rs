@@ -793,6 +793,105 @@ fn sigkill_of_utap_during_held_timers_never_harms_an_attached_program() {
     assert!(failed.is_empty(), "{failed:#?}");
 }
 
+/// Ctrl-C during a session whose timer runs held every 5 ms (a hold
+/// takes a while, so the signal often comes during one): the timer does
+/// not run on with its loops interrupted (SystemTap's "interrupted"
+/// error, exit 1, in every trial before), utap exits 0 and the program
+/// ends with the right answer.
+#[test]
+fn sigint_during_held_timers_ends_cleanly() {
+    let ufuncs = fixture("ufuncs");
+    let script = format!(
+        "global n, s\nprobe process(\"{ufuncs}\").function(\"hot\") {{ n[tid()]++ }}\n\
+         probe timer.ms(5) {{ foreach (t in n) s += n[t]; delete n }}\n\
+         probe end {{ foreach (t in n) s += n[t]; printf(\"%d\\n\", s > 0) }}"
+    );
+    for trial in 0..5u64 {
+        let (child, pid) = start_hot("10000000");
+        let u = utap(&script, &["-x", &pid.to_string()])
+            .spawn()
+            .expect("start utap");
+        std::thread::sleep(std::time::Duration::from_millis(200 + 40 * trial));
+        // SAFETY: kill(2) has no memory effects.
+        unsafe { libc::kill(u.id() as i32, libc::SIGINT) };
+        let o = finish(u);
+        assert_eq!(
+            (o.status, o.stdout.as_str()),
+            (0, "1\n"),
+            "trial {trial}: {}",
+            o.stderr
+        );
+        assert!(!o.stderr.contains("ERROR"), "trial {trial}: {}", o.stderr);
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "trial {trial}: {:?}", out.status);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "hot 40000000\n");
+    }
+}
+
+/// The region's data part in `pid`'s memory: its first `len` bytes (the
+/// header, the long slots, the tables) read through /proc.
+fn region_data(pid: i32, len: usize) -> Option<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    let line = maps
+        .lines()
+        .find(|l| l.contains("utap-dataplane") && l.contains("rw-"))?;
+    let start = u64::from_str_radix(line.split('-').next()?, 16).ok()?;
+    let mut mem = std::fs::File::open(format!("/proc/{pid}/mem")).ok()?;
+    mem.seek(SeekFrom::Start(start)).ok()?;
+    let mut b = vec![0u8; len];
+    mem.read_exact(&mut b).ok()?;
+    Some(b)
+}
+
+/// The session's stop word is on the tracing thread's robust futex list:
+/// SIGKILL of the tracing process makes the kernel mark it, so every hook
+/// left in the program stops at once and writes nothing of the region
+/// (before, a dead session's hooks ran on, and a process forked after
+/// utap's death raced its parent for one block: 80 times slower).
+#[test]
+fn a_dead_sessions_hooks_stop_at_once() {
+    use utap_runtime::dataplane::layout::stopped;
+    let ufuncs = fixture("ufuncs");
+    let (mut child, pid) = start_hot("2000000000");
+    let mut u = utap(&hot_script(&ufuncs), &["-x", &pid.to_string()]);
+    u.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut fg = u.spawn().expect("start utap");
+    wait_until("the region", || regions_in(pid) >= 1);
+    let snap = || region_data(pid, 256 << 10).expect("read the region");
+    let word = |b: &[u8]| u64::from_le_bytes(b[..8].try_into().unwrap());
+    // Alive: the word holds the tracing thread's id, the hooks count.
+    let mut before = snap();
+    wait_until("a count", || {
+        let now = snap();
+        let moved = now[64..] != before[64..];
+        before = now;
+        moved
+    });
+    assert!(!stopped(word(&before)), "{:#x}", word(&before));
+    let tracing = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", fg.id()))
+        .expect("children of the foreground");
+    let tracing: i32 = tracing.split_whitespace().next().unwrap().parse().unwrap();
+    // SAFETY: kill(2) has no memory effects.
+    unsafe { libc::kill(tracing, libc::SIGKILL) };
+    let _ = fg.kill();
+    let _ = fg.wait();
+    wait_until("the word marked", || stopped(word(&snap())));
+    let dead = snap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(snap() == dead, "a hook wrote the region after utap died");
+    assert_eq!(word(&dead) & 0x7fff_ffff, 0x4000_0000, "FUTEX_OWNER_DIED");
+    let _ = child.kill();
+    let status = child.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGKILL),
+        "the program ran on until killed"
+    );
+}
+
 /// Entry and return probes on the same functions, all in the program:
 /// `$return` sums, a recursive function's returns, four threads, and a
 /// longjmp out of probed frames (their returns never come, and the

@@ -46,7 +46,7 @@ use utap_runtime::dataplane::clock::Keeper;
 use utap_runtime::dataplane::image::{InProcImage, NEVER_SERVED, SYSCALL_NUMBERS};
 use utap_runtime::dataplane::layout::{
     BLOCK_HITS, CODE_LEN, COMMON_LEN, DataLayout, Header, JIT_DATA_LEN, LISTS_LEN,
-    RAISE_ARRAY_FULL, TableShape, TableSpec, stat, tag,
+    RAISE_ARRAY_FULL, STOP_MASK, STOPPED, TableShape, TableSpec, stat, tag,
 };
 use utap_runtime::dataplane::names::Names;
 use utap_runtime::dataplane::region::Region;
@@ -633,7 +633,10 @@ impl Runtime<'_> {
                 for &(probe, point, handler) in list {
                     let go = b.create_block();
                     let stop = b.ins().iconst(I64, header + hdr(offset_of!(Header, stop)));
-                    let stopped = b.ins().load(I64, mem(), stop, 0);
+                    let word = b.ins().load(I64, mem(), stop, 0);
+                    // `layout::stopped`: the tracer's flag, or the tracing
+                    // thread's death in the robust word.
+                    let stopped = b.ins().band_imm_s(word, STOP_MASK as i64);
                     b.ins().brif(stopped, done, &[served.into()], go, &[]);
                     b.switch_to_block(go);
                     for (field, v) in [
@@ -701,8 +704,9 @@ fn raise(b: &mut FunctionBuilder, header: i64, ctx: Value, kind: Value, global: 
     b.ins().jump(after, &[]);
     b.switch_to_block(after);
     let one = b.ins().iconst(I64, 1);
+    let stopped = b.ins().iconst(I64, STOPPED as i64);
     let stop = at(b, offset_of!(Header, stop));
-    b.ins().atomic_store(mem(), one, stop);
+    b.ins().atomic_store(mem(), stopped, stop);
     b.ins()
         .store(mem(), one, ctx, offset_of!(HandlerContext, error) as i32);
 }

@@ -192,13 +192,21 @@ impl Asm {
 }
 
 /// The common entry (see the module doc), calling `entry` and `ret`, the
-/// compiled dispatchers.
-pub fn common(entry: u64, ret: u64) -> Common {
+/// compiled dispatchers; `stop` is the session's stop word
+/// (`layout::stopped`): once it is up, a call writes nothing of the
+/// region and the stub makes it (a dead session's sites cost a test).
+pub fn common(entry: u64, ret: u64, stop: u64) -> Common {
     let mut a = Asm::new();
     let (skip, raw, skip_ret, no_return) = (a.label(), a.label(), a.label(), a.label());
+    let stopped = a.label();
     let syscall_slot = probe_field(offset_of!(ProbeValues, syscall));
     let ret_slot = probe_field(offset_of!(ProbeValues, ret));
     a.block_to_r11();
+    a.bytes(&[0x48, 0xb9]); // movabs rcx, stop
+    a.bytes(&stop.to_le_bytes());
+    a.bytes(&[0x48, 0x8b, 0x09]); // mov rcx, [rcx]
+    a.bytes(&[0x48, 0xc1, 0xe9, 0x1e, 0x0f, 0x85]); // shr rcx, 30; jnz stopped
+    a.rel32(stopped);
     a.claim_or(skip);
     a.store(syscall_slot, RAX);
     for (reg, off) in arg_slots() {
@@ -230,6 +238,9 @@ pub fn common(entry: u64, ret: u64) -> Common {
     a.bind(raw);
     a.load(RAX, syscall_slot);
     a.restore_args();
+    a.ret_raw();
+    // The session stopped (or utap died): the stub makes the call.
+    a.bind(stopped);
     a.ret_raw();
     // Re-entered (a signal handler's syscall while a handler runs).
     a.bind(skip);
@@ -384,7 +395,7 @@ pub(super) mod tests {
 
     #[test]
     fn the_block_is_claimed_with_an_exchange() {
-        let c = common(0x3f00_0000_2000, 0x3f00_0000_3000);
+        let c = common(0x3f00_0000_2000, 0x3f00_0000_3000, 0x3f00_0000_4000);
         let ins = decode_all(&c.bytes, 0);
         let xchg: Vec<&Instruction> = ins
             .iter()
@@ -450,7 +461,7 @@ pub(super) mod tests {
 
     #[test]
     fn the_common_entry_decodes_and_its_syscalls_are_the_gadgets() {
-        let c = common(0x3f00_0000_2000, 0x3f00_0000_3000);
+        let c = common(0x3f00_0000_2000, 0x3f00_0000_3000, 0x3f00_0000_4000);
         let ins = decode_all(&c.bytes, 0);
         assert!(ins.iter().all(|i| i.code() != Code::INVALID));
         let syscalls: Vec<u64> = ins

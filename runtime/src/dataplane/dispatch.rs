@@ -41,6 +41,7 @@
 use std::sync::Mutex;
 
 use super::layout::{self, BLOCK_ROBUST_LINKS, BLOCK_SELECTOR};
+use super::robust;
 use crate::tid::Tid;
 
 /// Whether SUD is wanted: opt-in (`UTAP_SUD=1`) until its open faults
@@ -49,14 +50,6 @@ use crate::tid::Tid;
 /// `-x` syscall probes stay on `PTRACE_SYSCALL`, as before.
 pub fn enabled() -> bool {
     std::env::var("UTAP_SUD").is_ok_and(|v| v == "1")
-}
-
-/// `struct robust_list_head`.
-#[repr(C)]
-struct RobustHead {
-    next: u64,
-    futex_offset: i64,
-    pending: u64,
 }
 
 /// The tracing thread's id as a selector word: the value that means
@@ -108,23 +101,10 @@ pub fn register(blocks: u64) -> Option<Keeper> {
         return (l.tid == me).then_some(l.keeper);
     }
     let keeper = Keeper::of(me)?;
-    let head = own_head()?;
-    // SAFETY: the head is this thread's, registered with the kernel.
-    let offset = unsafe { (*(head as *const RobustHead)).futex_offset };
-    let at = entry_offset(offset)?;
+    let head = robust::own_head()?;
+    let at = entry_offset(robust::futex_offset(head))?;
     let entry = |i: u64| blocks + i * layout::BLOCK_LEN + at;
-    let next_at = head as *mut u64; // the head's first field
-    // SAFETY: as above; only this thread edits its list (utap takes no
-    // robust mutex), the kernel reads it at the thread's exit.
-    let mut next = unsafe { next_at.read_volatile() };
-    for i in (0..layout::BLOCKS).rev() {
-        // SAFETY: inside our mapping of the region's blocks.
-        unsafe { std::ptr::write_volatile(entry(i) as *mut u64, next) };
-        next = entry(i);
-    }
-    std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
-    // SAFETY: as above.
-    unsafe { next_at.write_volatile(next) };
+    robust::link(head, (0..layout::BLOCKS).map(entry));
     *linked = Some(Linked {
         tid: me,
         keeper,
@@ -143,38 +123,7 @@ pub fn unregister() {
     let Some(l) = linked.take() else {
         return;
     };
-    // Find the pointer to our first entry (the head's, unless an entry
-    // was put before ours since) and make it skip our chain.
-    let mut at = l.head; // `next` is the head's first field
-    for _ in 0..ROBUST_LIMIT {
-        // SAFETY: `at` is the head or an entry of the thread's list, all
-        // in live memory (ours until this returns).
-        let next = unsafe { std::ptr::read_volatile(at as *const u64) };
-        if next == l.first {
-            // SAFETY: as above.
-            unsafe {
-                let after = std::ptr::read_volatile(l.last as *const u64);
-                std::ptr::write_volatile(at as *mut u64, after);
-            }
-            return;
-        }
-        if next == l.head || next == 0 {
-            return;
-        }
-        at = next;
-    }
-}
-
-/// The kernel's bound on a robust list walk (`ROBUST_LIST_LIMIT`).
-const ROBUST_LIMIT: usize = 2048;
-
-/// The calling thread's registered robust list head, if any.
-fn own_head() -> Option<u64> {
-    let mut head = 0u64;
-    let mut len = 0usize;
-    // SAFETY: both are valid out pointers; pid 0 is the calling thread.
-    let got = unsafe { libc::syscall(libc::SYS_get_robust_list, 0, &mut head, &mut len) };
-    (got == 0 && head != 0 && len == std::mem::size_of::<RobustHead>()).then_some(head)
+    robust::unlink(l.head, l.first, l.last);
 }
 
 /// Where in a block the entry of a list with `futex_offset` goes (the

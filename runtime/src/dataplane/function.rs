@@ -92,6 +92,10 @@ pub fn common(stop: u64, max_action: i64, ret_stub: u64, blocks: Blocks) -> Vec<
     a.bytes(&[0xf3, 0x49, 0x0f, 0xae, 0xcb]); // rdgsbase r11
     ours_or(&mut a, blocks, out);
     owner_or(&mut a, out);
+    // Stopped (or utap died): nothing of the block is written, so a dead
+    // session's entries cost a test even where processes share a block
+    // (a fork after utap's death).
+    stop_or(&mut a, stop, out);
     claim_or(&mut a, skip);
     a.bytes(&[0x48, 0x8b, 0x4c, 0x24, 0x38]); // mov rcx, [rsp+56]
     for (i, reg) in [RDI, RSI, RDX, 1, R8, R9].into_iter().enumerate() {
@@ -233,11 +237,13 @@ fn run_hooks(a: &mut Asm, stop: u64, max_action: i64) {
     a.load(4, BLOCK_SAVED_RSP as u32); // mov rsp, [r11+SAVED]
 }
 
-/// Goes to `up` if the session's stop flag is up. Clobbers rax.
+/// Goes to `up` if the session's stop word says stop
+/// (`layout::stopped`: any of its bits from 30 up). Clobbers rax.
 fn stop_or(a: &mut Asm, stop: u64, up: usize) {
     a.bytes(&[0x48, 0xb8]); // movabs rax, stop
     a.bytes(&stop.to_le_bytes());
-    a.bytes(&[0x48, 0x8b, 0x00, 0x48, 0x85, 0xc0, 0x0f, 0x85]); // mov rax,[rax]; test; jnz up
+    a.bytes(&[0x48, 0x8b, 0x00]); // mov rax, [rax]
+    a.bytes(&[0x48, 0xc1, 0xe8, 0x1e, 0x0f, 0x85]); // shr rax, 30; jnz up
     a.rel32(up);
 }
 

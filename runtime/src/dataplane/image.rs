@@ -193,7 +193,7 @@ impl InProcImage {
         // by this tracer thread only; the handler was compiled for this
         // context layout and calls nothing outside the region.
         unsafe {
-            if (*self.region.header()).stop != 0 {
+            if super::layout::stopped((*self.region.header()).stop) {
                 return true;
             }
             let ctx = &mut (*block).ctx;

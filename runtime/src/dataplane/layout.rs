@@ -50,13 +50,22 @@ pub const JIT_DATA_LEN: u64 = 1 << 20;
 #[repr(C)]
 #[derive(Debug, Default)]
 pub struct Header {
-    /// Nonzero: no handler starts any more (the script ended or failed).
+    /// No handler starts any more when [`stopped`] says so: the tracer
+    /// sets [`STOPPED`] (the script ended or failed); the low half is a
+    /// robust futex word holding the tracing thread's id
+    /// (`super::lifeline`), which the kernel turns to `FUTEX_OWNER_DIED`
+    /// when that thread dies, so a dead session's hooks stop too.
     pub stop: u64,
     /// The first runtime error: its kind (`script::abi::RAISE_*`, or
     /// [`RAISE_ARRAY_FULL`]), location and probe (in-process indexes).
     pub error_kind: u64,
     pub error_location: u64,
     pub error_probe: u64,
+    /// Room for the stop word's entry in the tracing thread's robust
+    /// list (where the list's `futex_offset` puts it: 32 bytes past the
+    /// word with glibc); a pointer into the tracer's own mapping, never
+    /// followed by us.
+    pub stop_links: [u64; 4],
     /// The global of an array overflow.
     pub error_global: u64,
     /// Hits skipped because the thread was already in a handler (a signal
@@ -74,6 +83,19 @@ pub struct Header {
 
 /// An array insertion found no room: "Array overflow".
 pub const RAISE_ARRAY_FULL: i64 = 100;
+
+/// The value the tracer stores in [`Header::stop`] to stop every handler.
+pub const STOPPED: u64 = 1 << 32;
+/// The bits of [`Header::stop`] that stop the handlers, 30 and up: the
+/// tracer's flag, and `FUTEX_OWNER_DIED` (and `FUTEX_WAITERS`) in the
+/// robust word (a live thread id has neither: ids fit `FUTEX_TID_MASK`,
+/// 30 bits).
+pub const STOP_MASK: u64 = !0x3fff_ffff;
+
+/// Whether handlers stop at a stop word of `v`.
+pub fn stopped(v: u64) -> bool {
+    v & STOP_MASK != 0
+}
 
 /// One thread's block; `%gs` points at it in the program, so the common
 /// entry finds it without a syscall.

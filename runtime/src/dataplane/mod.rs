@@ -88,7 +88,11 @@
 //! * **A dead session's leftovers are inert**: its stubs and region stay
 //!   mapped (pending returns need them), its hooks run for none of a later
 //!   session's threads, and a later session puts the file's bytes back at
-//!   an entry it patches again.
+//!   an entry it patches again. The session's stop word is on the tracing
+//!   thread's robust futex list (`lifeline`): when utap dies the kernel
+//!   marks it before it lets the threads go, and every entry, return and
+//!   syscall stub tests it before it writes anything of the region, so
+//!   the hooks stop at once and a patched site costs a jump and a test.
 //!
 //! Output: `printf` and `print` in a handler write a record (format index,
 //! sequence number, long and literal-handle arguments) into the output
@@ -131,9 +135,11 @@ pub mod function;
 pub mod globals;
 pub mod image;
 pub mod layout;
+pub mod lifeline;
 pub mod names;
 pub mod region;
 pub mod rings;
+mod robust;
 pub mod site;
 
 use std::collections::{HashMap, HashSet};
@@ -335,6 +341,9 @@ pub struct Plane {
     pub counts: Counts,
     /// The tracing thread's selector value, once SUD is armed anywhere.
     pub(crate) keeper: Option<dispatch::Keeper>,
+    /// The header's stop word is on the tracing thread's robust list
+    /// (`lifeline`).
+    pub(crate) lifeline: bool,
 }
 
 impl Drop for Plane {
@@ -344,6 +353,9 @@ impl Drop for Plane {
         if self.keeper.is_some() {
             dispatch::unregister();
         }
+        if self.lifeline {
+            lifeline::unlink();
+        }
     }
 }
 
@@ -351,14 +363,15 @@ impl Plane {
     /// The data plane of `image`: writes the common entry at the start of
     /// the region's code.
     pub fn new(image: Arc<InProcImage>) -> Plane {
-        let common = code::common(image.dispatch_entry, image.dispatch_return);
+        let image_header = image.region.header() as u64;
+        let stop = image_header + std::mem::offset_of!(layout::Header, stop) as u64;
+        let common = code::common(image.dispatch_entry, image.dispatch_return, stop);
         let at = image.region.base() as *mut u8;
         debug_assert!(common.bytes.len() as u64 <= layout::COMMON_LEN);
         // SAFETY: the first COMMON_LEN bytes of our mapping of the region
         // are reserved for it (the JIT allocates after them), and no
         // program has the region yet.
         unsafe { std::ptr::copy_nonoverlapping(common.bytes.as_ptr(), at, common.bytes.len()) };
-        let stop = image.region.header() as u64 + std::mem::offset_of!(layout::Header, stop) as u64;
         let ret_at = image.region.base() + layout::RET_AT;
         let blocks = function::Blocks {
             start: image.region.data_base() + image.region.data.blocks,
@@ -397,6 +410,7 @@ impl Plane {
             quiesced: false,
             counts: Counts::default(),
             keeper: None,
+            lifeline: lifeline::link(image_header),
         }
     }
 

@@ -663,6 +663,12 @@ pub(crate) fn schedule_timers(ctl: &mut Control, shared: &SharedRef, deadline: O
             }
             let held =
                 s.inproc.as_ref().is_some_and(|i| i.runs_held(t.probe)) && s.hold_region(ctl);
+            // A signal came (during the hold, which takes a while): the
+            // session is ending; the timer's loops would only stop with
+            // SystemTap's "interrupted" error. The region was only read.
+            if held && crate::script::interrupt::requested() {
+                return Some(Instant::now() + jitter.period(&t));
+            }
             let (run, sink) = s.script_and_sink();
             let outcome = run.fire_timer(t.probe, sink);
             let failed = held && s.release_region();

@@ -695,7 +695,12 @@ impl Core {
         }
         plane.quiesced = true;
         // SAFETY: the header is in our mapping of the region.
-        unsafe { std::ptr::write_volatile(&mut (*plane.image.region.header()).stop, 1) };
+        unsafe {
+            std::ptr::write_volatile(
+                &mut (*plane.image.region.header()).stop,
+                crate::dataplane::layout::STOPPED,
+            )
+        };
         let pids: Vec<Tid> = plane.spaces.keys().copied().collect();
         for pid in pids {
             self.hold_space(None, pid);
