@@ -741,20 +741,29 @@ fn an_attached_program_let_go_has_its_text_back() {
 fn sigkill_of_utap_never_harms_an_attached_program() {
     let ufuncs = fixture("ufuncs");
     let script = hot_script(&ufuncs);
+    // 0 to 360 ms: attach, patching, and the program's hot loop.
+    sigkill_trials(&script, "30000000", |trial| trial * 40);
+}
+
+/// Ten trials of `-x` with `script` on `ufuncs threads HOT`, utap's
+/// foreground SIGKILLed `kill_at(trial)` ms in (the tracing process gets
+/// SIGKILL too, as its parent-death signal): the program must finish
+/// with the right answer.
+fn sigkill_trials(script: &str, hot: &str, kill_at: impl Fn(u64) -> u64) {
+    let want = format!("hot {}\n", 4 * hot.parse::<u64>().unwrap());
     let mut failed = Vec::new();
     for trial in 0..10u64 {
-        let (child, pid) = start_hot("30000000");
-        let mut u = utap(&script, &["-x", &pid.to_string()]);
+        let (child, pid) = start_hot(hot);
+        let mut u = utap(script, &["-x", &pid.to_string()]);
         u.stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
         let mut tracer = u.spawn().expect("start utap");
-        // 0 to 360 ms: attach, patching, and the program's hot loop.
-        std::thread::sleep(std::time::Duration::from_millis(trial * 40));
+        std::thread::sleep(std::time::Duration::from_millis(kill_at(trial)));
         let _ = tracer.kill();
         let _ = tracer.wait();
         let out = child.wait_with_output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
-        if !out.status.success() || stdout != "hot 120000000\n" {
+        if !out.status.success() || stdout != want {
             failed.push(format!("trial {trial}: {:?} {stdout:?}", out.status));
         }
     }
@@ -764,8 +773,8 @@ fn sigkill_of_utap_never_harms_an_attached_program() {
 /// The same with a timer that runs held every 5 ms (threads interrupted,
 /// let out of their handlers, the region emptied and filled): SIGKILL of
 /// utap at any moment, a hold included, leaves the program to finish
-/// with the right answer. Holds once single-stepped every thread found
-/// in a handler, and a thread stepped when utap died kept the trap flag:
+/// with the right answer. A hold that single-stepped every thread found
+/// in a handler left the trap flag set in a thread utap died stepping:
 /// the program died of SIGTRAP in 10 of 10 trials.
 #[test]
 fn sigkill_of_utap_during_held_timers_never_harms_an_attached_program() {
@@ -774,23 +783,7 @@ fn sigkill_of_utap_during_held_timers_never_harms_an_attached_program() {
         "global n, s\nprobe process(\"{ufuncs}\").function(\"hot\") {{ n[tid()]++ }}\n\
          probe timer.ms(5) {{ foreach (t in n) s += n[t]; delete n }}"
     );
-    let mut failed = Vec::new();
-    for trial in 0..10u64 {
-        let (child, pid) = start_hot("10000000");
-        let mut u = utap(&script, &["-x", &pid.to_string()]);
-        u.stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        let mut tracer = u.spawn().expect("start utap");
-        std::thread::sleep(std::time::Duration::from_millis(100 + trial * 30));
-        let _ = tracer.kill();
-        let _ = tracer.wait();
-        let out = child.wait_with_output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        if !out.status.success() || stdout != "hot 40000000\n" {
-            failed.push(format!("trial {trial}: {:?} {stdout:?}", out.status));
-        }
-    }
-    assert!(failed.is_empty(), "{failed:#?}");
+    sigkill_trials(&script, "10000000", |trial| 100 + trial * 30);
 }
 
 /// Ctrl-C during a session whose timer runs held every 5 ms (a hold
