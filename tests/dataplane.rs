@@ -391,9 +391,12 @@ fn a_program_let_go_has_its_text_back() {
     let ([_, _, sites, ..], [served, ..]) = plane_counts(&stderr);
     assert!(sites >= 1 && served > 1000, "in the program: {stderr}");
     let pid = pid_of(&argv).expect("the command runs on");
+    // The region's munmap is a call injected at the entry code, whose
+    // bytes are put back right after it returns: wait for both.
     wait_until("the data plane is taken out", || {
         std::fs::read_to_string(format!("/proc/{pid}/maps"))
             .is_ok_and(|m| !m.contains("utap-dataplane"))
+            && text_differing_from_disk(pid).is_none()
     });
     assert_text_as_on_disk(pid);
     signal(pid, libc::SIGKILL);
@@ -871,6 +874,11 @@ fn a_dead_sessions_hooks_stop_at_once() {
     let _ = fg.kill();
     let _ = fg.wait();
     wait_until("the word marked", || stopped(word(&snap())));
+    // Every thread of the tracing process gone (a tracer thread serving a
+    // hit at a stop writes the region too).
+    wait_until("the tracing process gone", || {
+        !std::path::Path::new(&format!("/proc/{tracing}")).exists()
+    });
     let dead = snap();
     std::thread::sleep(std::time::Duration::from_millis(200));
     assert!(snap() == dead, "a hook wrote the region after utap died");

@@ -194,11 +194,12 @@ impl Asm {
 /// The common entry (see the module doc), calling `entry` and `ret`, the
 /// compiled dispatchers; `stop` is the session's stop word
 /// (`layout::stopped`): once it is up, a call writes nothing of the
-/// region and the stub makes it (a dead session's sites cost a test).
+/// region and goes straight to a gadget (a dead session's sites cost a
+/// test).
 pub fn common(entry: u64, ret: u64, stop: u64) -> Common {
     let mut a = Asm::new();
     let (skip, raw, skip_ret, no_return) = (a.label(), a.label(), a.label(), a.label());
-    let stopped = a.label();
+    let (stopped, plain) = (a.label(), a.label());
     let syscall_slot = probe_field(offset_of!(ProbeValues, syscall));
     let ret_slot = probe_field(offset_of!(ProbeValues, ret));
     a.block_to_r11();
@@ -233,15 +234,20 @@ pub fn common(entry: u64, ret: u64, stop: u64) -> Common {
     a.load(RAX, syscall_slot);
     a.restore_args();
     let second = a.b.len() as u64;
+    a.bind(plain);
     a.bytes(&[0x0f, 0x05, 0xc3]);
     // Not a number served in process: the stub makes the call.
     a.bind(raw);
     a.load(RAX, syscall_slot);
     a.restore_args();
     a.ret_raw();
-    // The session stopped (or utap died): the stub makes the call.
+    // The session stopped (or utap died): the call from the gadget, with
+    // rax and the arguments as the program set them (a call from the
+    // stub would stop under the filter: a hold waiting for its interrupt
+    // would take that stop instead, and nothing could be injected).
     a.bind(stopped);
-    a.ret_raw();
+    a.bytes(&[0xe9]);
+    a.rel32(plain);
     // Re-entered (a signal handler's syscall while a handler runs).
     a.bind(skip);
     a.bytes(&[0x49, 0xff, 0x83]); // inc qword [r11+SKIPPED]
