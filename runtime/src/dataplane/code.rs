@@ -72,6 +72,7 @@ pub(super) struct Asm {
 
 /// General-purpose register numbers.
 pub(super) const RAX: u8 = 0;
+pub(super) const RCX: u8 = 1;
 pub(super) const RDX: u8 = 2;
 pub(super) const RSI: u8 = 6;
 pub(super) const RDI: u8 = 7;
@@ -149,6 +150,17 @@ impl Asm {
         self.bytes(&[0x48, 0x85, 0xc9, 0x0f, 0x85]);
         self.rel32(l);
     }
+    /// Goes to `up` if the session's stop word at `stop` says stop
+    /// (`layout::stopped`: any of its bits from 30 up). Clobbers `reg`
+    /// (rax or rcx).
+    pub(super) fn stop_or(&mut self, reg: u8, stop: u64, up: usize) {
+        debug_assert!(reg < 8);
+        self.bytes(&[0x48, 0xb8 | reg]); // movabs reg, stop
+        self.bytes(&stop.to_le_bytes());
+        self.bytes(&[0x48, 0x8b, reg << 3 | reg]); // mov reg, [reg]
+        self.bytes(&[0x48, 0xc1, 0xe8 | reg, 0x1e, 0x0f, 0x85]); // shr reg, 30; jnz up
+        self.rel32(up);
+    }
     pub(super) fn rel32(&mut self, l: usize) {
         self.fixups.push((self.b.len(), l));
         self.d32(0);
@@ -203,11 +215,7 @@ pub fn common(entry: u64, ret: u64, stop: u64) -> Common {
     let syscall_slot = probe_field(offset_of!(ProbeValues, syscall));
     let ret_slot = probe_field(offset_of!(ProbeValues, ret));
     a.block_to_r11();
-    a.bytes(&[0x48, 0xb9]); // movabs rcx, stop
-    a.bytes(&stop.to_le_bytes());
-    a.bytes(&[0x48, 0x8b, 0x09]); // mov rcx, [rcx]
-    a.bytes(&[0x48, 0xc1, 0xe9, 0x1e, 0x0f, 0x85]); // shr rcx, 30; jnz stopped
-    a.rel32(stopped);
+    a.stop_or(RCX, stop, stopped);
     a.claim_or(skip);
     a.store(syscall_slot, RAX);
     for (reg, off) in arg_slots() {

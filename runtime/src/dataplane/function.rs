@@ -52,7 +52,7 @@ use iced_x86::{
     InstructionBlock, MemoryOperand, Register,
 };
 
-use super::code::{Asm, R8, R9, RDI, RDX, RSI, probe_field};
+use super::code::{Asm, R8, R9, RAX, RDI, RDX, RSI, probe_field};
 use super::layout::{
     BLOCK_BUSY, BLOCK_HITS, BLOCK_LEN, BLOCK_MISSED, BLOCK_OWNER_FS, BLOCK_SAVED_RSP, BLOCK_SHADOW,
     BLOCK_SKIPPED, BLOCK_STACK_TOP, SHADOW_FRAMES,
@@ -95,7 +95,7 @@ pub fn common(stop: u64, max_action: i64, ret_stub: u64, blocks: Blocks) -> Vec<
     // Stopped (or utap died): nothing of the block is written, so a dead
     // session's entries cost a test even where processes share a block
     // (a fork after utap's death).
-    stop_or(&mut a, stop, out);
+    a.stop_or(RAX, stop, out);
     claim_or(&mut a, skip);
     a.bytes(&[0x48, 0x8b, 0x4c, 0x24, 0x38]); // mov rcx, [rsp+56]
     for (i, reg) in [RDI, RSI, RDX, 1, R8, R9].into_iter().enumerate() {
@@ -204,7 +204,7 @@ fn run_hooks(a: &mut Asm, stop: u64, max_action: i64) {
     a.bind(next);
     a.bytes(&[0x4d, 0x85, 0xed, 0x0f, 0x84]); // test r13, r13; jz done
     a.rel32(done);
-    stop_or(a, stop, done);
+    a.stop_or(RAX, stop, done);
     a.bytes(&[0x49, 0x89, 0xdb]); // mov r11, rbx
     for f in [
         offset_of!(HandlerContext, error),
@@ -237,16 +237,6 @@ fn run_hooks(a: &mut Asm, stop: u64, max_action: i64) {
     a.load(4, BLOCK_SAVED_RSP as u32); // mov rsp, [r11+SAVED]
 }
 
-/// Goes to `up` if the session's stop word says stop
-/// (`layout::stopped`: any of its bits from 30 up). Clobbers rax.
-fn stop_or(a: &mut Asm, stop: u64, up: usize) {
-    a.bytes(&[0x48, 0xb8]); // movabs rax, stop
-    a.bytes(&stop.to_le_bytes());
-    a.bytes(&[0x48, 0x8b, 0x00]); // mov rax, [rax]
-    a.bytes(&[0x48, 0xc1, 0xe8, 0x1e, 0x0f, 0x85]); // shr rax, 30; jnz up
-    a.rel32(up);
-}
-
 /// In the function common entry, after the entry hooks (program's stack,
 /// r11 the block): a site with return hooks gets a frame on the thread's
 /// shadow stack and its return address replaced by `ret_stub`. Frames at
@@ -262,7 +252,7 @@ fn hijack(a: &mut Asm, stop: u64, ret_stub: u64, done: usize) {
     a.bytes(&[0x4d, 0x8b, 0x52, 0x08]); // mov r10, [r10+8]: its return list
     a.bytes(&[0x4d, 0x85, 0xd2, 0x0f, 0x84]); // test r10, r10; jz done
     a.rel32(done);
-    stop_or(a, stop, done);
+    a.stop_or(RAX, stop, done);
     a.load(RSI, BLOCK_SHADOW as u32); // mov rsi, [r11+SHADOW]
     a.bytes(&[0x48, 0x85, 0xf6, 0x0f, 0x84]); // test rsi, rsi; jz done
     a.rel32(done);
@@ -385,7 +375,7 @@ pub fn ret_stub(stop: u64, max_action: i64, blocks: Blocks) -> Vec<u8> {
     a.bytes(&[0x48, 0x8b, 0x47, 0x08]); // mov rax, [rdi+8]
     a.bytes(&[0x48, 0x89, 0x44, 0x24, 0x48]); // mov [rsp+72], rax: where `ret` goes
     a.bytes(&[0x4c, 0x8b, 0x57, 0x10]); // mov r10, [rdi+16]: the return list
-    stop_or(&mut a, stop, out);
+    a.stop_or(RAX, stop, out);
     // No owner check: the block was found by this thread's `%fs`.
     claim_or(&mut a, skip);
     for i in 0..6u8 {

@@ -796,13 +796,11 @@ impl Core {
             return false;
         }
         let pids: Vec<Tid> = plane.spaces.keys().copied().collect();
-        let mut tids = Vec::new();
-        for pid in pids {
+        for &pid in &pids {
             self.hold_space(None, pid);
-            self.text_hold = true;
-            tids.extend(self.threads_of(pid));
         }
-        let inside = self.leave_handlers(&tids);
+        self.text_hold = true;
+        let inside = self.leave_handlers(&pids);
         if let Some(plane) = self.dataplane.as_mut() {
             plane.counts.held_runs += 1;
             plane.counts.held_inside += inside as u64;
@@ -820,14 +818,11 @@ impl Core {
     /// when utap dies keeps the trap flag (the kernel's release of
     /// tracees does not clear it) and dies of SIGTRAP at its next
     /// instruction (1 of 30 trials with stepping as a last resort).
-    fn leave_handlers(&mut self, tids: &[Tid]) -> usize {
-        let mut inside: Vec<Tid> = tids
-            .iter()
-            .copied()
-            .filter(|&t| self.in_handler(t))
-            .collect();
+    fn leave_handlers(&mut self, pids: &[Tid]) -> usize {
+        let tids: Vec<Tid> = pids.iter().flat_map(|&p| self.threads_of(p)).collect();
+        let mut inside: Vec<Tid> = tids.into_iter().filter(|&t| self.in_handler(t)).collect();
         for _ in 0..LEAVE_ROUNDS {
-            let mut let_go = Vec::new();
+            let mut let_go = false;
             for &t in &inside {
                 let Some(at) = self.uprobes_held.iter().position(|&(h, _)| h == t) else {
                     continue;
@@ -840,22 +835,16 @@ impl Core {
                 };
                 if ours && ptrace::restart(th.mode.request(), t, None).is_ok() {
                     self.uprobes_held.remove(at);
-                    let_go.push(t);
+                    let_go = true;
                 }
             }
-            if let_go.is_empty() {
+            if !let_go {
                 break;
             }
             std::thread::sleep(LEAVE_RUN);
-            let_go.retain(|&t| ptrace::interrupt(t).is_ok());
-            for &t in &let_go {
-                if let Ok(Some(status)) = ptrace::wait_for(t.0, 0) {
-                    self.uprobes_held.push(status);
-                    if let Some(th) = self.threads.get_mut(&t) {
-                        th.interrupted = true;
-                    }
-                    self.note_restart(t);
-                }
+            // Those let go are the spaces' only running threads now.
+            for &pid in pids {
+                self.hold_space(None, pid);
             }
             inside.retain(|&t| self.in_handler(t));
             if inside.is_empty() {
@@ -882,12 +871,12 @@ impl Core {
     }
 
     /// Steps held thread `tid` out of handler and entry code, to a gadget
-    /// or back to a stub: its registers then, and the steps taken. None if
-    /// it could not be stepped. A `pushfq` stepped over saved the trap
+    /// or back to a stub: its registers then. None if it could not be
+    /// stepped. A `pushfq` stepped over saved the trap
     /// flag, and its `popfq` set it for good (the program would trap at
     /// its next instruction): cleared in the registers returned, which
     /// the caller must set.
-    fn finish_hooks(&mut self, tid: Tid) -> Option<(Regs, u32)> {
+    fn finish_hooks(&self, tid: Tid) -> Option<Regs> {
         let plane = self.dataplane.as_ref()?;
         let tgid = self.threads.get(&tid).map_or(tid, |t| t.tgid);
         let mut r = ptrace::get_regs(tid).ok()?;
@@ -906,13 +895,13 @@ impl Core {
         if steps > 0 {
             r.eflags &= !TRAP_FLAG;
         }
-        stepped.then_some((r, steps))
+        stepped.then_some(r)
     }
 
     /// Moves a held thread out of stubs and region code, and clears its
     /// `%gs` if it is one of ours.
     fn move_out(&mut self, pid: Tid, tid: Tid) {
-        let Some((mut r, _)) = self.finish_hooks(tid) else {
+        let Some(mut r) = self.finish_hooks(tid) else {
             return;
         };
         let Some(plane) = self.dataplane.as_mut() else {
