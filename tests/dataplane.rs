@@ -840,6 +840,21 @@ fn region_data(pid: i32, len: usize) -> Option<Vec<u8>> {
     Some(b)
 }
 
+/// Each thread of `pid`: the CPU time it has run (ns, from schedstat) and
+/// whether it sleeps (a thread asleep in a syscall is in no handler).
+fn run_times(pid: i32) -> BTreeMap<i32, (u64, bool)> {
+    let field = |tid: i32| -> Option<(u64, bool)> {
+        let ns = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/schedstat")).ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
+        let state = stat.rsplit(')').next()?.split_whitespace().next()?;
+        Some((ns.split_whitespace().next()?.parse().ok()?, state == "S"))
+    };
+    threads(pid)
+        .into_iter()
+        .filter_map(|t| Some((t, field(t)?)))
+        .collect()
+}
+
 /// The session's stop word is on the tracing thread's robust futex list:
 /// SIGKILL of the tracing process makes the kernel mark it, so every hook
 /// left in the program stops at once and writes nothing of the region
@@ -878,6 +893,17 @@ fn a_dead_sessions_hooks_stop_at_once() {
     // hit at a stop writes the region too).
     wait_until("the tracing process gone", || {
         !std::path::Path::new(&format!("/proc/{tracing}")).exists()
+    });
+    // A thread that had passed the test when the word was marked (or was
+    // preempted or stopped inside a handler) finishes that one hit: wait
+    // until every thread that can run has run a while since.
+    let ran = run_times(pid);
+    wait_until("each running thread ran on", || {
+        let now = run_times(pid);
+        ran.iter().all(|(t, &ns)| {
+            now.get(t)
+                .is_none_or(|&(n, sleeps)| sleeps || n > ns.0 + 1_000_000)
+        })
     });
     let dead = snap();
     std::thread::sleep(std::time::Duration::from_millis(200));
