@@ -1886,3 +1886,108 @@ fn loops_run_in_the_program() {
     assert_eq!(inside.stdout, "1000 36000\n", "{}", inside.stderr);
     assert_eq!(inside.stdout, tracer.stdout);
 }
+
+/// Scripts that read strings from the program's memory: `filename` (the
+/// tapset's `user_string_quoted`), `user_string` and `user_string_n`.
+const READS: [(&str, &str); 3] = [
+    (
+        "quoted",
+        "probe syscall.openat { if (execname() == \"strpages\") printf(\"%s\\n\", filename) }",
+    ),
+    (
+        "raw",
+        "probe syscall.openat { if (execname() == \"strpages\") { s = user_string($arg2); printf(\"[%s] %d\\n\", s, $arg3) } }",
+    ),
+    (
+        "n",
+        "probe syscall.openat { if (execname() == \"strpages\") print(user_string_n($arg2, 4), \"\\n\") }",
+    ),
+];
+
+/// The outcome with the program's addresses (ASLR) made one.
+fn without_addresses(o: &Outcome) -> String {
+    let re = regex::Regex::new(r"0x7f[0-9a-f]+|0000(7f[0-9a-f]{10})").unwrap();
+    let err: Vec<&str> = o
+        .stderr
+        .lines()
+        .filter(|l| !l.starts_with("utap:") && !l.starts_with("Pass "))
+        .collect();
+    let text = format!("{}exit {}\n{}", o.stdout, o.status, err.join("\n"));
+    re.replace_all(&text, "ADDR").into_owned()
+}
+
+/// Strings read in the program, at the edges of mapped memory (a NUL on
+/// a page's last byte before an unmapped one, a string across two pages,
+/// bytes to quote, a read that faults midway, a bad address), in two
+/// threads: what the tracer's route prints, to the byte, the same
+/// SystemTap error where it stops (exit 1), and every hit served in the
+/// program.
+#[test]
+fn strings_read_in_the_program_print_what_the_tracer_prints() {
+    let cmd = format!("{} 2", fixture("strpages"));
+    for (what, script) in READS {
+        let ours = utap_c(script, &cmd, true);
+        let theirs = utap_c(script, &cmd, false);
+        assert!(
+            ours.stderr
+                .contains("utap: 1 of 1 probe(s) run in the program"),
+            "{what}: {}",
+            ours.stderr
+        );
+        let (_, [served, _, _]) = plane_counts(&ours.stderr);
+        assert!(served >= 6, "{what}: {}", ours.stderr);
+        assert_eq!(
+            without_addresses(&ours),
+            without_addresses(&theirs),
+            "{what}"
+        );
+    }
+    let quoted = utap_c(READS[0].1, &cmd, true);
+    let want = "\"/nonexistent/edge\"\n\"/nonexistent/".to_string()
+        + &"x".repeat(40)
+        + "\"\n\"/nonexistent/t\\tn\\nq\\\"b\\\\\\377\"\nADDR\n0x1\n";
+    assert!(
+        without_addresses(&quoted).contains(&(want.clone() + &want)),
+        "{}",
+        quoted.stdout
+    );
+    let raw = utap_c(READS[1].1, &cmd, true);
+    assert_eq!(raw.status, 1);
+    assert!(
+        without_addresses(&raw).contains(
+            "ERROR: user string copy fault -14 at ADDR [man error::fault] near identifier 'user_string'"
+        ),
+        "{}",
+        raw.stderr
+    );
+}
+
+/// A bad pointer read in the program under `-x`: SystemTap's error, exit
+/// 1, and the program runs on to its right answer, untraced.
+#[test]
+fn a_bad_pointer_read_in_the_program_leaves_an_attached_program_unharmed() {
+    let (child, pid) = start_hot("30000000");
+    let ufuncs = fixture("ufuncs");
+    let script = format!(
+        "probe process(\"{ufuncs}\").function(\"hot\") {{ printf(\"%s\\n\", user_string($arg1 * 0 + 1)) }}"
+    );
+    let o = run(utap(&script, &["-v", "-x", &pid.to_string()]));
+    assert_eq!(o.status, 1, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("utap: 1 of 1 probe(s) run in the program"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains(
+            "ERROR: user string copy fault -14 at 0000000000000001 [man error::fault] near identifier 'user_string'"
+        ),
+        "{}",
+        o.stderr
+    );
+    assert_running_untraced(pid);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hot 120000000\n");
+}

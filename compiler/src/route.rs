@@ -51,7 +51,7 @@ use std::collections::HashSet;
 use crate::ast::{AssignOp, BinOp, StatOp};
 use crate::program::{
     Block, ContextVar, Expr, ExprKind, ForeachSource, FormatPiece, GlobalId, LValue, LocalId,
-    PointKind, ProbeDef, ProcessEvent, ProcessTarget, Program, Stmt, StmtKind, Type,
+    PointKind, PrintKind, ProbeDef, ProcessEvent, ProcessTarget, Program, Stmt, StmtKind, Type,
 };
 use crate::walk;
 use utap_runtime::elf::sdt::Operand;
@@ -67,6 +67,13 @@ pub const LOOKUP_BUILTINS: &[&str] = &["syscall_name", "errno_str"];
 /// String builtins whose answer the tracer keeps in the thread's block:
 /// in process, a canonical handle (`utap_runtime::dataplane::names`).
 pub const NAME_BUILTINS: &[&str] = &["execname"];
+
+/// String builtins that read the program's memory: in process through the
+/// safe load into the block's string ring
+/// (`utap_runtime::dataplane::strings`). Their strings can be kept in a
+/// probe's locals and printed, not compared, used as keys or passed on
+/// (their handles are not canonical), and not in script functions.
+pub const READ_BUILTINS: &[&str] = &["user_string", "user_string_n", "user_string_quoted"];
 
 /// String builtins fixed by the point that fired (`pp()`, `pn()`): in
 /// process, a literal chosen by the probe and point indexes; not in a
@@ -365,6 +372,7 @@ fn first_reason(program: &Program, p: &ProbeDef, unwinds: bool) -> Option<String
     let mut why = None;
     let rules = Rules {
         program,
+        read_locals: read_locals(p),
         visiting: RefCell::new(Vec::new()),
         marks: p.points.iter().any(|pt| {
             matches!(&pt.kind, PointKind::Process { event: ProcessEvent::Function(fp), .. } if is_mark(fp))
@@ -383,11 +391,69 @@ fn first_reason(program: &Program, p: &ProbeDef, unwinds: bool) -> Option<String
 /// process as in the tracer).
 struct Rules<'a> {
     program: &'a Program,
+    /// The probe's locals that may hold a string read from the program.
+    read_locals: HashSet<LocalId>,
     visiting: RefCell<Vec<usize>>,
     /// The probe has marker points (see [`POINT_BUILTINS`]).
     marks: bool,
     /// Every point of the probe fixes `probefunc()` ([`point_func`]).
     funcs: bool,
+}
+
+impl Rules<'_> {
+    /// Whether `e` is a string read from the program: a read builtin, or
+    /// a local of the probe's body that may hold one (in a function's
+    /// body, whose locals are its own, neither is allowed).
+    fn read_string(&self, e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Builtin { name, .. } => READ_BUILTINS.contains(name),
+            ExprKind::Load(LValue::Local(l)) => {
+                self.visiting.borrow().is_empty() && self.read_locals.contains(l)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The locals of `p`'s body assigned a string read from the program, or
+/// another such local (to a fixed point).
+fn read_locals(p: &ProbeDef) -> HashSet<LocalId> {
+    let mut out: HashSet<LocalId> = HashSet::new();
+    loop {
+        let before = out.len();
+        walk::block(&p.body, &mut |e| {
+            if let ExprKind::Assign {
+                op: AssignOp::Assign,
+                target: LValue::Local(l),
+                value,
+            } = &e.kind
+            {
+                let read = match &value.kind {
+                    ExprKind::Builtin { name, .. } => READ_BUILTINS.contains(name),
+                    ExprKind::Load(LValue::Local(m)) => out.contains(m),
+                    _ => false,
+                };
+                if read {
+                    out.insert(*l);
+                }
+            }
+        });
+        if out.len() == before {
+            return out;
+        }
+    }
+}
+
+/// A string where a read one may go (a local's value, a printed value):
+/// a read builtin's arguments are longs; any other string is as for a
+/// key.
+fn string_value_reason(program: &Rules, e: &Expr, why: &mut Option<String>) {
+    if !program.read_string(e) {
+        return literal_reason(program, e, why);
+    }
+    if let ExprKind::Builtin { args, .. } = &e.kind {
+        args.iter().for_each(|a| expr_reason(program, a, why));
+    }
 }
 
 impl std::ops::Deref for Rules<'_> {
@@ -550,6 +616,15 @@ fn key_reason(program: &Rules, k: &Expr, why: &mut Option<String>) {
 /// literal table's, which the tracer reads back).
 /// A lookup's answer is one of its names, each a literal of the compile.
 fn literal_reason(program: &Rules, e: &Expr, why: &mut Option<String>) {
+    if program.read_string(e)
+        || matches!(&e.kind, ExprKind::Builtin { name, .. } if READ_BUILTINS.contains(name))
+    {
+        *why = Some(
+            "compares, keys or passes on a string read from the program (in process such strings are only kept in the probe's locals and printed)"
+                .into(),
+        );
+        return;
+    }
     match &e.kind {
         ExprKind::Str(_) | ExprKind::Load(LValue::Local(_)) => {}
         ExprKind::Builtin { name, args } if LOOKUP_BUILTINS.contains(name) => {
@@ -572,7 +647,7 @@ fn expr_reason(program: &Rules, e: &Expr, why: &mut Option<String>) {
                 op: AssignOp::Assign,
                 target: LValue::Local(_),
                 value,
-            } => literal_reason(program, value, why),
+            } => string_value_reason(program, value, why),
             _ => literal_reason(program, e, why),
         }
         return;
@@ -648,7 +723,10 @@ fn expr_reason(program: &Rules, e: &Expr, why: &mut Option<String>) {
             function_reason(program, func.0 as usize, why);
         }
         ExprKind::Wildcard => *why = Some("uses an array slice".into()),
-        ExprKind::Print { format, args, .. } => print_reason(program, format.as_deref(), args, why),
+        ExprKind::Print { kind, format, args } => {
+            let delimited = matches!(kind, PrintKind::Printd | PrintKind::Printdln);
+            print_reason(program, format.as_deref(), delimited, args, why)
+        }
         ExprKind::StatAdd { target, value } => {
             stat_target_reason(program, target, why);
             expr_reason(program, value, why);
@@ -928,6 +1006,7 @@ fn is_tid(e: &Expr) -> bool {
 fn print_reason(
     program: &Rules,
     format: Option<&[FormatPiece]>,
+    delimited: bool,
     args: &[Expr],
     why: &mut Option<String>,
 ) {
@@ -939,7 +1018,14 @@ fn print_reason(
         *why = Some("prints more values than an output record holds".into());
         return;
     }
-    args.iter().for_each(|a| key_reason(program, a, why));
+    for (i, a) in args.iter().enumerate() {
+        match a.ty {
+            // printd's delimiter travels apart from the values.
+            Type::String if i == 0 && delimited => key_reason(program, a, why),
+            Type::String => string_value_reason(program, a, why),
+            _ => expr_reason(program, a, why),
+        }
+    }
 }
 
 fn lvalue_reason(program: &Rules, lv: &LValue, write: bool, why: &mut Option<String>) {

@@ -50,6 +50,7 @@ use utap_runtime::dataplane::layout::{
 };
 use utap_runtime::dataplane::names::Names;
 use utap_runtime::dataplane::region::Region;
+use utap_runtime::dataplane::strings::MAX_LEN as STRING_MAX;
 use utap_runtime::script::context::{HandlerContext, ProbeValues};
 use utap_runtime::script::image::{GlobalSpec, ValueType};
 use utap_runtime::values::map::MapLimit;
@@ -63,6 +64,7 @@ mod lookup;
 mod names;
 mod output;
 mod stats;
+mod strings;
 
 const I64: types::Type = types::I64;
 
@@ -191,7 +193,12 @@ pub fn compile(
         .filter(|(i, _)| touched.contains(&(*i as u32)))
         .filter_map(|(i, g)| Some((i as u32, g.long_slot?)))
         .collect();
-    let Ok(region) = Region::create(DataLayout::new(long_slots as u64, &arrays)) else {
+    let reads_strings = calls_any(&sub, route::READ_BUILTINS);
+    if reads_strings && options.limits.max_string_len as u64 > STRING_MAX {
+        return Ok(None);
+    }
+    let layout = DataLayout::new(long_slots as u64, &arrays, reads_strings);
+    let Ok(region) = Region::create(layout) else {
         return Ok(None);
     };
     let code_start = region.base() + COMMON_LEN;
@@ -231,6 +238,9 @@ pub fn compile(
     rt.define_lookups(&lookups)?;
     rt.define_names()?;
     rt.define_points(&points)?;
+    if reads_strings {
+        rt.define_strings(&region, options.limits.max_string_len as i64)?;
+    }
     let funcs = c.functions(&sub)?;
     let handlers = c.handlers(&sub, &funcs)?;
     let (entry, exit) = hooks(program, routes, &chosen, &handlers);
@@ -291,6 +301,7 @@ pub fn compile(
         formats: c.tables.formats.clone(),
         max_action: limits.max_action,
         max_nesting: limits.max_nesting,
+        max_string_len: limits.max_string_len,
         syscall_hooks,
         clock: calls_any(&sub, route::CLOCK_BUILTINS).then(|| start_clock(&region)),
         names: (calls_any(&sub, route::NAME_BUILTINS)
@@ -675,6 +686,19 @@ fn count_contended(b: &mut FunctionBuilder, header: i64) {
 /// Records the first error (kind, the context's location and probe, and
 /// for an overflow its global) and stops every handler; sets `ctx.error`.
 fn raise(b: &mut FunctionBuilder, header: i64, ctx: Value, kind: Value, global: Option<i64>) {
+    let global = global.map(|g| b.ins().iconst(I64, g));
+    raise_with(b, header, ctx, kind, global);
+}
+
+/// [`raise`] with the header's `error_global` word (the array of an
+/// overflow, the address of a string read that faulted) computed.
+fn raise_with(
+    b: &mut FunctionBuilder,
+    header: i64,
+    ctx: Value,
+    kind: Value,
+    global: Option<Value>,
+) {
     let at = |b: &mut FunctionBuilder, f: usize| b.ins().iconst(I64, header + f as i64);
     let kind_addr = at(b, offset_of!(Header, error_kind));
     let zero = b.ins().iconst(I64, 0);
@@ -698,7 +722,6 @@ fn raise(b: &mut FunctionBuilder, header: i64, ctx: Value, kind: Value, global: 
     b.ins().store(mem(), probe, a, 0);
     if let Some(g) = global {
         let a = at(b, offset_of!(Header, error_global));
-        let g = b.ins().iconst(I64, g);
         b.ins().store(mem(), g, a, 0);
     }
     b.ins().jump(after, &[]);

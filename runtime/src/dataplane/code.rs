@@ -271,6 +271,30 @@ pub fn common(entry: u64, ret: u64, stop: u64) -> Common {
     }
 }
 
+/// The handlers' syscall helper (`layout::HELPER_AT`), for the safe
+/// load's `process_vm_readv` (`super::strings`): `fn(nr, a1, .., a5)`
+/// in the System V convention, the sixth argument 0. Its `syscall` is in
+/// the code part, which the filter and SUD let through by address, and
+/// at a place the tracer knows (`READ_SYSCALL`): a stop there is a
+/// handler's, never the program's call, and a thread there is inside a
+/// handler.
+pub fn read_helper() -> Vec<u8> {
+    vec![
+        0x48, 0x89, 0xf8, // mov rax, rdi
+        0x48, 0x89, 0xf7, // mov rdi, rsi
+        0x48, 0x89, 0xd6, // mov rsi, rdx
+        0x48, 0x89, 0xca, // mov rdx, rcx
+        0x4d, 0x89, 0xc2, // mov r10, r8
+        0x4d, 0x89, 0xc8, // mov r8, r9
+        0x45, 0x31, 0xc9, // xor r9d, r9d
+        0x0f, 0x05, // syscall
+        0xc3, // ret
+    ]
+}
+
+/// Offset of the helper's `syscall` in it.
+pub const READ_SYSCALL: u64 = 21;
+
 /// A syscall site's stub: its bytes, and where each displaced
 /// instruction starts in it.
 pub struct Stub {
@@ -471,6 +495,34 @@ pub(super) mod tests {
             }
             assert_eq!(stub_exit(1, &s.offsets, &lens, d), None);
         }
+    }
+
+    #[test]
+    fn the_read_helper_moves_its_arguments_and_calls_at_its_offset() {
+        use iced_x86::{Code, Register as R};
+        let h = read_helper();
+        assert!(
+            h.len() as u64 <= super::super::layout::COMMON_LEN - super::super::layout::HELPER_AT
+        );
+        let mut d = iced_x86::Decoder::new(64, &h, 0);
+        let got: Vec<(u64, Code, R, R)> = std::iter::from_fn(|| d.can_decode().then(|| d.decode()))
+            .map(|i| (i.ip(), i.code(), i.op0_register(), i.op1_register()))
+            .collect();
+        let mov = Code::Mov_rm64_r64;
+        assert_eq!(
+            got,
+            [
+                (0, mov, R::RAX, R::RDI),
+                (3, mov, R::RDI, R::RSI),
+                (6, mov, R::RSI, R::RDX),
+                (9, mov, R::RDX, R::RCX),
+                (12, mov, R::R10, R::R8),
+                (15, mov, R::R8, R::R9),
+                (18, Code::Xor_rm32_r32, R::R9D, R::R9D),
+                (READ_SYSCALL, Code::Syscall, R::None, R::None),
+                (READ_SYSCALL + 2, Code::Retnq, R::None, R::None),
+            ]
+        );
     }
 
     #[test]

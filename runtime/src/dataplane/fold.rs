@@ -9,7 +9,7 @@
 //! fails is skipped and counted, never trusted.
 
 use super::image::InProcImage;
-use super::layout::{Header, RAISE_ARRAY_FULL, TableSpec, stat, tag};
+use super::layout::{Header, RAISE_ARRAY_FULL, RAISE_USER_FAULT, TableSpec, stat, tag};
 use crate::script::abi::{RAISE_DIVISION_BY_ZERO, RAISE_MAXACTION, RAISE_MAXNESTING};
 use crate::values::map::{MapLimit, MapOverflow};
 use crate::values::stats::{Stat, StatSpec};
@@ -128,6 +128,11 @@ pub fn first_error(image: &InProcImage, declared: impl Fn(u32) -> Option<i64>) -
             }
             .to_string()
         }
+        RAISE_USER_FAULT => crate::memory::Fault {
+            addr: h.error_global,
+            errno: libc::EFAULT,
+        }
+        .string_message(),
         _ => "internal error".to_string(),
     };
     Some(match image.locations.get(h.error_location as usize) {

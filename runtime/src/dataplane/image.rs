@@ -54,6 +54,8 @@ pub struct InProcImage {
     pub formats: Vec<Vec<crate::format::FormatPiece>>,
     pub max_action: i64,
     pub max_nesting: i64,
+    /// MAXSTRINGLEN (quoting strings read in the program, `super::strings`).
+    pub max_string_len: usize,
     /// Some syscall entry or return probe runs in process (an attached
     /// program's threads are then armed with SUD, `dispatch`).
     pub syscall_hooks: bool,

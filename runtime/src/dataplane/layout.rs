@@ -15,6 +15,8 @@
 //!   blocks            per-thread blocks (ctx, re-entry flag, stack)
 //!   ring heads        one `RingHead` per block: its output ring's state
 //!   rings             one output ring per block (`printf` records)
+//!   string rings      one per block, if handlers read strings from the
+//!                     program (`super::strings`)
 //! ```
 //!
 //! Everything in the data part is written by the program's threads: the
@@ -34,6 +36,9 @@ pub const COMMON_LEN: u64 = 4096;
 pub const FCOMMON_AT: u64 = 2048;
 /// The return stub (`function::ret_stub`), where hijacked returns land.
 pub const RET_AT: u64 = 3072;
+/// The handlers' one syscall helper (`code::read_helper`), at the end of
+/// the common page.
+pub const HELPER_AT: u64 = COMMON_LEN - 32;
 /// The hook lists of function sites, at the end of the code part (the
 /// program cannot write them; the tracer adds lists as sites are patched).
 pub const LISTS_LEN: u64 = 256 << 10;
@@ -83,6 +88,9 @@ pub struct Header {
 
 /// An array insertion found no room: "Array overflow".
 pub const RAISE_ARRAY_FULL: i64 = 100;
+/// A string read in the program faulted (`super::strings`); the address
+/// is in the header's `error_global`.
+pub const RAISE_USER_FAULT: i64 = 101;
 
 /// The value the tracer stores in [`Header::stop`] to stop every handler.
 pub const STOPPED: u64 = 1 << 32;
@@ -149,6 +157,10 @@ pub struct Block {
     /// [`stat_copies`]), kept as their slots are ([`stat`]; a copy with
     /// count 0 is empty, whatever its other words hold).
     pub stats: [i64; STAT_COPY_WORDS],
+    /// Bytes ever written to the block's string ring (`super::strings`):
+    /// never reset, so a handle the tracer has not read yet can be told
+    /// from one overwritten since, even across threads given the block.
+    pub str_head: u64,
 }
 
 /// Long globals counted per thread at most (the rest: atomic adds on the
@@ -189,6 +201,7 @@ pub const BLOCK_ROBUST_LINKS: u64 = offset_of!(Block, robust_links) as u64;
 pub const BLOCK_COMM: u64 = offset_of!(Block, comm) as u64;
 pub const BLOCK_COUNTERS: u64 = offset_of!(Block, counters) as u64;
 pub const BLOCK_STATS: u64 = offset_of!(Block, stats) as u64;
+pub const BLOCK_STR_HEAD: u64 = offset_of!(Block, str_head) as u64;
 // The handlers' stack (the rest of the block) keeps at least 32 KiB.
 const _: () = assert!(size_of::<Block>() as u64 + (32 << 10) <= BLOCK_STACK_TOP);
 
@@ -406,6 +419,9 @@ pub struct DataLayout {
     pub blocks: u64,
     pub ring_heads: u64,
     pub rings: u64,
+    /// The blocks' string rings (`super::strings`), if the handlers read
+    /// strings from the program (else `len`: none).
+    pub strings: u64,
     pub len: u64,
 }
 
@@ -415,7 +431,7 @@ fn align(v: u64, a: u64) -> u64 {
 
 impl DataLayout {
     /// Lays out `long_slots` long globals and the tables of `arrays`.
-    pub fn new(long_slots: u64, arrays: &[TableShape]) -> DataLayout {
+    pub fn new(long_slots: u64, arrays: &[TableShape], strings: bool) -> DataLayout {
         let longs = align(size_of::<Header>() as u64, 64);
         let mut at = align(longs + 8 * long_slots.max(1), 64);
         let tables = arrays
@@ -444,6 +460,8 @@ impl DataLayout {
         let blocks = jit_data + JIT_DATA_LEN;
         let ring_heads = blocks + (BLOCKS + TRACER_BLOCKS) * BLOCK_LEN;
         let rings = align(ring_heads + (BLOCKS + TRACER_BLOCKS) * RING_HEAD_LEN, 4096);
+        let strings_at = rings + (BLOCKS + TRACER_BLOCKS) * RING_LEN;
+        let string_rings = if strings { BLOCKS + TRACER_BLOCKS } else { 0 };
         DataLayout {
             longs,
             long_slots,
@@ -452,8 +470,14 @@ impl DataLayout {
             blocks,
             ring_heads,
             rings,
-            len: rings + (BLOCKS + TRACER_BLOCKS) * RING_LEN,
+            strings: strings_at,
+            len: strings_at + string_rings * super::strings::RING_LEN,
         }
+    }
+
+    /// Offset of block `i`'s string ring.
+    pub fn string_ring(&self, i: u64) -> u64 {
+        self.strings + i * super::strings::RING_LEN
     }
 
     /// Offsets of block `i`'s ring head and ring words.

@@ -31,8 +31,10 @@
 //!   stub makes the original call).
 //! * **Nothing in the program depends on the tracer while it runs**: the
 //!   region is the program's own mapping of the memfd, stubs live in the
-//!   program's pages, and handlers take no lock, make no syscall and call
-//!   nothing outside the region. A thread already in a handler (a signal
+//!   program's pages, and handlers take no lock, call nothing outside the
+//!   region and make no syscall but the safe load's `process_vm_readv`
+//!   from the region's helper (`strings`: it cannot fault, wait on
+//!   anything or need the tracer). A thread already in a handler (a signal
 //!   handler's syscall) skips and counts (MAXNESTING's rule).
 //! * **The data part is untrusted**: the program can write it; the tracer
 //!   reads it with bounds checks and never follows a pointer from it.
@@ -141,6 +143,7 @@ pub mod region;
 pub mod rings;
 mod robust;
 pub mod site;
+pub mod strings;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -379,10 +382,12 @@ impl Plane {
         };
         let fcommon = function::common(stop, image.max_action, ret_at, blocks);
         let ret = function::ret_stub(stop, image.max_action, blocks);
+        let helper = code::read_helper();
         assert!(
             common.bytes.len() as u64 <= layout::FCOMMON_AT
                 && layout::FCOMMON_AT + fcommon.len() as u64 <= layout::RET_AT
-                && layout::RET_AT + ret.len() as u64 <= layout::COMMON_LEN
+                && layout::RET_AT + ret.len() as u64 <= layout::HELPER_AT
+                && layout::HELPER_AT + helper.len() as u64 <= layout::COMMON_LEN
         );
         // SAFETY: as above, the rest of the reserved bytes.
         unsafe {
@@ -390,6 +395,8 @@ impl Plane {
             std::ptr::copy_nonoverlapping(fcommon.as_ptr(), f, fcommon.len());
             let r = at.add(layout::RET_AT as usize);
             std::ptr::copy_nonoverlapping(ret.as_ptr(), r, ret.len());
+            let h = at.add(layout::HELPER_AT as usize);
+            std::ptr::copy_nonoverlapping(helper.as_ptr(), h, helper.len());
         }
         Plane {
             patches_at_attach: false,
@@ -567,6 +574,14 @@ impl Plane {
             .iter()
             .map(|&o| self.common() + o)
             .find(|&g| rip == g || rip == g + 2)
+    }
+
+    /// Whether `rip` is at the handlers' syscall helper's `syscall` or
+    /// just past it: a handler reading the program's memory, never the
+    /// program's own call.
+    pub fn at_helper_call(&self, rip: u64) -> bool {
+        let at = self.common() + layout::HELPER_AT + code::READ_SYSCALL;
+        rip == at || rip == at + 2
     }
 
     /// A new block for `tid` of process `pid`, initialised; its address.

@@ -27,6 +27,9 @@ pub enum Print {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
     pub seq: u64,
+    /// The ring (block) it came from: where its strings read in the
+    /// program are (`super::strings`).
+    pub ring: usize,
     pub print: Print,
     /// Longs and literal string handles.
     pub args: Vec<i64>,
@@ -70,9 +73,11 @@ impl RingReader {
             let dropped = unsafe { field(head, 2) }.load(Ordering::Relaxed);
             out.dropped += dropped.wrapping_sub(self.dropped_seen[i]).min(1 << 32);
             self.dropped_seen[i] = dropped;
+            let from = out.records.len();
             if !take_ring(head, words, image.formats.len(), &mut out.records) {
                 out.bad += 1;
             }
+            out.records[from..].iter_mut().for_each(|r| r.ring = i);
         }
         out.records.sort_by_key(|r| r.seq);
         self.printed += out.records.len() as u64;
@@ -147,6 +152,7 @@ fn decode(word: &dyn Fn(u64) -> u64, at: u64, end: u64, formats: usize) -> Optio
     Some((
         Record {
             seq: word(at + 1),
+            ring: 0,
             print,
             args,
         },

@@ -12,6 +12,7 @@ use super::engine::{LockedSink, Shared, SharedRef};
 use crate::dataplane::InProcImage;
 use crate::dataplane::fold::first_error;
 use crate::dataplane::rings::{Print, Record};
+use crate::dataplane::strings;
 use crate::format::PRINT_BUFFER_SIZE;
 use crate::script::abi::{PRINT_DELIM, PRINT_NEWLINE};
 use crate::script::output::RunOutput;
@@ -145,20 +146,50 @@ impl Shared {
         let deferred = self.first().output_deferred();
         let mut sink = self.sink.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = RunOutput::new(deferred);
+        let mut lost = drained.dropped;
         for r in &drained.records {
             out.clear();
-            render(img, r, &mut out);
-            sink.push(out.as_bytes());
+            if render(img, r, &mut out) {
+                sink.push(out.as_bytes());
+            } else {
+                lost += 1;
+            }
         }
-        sink.add_lost(drained.dropped);
+        sink.add_lost(lost);
         true
     }
 }
 
-/// One record as text, as the tracer's `printf`/`print` makes it.
-fn render(img: &InProcImage, r: &Record, out: &mut RunOutput) {
+/// One record as text, as the tracer's `printf`/`print` makes it; false
+/// (nothing written: a lost record) when a string it read in the program
+/// was overwritten before it could be read here.
+fn render(img: &InProcImage, r: &Record, out: &mut RunOutput) -> bool {
     let texts = img.texts();
-    let text = |h: i64| texts.get(h).unwrap_or(b"");
+    // The strings the handler read from the program, looked up first: the
+    // arguments the format or mask says are strings.
+    let asked = std::cell::RefCell::new(Vec::new());
+    each_string(img, r, &|h| {
+        asked.borrow_mut().push(h);
+        &b""[..]
+    });
+    let mut read: Vec<(i64, Vec<u8>)> = Vec::new();
+    for h in asked
+        .into_inner()
+        .into_iter()
+        .filter(|&h| strings::is_read(h))
+    {
+        match strings::resolve(img, r.ring, h, img.max_string_len) {
+            Some(v) => read.push((h, v)),
+            None => return false,
+        }
+    }
+    let text = |h: i64| match strings::is_read(h) {
+        true => read
+            .iter()
+            .find(|(k, _)| *k == h)
+            .map_or(&b""[..], |(_, v)| &v[..]),
+        false => texts.get(h).unwrap_or(b""),
+    };
     match r.print {
         Print::Printf { fmt } => {
             let pieces = &img.formats[fmt];
@@ -175,6 +206,15 @@ fn render(img: &InProcImage, r: &Record, out: &mut RunOutput) {
             let newline = flags & PRINT_NEWLINE != 0;
             out.text(|b| crate::format::print_args(b, &args, delim, newline));
         }
+    }
+    true
+}
+
+/// Calls `text` on every argument of `r` printed as a string.
+fn each_string<'a>(img: &InProcImage, r: &Record, text: &dyn Fn(i64) -> &'a [u8]) {
+    match r.print {
+        Print::Printf { fmt } => each_by_format(&img.formats[fmt], &r.args, text, |_| {}),
+        Print::Print { mask, .. } => each_by_mask(&r.args, mask, text, |_| {}),
     }
 }
 

@@ -273,8 +273,12 @@ impl Tracer {
         // whose rip may well be past the gadget's syscall (the signal came
         // as a call made there returned), and orig_rax -1: it is the
         // tracer's to report.
-        ptrace::get_regs(tid)
-            .is_ok_and(|r| r.orig_rax != u64::MAX && plane.at_gadget(r.rip).is_some())
+        // A handler's safe load (`dataplane::strings`) is no call of the
+        // program's either.
+        ptrace::get_regs(tid).is_ok_and(|r| {
+            r.orig_rax != u64::MAX
+                && (plane.at_gadget(r.rip).is_some() || plane.at_helper_call(r.rip))
+        })
     }
 }
 
