@@ -51,21 +51,27 @@ pub struct Outcome {
 pub fn finish(mut child: Child) -> Outcome {
     let mut out = child.stdout.take().expect("stdout piped");
     let mut err = child.stderr.take().expect("stderr piped");
-    let t_out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
+    let read = |mut r: Box<dyn Read + Send>| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            let _ = tx.send(s);
+        });
+        rx
+    };
+    let (t_out, t_err) = (read(Box::new(out)), read(Box::new(err)));
     let status = wait_within_limit(&mut child);
+    // Whatever still holds the pipes after utap ended (a tracing process
+    // or a command that outlived it, hung) fails the test, not hangs it.
+    let text = |rx: std::sync::mpsc::Receiver<String>, what: &str| {
+        rx.recv_timeout(LIMIT)
+            .unwrap_or_else(|_| panic!("{what} still open {LIMIT:?} after utap ended"))
+    };
     use std::os::unix::process::ExitStatusExt;
     Outcome {
-        stdout: t_out.join().unwrap(),
-        stderr: t_err.join().unwrap(),
+        stdout: text(t_out, "stdout"),
+        stderr: text(t_err, "stderr"),
         status: status
             .code()
             .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),

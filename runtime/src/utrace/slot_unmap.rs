@@ -226,7 +226,17 @@ impl Tracer {
                     .get(&tid)
                     .is_some_and(|t| self.core.uprobes.owner(t.tgid) == owner)
         })?;
-        let tid = self.core.uprobes_held[i].0;
+        let (tid, held) = self.core.uprobes_held[i];
+        // A creator's event is taken in first (its child noted and, once
+        // at its first stop, let go by the loop), as the loop would: moved
+        // past unread, it would leave the child stopped for as long as
+        // this tracer lives (a `-c` command shepherded after an error,
+        // waiting to join that thread, hung).
+        if let Status::Event { event, .. } = ptrace::decode(held)
+            && let Some(info) = self.take_in_clone(tid, event)
+        {
+            self.clone_taken_in(&info);
+        }
         ptrace::interrupt(tid).ok()?;
         ptrace::restart(ptrace::PTRACE_CONT, tid, None).ok()?;
         let status = match ptrace::wait_for(tid.0, 0) {

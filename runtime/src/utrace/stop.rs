@@ -347,13 +347,29 @@ impl Tracer {
     }
 
     fn on_clone(&mut self, tid: Tid, event: i32) {
-        let Ok(msg) = ptrace::event_msg(tid) else {
-            return self.finish_stop(tid, false);
-        };
-        let child = Tid(msg as i32);
-        let Some(parent) = self.core.threads.get_mut(&tid) else {
+        let Some(info) = self.take_in_clone(tid, event) else {
+            if self.core.threads.contains_key(&tid) {
+                self.finish_stop(tid, false);
+            }
             return;
         };
+        let reported = self.report(
+            tid,
+            Event::Clone,
+            StopKind::Other,
+            Some(&mut |e: &mut dyn Engine, cx, a| e.report_clone(cx, a, &info)),
+        );
+        self.clone_taken_in(&info);
+        self.finish_stop(tid, reported);
+    }
+
+    /// What a clone or fork event of `tid` tells, before any engine hears
+    /// of it: the child (`PTRACE_GETEVENTMSG`, so only at the event's
+    /// stop), its text copies noted, its thread entry made. `None` when the
+    /// event cannot be read or the creator is unknown.
+    pub(crate) fn take_in_clone(&mut self, tid: Tid, event: i32) -> Option<CloneInfo> {
+        let child = Tid(ptrace::event_msg(tid).ok()? as i32);
+        let parent = self.core.threads.get_mut(&tid)?;
         if !parent.in_syscall {
             // The clone's entry was not reported (not in the seccomp
             // filter's set): engines have not chosen about its exit.
@@ -375,9 +391,7 @@ impl Tracer {
             }
             self.dataplane_cloned(ptgid, child, vfork);
         }
-        let Some(parent) = self.core.threads.get(&tid) else {
-            return;
-        };
+        let parent = self.core.threads.get(&tid)?;
         let tgid = if kind == CloneKind::Thread {
             parent.tgid
         } else {
@@ -387,13 +401,13 @@ impl Tracer {
         // its state; otherwise it starts with the FOLLOW engines.
         let thread = parent.child(child, tgid);
         self.core.threads.entry(child).or_insert(thread);
-        let info = CloneInfo { child, kind };
-        let reported = self.report(
-            tid,
-            Event::Clone,
-            StopKind::Other,
-            Some(&mut |e: &mut dyn Engine, cx, a| e.report_clone(cx, a, &info)),
-        );
+        Some(CloneInfo { child, kind })
+    }
+
+    /// After the clone's reports: the child's first stop, if it came
+    /// already, goes to the loop; an untraced fork child is let go.
+    pub(crate) fn clone_taken_in(&mut self, info: &CloneInfo) {
+        let child = info.child;
         if let Some(status) = self.core.orphans.remove(&child) {
             self.core.replay.push((child, status));
         }
@@ -402,10 +416,9 @@ impl Tracer {
             .threads
             .get(&child)
             .is_none_or(|t| t.attachments.is_empty() || t.detach_pending);
-        if kind == CloneKind::Fork && untraced {
+        if info.kind == CloneKind::Fork && untraced {
             self.core.uprobes.let_go(child);
         }
-        self.finish_stop(tid, reported);
     }
 
     fn on_exec(&mut self, tid: Tid) {
