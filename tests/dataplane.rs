@@ -1147,7 +1147,7 @@ fn prints_in_the_program_as_the_tracer_does() {
         .unwrap_or_else(|| panic!("no record line in {}", inside.stderr));
     assert_eq!(
         line,
-        "utap: data plane: 191 record(s) printed from the program, 0 dropped (ring full), 0 ring(s) with bad records"
+        "utap: data plane: 191 record(s) printed from the program, 0 dropped (ring full), 0 lost (a string they print overwritten), 0 ring(s) with bad records"
     );
 }
 
@@ -1887,9 +1887,10 @@ fn loops_run_in_the_program() {
     assert_eq!(inside.stdout, tracer.stdout);
 }
 
-/// Scripts that read strings from the program's memory: `filename` (the
-/// tapset's `user_string_quoted`), `user_string` and `user_string_n`.
-const READS: [(&str, &str); 3] = [
+/// Scripts that read the program's memory: `filename` (the tapset's
+/// `user_string_quoted`), `user_string`, `user_string_n`, and the values
+/// (0 where they cannot be read whole).
+const READS: [(&str, &str); 4] = [
     (
         "quoted",
         "probe syscall.openat { if (execname() == \"strpages\") printf(\"%s\\n\", filename) }",
@@ -1901,6 +1902,11 @@ const READS: [(&str, &str); 3] = [
     (
         "n",
         "probe syscall.openat { if (execname() == \"strpages\") print(user_string_n($arg2, 4), \"\\n\") }",
+    ),
+    (
+        "values",
+        "probe syscall.openat { if (execname() == \"strpages\") printf(\"%d %d %d %d %d\\n\", \
+         user_char($arg2), user_short($arg2), user_int($arg2), user_long($arg2), user_long($arg2 + 12)) }",
     ),
 ];
 
@@ -1916,10 +1922,10 @@ fn without_addresses(o: &Outcome) -> String {
     re.replace_all(&text, "ADDR").into_owned()
 }
 
-/// Strings read in the program, at the edges of mapped memory (a NUL on
-/// a page's last byte before an unmapped one, a string across two pages,
-/// bytes to quote, a read that faults midway, a bad address), in two
-/// threads: what the tracer's route prints, to the byte, the same
+/// Strings and values read in the program, at the edges of mapped memory
+/// (a NUL on a page's last byte before an unmapped one, a string across
+/// two pages, bytes to quote, a read that faults midway, a value that
+/// runs into an unmapped page, a bad address), in two threads: what the tracer's route prints, to the byte, the same
 /// SystemTap error where it stops (exit 1), and every hit served in the
 /// program.
 #[test]
@@ -1990,4 +1996,29 @@ fn a_bad_pointer_read_in_the_program_leaves_an_attached_program_unharmed() {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{:?}", out.status);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "hot 120000000\n");
+}
+
+/// A handler's error in the program while the command's only thread is
+/// creating another: the error ends the script, the command (shepherded
+/// under its filter) runs on and ends, and so does utap. Before, the
+/// unmap of the region moved the creator past its clone event unread,
+/// and the new thread stayed stopped for as long as the tracing process
+/// lived, which waited for the command: a hang in 1 of 4 runs.
+#[test]
+fn an_error_as_a_thread_is_born_leaves_the_command_to_finish() {
+    let cmd = format!("{} 2; echo finished", fixture("strpages"));
+    for trial in 0..12 {
+        let o = utap_c(READS[2].1, &format!("sh -c '{cmd}'"), true);
+        assert_eq!(o.status, 1, "trial {trial}: {}", o.stderr);
+        assert!(
+            o.stderr.contains("user string copy fault"),
+            "trial {trial}: {}",
+            o.stderr
+        );
+        assert!(
+            o.stdout.contains("finished\n"),
+            "trial {trial}: {}",
+            o.stdout
+        );
+    }
 }

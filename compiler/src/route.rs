@@ -75,6 +75,10 @@ pub const NAME_BUILTINS: &[&str] = &["execname"];
 /// (their handles are not canonical), and not in script functions.
 pub const READ_BUILTINS: &[&str] = &["user_string", "user_string_n", "user_string_quoted"];
 
+/// Builtins that load a value from the program's memory (0 when it cannot
+/// be read): in process through the same safe load.
+pub const LOAD_BUILTINS: &[&str] = &["user_char", "user_short", "user_int", "user_long"];
+
 /// String builtins fixed by the point that fired (`pp()`, `pn()`): in
 /// process, a literal chosen by the probe and point indexes; not in a
 /// marker's probe, whose `pp()` names the marker that fired.
@@ -127,7 +131,7 @@ pub const CLOCK_BUILTINS: &[&str] = &[
 /// Why builtin `name` cannot run in process, if it cannot.
 fn builtin_reason(name: &str) -> Option<String> {
     use utap_runtime::dataplane::clock;
-    if IN_PROCESS_BUILTINS.contains(&name) {
+    if IN_PROCESS_BUILTINS.contains(&name) || LOAD_BUILTINS.contains(&name) {
         return None;
     }
     if CLOCK_BUILTINS.contains(&name) {

@@ -64,7 +64,7 @@ mod lookup;
 mod names;
 mod output;
 mod stats;
-mod strings;
+mod user;
 
 const I64: types::Type = types::I64;
 
@@ -240,6 +240,9 @@ pub fn compile(
     rt.define_points(&points)?;
     if reads_strings {
         rt.define_strings(&region, options.limits.max_string_len as i64)?;
+    }
+    if calls_any(&sub, route::LOAD_BUILTINS) {
+        rt.define_user_values(&region)?;
     }
     let funcs = c.functions(&sub)?;
     let handlers = c.handlers(&sub, &funcs)?;

@@ -54,6 +54,9 @@ pub struct RingReader {
     pub printed: u64,
     pub dropped: u64,
     pub bad: u64,
+    /// Records lost because a string they print, read in the program,
+    /// was overwritten before they were read (`super::strings`).
+    pub strings_lost: u64,
 }
 
 impl RingReader {

@@ -39,7 +39,7 @@ use super::image::InProcImage;
 use super::layout::{BLOCK_STR_HEAD, BLOCKS, TRACER_BLOCKS};
 
 /// Bytes of one block's string ring.
-pub const RING_LEN: u64 = 64 << 10;
+pub const RING_LEN: u64 = 256 << 10;
 /// Bit 61 tags a string read in the program (63: a literal's, 62: a
 /// name's).
 pub const STR_TAG: u64 = 1 << 61;

@@ -26,7 +26,7 @@ use std::sync::atomic::Ordering;
 /// every `BUSY_POLL` (a ring holds about a millisecond of a tight loop's
 /// `printf`s).
 const ERROR_POLL: Duration = Duration::from_millis(10);
-const BUSY_POLL: Duration = Duration::from_millis(1);
+const BUSY_POLL: Duration = Duration::from_micros(250);
 
 impl Shared {
     /// Runs `probe`'s in-process handler here if it has one (true), on
@@ -121,8 +121,11 @@ impl Shared {
             let r = self.rings.lock().unwrap_or_else(|e| e.into_inner());
             if r.printed + r.dropped + r.bad > 0 {
                 eprintln!(
-                    "utap: data plane: {} record(s) printed from the program, {} dropped (ring full), {} ring(s) with bad records",
-                    r.printed, r.dropped, r.bad
+                    "utap: data plane: {} record(s) printed from the program, {} dropped (ring full), {} lost (a string they print overwritten), {} ring(s) with bad records",
+                    r.printed - r.strings_lost,
+                    r.dropped,
+                    r.strings_lost,
+                    r.bad
                 );
             }
         }
@@ -154,6 +157,10 @@ impl Shared {
             } else {
                 lost += 1;
             }
+        }
+        if lost > drained.dropped {
+            let mut r = self.rings.lock().unwrap_or_else(|e| e.into_inner());
+            r.strings_lost += lost - drained.dropped;
         }
         sink.add_lost(lost);
         true

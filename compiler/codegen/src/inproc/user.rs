@@ -1,14 +1,17 @@
-//! `user_string`, `user_string_n` and `user_string_quoted` in the program:
-//! the string read with the safe load (`process_vm_readv` on the thread's
-//! own process, from the region's helper: a bad address is an error
-//! return, never a fault) into the entry at the head of the block's
-//! string ring, and a handle to it (`utap_runtime::dataplane::strings`
-//! has the layout and what the tracer does with it).
+//! Reads of the program's memory in the program, through the safe load
+//! (`process_vm_readv` on the thread's own process, from the region's
+//! helper: a bad address is an error return, never a fault):
 //!
-//! Reads go a page at a time, as the tracer's do, and stop at the NUL or
-//! the limit: a string that ends just before an unmapped page reads
-//! whole. A fault is SystemTap's "user string copy fault" for the first
-//! two, the address in hex for the quoted one, as on the tracer's route.
+//! * `user_string`, `user_string_n` and `user_string_quoted`: the string
+//!   into the entry at the head of the block's string ring, and a handle
+//!   to it (`utap_runtime::dataplane::strings` has the layout and what the
+//!   tracer does with it). Reads go a page at a time, as the tracer's do,
+//!   and stop at the NUL or the limit: a string that ends just before an
+//!   unmapped page reads whole. A fault is SystemTap's "user string copy
+//!   fault" for the first two, the address in hex for the quoted one, as
+//!   on the tracer's route.
+//! * `user_char`, `user_short`, `user_int`, `user_long`: the value, sign
+//!   extended, or 0 when it cannot be read (as on the tracer's route).
 
 use std::mem::offset_of;
 
@@ -80,6 +83,62 @@ impl Runtime<'_> {
         }
         Ok(())
     }
+}
+
+impl Runtime<'_> {
+    /// `user_char`, `user_short`, `user_int` and `user_long`.
+    pub(super) fn define_user_values(&mut self, region: &Region) -> Result<(), CodegenError> {
+        let helper = (region.base() + HELPER_AT) as i64;
+        for (name, ty) in [
+            ("utap_bi_user_char", types::I8),
+            ("utap_bi_user_short", types::I16),
+            ("utap_bi_user_int", types::I32),
+            ("utap_bi_user_long", I64),
+        ] {
+            self.define(name, 2, true, |b, a, _| {
+                let v = user_value(b, helper, a[0], a[1], ty);
+                b.ins().return_(&[v]);
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// The `ty` at `addr` in `ctx`'s process, sign extended; 0 when it cannot
+/// be read whole.
+fn user_value(
+    b: &mut FunctionBuilder,
+    helper: i64,
+    ctx: Value,
+    addr: Value,
+    ty: types::Type,
+) -> Value {
+    let size = i64::from(ty.bytes());
+    let slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 40, 3));
+    let buf = b.ins().stack_addr(I64, slot, 0);
+    let local = b.ins().stack_addr(I64, slot, 8);
+    let remote = b.ins().stack_addr(I64, slot, 24);
+    let len = b.ins().iconst(I64, size);
+    b.ins().store(mem(), buf, local, 0);
+    b.ins().store(mem(), len, local, 8);
+    b.ins().store(mem(), addr, remote, 0);
+    b.ins().store(mem(), len, remote, 8);
+    let pid = b.ins().load(
+        I64,
+        mem(),
+        ctx,
+        (offset_of!(HandlerContext, probe) + offset_of!(ProbeValues, pid)) as i32,
+    );
+    let one = b.ins().iconst(I64, 1);
+    let got = syscall(b, helper, PROCESS_VM_READV, &[pid, local, one, remote, one]);
+    let whole = b.ins().icmp_imm_s(IntCC::Equal, got, size);
+    let v = b.ins().load(ty, mem(), buf, 0);
+    let v = match ty == I64 {
+        true => v,
+        false => b.ins().sextend(I64, v),
+    };
+    let zero = b.ins().iconst(I64, 0);
+    b.ins().select(whole, v, zero)
 }
 
 /// `v` clamped to `lo..=hi` (signed).
