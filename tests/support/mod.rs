@@ -49,8 +49,8 @@ pub struct Outcome {
 /// Waits for `child` (its stdout and stderr piped) at most [`LIMIT`],
 /// killing it then and failing the test.
 pub fn finish(mut child: Child) -> Outcome {
-    let mut out = child.stdout.take().expect("stdout piped");
-    let mut err = child.stderr.take().expect("stderr piped");
+    let out = child.stdout.take().expect("stdout piped");
+    let err = child.stderr.take().expect("stderr piped");
     let read = |mut r: Box<dyn Read + Send>| {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
