@@ -1,6 +1,18 @@
 //! utap's runtime: the utrace engine core over ptrace, the value runtime the
 //! native handlers call, the output transport and tracing sessions.
 
+/// `eprintln!` in one write. The transport writes stderr from its own
+/// thread, unsynchronized with std's lock, and `eprintln!` writes each piece
+/// of its format apart: one of the transport's lines (an ERROR) could land
+/// inside a `-v` line.
+#[macro_export]
+macro_rules! say {
+    ($($t:tt)*) => {{
+        let line = format!("{}\n", format_args!($($t)*));
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+    }};
+}
+
 pub mod daemon;
 pub mod dataplane;
 pub mod dwarf;

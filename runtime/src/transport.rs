@@ -712,10 +712,6 @@ struct RawFd(i32);
 
 impl Write for RawFd {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        // On stderr, under std's lock: an `eprintln!` of another thread
-        // (`-v` lines) makes one write per piece of its format while it
-        // holds it, and a batch of ours must not land between two.
-        let _line = (self.0 == 2).then(|| io::stderr().lock());
         // SAFETY: fd 1 or 2 stays open for the life of the process; the
         // ManuallyDrop keeps us from closing it.
         let mut file = ManuallyDrop::new(unsafe { File::from_raw_fd(self.0) });

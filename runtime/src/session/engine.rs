@@ -389,21 +389,17 @@ impl Shared {
                 crate::hurry::now();
             }
             if self.verbose {
-                // One write: the transport writes errors to the same
-                // stderr from its own thread, between the pieces of a
-                // formatted line.
-                let line = format!("utap: session ended: {why}\n");
-                eprint!("{line}");
-                eprintln!("utap: {} ptrace stops", ctl.stop_count());
+                crate::say!("utap: session ended: {why}");
+                crate::say!("utap: {} ptrace stops", ctl.stop_count());
                 if let Some(n) = &self.notified {
                     let get = |c: &std::sync::atomic::AtomicU64| {
                         c.load(std::sync::atomic::Ordering::Relaxed)
                     };
-                    eprintln!(
+                    crate::say!(
                         "utap: {} syscall entries served by seccomp notification (no ptrace stop)",
                         get(&n.served)
                     );
-                    eprintln!(
+                    crate::say!(
                         "utap: {} seccomp listener(s) served by {} server thread(s)",
                         get(&n.listeners),
                         get(&n.servers)
@@ -417,7 +413,7 @@ impl Shared {
                     };
                     let moved: u64 = shards.iter().map(|s| s.adopted).sum();
                     let parked: u64 = shards.iter().map(|s| s.parked_ns).sum();
-                    eprintln!(
+                    crate::say!(
                         "utap: {} tracer threads: ptrace stops {}; threads handed over {} ({:.1} µs parked on average)",
                         shards.len(),
                         list(|s| s.stops),
@@ -427,27 +423,32 @@ impl Shared {
                 }
                 let most = self.script().most_beside();
                 if most > 1 {
-                    eprintln!(
+                    crate::say!(
                         "utap: handler runs side by side (holding their globals' locks): at most {most} at once"
                     );
                 }
                 let (added, folds) = self.script().shard_stat_counts();
                 if added > 0 {
-                    eprintln!(
+                    crate::say!(
                         "utap: statistics: {added} values added on other tracer threads' copies, folded in {folds} times"
                     );
                 }
                 let c = ctl.step_counts();
                 if c != Default::default() {
-                    eprintln!(
+                    crate::say!(
                         "utap: breakpoint step-overs: {} emulated, {} out of line, {} single-stepped ({} slot pages)",
-                        c.emulated, c.out_of_line, c.single_stepped, c.slot_pages
+                        c.emulated,
+                        c.out_of_line,
+                        c.single_stepped,
+                        c.slot_pages
                     );
                 }
                 if c.stub_returns + c.trampoline_returns > 0 {
-                    eprintln!(
+                    crate::say!(
                         "utap: returns: {} through their stubs, {} through the trampoline ({} return addresses replaced by the program)",
-                        c.stub_returns, c.trampoline_returns, c.slot_stores
+                        c.stub_returns,
+                        c.trampoline_returns,
+                        c.slot_stores
                     );
                 }
             }

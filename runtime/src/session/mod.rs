@@ -212,7 +212,7 @@ pub fn run(
             Ok(()) => true,
             Err(e) => {
                 if opts.verbose {
-                    eprintln!("utap: data plane off: {e}");
+                    crate::say!("utap: data plane off: {e}");
                 }
                 false
             }
@@ -311,7 +311,7 @@ pub fn run(
     }
     crate::endtrace::mark("tracing started");
     if opts.verbose {
-        eprintln!(
+        crate::say!(
             "utap: tracing started: process {pid}, {} thread(s)",
             threads.len()
         );
@@ -372,7 +372,7 @@ fn listen_in_threads(
     let filter = seccomp::Filter::notify_only(notified.iter().copied())
         .map_err(|e| SessionError(format!("cannot build the threads' seccomp filter: {e}")))?;
     if verbose {
-        eprintln!(
+        crate::say!(
             "utap: seccomp user notification serves the entries of {} syscall(s) without a ptrace stop, in each thread from its {}th stop on ({}th for a main thread)",
             notified.len(),
             crate::utrace::listen::LISTEN_AFTER,
@@ -453,7 +453,7 @@ fn attach_target(
         .attach_process(pid)
         .map_err(|e| attach_error(pid, e))?;
     if verbose {
-        eprintln!(
+        crate::say!(
             "utap: attached to {} thread(s) of {pid}; syscalls stop the thread unless the data plane's dispatch serves them (no seccomp filter can be added to a running process)",
             threads.len()
         );
@@ -597,9 +597,9 @@ fn spawn(
             .map_err(|e| SessionError(format!("cannot run {cmd:?}: {e}")))?;
     }
     if verbose {
-        eprintln!("{}", strategy_note(syscalls, seccomp_on));
+        crate::say!("{}", strategy_note(syscalls, seccomp_on));
         if let Some(l) = spawned.listener.as_ref().filter(|_| seccomp_on) {
-            eprintln!(
+            crate::say!(
                 "utap: seccomp user notification serves the entries of {} syscall(s) without a ptrace stop ({})",
                 notified.len(),
                 match l.killable {
@@ -609,7 +609,7 @@ fn spawn(
             );
         }
         if seccomp_on && seccomp::needs_no_new_privs() {
-            eprintln!(
+            crate::say!(
                 "utap: without CAP_SYS_ADMIN the filter needs NO_NEW_PRIVS: setuid programs run without their privileges"
             );
         }
