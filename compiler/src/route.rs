@@ -68,12 +68,19 @@ pub const LOOKUP_BUILTINS: &[&str] = &["syscall_name", "errno_str"];
 /// in process, a canonical handle (`utap_runtime::dataplane::names`).
 pub const NAME_BUILTINS: &[&str] = &["execname"];
 
-/// String builtins that read the program's memory: in process through the
-/// safe load into the block's string ring
-/// (`utap_runtime::dataplane::strings`). Their strings can be kept in a
-/// probe's locals and printed, not compared, used as keys or passed on
-/// (their handles are not canonical), and not in script functions.
-pub const READ_BUILTINS: &[&str] = &["user_string", "user_string_n", "user_string_quoted"];
+/// String builtins whose answer goes to the block's string ring
+/// (`utap_runtime::dataplane::strings`): bytes read from the program's
+/// memory by the safe load, or values the tracer renders as it prints
+/// (`__syscall_retstr`, the tapset's `retstr`, depends on the number and
+/// the result alone). Their strings can be kept in a probe's locals and
+/// printed, not compared, used as keys or passed on (their handles are not
+/// canonical), and not in script functions.
+pub const RING_BUILTINS: &[&str] = &[
+    "user_string",
+    "user_string_n",
+    "user_string_quoted",
+    "__syscall_retstr",
+];
 
 /// Builtins that load a value from the program's memory (0 when it cannot
 /// be read): in process through the same safe load.
@@ -410,7 +417,7 @@ impl Rules<'_> {
     /// body, whose locals are its own, neither is allowed).
     fn read_string(&self, e: &Expr) -> bool {
         match &e.kind {
-            ExprKind::Builtin { name, .. } => READ_BUILTINS.contains(name),
+            ExprKind::Builtin { name, .. } => RING_BUILTINS.contains(name),
             ExprKind::Load(LValue::Local(l)) => {
                 self.visiting.borrow().is_empty() && self.read_locals.contains(l)
             }
@@ -433,7 +440,7 @@ fn read_locals(p: &ProbeDef) -> HashSet<LocalId> {
             } = &e.kind
             {
                 let read = match &value.kind {
-                    ExprKind::Builtin { name, .. } => READ_BUILTINS.contains(name),
+                    ExprKind::Builtin { name, .. } => RING_BUILTINS.contains(name),
                     ExprKind::Load(LValue::Local(m)) => out.contains(m),
                     _ => false,
                 };
@@ -621,7 +628,7 @@ fn key_reason(program: &Rules, k: &Expr, why: &mut Option<String>) {
 /// A lookup's answer is one of its names, each a literal of the compile.
 fn literal_reason(program: &Rules, e: &Expr, why: &mut Option<String>) {
     if program.read_string(e)
-        || matches!(&e.kind, ExprKind::Builtin { name, .. } if READ_BUILTINS.contains(name))
+        || matches!(&e.kind, ExprKind::Builtin { name, .. } if RING_BUILTINS.contains(name))
     {
         *why = Some(
             "compares, keys or passes on a string read from the program (in process such strings are only kept in the probe's locals and printed)"

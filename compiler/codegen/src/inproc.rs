@@ -193,7 +193,7 @@ pub fn compile(
         .filter(|(i, _)| touched.contains(&(*i as u32)))
         .filter_map(|(i, g)| Some((i as u32, g.long_slot?)))
         .collect();
-    let reads_strings = calls_any(&sub, route::READ_BUILTINS);
+    let reads_strings = calls_any(&sub, route::RING_BUILTINS);
     if reads_strings && options.limits.max_string_len as u64 > STRING_MAX {
         return Ok(None);
     }

@@ -1,6 +1,8 @@
 //! Strings read from the program's memory in the program (`user_string`,
 //! `user_string_n`, `user_string_quoted`, and the tapsets' `filename`
-//! over them): the safe load and the string rings.
+//! over them), and strings the tracer renders from values a handler keeps
+//! (`__syscall_retstr`, the tapsets' `retstr`): the safe load and the
+//! string rings.
 //!
 //! **The safe load** is `process_vm_readv` on the thread's own process,
 //! made from the region's syscall helper (`code::read_helper`): a bad
@@ -18,8 +20,9 @@
 //! entry (8-aligned, never split by the ring's end):
 //!   word 0  its position: bytes written to the ring before it, ever
 //!   word 1  kind (bits 32..) | length (bits 0..32)
-//!   bytes   the string as read (kind RAW, QUOTED), or the address a
-//!           quoted read faulted at (kind FAULT, 8 bytes)
+//!   bytes   the string as read (kind RAW, QUOTED), the address a
+//!           quoted read faulted at (kind FAULT, 8 bytes), or a syscall's
+//!           number and result (kind RETSTR, 16 bytes)
 //! ```
 //!
 //! A string is a handle like a literal's (`STR_TAG`, the entry's position
@@ -57,6 +60,9 @@ pub mod kind {
     pub const QUOTED: u64 = 1;
     /// The address a quoted read faulted at: prints as `0x<hex>`.
     pub const FAULT: u64 = 2;
+    /// A syscall's number and result (16 bytes): prints as the tracer's
+    /// `__syscall_retstr` (the tapset's `retstr`).
+    pub const RETSTR: u64 = 3;
 }
 
 /// Whether `h` is a handle of a string read in the program.
@@ -140,6 +146,10 @@ fn render(kind: u64, bytes: &[u8], maxstringlen: usize) -> Option<Vec<u8>> {
             let addr = u64::from_le_bytes(bytes.try_into().ok()?);
             Some(format!("0x{addr:x}").into_bytes())
         }
+        kind::RETSTR if bytes.len() == 16 => {
+            let word = |i: usize| i64::from_le_bytes(bytes[i..i + 8].try_into().unwrap());
+            Some(crate::syscalls::builtins::syscall_retstr(word(0), word(8)).into_bytes())
+        }
         _ => None,
     }
 }
@@ -168,6 +178,10 @@ mod tests {
         let at = 0x1234u64.to_le_bytes();
         assert_eq!(render(kind::FAULT, &at, 512).unwrap(), b"0x1234");
         assert_eq!(render(kind::FAULT, b"abc", 512), None);
+        let mut v = 257i64.to_le_bytes().to_vec();
+        v.extend((-2i64).to_le_bytes());
+        assert_eq!(render(kind::RETSTR, &v, 512).unwrap(), b"-2 (ENOENT)");
+        assert_eq!(render(kind::RETSTR, &v[..8], 512), None);
         assert_eq!(render(9, b"x", 512), None);
     }
 }

@@ -114,13 +114,13 @@ impl Shared {
         };
         if self.verbose {
             say_counts(ctl, bad);
-            eprintln!(
+            crate::say!(
                 "utap: data plane: {} global(s) counted per thread",
                 img.counted.len()
             );
             let r = self.rings.lock().unwrap_or_else(|e| e.into_inner());
             if r.printed + r.dropped + r.bad > 0 {
-                eprintln!(
+                crate::say!(
                     "utap: data plane: {} record(s) printed from the program, {} dropped (ring full), {} lost (a string they print overwritten), {} ring(s) with bad records",
                     r.printed - r.strings_lost,
                     r.dropped,
@@ -232,33 +232,41 @@ fn say_counts(ctl: &Control, bad: u64) {
     let c = p.counts;
     let t = p.block_totals();
     let (hits, skipped, missed) = (t.hits, t.skipped, t.missed);
-    eprintln!(
+    crate::say!(
         "utap: data plane: {} process(es) with the region ({} failed), {} syscall site(s) and {} function entries patched ({} refused), {} thread(s) moved out at the end",
-        c.processes, c.inject_failed, c.sites, c.function_sites, c.sites_refused, c.threads_moved
+        c.processes,
+        c.inject_failed,
+        c.sites,
+        c.function_sites,
+        c.sites_refused,
+        c.threads_moved
     );
-    eprintln!(
+    crate::say!(
         "utap: data plane: {hits} hit(s) served by in-process code (tracer stops included), {skipped} skipped (re-entry), {bad} invalid slot(s)"
     );
     if c.sud_threads + c.sud_refused > 0 {
-        eprintln!(
+        crate::say!(
             "utap: data plane: syscall user dispatch armed in {} thread(s) ({} left on PTRACE_SYSCALL), {} trapped call(s) let through to the tracer",
-            c.sud_threads, c.sud_refused, c.sud_let_through
+            c.sud_threads,
+            c.sud_refused,
+            c.sud_let_through
         );
     }
     if c.held_runs > 0 {
-        eprintln!(
+        crate::say!(
             "utap: data plane: {} timer hit(s) ran with the program held (the region folded before, filled after), {} thread(s) found in a handler that did not leave it",
-            c.held_runs, c.held_inside
+            c.held_runs,
+            c.held_inside
         );
     }
     if c.mark_sites > 0 {
-        eprintln!(
+        crate::say!(
             "utap: data plane: {} of the patched function entries are USDT markers",
             c.mark_sites
         );
     }
     if missed > 0 {
-        eprintln!(
+        crate::say!(
             "utap: data plane: {missed} return(s) not probed (calls nested deeper than the shadow stack's {} frames)",
             crate::dataplane::layout::SHADOW_FRAMES
         );

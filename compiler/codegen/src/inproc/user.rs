@@ -81,6 +81,10 @@ impl Runtime<'_> {
                 b.ins().return_(&[h]);
             })?;
         }
+        self.define("utap_bi___syscall_retstr", 3, true, |b, a, _| {
+            let h = keep_values(b, r, a[0], &[a[1], a[2]], kind::RETSTR);
+            b.ins().return_(&[h]);
+        })?;
         Ok(())
     }
 }
@@ -159,25 +163,8 @@ fn read_string(
     limit: Value,
     kind: Value,
 ) -> Value {
-    // The ring, and the entry's place: at the head, or at the ring's
-    // start when the longest string would not fit before its end.
-    let index = b.ins().iadd_imm_s(ctx, -r.blocks);
-    let index = b.ins().ushr_imm_u(index, BLOCK_LEN.trailing_zeros() as i64);
-    let ring = b.ins().imul_imm_s(index, RING_LEN as i64);
-    let ring = b.ins().iadd_imm_s(ring, r.strings);
-    let head = b.ins().load(I64, mem(), ctx, BLOCK_STR_HEAD as i32);
     let need = round8(b, limit);
-    let need = b.ins().iadd_imm_s(need, ENTRY_FIXED as i64);
-    let off = b.ins().band_imm_s(head, RING_LEN as i64 - 1);
-    let end = b.ins().iadd(off, need);
-    let fits = b
-        .ins()
-        .icmp_imm_s(IntCC::UnsignedLessThanOrEqual, end, RING_LEN as i64);
-    let next_lap = b.ins().bor_imm_s(head, RING_LEN as i64 - 1);
-    let next_lap = b.ins().iadd_imm_s(next_lap, 1);
-    let pos = b.ins().select(fits, head, next_lap);
-    let off = b.ins().band_imm_s(pos, RING_LEN as i64 - 1);
-    let entry = b.ins().iadd(ring, off);
+    let (pos, entry) = place_entry(b, r, ctx, need);
     let dst = b.ins().iadd_imm_s(entry, ENTRY_FIXED as i64);
     let pid = b.ins().load(
         I64,
@@ -290,12 +277,51 @@ fn read_string(
     b.append_block_param(out, I64);
     b.ins().jump(out, &[none.into()]);
 
-    // The entry's words, then the head past it (with release order: the
-    // tracer reads the entry once the head is past it).
     b.switch_to_block(finish);
     let (len, k) = (b.block_params(finish)[0], b.block_params(finish)[1]);
+    let h = publish_entry(b, ctx, pos, entry, k, len);
+    b.ins().jump(out, &[h.into()]);
+
+    b.switch_to_block(out);
+    b.block_params(out)[0]
+}
+
+/// Where the next entry of `ctx`'s string ring goes, `need` bytes after
+/// its fixed words: at the head, or at the ring's start when it would not
+/// fit before the end. Its position and address.
+fn place_entry(b: &mut FunctionBuilder, r: Rings, ctx: Value, need: Value) -> (Value, Value) {
+    let index = b.ins().iadd_imm_s(ctx, -r.blocks);
+    let index = b.ins().ushr_imm_u(index, BLOCK_LEN.trailing_zeros() as i64);
+    let ring = b.ins().imul_imm_s(index, RING_LEN as i64);
+    let ring = b.ins().iadd_imm_s(ring, r.strings);
+    let head = b.ins().load(I64, mem(), ctx, BLOCK_STR_HEAD as i32);
+    let need = b.ins().iadd_imm_s(need, ENTRY_FIXED as i64);
+    let off = b.ins().band_imm_s(head, RING_LEN as i64 - 1);
+    let end = b.ins().iadd(off, need);
+    let fits = b
+        .ins()
+        .icmp_imm_s(IntCC::UnsignedLessThanOrEqual, end, RING_LEN as i64);
+    let next_lap = b.ins().bor_imm_s(head, RING_LEN as i64 - 1);
+    let next_lap = b.ins().iadd_imm_s(next_lap, 1);
+    let pos = b.ins().select(fits, head, next_lap);
+    let off = b.ins().band_imm_s(pos, RING_LEN as i64 - 1);
+    let entry = b.ins().iadd(ring, off);
+    (pos, entry)
+}
+
+/// Writes the entry's fixed words (its position; kind and length), then
+/// the head past it, with release order (the tracer reads an entry once
+/// the head is past it); the entry's handle.
+fn publish_entry(
+    b: &mut FunctionBuilder,
+    ctx: Value,
+    pos: Value,
+    entry: Value,
+    kind: Value,
+    len: Value,
+) -> Value {
     b.ins().store(mem(), pos, entry, 0);
-    let shape = b.ins().ishl_imm_u(k, 32);
+    let shape = b.ins().ishl_imm_u(kind, 32);
     let shape = b.ins().bor(shape, len);
     b.ins().store(mem(), shape, entry, 8);
     let used = round8(b, len);
@@ -307,11 +333,20 @@ fn read_string(
     let low = b.ins().band_imm_s(low, 0x1fff_ffff);
     let low = b.ins().ishl_imm_u(low, 32);
     let h = b.ins().bor(low, len);
-    let h = b.ins().bor_imm_s(h, STR_TAG as i64);
-    b.ins().jump(out, &[h.into()]);
+    b.ins().bor_imm_s(h, STR_TAG as i64)
+}
 
-    b.switch_to_block(out);
-    b.block_params(out)[0]
+/// Values kept in an entry of kind `k`, for the tracer to render (as
+/// `__syscall_retstr`, which depends on them alone); the handle.
+fn keep_values(b: &mut FunctionBuilder, r: Rings, ctx: Value, values: &[Value], k: u64) -> Value {
+    let len = b.ins().iconst(I64, 8 * values.len() as i64);
+    let (pos, entry) = place_entry(b, r, ctx, len);
+    for (i, &v) in values.iter().enumerate() {
+        b.ins()
+            .store(mem(), v, entry, (ENTRY_FIXED + 8 * i as u64) as i32);
+    }
+    let k = b.ins().iconst(I64, k as i64);
+    publish_entry(b, ctx, pos, entry, k, len)
 }
 
 /// `v` rounded up to a multiple of 8.
