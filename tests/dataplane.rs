@@ -1888,9 +1888,10 @@ fn loops_run_in_the_program() {
 }
 
 /// Scripts that read the program's memory: `filename` (the tapset's
-/// `user_string_quoted`), `user_string`, `user_string_n`, and the values
-/// (0 where they cannot be read whole).
-const READS: [(&str, &str); 4] = [
+/// `user_string_quoted`), `user_string`, `user_string_n`, the values (0
+/// where they cannot be read whole); and `retstr`, rendered by the tracer
+/// from the number and result the handler kept.
+const READS: [(&str, &str); 5] = [
     (
         "quoted",
         "probe syscall.openat { if (execname() == \"strpages\") printf(\"%s\\n\", filename) }",
@@ -1908,11 +1909,15 @@ const READS: [(&str, &str); 4] = [
         "probe syscall.openat { if (execname() == \"strpages\") printf(\"%d %d %d %d %d\\n\", \
          user_char($arg2), user_short($arg2), user_int($arg2), user_long($arg2), user_long($arg2 + 12)) }",
     ),
+    (
+        "retstr",
+        "probe syscall.openat.return { if (execname() == \"strpages\") printf(\"%s = %s\\n\", name, retstr) }",
+    ),
 ];
 
 /// The outcome with the program's addresses (ASLR) made one.
 fn without_addresses(o: &Outcome) -> String {
-    let re = regex::Regex::new(r"0x7f[0-9a-f]+|0000(7f[0-9a-f]{10})").unwrap();
+    let re = regex::Regex::new(r"0x7[0-9a-f]{11}|00007[0-9a-f]{11}").unwrap();
     let err: Vec<&str> = o
         .stderr
         .lines()
@@ -1959,6 +1964,12 @@ fn strings_read_in_the_program_print_what_the_tracer_prints() {
     );
     let raw = utap_c(READS[1].1, &cmd, true);
     assert_eq!(raw.status, 1);
+    assert!(
+        raw.stdout
+            .contains("[/nonexistent/edge] 0\n[/nonexistent/xxxx"),
+        "{}",
+        raw.stdout
+    );
     assert!(
         without_addresses(&raw).contains(
             "ERROR: user string copy fault -14 at ADDR [man error::fault] near identifier 'user_string'"

@@ -54,9 +54,12 @@ pub fn finish(mut child: Child) -> Outcome {
     let read = |mut r: Box<dyn Read + Send>| {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = r.read_to_string(&mut s);
-            let _ = tx.send(s);
+            // Bytes, then text: output that is not UTF-8 (a program's raw
+            // bytes printed) is compared with U+FFFD in their place, not
+            // lost whole.
+            let mut b = Vec::new();
+            let _ = r.read_to_end(&mut b);
+            let _ = tx.send(String::from_utf8_lossy(&b).into_owned());
         });
         rx
     };
