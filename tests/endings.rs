@@ -633,7 +633,10 @@ fn sigint_ends_a_session_on_a_crowd_of_threads_promptly() {
         probe end { println(n > 0 ? "counted" : "none") }
     "#;
     let live = Live::spawn(utap(script, &["-x", &pid.to_string()]));
-    assert_eq!(live.line(), "attached");
+    // The attach to a thousand threads making more took 0.3 to 43 s on
+    // this VM (2026-12-07, this head and the one before alike): it is not
+    // what this test measures, so it gets longer than LIMIT.
+    assert_eq!(live.line_within(Duration::from_secs(120)), "attached");
     let raised = raise_this_thread();
     std::thread::sleep(Duration::from_secs(1));
     let start = Instant::now();

@@ -307,9 +307,14 @@ impl Live {
 
     /// The next line of stdout (within [`LIMIT`]).
     pub fn line(&self) -> String {
+        self.line_within(LIMIT)
+    }
+
+    /// The next line of stdout, within `limit`.
+    pub fn line_within(&self, limit: Duration) -> String {
         self.lines
-            .recv_timeout(LIMIT)
-            .unwrap_or_else(|e| panic!("no line from utap: {e}"))
+            .recv_timeout(limit)
+            .unwrap_or_else(|e| panic!("no line from utap within {limit:?}: {e}"))
     }
 
     /// Waits for the end (within [`LIMIT`]): the rest of stdout, stderr,
