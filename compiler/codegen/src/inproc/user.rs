@@ -118,23 +118,10 @@ fn user_value(
     ty: types::Type,
 ) -> Value {
     let size = i64::from(ty.bytes());
-    let slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 40, 3));
+    let slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3));
     let buf = b.ins().stack_addr(I64, slot, 0);
-    let local = b.ins().stack_addr(I64, slot, 8);
-    let remote = b.ins().stack_addr(I64, slot, 24);
     let len = b.ins().iconst(I64, size);
-    b.ins().store(mem(), buf, local, 0);
-    b.ins().store(mem(), len, local, 8);
-    b.ins().store(mem(), addr, remote, 0);
-    b.ins().store(mem(), len, remote, 8);
-    let pid = b.ins().load(
-        I64,
-        mem(),
-        ctx,
-        (offset_of!(HandlerContext, probe) + offset_of!(ProbeValues, pid)) as i32,
-    );
-    let one = b.ins().iconst(I64, 1);
-    let got = syscall(b, helper, PROCESS_VM_READV, &[pid, local, one, remote, one]);
+    let got = safe_load(b, helper, ctx, buf, addr, len);
     let whole = b.ins().icmp_imm_s(IntCC::Equal, got, size);
     let v = b.ins().load(ty, mem(), buf, 0);
     let v = match ty == I64 {
@@ -166,16 +153,6 @@ fn read_string(
     let need = round8(b, limit);
     let (pos, entry) = place_entry(b, r, ctx, need);
     let dst = b.ins().iadd_imm_s(entry, ENTRY_FIXED as i64);
-    let pid = b.ins().load(
-        I64,
-        mem(),
-        ctx,
-        (offset_of!(HandlerContext, probe) + offset_of!(ProbeValues, pid)) as i32,
-    );
-    // Two iovecs: ours (the entry), the program's (the string).
-    let iov = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 32, 3));
-    let local = b.ins().stack_addr(I64, iov, 0);
-    let remote = b.ins().stack_addr(I64, iov, 16);
 
     let (next, scan, found, fault, finish) = (
         b.create_block(),
@@ -208,17 +185,7 @@ fn read_string(
     let left = b.ins().isub(limit, total);
     let want = b.ins().umin(in_page, left);
     let into = b.ins().iadd(dst, total);
-    b.ins().store(mem(), into, local, 0);
-    b.ins().store(mem(), want, local, 8);
-    b.ins().store(mem(), at, remote, 0);
-    b.ins().store(mem(), want, remote, 8);
-    let one = b.ins().iconst(I64, 1);
-    let got = syscall(
-        b,
-        r.helper,
-        PROCESS_VM_READV,
-        &[pid, local, one, remote, one],
-    );
+    let got = safe_load(b, r.helper, ctx, into, at, want);
     let bad = b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, got, 0);
     b.ins().brif(
         bad,
@@ -353,6 +320,35 @@ fn keep_values(b: &mut FunctionBuilder, r: Rings, ctx: Value, values: &[Value], 
 fn round8(b: &mut FunctionBuilder, v: Value) -> Value {
     let v = b.ins().iadd_imm_s(v, 7);
     b.ins().band_imm_s(v, !7)
+}
+
+/// The safe load: `len` bytes at `src` in `ctx`'s process to `dst`, by
+/// `process_vm_readv` from the region's helper. The bytes read, or
+/// `-errno` (a bad address is `-EFAULT`, never a fault).
+fn safe_load(
+    b: &mut FunctionBuilder,
+    helper: i64,
+    ctx: Value,
+    dst: Value,
+    src: Value,
+    len: Value,
+) -> Value {
+    // Two iovecs: ours, the program's.
+    let iov = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 32, 3));
+    let local = b.ins().stack_addr(I64, iov, 0);
+    let remote = b.ins().stack_addr(I64, iov, 16);
+    b.ins().store(mem(), dst, local, 0);
+    b.ins().store(mem(), len, local, 8);
+    b.ins().store(mem(), src, remote, 0);
+    b.ins().store(mem(), len, remote, 8);
+    let pid = b.ins().load(
+        I64,
+        mem(),
+        ctx,
+        (offset_of!(HandlerContext, probe) + offset_of!(ProbeValues, pid)) as i32,
+    );
+    let one = b.ins().iconst(I64, 1);
+    syscall(b, helper, PROCESS_VM_READV, &[pid, local, one, remote, one])
 }
 
 /// `syscall(nr, args...)` through the region's helper (at most five
