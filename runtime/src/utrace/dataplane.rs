@@ -312,8 +312,13 @@ impl Tracer {
         }
         let threads = self.core.threads_of(pid);
         let leftovers = leftover_regions(pid);
+        // A thread whose registers cannot be read is not at a stop yet
+        // (just cloned: it runs nothing before its first stop, where it
+        // gets its block like any other) or gone; its `%gs` is its
+        // creator's. It refused the region for the whole process before
+        // (a reader's threads starting as the first call trapped).
         let gs_free = threads.iter().all(|&t| {
-            ptrace::get_regs(t).is_ok_and(|r| {
+            ptrace::get_regs(t).map_or(true, |r| {
                 r.gs_base == 0
                     || plane.is_block(r.gs_base)
                     || leftovers.iter().any(|m| m.contains(&r.gs_base))
