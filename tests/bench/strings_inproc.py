@@ -88,7 +88,9 @@ def main():
     print(f"{'case':20} {'wall s':>8} {'/untraced':>10} {'per call':>10} {'lines':>8}")
     for name in cases:
         w, c = statistics.median(wall[name]), statistics.median(slope[name])
-        lines = "" if name == "untraced" else f"{100 * statistics.median(shown[name]):.0f}%"
+        # The untraced loop and the script without the path print none.
+        prints = name not in ("untraced", "utap, no string")
+        lines = f"{100 * statistics.median(shown[name]):.0f}%" if prints else ""
         print(f"{name:20} {w:8.3f} {w / base_wall:10.2f} {c * 1e9:8.0f}ns {lines:>8}")
     over = {c: statistics.median(slope[c]) - base_call for c in cases if c != "untraced"}
     for peer in ("bpftrace str()", "utap ptrace route", "strace -e openat"):
