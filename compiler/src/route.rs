@@ -627,9 +627,7 @@ fn key_reason(program: &Rules, k: &Expr, why: &mut Option<String>) {
 /// literal table's, which the tracer reads back).
 /// A lookup's answer is one of its names, each a literal of the compile.
 fn literal_reason(program: &Rules, e: &Expr, why: &mut Option<String>) {
-    if program.read_string(e)
-        || matches!(&e.kind, ExprKind::Builtin { name, .. } if RING_BUILTINS.contains(name))
-    {
+    if program.read_string(e) {
         *why = Some(
             "compares, keys or passes on a string read from the program (in process such strings are only kept in the probe's locals and printed)"
                 .into(),

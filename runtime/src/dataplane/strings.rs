@@ -31,8 +31,8 @@
 //! formats the record, in the ring of the block the record came from, and
 //! quotes them then (`user_string_quoted`'s text is the tracer's own). The
 //! entry is good if the ring's head has not come round to it since
-//! ([`resolve`]); one overwritten before its record was read prints as
-//! nothing, as a dropped record would. Such strings are never keys or
+//! ([`resolve`]); a record whose string was overwritten before it was
+//! read is lost, and counted with the dropped ones. Such strings are never keys or
 //! compared in the program (`utap_compiler::route` keeps those handlers
 //! in the tracer): their handles are not canonical.
 

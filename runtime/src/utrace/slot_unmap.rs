@@ -233,6 +233,10 @@ impl Tracer {
         // this tracer lives (a `-c` command shepherded after an error,
         // waiting to join that thread, hung).
         if let Status::Event { event, .. } = ptrace::decode(held)
+            && matches!(
+                event,
+                ptrace::EVENT_CLONE | ptrace::EVENT_FORK | ptrace::EVENT_VFORK
+            )
             && let Some(info) = self.take_in_clone(tid, event)
         {
             self.clone_taken_in(&info);
