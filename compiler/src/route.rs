@@ -28,9 +28,11 @@
 //!   (records the tracer formats), `<<<` into statistics keyed as those
 //!   arrays (read only by begin, end and error; one `@variance` reads
 //!   stays in the tracer, its estimate depending on the order of values):
-//!   `while` and `for` loops (MAXACTION bounds them, as in the tracer):
-//!   nothing that builds strings, iterates arrays, reads program memory
-//!   or controls a thread;
+//!   `while` and `for` loops (MAXACTION bounds them, as in the tracer),
+//!   target variables whose plan the program can evaluate
+//!   (`utap_runtime::dataplane::plans`; through registers at function
+//!   entries only, where the common entry stores them): nothing that
+//!   builds strings, iterates arrays or controls a thread;
 //! * it never reads a global it also writes with `=` or `delete` (no lock
 //!   makes the two one step in process; `++`, `+=`, `-=` and a running
 //!   maximum `if (x > m[k]) m[k] = x` are atomic, and elements keyed by
@@ -389,6 +391,9 @@ fn first_reason(program: &Program, p: &ProbeDef, unwinds: bool) -> Option<String
             matches!(&pt.kind, PointKind::Process { event: ProcessEvent::Function(fp), .. } if is_mark(fp))
         }),
         funcs: p.points.iter().all(|pt| point_func(&pt.kind).is_some()),
+        entries: p.points.iter().all(|pt| {
+            matches!(&pt.kind, PointKind::Process { event: ProcessEvent::Function(fp), .. } if function_entry(fp) && !fp.returning)
+        }),
     };
     for c in p.points.iter().filter_map(|pt| pt.condition.as_ref()) {
         expr_reason(&rules, c, &mut why);
@@ -409,6 +414,9 @@ struct Rules<'a> {
     marks: bool,
     /// Every point of the probe fixes `probefunc()` ([`point_func`]).
     funcs: bool,
+    /// Every point is a function's entry (its registers are stored for
+    /// target variables, see [`target_var_reason`]).
+    entries: bool,
 }
 
 impl Rules<'_> {
@@ -531,6 +539,25 @@ fn mark_reason(p: &ProbeDef, kind: &PointKind, text: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// Why a target variable (`__dwarf_long(plan, a, b)`) cannot be read in
+/// process: its plan is one the program cannot evaluate
+/// (`utap_runtime::dataplane::plans`), or it reads registers outside a
+/// function's entry (the function common entry stores them; a return
+/// or a marker does not).
+fn target_var_reason(program: &Rules, args: &[Expr]) -> Option<String> {
+    use utap_runtime::dataplane::plans;
+    let Some(ExprKind::Long(id)) = args.first().map(|a| &a.kind) else {
+        return Some("reads a target variable with no plan".into());
+    };
+    match plans::plan(*id) {
+        Err(why) => Some(format!("reads a target variable that {why}")),
+        Ok(p) if p.reads_regs && !program.entries => {
+            Some("reads a target variable's registers outside a function's entry".into())
+        }
+        Ok(_) => None,
+    }
 }
 
 /// The `$argN` (0-based) a probe's handler and conditions read.
@@ -719,6 +746,13 @@ fn expr_reason(program: &Rules, e: &Expr, why: &mut Option<String>) {
                 return;
             }
             keys.iter().for_each(|k| key_reason(program, k, why));
+        }
+        ExprKind::Builtin { name, args } if *name == "__dwarf_long" => {
+            if let Some(r) = target_var_reason(program, args) {
+                *why = Some(r);
+                return;
+            }
+            args.iter().for_each(|a| expr_reason(program, a, why));
         }
         ExprKind::Builtin { name, args } => {
             if let Some(r) = builtin_reason(name) {

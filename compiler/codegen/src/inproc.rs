@@ -60,6 +60,7 @@ use crate::{CodegenError, Compiler, Options, Sources, layout};
 
 mod clock;
 mod counters;
+mod dwarf;
 mod lookup;
 mod names;
 mod output;
@@ -244,6 +245,10 @@ pub fn compile(
     if calls_any(&sub, route::LOAD_BUILTINS) {
         rt.define_user_values(&region)?;
     }
+    let target_vars = dwarf::plans_read(&sub);
+    if !target_vars.is_empty() {
+        rt.define_target_vars(&region, &target_vars)?;
+    }
     let funcs = c.functions(&sub)?;
     let handlers = c.handlers(&sub, &funcs)?;
     let (entry, exit) = hooks(program, routes, &chosen, &handlers);
@@ -306,6 +311,7 @@ pub fn compile(
         max_nesting: limits.max_nesting,
         max_string_len: limits.max_string_len,
         syscall_hooks,
+        entry_regs: target_vars.iter().any(|(_, p)| p.reads_regs),
         clock: calls_any(&sub, route::CLOCK_BUILTINS).then(|| start_clock(&region)),
         names: (calls_any(&sub, route::NAME_BUILTINS)
             || held_keys_strings(program, &held, &touched))

@@ -9,7 +9,9 @@
 //! fails is skipped and counted, never trusted.
 
 use super::image::InProcImage;
-use super::layout::{Header, RAISE_ARRAY_FULL, RAISE_USER_FAULT, TableSpec, stat, tag};
+use super::layout::{
+    Header, RAISE_ARRAY_FULL, RAISE_READ_FAULT, RAISE_USER_FAULT, TableSpec, stat, tag,
+};
 use crate::script::abi::{RAISE_DIVISION_BY_ZERO, RAISE_MAXACTION, RAISE_MAXNESTING};
 use crate::values::map::{MapLimit, MapOverflow};
 use crate::values::stats::{Stat, StatSpec};
@@ -133,6 +135,8 @@ pub fn first_error(image: &InProcImage, declared: impl Fn(u32) -> Option<i64>) -
             errno: libc::EFAULT,
         }
         .string_message(),
+        // As the tracer's `script::dwarf_fns` words it.
+        RAISE_READ_FAULT => format!("read fault [man error::fault] at {:#x}", h.error_global),
         _ => "internal error".to_string(),
     };
     Some(match image.locations.get(h.error_location as usize) {

@@ -54,8 +54,8 @@ use iced_x86::{
 
 use super::code::{Asm, R8, R9, RAX, RDI, RDX, RSI, probe_field};
 use super::layout::{
-    BLOCK_BUSY, BLOCK_HITS, BLOCK_LEN, BLOCK_MISSED, BLOCK_OWNER_FS, BLOCK_SAVED_RSP, BLOCK_SHADOW,
-    BLOCK_SKIPPED, BLOCK_STACK_TOP, SHADOW_FRAMES,
+    BLOCK_BUSY, BLOCK_HITS, BLOCK_LEN, BLOCK_MISSED, BLOCK_OWNER_FS, BLOCK_REGS, BLOCK_SAVED_RSP,
+    BLOCK_SHADOW, BLOCK_SKIPPED, BLOCK_STACK_TOP, SHADOW_FRAMES,
 };
 use crate::elf::sdt::{Operand, SdtArg};
 use crate::script::context::{HandlerContext, ProbeValues, event};
@@ -80,8 +80,9 @@ fn ctx_field(f: usize) -> u32 {
 /// The function common entry, for a region whose stop flag is at `stop`
 /// and whose handlers get `max_action` statements; a site with return
 /// hooks has its return address replaced by `ret_stub` (see
-/// [`ret_stub`]).
-pub fn common(stop: u64, max_action: i64, ret_stub: u64, blocks: Blocks) -> Vec<u8> {
+/// [`ret_stub`]). With `regs`, every general purpose register as the
+/// site saw it goes to the block too (target variables, `super::plans`).
+pub fn common(stop: u64, max_action: i64, ret_stub: u64, blocks: Blocks, regs: bool) -> Vec<u8> {
     let mut a = Asm::new();
     let (out, skip, unclaim) = (a.label(), a.label(), a.label());
     // push rcx, rdx, rsi, rdi, r8, r9, r10, r11 (no flags: at a call they
@@ -100,6 +101,9 @@ pub fn common(stop: u64, max_action: i64, ret_stub: u64, blocks: Blocks) -> Vec<
     a.bytes(&[0x48, 0x8b, 0x4c, 0x24, 0x38]); // mov rcx, [rsp+56]
     for (i, reg) in [RDI, RSI, RDX, 1, R8, R9].into_iter().enumerate() {
         a.store(arg_field(i), reg);
+    }
+    if regs {
+        store_regs(&mut a);
     }
     a.store_imm(
         probe_field(offset_of!(ProbeValues, event)),
@@ -122,6 +126,38 @@ pub fn common(stop: u64, max_action: i64, ret_stub: u64, blocks: Blocks) -> Vec<
     a.bytes(&[0xe9]);
     a.rel32(out);
     a.finish()
+}
+
+/// In the function common entry (after its pushes, r11 the block, rax
+/// and r11 clobbered, every other register the program's): the site's
+/// registers to the block in DWARF order, rax, r11 and rsp from where
+/// the stub and the entry put them. rip is left 0 (no plan reads it).
+fn store_regs(a: &mut Asm) {
+    let at = |r: u64| (BLOCK_REGS + 8 * r) as u32;
+    a.bytes(&[0x48, 0x8b, 0x44, 0x24, 80]); // mov rax, [rsp+80]: the stub's push
+    a.store(at(0), RAX);
+    for (dwarf, reg) in [
+        (1, RDX),
+        (2, 1),
+        (3, 3),
+        (4, RSI),
+        (5, RDI),
+        (6, 5),
+        (8, R8),
+        (9, R9),
+    ] {
+        a.store(at(dwarf), reg);
+    }
+    a.bytes(&[0x48, 0x8d, 0x84, 0x24]); // lea rax, [rsp+SLOT]: the site's rsp
+    a.d32(HIJACK_SLOT as u32);
+    a.store(at(7), RAX);
+    a.store(at(10), 10); // r10: untouched so far
+    a.bytes(&[0x48, 0x8b, 0x04, 0x24]); // mov rax, [rsp]: the pushed r11
+    a.store(at(11), RAX);
+    for r in 12..16u8 {
+        a.store(at(u64::from(r)), r);
+    }
+    a.store_imm(at(16), 0);
 }
 
 /// The per-thread blocks of a region: the first one's address and how
@@ -729,7 +765,7 @@ mod tests {
             start: 0x3f00_0100_0000,
             count: 1024,
         };
-        let c = common(0x3f00_0040_0000, 1000, 0x3f00_0000_0c00, blocks);
+        let c = common(0x3f00_0040_0000, 1000, 0x3f00_0000_0c00, blocks, false);
         let ins = decode_all(&c, 0);
         assert!(ins.iter().all(|i| i.code() != Code::INVALID));
         let pushes = ins
@@ -757,6 +793,21 @@ mod tests {
             .filter(|i| i.code() == Code::Movdqa_xmm_xmmm128)
             .count();
         assert_eq!((saved, restored), (8, 8));
+        // With target variables, the 17 register words of the block are
+        // written, and nothing else changes the stack.
+        let r = common(0x3f00_0040_0000, 1000, 0x3f00_0000_0c00, blocks, true);
+        let ri = decode_all(&r, 0);
+        assert!(ri.iter().all(|i| i.code() != Code::INVALID));
+        let into_regs = ri
+            .iter()
+            .filter(|i| {
+                i.memory_base() == Register::R11
+                    && (BLOCK_REGS..BLOCK_REGS + 17 * 8).contains(&i.memory_displacement64())
+                    && matches!(i.code(), Code::Mov_rm64_r64 | Code::Mov_rm64_imm32)
+            })
+            .count();
+        assert_eq!(into_regs, 17);
+        assert_eq!(ri.len(), ins.len() + 20);
     }
 
     #[test]
@@ -785,7 +836,7 @@ mod tests {
         // The return values in xmm0/xmm1 are kept around the hooks.
         assert_eq!(count(&[Code::Movdqa_xmmm128_xmm]), 8);
         // The entry's hijack writes the stub's address: it is in fcommon.
-        let f = common(0x3f00_0040_0000, 1000, 0x3f00_0000_0c00, blocks);
+        let f = common(0x3f00_0040_0000, 1000, 0x3f00_0000_0c00, blocks, false);
         let fi = decode_all(&f, 0);
         assert!(
             fi.iter()

@@ -59,6 +59,9 @@ pub struct InProcImage {
     /// Some syscall entry or return probe runs in process (an attached
     /// program's threads are then armed with SUD, `dispatch`).
     pub syscall_hooks: bool,
+    /// Some handler reads a target variable through registers: the
+    /// function common entry stores them in the block (`super::plans`).
+    pub entry_regs: bool,
     /// The handlers' clock, when one reads it (`super::clock`): the
     /// tracer refreshes it while the session runs.
     pub clock: Option<std::sync::Mutex<super::clock::Keeper>>,
@@ -178,13 +181,15 @@ impl InProcImage {
     /// hit at a stop (a site the data plane cannot serve), on tracer block
     /// `shard`: the same code and the same state as in the program.
     /// Returns false if the probe has no in-process handler.
-    /// `comm` is the thread's command name, for `execname()`.
+    /// `comm` is the thread's command name, for `execname()`; `regs` the
+    /// registers of a function hit (target variables, `super::plans`).
     pub fn run_here(
         &self,
         shard: usize,
         probe: usize,
         point: usize,
         values: &ProbeValues,
+        regs: Option<[u64; 17]>,
         comm: &[u8],
     ) -> bool {
         let Some(Some((addr, index))) = self.handlers.get(probe).copied() else {
@@ -210,6 +215,7 @@ impl InProcImage {
             ctx.point_index = point as i64;
             ctx.state = std::ptr::null_mut();
             (*block).comm = self.name_handle(comm);
+            (*block).regs = regs.unwrap_or([0; 17]);
             let f: InProcHandler = std::mem::transmute::<u64, InProcHandler>(addr);
             f(ctx);
             let hits = (block as *mut u8).add(BLOCK_HITS as usize) as *mut u64;

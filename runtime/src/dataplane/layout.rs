@@ -91,6 +91,9 @@ pub const RAISE_ARRAY_FULL: i64 = 100;
 /// A string read in the program faulted (`super::strings`); the address
 /// is in the header's `error_global`.
 pub const RAISE_USER_FAULT: i64 = 101;
+/// A target variable's read in the program faulted (`super::plans`); the
+/// address is in the header's `error_global`.
+pub const RAISE_READ_FAULT: i64 = 102;
 
 /// The value the tracer stores in [`Header::stop`] to stop every handler.
 pub const STOPPED: u64 = 1 << 32;
@@ -157,6 +160,11 @@ pub struct Block {
     /// [`stat_copies`]), kept as their slots are ([`stat`]; a copy with
     /// count 0 is empty, whatever its other words hold).
     pub stats: [i64; STAT_COPY_WORDS],
+    /// The program's registers at a function entry's hit, in DWARF order
+    /// (rax rdx rcx rbx rsi rdi rbp rsp r8..r15, then 0 for rip): stored
+    /// by the function common entry only in an image whose handlers read
+    /// target variables (`super::plans`).
+    pub regs: [u64; 17],
     /// Bytes ever written to the block's string ring (`super::strings`):
     /// never reset, so a handle the tracer has not read yet can be told
     /// from one overwritten since, even across threads given the block.
@@ -202,6 +210,7 @@ pub const BLOCK_COMM: u64 = offset_of!(Block, comm) as u64;
 pub const BLOCK_COUNTERS: u64 = offset_of!(Block, counters) as u64;
 pub const BLOCK_STATS: u64 = offset_of!(Block, stats) as u64;
 pub const BLOCK_STR_HEAD: u64 = offset_of!(Block, str_head) as u64;
+pub const BLOCK_REGS: u64 = offset_of!(Block, regs) as u64;
 // The handlers' stack (the rest of the block) keeps at least 32 KiB.
 const _: () = assert!(size_of::<Block>() as u64 + (32 << 10) <= BLOCK_STACK_TOP);
 

@@ -139,6 +139,7 @@ pub mod image;
 pub mod layout;
 pub mod lifeline;
 pub mod names;
+pub mod plans;
 pub mod region;
 pub mod rings;
 mod robust;
@@ -380,7 +381,7 @@ impl Plane {
             start: image.region.data_base() + image.region.data.blocks,
             count: layout::BLOCKS,
         };
-        let fcommon = function::common(stop, image.max_action, ret_at, blocks);
+        let fcommon = function::common(stop, image.max_action, ret_at, blocks, image.entry_regs);
         let ret = function::ret_stub(stop, image.max_action, blocks);
         let helper = code::read_helper();
         assert!(

@@ -364,6 +364,17 @@ impl ScriptRuntime {
         self.state.ufunc = f;
     }
 
+    /// The registers of the function-probe hit the next firings run for
+    /// (in DWARF order, as the data plane's function entry stores them
+    /// for target variables), if any.
+    pub fn user_function_regs(&self) -> Option<[u64; 17]> {
+        let g = self.state.ufunc.as_ref()?.regs?;
+        Some([
+            g.rax, g.rdx, g.rcx, g.rbx, g.rsi, g.rdi, g.rbp, g.rsp, g.r8, g.r9, g.r10, g.r11,
+            g.r12, g.r13, g.r14, g.r15, 0,
+        ])
+    }
+
     /// The USDT marker of the next firings and its argument values, or
     /// `None` outside marker probes.
     pub fn set_marker(&mut self, m: Option<(std::rc::Rc<crate::hit::Marker>, Vec<i64>)>) {

@@ -31,7 +31,8 @@ const BUSY_POLL: Duration = Duration::from_micros(250);
 impl Shared {
     /// Runs `probe`'s in-process handler here if it has one (true), on
     /// the same state the program's threads update.
-    /// `execname()` there is the thread's name from `run`'s process facts.
+    /// `execname()` there is the thread's name from `run`'s process facts;
+    /// target variables read the registers of `run`'s function hit.
     pub(crate) fn fire_in_process(
         &self,
         run: &mut ScriptRuntime,
@@ -42,11 +43,12 @@ impl Shared {
         let Some(img) = &self.inproc else {
             return false;
         };
+        let regs = run.user_function_regs();
         let comm = match img.names {
             Some(_) => run.execname_of(values.tid as i32),
             None => "",
         };
-        img.run_here(0, probe, point, values, comm.as_bytes())
+        img.run_here(0, probe, point, values, regs, comm.as_bytes())
     }
 
     /// The first in-process error, if one happened and is not reported

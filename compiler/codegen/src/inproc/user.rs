@@ -325,7 +325,7 @@ fn round8(b: &mut FunctionBuilder, v: Value) -> Value {
 /// The safe load: `len` bytes at `src` in `ctx`'s process to `dst`, by
 /// `process_vm_readv` from the region's helper. The bytes read, or
 /// `-errno` (a bad address is `-EFAULT`, never a fault).
-fn safe_load(
+pub(super) fn safe_load(
     b: &mut FunctionBuilder,
     helper: i64,
     ctx: Value,

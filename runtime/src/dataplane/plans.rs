@@ -1,0 +1,155 @@
+//! Target variables read in the program: which DWARF access plans
+//! (`crate::dwarf::plan`) a handler compiled for the data plane evaluates
+//! itself, with the registers the function common entry stores in the
+//! block (`layout::Block::regs`) and memory read by the safe load
+//! (`strings`' `process_vm_readv`: a bad pointer is an error return,
+//! never a fault).
+//!
+//! The compiled code cannot pick a plan by the firing site (a wildcard's
+//! sites share one handler and the stub does not say which fired), so a
+//! plan runs in the program only when every site has the same chain. It
+//! has no load bias either (the region is shared by every process of the
+//! session; each has its own), so a chain with a link-time address
+//! (`@var`, a static), a thread-local or a floating point value stays in
+//! the tracer, as do `DW_OP_piece` values and places the tracer would
+//! refuse at the hit ("not accessible"): the tracer words those errors.
+
+use crate::dwarf::plan::{Chain, Final, Loc, Op, Site, Step, plan_of};
+
+/// Registers a chain may read: DWARF 0..=15, the general purpose ones.
+pub const REGS: u16 = 16;
+
+/// A plan the program can evaluate: its chain, and whether it reads
+/// registers (then only at a function's entry, where they are stored).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub chain: Chain,
+    pub reads_regs: bool,
+}
+
+/// Plan `id` as the program evaluates it, or why it cannot.
+pub fn plan(id: i64) -> Result<Plan, &'static str> {
+    let access = plan_of(id).ok_or("has no plan")?;
+    let mut sites = access.sites.iter().map(|(_, _, s)| s).chain(&access.any);
+    let first = sites.next().ok_or("has no plan")?;
+    if sites.any(|s| s != first) {
+        return Err("is found differently at the probe's sites");
+    }
+    let Site::Long(chain) = first else {
+        return Err("is printed as text");
+    };
+    let reads_regs = loc_ok(&chain.loc)?;
+    place_ok(chain)?;
+    Ok(Plan {
+        chain: chain.clone(),
+        reads_regs,
+    })
+}
+
+/// Whether the location's operations are the program's to run; whether
+/// they read a register.
+fn loc_ok(loc: &Loc) -> Result<bool, &'static str> {
+    match loc {
+        Loc::Register(r) if *r < REGS => Ok(true),
+        Loc::Register(_) => Err("is in a floating point register"),
+        Loc::Memory(ops) | Loc::Value(ops) => {
+            let mut regs = false;
+            for op in ops {
+                match op {
+                    Op::Reg(r) if *r < REGS => regs = true,
+                    Op::Reg(_) => return Err("is computed from a floating point register"),
+                    Op::Addr(_) => return Err("is at a link-time address (needs the load bias)"),
+                    Op::Tls(_) | Op::ModuleTls => return Err("is thread-local"),
+                    Op::Input(k) if *k >= 2 => return Err("reads a third script value"),
+                    _ => {}
+                }
+            }
+            Ok(regs)
+        }
+        Loc::Pieces(_) => Err("is assembled from pieces"),
+        Loc::Unavailable => Err("is optimised out here"),
+    }
+}
+
+/// Whether the chain's steps and final read reach a place the program
+/// can read (the tracer's `Machine::place` and `long` would not refuse).
+fn place_ok(chain: &Chain) -> Result<(), &'static str> {
+    let mut memory = matches!(chain.loc, Loc::Memory(_));
+    for s in &chain.steps {
+        match s {
+            Step::Deref => memory = true,
+            Step::Offset(_) | Step::Index { .. } if !memory => {
+                return Err("is a member of a value in registers");
+            }
+            Step::Index { arg, .. } if *arg >= 2 => return Err("reads a third script value"),
+            _ => {}
+        }
+    }
+    match chain.fin {
+        Final::Address if !memory => Err("has no address"),
+        Final::Float { .. } => Err("is a floating point value"),
+        _ => Ok(()),
+    }
+}
+
+/// Whether a chain's place is in memory (else it is a value) after its
+/// steps: the code generator follows the same walk.
+pub fn ends_in_memory(chain: &Chain) -> bool {
+    matches!(chain.loc, Loc::Memory(_)) || chain.steps.contains(&Step::Deref)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dwarf::plan::{Access, register};
+
+    fn at(sites: Vec<Site>) -> i64 {
+        register(Access {
+            sites: sites
+                .into_iter()
+                .enumerate()
+                .map(|(i, s)| ("/bin/x".to_string(), 0x1000 + i as u64, s))
+                .collect(),
+            any: None,
+        })
+    }
+
+    fn long(loc: Loc, steps: Vec<Step>) -> Site {
+        Site::Long(Chain {
+            loc,
+            steps,
+            fin: Final::Load {
+                size: 4,
+                signed: true,
+            },
+        })
+    }
+
+    #[test]
+    fn a_parameter_in_a_register_or_on_the_stack_is_the_programs() {
+        let reg = at(vec![long(Loc::Register(5), vec![])]);
+        assert!(plan(reg).unwrap().reads_regs);
+        let stack = at(vec![long(
+            Loc::Memory(vec![Op::Reg(7), Op::PlusConst(-20)]),
+            vec![Step::Deref, Step::Offset(8)],
+        )]);
+        assert!(plan(stack).is_ok());
+    }
+
+    #[test]
+    fn what_needs_a_bias_a_site_or_the_tracer_stays_there() {
+        let global = at(vec![long(Loc::Memory(vec![Op::Addr(0x4000)]), vec![])]);
+        assert!(plan(global).is_err());
+        let two = at(vec![
+            long(Loc::Register(5), vec![]),
+            long(Loc::Register(4), vec![]),
+        ]);
+        assert_eq!(plan(two), Err("is found differently at the probe's sites"));
+        let member = at(vec![long(Loc::Register(5), vec![Step::Offset(8)])]);
+        assert!(plan(member).is_err());
+        let gone = at(vec![long(Loc::Unavailable, vec![])]);
+        assert!(plan(gone).is_err());
+        let xmm = at(vec![long(Loc::Register(17), vec![])]);
+        assert!(plan(xmm).is_err());
+    }
+}
