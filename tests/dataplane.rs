@@ -1429,32 +1429,33 @@ fn markers_count_exactly_in_process() {
     }
 }
 
-/// A marker probe that reads an argument the note keeps in memory stays
-/// in the tracer, and `-v` says why; one that reads only the marker's
-/// constant runs in the program; both print the fixture's values.
+/// A marker probe that reads an argument the note keeps at a symbol
+/// (`-1@small(%rip)`, which needs the module's load bias) stays in the
+/// tracer, and `-v` says why; one that reads an argument kept in memory
+/// at a register's address runs in the program (the marker entry passes
+/// the address, the handler reads it); both print the fixture's values.
 #[test]
-fn a_marker_argument_in_memory_keeps_its_probe_in_the_tracer() {
+fn a_marker_argument_at_a_symbol_keeps_its_probe_in_the_tracer() {
     let exe = fixture("usdt");
     if !std::path::Path::new(&exe).exists() {
         eprintln!("skipped: usdt fixture not built (install systemtap-sdt-dev)");
         return;
     }
-    let mem = format!(
-        "global s\nprobe process(\"{exe}\").mark(\"mixed\") {{ s += $arg2 }}\n\
+    let sym = format!(
+        "global s\nprobe process(\"{exe}\").mark(\"mixed\") {{ s += $arg1 }}\n\
          probe end {{ println(s) }}"
     );
-    let o = utap_c(&mem, &exe, true);
-    assert_eq!((o.status, o.stdout.as_str()), (0, "60\n"), "{}", o.stderr);
+    let o = utap_c(&sym, &exe, true);
+    assert_eq!((o.status, o.stdout.as_str()), (0, "-9\n"), "{}", o.stderr);
     assert!(
-        o.stderr.contains(
-            "reads $arg2, which marker 'mixed' keeps in memory (no safe load in the program)"
-        ),
+        o.stderr
+            .contains("reads $arg1, which marker 'mixed' keeps at a symbol"),
         "{}",
         o.stderr
     );
-    let constant = mem.replace("$arg2", "$arg3");
-    let o = utap_c(&constant, &exe, true);
-    assert_eq!((o.status, o.stdout.as_str()), (0, "-3\n"), "{}", o.stderr);
+    let mem = sym.replace("$arg1", "$arg2");
+    let o = utap_c(&mem, &exe, true);
+    assert_eq!((o.status, o.stdout.as_str()), (0, "60\n"), "{}", o.stderr);
     assert!(
         o.stderr
             .contains("utap: 1 of 2 probe(s) run in the program"),

@@ -393,3 +393,106 @@ probe end { printf("ticks %d\n", n) }"#;
     assert_eq!(semaphore(pid, addr), 0, "back to 0 after detach");
     assert_eq!(status_field(pid, "TracerPid").as_deref(), Some("0"));
 }
+
+/// Runs `script` (EXE: the fixture `exe`) on `cmdline` (EXE too) on the
+/// route `inproc` chooses: status, stdout lines sorted (the program's own
+/// interleave with the script's), stderr.
+fn on_route(exe: &str, script: &str, cmdline: &str, inproc: bool) -> (i32, Vec<String>, String) {
+    let path = fixture(exe);
+    let mut c = utap(
+        &script.replace("EXE", &path),
+        &["-v", "-c", &cmdline.replace("EXE", &path)],
+    );
+    if !inproc {
+        c.env("UTAP_INPROC", "0");
+    }
+    let o = run(c);
+    let mut lines: Vec<String> = o.stdout.lines().map(String::from).collect();
+    lines.sort();
+    (o.status, lines, o.stderr)
+}
+
+/// The script prints the same on both routes, in the program on the
+/// data plane's; its sorted lines.
+fn same_in_the_program(exe: &str, script: &str, cmdline: &str) -> (Vec<String>, String) {
+    let (s0, tracer, e0) = on_route(exe, script, cmdline, false);
+    let (s1, inproc, err) = on_route(exe, script, cmdline, true);
+    assert_eq!((s0, s1), (0, 0), "{e0}{err}");
+    assert_eq!(tracer, inproc, "{err}");
+    assert!(
+        err.contains("utap: 1 of 1 probe(s) run in the program"),
+        "{err}"
+    );
+    (inproc, err)
+}
+
+#[test]
+fn memory_operands_are_read_in_the_program_as_at_a_stop() {
+    if forms().is_none() {
+        return;
+    }
+    // base+disp of both signs and sizes, base+index*scale: the marker
+    // entry passes each address, the handler reads it (safe load).
+    let script = r#"
+probe process("EXE").provider("demo").mark("memory") { printf("m %d %d %d %d\n", $arg1, $arg2, $arg3, $arg4) }
+"#;
+    let (lines, err) = same_in_the_program("usdt_forms", script, "EXE 3");
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| *l == "m -300 1000 -300 -300")
+            .count(),
+        3
+    );
+    assert!(
+        err.contains("1 function entries patched (0 refused)"),
+        "{err}"
+    );
+    let mixed = r#"probe process("EXE").provider("demo").mark("mixed") { printf("mixed %d %d\n", $arg2, $arg3) }"#;
+    let (lines, _) = same_in_the_program("usdt", mixed, "EXE");
+    assert!(lines.iter().any(|l| l == "mixed 10 -1"), "{lines:?}");
+}
+
+#[test]
+fn a_marker_left_on_its_int3_gives_in_process_handlers_the_address() {
+    // A branch lands after usdt_tight's `nop`: the site is refused and
+    // the in-process handler runs at the tracer's stop.
+    let path = fixture("usdt_tight");
+    if !Path::new(&path).exists() {
+        eprintln!("skipped: usdt_tight fixture not built (install systemtap-sdt-dev)");
+        return;
+    }
+    let script = r#"probe process("EXE").mark("tight") { println("tight ", $arg1) }"#;
+    let (lines, err) = same_in_the_program("usdt_tight", script, "EXE 5");
+    assert_eq!(
+        lines,
+        [
+            "tight -10",
+            "tight -3",
+            "tight 11",
+            "tight 18",
+            "tight 4",
+            "tight sum 20"
+        ]
+    );
+    assert!(
+        err.contains("0 function entries patched (1 refused)"),
+        "{err}"
+    );
+    assert!(err.contains("5 hit(s) served by in-process code"), "{err}");
+}
+
+#[test]
+fn an_argument_at_a_symbol_keeps_its_probe_in_the_tracer() {
+    if forms().is_none() {
+        return;
+    }
+    let script = r#"probe process("EXE").provider("demo").mark("memory") { println($arg5) }"#;
+    let (status, lines, err) = on_route("usdt_forms", script, "EXE 2", true);
+    assert_eq!(status, 0, "{err}");
+    assert_eq!(lines.iter().filter(|l| *l == "-7").count(), 2, "{lines:?}");
+    assert!(
+        err.contains("reads $arg5, which marker 'memory' keeps at a symbol"),
+        "{err}"
+    );
+}

@@ -14,9 +14,9 @@
 //!   a stub, which hijacks the return for return hooks; not `.plt`,
 //!   offsets or absolute addresses), or USDT markers whose file is known
 //!   before the run (the marker's `nop` is patched the same way; the
-//!   stub loads `$arg1`..`$arg6` from registers and constants, so a
-//!   handler that reads an argument the note puts in memory stays in the
-//!   tracer: the data plane has no safe load);
+//!   stub loads `$arg1`..`$arg6` from registers and constants, and passes
+//!   an argument the note keeps in memory as its address, which the
+//!   handler reads through the safe load: [`mark_loads`]);
 //! * it uses long arithmetic, locals, `if`, `next`, long scalar globals,
 //!   arrays of longs keyed by longs and string literals (a string local
 //!   only ever holds a literal, a name `syscall_name()` or
@@ -515,30 +515,69 @@ fn is_mark(fp: &utap_runtime::session::FunctionPoint) -> bool {
 
 /// Why a marker point's hits cannot be served in process: its file is
 /// known only at run time (`process.mark`, a library named without its
-/// path), or the handler reads an argument a matching marker keeps in
-/// memory (the data plane has no safe load; registers and constants are
-/// loaded by the marker's stub).
+/// path), or the handler reads an argument the matching markers do not
+/// all keep alike ([`mark_loads`]).
 fn mark_reason(p: &ProbeDef, kind: &PointKind, text: &str) -> Option<String> {
-    let Some(markers) = crate::check::marks::operands(kind) else {
+    if crate::check::marks::operands(kind).is_none() {
         return Some(format!(
             "{text}: the marker's file is known only at run time"
         ));
-    };
+    }
+    mark_loads(p).err()
+}
+
+/// The arguments `p`'s handler reads (0-based) that its markers keep in
+/// memory, with the size and signedness to load: the data plane's marker
+/// entry passes such an argument's address, and the in-process handler
+/// reads it through the safe load (`$argN` becomes `user_int($argN)` and
+/// the like). An argument some marker keeps in memory and another in a
+/// register, or in memory of another size, or at a symbol
+/// (`sym(%rip)`), cannot be compiled one way: an error saying which.
+pub fn mark_loads(p: &ProbeDef) -> Result<Vec<(usize, u8, bool)>, String> {
     let read = args_read(p);
-    for (name, args) in &markers {
-        for &n in &read {
-            let in_memory = args
-                .get(n)
-                .is_some_and(|a| matches!(a.operand, Operand::Mem { .. } | Operand::Symbol { .. }));
-            if in_memory {
-                return Some(format!(
-                    "reads $arg{}, which marker '{name}' keeps in memory (no safe load in the program)",
+    let mut out = Vec::new();
+    for &n in &read {
+        let mut kinds = HashSet::new();
+        for pt in &p.points {
+            for (name, args) in crate::check::marks::operands(&pt.kind).unwrap_or_default() {
+                let kind = match args.get(n).map(|a| (&a.operand, a.size, a.signed)) {
+                    Some((Operand::Symbol { .. }, ..)) => {
+                        return Err(format!(
+                            "reads $arg{}, which marker '{name}' keeps at a symbol",
+                            n + 1
+                        ));
+                    }
+                    Some((Operand::Mem { .. }, size, signed)) => Some((size, signed)),
+                    _ => None,
+                };
+                kinds.insert(kind);
+            }
+        }
+        match kinds.len() {
+            0 | 1 => {}
+            _ => {
+                return Err(format!(
+                    "reads $arg{}, which its markers keep in different places",
                     n + 1
                 ));
             }
         }
+        if let Some(Some((size, signed))) = kinds.into_iter().next() {
+            out.push((n, size, signed));
+        }
     }
-    None
+    let all_marks = p.points.iter().all(|pt| {
+        matches!(&pt.kind, PointKind::Process { event: ProcessEvent::Function(fp), .. } if is_mark(fp))
+    });
+    if let Some((n, ..)) = out.first()
+        && !all_marks
+    {
+        return Err(format!(
+            "reads $arg{}, which a marker keeps in memory, beside points that are not markers",
+            n + 1
+        ));
+    }
+    Ok(out)
 }
 
 /// Why a target variable (`__dwarf_long(plan, a, b)`) cannot be read in

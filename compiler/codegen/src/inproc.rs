@@ -62,6 +62,7 @@ mod clock;
 mod counters;
 mod dwarf;
 mod lookup;
+mod marks;
 mod names;
 mod output;
 mod stats;
@@ -165,13 +166,14 @@ pub fn compile(
     if chosen.is_empty() {
         return Ok(None);
     }
-    let sub = Program {
+    let mut sub = Program {
         globals: program.globals.clone(),
         functions: called_functions(program, &chosen),
         probes: chosen.iter().map(|&i| program.probes[i].clone()).collect(),
         guru: false,
         entry_missing: Vec::new(),
     };
+    marks::load_mark_args(&mut sub);
     let maxstringlen = options.limits.max_string_len;
     // The whole program's globals: the histograms a statistic keeps are
     // the ones its readers (end probes, not compiled here) use.

@@ -472,10 +472,11 @@ const MARK_RSP: u32 = 72 + 128;
 /// `site` is the marker's `nop` (a `%rip` operand reads one past it, as
 /// at a trap); `fcommon` the function common entry.
 ///
-/// Registers and constants only: a memory operand reads 0 (the data
-/// plane has no safe load; `utap_compiler::route` keeps probes that read
-/// one in the tracer). The flags are dead at a marker as at a call: an
-/// `asm` statement clobbers them on x86.
+/// A memory operand is passed as its address, which the handler reads
+/// through the safe load (`utap_compiler::route::mark_loads`); a
+/// `sym(%rip)` operand reads 0 (`route` keeps probes that read one in
+/// the tracer). The flags are dead at a marker as at a call: an `asm`
+/// statement clobbers them on x86.
 pub fn mark_entry(args: &[SdtArg], site: u64, fcommon: u64) -> Vec<u8> {
     let mut a = Asm::new();
     // push rdi, rsi, rdx, rcx, r8, r9
@@ -501,9 +502,10 @@ pub fn mark_entry(args: &[SdtArg], site: u64, fcommon: u64) -> Vec<u8> {
     a.finish()
 }
 
-/// One marker argument's value in rax, truncated and extended as the
-/// tracer's `marks::read_arg` does; `depth`: bytes pushed since the six
-/// saves.
+/// One marker argument in rax, truncated and extended as the tracer's
+/// `marks::read_arg` does; for a memory operand, its address (the
+/// handler loads it: `utap_compiler::route::mark_loads`). `depth`: bytes
+/// pushed since the six saves.
 fn mark_arg(a: &mut Asm, arg: &SdtArg, site: u64, depth: u32) {
     let reg = match &arg.operand {
         Operand::Reg(r) => r,
@@ -512,11 +514,62 @@ fn mark_arg(a: &mut Asm, arg: &SdtArg, site: u64, depth: u32) {
             a.bytes(&arg.extend(*v as u64).to_le_bytes());
             return;
         }
-        Operand::Mem { .. } | Operand::Symbol { .. } => {
+        Operand::Mem { disp, base, index } => {
+            return mark_address(a, *disp, base.as_ref(), index.as_ref(), site, depth);
+        }
+        Operand::Symbol { .. } => {
             a.bytes(&[0x31, 0xc0]); // xor eax, eax
             return;
         }
     };
+    fetch_reg(a, reg, site, depth);
+    match (arg.size, arg.signed) {
+        (1, true) => a.bytes(&[0x48, 0x0f, 0xbe, 0xc0]), // movsx rax, al
+        (1, false) => a.bytes(&[0x0f, 0xb6, 0xc0]),      // movzx eax, al
+        (2, true) => a.bytes(&[0x48, 0x0f, 0xbf, 0xc0]), // movsx rax, ax
+        (2, false) => a.bytes(&[0x0f, 0xb7, 0xc0]),      // movzx eax, ax
+        (4, true) => a.bytes(&[0x48, 0x63, 0xc0]),       // movsxd rax, eax
+        (4, false) => a.bytes(&[0x89, 0xc0]),            // mov eax, eax
+        _ => {}
+    }
+}
+
+/// `disp(base, index, scale)`'s address in rax, as `marks::read_arg`
+/// computes it from the registers.
+fn mark_address(
+    a: &mut Asm,
+    disp: i64,
+    base: Option<&crate::elf::sdt::Reg>,
+    index: Option<&(crate::elf::sdt::Reg, u8)>,
+    site: u64,
+    depth: u32,
+) {
+    match base {
+        Some(b) => fetch_reg(a, b, site, depth),
+        None => a.bytes(&[0x31, 0xc0]), // xor eax, eax
+    }
+    if let Some((i, scale)) = index {
+        a.bytes(&[0x50]); // push rax
+        fetch_reg(a, i, site, depth + 8);
+        a.bytes(&[0x48, 0x6b, 0xc0, *scale]); // imul rax, rax, scale
+        a.bytes(&[0x48, 0x03, 0x04, 0x24, 0x48, 0x83, 0xc4, 0x08]); // add rax, [rsp]; add rsp, 8
+    }
+    match i32::try_from(disp) {
+        Ok(d) => {
+            a.bytes(&[0x48, 0x05]); // add rax, imm32 (sign extended)
+            a.d32(d as u32);
+        }
+        Err(_) => {
+            a.bytes(&[0x50, 0x48, 0xb8]); // push rax; movabs rax, disp
+            a.bytes(&disp.to_le_bytes());
+            a.bytes(&[0x48, 0x03, 0x04, 0x24, 0x48, 0x83, 0xc4, 0x08]); // add rax, [rsp]; add rsp, 8
+        }
+    }
+}
+
+/// Register `reg` as the program had it at the marker, in rax, with its
+/// width and `%ah`-style shift applied (`marks::register`).
+fn fetch_reg(a: &mut Asm, reg: &crate::elf::sdt::Reg, site: u64, depth: u32) {
     let saved = MARK_SAVED.iter().find(|(n, _)| *n == reg.name);
     match (reg.name, saved) {
         (_, Some(&(_, off))) => {
@@ -544,15 +597,6 @@ fn mark_arg(a: &mut Asm, arg: &SdtArg, site: u64, depth: u32) {
         1 => a.bytes(&[0x0f, 0xb6, 0xc0]), // movzx eax, al
         2 => a.bytes(&[0x0f, 0xb7, 0xc0]), // movzx eax, ax
         4 => a.bytes(&[0x89, 0xc0]),       // mov eax, eax
-        _ => {}
-    }
-    match (arg.size, arg.signed) {
-        (1, true) => a.bytes(&[0x48, 0x0f, 0xbe, 0xc0]), // movsx rax, al
-        (1, false) => a.bytes(&[0x0f, 0xb6, 0xc0]),      // movzx eax, al
-        (2, true) => a.bytes(&[0x48, 0x0f, 0xbf, 0xc0]), // movsx rax, ax
-        (2, false) => a.bytes(&[0x0f, 0xb7, 0xc0]),      // movzx eax, ax
-        (4, true) => a.bytes(&[0x48, 0x63, 0xc0]),       // movsxd rax, eax
-        (4, false) => a.bytes(&[0x89, 0xc0]),            // mov eax, eax
         _ => {}
     }
 }
@@ -850,7 +894,7 @@ mod tests {
     /// each must be what the tracer's `marks::read_arg` reads from the
     /// same registers, and the program's registers must come back.
     fn run_mark_entry(specs: &[&str]) {
-        use crate::session::marks::{MarkArg, read_arg};
+        use crate::session::marks::{MarkArg, arg_address, read_arg};
         let args: Vec<MarkArg> = specs
             .iter()
             .map(|t| MarkArg {
@@ -953,7 +997,14 @@ mod tests {
                 Err(crate::memory::Fault { addr, errno: 14 })
             }
         }
-        let mut want: Vec<i64> = args.iter().map(|a| read_arg(a, &regs, &NoMemory)).collect();
+        // A memory operand is passed as its address.
+        let mut want: Vec<i64> = args
+            .iter()
+            .map(|a| match arg_address(a, &regs) {
+                Some(addr) => addr as i64,
+                None => read_arg(a, &regs, &NoMemory),
+            })
+            .collect();
         want.resize(6, 0);
         want.push(0x1234);
         assert_eq!(got, want, "{specs:?}");
@@ -966,6 +1017,18 @@ mod tests {
         run_mark_entry(&["-8@%rbx", "-4@%eax", "1@%dl", "-4@$-7", "-2@%r12w", "1@%ah"]);
         run_mark_entry(&["8@%rdi", "-4@%esi", "8@%rcx", "-1@%r8b", "8@%r9", "8@%rsp"]);
         run_mark_entry(&["-1@%dl", "8@%rip", "4@%ecx", "-8@8(%rsp)"]);
+        run_mark_entry(&[
+            "-4@-20(%rsi)",
+            "8@16(%rax,%rcx,8)",
+            "4@(%rdx,%r12,4)",
+            "2@%r9w",
+        ]);
+        run_mark_entry(&[
+            "8@-8(%rsp)",
+            "-4@4(%rip)",
+            "1@0x7fff1234(%rdi)",
+            "8@8(,%r8,2)",
+        ]);
     }
 
     #[test]

@@ -61,8 +61,9 @@
 //! when every hook there runs in process. Its stub calls a marker entry
 //! written after the hook lists (`function::mark_entry`) instead of the
 //! function common entry: it puts the note's register and constant
-//! operands in the argument registers, calls the common entry and puts
-//! the registers back. Flags are dead at a marker (an `asm` statement
+//! operands in the argument registers (a memory operand as its address,
+//! which the handler reads through the safe load), calls the common entry
+//! and puts the registers back. Flags are dead at a marker (an `asm` statement
 //! clobbers them on x86) and the stub steps over the red zone, so the
 //! same entry serves a site in a function's middle. The semaphore is the
 //! utrace core's, as on the `int3` route; ending and SIGKILL behave as

@@ -368,11 +368,22 @@ impl ScriptRuntime {
     /// (in DWARF order, as the data plane's function entry stores them
     /// for target variables), if any.
     pub fn user_function_regs(&self) -> Option<[u64; 17]> {
-        let g = self.state.ufunc.as_ref()?.regs?;
+        let g = self.hit_regs()?;
         Some([
             g.rax, g.rdx, g.rcx, g.rbx, g.rsi, g.rdi, g.rbp, g.rsp, g.r8, g.r9, g.r10, g.r11,
             g.r12, g.r13, g.r14, g.r15, 0,
         ])
+    }
+
+    /// The registers of the function or marker hit the next firings run
+    /// for, if any.
+    pub fn hit_regs(&self) -> Option<libc::user_regs_struct> {
+        self.state.ufunc.as_ref()?.regs
+    }
+
+    /// The USDT marker the next firings run for, if any.
+    pub fn marker(&self) -> Option<&std::rc::Rc<crate::hit::Marker>> {
+        self.state.usdt.as_ref().map(|(m, _)| m)
     }
 
     /// The USDT marker of the next firings and its argument values, or

@@ -28,6 +28,21 @@ use std::sync::atomic::Ordering;
 const ERROR_POLL: Duration = Duration::from_millis(10);
 const BUSY_POLL: Duration = Duration::from_micros(250);
 
+/// `values` as the data plane's marker entry passes them to in-process
+/// handlers: an argument the marker keeps in memory as its address (the
+/// handler loads it, `utap_codegen`'s `inproc::marks`).
+fn marker_addresses(run: &ScriptRuntime, values: &ProbeValues) -> ProbeValues {
+    let mut v = *values;
+    if let (Some(mark), Some(regs)) = (run.marker(), run.hit_regs()) {
+        for (i, a) in mark.args.iter().enumerate().take(6) {
+            if let Some(addr) = super::marks::arg_address(a, &regs) {
+                v.args[i] = addr as i64;
+            }
+        }
+    }
+    v
+}
+
 impl Shared {
     /// Runs `probe`'s in-process handler here if it has one (true), on
     /// the same state the program's threads update.
@@ -44,6 +59,7 @@ impl Shared {
             return false;
         };
         let regs = run.user_function_regs();
+        let values = &marker_addresses(run, values);
         let comm = match img.names {
             Some(_) => run.execname_of(values.tid as i32),
             None => "",

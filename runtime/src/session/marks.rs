@@ -118,19 +118,27 @@ pub fn read_arg(arg: &MarkArg, regs: &libc::user_regs_struct, mem: &dyn ReadMemo
     let raw = match &spec.operand {
         Operand::Imm(v) => *v as u64,
         Operand::Reg(r) => register(regs, r),
-        Operand::Mem { disp, base, index } => {
-            let mut addr = *disp as u64;
-            if let Some(b) = base {
-                addr = addr.wrapping_add(register(regs, b));
-            }
-            if let Some((i, scale)) = index {
-                addr = addr.wrapping_add(register(regs, i).wrapping_mul(u64::from(*scale)));
-            }
-            load(addr)
-        }
+        Operand::Mem { .. } => load(arg_address(arg, regs).unwrap_or(0)),
         Operand::Symbol { .. } => arg.symbol_addr.map_or(0, load),
     };
     spec.extend(raw)
+}
+
+/// Where a `disp(base, index, scale)` operand is, from the registers at
+/// the marker; `None` for other operands. The data plane's marker entry
+/// passes this address to in-process handlers, which load it themselves.
+pub fn arg_address(arg: &MarkArg, regs: &libc::user_regs_struct) -> Option<u64> {
+    let Operand::Mem { disp, base, index } = &arg.spec.operand else {
+        return None;
+    };
+    let mut addr = *disp as u64;
+    if let Some(b) = base {
+        addr = addr.wrapping_add(register(regs, b));
+    }
+    if let Some((i, scale)) = index {
+        addr = addr.wrapping_add(register(regs, i).wrapping_mul(u64::from(*scale)));
+    }
+    Some(addr)
 }
 
 /// A register's bytes as the operand names them (`%ah` is bits 8..16;
