@@ -527,27 +527,24 @@ fn mark_reason(p: &ProbeDef, kind: &PointKind, text: &str) -> Option<String> {
 }
 
 /// The arguments `p`'s handler reads (0-based) that its markers keep in
-/// memory, with the size and signedness to load: the data plane's marker
-/// entry passes such an argument's address, and the in-process handler
-/// reads it through the safe load (`$argN` becomes `user_int($argN)` and
-/// the like). An argument some marker keeps in memory and another in a
-/// register, or in memory of another size, or at a symbol
-/// (`sym(%rip)`), cannot be compiled one way: an error saying which.
+/// memory (`disp(base, index, scale)` or `sym(%rip)`), with the size and
+/// signedness to load: the data plane's marker entry passes such an
+/// argument's address, and the in-process handler reads it through the
+/// safe load (`$argN` becomes `user_int($argN)` and the like). An
+/// argument some marker keeps in memory and another in a register, or in
+/// memory of another size, cannot be compiled one way: an error saying
+/// which.
 pub fn mark_loads(p: &ProbeDef) -> Result<Vec<(usize, u8, bool)>, String> {
     let read = args_read(p);
     let mut out = Vec::new();
     for &n in &read {
         let mut kinds = HashSet::new();
         for pt in &p.points {
-            for (name, args) in crate::check::marks::operands(&pt.kind).unwrap_or_default() {
+            for (_, args) in crate::check::marks::operands(&pt.kind).unwrap_or_default() {
                 let kind = match args.get(n).map(|a| (&a.operand, a.size, a.signed)) {
-                    Some((Operand::Symbol { .. }, ..)) => {
-                        return Err(format!(
-                            "reads $arg{}, which marker '{name}' keeps at a symbol",
-                            n + 1
-                        ));
+                    Some((Operand::Mem { .. } | Operand::Symbol { .. }, size, signed)) => {
+                        Some((size, signed))
                     }
-                    Some((Operand::Mem { .. }, size, signed)) => Some((size, signed)),
                     _ => None,
                 };
                 kinds.insert(kind);

@@ -57,7 +57,8 @@ use super::layout::{
     BLOCK_BUSY, BLOCK_HITS, BLOCK_LEN, BLOCK_MISSED, BLOCK_OWNER_FS, BLOCK_REGS, BLOCK_SAVED_RSP,
     BLOCK_SHADOW, BLOCK_SKIPPED, BLOCK_STACK_TOP, SHADOW_FRAMES,
 };
-use crate::elf::sdt::{Operand, SdtArg};
+use crate::elf::sdt::Operand;
+use crate::hit::MarkArg;
 use crate::script::context::{HandlerContext, ProbeValues, event};
 
 /// Offsets in a function stub (see the module doc).
@@ -472,12 +473,11 @@ const MARK_RSP: u32 = 72 + 128;
 /// `site` is the marker's `nop` (a `%rip` operand reads one past it, as
 /// at a trap); `fcommon` the function common entry.
 ///
-/// A memory operand is passed as its address, which the handler reads
-/// through the safe load (`utap_compiler::route::mark_loads`); a
-/// `sym(%rip)` operand reads 0 (`route` keeps probes that read one in
-/// the tracer). The flags are dead at a marker as at a call: an `asm`
+/// A memory operand (`disp(base, index, scale)`, `sym(%rip)`) is passed
+/// as its address, which the handler reads through the safe load
+/// (`utap_compiler::route::mark_loads`). The flags are dead at a marker as at a call: an `asm`
 /// statement clobbers them on x86.
-pub fn mark_entry(args: &[SdtArg], site: u64, fcommon: u64) -> Vec<u8> {
+pub fn mark_entry(args: &[MarkArg], site: u64, fcommon: u64) -> Vec<u8> {
     let mut a = Asm::new();
     // push rdi, rsi, rdx, rcx, r8, r9
     a.bytes(&[0x57, 0x56, 0x52, 0x51, 0x41, 0x50, 0x41, 0x51]);
@@ -506,7 +506,8 @@ pub fn mark_entry(args: &[SdtArg], site: u64, fcommon: u64) -> Vec<u8> {
 /// `marks::read_arg` does; for a memory operand, its address (the
 /// handler loads it: `utap_compiler::route::mark_loads`). `depth`: bytes
 /// pushed since the six saves.
-fn mark_arg(a: &mut Asm, arg: &SdtArg, site: u64, depth: u32) {
+fn mark_arg(a: &mut Asm, marg: &MarkArg, site: u64, depth: u32) {
+    let arg = &marg.spec;
     let reg = match &arg.operand {
         Operand::Reg(r) => r,
         Operand::Imm(v) => {
@@ -518,7 +519,10 @@ fn mark_arg(a: &mut Asm, arg: &SdtArg, site: u64, depth: u32) {
             return mark_address(a, *disp, base.as_ref(), index.as_ref(), site, depth);
         }
         Operand::Symbol { .. } => {
-            a.bytes(&[0x31, 0xc0]); // xor eax, eax
+            // The symbol's run-time address (the tracer resolved it with
+            // the module's bias; 0, which reads as 0, when it could not).
+            a.bytes(&[0x48, 0xb8]); // movabs rax, address
+            a.bytes(&marg.symbol_addr.unwrap_or(0).to_le_bytes());
             return;
         }
     };
@@ -927,8 +931,7 @@ mod tests {
         ]);
         f.extend_from_slice(&[0x28, 0x48, 0x8b, 0x44, 0x24, 0x08, 0x49, 0x89, 0x43, 0x30]);
         f.extend_from_slice(&[0xc2, 0x08, 0x00]); // ret 8
-        let specs: Vec<SdtArg> = args.iter().map(|a| a.spec.clone()).collect();
-        let e = mark_entry(&specs, site, fake);
+        let e = mark_entry(&args, site, fake);
         // lea rsp,[rsp-128]; push rax; push 0x1234; call entry; pop rax;
         // lea rsp,[rsp+128]; ret
         let mut c = vec![

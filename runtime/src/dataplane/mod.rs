@@ -151,7 +151,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::elf::ImageCache;
-use crate::elf::sdt::SdtArg;
+use crate::hit::MarkArg;
 use crate::tid::{Tid, TidMap};
 pub use image::InProcImage;
 
@@ -235,7 +235,7 @@ pub type Hook = (u64, u32, u32);
 pub struct SiteHookList {
     pub entry: Vec<Hook>,
     pub ret: Vec<Hook>,
-    pub mark: Option<Vec<SdtArg>>,
+    pub mark: Option<Vec<MarkArg>>,
 }
 
 /// A patched syscall site (see `code`).
@@ -537,7 +537,7 @@ impl Plane {
     /// every hook runs in process and whose arguments are `args`: patched
     /// as a function entry is, its stub calling a marker entry that loads
     /// the arguments first.
-    pub fn offer_mark(&mut self, pid: Tid, site: u64, hooks: &[(usize, usize)], args: &[SdtArg]) {
+    pub fn offer_mark(&mut self, pid: Tid, site: u64, hooks: &[(usize, usize)], args: &[MarkArg]) {
         self.offer(pid, site, hooks, &[]);
         if let Some(list) = self
             .spaces

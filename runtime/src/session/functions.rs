@@ -345,8 +345,7 @@ fn offer_entries(
         }
         match &site.mark {
             Some(mark) if site.ret.is_empty() => {
-                let args: Vec<_> = mark.args.iter().map(|a| a.spec.clone()).collect();
-                ctl.offer_mark_site(Tid(pid), addr, &pairs(&site.entry), &args);
+                ctl.offer_mark_site(Tid(pid), addr, &pairs(&site.entry), &mark.args);
             }
             Some(_) => {}
             None => ctl.offer_function_site(Tid(pid), addr, &pairs(&site.entry), &pairs(&site.ret)),

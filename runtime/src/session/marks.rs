@@ -118,18 +118,21 @@ pub fn read_arg(arg: &MarkArg, regs: &libc::user_regs_struct, mem: &dyn ReadMemo
     let raw = match &spec.operand {
         Operand::Imm(v) => *v as u64,
         Operand::Reg(r) => register(regs, r),
-        Operand::Mem { .. } => load(arg_address(arg, regs).unwrap_or(0)),
-        Operand::Symbol { .. } => arg.symbol_addr.map_or(0, load),
+        Operand::Mem { .. } | Operand::Symbol { .. } => arg_address(arg, regs).map_or(0, load),
     };
     spec.extend(raw)
 }
 
 /// Where a `disp(base, index, scale)` operand is, from the registers at
-/// the marker; `None` for other operands. The data plane's marker entry
+/// the marker, or a `sym(%rip)` operand (resolved with the module's bias
+/// when the marker was found); `None` for registers and constants, and
+/// for a symbol that was not found. The data plane's marker entry
 /// passes this address to in-process handlers, which load it themselves.
 pub fn arg_address(arg: &MarkArg, regs: &libc::user_regs_struct) -> Option<u64> {
-    let Operand::Mem { disp, base, index } = &arg.spec.operand else {
-        return None;
+    let (disp, base, index) = match &arg.spec.operand {
+        Operand::Mem { disp, base, index } => (disp, base, index),
+        Operand::Symbol { .. } => return arg.symbol_addr,
+        _ => return None,
     };
     let mut addr = *disp as u64;
     if let Some(b) = base {

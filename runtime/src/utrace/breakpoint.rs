@@ -778,7 +778,7 @@ impl Control<'_> {
         pid: Tid,
         addr: u64,
         hooks: &[(usize, usize)],
-        args: &[crate::elf::sdt::SdtArg],
+        args: &[crate::hit::MarkArg],
     ) {
         if let Some(p) = self.core.dataplane.as_mut() {
             p.offer_mark(pid, addr, hooks, args);
