@@ -54,8 +54,8 @@ use iced_x86::{
 
 use super::code::{Asm, R8, R9, RAX, RDI, RDX, RSI, probe_field};
 use super::layout::{
-    BLOCK_BUSY, BLOCK_HITS, BLOCK_LEN, BLOCK_MISSED, BLOCK_OWNER_FS, BLOCK_REGS, BLOCK_SAVED_RSP,
-    BLOCK_SHADOW, BLOCK_SKIPPED, BLOCK_STACK_TOP, SHADOW_FRAMES,
+    BLOCK_BIAS, BLOCK_BUSY, BLOCK_HITS, BLOCK_LEN, BLOCK_MISSED, BLOCK_OWNER_FS, BLOCK_REGS,
+    BLOCK_SAVED_RSP, BLOCK_SHADOW, BLOCK_SKIPPED, BLOCK_STACK_TOP, SHADOW_FRAMES,
 };
 use crate::elf::sdt::Operand;
 use crate::hit::MarkArg;
@@ -132,7 +132,8 @@ pub fn common(stop: u64, max_action: i64, ret_stub: u64, blocks: Blocks, regs: b
 /// In the function common entry (after its pushes, r11 the block, rax
 /// and r11 clobbered, every other register the program's): the site's
 /// registers to the block in DWARF order, rax, r11 and rsp from where
-/// the stub and the entry put them. rip is left 0 (no plan reads it).
+/// the stub and the entry put them, rip left 0 (no plan reads it); and
+/// the module's bias, the last word of the site's hook list.
 fn store_regs(a: &mut Asm) {
     let at = |r: u64| (BLOCK_REGS + 8 * r) as u32;
     a.bytes(&[0x48, 0x8b, 0x44, 0x24, 80]); // mov rax, [rsp+80]: the stub's push
@@ -159,6 +160,10 @@ fn store_regs(a: &mut Asm) {
         a.store(at(u64::from(r)), r);
     }
     a.store_imm(at(16), 0);
+    a.bytes(&[0x48, 0x8b, 0x44, 0x24, 72]); // mov rax, [rsp+72]: the list
+    a.bytes(&[0x48, 0x6b, 0x08, 24]); // imul rcx, [rax], 24
+    a.bytes(&[0x48, 0x8b, 0x44, 0x08, 16]); // mov rax, [rax+rcx+16]: the bias
+    a.store(BLOCK_BIAS as u32, RAX);
 }
 
 /// The per-thread blocks of a region: the first one's address and how
@@ -841,8 +846,8 @@ mod tests {
             .filter(|i| i.code() == Code::Movdqa_xmm_xmmm128)
             .count();
         assert_eq!((saved, restored), (8, 8));
-        // With target variables, the 17 register words of the block are
-        // written, and nothing else changes the stack.
+        // With target variables, the 17 register words of the block and
+        // the bias are written, and nothing else changes the stack.
         let r = common(0x3f00_0040_0000, 1000, 0x3f00_0000_0c00, blocks, true);
         let ri = decode_all(&r, 0);
         assert!(ri.iter().all(|i| i.code() != Code::INVALID));
@@ -855,7 +860,7 @@ mod tests {
             })
             .count();
         assert_eq!(into_regs, 17);
-        assert_eq!(ri.len(), ins.len() + 20);
+        assert_eq!(ri.len(), ins.len() + 24);
     }
 
     #[test]

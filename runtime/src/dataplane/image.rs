@@ -182,14 +182,15 @@ impl InProcImage {
     /// `shard`: the same code and the same state as in the program.
     /// Returns false if the probe has no in-process handler.
     /// `comm` is the thread's command name, for `execname()`; `regs` the
-    /// registers of a function hit (target variables, `super::plans`).
+    /// registers of a function hit and its module's load bias (target
+    /// variables, `super::plans`).
     pub fn run_here(
         &self,
         shard: usize,
         probe: usize,
         point: usize,
         values: &ProbeValues,
-        regs: Option<[u64; 17]>,
+        regs: Option<([u64; 17], u64)>,
         comm: &[u8],
     ) -> bool {
         let Some(Some((addr, index))) = self.handlers.get(probe).copied() else {
@@ -215,7 +216,7 @@ impl InProcImage {
             ctx.point_index = point as i64;
             ctx.state = std::ptr::null_mut();
             (*block).comm = self.name_handle(comm);
-            (*block).regs = regs.unwrap_or([0; 17]);
+            ((*block).regs, (*block).bias) = regs.unwrap_or(([0; 17], 0));
             let f: InProcHandler = std::mem::transmute::<u64, InProcHandler>(addr);
             f(ctx);
             let hits = (block as *mut u8).add(BLOCK_HITS as usize) as *mut u64;

@@ -236,6 +236,9 @@ pub struct SiteHookList {
     pub entry: Vec<Hook>,
     pub ret: Vec<Hook>,
     pub mark: Option<Vec<MarkArg>>,
+    /// The load bias of the site's module in its process (the list's last
+    /// word: target variables at link-time addresses, `plans`).
+    pub bias: u64,
 }
 
 /// A patched syscall site (see `code`).
@@ -332,7 +335,7 @@ pub struct Plane {
     pub(crate) pending: Vec<(Tid, u64)>,
     /// Hook lists written at the end of the code part, by contents, and
     /// the next free byte there.
-    pub(crate) lists: HashMap<(Vec<Hook>, u64), u64>,
+    pub(crate) lists: HashMap<(Vec<Hook>, u64, u64), u64>,
     /// Marker entries written there, by their code (the same marker in
     /// every process of one executable shares one).
     pub(crate) mark_entries: HashMap<Vec<u8>, u64>,
@@ -446,14 +449,14 @@ impl Plane {
     }
 
     /// The address of hook list `hooks` in the region, written now if it
-    /// is new: the count, the return hook list's address (0: none), then
-    /// each hook's three words.
-    pub(crate) fn list(&mut self, hooks: &[Hook], ret: u64) -> Option<u64> {
-        let key = (hooks.to_vec(), ret);
+    /// is new: the count, the return hook list's address (0: none), each
+    /// hook's three words, then the site module's load bias.
+    pub(crate) fn list(&mut self, hooks: &[Hook], ret: u64, bias: u64) -> Option<u64> {
+        let key = (hooks.to_vec(), ret, bias);
         if let Some(&at) = self.lists.get(&key) {
             return Some(at);
         }
-        let len = 16 + 24 * hooks.len() as u64;
+        let len = 24 + 24 * hooks.len() as u64;
         let end = self.image.region.base() + layout::CODE_LEN;
         if self.next_list + len > end {
             return None;
@@ -463,6 +466,7 @@ impl Plane {
         for &(f, probe, point) in hooks {
             words.extend([f, probe as u64, point as u64]);
         }
+        words.push(bias);
         // SAFETY: inside our (writable) mapping of the region's code part,
         // in the lists area nothing else uses; programs only read it.
         unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), at as *mut u64, words.len()) };
@@ -476,9 +480,9 @@ impl Plane {
     pub(crate) fn site_list(&mut self, hooks: &SiteHookList) -> Option<u64> {
         let ret = match hooks.ret.is_empty() {
             true => 0,
-            false => self.list(&hooks.ret, 0)?,
+            false => self.list(&hooks.ret, 0, hooks.bias)?,
         };
-        self.list(&hooks.entry, ret)
+        self.list(&hooks.entry, ret, hooks.bias)
     }
 
     /// What the stub of a site with hooks `hooks` at `site` calls: the
@@ -515,7 +519,15 @@ impl Plane {
     /// entry and return hook runs in process (`(probe, point)` of the
     /// script): patched at its first hit. Ignored if a probe has no
     /// in-process handler.
-    pub fn offer(&mut self, pid: Tid, site: u64, entry: &[(usize, usize)], ret: &[(usize, usize)]) {
+    /// `bias` is the load bias of the site's module.
+    pub fn offer(
+        &mut self,
+        pid: Tid,
+        site: u64,
+        entry: &[(usize, usize)],
+        ret: &[(usize, usize)],
+        bias: u64,
+    ) {
         if !function::rdgsbase_works() || (entry.is_empty() && ret.is_empty()) {
             return;
         }
@@ -526,6 +538,7 @@ impl Plane {
             entry,
             ret,
             mark: None,
+            bias,
         };
         let space = self.spaces.entry(pid).or_default();
         if !space.fsites.contains_key(&site) && space.offers.insert(site, list).is_none() {
@@ -538,7 +551,7 @@ impl Plane {
     /// as a function entry is, its stub calling a marker entry that loads
     /// the arguments first.
     pub fn offer_mark(&mut self, pid: Tid, site: u64, hooks: &[(usize, usize)], args: &[MarkArg]) {
-        self.offer(pid, site, hooks, &[]);
+        self.offer(pid, site, hooks, &[], 0);
         if let Some(list) = self
             .spaces
             .get_mut(&pid)

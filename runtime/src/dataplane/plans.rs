@@ -7,12 +7,13 @@
 //!
 //! The compiled code cannot pick a plan by the firing site (a wildcard's
 //! sites share one handler and the stub does not say which fired), so a
-//! plan runs in the program only when every site has the same chain. It
-//! has no load bias either (the region is shared by every process of the
-//! session; each has its own), so a chain with a link-time address
-//! (`@var`, a static), a thread-local or a floating point value stays in
-//! the tracer, as do `DW_OP_piece` values and places the tracer would
-//! refuse at the hit ("not accessible"): the tracer words those errors.
+//! plan runs in the program only when every site has the same chain. A
+//! link-time address (`@var`, a static) is added to the load bias the
+//! function common entry copies from the site's hook list (each process
+//! and module has its own list), so its sites must also be in one module.
+//! A thread-local or a floating point value stays in the tracer, as do
+//! `DW_OP_piece` values and places the tracer would refuse at the hit
+//! ("not accessible"): the tracer words those errors.
 
 use crate::dwarf::plan::{Chain, Final, Loc, Op, Site, Step, plan_of};
 
@@ -20,7 +21,8 @@ use crate::dwarf::plan::{Chain, Final, Loc, Op, Site, Step, plan_of};
 pub const REGS: u16 = 16;
 
 /// A plan the program can evaluate: its chain, and whether it reads
-/// registers (then only at a function's entry, where they are stored).
+/// registers or the load bias (then only at a function's entry, where
+/// the common entry stores them).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
     pub chain: Chain,
@@ -39,6 +41,11 @@ pub fn plan(id: i64) -> Result<Plan, &'static str> {
         return Err("is printed as text");
     };
     let reads_regs = loc_ok(&chain.loc)?;
+    let mut modules = access.sites.iter().map(|(m, _, _)| m);
+    let one_module = modules.next().is_none_or(|m| modules.all(|n| n == m));
+    if uses_bias(&chain.loc) && (!one_module || access.sites.is_empty()) {
+        return Err("is at a link-time address in more than one module");
+    }
     place_ok(chain)?;
     Ok(Plan {
         chain: chain.clone(),
@@ -58,7 +65,7 @@ fn loc_ok(loc: &Loc) -> Result<bool, &'static str> {
                 match op {
                     Op::Reg(r) if *r < REGS => regs = true,
                     Op::Reg(_) => return Err("is computed from a floating point register"),
-                    Op::Addr(_) => return Err("is at a link-time address (needs the load bias)"),
+                    Op::Addr(_) => regs = true,
                     Op::Tls(_) | Op::ModuleTls => return Err("is thread-local"),
                     Op::Input(k) if *k >= 2 => return Err("reads a third script value"),
                     _ => {}
@@ -69,6 +76,11 @@ fn loc_ok(loc: &Loc) -> Result<bool, &'static str> {
         Loc::Pieces(_) => Err("is assembled from pieces"),
         Loc::Unavailable => Err("is optimised out here"),
     }
+}
+
+/// Whether the location adds a module's load bias.
+fn uses_bias(loc: &Loc) -> bool {
+    matches!(loc, Loc::Memory(ops) | Loc::Value(ops) if ops.iter().any(|o| matches!(o, Op::Addr(_))))
 }
 
 /// Whether the chain's steps and final read reach a place the program
@@ -137,9 +149,23 @@ mod tests {
     }
 
     #[test]
-    fn what_needs_a_bias_a_site_or_the_tracer_stays_there() {
+    fn what_needs_a_site_or_the_tracer_stays_there() {
         let global = at(vec![long(Loc::Memory(vec![Op::Addr(0x4000)]), vec![])]);
-        assert!(plan(global).is_err());
+        assert!(plan(global).unwrap().reads_regs);
+        let two_modules = register(Access {
+            sites: ["/bin/x", "/lib/y.so"]
+                .iter()
+                .map(|m| {
+                    (
+                        m.to_string(),
+                        0x1000,
+                        long(Loc::Memory(vec![Op::Addr(0x4000)]), vec![]),
+                    )
+                })
+                .collect(),
+            any: None,
+        });
+        assert!(plan(two_modules).is_err());
         let two = at(vec![
             long(Loc::Register(5), vec![]),
             long(Loc::Register(4), vec![]),

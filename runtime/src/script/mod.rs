@@ -375,6 +375,19 @@ impl ScriptRuntime {
         ])
     }
 
+    /// The load bias of the module the function hit of the next firings
+    /// is in (0 outside function probes).
+    pub fn user_function_bias(&self) -> u64 {
+        let Some(uf) = self.state.ufunc.as_ref() else {
+            return 0;
+        };
+        uf.modules
+            .modules
+            .iter()
+            .find(|m| m.start <= uf.uaddr && uf.uaddr < m.end)
+            .map_or(0, |m| m.bias)
+    }
+
     /// The registers of the function or marker hit the next firings run
     /// for, if any.
     pub fn hit_regs(&self) -> Option<libc::user_regs_struct> {

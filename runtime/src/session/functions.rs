@@ -250,7 +250,7 @@ impl FunctionProbes {
             .modules
             .iter()
             .any(|m| m.image.symbols.function("runtime.goexit").is_some());
-        offer_entries(ctl, pid, sites, &not_entry, &in_process, go);
+        offer_entries(ctl, pid, &space, sites, &not_entry, &in_process, go);
         if !self.loader.contains_key(&pid) {
             let found = space.modules.iter().find_map(|m| {
                 let s = m.image.symbols.function("_dl_debug_state")?;
@@ -319,6 +319,7 @@ impl FunctionProbes {
 fn offer_entries(
     ctl: &mut Control,
     pid: i32,
+    space: &AddressSpaceMap,
     sites: &IdMap<u64, Rc<SiteHooks>>,
     not_entry: &std::collections::HashSet<u64>,
     in_process: impl Fn(&Hook) -> bool,
@@ -348,7 +349,17 @@ fn offer_entries(
                 ctl.offer_mark_site(Tid(pid), addr, &pairs(&site.entry), &mark.args);
             }
             Some(_) => {}
-            None => ctl.offer_function_site(Tid(pid), addr, &pairs(&site.entry), &pairs(&site.ret)),
+            None => {
+                // The module's load bias, for target variables at
+                // link-time addresses (`dataplane::plans`).
+                let bias = space
+                    .modules
+                    .iter()
+                    .find(|m| m.start <= addr && addr < m.end)
+                    .map_or(0, |m| m.bias);
+                let (entry, ret) = (pairs(&site.entry), pairs(&site.ret));
+                ctl.offer_function_site(Tid(pid), addr, &entry, &ret, bias)
+            }
         }
     }
 }

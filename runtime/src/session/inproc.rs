@@ -58,7 +58,9 @@ impl Shared {
         let Some(img) = &self.inproc else {
             return false;
         };
-        let regs = run.user_function_regs();
+        let regs = run
+            .user_function_regs()
+            .map(|r| (r, run.user_function_bias()));
         let values = &marker_addresses(run, values);
         let comm = match img.names {
             Some(_) => run.execname_of(values.tid as i32),

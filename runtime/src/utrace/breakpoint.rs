@@ -764,9 +764,10 @@ impl Control<'_> {
         addr: u64,
         entry: &[(usize, usize)],
         ret: &[(usize, usize)],
+        bias: u64,
     ) {
         if let Some(p) = self.core.dataplane.as_mut() {
-            p.offer(pid, addr, entry, ret);
+            p.offer(pid, addr, entry, ret, bias);
         }
     }
 

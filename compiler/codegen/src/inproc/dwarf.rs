@@ -1,7 +1,8 @@
 //! Target variables in the program: `__dwarf_long(plan, a, b)` (`$var`,
-//! `$p->f[i]`, `@cast(addr, ..)->f`) as straight-line code per plan, for
-//! the plans `utap_runtime::dataplane::plans` accepts. Registers come from
-//! the block (the function common entry stored them), memory through the
+//! `$p->f[i]`, `@var("g")`, `@cast(addr, ..)->f`) as straight-line code
+//! per plan, for the plans `utap_runtime::dataplane::plans` accepts.
+//! Registers and the module's load bias come from the block (the
+//! function common entry stored them), memory through the
 //! safe load; a read that fails is SystemTap's "read fault" error, as the
 //! tracer's `script::dwarf_fns` raises it, and the value is 0.
 
@@ -11,7 +12,7 @@ use cranelift_frontend::{FunctionBuilder, Switch};
 
 use utap_compiler::program::{ExprKind, Program};
 use utap_compiler::walk;
-use utap_runtime::dataplane::layout::{BLOCK_REGS, HELPER_AT, RAISE_READ_FAULT};
+use utap_runtime::dataplane::layout::{BLOCK_BIAS, BLOCK_REGS, HELPER_AT, RAISE_READ_FAULT};
 use utap_runtime::dataplane::plans::{self, Plan};
 use utap_runtime::dataplane::region::Region;
 use utap_runtime::dwarf::plan::{Final, Loc, Op, Step};
@@ -186,8 +187,12 @@ fn run(b: &mut FunctionBuilder, ev: &Eval, ops: &[Op]) -> Value {
                     _ => b.ins().band(x, y),
                 }
             }
+            Op::Addr(a) => {
+                let bias = b.ins().load(I64, mem(), ev.ctx, BLOCK_BIAS as i32);
+                b.ins().iadd_imm_s(bias, *a as i64)
+            }
             // Refused by `plans::plan`.
-            Op::Addr(_) | Op::Tls(_) | Op::ModuleTls => b.ins().iconst(I64, 0),
+            Op::Tls(_) | Op::ModuleTls => b.ins().iconst(I64, 0),
         };
         st.push(v);
     }
