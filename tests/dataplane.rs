@@ -2031,3 +2031,81 @@ fn an_error_as_a_thread_is_born_leaves_the_command_to_finish() {
         );
     }
 }
+
+/// `probefunc()` at a wildcard's entry sites runs in the program: the
+/// tracer writes each site's function name (a name handle) in its hook
+/// list and the function entry copies it to the block; a site left on
+/// its `int3` gets it from the tracer. Counts keyed by it are the ptrace
+/// route's, libc's `str*`/`mem*` under `ls -lR` and every function of a
+/// small program (some too short to patch) alike.
+#[test]
+fn probefunc_at_a_wildcards_sites_runs_in_the_program() {
+    let exe = fixture("dwarf_O0");
+    let mine = format!(
+        "global calls\nprobe process(\"{exe}\").function(\"*\") {{ calls[probefunc()]++ }}\n\
+         probe end {{ foreach (f in calls+) printf(\"%s %d\\n\", f, calls[f]) }}"
+    );
+    let tracer = utap_c(&mine, &exe, false);
+    let inproc = utap_c(&mine, &exe, true);
+    assert_eq!(inproc.status, 0, "{}", inproc.stderr);
+    assert_eq!(tracer.stdout, inproc.stdout, "{}", inproc.stderr);
+    for f in ["main 1", "add 1", "draw 1", "greet 1"] {
+        assert!(
+            inproc.stdout.lines().any(|l| l == f),
+            "{f}: {}",
+            inproc.stdout
+        );
+    }
+    assert!(
+        inproc
+            .stderr
+            .contains("utap: 1 of 2 probe(s) run in the program"),
+        "{}",
+        inproc.stderr
+    );
+    let ([_, _, _, patched, refused, _], _) = plane_counts(&inproc.stderr);
+    assert!(patched > 0 && refused > 0, "{}", inproc.stderr);
+
+    let Some(libc) = std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| p.contains("/libc.so"))
+        .map(String::from)
+    else {
+        panic!("no libc in our own maps");
+    };
+    let lib = format!(
+        "global calls\nprobe process(\"{libc}\").function(\"str*\"), process(\"{libc}\").function(\"mem*\") {{ calls[probefunc()]++ }}\n\
+         probe end {{ foreach (f in calls-) printf(\"%s %d\\n\", f, calls[f]) }}"
+    );
+    let cmd = "ls -lR /usr/include/linux";
+    let own = |o: &Outcome| -> Vec<String> {
+        o.stdout
+            .lines()
+            .filter(|l| {
+                l.split(' ').count() == 2 && l.rsplit(' ').next().unwrap().parse::<u64>().is_ok()
+            })
+            .filter(|l| !l.starts_with("total "))
+            .map(String::from)
+            .collect()
+    };
+    let tracer = utap_c(&lib, cmd, false);
+    let inproc = utap_c(&lib, cmd, true);
+    assert_eq!(inproc.status, 0, "{}", inproc.stderr);
+    assert_eq!(own(&tracer), own(&inproc), "{}", inproc.stderr);
+    assert!(
+        own(&inproc)
+            .iter()
+            .any(|l| l.starts_with("strlen ") || l.starts_with("memcpy ")),
+        "{:?}",
+        own(&inproc)
+    );
+    assert!(
+        inproc
+            .stderr
+            .contains("utap: 1 of 2 probe(s) run in the program"),
+        "{}",
+        inproc.stderr
+    );
+}

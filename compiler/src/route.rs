@@ -93,15 +93,18 @@ pub const LOAD_BUILTINS: &[&str] = &["user_char", "user_short", "user_int", "use
 /// marker's probe, whose `pp()` names the marker that fired.
 pub const POINT_BUILTINS: &[&str] = &["pp", "pn"];
 
-/// What `probefunc()` answers at a point, where the point alone fixes
-/// it: in process, a literal (a function's) or a literal by syscall
-/// number (the kernel function of a syscall probe, as the tracer names
-/// it); `None` where the tracer must look (wildcard names resolved at
-/// run time, PLT stubs, addresses, markers).
+/// What `probefunc()` answers at a point: in process, a literal (a
+/// function's), a literal by syscall number (the kernel function of a
+/// syscall probe, as the tracer names it), or the name the tracer wrote
+/// in the site's hook list (a wildcard's entry sites, resolved at run
+/// time: `utap_runtime::dataplane::function::Site`); `None` where only the
+/// tracer can say (PLT stubs, offsets, addresses, markers, a wildcard's
+/// returns).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PointFunc<'a> {
     Syscall,
     Named(&'a str),
+    Site,
 }
 
 pub fn point_func(kind: &PointKind) -> Option<PointFunc<'_>> {
@@ -120,6 +123,7 @@ pub fn point_func(kind: &PointKind) -> Option<PointFunc<'_>> {
             {
                 Some(PointFunc::Named(name))
             }
+            FunctionSite::Function { offset: 0, .. } if !fp.returning => Some(PointFunc::Site),
             _ => None,
         },
         _ => None,

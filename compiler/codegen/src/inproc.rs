@@ -251,6 +251,7 @@ pub fn compile(
     if !target_vars.is_empty() {
         rt.define_target_vars(&region, &target_vars)?;
     }
+    let site_names = points.by_site() && calls_any(&sub, &["probefunc"]);
     let funcs = c.functions(&sub)?;
     let handlers = c.handlers(&sub, &funcs)?;
     let (entry, exit) = hooks(program, routes, &chosen, &handlers);
@@ -314,8 +315,10 @@ pub fn compile(
         max_string_len: limits.max_string_len,
         syscall_hooks,
         entry_regs: target_vars.iter().any(|(_, p)| p.reads_regs),
+        entry_site: !target_vars.is_empty() || site_names,
         clock: calls_any(&sub, route::CLOCK_BUILTINS).then(|| start_clock(&region)),
         names: (calls_any(&sub, route::NAME_BUILTINS)
+            || site_names
             || held_keys_strings(program, &held, &touched))
         .then(Names::default),
         held,

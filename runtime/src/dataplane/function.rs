@@ -55,7 +55,7 @@ use iced_x86::{
 use super::code::{Asm, R8, R9, RAX, RDI, RDX, RSI, probe_field};
 use super::layout::{
     BLOCK_BIAS, BLOCK_BUSY, BLOCK_HITS, BLOCK_LEN, BLOCK_MISSED, BLOCK_OWNER_FS, BLOCK_REGS,
-    BLOCK_SAVED_RSP, BLOCK_SHADOW, BLOCK_SKIPPED, BLOCK_STACK_TOP, SHADOW_FRAMES,
+    BLOCK_SAVED_RSP, BLOCK_SHADOW, BLOCK_SITE_FUNC, BLOCK_SKIPPED, BLOCK_STACK_TOP, SHADOW_FRAMES,
 };
 use crate::elf::sdt::Operand;
 use crate::hit::MarkArg;
@@ -82,8 +82,16 @@ fn ctx_field(f: usize) -> u32 {
 /// and whose handlers get `max_action` statements; a site with return
 /// hooks has its return address replaced by `ret_stub` (see
 /// [`ret_stub`]). With `regs`, every general purpose register as the
-/// site saw it goes to the block too (target variables, `super::plans`).
-pub fn common(stop: u64, max_action: i64, ret_stub: u64, blocks: Blocks, regs: bool) -> Vec<u8> {
+/// site saw it goes to the block too (target variables, `super::plans`);
+/// with `site`, the site's words ([`Site`]).
+pub fn common(
+    stop: u64,
+    max_action: i64,
+    ret_stub: u64,
+    blocks: Blocks,
+    regs: bool,
+    site: bool,
+) -> Vec<u8> {
     let mut a = Asm::new();
     let (out, skip, unclaim) = (a.label(), a.label(), a.label());
     // push rcx, rdx, rsi, rdi, r8, r9, r10, r11 (no flags: at a call they
@@ -111,7 +119,7 @@ pub fn common(stop: u64, max_action: i64, ret_stub: u64, blocks: Blocks, regs: b
         event::FUNCTION as u32,
     );
     a.bytes(&[0x4c, 0x8b, 0x54, 0x24, 0x48]); // mov r10, [rsp+72]: the list
-    run_hooks(&mut a, stop, max_action);
+    run_hooks(&mut a, stop, max_action, site);
     hijack(&mut a, stop, ret_stub, unclaim);
     a.bind(unclaim);
     a.store_imm(BLOCK_BUSY as u32, 0);
@@ -160,10 +168,27 @@ fn store_regs(a: &mut Asm) {
         a.store(at(u64::from(r)), r);
     }
     a.store_imm(at(16), 0);
-    a.bytes(&[0x48, 0x8b, 0x44, 0x24, 72]); // mov rax, [rsp+72]: the list
-    a.bytes(&[0x48, 0x6b, 0x08, 24]); // imul rcx, [rax], 24
-    a.bytes(&[0x48, 0x8b, 0x44, 0x08, 16]); // mov rax, [rax+rcx+16]: the bias
+}
+
+/// What a hook list says of its site after the hooks (`Plane::list`),
+/// copied to the block before the hooks run when the image's handlers
+/// read it: the load bias of the site's module (target variables at
+/// link-time addresses) and the function's name as a name handle
+/// (`probefunc()` at a wildcard's sites).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Site {
+    pub bias: u64,
+    pub func: i64,
+}
+
+/// In `run_hooks`, the list in r10: its site words to the block (r11).
+/// Clobbers rax and rcx.
+fn copy_site(a: &mut Asm) {
+    a.bytes(&[0x49, 0x6b, 0x0a, 24]); // imul rcx, [r10], 24
+    a.bytes(&[0x49, 0x8b, 0x44, 0x0a, 16]); // mov rax, [r10+rcx+16]: the bias
     a.store(BLOCK_BIAS as u32, RAX);
+    a.bytes(&[0x49, 0x8b, 0x44, 0x0a, 24]); // mov rax, [r10+rcx+24]: the name
+    a.store(BLOCK_SITE_FUNC as u32, RAX);
 }
 
 /// The per-thread blocks of a region: the first one's address and how
@@ -225,8 +250,11 @@ fn owner_or(a: &mut Asm, not_owner: usize) {
 /// Calls the hooks of the list in r10 (`[n, return list, n triples]`) on
 /// the block's stack (r11), unless the stop flag is up; comes back on the
 /// program's stack with r11 the block. The context is filled in.
-fn run_hooks(a: &mut Asm, stop: u64, max_action: i64) {
+fn run_hooks(a: &mut Asm, stop: u64, max_action: i64, site: bool) {
     let (next, done) = (a.label(), a.label());
+    if site {
+        copy_site(a);
+    }
     a.store(BLOCK_SAVED_RSP as u32, 4); // mov [r11+SAVED], rsp
     a.bytes(&[0x49, 0x8d, 0xa3]); // lea rsp, [r11+TOP]
     a.d32(BLOCK_STACK_TOP as u32);
@@ -360,7 +388,7 @@ const HIJACK_SLOT: u64 = 64 + 8 + 8 + 8 + 128;
 /// hooks with the entry's arguments and `$return`, and jumps there with
 /// every register as the function left it. A slot with no frame cannot
 /// go anywhere right: `ud2` (only a program that wrote our memory).
-pub fn ret_stub(stop: u64, max_action: i64, blocks: Blocks) -> Vec<u8> {
+pub fn ret_stub(stop: u64, max_action: i64, blocks: Blocks, site: bool) -> Vec<u8> {
     let mut a = Asm::new();
     let (find, found, lost, out, skip) = (a.label(), a.label(), a.label(), a.label(), a.label());
     let (scan, next, have) = (a.label(), a.label(), a.label());
@@ -431,7 +459,7 @@ pub fn ret_stub(stop: u64, max_action: i64, blocks: Blocks) -> Vec<u8> {
         probe_field(offset_of!(ProbeValues, event)),
         event::FUNCTION_RETURN as u32,
     );
-    run_hooks(&mut a, stop, max_action);
+    run_hooks(&mut a, stop, max_action, site);
     a.store_imm(BLOCK_BUSY as u32, 0);
     a.bind(out);
     // pop r11, r10, r9, r8, rdi, rsi, rdx, rcx, rax
@@ -818,7 +846,14 @@ mod tests {
             start: 0x3f00_0100_0000,
             count: 1024,
         };
-        let c = common(0x3f00_0040_0000, 1000, 0x3f00_0000_0c00, blocks, false);
+        let c = common(
+            0x3f00_0040_0000,
+            1000,
+            0x3f00_0000_0c00,
+            blocks,
+            false,
+            false,
+        );
         let ins = decode_all(&c, 0);
         assert!(ins.iter().all(|i| i.code() != Code::INVALID));
         let pushes = ins
@@ -848,19 +883,19 @@ mod tests {
         assert_eq!((saved, restored), (8, 8));
         // With target variables, the 17 register words of the block and
         // the bias are written, and nothing else changes the stack.
-        let r = common(0x3f00_0040_0000, 1000, 0x3f00_0000_0c00, blocks, true);
+        let r = common(0x3f00_0040_0000, 1000, 0x3f00_0000_0c00, blocks, true, true);
         let ri = decode_all(&r, 0);
         assert!(ri.iter().all(|i| i.code() != Code::INVALID));
         let into_regs = ri
             .iter()
             .filter(|i| {
                 i.memory_base() == Register::R11
-                    && (BLOCK_REGS..BLOCK_REGS + 17 * 8).contains(&i.memory_displacement64())
+                    && (BLOCK_REGS..BLOCK_SITE_FUNC + 8).contains(&i.memory_displacement64())
                     && matches!(i.code(), Code::Mov_rm64_r64 | Code::Mov_rm64_imm32)
             })
             .count();
-        assert_eq!(into_regs, 17);
-        assert_eq!(ri.len(), ins.len() + 24);
+        assert_eq!(into_regs, 19);
+        assert_eq!(ri.len(), ins.len() + 25);
     }
 
     #[test]
@@ -869,7 +904,7 @@ mod tests {
             start: 0x3f00_0100_0000,
             count: 1024,
         };
-        let c = ret_stub(0x3f00_0040_0000, 1000, blocks);
+        let c = ret_stub(0x3f00_0040_0000, 1000, blocks, false);
         let ins = decode_all(&c, 0);
         assert!(ins.iter().all(|i| i.code() != Code::INVALID));
         let count = |codes: &[Code]| ins.iter().filter(|i| codes.contains(&i.code())).count();
@@ -889,7 +924,14 @@ mod tests {
         // The return values in xmm0/xmm1 are kept around the hooks.
         assert_eq!(count(&[Code::Movdqa_xmmm128_xmm]), 8);
         // The entry's hijack writes the stub's address: it is in fcommon.
-        let f = common(0x3f00_0040_0000, 1000, 0x3f00_0000_0c00, blocks, false);
+        let f = common(
+            0x3f00_0040_0000,
+            1000,
+            0x3f00_0000_0c00,
+            blocks,
+            false,
+            false,
+        );
         let fi = decode_all(&f, 0);
         assert!(
             fi.iter()

@@ -10,6 +10,18 @@ use super::layout::{
 use super::region::Region;
 use crate::script::context::{HandlerContext, ProbeValues};
 
+/// What a function hit at a stop gives in-process handlers run there
+/// (`InProcImage::run_here`): what the function entry stores in the
+/// program's block.
+pub struct StopSite {
+    /// The registers in DWARF order (`super::plans`).
+    pub regs: [u64; 17],
+    /// The load bias of the hit's module.
+    pub bias: u64,
+    /// The function's name (`probefunc()`).
+    pub func: Vec<u8>,
+}
+
 /// The entry of a compiled dispatcher or handler: `fn(ctx)`, the
 /// dispatcher's result 0 (served) or 1 (not a number served in process).
 pub type InProcFn = unsafe extern "C" fn(*mut HandlerContext) -> i64;
@@ -62,6 +74,10 @@ pub struct InProcImage {
     /// Some handler reads a target variable through registers: the
     /// function common entry stores them in the block (`super::plans`).
     pub entry_regs: bool,
+    /// Some handler reads its site's words (a target variable's load
+    /// bias, `probefunc()` at a wildcard's sites): the function entry and
+    /// the return stub copy them from the hook list (`function::Site`).
+    pub entry_site: bool,
     /// The handlers' clock, when one reads it (`super::clock`): the
     /// tracer refreshes it while the session runs.
     pub clock: Option<std::sync::Mutex<super::clock::Keeper>>,
@@ -181,16 +197,16 @@ impl InProcImage {
     /// hit at a stop (a site the data plane cannot serve), on tracer block
     /// `shard`: the same code and the same state as in the program.
     /// Returns false if the probe has no in-process handler.
-    /// `comm` is the thread's command name, for `execname()`; `regs` the
-    /// registers of a function hit and its module's load bias (target
-    /// variables, `super::plans`).
+    /// `comm` is the thread's command name, for `execname()`; `site` what
+    /// a function hit gives (registers, bias, name: as the function entry
+    /// stores them in the program's block).
     pub fn run_here(
         &self,
         shard: usize,
         probe: usize,
         point: usize,
         values: &ProbeValues,
-        regs: Option<([u64; 17], u64)>,
+        site: Option<&StopSite>,
         comm: &[u8],
     ) -> bool {
         let Some(Some((addr, index))) = self.handlers.get(probe).copied() else {
@@ -216,7 +232,10 @@ impl InProcImage {
             ctx.point_index = point as i64;
             ctx.state = std::ptr::null_mut();
             (*block).comm = self.name_handle(comm);
-            ((*block).regs, (*block).bias) = regs.unwrap_or(([0; 17], 0));
+            if let Some(s) = site {
+                ((*block).regs, (*block).bias) = (s.regs, s.bias);
+                (*block).site_func = self.name_handle(&s.func);
+            }
             let f: InProcHandler = std::mem::transmute::<u64, InProcHandler>(addr);
             f(ctx);
             let hits = (block as *mut u8).add(BLOCK_HITS as usize) as *mut u64;

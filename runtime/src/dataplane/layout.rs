@@ -165,9 +165,11 @@ pub struct Block {
     /// by the function common entry only in an image whose handlers read
     /// target variables (`super::plans`).
     pub regs: [u64; 17],
-    /// The load bias of the hit's module (the hook list's last word),
-    /// stored with `regs`.
+    /// The load bias of the hit's module and its function's name handle
+    /// (the hook list's site words, `function::Site`), stored before the
+    /// hooks run in an image whose handlers read them.
     pub bias: u64,
+    pub site_func: i64,
     /// Bytes ever written to the block's string ring (`super::strings`):
     /// never reset, so a handle the tracer has not read yet can be told
     /// from one overwritten since, even across threads given the block.
@@ -215,6 +217,7 @@ pub const BLOCK_STATS: u64 = offset_of!(Block, stats) as u64;
 pub const BLOCK_STR_HEAD: u64 = offset_of!(Block, str_head) as u64;
 pub const BLOCK_REGS: u64 = offset_of!(Block, regs) as u64;
 pub const BLOCK_BIAS: u64 = offset_of!(Block, bias) as u64;
+pub const BLOCK_SITE_FUNC: u64 = offset_of!(Block, site_func) as u64;
 // The handlers' stack (the rest of the block) keeps at least 32 KiB.
 const _: () = assert!(size_of::<Block>() as u64 + (32 << 10) <= BLOCK_STACK_TOP);
 

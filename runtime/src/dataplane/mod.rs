@@ -236,9 +236,8 @@ pub struct SiteHookList {
     pub entry: Vec<Hook>,
     pub ret: Vec<Hook>,
     pub mark: Option<Vec<MarkArg>>,
-    /// The load bias of the site's module in its process (the list's last
-    /// word: target variables at link-time addresses, `plans`).
-    pub bias: u64,
+    /// The list's site words (`function::Site`).
+    pub site: function::Site,
 }
 
 /// A patched syscall site (see `code`).
@@ -335,7 +334,7 @@ pub struct Plane {
     pub(crate) pending: Vec<(Tid, u64)>,
     /// Hook lists written at the end of the code part, by contents, and
     /// the next free byte there.
-    pub(crate) lists: HashMap<(Vec<Hook>, u64, u64), u64>,
+    pub(crate) lists: HashMap<(Vec<Hook>, u64, function::Site), u64>,
     /// Marker entries written there, by their code (the same marker in
     /// every process of one executable shares one).
     pub(crate) mark_entries: HashMap<Vec<u8>, u64>,
@@ -385,8 +384,9 @@ impl Plane {
             start: image.region.data_base() + image.region.data.blocks,
             count: layout::BLOCKS,
         };
-        let fcommon = function::common(stop, image.max_action, ret_at, blocks, image.entry_regs);
-        let ret = function::ret_stub(stop, image.max_action, blocks);
+        let (regs, site) = (image.entry_regs, image.entry_site);
+        let fcommon = function::common(stop, image.max_action, ret_at, blocks, regs, site);
+        let ret = function::ret_stub(stop, image.max_action, blocks, site);
         let helper = code::read_helper();
         assert!(
             common.bytes.len() as u64 <= layout::FCOMMON_AT
@@ -450,13 +450,13 @@ impl Plane {
 
     /// The address of hook list `hooks` in the region, written now if it
     /// is new: the count, the return hook list's address (0: none), each
-    /// hook's three words, then the site module's load bias.
-    pub(crate) fn list(&mut self, hooks: &[Hook], ret: u64, bias: u64) -> Option<u64> {
-        let key = (hooks.to_vec(), ret, bias);
+    /// hook's three words, then the site's words (`function::Site`).
+    pub(crate) fn list(&mut self, hooks: &[Hook], ret: u64, site: function::Site) -> Option<u64> {
+        let key = (hooks.to_vec(), ret, site);
         if let Some(&at) = self.lists.get(&key) {
             return Some(at);
         }
-        let len = 24 + 24 * hooks.len() as u64;
+        let len = 32 + 24 * hooks.len() as u64;
         let end = self.image.region.base() + layout::CODE_LEN;
         if self.next_list + len > end {
             return None;
@@ -466,7 +466,7 @@ impl Plane {
         for &(f, probe, point) in hooks {
             words.extend([f, probe as u64, point as u64]);
         }
-        words.push(bias);
+        words.extend([site.bias, site.func as u64]);
         // SAFETY: inside our (writable) mapping of the region's code part,
         // in the lists area nothing else uses; programs only read it.
         unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), at as *mut u64, words.len()) };
@@ -480,9 +480,9 @@ impl Plane {
     pub(crate) fn site_list(&mut self, hooks: &SiteHookList) -> Option<u64> {
         let ret = match hooks.ret.is_empty() {
             true => 0,
-            false => self.list(&hooks.ret, 0, hooks.bias)?,
+            false => self.list(&hooks.ret, 0, hooks.site)?,
         };
-        self.list(&hooks.entry, ret, hooks.bias)
+        self.list(&hooks.entry, ret, hooks.site)
     }
 
     /// What the stub of a site with hooks `hooks` at `site` calls: the
@@ -519,7 +519,8 @@ impl Plane {
     /// entry and return hook runs in process (`(probe, point)` of the
     /// script): patched at its first hit. Ignored if a probe has no
     /// in-process handler.
-    /// `bias` is the load bias of the site's module.
+    /// `bias` is the load bias of the site's module, `func` the function's
+    /// name (`probefunc()`).
     pub fn offer(
         &mut self,
         pid: Tid,
@@ -527,6 +528,7 @@ impl Plane {
         entry: &[(usize, usize)],
         ret: &[(usize, usize)],
         bias: u64,
+        func: &str,
     ) {
         if !function::rdgsbase_works() || (entry.is_empty() && ret.is_empty()) {
             return;
@@ -538,7 +540,13 @@ impl Plane {
             entry,
             ret,
             mark: None,
-            bias,
+            site: function::Site {
+                bias,
+                func: match self.image.entry_site {
+                    true => self.image.name_handle(func.as_bytes()),
+                    false => 0,
+                },
+            },
         };
         let space = self.spaces.entry(pid).or_default();
         if !space.fsites.contains_key(&site) && space.offers.insert(site, list).is_none() {
@@ -551,7 +559,7 @@ impl Plane {
     /// as a function entry is, its stub calling a marker entry that loads
     /// the arguments first.
     pub fn offer_mark(&mut self, pid: Tid, site: u64, hooks: &[(usize, usize)], args: &[MarkArg]) {
-        self.offer(pid, site, hooks, &[], 0);
+        self.offer(pid, site, hooks, &[], 0, "");
         if let Some(list) = self
             .spaces
             .get_mut(&pid)

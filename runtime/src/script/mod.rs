@@ -375,6 +375,11 @@ impl ScriptRuntime {
         ])
     }
 
+    /// The name of the function hit of the next firings (`probefunc()`).
+    pub fn user_function_name(&self) -> Option<std::rc::Rc<str>> {
+        Some(self.state.ufunc.as_ref()?.name.clone())
+    }
+
     /// The load bias of the module the function hit of the next firings
     /// is in (0 outside function probes).
     pub fn user_function_bias(&self) -> u64 {

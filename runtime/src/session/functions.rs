@@ -358,7 +358,9 @@ fn offer_entries(
                     .find(|m| m.start <= addr && addr < m.end)
                     .map_or(0, |m| m.bias);
                 let (entry, ret) = (pairs(&site.entry), pairs(&site.ret));
-                ctl.offer_function_site(Tid(pid), addr, &entry, &ret, bias)
+                // What `probefunc()` answers there (`engine`'s hit path).
+                let func = site.entry_name.as_deref().or(site.ret_name.as_deref());
+                ctl.offer_function_site(Tid(pid), addr, &entry, &ret, bias, func.unwrap_or(""))
             }
         }
     }

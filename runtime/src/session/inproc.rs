@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use super::engine::{LockedSink, Shared, SharedRef};
 use crate::dataplane::InProcImage;
 use crate::dataplane::fold::first_error;
+use crate::dataplane::image::StopSite;
 use crate::dataplane::rings::{Print, Record};
 use crate::dataplane::strings;
 use crate::format::PRINT_BUFFER_SIZE;
@@ -58,15 +59,19 @@ impl Shared {
         let Some(img) = &self.inproc else {
             return false;
         };
-        let regs = run
-            .user_function_regs()
-            .map(|r| (r, run.user_function_bias()));
+        let site = run.user_function_regs().map(|regs| StopSite {
+            regs,
+            bias: run.user_function_bias(),
+            func: run
+                .user_function_name()
+                .map_or_else(Vec::new, |n| n.as_bytes().to_vec()),
+        });
         let values = &marker_addresses(run, values);
         let comm = match img.names {
             Some(_) => run.execname_of(values.tid as i32),
             None => "",
         };
-        img.run_here(0, probe, point, values, regs, comm.as_bytes())
+        img.run_here(0, probe, point, values, site.as_ref(), comm.as_bytes())
     }
 
     /// The first in-process error, if one happened and is not reported

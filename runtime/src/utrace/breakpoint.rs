@@ -765,9 +765,10 @@ impl Control<'_> {
         entry: &[(usize, usize)],
         ret: &[(usize, usize)],
         bias: u64,
+        func: &str,
     ) {
         if let Some(p) = self.core.dataplane.as_mut() {
-            p.offer(pid, addr, entry, ret, bias);
+            p.offer(pid, addr, entry, ret, bias, func);
         }
     }
 

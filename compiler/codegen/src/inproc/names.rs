@@ -6,7 +6,9 @@
 //! (one per distinct string, the empty string's always empty), so the
 //! route pass lets in no other comparison. `probefunc()` is a literal per
 //! point where the point fixes it (`utap_compiler::route::point_func`):
-//! a function's name, or a syscall probe's kernel function by number.
+//! a function's name, or a syscall probe's kernel function by number; at
+//! a wildcard's entry sites, the name handle the tracer wrote in the
+//! site's hook list, which the function entry copied to the block.
 
 use std::mem::offset_of;
 
@@ -16,7 +18,7 @@ use cranelift_frontend::FunctionBuilder;
 use utap_compiler::program::Program;
 use utap_compiler::route::{PointFunc, point_func};
 use utap_runtime::dataplane::layout::Block;
-use utap_runtime::script::context::{HandlerContext, ProbeValues};
+use utap_runtime::script::context::{HandlerContext, ProbeValues, event};
 use utap_runtime::syscalls::table::SYSCALLS;
 
 use super::lookup::{return_from_table, return_from_table_or};
@@ -33,14 +35,25 @@ pub(super) struct PointTexts {
     syscalls: Vec<(u128, i64)>,
 }
 
-/// `probefunc()` at a point: a literal, or the syscall's by number.
+/// `probefunc()` at a point: a literal, the syscall's by number, or the
+/// site's name from the block.
 #[derive(Clone, Copy)]
 enum Func {
     Fixed(i64),
     BySyscall,
+    BySite,
 }
 
 impl PointTexts {
+    /// Whether some point's `probefunc()` is its site's (the image then
+    /// copies the site words and interns names).
+    pub(super) fn by_site(&self) -> bool {
+        self.points
+            .iter()
+            .flatten()
+            .any(|p| matches!(p.2, Some(Func::BySite)))
+    }
+
     pub(super) fn new(sub: &Program, tables: &mut Tables<'_>) -> PointTexts {
         let points: Vec<Vec<(i64, i64, Option<Func>)>> = sub
             .probes
@@ -52,6 +65,7 @@ impl PointTexts {
                         let func = match point_func(&pt.kind) {
                             Some(PointFunc::Named(n)) => Some(Func::Fixed(tables.literal(n))),
                             Some(PointFunc::Syscall) => Some(Func::BySyscall),
+                            Some(PointFunc::Site) => Some(Func::BySite),
                             None => None,
                         };
                         (tables.literal(&pt.text), tables.literal(&pt.head), func)
@@ -126,13 +140,29 @@ impl Runtime<'_> {
             Some(Func::Fixed(h)) => Some(h),
             _ => None,
         });
-        // A point with no fixed answer is a syscall's (the route pass lets
-        // in no other): the second level switches on the number.
+        // A point with no fixed answer is a syscall's, whose second level
+        // switches on the number, or a function site's, whose name the
+        // entry copied to the block (the route pass lets in no other).
         let syscall_row = vec![(0u128, texts.syscalls.clone())];
         self.define("utap_bi_probefunc", 1, true, |b, a, _| {
             let (probe, point) = probe_and_point(b, a[0]);
-            let by_syscall = b.create_block();
-            return_from_table_or(b, probe, point, &fixed, by_syscall);
+            let (not_fixed, by_site, by_syscall) =
+                (b.create_block(), b.create_block(), b.create_block());
+            return_from_table_or(b, probe, point, &fixed, not_fixed);
+            b.switch_to_block(not_fixed);
+            let ev = b.ins().load(
+                I64,
+                mem(),
+                a[0],
+                (offset_of!(HandlerContext, probe) + offset_of!(ProbeValues, event)) as i32,
+            );
+            let function = b.ins().icmp_imm_s(IntCC::Equal, ev, event::FUNCTION);
+            b.ins().brif(function, by_site, &[], by_syscall, &[]);
+            b.switch_to_block(by_site);
+            let name = b
+                .ins()
+                .load(I64, mem(), a[0], offset_of!(Block, site_func) as i32);
+            b.ins().return_(&[name]);
             b.switch_to_block(by_syscall);
             let nr = b.ins().load(
                 I64,
