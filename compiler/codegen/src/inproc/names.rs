@@ -14,11 +14,11 @@ use std::mem::offset_of;
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
-use cranelift_frontend::FunctionBuilder;
+use cranelift_frontend::{FunctionBuilder, Switch};
 use utap_compiler::program::Program;
 use utap_compiler::route::{PointFunc, point_func};
 use utap_runtime::dataplane::layout::Block;
-use utap_runtime::script::context::{HandlerContext, ProbeValues, event};
+use utap_runtime::script::context::{HandlerContext, ProbeValues};
 use utap_runtime::syscalls::table::SYSCALLS;
 
 use super::lookup::{return_from_table, return_from_table_or};
@@ -144,20 +144,18 @@ impl Runtime<'_> {
         // switches on the number, or a function site's, whose name the
         // entry copied to the block (the route pass lets in no other).
         let syscall_row = vec![(0u128, texts.syscalls.clone())];
+        let site = point_table(texts, |t| match t.2 {
+            Some(Func::BySite) => Some(0),
+            _ => None,
+        });
         self.define("utap_bi_probefunc", 1, true, |b, a, _| {
             let (probe, point) = probe_and_point(b, a[0]);
             let (not_fixed, by_site, by_syscall) =
                 (b.create_block(), b.create_block(), b.create_block());
             return_from_table_or(b, probe, point, &fixed, not_fixed);
             b.switch_to_block(not_fixed);
-            let ev = b.ins().load(
-                I64,
-                mem(),
-                a[0],
-                (offset_of!(HandlerContext, probe) + offset_of!(ProbeValues, event)) as i32,
-            );
-            let function = b.ins().icmp_imm_s(IntCC::Equal, ev, event::FUNCTION);
-            b.ins().brif(function, by_site, &[], by_syscall, &[]);
+            // Not by the event kind: a syscall entry does not write it.
+            jump_if_listed(b, probe, point, &site, by_site, by_syscall);
             b.switch_to_block(by_site);
             let name = b
                 .ins()
@@ -174,6 +172,33 @@ impl Runtime<'_> {
             return_from_table(b, zero, nr, &syscall_row)
         })?;
         Ok(())
+    }
+}
+
+/// Goes to `yes` if `table` lists the (probe, point) pair, else to `no`.
+fn jump_if_listed(
+    b: &mut FunctionBuilder,
+    probe: Value,
+    point: Value,
+    table: &[(u128, Vec<(u128, i64)>)],
+    yes: cranelift_codegen::ir::Block,
+    no: cranelift_codegen::ir::Block,
+) {
+    let mut by_probe = Switch::new();
+    let mut rows = Vec::new();
+    for (key, row) in table.iter().filter(|(_, row)| !row.is_empty()) {
+        let blk = b.create_block();
+        by_probe.set_entry(*key, blk);
+        rows.push((blk, row));
+    }
+    by_probe.emit(b, probe, no);
+    for (blk, row) in rows {
+        b.switch_to_block(blk);
+        let mut by_point = Switch::new();
+        for &(key, _) in row {
+            by_point.set_entry(key, yes);
+        }
+        by_point.emit(b, point, no);
     }
 }
 
