@@ -41,7 +41,10 @@ pub const RET_AT: u64 = 3072;
 pub const HELPER_AT: u64 = COMMON_LEN - 32;
 /// The hook lists of function sites, at the end of the code part (the
 /// program cannot write them; the tracer adds lists as sites are patched).
-pub const LISTS_LEN: u64 = 256 << 10;
+/// A list whose site words name its function (`probefunc()` at a
+/// wildcard's sites) is one per function: 1 MiB holds about 13,000 of
+/// them (every function of libc is 3,700).
+pub const LISTS_LEN: u64 = 1 << 20;
 /// Per-thread blocks, and the size of one (its stack is the rest).
 pub const BLOCKS: u64 = 1024;
 pub const BLOCK_LEN: u64 = 64 << 10;
