@@ -2109,3 +2109,74 @@ fn probefunc_at_a_wildcards_sites_runs_in_the_program() {
         inproc.stderr
     );
 }
+
+/// Issue 28's real programs: with every libc function probed on entry
+/// and return (in the program where the site can be patched, at an
+/// `int3` elsewhere), `ls -lR`, `sort`, `bash -c`, `python3` and `perl`
+/// print exactly what they print untraced.
+#[test]
+fn every_libc_function_probed_leaves_real_programs_output_unchanged() {
+    let Some(libc) = std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| p.contains("/libc.so"))
+        .map(String::from)
+    else {
+        panic!("no libc in our own maps");
+    };
+    let script = format!(
+        "global n, r\nprobe process(\"{libc}\").function(\"*\") {{ n++ }}\n\
+         probe process(\"{libc}\").function(\"*\").return {{ r++ }}\n\
+         probe end {{ printf(\"calls %d returns %d\\n\", n, r) }}"
+    );
+    let dir = std::env::temp_dir().join(format!("utap-libc-all-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let words = dir.join("words");
+    let text: String = (0..2000)
+        .map(|i| format!("w{}\n", (i * 7919) % 2003))
+        .collect();
+    std::fs::write(&words, text).unwrap();
+    let words = words.to_str().unwrap().to_string();
+    let commands = [
+        "ls -lR /usr/include/linux".to_string(),
+        format!("sort {words}"),
+        "bash -c 'for i in 3 1 2; do echo $i; done | sort; echo done'".to_string(),
+        // Debian's, not a version manager's shim (a shell script).
+        "/usr/bin/python3 -c 'import json; print(json.dumps({\"s\": sum(range(100000))}))'"
+            .to_string(),
+        "perl -e 'print join(\",\", sort { $a <=> $b } map { $_ * 7 % 13 } 1..20), \"\\n\"'"
+            .to_string(),
+    ];
+    for cmd in &commands {
+        let program = cmd.split(' ').next().unwrap_or_default();
+        if program.starts_with('/') && !std::path::Path::new(program).exists() {
+            eprintln!("skipped {cmd}: no {program}");
+            continue;
+        }
+        let plain = run({
+            let mut c = command("sh");
+            c.args(["-c", cmd]);
+            c
+        });
+        assert_eq!(plain.status, 0, "{cmd}: {}", plain.stderr);
+        let traced = utap_c(&script, cmd, true);
+        assert_eq!(traced.status, 0, "{cmd}: {}", traced.stderr);
+        let (own, tally): (Vec<&str>, Vec<&str>) = traced
+            .stdout
+            .lines()
+            .partition(|l| !l.starts_with("calls "));
+        let want: Vec<&str> = plain.stdout.lines().collect();
+        assert_eq!(own, want, "{cmd}: {}", traced.stderr);
+        assert_eq!(tally.len(), 1, "{cmd}: {}", traced.stdout);
+        assert!(!tally[0].starts_with("calls 0 "), "{cmd}: {}", tally[0]);
+        assert!(
+            traced
+                .stderr
+                .contains("utap: 2 of 3 probe(s) run in the program"),
+            "{cmd}: {}",
+            traced.stderr
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

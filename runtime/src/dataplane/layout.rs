@@ -41,10 +41,11 @@ pub const RET_AT: u64 = 3072;
 pub const HELPER_AT: u64 = COMMON_LEN - 32;
 /// The hook lists of function sites, at the end of the code part (the
 /// program cannot write them; the tracer adds lists as sites are patched).
-/// A list whose site words name its function (`probefunc()` at a
-/// wildcard's sites) is one per function: 1 MiB holds about 13,000 of
-/// them (every function of libc is 3,700).
-pub const LISTS_LEN: u64 = 1 << 20;
+/// `function("*")` resolves to a point per function, and each point's
+/// hooks make a list of their own: python3 with every libc function's
+/// entry and return probed made 18,700 (40 bytes each, 56 with site
+/// words).
+pub const LISTS_LEN: u64 = 2 << 20;
 /// Per-thread blocks, and the size of one (its stack is the rest).
 pub const BLOCKS: u64 = 1024;
 pub const BLOCK_LEN: u64 = 64 << 10;

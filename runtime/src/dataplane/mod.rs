@@ -450,13 +450,22 @@ impl Plane {
 
     /// The address of hook list `hooks` in the region, written now if it
     /// is new: the count, the return hook list's address (0: none), each
-    /// hook's three words, then the site's words (`function::Site`).
+    /// hook's three words, then the site's words (`function::Site`) in an
+    /// image that reads them (else lists are shared by every site with
+    /// the same hooks: `function("*")` gives each function a point, and
+    /// so a list, of its own).
     pub(crate) fn list(&mut self, hooks: &[Hook], ret: u64, site: function::Site) -> Option<u64> {
+        let with_site = self.image.entry_site;
+        let site = if with_site {
+            site
+        } else {
+            function::Site::default()
+        };
         let key = (hooks.to_vec(), ret, site);
         if let Some(&at) = self.lists.get(&key) {
             return Some(at);
         }
-        let len = 32 + 24 * hooks.len() as u64;
+        let len = 16 + 24 * hooks.len() as u64 + if with_site { 16 } else { 0 };
         let end = self.image.region.base() + layout::CODE_LEN;
         if self.next_list + len > end {
             return None;
@@ -466,7 +475,9 @@ impl Plane {
         for &(f, probe, point) in hooks {
             words.extend([f, probe as u64, point as u64]);
         }
-        words.extend([site.bias, site.func as u64]);
+        if with_site {
+            words.extend([site.bias, site.func as u64]);
+        }
         // SAFETY: inside our (writable) mapping of the region's code part,
         // in the lists area nothing else uses; programs only read it.
         unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), at as *mut u64, words.len()) };
