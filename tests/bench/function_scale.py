@@ -135,14 +135,17 @@ def python(loops, rounds):
         for f in ["malloc", "free"])
     text += "probe end { println(malloc_e, \" \", malloc_r, \" \", free_e, \" \", free_r) }\n"
     code = PY_LOOP.format(n=loops)
+    # Debian's python3, not a version manager's shim found first on PATH
+    # (another interpreter build, started by a shell script).
+    py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
     cases = {
-        "untraced": ["python3", "-c", code],
+        "untraced": [py, "-c", code],
         "malloc+free entry+return in the program": [UTAP, script(text), "-c",
-                                                    f"python3 -c '{code}'"],
+                                                    f"{py} -c '{code}'"],
     }
     per = medians(cases, rounds)
     base = per["untraced"]
-    print(f"python3: load {os.getloadavg()[0]:.1f}, {rounds} rounds, {loops} bytearray(1000)")
+    print(f"{py}: load {os.getloadavg()[0]:.1f}, {rounds} rounds, {loops} bytearray(1000)")
     for c, v in per.items():
         print(f"{c:42} {v / 1e6:9.1f} ms {v / base:6.2f}x")
 
