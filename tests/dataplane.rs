@@ -2066,15 +2066,7 @@ fn probefunc_at_a_wildcards_sites_runs_in_the_program() {
     let ([_, _, _, patched, refused, _], _) = plane_counts(&inproc.stderr);
     assert!(patched > 0 && refused > 0, "{}", inproc.stderr);
 
-    let Some(libc) = std::fs::read_to_string("/proc/self/maps")
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(5))
-        .find(|p| p.contains("/libc.so"))
-        .map(String::from)
-    else {
-        panic!("no libc in our own maps");
-    };
+    let libc = our_libc();
     let lib = format!(
         "global calls\nprobe process(\"{libc}\").function(\"str*\"), process(\"{libc}\").function(\"mem*\") {{ calls[probefunc()]++ }}\n\
          probe end {{ foreach (f in calls-) printf(\"%s %d\\n\", f, calls[f]) }}"
@@ -2116,15 +2108,7 @@ fn probefunc_at_a_wildcards_sites_runs_in_the_program() {
 /// print exactly what they print untraced.
 #[test]
 fn every_libc_function_probed_leaves_real_programs_output_unchanged() {
-    let Some(libc) = std::fs::read_to_string("/proc/self/maps")
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(5))
-        .find(|p| p.contains("/libc.so"))
-        .map(String::from)
-    else {
-        panic!("no libc in our own maps");
-    };
+    let libc = our_libc();
     let script = format!(
         "global n, r\nprobe process(\"{libc}\").function(\"*\") {{ n++ }}\n\
          probe process(\"{libc}\").function(\"*\").return {{ r++ }}\n\
@@ -2179,4 +2163,15 @@ fn every_libc_function_probed_leaves_real_programs_output_unchanged() {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The libc this test process maps (the one the programs it runs map).
+fn our_libc() -> String {
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| p.contains("/libc.so"))
+        .map(String::from)
+        .expect("no libc in our own maps")
 }

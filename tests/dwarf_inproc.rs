@@ -7,21 +7,13 @@
 
 mod support;
 
-use support::{fixture, run, utap};
+use support::fixture;
 
 /// Runs `script` (EXE: the fixture) over `exe` on the route `inproc`
-/// chooses: its status, stdout lines sorted (the program's own lines
-/// interleave with the script's as output is drained) and stderr.
+/// chooses ([`support::on_route`]).
 fn on_route(exe: &str, script: &str, inproc: bool) -> (i32, Vec<String>, String) {
     let path = fixture(exe);
-    let mut c = utap(&script.replace("EXE", &path), &["-v", "-c", &path]);
-    if !inproc {
-        c.env("UTAP_INPROC", "0");
-    }
-    let o = run(c);
-    let mut lines: Vec<String> = o.stdout.lines().map(String::from).collect();
-    lines.sort();
-    (o.status, lines, o.stderr)
+    support::on_route(&script.replace("EXE", &path), &path, inproc)
 }
 
 /// Both routes print the same; `probes` of them run in the program; the

@@ -395,21 +395,11 @@ probe end { printf("ticks %d\n", n) }"#;
 }
 
 /// Runs `script` (EXE: the fixture `exe`) on `cmdline` (EXE too) on the
-/// route `inproc` chooses: status, stdout lines sorted (the program's own
-/// interleave with the script's), stderr.
+/// route `inproc` chooses ([`support::on_route`]).
 fn on_route(exe: &str, script: &str, cmdline: &str, inproc: bool) -> (i32, Vec<String>, String) {
     let path = fixture(exe);
-    let mut c = utap(
-        &script.replace("EXE", &path),
-        &["-v", "-c", &cmdline.replace("EXE", &path)],
-    );
-    if !inproc {
-        c.env("UTAP_INPROC", "0");
-    }
-    let o = run(c);
-    let mut lines: Vec<String> = o.stdout.lines().map(String::from).collect();
-    lines.sort();
-    (o.status, lines, o.stderr)
+    let script = script.replace("EXE", &path);
+    support::on_route(&script, &cmdline.replace("EXE", &path), inproc)
 }
 
 /// The script prints the same on both routes, in the program on the

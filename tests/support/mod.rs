@@ -497,3 +497,19 @@ impl Delays {
         Duration::from_millis(self.0 % max_ms)
     }
 }
+
+/// Runs `script` with `-v` on the `-c` command `cmd`, in the program where
+/// the route pass allows (`inproc`) or wholly in the tracer
+/// (`UTAP_INPROC=0`): its status, its stdout lines sorted (a program's
+/// own lines interleave with the script's as output is drained) and its
+/// stderr.
+pub fn on_route(script: &str, cmd: &str, inproc: bool) -> (i32, Vec<String>, String) {
+    let mut c = utap(script, &["-v", "-c", cmd]);
+    if !inproc {
+        c.env("UTAP_INPROC", "0");
+    }
+    let o = run(c);
+    let mut lines: Vec<String> = o.stdout.lines().map(String::from).collect();
+    lines.sort();
+    (o.status, lines, o.stderr)
+}
