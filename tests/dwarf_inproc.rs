@@ -99,6 +99,39 @@ probe process("EXE").function("draw").return { println($scale, " ", $s->sides[1]
 }
 
 #[test]
+fn parms_and_vars_texts_are_made_in_the_program() {
+    // The handler keeps the numbers; the tracer writes the text as it
+    // prints, `?` for what is optimised out (`a` and `b` of scale are not
+    // computed yet at its entry in the -O2 fixture).
+    let script = r#"
+probe process("EXE").function("add") { p = $$parms; println(p) }
+probe process("EXE").function("add") { printf("add(%s)\n", $$parms) }
+"#;
+    let want = [
+        "a=0xfffffffffffffff9 b=0x11f71fb04cb c=0xffff d=0x7a",
+        "add(a=0xfffffffffffffff9 b=0x11f71fb04cb c=0xffff d=0x7a)",
+    ];
+    same_on_both("dwarf_O0", script, 2, &want);
+    same_on_both("dwarf_O2", script, 2, &want);
+    let vars = r#"probe process("EXE").function("scale") { println($$vars) }"#;
+    same_on_both("dwarf_entry", vars, 1, &["x=0x7 unused=0xe a=? b=?"]);
+    // Pretty-printing reads structures: the tracer's, with the reason.
+    let pretty = r#"probe process("EXE").function("add") { println($$parms$) }"#;
+    let (status, lines, err) = on_route("dwarf_O0", pretty, true);
+    assert_eq!(status, 0, "{err}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l == "a=-7 b=1234567890123 c=65535 d='z'"),
+        "{lines:?}"
+    );
+    assert!(
+        err.contains("is pretty-printed (`$`), which reads structures"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_site_left_on_its_int3_reads_the_registers_of_the_stop() {
     // `inc` is too short to patch: its hits run the in-process handler
     // at the tracer's stop, with the registers the stop gives.

@@ -74,7 +74,8 @@ pub const NAME_BUILTINS: &[&str] = &["execname"];
 /// (`utap_runtime::dataplane::strings`): bytes read from the program's
 /// memory by the safe load, or values the tracer renders as it prints
 /// (`__syscall_retstr`, the tapset's `retstr`, depends on the number and
-/// the result alone). Their strings can be kept in a probe's locals and
+/// the result alone; `__dwarf_string`, `$$parms`, on the numbers the
+/// handler reads). Their strings can be kept in a probe's locals and
 /// printed, not compared, used as keys or passed on (their handles are not
 /// canonical), and not in script functions.
 pub const RING_BUILTINS: &[&str] = &[
@@ -82,6 +83,7 @@ pub const RING_BUILTINS: &[&str] = &[
     "user_string_n",
     "user_string_quoted",
     "__syscall_retstr",
+    "__dwarf_string",
 ];
 
 /// Builtins that load a value from the program's memory (0 when it cannot
@@ -474,8 +476,31 @@ fn string_value_reason(program: &Rules, e: &Expr, why: &mut Option<String>) {
     if !program.read_string(e) {
         return literal_reason(program, e, why);
     }
-    if let ExprKind::Builtin { args, .. } = &e.kind {
+    if let ExprKind::Builtin { name, args } = &e.kind {
+        if *name == "__dwarf_string"
+            && let Some(r) = target_text_reason(program, args)
+        {
+            *why = Some(r);
+            return;
+        }
         args.iter().for_each(|a| expr_reason(program, a, why));
+    }
+}
+
+/// Why a target variable's text (`$$parms`, `$$vars`:
+/// `__dwarf_string(plan, a, b)`) cannot be made in process: as for a
+/// number ([`target_var_reason`]), by `utap_runtime::dataplane::plans::text`.
+fn target_text_reason(program: &Rules, args: &[Expr]) -> Option<String> {
+    use utap_runtime::dataplane::plans;
+    let Some(ExprKind::Long(id)) = args.first().map(|a| &a.kind) else {
+        return Some("prints a target variable with no plan".into());
+    };
+    match plans::text(*id) {
+        Err(why) => Some(format!("prints a target variable's text that {why}")),
+        Ok((_, regs)) if regs && !program.entries => {
+            Some("prints a target variable's registers outside a function's entry".into())
+        }
+        Ok(_) => None,
     }
 }
 

@@ -251,6 +251,10 @@ pub fn compile(
     if !target_vars.is_empty() {
         rt.define_target_vars(&region, &target_vars)?;
     }
+    let target_texts = dwarf::texts_read(&sub);
+    if !target_texts.is_empty() {
+        rt.define_target_texts(&region, &target_texts)?;
+    }
     let site_names = points.by_site() && calls_any(&sub, &["probefunc"]);
     let funcs = c.functions(&sub)?;
     let handlers = c.handlers(&sub, &funcs)?;
@@ -314,8 +318,9 @@ pub fn compile(
         max_nesting: limits.max_nesting,
         max_string_len: limits.max_string_len,
         syscall_hooks,
-        entry_regs: target_vars.iter().any(|(_, p)| p.reads_regs),
-        entry_site: !target_vars.is_empty() || site_names,
+        entry_regs: target_vars.iter().any(|(_, p)| p.reads_regs)
+            || target_texts.iter().any(|(_, (_, regs))| *regs),
+        entry_site: !target_vars.is_empty() || !target_texts.is_empty() || site_names,
         clock: calls_any(&sub, route::CLOCK_BUILTINS).then(|| start_clock(&region)),
         names: (calls_any(&sub, route::NAME_BUILTINS)
             || site_names

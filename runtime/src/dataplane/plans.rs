@@ -15,7 +15,7 @@
 //! `DW_OP_piece` values and places the tracer would refuse at the hit
 //! ("not accessible"): the tracer words those errors.
 
-use crate::dwarf::plan::{Chain, Final, Loc, Op, Site, Step, plan_of};
+use crate::dwarf::plan::{Chain, Final, Loc, Op, Piece, Site, Step, plan_of};
 
 /// Registers a chain may read: DWARF 0..=15, the general purpose ones.
 pub const REGS: u16 = 16;
@@ -51,6 +51,93 @@ pub fn plan(id: i64) -> Result<Plan, &'static str> {
         chain: chain.clone(),
         reads_regs,
     })
+}
+
+/// Plan `id` as the program evaluates a text of it (`$$parms`, `$$vars`,
+/// `$$locals`: words and `%#x` numbers, the same at every site), or why
+/// it cannot: its numbers, each a chain as [`plan`] requires or `None`
+/// for one the tracer shows as `?` whatever the hit (optimised out, a
+/// member of a value in registers), and whether one reads registers or
+/// the load bias. `$var$` (pretty-printing, which reads structures) stays
+/// in the tracer.
+pub fn text(id: i64) -> Result<(Vec<Option<Chain>>, bool), &'static str> {
+    let access = plan_of(id).ok_or("has no plan")?;
+    let mut sites = access.sites.iter().map(|(_, _, s)| s).chain(&access.any);
+    let first = sites.next().ok_or("has no plan")?;
+    if sites.any(|s| s != first) {
+        return Err("is found differently at the probe's sites");
+    }
+    let Site::Text(pieces) = first else {
+        return Err("is a number");
+    };
+    let mut chains = Vec::new();
+    let mut regs = false;
+    for p in pieces {
+        match p {
+            Piece::Text(_) => {}
+            Piece::Hex(c) if matches!(c.loc, Loc::Unavailable) || unplaced(c) => chains.push(None),
+            Piece::Hex(c) => {
+                regs |= loc_ok(&c.loc)?;
+                if uses_bias(&c.loc) && modules(&access) != 1 {
+                    return Err("is at a link-time address in more than one module");
+                }
+                place_ok(c)?;
+                chains.push(Some(c.clone()));
+            }
+            Piece::Pretty(..) => return Err("is pretty-printed (`$`), which reads structures"),
+        }
+    }
+    Ok((chains, regs))
+}
+
+/// The text of plan `id` (accepted by [`text`]) with the program's
+/// `values`: each number's value and whether it was read, in order; `?`
+/// for one that was not, as the tracer's `Machine::text` shows it.
+pub fn render_text(id: i64, values: &[i64]) -> Option<String> {
+    let access = plan_of(id)?;
+    let site = access
+        .sites
+        .first()
+        .map(|(_, _, s)| s)
+        .or(access.any.as_ref())?;
+    let Site::Text(pieces) = site else {
+        return None;
+    };
+    let mut out = String::new();
+    let mut next = values.chunks_exact(2);
+    for p in pieces {
+        match p {
+            Piece::Text(t) => out.push_str(t),
+            Piece::Hex(_) => match next.next()? {
+                [v, 1] => out.push_str(&format!("{:#x}", *v as u64)),
+                _ => out.push('?'),
+            },
+            Piece::Pretty(..) => return None,
+        }
+    }
+    Some(out)
+}
+
+/// Whether the tracer's `Machine::place` or `long` refuses the chain's
+/// steps or final read whatever the hit (it shows `?` then).
+fn unplaced(c: &Chain) -> bool {
+    let mut memory = matches!(c.loc, Loc::Memory(_) | Loc::Pieces(_));
+    for s in &c.steps {
+        match s {
+            Step::Deref => memory = true,
+            Step::Offset(_) | Step::Index { .. } if !memory => return true,
+            _ => {}
+        }
+    }
+    c.fin == Final::Address && !memory
+}
+
+/// How many modules the plan's sites are in.
+fn modules(access: &crate::dwarf::plan::Access) -> usize {
+    let mut m: Vec<&String> = access.sites.iter().map(|(m, _, _)| m).collect();
+    m.sort();
+    m.dedup();
+    m.len()
 }
 
 /// Whether the location's operations are the program's to run; whether

@@ -63,6 +63,10 @@ pub mod kind {
     /// A syscall's number and result (16 bytes): prints as the tracer's
     /// `__syscall_retstr` (the tapset's `retstr`).
     pub const RETSTR: u64 = 3;
+    /// A target variable's text (`$$parms`, `$$vars`: `super::plans::text`):
+    /// the plan's number, then for each number it shows, its value and
+    /// whether it could be read (two words each).
+    pub const DWARF_TEXT: u64 = 4;
 }
 
 /// Whether `h` is a handle of a string read in the program.
@@ -149,6 +153,15 @@ fn render(kind: u64, bytes: &[u8], maxstringlen: usize) -> Option<Vec<u8>> {
         kind::RETSTR if bytes.len() == 16 => {
             let word = |i: usize| i64::from_le_bytes(bytes[i..i + 8].try_into().unwrap());
             Some(crate::syscalls::builtins::syscall_retstr(word(0), word(8)).into_bytes())
+        }
+        kind::DWARF_TEXT => {
+            let words: Vec<i64> = bytes
+                .chunks_exact(8)
+                .map(|w| i64::from_le_bytes(w.try_into().unwrap()))
+                .collect();
+            let (&id, values) = words.split_first()?;
+            let text = super::plans::render_text(id, values)?;
+            Some(crate::values::strings::stored(text.as_bytes(), maxstringlen).to_vec())
         }
         _ => None,
     }

@@ -15,9 +15,10 @@ use utap_compiler::walk;
 use utap_runtime::dataplane::layout::{BLOCK_BIAS, BLOCK_REGS, HELPER_AT, RAISE_READ_FAULT};
 use utap_runtime::dataplane::plans::{self, Plan};
 use utap_runtime::dataplane::region::Region;
-use utap_runtime::dwarf::plan::{Final, Loc, Op, Step};
+use utap_runtime::dataplane::strings::kind;
+use utap_runtime::dwarf::plan::{Chain, Final, Loc, Op, Step};
 
-use super::user::safe_load;
+use super::user::{Rings, keep_values, safe_load};
 use super::{Runtime, mem, raise_with};
 use crate::CodegenError;
 
@@ -26,19 +27,34 @@ const I64: types::Type = types::I64;
 /// The plans `__dwarf_long` calls of `sub` read, each once (the route
 /// pass let in only plans the program evaluates).
 pub(super) fn plans_read(sub: &Program) -> Vec<(i64, Plan)> {
+    plan_ids(sub, "__dwarf_long")
+        .into_iter()
+        .filter_map(|id| Some((id, plans::plan(id).ok()?)))
+        .collect()
+}
+
+/// The text plans `__dwarf_string` calls of `sub` read (`$$parms`...):
+/// their numbers' chains, and whether one reads registers.
+pub(super) fn texts_read(sub: &Program) -> Vec<(i64, (Vec<Option<Chain>>, bool))> {
+    plan_ids(sub, "__dwarf_string")
+        .into_iter()
+        .filter_map(|id| Some((id, plans::text(id).ok()?)))
+        .collect()
+}
+
+/// The plan numbers the calls of builtin `name` in `sub` pass, each once.
+fn plan_ids(sub: &Program, name: &str) -> Vec<i64> {
     let mut ids = Vec::new();
     walk::program(sub, &mut |e| {
-        if let ExprKind::Builtin { name, args } = &e.kind
-            && *name == "__dwarf_long"
+        if let ExprKind::Builtin { name: n, args } = &e.kind
+            && *n == name
             && let Some(ExprKind::Long(id)) = args.first().map(|a| &a.kind)
             && !ids.contains(id)
         {
             ids.push(*id);
         }
     });
-    ids.into_iter()
-        .filter_map(|id| Some((id, plans::plan(id).ok()?)))
-        .collect()
+    ids
 }
 
 /// What evaluating a chain needs: the handler's context (its block), the
@@ -78,7 +94,7 @@ impl Runtime<'_> {
             switch.emit(b, a[1], none);
             for ((_, plan), &blk) in plans.iter().zip(&cases) {
                 b.switch_to_block(blk);
-                let v = long(b, &ev, plan);
+                let v = long(b, &ev, &plan.chain);
                 b.ins().return_(&[v]);
             }
             // A plan the route did not let in: never called.
@@ -96,9 +112,80 @@ impl Runtime<'_> {
     }
 }
 
-/// The number the plan's chain gives (the tracer's `Machine::long`).
-fn long(b: &mut FunctionBuilder, ev: &Eval, plan: &Plan) -> Value {
-    let c = &plan.chain;
+impl Runtime<'_> {
+    /// `utap_bi___dwarf_string(ctx, plan, a, b)`: a switch over `texts`;
+    /// each keeps its numbers (value, read or not) in a string ring entry
+    /// the tracer renders as it prints (`plans::render_text`). A number
+    /// that cannot be read shows as `?`, as in the tracer: no error.
+    pub(super) fn define_target_texts(
+        &mut self,
+        region: &Region,
+        texts: &[(i64, (Vec<Option<Chain>>, bool))],
+    ) -> Result<(), CodegenError> {
+        let helper = (region.base() + HELPER_AT) as i64;
+        let rings = Rings::of(region, self.header);
+        self.define("utap_bi___dwarf_string", 4, true, |b, a, _| {
+            let mut switch = Switch::new();
+            let cases: Vec<Block> = texts.iter().map(|_| b.create_block()).collect();
+            for ((id, _), &blk) in texts.iter().zip(&cases) {
+                switch.set_entry(*id as u64 as u128, blk);
+            }
+            let none = b.create_block();
+            switch.emit(b, a[1], none);
+            for ((id, (chains, _)), &blk) in texts.iter().zip(&cases) {
+                b.switch_to_block(blk);
+                let mut words = vec![b.ins().iconst(I64, *id)];
+                for c in chains {
+                    let (v, ok) = match c {
+                        Some(c) => long_or_unread(b, a[0], [a[2], a[3]], helper, c),
+                        None => {
+                            let zero = b.ins().iconst(I64, 0);
+                            (zero, zero)
+                        }
+                    };
+                    words.extend([v, ok]);
+                }
+                let h = keep_values(b, rings, a[0], &words, kind::DWARF_TEXT);
+                b.ins().return_(&[h]);
+            }
+            b.switch_to_block(none);
+            let empty = b.ins().iconst(I64, utap_runtime::script::strings::EMPTY);
+            b.ins().return_(&[empty]);
+        })?;
+        Ok(())
+    }
+}
+
+/// A chain's number and 1, or 0 and 0 when a read fails.
+fn long_or_unread(
+    b: &mut FunctionBuilder,
+    ctx: Value,
+    input: [Value; 2],
+    helper: i64,
+    c: &Chain,
+) -> (Value, Value) {
+    let (fault, join) = (b.create_block(), b.create_block());
+    b.append_block_param(fault, I64);
+    b.append_block_param(join, I64);
+    b.append_block_param(join, I64);
+    let ev = Eval {
+        ctx,
+        input,
+        helper,
+        fault,
+    };
+    let v = long(b, &ev, c);
+    let one = b.ins().iconst(I64, 1);
+    b.ins().jump(join, &[v.into(), one.into()]);
+    b.switch_to_block(fault);
+    let zero = b.ins().iconst(I64, 0);
+    b.ins().jump(join, &[zero.into(), zero.into()]);
+    b.switch_to_block(join);
+    (b.block_params(join)[0], b.block_params(join)[1])
+}
+
+/// The number a chain gives (the tracer's `Machine::long`).
+fn long(b: &mut FunctionBuilder, ev: &Eval, c: &Chain) -> Value {
     let mut v = match &c.loc {
         Loc::Memory(ops) | Loc::Value(ops) => run(b, ev, ops),
         Loc::Register(r) => reg(b, ev, *r),

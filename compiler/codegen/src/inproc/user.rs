@@ -33,24 +33,31 @@ const PROCESS_VM_READV: i64 = 310;
 
 /// Addresses the reader needs, all fixed in the region.
 #[derive(Clone, Copy)]
-struct Rings {
+pub(super) struct Rings {
     blocks: i64,
     strings: i64,
     helper: i64,
     header: i64,
 }
 
+impl Rings {
+    /// The string rings of `region`, whose header is at `header`.
+    pub(super) fn of(region: &Region, header: i64) -> Rings {
+        let data = region.data_base() as i64;
+        Rings {
+            blocks: data + region.data.blocks as i64,
+            strings: data + region.data.strings as i64,
+            helper: (region.base() + HELPER_AT) as i64,
+            header,
+        }
+    }
+}
+
 impl Runtime<'_> {
     /// The three builtins over one reader, `utap_ip_read_string(ctx, addr,
     /// limit, kind) -> handle`; `max` is MAXSTRINGLEN.
     pub(super) fn define_strings(&mut self, region: &Region, max: i64) -> Result<(), CodegenError> {
-        let data = region.data_base() as i64;
-        let r = Rings {
-            blocks: data + region.data.blocks as i64,
-            strings: data + region.data.strings as i64,
-            helper: (region.base() + HELPER_AT) as i64,
-            header: self.header,
-        };
+        let r = Rings::of(region, self.header);
         let read = self.define("utap_ip_read_string", 4, true, |b, a, _| {
             let h = read_string(b, r, a[0], a[1], a[2], a[3]);
             b.ins().return_(&[h]);
@@ -305,7 +312,13 @@ fn publish_entry(
 
 /// Values kept in an entry of kind `k`, for the tracer to render (as
 /// `__syscall_retstr`, which depends on them alone); the handle.
-fn keep_values(b: &mut FunctionBuilder, r: Rings, ctx: Value, values: &[Value], k: u64) -> Value {
+pub(super) fn keep_values(
+    b: &mut FunctionBuilder,
+    r: Rings,
+    ctx: Value,
+    values: &[Value],
+    k: u64,
+) -> Value {
     let len = b.ins().iconst(I64, 8 * values.len() as i64);
     let (pos, entry) = place_entry(b, r, ctx, len);
     for (i, &v) in values.iter().enumerate() {
