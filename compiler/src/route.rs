@@ -383,10 +383,13 @@ fn first_reason(program: &Program, p: &ProbeDef, unwinds: bool) -> Option<String
             ..
         } = &pt.kind
             && is_mark(fp)
-            && let Some(why) = mark_reason(p, &pt.kind, &pt.text)
+            && let Some(why) = mark_reason(&pt.kind, &pt.text)
         {
             return Some(why);
         }
+    }
+    if let Err(why) = mark_loads(p) {
+        return Some(why);
     }
     let mut why = None;
     let rules = Rules {
@@ -544,15 +547,11 @@ fn is_mark(fp: &utap_runtime::session::FunctionPoint) -> bool {
 
 /// Why a marker point's hits cannot be served in process: its file is
 /// known only at run time (`process.mark`, a library named without its
-/// path), or the handler reads an argument the matching markers do not
-/// all keep alike ([`mark_loads`]).
-fn mark_reason(p: &ProbeDef, kind: &PointKind, text: &str) -> Option<String> {
-    if crate::check::marks::operands(kind).is_none() {
-        return Some(format!(
-            "{text}: the marker's file is known only at run time"
-        ));
-    }
-    mark_loads(p).err()
+/// path). Its arguments are [`mark_loads`]'s, over the whole probe.
+fn mark_reason(kind: &PointKind, text: &str) -> Option<String> {
+    crate::check::marks::operands(kind)
+        .is_none()
+        .then(|| format!("{text}: the marker's file is known only at run time"))
 }
 
 /// The arguments `p`'s handler reads (0-based) that its markers keep in

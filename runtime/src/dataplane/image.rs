@@ -234,7 +234,9 @@ impl InProcImage {
             (*block).comm = self.name_handle(comm);
             if let Some(s) = site {
                 ((*block).regs, (*block).bias) = (s.regs, s.bias);
-                (*block).site_func = self.name_handle(&s.func);
+                if self.entry_site {
+                    (*block).site_func = self.name_handle(&s.func);
+                }
             }
             let f: InProcHandler = std::mem::transmute::<u64, InProcHandler>(addr);
             f(ctx);

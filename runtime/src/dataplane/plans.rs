@@ -15,7 +15,7 @@
 //! `DW_OP_piece` values and places the tracer would refuse at the hit
 //! ("not accessible"): the tracer words those errors.
 
-use crate::dwarf::plan::{Chain, Final, Loc, Op, Piece, Site, Step, plan_of};
+use crate::dwarf::plan::{Access, Chain, Final, Loc, Op, Piece, Site, Step, plan_of};
 
 /// Registers a chain may read: DWARF 0..=15, the general purpose ones.
 pub const REGS: u16 = 16;
@@ -32,25 +32,35 @@ pub struct Plan {
 /// Plan `id` as the program evaluates it, or why it cannot.
 pub fn plan(id: i64) -> Result<Plan, &'static str> {
     let access = plan_of(id).ok_or("has no plan")?;
-    let mut sites = access.sites.iter().map(|(_, _, s)| s).chain(&access.any);
-    let first = sites.next().ok_or("has no plan")?;
-    if sites.any(|s| s != first) {
-        return Err("is found differently at the probe's sites");
-    }
-    let Site::Long(chain) = first else {
+    let Site::Long(chain) = one_site(&access)? else {
         return Err("is printed as text");
     };
-    let reads_regs = loc_ok(&chain.loc)?;
-    let mut modules = access.sites.iter().map(|(m, _, _)| m);
-    let one_module = modules.next().is_none_or(|m| modules.all(|n| n == m));
-    if uses_bias(&chain.loc) && (!one_module || access.sites.is_empty()) {
+    Ok(Plan {
+        chain: chain.clone(),
+        reads_regs: chain_ok(&access, chain)?,
+    })
+}
+
+/// The one site plan every site of `access` has ([`plan`], [`text`]).
+fn one_site(access: &Access) -> Result<&Site, &'static str> {
+    let mut sites = access.sites.iter().map(|(_, _, s)| s).chain(&access.any);
+    let first = sites.next().ok_or("has no plan")?;
+    match sites.any(|s| s != first) {
+        true => Err("is found differently at the probe's sites"),
+        false => Ok(first),
+    }
+}
+
+/// Whether the program can evaluate `chain` of `access` (its location,
+/// its load bias's module, its steps and final read); whether it reads
+/// registers or the bias.
+fn chain_ok(access: &Access, chain: &Chain) -> Result<bool, &'static str> {
+    let regs = loc_ok(&chain.loc)?;
+    if uses_bias(&chain.loc) && modules(access) != 1 {
         return Err("is at a link-time address in more than one module");
     }
     place_ok(chain)?;
-    Ok(Plan {
-        chain: chain.clone(),
-        reads_regs,
-    })
+    Ok(regs)
 }
 
 /// Plan `id` as the program evaluates a text of it (`$$parms`, `$$vars`,
@@ -62,12 +72,7 @@ pub fn plan(id: i64) -> Result<Plan, &'static str> {
 /// in the tracer.
 pub fn text(id: i64) -> Result<(Vec<Option<Chain>>, bool), &'static str> {
     let access = plan_of(id).ok_or("has no plan")?;
-    let mut sites = access.sites.iter().map(|(_, _, s)| s).chain(&access.any);
-    let first = sites.next().ok_or("has no plan")?;
-    if sites.any(|s| s != first) {
-        return Err("is found differently at the probe's sites");
-    }
-    let Site::Text(pieces) = first else {
+    let Site::Text(pieces) = one_site(&access)? else {
         return Err("is a number");
     };
     let mut chains = Vec::new();
@@ -77,11 +82,7 @@ pub fn text(id: i64) -> Result<(Vec<Option<Chain>>, bool), &'static str> {
             Piece::Text(_) => {}
             Piece::Hex(c) if matches!(c.loc, Loc::Unavailable) || unplaced(c) => chains.push(None),
             Piece::Hex(c) => {
-                regs |= loc_ok(&c.loc)?;
-                if uses_bias(&c.loc) && modules(&access) != 1 {
-                    return Err("is at a link-time address in more than one module");
-                }
-                place_ok(c)?;
+                regs |= chain_ok(&access, c)?;
                 chains.push(Some(c.clone()));
             }
             Piece::Pretty(..) => return Err("is pretty-printed (`$`), which reads structures"),
@@ -121,19 +122,31 @@ pub fn render_text(id: i64, values: &[i64]) -> Option<String> {
 /// Whether the tracer's `Machine::place` or `long` refuses the chain's
 /// steps or final read whatever the hit (it shows `?` then).
 fn unplaced(c: &Chain) -> bool {
+    match walk_place(c) {
+        Some(memory) => c.fin == Final::Address && !memory,
+        None => true,
+    }
+}
+
+/// Whether the chain's place is in memory after its steps (a location in
+/// memory or in pieces, or a pointer followed), or `None` when a member
+/// or index step meets a value, which the tracer's `Machine::place`
+/// refuses. The code generator follows the same walk.
+fn walk_place(c: &Chain) -> Option<bool> {
     let mut memory = matches!(c.loc, Loc::Memory(_) | Loc::Pieces(_));
     for s in &c.steps {
         match s {
             Step::Deref => memory = true,
-            Step::Offset(_) | Step::Index { .. } if !memory => return true,
+            Step::Offset(_) | Step::Index { .. } if !memory => return None,
             _ => {}
         }
     }
-    c.fin == Final::Address && !memory
+    Some(memory)
 }
 
-/// How many modules the plan's sites are in.
-fn modules(access: &crate::dwarf::plan::Access) -> usize {
+/// How many modules the plan's sites are in (0 for a site-independent
+/// plan, which has no bias).
+fn modules(access: &Access) -> usize {
     let mut m: Vec<&String> = access.sites.iter().map(|(m, _, _)| m).collect();
     m.sort();
     m.dedup();
@@ -173,28 +186,19 @@ fn uses_bias(loc: &Loc) -> bool {
 /// Whether the chain's steps and final read reach a place the program
 /// can read (the tracer's `Machine::place` and `long` would not refuse).
 fn place_ok(chain: &Chain) -> Result<(), &'static str> {
-    let mut memory = matches!(chain.loc, Loc::Memory(_));
-    for s in &chain.steps {
-        match s {
-            Step::Deref => memory = true,
-            Step::Offset(_) | Step::Index { .. } if !memory => {
-                return Err("is a member of a value in registers");
-            }
-            Step::Index { arg, .. } if *arg >= 2 => return Err("reads a third script value"),
-            _ => {}
-        }
+    let memory = walk_place(chain).ok_or("is a member of a value in registers")?;
+    if chain
+        .steps
+        .iter()
+        .any(|s| matches!(s, Step::Index { arg, .. } if *arg >= 2))
+    {
+        return Err("reads a third script value");
     }
     match chain.fin {
         Final::Address if !memory => Err("has no address"),
         Final::Float { .. } => Err("is a floating point value"),
         _ => Ok(()),
     }
-}
-
-/// Whether a chain's place is in memory (else it is a value) after its
-/// steps: the code generator follows the same walk.
-pub fn ends_in_memory(chain: &Chain) -> bool {
-    matches!(chain.loc, Loc::Memory(_)) || chain.steps.contains(&Step::Deref)
 }
 
 #[cfg(test)]

@@ -59,13 +59,21 @@ impl Shared {
         let Some(img) = &self.inproc else {
             return false;
         };
-        let site = run.user_function_regs().map(|regs| StopSite {
-            regs,
-            bias: run.user_function_bias(),
-            func: run
-                .user_function_name()
-                .map_or_else(Vec::new, |n| n.as_bytes().to_vec()),
-        });
+        // What the function entry would have stored, only for an image
+        // whose handlers read it (this runs at every such hit's stop).
+        let site = match img.entry_regs || img.entry_site {
+            true => run.user_function_regs().map(|regs| StopSite {
+                regs,
+                bias: run.user_function_bias(),
+                func: match img.entry_site {
+                    true => run
+                        .user_function_name()
+                        .map_or_else(Vec::new, |n| n.as_bytes().to_vec()),
+                    false => Vec::new(),
+                },
+            }),
+            false => None,
+        };
         let values = &marker_addresses(run, values);
         let comm = match img.names {
             Some(_) => run.execname_of(values.tid as i32),

@@ -12,13 +12,13 @@ use cranelift_frontend::{FunctionBuilder, Switch};
 
 use utap_compiler::program::{ExprKind, Program};
 use utap_compiler::walk;
-use utap_runtime::dataplane::layout::{BLOCK_BIAS, BLOCK_REGS, HELPER_AT, RAISE_READ_FAULT};
+use utap_runtime::dataplane::layout::{BLOCK_BIAS, BLOCK_REGS, RAISE_READ_FAULT};
 use utap_runtime::dataplane::plans::{self, Plan};
 use utap_runtime::dataplane::region::Region;
 use utap_runtime::dataplane::strings::kind;
 use utap_runtime::dwarf::plan::{Chain, Final, Loc, Op, Step};
 
-use super::user::{Rings, keep_values, safe_load};
+use super::user::{Rings, helper_at, keep_values, safe_load};
 use super::{Runtime, mem, raise_with};
 use crate::CodegenError;
 
@@ -74,7 +74,7 @@ impl Runtime<'_> {
         region: &Region,
         plans: &[(i64, Plan)],
     ) -> Result<(), CodegenError> {
-        let helper = (region.base() + HELPER_AT) as i64;
+        let helper = helper_at(region);
         let header = self.header;
         self.define("utap_bi___dwarf_long", 4, true, |b, a, _| {
             let fault = b.create_block();
@@ -85,19 +85,13 @@ impl Runtime<'_> {
                 helper,
                 fault,
             };
-            let mut switch = Switch::new();
-            let cases: Vec<Block> = plans.iter().map(|_| b.create_block()).collect();
-            for ((id, _), &blk) in plans.iter().zip(&cases) {
-                switch.set_entry(*id as u64 as u128, blk);
-            }
-            let none = b.create_block();
-            switch.emit(b, a[1], none);
+            let ids: Vec<i64> = plans.iter().map(|(id, _)| *id).collect();
+            let (cases, none) = switch_on_plan(b, a[1], &ids);
             for ((_, plan), &blk) in plans.iter().zip(&cases) {
                 b.switch_to_block(blk);
                 let v = long(b, &ev, &plan.chain);
                 b.ins().return_(&[v]);
             }
-            // A plan the route did not let in: never called.
             b.switch_to_block(none);
             let zero = b.ins().iconst(I64, 0);
             b.ins().return_(&[zero]);
@@ -122,16 +116,11 @@ impl Runtime<'_> {
         region: &Region,
         texts: &[(i64, (Vec<Option<Chain>>, bool))],
     ) -> Result<(), CodegenError> {
-        let helper = (region.base() + HELPER_AT) as i64;
+        let helper = helper_at(region);
         let rings = Rings::of(region, self.header);
         self.define("utap_bi___dwarf_string", 4, true, |b, a, _| {
-            let mut switch = Switch::new();
-            let cases: Vec<Block> = texts.iter().map(|_| b.create_block()).collect();
-            for ((id, _), &blk) in texts.iter().zip(&cases) {
-                switch.set_entry(*id as u64 as u128, blk);
-            }
-            let none = b.create_block();
-            switch.emit(b, a[1], none);
+            let ids: Vec<i64> = texts.iter().map(|(id, _)| *id).collect();
+            let (cases, none) = switch_on_plan(b, a[1], &ids);
             for ((id, (chains, _)), &blk) in texts.iter().zip(&cases) {
                 b.switch_to_block(blk);
                 let mut words = vec![b.ins().iconst(I64, *id)];
@@ -154,6 +143,20 @@ impl Runtime<'_> {
         })?;
         Ok(())
     }
+}
+
+/// A switch on the plan number `plan` over `ids`: a block per plan, in
+/// order, and the one for a number the route pass did not let in (never
+/// taken).
+fn switch_on_plan(b: &mut FunctionBuilder, plan: Value, ids: &[i64]) -> (Vec<Block>, Block) {
+    let mut switch = Switch::new();
+    let cases: Vec<Block> = ids.iter().map(|_| b.create_block()).collect();
+    for (&id, &blk) in ids.iter().zip(&cases) {
+        switch.set_entry(id as u64 as u128, blk);
+    }
+    let none = b.create_block();
+    switch.emit(b, plan, none);
+    (cases, none)
 }
 
 /// A chain's number and 1, or 0 and 0 when a read fails.
@@ -207,7 +210,6 @@ fn long(b: &mut FunctionBuilder, ev: &Eval, c: &Chain) -> Value {
         };
         memory |= *s == Step::Deref;
     }
-    debug_assert_eq!(memory, plans::ends_in_memory(c));
     match c.fin {
         Final::Address => v,
         Final::Load { size, signed } => {

@@ -47,10 +47,15 @@ impl Rings {
         Rings {
             blocks: data + region.data.blocks as i64,
             strings: data + region.data.strings as i64,
-            helper: (region.base() + HELPER_AT) as i64,
+            helper: helper_at(region),
             header,
         }
     }
+}
+
+/// Where `region`'s safe-load helper is (`code::read_helper`).
+pub(super) fn helper_at(region: &Region) -> i64 {
+    (region.base() + HELPER_AT) as i64
 }
 
 impl Runtime<'_> {
@@ -99,7 +104,7 @@ impl Runtime<'_> {
 impl Runtime<'_> {
     /// `user_char`, `user_short`, `user_int` and `user_long`.
     pub(super) fn define_user_values(&mut self, region: &Region) -> Result<(), CodegenError> {
-        let helper = (region.base() + HELPER_AT) as i64;
+        let helper = helper_at(region);
         for (name, ty) in [
             ("utap_bi_user_char", types::I8),
             ("utap_bi_user_short", types::I16),
